@@ -1,0 +1,167 @@
+//! Decoding side: every size is checked against [`DecodeLimits`] before allocation.
+
+use rayon::prelude::*;
+
+use crate::format::{read_header, Reader, CHECKSUM_LEN};
+use crate::{quant, DecodeError, Header, Mode};
+
+/// Upper bounds a receiver sets on what it is willing to decode. A payload declaring more is
+/// rejected before any buffer proportional to the declared size is allocated, so a decode
+/// allocates at most `max_elems · 4` bytes of output plus one block of scratch per thread.
+#[derive(Clone, Copy, Debug)]
+pub struct DecodeLimits {
+    /// Most input bytes accepted.
+    pub max_input_bytes: usize,
+    /// Most tensors.
+    pub max_tensors: u32,
+    /// Highest tensor rank.
+    pub max_rank: u8,
+    /// Most elements over all tensors (so output ≤ 4·max_elems bytes).
+    pub max_elems: u64,
+    /// Largest block (elements per zstd frame).
+    pub max_block_elems: u32,
+}
+
+impl DecodeLimits {
+    /// Limits for a model of `params` parameters in at most `tensors` tensors.
+    pub fn for_model(params: u64, tensors: u32) -> Self {
+        Self {
+            max_input_bytes: usize::try_from(params.saturating_mul(5).saturating_add(1 << 20)).unwrap_or(usize::MAX),
+            max_tensors: tensors,
+            max_rank: 8,
+            max_elems: params,
+            max_block_elems: 1 << 24,
+        }
+    }
+}
+
+/// A decoded payload: one row-major f32 vector per tensor, with its shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decoded {
+    /// Header fields and shapes.
+    pub header: Header,
+    /// Elements of each tensor, in the payload's order.
+    pub tensors: Vec<Vec<f32>>,
+}
+
+fn split_checksum<'a>(bytes: &'a [u8], limits: &DecodeLimits) -> Result<&'a [u8], DecodeError> {
+    if bytes.len() > limits.max_input_bytes {
+        return Err(DecodeError::LimitExceeded {
+            what: "input bytes",
+            value: bytes.len() as u64,
+            limit: limits.max_input_bytes as u64,
+        });
+    }
+    if bytes.len() < 4 || bytes[..4] != crate::MAGIC {
+        return Err(if bytes.len() < 4 {
+            DecodeError::Truncated { offset: 0, needed: 4 - bytes.len() }
+        } else {
+            DecodeError::BadMagic
+        });
+    }
+    let split = bytes
+        .len()
+        .checked_sub(CHECKSUM_LEN)
+        .ok_or(DecodeError::Truncated { offset: bytes.len(), needed: CHECKSUM_LEN })?;
+    let (body, sum) = bytes.split_at(split);
+    if blake3::hash(body).as_bytes() != sum {
+        return Err(DecodeError::ChecksumMismatch);
+    }
+    Ok(body)
+}
+
+/// Reads and validates the header only (after checking size limit and checksum).
+///
+/// # Errors
+/// As [`decode`], for the header part.
+pub fn peek_header(bytes: &[u8], limits: &DecodeLimits) -> Result<Header, DecodeError> {
+    read_header(split_checksum(bytes, limits)?, limits)
+}
+
+struct Frame<'a> {
+    tensor: usize,
+    len: usize,
+    bytes: &'a [u8],
+}
+
+/// Decodes a payload produced by [`crate::encode`].
+///
+/// # Errors
+/// A [`DecodeError`] for: input over `limits.max_input_bytes`, wrong magic/version/mode,
+/// checksum mismatch, declared counts over the limits, truncated or trailing bytes, a zstd frame
+/// that is corrupt or does not decompress to exactly its block's size, or a NaN/∞/negative scale.
+pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Decoded, DecodeError> {
+    let body = split_checksum(bytes, limits)?;
+    let header = read_header(body, limits)?;
+    let mut r = Reader::new(body);
+    r.take(header.len)?;
+
+    // Walk the frame prefixes first (cheap, no allocation beyond the frame list).
+    let block_elems = header.block_elems as usize;
+    let mut frames = Vec::new();
+    for (tensor, shape) in header.shapes.iter().enumerate() {
+        let n: usize = shape.iter().product();
+        let mut start = 0;
+        while start < n {
+            let len = block_elems.min(n - start);
+            let flen = r.u32()? as usize;
+            let bytes = r.take(flen)?;
+            frames.push(Frame { tensor, len, bytes });
+            start += len;
+        }
+    }
+    if r.remaining() != 0 {
+        return Err(DecodeError::TrailingBytes(r.remaining()));
+    }
+
+    let mut tensors: Vec<Vec<f32>> =
+        header.shapes.iter().map(|s| vec![0f32; s.iter().product::<usize>()]).collect();
+    // Pair every frame with the disjoint output slice it fills.
+    let mut jobs = Vec::with_capacity(frames.len());
+    {
+        let mut rest: Vec<&mut [f32]> = tensors.iter_mut().map(|t| t.as_mut_slice()).collect();
+        for f in &frames {
+            let slot = std::mem::take(&mut rest[f.tensor]);
+            let (head, tail) = slot.split_at_mut(f.len);
+            rest[f.tensor] = tail;
+            jobs.push((f, head));
+        }
+    }
+    let chunk = header.chunk_size as usize;
+    let mode = header.mode;
+    jobs.into_par_iter().enumerate().try_for_each(|(i, (f, out))| {
+        let expected = match mode {
+            Mode::Int8Absmax => f.len.div_ceil(chunk) * 4 + f.len,
+            Mode::Fp32 => f.len * 4,
+        };
+        // An output slice of exactly the block's size: a frame that inflates to more fails
+        // inside zstd instead of allocating (decompression-bomb bound).
+        let mut raw = vec![0u8; expected];
+        let got = zstd::bulk::decompress_to_buffer(f.bytes, raw.as_mut_slice())
+            .map_err(|e| DecodeError::BadBlock { block: i, reason: format!("zstd: {e}") })?;
+        if got != expected {
+            return Err(DecodeError::BadBlock { block: i, reason: format!("decompressed {got} bytes, expected {expected}") });
+        }
+        match mode {
+            Mode::Int8Absmax => {
+                let (s, codes) = raw.split_at(expected - f.len);
+                let scales: Vec<f32> =
+                    s.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                if scales.iter().any(|s| !s.is_finite() || *s < 0.0) {
+                    return Err(DecodeError::BadScale { block: i });
+                }
+                quant::dequantize(&scales, codes, chunk, out);
+            }
+            Mode::Fp32 => {
+                for (y, b) in out.iter_mut().zip(raw.chunks_exact(4)) {
+                    *y = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+                if out.iter().any(|v| !v.is_finite()) {
+                    return Err(DecodeError::BadBlock { block: i, reason: "non-finite element".into() });
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(Decoded { header, tensors })
+}

@@ -1,0 +1,117 @@
+//! Encoding side.
+
+use rayon::prelude::*;
+
+use crate::format::{write_header, CHECKSUM_LEN, FRAME_PREFIX};
+use crate::{quant, EncodeError, Mode, TensorRef};
+
+/// Encoder settings. The defaults are what trainers publish.
+#[derive(Clone, Copy, Debug)]
+pub struct EncodeOptions {
+    /// Element storage mode.
+    pub mode: Mode,
+    /// Elements per absmax scale (int8 mode). Default 1024.
+    pub chunk_size: u32,
+    /// Elements per independent zstd frame; a multiple of `chunk_size`. Default 1 Mi (2²⁰).
+    pub block_elems: u32,
+    /// zstd level (negative = faster, 1..=22 = smaller). Default 1.
+    pub zstd_level: i32,
+}
+
+impl Default for EncodeOptions {
+    fn default() -> Self {
+        Self { mode: Mode::Int8Absmax, chunk_size: 1024, block_elems: 1 << 20, zstd_level: 1 }
+    }
+}
+
+impl EncodeOptions {
+    /// The fp32 passthrough baseline with the same blocking.
+    pub fn fp32() -> Self {
+        Self { mode: Mode::Fp32, chunk_size: 0, ..Self::default() }
+    }
+}
+
+/// One block: `len` elements of tensor `tensor` starting at element `start`.
+struct Block {
+    tensor: usize,
+    start: usize,
+    len: usize,
+}
+
+/// Encodes `tensors` (in order) into a self-describing payload (see the crate docs for the
+/// layout). Runs on the current rayon pool, one zstd frame per block.
+///
+/// # Errors
+/// [`EncodeError::ShapeMismatch`] if a tensor's data length is not its shape's product,
+/// [`EncodeError::NonFinite`] for NaN/∞ elements, [`EncodeError::InvalidOptions`] for bad
+/// options, shapes of rank > 255 or more than `u32::MAX` tensors, [`EncodeError::Compress`] if zstd fails.
+pub fn encode(tensors: &[TensorRef<'_>], opts: &EncodeOptions) -> Result<Vec<u8>, EncodeError> {
+    let chunk = opts.chunk_size as usize;
+    let block_elems = opts.block_elems as usize;
+    match opts.mode {
+        Mode::Int8Absmax if chunk == 0 || block_elems == 0 || block_elems % chunk != 0 => {
+            return Err(EncodeError::InvalidOptions("block_elems must be a non-zero multiple of chunk_size"))
+        }
+        Mode::Fp32 if chunk != 0 || block_elems == 0 => {
+            return Err(EncodeError::InvalidOptions("fp32 mode needs chunk_size 0 and block_elems > 0"))
+        }
+        _ => {}
+    }
+    if u32::try_from(tensors.len()).is_err() {
+        return Err(EncodeError::InvalidOptions("more than u32::MAX tensors"));
+    }
+    let mut blocks = Vec::new();
+    for (index, t) in tensors.iter().enumerate() {
+        if t.shape.len() > usize::from(u8::MAX) {
+            return Err(EncodeError::InvalidOptions("tensor rank above 255"));
+        }
+        let expected = t.shape.iter().try_fold(1usize, |a, d| a.checked_mul(*d));
+        if expected != Some(t.data.len()) {
+            return Err(EncodeError::ShapeMismatch {
+                index,
+                expected: expected.unwrap_or(usize::MAX),
+                actual: t.data.len(),
+            });
+        }
+        let mut start = 0;
+        while start < t.data.len() {
+            let len = block_elems.min(t.data.len() - start);
+            blocks.push(Block { tensor: index, start, len });
+            start += len;
+        }
+    }
+    let frames: Vec<Vec<u8>> = blocks
+        .par_iter()
+        .map(|b| {
+            let x = &tensors[b.tensor].data[b.start..b.start + b.len];
+            if !x.iter().all(|v| v.is_finite()) {
+                return Err(EncodeError::NonFinite { index: b.tensor });
+            }
+            let raw = match opts.mode {
+                Mode::Int8Absmax => {
+                    let n_chunks = b.len.div_ceil(chunk);
+                    let mut raw = Vec::with_capacity(n_chunks * 4 + b.len);
+                    let mut codes = Vec::with_capacity(b.len);
+                    quant::quantize(x, chunk, &mut raw, &mut codes);
+                    raw.extend_from_slice(&codes);
+                    raw
+                }
+                Mode::Fp32 => x.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            };
+            zstd::bulk::compress(&raw, opts.zstd_level).map_err(|e| EncodeError::Compress(e.to_string()))
+        })
+        .collect::<Result<_, _>>()?;
+
+    let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape).collect();
+    let body: usize = frames.iter().map(|f| f.len() + FRAME_PREFIX).sum();
+    let mut out = Vec::with_capacity(64 + body + CHECKSUM_LEN);
+    write_header(&mut out, opts.mode, opts.chunk_size, opts.block_elems, &shapes);
+    for f in &frames {
+        let len = u32::try_from(f.len()).map_err(|_| EncodeError::InvalidOptions("zstd frame above 4 GiB"))?;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(f);
+    }
+    let sum = blake3::hash(&out);
+    out.extend_from_slice(sum.as_bytes());
+    Ok(out)
+}

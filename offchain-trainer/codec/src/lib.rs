@@ -1,0 +1,73 @@
+//! # synod-codec
+//!
+//! Encodes a DiLoCo pseudo-gradient (a list of f32 tensors) into the bytes a trainer publishes
+//! on `/synod/pseudograd/1`, and decodes them back with bounded memory.
+//!
+//! ## Scheme
+//! * **Quantization** ([`Mode::Int8Absmax`]): every tensor is cut into chunks of `chunk_size`
+//!   elements (chunks never span two tensors). Each chunk stores one f32 scale
+//!   `s = max|x| / 127` and its elements as `q = round_half_even(x / s)` in `i8` (−127..=127),
+//!   decoded as `q · s`. Absmax per small chunk bounds the error of every element by `s / 2`
+//!   and needs no statistics pass (INTELLECT-1's μ±6σ clipping needs two passes and clips
+//!   outliers, which DiLoCo pseudo-gradients do have). With 1024-element chunks on Gaussian
+//!   data the relative L2 error is ≈0.75 % and the scale overhead 0.4 %.
+//! * **Entropy coding**: the quantized stream is cut into blocks of `block_elems` elements
+//!   (a block never spans two tensors) and each block is one independent zstd frame, so
+//!   encode and decode run in parallel over blocks and decoding a frame can never allocate
+//!   more than that block's exact expected size.
+//! * [`Mode::Fp32`] stores raw little-endian f32 through the same zstd blocks (the baseline).
+//!
+//! ## Wire format (version 1, all integers little-endian)
+//! ```text
+//! 0   magic  "SYNG"                         4 bytes
+//! 4   version u8 = 1
+//! 5   mode    u8 (0 = fp32, 1 = int8-absmax)
+//! 6   source dtype u8 (0 = f32)
+//! 7   reserved u8 = 0
+//! 8   chunk_size  u32   elements per scale (int8 mode; 0 in fp32 mode)
+//! 12  block_elems u32   elements per zstd frame (multiple of chunk_size)
+//! 16  n_tensors   u32
+//! 20  shapes: per tensor: rank u8, then rank × u64 dims
+//! ..  blocks: per block: frame_len u32, zstd frame (frame_len bytes)
+//!     block content, int8: n_chunks × f32 scale, then n × i8; fp32: n × f32
+//! end blake3 of every preceding byte        32 bytes
+//! ```
+//! Decoding checks, before allocating, that every declared size is within [`DecodeLimits`],
+//! verifies the blake3 trailer, and rejects truncated, oversized, trailing or inconsistent
+//! input with a typed [`DecodeError`]; it never panics on any input.
+#![deny(missing_docs)]
+
+mod decode;
+mod encode;
+mod error;
+mod format;
+mod quant;
+
+pub use decode::{decode, peek_header, DecodeLimits, Decoded};
+pub use encode::{encode, EncodeOptions};
+pub use error::{DecodeError, EncodeError};
+pub use format::{Header, Mode, FORMAT_VERSION, MAGIC};
+
+/// A borrowed f32 tensor: row-major `data` whose length is the product of `shape`.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorRef<'a> {
+    /// Dimensions, outermost first. An empty shape is a scalar (one element).
+    pub shape: &'a [usize],
+    /// Row-major elements, `shape.iter().product()` of them.
+    pub data: &'a [f32],
+}
+
+/// Relative L2 error `‖a − b‖₂ / ‖a‖₂` between an original and a decoded vector
+/// (0 when `a` is all zeros and `a == b`). Used by tests and the codec benchmark.
+pub fn rel_l2_error(a: &[f32], b: &[f32]) -> f64 {
+    let (mut num, mut den) = (0f64, 0f64);
+    for (x, y) in a.iter().zip(b) {
+        let d = f64::from(*x) - f64::from(*y);
+        num += d * d;
+        den += f64::from(*x) * f64::from(*x);
+    }
+    if den == 0.0 {
+        return if num == 0.0 { 0.0 } else { f64::INFINITY };
+    }
+    (num / den).sqrt()
+}
