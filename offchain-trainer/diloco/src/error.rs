@@ -1,0 +1,41 @@
+//! Errors of the outer round.
+
+use synod_checkpoint::CheckpointError;
+use synod_codec::{DecodeError, EncodeError};
+
+/// Why an outer-round phase failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DilocoError {
+    /// The inner phase failed (tensor library error, out of memory, ...).
+    #[error("inner phase failed: {0}")]
+    Inner(String),
+    /// Encoding the local pseudo-gradient failed (e.g. a NaN after divergence).
+    #[error("encoding the pseudo-gradient: {0}")]
+    Encode(#[from] EncodeError),
+    /// A peer's payload failed to decode.
+    #[error("member {member}: payload rejected: {source}")]
+    Decode {
+        /// Member index of the sender.
+        member: u32,
+        /// Decoder error.
+        source: DecodeError,
+    },
+    /// A decoded payload's shapes do not match the model's parameters.
+    #[error("member {member}: payload has the wrong tensor layout")]
+    Layout {
+        /// Member index of the sender.
+        member: u32,
+    },
+    /// Two tensor sets that must share a layout do not.
+    #[error("parameter layouts differ")]
+    LayoutMismatch,
+    /// No contribution reached the aggregation (the round cannot advance).
+    #[error("round {0}: no contribution to aggregate")]
+    Empty(u32),
+    /// The exchange (transport) failed.
+    #[error("exchange failed: {0}")]
+    Exchange(String),
+    /// Writing or hashing the checkpoint failed.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+}

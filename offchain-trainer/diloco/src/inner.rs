@@ -1,0 +1,30 @@
+//! The inner phase, as the round sees it.
+
+use synod_checkpoint::ParamSet;
+
+use crate::DilocoError;
+
+/// What one inner phase did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct InnerReport {
+    /// Mean training loss over the inner steps (nats per token).
+    pub mean_loss: f64,
+    /// Training loss of the last inner step (nats per token).
+    pub last_loss: f64,
+    /// Tokens consumed (batch · seq_len · steps).
+    pub tokens: u64,
+    /// Wall-clock seconds of the phase.
+    pub secs: f64,
+}
+
+/// A worker's local optimizer: runs `H` inner steps from given parameters.
+///
+/// Implementations must draw their batches as a pure function of `(pool seed, worker, round)`
+/// (see `synod-data`) so that the phase can be replayed by a verifier.
+pub trait InnerTrainer {
+    /// Loads `start` (θ_{r-1}), runs the inner steps of outer round `round` and returns θ_i.
+    ///
+    /// # Errors
+    /// [`DilocoError::Inner`] if the tensor library fails or the loss diverges.
+    fn inner_phase(&mut self, start: &ParamSet, round: u32) -> Result<(ParamSet, InnerReport), DilocoError>;
+}

@@ -1,0 +1,35 @@
+//! # synod-diloco
+//!
+//! The outer round of DiLoCo (Douillard et al. 2023, *DiLoCo: Distributed Low-Communication
+//! Training of Language Models*, arXiv 2311.08105, Algorithm 1), written once for every
+//! transport and free of any tensor library:
+//!
+//! ```text
+//! inner phase (InnerTrainer, H AdamW steps, e.g. on tch)   -> θ_i
+//! pseudo-gradient Δ_i = θ_{r-1} − θ_i                      (pseudograd)
+//! encode Δ_i (int8 + zstd)                                  (pseudograd, synod-codec)
+//! exchange payloads                                         (Exchange: local, or libp2p)
+//! decode + aggregate in member-index order                  (aggregate)
+//! outer Nesterov step θ_r = θ_{r-1} − η (g + μ m)           (outer)
+//! canonical checkpoint + blake3 hash                        (round, synod-checkpoint)
+//! ```
+//!
+//! Aggregation and the outer step run on plain f32 vectors in a fixed order, so every honest
+//! survivor that aggregates the same included set computes **bit-identical** θ_r and the same
+//! checkpoint hash, whatever device ran its inner phase (ARCHITECTURE.md, step 4). Every member
+//! (including the sender) aggregates the *decoded* payloads, never its own unquantized Δ.
+#![deny(missing_docs)]
+
+mod aggregate;
+mod error;
+mod inner;
+mod outer;
+mod pseudograd;
+mod round;
+
+pub use aggregate::{Aggregator, Mean};
+pub use error::DilocoError;
+pub use inner::{InnerReport, InnerTrainer};
+pub use outer::NesterovSgd;
+pub use pseudograd::{decode_pseudo_gradient, encode_pseudo_gradient, pseudo_gradient, PseudoGradient};
+pub use round::{Contribution, Exchange, OuterState, RoundOutcome};

@@ -1,0 +1,54 @@
+//! Pseudo-gradients and their wire encoding.
+
+use synod_checkpoint::ParamSet;
+use synod_codec::{DecodeLimits, EncodeOptions, TensorRef};
+
+use crate::DilocoError;
+
+/// A pseudo-gradient: one f32 vector per parameter tensor, in the [`ParamSet`]'s canonical order.
+pub type PseudoGradient = Vec<Vec<f32>>;
+
+/// Δ = θ_start − θ_local, element-wise (DiLoCo Algorithm 1, line 9).
+///
+/// # Errors
+/// [`DilocoError::LayoutMismatch`] if the two sets differ in names or shapes.
+pub fn pseudo_gradient(start: &ParamSet, local: &ParamSet) -> Result<PseudoGradient, DilocoError> {
+    if !start.same_layout(local) {
+        return Err(DilocoError::LayoutMismatch);
+    }
+    Ok(start
+        .tensors()
+        .iter()
+        .zip(local.tensors())
+        .map(|(a, b)| a.data.iter().zip(&b.data).map(|(x, y)| x - y).collect())
+        .collect())
+}
+
+/// Encodes Δ with the layout of `like` (shapes only; names are implied by the pool's model).
+///
+/// # Errors
+/// As [`synod_codec::encode`]; [`DilocoError::LayoutMismatch`] if Δ does not fit `like`.
+pub fn encode_pseudo_gradient(like: &ParamSet, delta: &PseudoGradient, opts: &EncodeOptions) -> Result<Vec<u8>, DilocoError> {
+    if delta.len() != like.tensors().len() {
+        return Err(DilocoError::LayoutMismatch);
+    }
+    let refs: Vec<TensorRef<'_>> =
+        like.tensors().iter().zip(delta).map(|(t, d)| TensorRef { shape: &t.shape, data: d }).collect();
+    Ok(synod_codec::encode(&refs, opts)?)
+}
+
+/// Decodes member `member`'s payload, checking it against the layout of `like`.
+///
+/// # Errors
+/// [`DilocoError::Decode`] for a malformed payload, [`DilocoError::Layout`] for a payload whose
+/// shapes are not the model's.
+pub fn decode_pseudo_gradient(like: &ParamSet, member: u32, payload: &[u8]) -> Result<PseudoGradient, DilocoError> {
+    let limits = DecodeLimits::for_model(like.numel() as u64, u32::try_from(like.tensors().len()).unwrap_or(u32::MAX));
+    let decoded = synod_codec::decode(payload, &limits).map_err(|source| DilocoError::Decode { member, source })?;
+    let fits = decoded.header.shapes.len() == like.tensors().len()
+        && decoded.header.shapes.iter().zip(like.tensors()).all(|(s, t)| *s == t.shape);
+    if !fits {
+        return Err(DilocoError::Layout { member });
+    }
+    Ok(decoded.tensors)
+}

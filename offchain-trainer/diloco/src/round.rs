@@ -1,0 +1,164 @@
+//! One outer round: contribute, exchange, aggregate, outer step, checkpoint.
+
+use synod_checkpoint::{CheckpointHash, ParamSet, OUTER_MOMENTUM_PREFIX};
+use synod_codec::EncodeOptions;
+
+use crate::{decode_pseudo_gradient, encode_pseudo_gradient, pseudo_gradient, Aggregator, DilocoError, InnerReport, InnerTrainer, NesterovSgd};
+
+/// A member's encoded pseudo-gradient for one round, as it arrived.
+#[derive(Clone, Debug)]
+pub struct Contribution {
+    /// Member index in the pool (the chain's order).
+    pub member: u32,
+    /// Encoded pseudo-gradient (synod-codec bytes).
+    pub payload: Vec<u8>,
+}
+
+/// The transport of the exchange phase (ARCHITECTURE.md, step 3).
+pub trait Exchange {
+    /// Publishes member `me`'s `payload` for `round` and returns the included set: every
+    /// contribution (its own included) that arrived and verified by the round deadline.
+    ///
+    /// # Errors
+    /// [`DilocoError::Exchange`] if the transport fails as a whole.
+    fn exchange(&mut self, round: u32, me: u32, payload: Vec<u8>) -> Result<Vec<Contribution>, DilocoError>;
+}
+
+/// The result of one outer round.
+#[derive(Clone, Debug)]
+pub struct RoundOutcome {
+    /// Outer round number (from 1).
+    pub round: u32,
+    /// Members whose pseudo-gradient was aggregated, ascending.
+    pub included: Vec<u32>,
+    /// Members whose payload was rejected, with the reason.
+    pub rejected: Vec<(u32, String)>,
+    /// Canonical safetensors bytes of θ_r plus the outer momentum.
+    pub checkpoint: Vec<u8>,
+    /// blake3 of `checkpoint`: the value committed on-chain.
+    pub hash: CheckpointHash,
+}
+
+/// The global state every member holds between rounds: θ and the outer optimizer.
+#[derive(Clone, Debug)]
+pub struct OuterState {
+    /// Global parameters θ (after the last completed round).
+    pub params: ParamSet,
+    /// Outer optimizer with its momentum.
+    pub opt: NesterovSgd,
+    /// Last completed outer round (0 before the first).
+    pub round: u32,
+}
+
+impl OuterState {
+    /// State at round 0 from the initial parameters.
+    pub fn new(params: ParamSet, opt: NesterovSgd) -> Self {
+        Self { params, opt, round: 0 }
+    }
+
+    /// The tensors a checkpoint holds: θ plus `outer_momentum.*`.
+    ///
+    /// # Errors
+    /// [`DilocoError::Checkpoint`] if a momentum name collides with a parameter name.
+    pub fn checkpoint_set(&self) -> Result<ParamSet, DilocoError> {
+        Ok(self.params.clone().with_prefixed(OUTER_MOMENTUM_PREFIX, &self.opt.state(&self.params))?)
+    }
+
+    /// Restores the state from a checkpoint's tensors (the output of [`OuterState::checkpoint_set`]).
+    ///
+    /// # Errors
+    /// [`DilocoError::LayoutMismatch`] if the momentum does not match the parameters.
+    pub fn from_checkpoint(mut set: ParamSet, lr: f32, momentum: f32, round: u32) -> Result<Self, DilocoError> {
+        let state = set.take_prefixed(OUTER_MOMENTUM_PREFIX);
+        let mut opt = NesterovSgd::new(lr, momentum);
+        opt.restore(&set, &state)?;
+        Ok(Self { params: set, opt, round })
+    }
+
+    /// Runs `trainer`'s inner phase for the next round from θ and returns member `me`'s encoded
+    /// pseudo-gradient with the phase's report.
+    ///
+    /// # Errors
+    /// As [`InnerTrainer::inner_phase`] and [`encode_pseudo_gradient`].
+    pub fn contribute(&self, trainer: &mut dyn InnerTrainer, me: u32, opts: &EncodeOptions) -> Result<(Contribution, InnerReport), DilocoError> {
+        let round = self.round + 1;
+        let (local, report) = trainer.inner_phase(&self.params, round)?;
+        let delta = pseudo_gradient(&self.params, &local)?;
+        let payload = encode_pseudo_gradient(&self.params, &delta, opts)?;
+        Ok((Contribution { member: me, payload }, report))
+    }
+
+    /// Decodes the included set (in ascending member order; malformed payloads and repeated
+    /// members are dropped and reported, never fatal), aggregates, applies the outer step and
+    /// writes the checkpoint. Advances `self.round`.
+    ///
+    /// # Errors
+    /// [`DilocoError::Empty`] if no payload survives decoding; otherwise as the aggregator and
+    /// outer step.
+    pub fn apply(&mut self, contributions: &[Contribution], agg: &dyn Aggregator) -> Result<RoundOutcome, DilocoError> {
+        let round = self.round + 1;
+        let mut order: Vec<&Contribution> = contributions.iter().collect();
+        order.sort_by_key(|c| c.member);
+        let (mut included, mut rejected, mut deltas) = (Vec::new(), Vec::new(), Vec::new());
+        for c in order {
+            if included.last() == Some(&c.member) {
+                rejected.push((c.member, "duplicate contribution".to_string()));
+                continue;
+            }
+            match decode_pseudo_gradient(&self.params, c.member, &c.payload) {
+                Ok(d) => {
+                    included.push(c.member);
+                    deltas.push(d);
+                }
+                Err(e) => rejected.push((c.member, e.to_string())),
+            }
+        }
+        let refs: Vec<_> = deltas.iter().collect();
+        let g = agg.aggregate(round, &refs)?;
+        self.opt.step(&mut self.params, &g)?;
+        self.round = round;
+        let checkpoint = synod_checkpoint::to_bytes(&self.checkpoint_set()?)?;
+        let hash = synod_checkpoint::hash(&checkpoint);
+        Ok(RoundOutcome { round, included, rejected, checkpoint, hash })
+    }
+
+    /// One networked round for member `me`: contribute, exchange, apply.
+    ///
+    /// # Errors
+    /// As [`OuterState::contribute`], [`Exchange::exchange`] and [`OuterState::apply`].
+    pub fn run_round(
+        &mut self,
+        trainer: &mut dyn InnerTrainer,
+        exchange: &mut dyn Exchange,
+        me: u32,
+        agg: &dyn Aggregator,
+        opts: &EncodeOptions,
+    ) -> Result<(RoundOutcome, InnerReport), DilocoError> {
+        let (mine, report) = self.contribute(trainer, me, opts)?;
+        let included = exchange.exchange(self.round + 1, me, mine.payload)?;
+        Ok((self.apply(&included, agg)?, report))
+    }
+
+    /// One round of N workers in this process (local mode): every trainer contributes as member
+    /// `index`, then all payloads are applied once. Returns the outcome, each worker's report
+    /// and each worker's payload size in bytes.
+    ///
+    /// # Errors
+    /// As [`OuterState::contribute`] and [`OuterState::apply`].
+    pub fn local_round<T: InnerTrainer>(
+        &mut self,
+        trainers: &mut [T],
+        agg: &dyn Aggregator,
+        opts: &EncodeOptions,
+    ) -> Result<(RoundOutcome, Vec<InnerReport>, Vec<usize>), DilocoError> {
+        let mut contributions = Vec::with_capacity(trainers.len());
+        let mut reports = Vec::with_capacity(trainers.len());
+        for (i, t) in trainers.iter_mut().enumerate() {
+            let (c, r) = self.contribute(t, u32::try_from(i).unwrap_or(u32::MAX), opts)?;
+            contributions.push(c);
+            reports.push(r);
+        }
+        let sizes = contributions.iter().map(|c| c.payload.len()).collect();
+        Ok((self.apply(&contributions, agg)?, reports, sizes))
+    }
+}
