@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -107,9 +108,8 @@ pub struct Batch {
 /// The deterministic schedule of batches for a pool: which tokens every (worker, round, step)
 /// trains on and which fixed batches measure validation loss.
 #[derive(Clone, Debug)]
-pub struct BatchPlan<'a> {
-    train: &'a [u8],
-    val: &'a [u8],
+pub struct BatchPlan {
+    corpus: Arc<Corpus>,
     /// Pool seed.
     pub seed: u64,
     /// Sequences per batch.
@@ -118,19 +118,24 @@ pub struct BatchPlan<'a> {
     pub seq_len: usize,
 }
 
-impl<'a> BatchPlan<'a> {
+impl BatchPlan {
     /// Plans batches over `corpus` (split 90/10).
     ///
     /// # Errors
-    /// [`DataError::TooShort`] if either split holds fewer than `seq_len + 1` tokens.
-    pub fn new(corpus: &'a Corpus, seed: u64, batch: usize, seq_len: usize) -> Result<Self, DataError> {
+    /// [`DataError::TooShort`] if either split holds fewer than `seq_len + 2` tokens.
+    pub fn new(corpus: Arc<Corpus>, seed: u64, batch: usize, seq_len: usize) -> Result<Self, DataError> {
         let (train, val) = corpus.split();
         for (split, s) in [("train", train), ("validation", val)] {
             if s.len() <= seq_len + 1 {
                 return Err(DataError::TooShort { split, tokens: s.len(), needed: seq_len + 2 });
             }
         }
-        Ok(Self { train, val, seed, batch, seq_len })
+        Ok(Self { corpus, seed, batch, seq_len })
+    }
+
+    /// The corpus this plan draws from.
+    pub fn corpus(&self) -> &Corpus {
+        &self.corpus
     }
 
     fn rng(&self, domain: &str, a: u64, b: u64, c: u64) -> ChaCha8Rng {
@@ -157,12 +162,12 @@ impl<'a> BatchPlan<'a> {
     /// The `step`-th training batch (0-based) of `worker` in outer round `round`
     /// (a pure function of `(seed, worker, round, step)`).
     pub fn train_batch(&self, worker: u32, round: u32, step: u32) -> Batch {
-        self.draw(self.train, self.rng("synod/batch/v1", worker.into(), round.into(), step.into()))
+        self.draw(self.corpus.split().0, self.rng("synod/batch/v1", worker.into(), round.into(), step.into()))
     }
 
     /// The `i`-th fixed validation batch (the same for every worker and round).
     pub fn val_batch(&self, i: u32) -> Batch {
-        self.draw(self.val, self.rng("synod/val/v1", i.into(), 0, 0))
+        self.draw(self.corpus.split().1, self.rng("synod/val/v1", i.into(), 0, 0))
     }
 }
 
@@ -170,19 +175,19 @@ impl<'a> BatchPlan<'a> {
 mod tests {
     use super::*;
 
-    fn corpus() -> Corpus {
-        Corpus::from_bytes((0..5000u32).map(|i| (i % 251) as u8).collect())
+    fn corpus() -> Arc<Corpus> {
+        Arc::new(Corpus::from_bytes((0..5000u32).map(|i| (i % 251) as u8).collect()))
     }
 
     #[test]
     fn batches_are_pure_functions_of_their_coordinates() {
         let c = corpus();
-        let p = BatchPlan::new(&c, 7, 4, 16).unwrap();
+        let p = BatchPlan::new(c.clone(), 7, 4, 16).unwrap();
         assert_eq!(p.train_batch(1, 2, 3), p.train_batch(1, 2, 3));
         assert_ne!(p.train_batch(1, 2, 3), p.train_batch(2, 2, 3));
         assert_ne!(p.train_batch(1, 2, 3), p.train_batch(1, 3, 3));
         assert_ne!(p.train_batch(1, 2, 3), p.train_batch(1, 2, 4));
-        let q = BatchPlan::new(&c, 8, 4, 16).unwrap();
+        let q = BatchPlan::new(c.clone(), 8, 4, 16).unwrap();
         assert_ne!(p.train_batch(1, 2, 3), q.train_batch(1, 2, 3));
     }
 
@@ -190,7 +195,7 @@ mod tests {
     fn targets_are_inputs_shifted_by_one_and_stay_in_their_split() {
         let c = corpus();
         let (train, _) = c.split();
-        let p = BatchPlan::new(&c, 1, 3, 8).unwrap();
+        let p = BatchPlan::new(c.clone(), 1, 3, 8).unwrap();
         for step in 0..50 {
             let b = p.train_batch(0, 1, step);
             assert_eq!(b.inputs.len(), 24);
@@ -208,7 +213,7 @@ mod tests {
 
     #[test]
     fn too_short_corpus_is_a_typed_error() {
-        let c = Corpus::from_bytes(vec![b'a'; 50]);
-        assert!(matches!(BatchPlan::new(&c, 0, 1, 16), Err(DataError::TooShort { split: "validation", .. })));
+        let c = Arc::new(Corpus::from_bytes(vec![b'a'; 50]));
+        assert!(matches!(BatchPlan::new(c.clone(), 0, 1, 16), Err(DataError::TooShort { split: "validation", .. })));
     }
 }

@@ -1,0 +1,27 @@
+//! Errors of the tch side.
+
+/// Errors of model construction, parameter transfer and training.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// libtorch reported an error.
+    #[error("libtorch: {0}")]
+    Torch(#[from] tch::TchError),
+    /// A parameter set does not match the model's variables.
+    #[error("parameter {0} is missing or has the wrong shape")]
+    Layout(String),
+    /// The loss became NaN or infinite.
+    #[error("loss diverged (non-finite) at step {0}")]
+    Diverged(u32),
+    /// Bad configuration (e.g. width not divisible by heads, unknown device).
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A checkpoint error.
+    #[error(transparent)]
+    Checkpoint(#[from] synod_checkpoint::CheckpointError),
+}
+
+impl From<ModelError> for synod_diloco::DilocoError {
+    fn from(e: ModelError) -> Self {
+        synod_diloco::DilocoError::Inner(e.to_string())
+    }
+}
