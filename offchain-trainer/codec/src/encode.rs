@@ -84,19 +84,19 @@ pub fn encode(tensors: &[TensorRef<'_>], opts: &EncodeOptions) -> Result<Vec<u8>
         .par_iter()
         .map(|b| {
             let x = &tensors[b.tensor].data[b.start..b.start + b.len];
-            if !x.iter().all(|v| v.is_finite()) {
-                return Err(EncodeError::NonFinite { index: b.tensor });
-            }
+            let non_finite = EncodeError::NonFinite { index: b.tensor };
             let raw = match opts.mode {
                 Mode::Int8Absmax => {
-                    let n_chunks = b.len.div_ceil(chunk);
-                    let mut raw = Vec::with_capacity(n_chunks * 4 + b.len);
-                    let mut codes = Vec::with_capacity(b.len);
-                    quant::quantize(x, chunk, &mut raw, &mut codes);
-                    raw.extend_from_slice(&codes);
+                    let mut raw = vec![0u8; b.len.div_ceil(chunk) * 4 + b.len];
+                    quant::quantize_into(x, chunk, &mut raw).map_err(|()| non_finite)?;
                     raw
                 }
-                Mode::Fp32 => x.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                Mode::Fp32 => {
+                    if !x.iter().all(|v| v.is_finite()) {
+                        return Err(non_finite);
+                    }
+                    x.iter().flat_map(|v| v.to_le_bytes()).collect()
+                }
             };
             zstd::bulk::compress(&raw, opts.zstd_level).map_err(|e| EncodeError::Compress(e.to_string()))
         })

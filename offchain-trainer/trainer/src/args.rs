@@ -1,0 +1,144 @@
+//! Command-line arguments shared by `train`, `init` and the benchmarks.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use synod_codec::EncodeOptions;
+use synod_model::{GptConfig, InnerConfig};
+
+/// Model and inner-optimizer options.
+#[derive(Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// Model preset: tiny (2×32), baby (nanoGPT CPU: 4 layers, 4 heads, width 128, context 64), small (6×384, context 256).
+    #[arg(long, default_value = "baby")]
+    pub model: String,
+    /// Sequences per batch, per worker.
+    #[arg(long, default_value_t = 12)]
+    pub batch: usize,
+    /// Tokens per sequence (default: the model's context).
+    #[arg(long)]
+    pub seq_len: Option<usize>,
+    /// Peak inner learning rate (AdamW).
+    #[arg(long, default_value_t = 1e-3)]
+    pub lr: f64,
+    /// Final inner learning rate of the cosine decay.
+    #[arg(long, default_value_t = 1e-4)]
+    pub min_lr: f64,
+    /// Linear warm-up in inner steps.
+    #[arg(long, default_value_t = 100)]
+    pub warmup: u32,
+    /// Keep each worker's AdamW moments across outer rounds (not replayable by verifiers).
+    #[arg(long)]
+    pub keep_inner_state: bool,
+    /// Pool seed: initial weights and every batch derive from it.
+    #[arg(long, default_value_t = 1337)]
+    pub seed: u64,
+    /// cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Validation batches per evaluation.
+    #[arg(long, default_value_t = 20)]
+    pub eval_batches: u32,
+}
+
+impl ModelArgs {
+    /// The model configuration.
+    pub fn gpt(&self) -> Result<GptConfig> {
+        Ok(GptConfig::preset(&self.model)?)
+    }
+
+    /// Sequence length (defaults to the context).
+    pub fn seq_len(&self) -> Result<usize> {
+        Ok(self.seq_len.unwrap_or(self.gpt()?.ctx as usize))
+    }
+
+    /// Inner optimizer settings for `inner_steps` per round and `total_steps` inner steps in all.
+    pub fn inner(&self, inner_steps: u32, total_steps: u32) -> InnerConfig {
+        InnerConfig {
+            lr: self.lr,
+            min_lr: self.min_lr,
+            warmup_steps: self.warmup,
+            keep_state: self.keep_inner_state,
+            ..InnerConfig::nanogpt(self.batch, inner_steps, total_steps)
+        }
+    }
+}
+
+/// Training method.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// DiLoCo: H inner steps per worker, then an outer Nesterov step on the mean pseudo-gradient.
+    Diloco,
+    /// Data-parallel baseline: N workers average gradients every step.
+    Ddp,
+}
+
+/// Pseudo-gradient encoding on the wire.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Codec {
+    /// Per-chunk absmax int8 + zstd.
+    Int8,
+    /// f32 + zstd (baseline).
+    Fp32,
+}
+
+impl Codec {
+    /// Encoder options.
+    pub fn options(self) -> EncodeOptions {
+        match self {
+            Codec::Int8 => EncodeOptions::default(),
+            Codec::Fp32 => EncodeOptions::fp32(),
+        }
+    }
+}
+
+/// `synod-trainer train`.
+#[derive(Args, Clone, Debug)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Text corpus (byte-level tokens).
+    #[arg(long, default_value = "../shared/data/tinyshakespeare.txt")]
+    pub data: PathBuf,
+    /// Workers (DiLoCo replicas, or data-parallel ranks).
+    #[arg(long, default_value_t = 4)]
+    pub workers: u32,
+    /// Inner steps per outer round (H).
+    #[arg(long, default_value_t = 50)]
+    pub inner_steps: u32,
+    /// Outer rounds (the data-parallel baseline runs rounds × H steps).
+    #[arg(long, default_value_t = 10)]
+    pub rounds: u32,
+    /// diloco or ddp.
+    #[arg(long, value_enum, default_value_t = Method::Diloco)]
+    pub method: Method,
+    /// Outer learning rate (DiLoCo paper: 0.7).
+    #[arg(long, default_value_t = 0.7)]
+    pub outer_lr: f32,
+    /// Outer Nesterov momentum (DiLoCo paper: 0.9).
+    #[arg(long, default_value_t = 0.9)]
+    pub outer_momentum: f32,
+    /// Pseudo-gradient codec.
+    #[arg(long, value_enum, default_value_t = Codec::Int8)]
+    pub codec: Codec,
+    /// Initial weights (a canonical checkpoint); default: fresh weights from --seed.
+    #[arg(long)]
+    pub init: Option<PathBuf>,
+    /// Output directory: round checkpoints, metrics.jsonl, loss.png.
+    #[arg(long, default_value = "out/train")]
+    pub out: PathBuf,
+    /// Hide progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `synod-trainer init`.
+#[derive(Args, Clone, Debug)]
+pub struct InitArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Where to write the checkpoint.
+    #[arg(long, default_value = "out/init.safetensors")]
+    pub out: PathBuf,
+}

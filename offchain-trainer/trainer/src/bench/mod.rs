@@ -1,0 +1,33 @@
+//! Benchmarks. Each prints one JSON object per line: figures and ratios against a baseline
+//! measured in the same run, never pass/fail assertions.
+
+mod codec;
+mod diloco;
+mod sanity;
+mod throughput;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+/// `synod-trainer bench ...`
+#[derive(Subcommand)]
+pub enum BenchCmd {
+    /// DiLoCo (int8) against the data-parallel baseline at equal tokens and compute.
+    Diloco(crate::args::TrainArgs),
+    /// One worker, nanoGPT's CPU baby-GPT recipe: validation loss after 2000 iterations.
+    Sanity(sanity::SanityArgs),
+    /// Tokens/s of our inner step against the same model in plain PyTorch.
+    Throughput(throughput::ThroughputArgs),
+    /// Codec encode/decode speed against memcpy, error and compression.
+    Codec(codec::CodecArgs),
+}
+
+/// Runs one benchmark.
+pub fn run(cmd: BenchCmd, threads: usize) -> Result<()> {
+    match cmd {
+        BenchCmd::Diloco(a) => diloco::run(&a),
+        BenchCmd::Sanity(a) => sanity::run(&a),
+        BenchCmd::Throughput(a) => throughput::run(&a, threads),
+        BenchCmd::Codec(a) => codec::run(&a, threads),
+    }
+}

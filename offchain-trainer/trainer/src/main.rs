@@ -1,0 +1,53 @@
+//! `synod-trainer`: the off-chain half of Synod.
+//!
+//! * `train` — DiLoCo with N workers in this process (or the data-parallel baseline) on a
+//!   local text file; writes per-round canonical checkpoints, JSON-lines metrics and a loss plot.
+//! * `init` — writes a pool's initial weights as a canonical checkpoint and prints its blake3.
+//! * `bench diloco|sanity|throughput|codec` — the benchmarks; each prints one JSON object per line.
+
+mod args;
+mod bench;
+mod metrics;
+mod plot;
+mod train;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "synod-trainer", version, about = "Synod off-chain trainer: DiLoCo on libtorch")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+    /// libtorch intra-op threads and codec threads (0 = all cores).
+    #[arg(long, global = true, default_value_t = 0)]
+    threads: usize,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Train on a text file: DiLoCo with N local workers, or the data-parallel baseline.
+    Train(args::TrainArgs),
+    /// Write the initial weights of a model as a canonical checkpoint and print its hash.
+    Init(args::InitArgs),
+    /// Run a benchmark (prints JSON lines).
+    Bench {
+        #[command(subcommand)]
+        which: bench::BenchCmd,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let threads = if cli.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { cli.threads };
+    synod_model::tch::set_num_threads(threads as i32);
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global()?;
+    match cli.cmd {
+        Cmd::Train(a) => train::run(&a),
+        Cmd::Init(a) => train::init(&a),
+        Cmd::Bench { which } => bench::run(which, threads),
+    }
+}

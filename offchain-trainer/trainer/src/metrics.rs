@@ -1,0 +1,31 @@
+//! JSON-lines metrics: one object per line to stdout and, optionally, to a file.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+/// Writes each record as one JSON line to stdout and to an optional file.
+pub struct Metrics {
+    file: Option<BufWriter<File>>,
+}
+
+impl Metrics {
+    /// Metrics to stdout and `path` (truncated).
+    pub fn with_file(path: &Path) -> Result<Self> {
+        Ok(Self { file: Some(BufWriter::new(File::create(path)?)) })
+    }
+
+    /// Emits one record.
+    pub fn emit<T: Serialize>(&mut self, record: &T) -> Result<()> {
+        let line = serde_json::to_string(record)?;
+        println!("{line}");
+        if let Some(f) = &mut self.file {
+            writeln!(f, "{line}")?;
+            f.flush()?;
+        }
+        Ok(())
+    }
+}

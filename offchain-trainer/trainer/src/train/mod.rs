@@ -1,0 +1,136 @@
+//! `train` and `init`: local DiLoCo, the data-parallel baseline, and their shared setup.
+
+mod ddp;
+mod diloco;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use synod_checkpoint::{ParamSet, OUTER_MOMENTUM_PREFIX};
+use synod_data::{BatchPlan, Corpus};
+use synod_model::{parse_device, tch::Device, TchInnerTrainer};
+
+pub use ddp::run_ddp;
+pub use diloco::run_diloco;
+
+use crate::args::{InitArgs, Method, ModelArgs, TrainArgs};
+use crate::metrics::Metrics;
+use crate::plot::{loss_vs_tokens, Curve};
+
+/// One evaluation point of a run (one JSON line of metrics).
+#[derive(Clone, Debug, Serialize)]
+pub struct RoundRecord {
+    /// Always "round".
+    pub event: &'static str,
+    /// "diloco" or "ddp".
+    pub method: &'static str,
+    /// Outer round (DDP: H-step block) just completed; 0 = before training.
+    pub round: u32,
+    /// Tokens consumed so far by all workers together.
+    pub tokens: u64,
+    /// Validation loss of the global parameters (nats/token).
+    pub val_loss: f64,
+    /// Mean training loss over the block's inner steps and workers (nats/token).
+    pub train_loss: f64,
+    /// Bytes each worker has sent so far (its encoded pseudo-gradients, or its f32 gradients for DDP).
+    pub bytes_sent_per_worker: u64,
+    /// blake3 of this round's canonical checkpoint (hex; DiLoCo only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_hash: Option<String>,
+    /// Members aggregated this round (DiLoCo only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub included: Vec<u32>,
+    /// Seconds of compute in the block (inner phases, or DDP steps).
+    pub compute_secs: f64,
+    /// Seconds of encode + decode + aggregate + outer step + checkpoint (DiLoCo only).
+    pub outer_secs: f64,
+}
+
+/// What every run needs: corpus, device, model and the batch plan.
+pub struct Setup {
+    /// Byte-level corpus.
+    pub plan: BatchPlan,
+    /// Device of the replicas.
+    pub device: Device,
+}
+
+impl Setup {
+    /// Loads the corpus and plans batches.
+    pub fn new(m: &ModelArgs, data: &Path) -> Result<Self> {
+        let corpus = Arc::new(Corpus::from_file(data).with_context(|| format!("loading corpus {}", data.display()))?);
+        let plan = BatchPlan::new(corpus, m.seed, m.batch, m.seq_len()?)?;
+        Ok(Self { plan, device: parse_device(&m.device)? })
+    }
+
+    /// A replica for `worker` (fresh weights from the pool seed).
+    pub fn replica(&self, m: &ModelArgs, worker: u32, inner_steps: u32, total_steps: u32) -> Result<TchInnerTrainer> {
+        Ok(TchInnerTrainer::new(m.gpt()?, m.inner(inner_steps, total_steps), self.plan.clone(), worker, self.device, m.seed as i64)?)
+    }
+}
+
+/// θ₀: the checkpoint at `init` (outer state ignored) or fresh weights from the seed.
+pub fn initial_params(setup: &Setup, m: &ModelArgs, init: Option<&Path>) -> Result<ParamSet> {
+    match init {
+        Some(path) => {
+            let (mut set, hash) = synod_checkpoint::read(path, None)?;
+            set.take_prefixed(OUTER_MOMENTUM_PREFIX);
+            tracing::info!(hash = %synod_checkpoint::hex(&hash), "initial weights from {}", path.display());
+            Ok(set)
+        }
+        None => Ok(setup.replica(m, 0, 1, 1)?.params()?),
+    }
+}
+
+/// A progress bar on stderr (hidden when `quiet`).
+pub fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template("{msg:>8} [{elapsed_precise}] {wide_bar} {pos}/{len} ({eta})") {
+        pb.set_style(style);
+    }
+    pb.set_message(what.to_string());
+    pb
+}
+
+/// `synod-trainer train`.
+pub fn run(a: &TrainArgs) -> Result<()> {
+    std::fs::create_dir_all(&a.out)?;
+    let setup = Setup::new(&a.model, &a.data)?;
+    let theta0 = initial_params(&setup, &a.model, a.init.as_deref())?;
+    let mut metrics = Metrics::with_file(&a.out.join("metrics.jsonl"))?;
+    let records = match a.method {
+        Method::Diloco => run_diloco(a, &setup, theta0, Some(&a.out), &mut |r| metrics.emit(r))?,
+        Method::Ddp => run_ddp(a, &setup, theta0, &mut |r| metrics.emit(r))?,
+    };
+    let points: Vec<(f64, f64)> = records.iter().map(|r| (r.tokens as f64, r.val_loss)).collect();
+    let label = match a.method {
+        Method::Diloco => format!("DiLoCo, {} workers, H={}", a.workers, a.inner_steps),
+        Method::Ddp => format!("data parallel, {} workers", a.workers),
+    };
+    let png = a.out.join("loss.png");
+    loss_vs_tokens(&png, "synod-trainer: validation loss", &[Curve { label: &label, points: &points }])?;
+    tracing::info!("wrote {}", png.display());
+    Ok(())
+}
+
+/// `synod-trainer init`: writes θ₀ for the pool seed and prints `{"checkpoint_hash", "path", "params"}`.
+pub fn init(a: &InitArgs) -> Result<()> {
+    let device = parse_device(&a.model.device)?;
+    let plan = BatchPlan::new(Arc::new(Corpus::from_bytes(vec![b' '; 4 * 1024])), a.model.seed, 1, 1)?;
+    let replica = TchInnerTrainer::new(a.model.gpt()?, a.model.inner(1, 1), plan, 0, device, a.model.seed as i64)?;
+    if let Some(dir) = a.out.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let set = replica.params()?;
+    let hash = synod_checkpoint::write(&a.out, &set)?;
+    println!(
+        "{}",
+        serde_json::json!({"checkpoint_hash": synod_checkpoint::hex(&hash), "path": a.out, "params": set.numel()})
+    );
+    Ok(())
+}
