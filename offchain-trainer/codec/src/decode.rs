@@ -147,7 +147,8 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Decoded, DecodeErro
                 let (s, codes) = raw.split_at(expected - f.len);
                 let scales: Vec<f32> =
                     s.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-                if scales.iter().any(|s| !s.is_finite() || *s < 0.0) {
+                // A scale above f32::MAX / 127 would decode ±127 to ±∞.
+                if scales.iter().any(|s| !(*s >= 0.0 && *s <= f32::MAX / 127.0)) {
                     return Err(DecodeError::BadScale { block: i });
                 }
                 quant::dequantize(&scales, codes, chunk, out);

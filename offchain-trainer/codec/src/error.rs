@@ -76,7 +76,7 @@ pub enum DecodeError {
         /// What was wrong.
         reason: String,
     },
-    /// A chunk scale is negative, NaN or infinite.
+    /// A chunk scale is negative, NaN, or so large that a code would decode to ±∞.
     #[error("block {block}: invalid scale")]
     BadScale {
         /// Index of the block.

@@ -162,9 +162,11 @@ fn declared_sizes_over_the_limits_are_rejected_before_allocation() {
 }
 
 #[test]
-fn nan_scale_is_rejected() {
-    let mut raw = f32::NAN.to_le_bytes().to_vec();
-    raw.extend_from_slice(&[1u8; 4]);
-    let frame = zstd::bulk::compress(&raw, 1).unwrap();
-    assert!(matches!(decode(&forge(&[&[4]], &[frame]), &limits()), Err(DecodeError::BadScale { block: 0 })));
+fn nan_negative_and_overflowing_scales_are_rejected() {
+    for scale in [f32::NAN, -1.0, f32::INFINITY, f32::MAX / 100.0] {
+        let mut raw = scale.to_le_bytes().to_vec();
+        raw.extend_from_slice(&[127u8; 4]);
+        let frame = zstd::bulk::compress(&raw, 1).unwrap();
+        assert!(matches!(decode(&forge(&[&[4]], &[frame]), &limits()), Err(DecodeError::BadScale { block: 0 })), "{scale}");
+    }
 }

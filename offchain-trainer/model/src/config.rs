@@ -86,6 +86,10 @@ pub struct InnerConfig {
     pub inner_steps: u32,
     /// Sequences per batch.
     pub batch: usize,
+    /// Linear learning-rate ramp over the first inner steps of every outer round (0 = none).
+    /// With fresh AdamW moments each round, Adam's bias-corrected first steps move every
+    /// coordinate by ≈ lr whatever its gradient; the ramp damps that jolt.
+    pub round_warmup_steps: u32,
     /// Keep AdamW moments across outer rounds (DiLoCo paper) instead of resetting them each
     /// round. Resetting makes the inner phase a pure function of (θ_{r-1}, seed, worker, round),
     /// which verifiers need to replay it; keeping converges faster.
@@ -106,8 +110,17 @@ impl InnerConfig {
             grad_clip: 1.0,
             inner_steps,
             batch,
+            round_warmup_steps: 0,
             keep_state: false,
         }
+    }
+
+    /// Learning rate at inner step `inner` (0-based) of a round, `step` being the global step:
+    /// [`InnerConfig::lr_at`] times the per-round ramp `(inner + 1) / (round_warmup_steps + 1)`.
+    pub fn lr_in_round(&self, step: u64, inner: u32) -> f64 {
+        let w = self.round_warmup_steps;
+        let ramp = if inner < w { f64::from(inner + 1) / f64::from(w + 1) } else { 1.0 };
+        self.lr_at(step) * ramp
     }
 
     /// Learning rate at global inner step `step` (0-based): linear warm-up to `lr`, cosine

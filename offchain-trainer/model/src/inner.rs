@@ -64,8 +64,12 @@ impl TchInnerTrainer {
     /// # Errors
     /// [`ModelError::Diverged`] on a non-finite loss, [`ModelError::Torch`] on libtorch errors.
     pub fn train_step(&mut self, batches: &[Batch], step: u64) -> Result<f64, ModelError> {
-        let device = self.vs.device();
         let lr = self.cfg.lr_at(step);
+        self.train_step_at(batches, step, lr)
+    }
+
+    fn train_step_at(&mut self, batches: &[Batch], step: u64, lr: f64) -> Result<f64, ModelError> {
+        let device = self.vs.device();
         let clip = self.cfg.grad_clip;
         let n = batches.len().max(1) as f64;
         self.optimizer()?.zero_grad();
@@ -110,7 +114,8 @@ impl InnerTrainer for TchInnerTrainer {
         for step in 0..h {
             let batch = self.plan.train_batch(self.worker, round, step);
             let global = u64::from(round.saturating_sub(1)) * u64::from(h) + u64::from(step);
-            last = self.train_step(std::slice::from_ref(&batch), global)?;
+            let lr = self.cfg.lr_in_round(global, step);
+            last = self.train_step_at(std::slice::from_ref(&batch), global, lr)?;
             sum += last;
         }
         let tokens = u64::from(h) * (self.plan.batch * self.plan.seq_len) as u64;

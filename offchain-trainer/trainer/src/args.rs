@@ -28,6 +28,9 @@ pub struct ModelArgs {
     /// Linear warm-up in inner steps.
     #[arg(long, default_value_t = 100)]
     pub warmup: u32,
+    /// Linear lr ramp over the first N inner steps of every outer round.
+    #[arg(long, default_value_t = 0)]
+    pub round_warmup: u32,
     /// Keep each worker's AdamW moments across outer rounds (not replayable by verifiers).
     #[arg(long)]
     pub keep_inner_state: bool,
@@ -59,6 +62,7 @@ impl ModelArgs {
             lr: self.lr,
             min_lr: self.min_lr,
             warmup_steps: self.warmup,
+            round_warmup_steps: self.round_warmup,
             keep_state: self.keep_inner_state,
             ..InnerConfig::nanogpt(self.batch, inner_steps, total_steps)
         }

@@ -22,9 +22,9 @@ pub struct ThroughputArgs {
     /// Timed steps per trial.
     #[arg(long, default_value_t = 40)]
     pub steps: u32,
-    /// Untimed warm-up steps per trial.
+    /// Untimed steps before each trial's timing starts.
     #[arg(long, default_value_t = 5)]
-    pub warmup: u32,
+    pub untimed_steps: u32,
     /// Alternating trials of each side; the best of each counts.
     #[arg(long, default_value_t = 2)]
     pub trials: u32,
@@ -37,10 +37,10 @@ pub struct ThroughputArgs {
 }
 
 fn ours(a: &ThroughputArgs, setup: &Setup) -> Result<f64> {
-    let mut r = setup.replica(&a.model, 0, 1, a.warmup + a.steps)?;
+    let mut r = setup.replica(&a.model, 0, 1, a.untimed_steps + a.steps)?;
     let mut t0 = Instant::now();
-    for s in 0..a.warmup + a.steps {
-        if s == a.warmup {
+    for s in 0..a.untimed_steps + a.steps {
+        if s == a.untimed_steps {
             t0 = Instant::now();
         }
         let b = r.plan.train_batch(0, 1, s);
@@ -58,7 +58,7 @@ fn theirs(a: &ThroughputArgs, seq_len: usize, threads: usize) -> Result<f64> {
         .arg("--data")
         .arg(&a.data)
         .args(["--batch", &a.model.batch.to_string(), "--seq-len", &seq_len.to_string()])
-        .args(["--steps", &a.steps.to_string(), "--warmup", &a.warmup.to_string(), "--threads", &threads.to_string()])
+        .args(["--steps", &a.steps.to_string(), "--warmup", &a.untimed_steps.to_string(), "--threads", &threads.to_string()])
         .output()
         .with_context(|| format!("running {python} (needs torch; scripts/setup.sh installs it)"))?;
     if !out.status.success() {

@@ -1,0 +1,123 @@
+//! The fault-tolerant all-gather of one outer round (ARCHITECTURE.md, step 3).
+//!
+//! Every member announces its payload in its signed heartbeats and serves it; every member
+//! fetches every announced payload directly from its author (a full all-gather: with N ≤ a few
+//! dozen trainers and payloads of tens of MB, each peer uploads (N−1)× and downloads (N−1)× its
+//! payload size, with no relay hop that could stall or alter data). The round ends for a
+//! member when every other member is included, has said it leaves, or has been silent for
+//! `dead_after` (10 s), or at the deadline. The included set is returned in member order.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use synod_diloco::Contribution;
+use tokio::task::JoinSet;
+
+use crate::{Client, NetError};
+
+/// Timing of a round's exchange.
+#[derive(Clone, Copy, Debug)]
+pub struct ExchangeConfig {
+    /// Hard limit from the start of the exchange.
+    pub deadline: Duration,
+    /// A member silent this long is excluded (Prime's ElasticDeviceMesh: 10 s).
+    pub dead_after: Duration,
+    /// Largest payload accepted, in bytes.
+    pub max_payload_bytes: u64,
+}
+
+impl Default for ExchangeConfig {
+    fn default() -> Self {
+        Self { deadline: Duration::from_secs(120), dead_after: Duration::from_secs(10), max_payload_bytes: 1 << 30 }
+    }
+}
+
+/// What one member's exchange produced.
+#[derive(Clone, Debug)]
+pub struct ExchangeOutcome {
+    /// Payloads of the included set (own first-hand), ascending member index.
+    pub included: Vec<Contribution>,
+    /// Members left out, with the reason.
+    pub excluded: Vec<(u32, String)>,
+    /// Seconds the exchange took.
+    pub secs: f64,
+}
+
+/// Publishes `payload` as our contribution to `round` and gathers the others'.
+///
+/// # Errors
+/// [`NetError::Stopped`] if the node has shut down.
+pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: ExchangeConfig) -> Result<ExchangeOutcome, NetError> {
+    let start = Instant::now();
+    client.set_round(round).await?;
+    let payload = Arc::new(payload);
+    client.set_payload(round, payload.clone()).await?;
+    let mut got: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
+    got.insert(client.me, payload.as_ref().clone());
+    let mut failed: BTreeMap<u32, String> = BTreeMap::new();
+    let mut inflight: JoinSet<(u32, Result<Vec<u8>, NetError>)> = JoinSet::new();
+    let mut started: BTreeMap<u32, Instant> = BTreeMap::new();
+    let members = client.members();
+    loop {
+        let snap = client.snapshot();
+        let now = Instant::now();
+        for m in members.iter() {
+            if got.contains_key(&m.index) || started.contains_key(&m.index) {
+                continue;
+            }
+            if let Some(p) = snap.announced.get(&(round, m.index)).copied() {
+                let c = client.clone();
+                let (idx, max) = (m.index, cfg.max_payload_bytes);
+                started.insert(idx, now);
+                inflight.spawn(async move { (idx, c.fetch_payload(idx, round, p, max).await) });
+            }
+        }
+        while let Some(done) = inflight.try_join_next() {
+            if let Ok((idx, r)) = done {
+                match r {
+                    Ok(bytes) => {
+                        got.insert(idx, bytes);
+                        failed.remove(&idx);
+                    }
+                    Err(e) => {
+                        // Retry on the next pass (the author may still be starting to serve).
+                        failed.insert(idx, e.to_string());
+                        started.remove(&idx);
+                    }
+                }
+            }
+        }
+        let waiting: Vec<u32> = members
+            .iter()
+            .map(|m| m.index)
+            .filter(|i| !got.contains_key(i))
+            .filter(|i| !snap.left.contains(i))
+            .filter(|i| snap.last_seen.get(i).is_some_and(|t| now.duration_since(*t) < cfg.dead_after) || started.contains_key(i))
+            .collect();
+        if waiting.is_empty() || start.elapsed() >= cfg.deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    inflight.abort_all();
+    let snap = client.snapshot();
+    let excluded = members
+        .iter()
+        .filter(|m| !got.contains_key(&m.index))
+        .map(|m| {
+            let why = if snap.left.contains(&m.index) {
+                "left".to_string()
+            } else if let Some(e) = failed.get(&m.index) {
+                format!("fetch failed: {e}")
+            } else if snap.announced.contains_key(&(round, m.index)) {
+                "payload not fetched by the deadline".to_string()
+            } else {
+                "silent (no announcement)".to_string()
+            };
+            (m.index, why)
+        })
+        .collect();
+    let included = got.into_iter().map(|(member, payload)| Contribution { member, payload }).collect();
+    Ok(ExchangeOutcome { included, excluded, secs: start.elapsed().as_secs_f64() })
+}

@@ -1,0 +1,55 @@
+//! # synod-p2p
+//!
+//! Synod's peer-to-peer layer on rust-libp2p (no tch dependency):
+//!
+//! * transports TCP and QUIC, Noise, Yamux; identify; Kademlia discovery from bootnodes;
+//! * gossipsub topic `synod/pool/<id>` for small signed messages ([`message`]): heartbeats every
+//!   2 s that also announce `(pool, round, member, peer id, payload digest, size)`, and leaves;
+//! * `/synod/pseudograd/1` and `/synod/checkpoint/1` ([`protocol`]): chunked request-response
+//!   with framed, size-limited SCALE messages;
+//! * ML-DSA-65 identities ([`identity`]): every message is signed over its pool, round, member,
+//!   peer id and digest, and accepted only from the member set the caller supplies (the chain's
+//!   `join_pool` registrations); invalid senders are banned;
+//! * [`exchange::all_gather`]: the fault-tolerant exchange of a round's pseudo-gradients, which
+//!   plugs into `synod_diloco::Exchange`.
+#![deny(missing_docs)]
+
+pub mod exchange;
+pub mod identity;
+pub mod members;
+pub mod message;
+pub mod network;
+pub mod protocol;
+
+pub use exchange::{all_gather, ExchangeConfig, ExchangeOutcome};
+pub use identity::{MemberKey, PublicKey, SignatureError};
+pub use members::{Member, MemberSet};
+pub use network::{spawn, Client, NetConfig, Snapshot};
+
+pub use libp2p::{identity as libp2p_identity, Multiaddr, PeerId};
+
+/// Errors of the network layer.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// Bad configuration (listen address, transport).
+    #[error("network configuration: {0}")]
+    Config(String),
+    /// The node's event loop has stopped.
+    #[error("network node stopped")]
+    Stopped,
+    /// A request failed (timeout, connection closed, refused, malformed answer).
+    #[error("request failed: {0}")]
+    Request(String),
+    /// The peer does not hold the object.
+    #[error("not found at the peer")]
+    NotFound,
+    /// The object is larger than the caller allows.
+    #[error("object of {0} bytes is over the limit")]
+    TooLarge(u64),
+    /// The fetched bytes do not hash to the announced digest.
+    #[error("fetched bytes do not match the announced digest")]
+    DigestMismatch,
+    /// No such member.
+    #[error("member {0} is not in the member set")]
+    NotMember(u32),
+}

@@ -1,0 +1,583 @@
+//! The swarm: a cloneable [`Client`] handle, a [`Command`] channel and an event loop task
+//! (the shape of rust-libp2p's `file-sharing` example).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport};
+use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
+use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
+use libp2p::{allow_block_list, connection_limits, gossipsub, identify, identity, kad, noise, tcp, yamux, Multiaddr, PeerId, Swarm};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::message::{Body, Envelope, PayloadRef, Rejection, Signed};
+use crate::protocol::{serve, ChunkCodec, ChunkRequest, ChunkResponse, CHECKPOINT_PROTOCOL, PSEUDOGRAD_PROTOCOL};
+use crate::{MemberKey, MemberSet, NetError};
+
+/// Settings of one trainer's network node.
+pub struct NetConfig {
+    /// libp2p identity (its peer id is what `join_pool` registers).
+    pub keypair: identity::Keypair,
+    /// ML-DSA-65 key registered on-chain.
+    pub member_key: Arc<MemberKey>,
+    /// This trainer's member index.
+    pub me: u32,
+    /// Allowed members (from the chain).
+    pub members: MemberSet,
+    /// Addresses to listen on (e.g. `/ip4/127.0.0.1/tcp/0`, `/ip4/127.0.0.1/udp/0/quic-v1`).
+    pub listen: Vec<Multiaddr>,
+    /// Peers to dial at start (Kademlia bootstraps from them).
+    pub bootnodes: Vec<Multiaddr>,
+    /// Heartbeat period (Prime's ElasticDeviceMesh uses 2 s).
+    pub heartbeat: Duration,
+    /// Most established connections.
+    pub max_connections: u32,
+}
+
+impl NetConfig {
+    /// Defaults: 2 s heartbeat, 64 connections, TCP on an ephemeral loopback port.
+    pub fn new(keypair: identity::Keypair, member_key: Arc<MemberKey>, me: u32, members: MemberSet) -> Self {
+        Self {
+            keypair,
+            member_key,
+            me,
+            members,
+            listen: vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap_or_else(|_| Multiaddr::empty())],
+            bootnodes: Vec::new(),
+            heartbeat: Duration::from_secs(2),
+            max_connections: 64,
+        }
+    }
+}
+
+#[derive(NetworkBehaviour)]
+struct Behaviour {
+    blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
+    limits: connection_limits::Behaviour,
+    identify: identify::Behaviour,
+    kad: kad::Behaviour<kad::store::MemoryStore>,
+    gossipsub: gossipsub::Behaviour,
+    pseudograd: request_response::Behaviour<ChunkCodec>,
+    checkpoint: request_response::Behaviour<ChunkCodec>,
+}
+
+/// What the event loop has learned, readable through [`Client::snapshot`].
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Verified announcements: (round, member) → payload.
+    pub announced: BTreeMap<(u32, u32), PayloadRef>,
+    /// Last verified message time per member.
+    pub last_seen: HashMap<u32, Instant>,
+    /// Members that said they leave.
+    pub left: HashSet<u32>,
+    /// Peers banned for invalid messages, with the reason.
+    pub banned: HashMap<PeerId, String>,
+    /// Our listen addresses.
+    pub listen_addrs: Vec<Multiaddr>,
+    /// Peers with an open connection.
+    pub connected: HashSet<PeerId>,
+}
+
+enum Command {
+    Dial(Multiaddr),
+    SetRound(u32),
+    SetPayload { round: u32, bytes: Arc<Vec<u8>> },
+    ServeCheckpoint { bytes: Arc<Vec<u8>>, reply: oneshot::Sender<[u8; 32]> },
+    Request { peer: PeerId, checkpoint: bool, req: ChunkRequest, reply: oneshot::Sender<Result<ChunkResponse, String>> },
+    PublishRaw(Vec<u8>),
+    SetMembers(Arc<MemberSet>),
+    Leave(oneshot::Sender<()>),
+    Shutdown,
+}
+
+/// Handle to a running node. Cheap to clone; all methods are async and never block the loop.
+#[derive(Clone)]
+pub struct Client {
+    tx: mpsc::Sender<Command>,
+    shared: Arc<Mutex<Snapshot>>,
+    /// This node's peer id.
+    pub peer_id: PeerId,
+    /// This node's member index.
+    pub me: u32,
+    members: Arc<Mutex<Arc<MemberSet>>>,
+}
+
+fn lock(m: &Mutex<Snapshot>) -> MutexGuard<'_, Snapshot> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Client {
+    /// The allowed member set now.
+    pub fn members(&self) -> Arc<MemberSet> {
+        self.members.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the allowed member set (the chain client calls this when registrations change).
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn set_members(&self, set: MemberSet) -> Result<(), NetError> {
+        let set = Arc::new(set);
+        *self.members.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = set.clone();
+        self.send(Command::SetMembers(set)).await
+    }
+
+    async fn send(&self, c: Command) -> Result<(), NetError> {
+        self.tx.send(c).await.map_err(|_| NetError::Stopped)
+    }
+
+    /// A copy of what the node knows now.
+    pub fn snapshot(&self) -> Snapshot {
+        lock(&self.shared).clone()
+    }
+
+    /// Our listen addresses (after the first `NewListenAddr` events).
+    pub async fn listen_addrs(&self) -> Vec<Multiaddr> {
+        for _ in 0..100 {
+            let a = lock(&self.shared).listen_addrs.clone();
+            if !a.is_empty() {
+                return a;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Vec::new()
+    }
+
+    /// Dials `addr`.
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn dial(&self, addr: Multiaddr) -> Result<(), NetError> {
+        self.send(Command::Dial(addr)).await
+    }
+
+    /// Sets the current outer round: messages for rounds outside `[round − 1, round + 1]` are stale.
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn set_round(&self, round: u32) -> Result<(), NetError> {
+        self.send(Command::SetRound(round)).await
+    }
+
+    /// Serves `bytes` as our payload for `round` and announces it in every heartbeat; returns its digest.
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn set_payload(&self, round: u32, bytes: Arc<Vec<u8>>) -> Result<[u8; 32], NetError> {
+        let digest = *blake3::hash(&bytes).as_bytes();
+        self.send(Command::SetPayload { round, bytes }).await?;
+        Ok(digest)
+    }
+
+    /// Serves a checkpoint file over `/synod/checkpoint/1`; returns its blake3.
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn serve_checkpoint(&self, bytes: Arc<Vec<u8>>) -> Result<[u8; 32], NetError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::ServeCheckpoint { bytes, reply }).await?;
+        rx.await.map_err(|_| NetError::Stopped)
+    }
+
+    async fn request(&self, peer: PeerId, checkpoint: bool, req: ChunkRequest) -> Result<ChunkResponse, NetError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::Request { peer, checkpoint, req, reply }).await?;
+        rx.await.map_err(|_| NetError::Stopped)?.map_err(NetError::Request)
+    }
+
+    async fn fetch(&self, peer: PeerId, size: u64, expected: &[u8; 32], mk: impl Fn(u64, u32) -> ChunkRequest, checkpoint: bool) -> Result<Vec<u8>, NetError> {
+        use crate::protocol::CHUNK_BYTES;
+        let offsets: Vec<u64> = (0..size.div_ceil(u64::from(CHUNK_BYTES))).map(|i| i * u64::from(CHUNK_BYTES)).collect();
+        let parts: Vec<Result<ChunkResponse, NetError>> = futures::stream::iter(offsets.clone().into_iter().map(|off| {
+            let len = (size - off).min(u64::from(CHUNK_BYTES)) as u32;
+            self.request(peer, checkpoint, mk(off, len))
+        }))
+        .buffered(8)
+        .collect()
+        .await;
+        let mut out = Vec::with_capacity(usize::try_from(size).map_err(|_| NetError::TooLarge(size))?);
+        for (p, off) in parts.into_iter().zip(&offsets) {
+            match p? {
+                ChunkResponse::Data { total, bytes } if total == size && bytes.len() as u64 == (size - off).min(u64::from(CHUNK_BYTES)) => {
+                    out.extend_from_slice(&bytes)
+                }
+                ChunkResponse::Data { .. } => return Err(NetError::Request("chunk of the wrong size".into())),
+                ChunkResponse::NotFound => return Err(NetError::NotFound),
+                ChunkResponse::Refused => return Err(NetError::Request("refused".into())),
+            }
+        }
+        if blake3::hash(&out).as_bytes() != expected {
+            return Err(NetError::DigestMismatch);
+        }
+        Ok(out)
+    }
+
+    /// Fetches member `member`'s payload for `round` from its registered peer, in 1 MiB chunks
+    /// (8 in flight), and checks size and blake3 against the signed announcement.
+    ///
+    /// # Errors
+    /// [`NetError::TooLarge`] over `max_bytes`, [`NetError::DigestMismatch`], [`NetError::NotFound`],
+    /// [`NetError::Request`] on transport failure, [`NetError::NotMember`].
+    pub async fn fetch_payload(&self, member: u32, round: u32, announced: PayloadRef, max_bytes: u64) -> Result<Vec<u8>, NetError> {
+        let members = self.members();
+        let m = members.get(member).ok_or(NetError::NotMember(member))?;
+        if announced.size > max_bytes {
+            return Err(NetError::TooLarge(announced.size));
+        }
+        let pool = members.pool;
+        let digest = announced.digest;
+        self.fetch(m.peer_id, announced.size, &digest, |offset, len| ChunkRequest::Pseudograd { pool, round, member, digest, offset, len }, false)
+            .await
+    }
+
+    /// Fetches the checkpoint whose blake3 is `hash` from `peer` and verifies it (catch-up).
+    ///
+    /// # Errors
+    /// As [`Client::fetch_payload`]; [`NetError::DigestMismatch`] if the bytes do not hash to `hash`.
+    pub async fn fetch_checkpoint(&self, peer: PeerId, hash: [u8; 32], max_bytes: u64) -> Result<Vec<u8>, NetError> {
+        let first = self.request(peer, true, ChunkRequest::Checkpoint { hash, offset: 0, len: 0 }).await?;
+        let size = match first {
+            ChunkResponse::Data { total, .. } => total,
+            ChunkResponse::NotFound => return Err(NetError::NotFound),
+            ChunkResponse::Refused => return Err(NetError::Request("refused".into())),
+        };
+        if size > max_bytes {
+            return Err(NetError::TooLarge(size));
+        }
+        self.fetch(peer, size, &hash, |offset, len| ChunkRequest::Checkpoint { hash, offset, len }, true).await
+    }
+
+    /// Publishes bytes on the pool topic without signing or checks (for tools and tests).
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn publish_raw(&self, bytes: Vec<u8>) -> Result<(), NetError> {
+        self.send(Command::PublishRaw(bytes)).await
+    }
+
+    /// Says a signed goodbye, so peers stop waiting for us.
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn leave(&self) -> Result<(), NetError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Leave(tx)).await?;
+        rx.await.map_err(|_| NetError::Stopped)
+    }
+
+    /// Stops the node (connections close; peers see it as gone).
+    pub async fn shutdown(&self) {
+        let _ = self.send(Command::Shutdown).await;
+    }
+}
+
+fn behaviour(key: &identity::Keypair, max_connections: u32) -> Result<Behaviour, NetError> {
+    let peer_id = key.public().to_peer_id();
+    let gcfg = gossipsub::ConfigBuilder::default()
+        .heartbeat_interval(Duration::from_millis(500))
+        .validation_mode(gossipsub::ValidationMode::Strict)
+        .validate_messages()
+        .max_transmit_size(crate::message::MAX_MESSAGE_BYTES)
+        .mesh_n_low(1)
+        .mesh_n(4)
+        .mesh_n_high(8)
+        .mesh_outbound_min(1)
+        .message_id_fn(|m: &gossipsub::Message| gossipsub::MessageId::from(blake3::hash(&m.data).as_bytes().to_vec()))
+        .build()
+        .map_err(|e| NetError::Config(e.to_string()))?;
+    let gossipsub = gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), gcfg).map_err(|e| NetError::Config(e.to_string()))?;
+    let rr = |p| {
+        request_response::Behaviour::with_codec(
+            ChunkCodec,
+            [(p, ProtocolSupport::Full)],
+            request_response::Config::default().with_request_timeout(Duration::from_secs(30)).with_max_concurrent_streams(64),
+        )
+    };
+    let limits = connection_limits::ConnectionLimits::default()
+        .with_max_established(Some(max_connections))
+        .with_max_established_per_peer(Some(2))
+        .with_max_pending_incoming(Some(max_connections));
+    Ok(Behaviour {
+        blocked: allow_block_list::Behaviour::default(),
+        limits: connection_limits::Behaviour::new(limits),
+        identify: identify::Behaviour::new(identify::Config::new("/synod/id/1".into(), key.public())),
+        kad: kad::Behaviour::new(peer_id, kad::store::MemoryStore::new(peer_id)),
+        gossipsub,
+        pseudograd: rr(PSEUDOGRAD_PROTOCOL),
+        checkpoint: rr(CHECKPOINT_PROTOCOL),
+    })
+}
+
+/// Starts a node on the current tokio runtime and returns its [`Client`].
+///
+/// # Errors
+/// [`NetError::Config`] for an unusable listen address or transport setup.
+pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
+    let b = behaviour(&cfg.keypair, cfg.max_connections)?;
+    let mut swarm = libp2p::SwarmBuilder::with_existing_identity(cfg.keypair.clone())
+        .with_tokio()
+        .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)
+        .map_err(|e| NetError::Config(e.to_string()))?
+        .with_quic()
+        .with_behaviour(move |_| b)
+        .map_err(|e| NetError::Config(e.to_string()))?
+        .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(120)))
+        .build();
+    // Answer DHT queries on loopback and private networks too (no external-address probing).
+    swarm.behaviour_mut().kad.set_mode(Some(kad::Mode::Server));
+    let topic = gossipsub::IdentTopic::new(format!("synod/pool/{}", cfg.members.pool));
+    swarm.behaviour_mut().gossipsub.subscribe(&topic).map_err(|e| NetError::Config(e.to_string()))?;
+    for a in &cfg.listen {
+        swarm.listen_on(a.clone()).map_err(|e| NetError::Config(e.to_string()))?;
+    }
+    for a in &cfg.bootnodes {
+        swarm.dial(a.clone()).map_err(|e| NetError::Config(e.to_string()))?;
+    }
+    let (tx, rx) = mpsc::channel(256);
+    let shared = Arc::new(Mutex::new(Snapshot::default()));
+    let now = Instant::now();
+    lock(&shared).last_seen = cfg.members.iter().map(|m| (m.index, now)).collect();
+    let peer_id = *swarm.local_peer_id();
+    let members = Arc::new(cfg.members.clone());
+    let ev = EventLoop {
+        swarm,
+        rx,
+        shared: shared.clone(),
+        topic,
+        members: members.clone(),
+        key: cfg.member_key,
+        me: cfg.me,
+        round: 0,
+        seq: 0,
+        payloads: HashMap::new(),
+        checkpoints: HashMap::new(),
+        pending: HashMap::new(),
+        heartbeat: cfg.heartbeat,
+    };
+    tokio::spawn(ev.run());
+    Ok(Client { tx, shared, peer_id, me: cfg.me, members: Arc::new(Mutex::new(members)) })
+}
+
+struct EventLoop {
+    swarm: Swarm<Behaviour>,
+    rx: mpsc::Receiver<Command>,
+    shared: Arc<Mutex<Snapshot>>,
+    topic: gossipsub::IdentTopic,
+    members: Arc<MemberSet>,
+    key: Arc<MemberKey>,
+    me: u32,
+    round: u32,
+    seq: u64,
+    payloads: HashMap<u32, Arc<Vec<u8>>>,
+    checkpoints: HashMap<[u8; 32], Arc<Vec<u8>>>,
+    pending: HashMap<OutboundRequestId, oneshot::Sender<Result<ChunkResponse, String>>>,
+    heartbeat: Duration,
+}
+
+impl EventLoop {
+    async fn run(mut self) {
+        let mut tick = tokio::time::interval(self.heartbeat);
+        loop {
+            tokio::select! {
+                ev = self.swarm.select_next_some() => self.on_swarm(ev),
+                cmd = self.rx.recv() => match cmd {
+                    None | Some(Command::Shutdown) => break,
+                    Some(c) => self.on_command(c),
+                },
+                _ = tick.tick() => {
+                    self.publish_alive();
+                    self.dial_missing_members();
+                    if self.seq % 5 == 1 {
+                        let _ = self.swarm.behaviour_mut().kad.bootstrap();
+                    }
+                }
+            }
+        }
+    }
+
+    fn envelope(&self, body: Body) -> Vec<u8> {
+        let e = Envelope { pool: self.members.pool, round: self.round, member: self.me, peer_id: self.swarm.local_peer_id().to_bytes(), body };
+        Signed::sign(e, &self.key).to_bytes()
+    }
+
+    fn publish_alive(&mut self) {
+        self.seq += 1;
+        let payload = self.payloads.get(&self.round).map(|b| PayloadRef { digest: *blake3::hash(b).as_bytes(), size: b.len() as u64 });
+        let msg = self.envelope(Body::Alive { seq: self.seq, payload });
+        let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), msg);
+    }
+
+    fn dial_missing_members(&mut self) {
+        let snap = lock(&self.shared).clone();
+        for m in self.members.iter() {
+            if m.index != self.me && !snap.connected.contains(&m.peer_id) && !snap.banned.contains_key(&m.peer_id) {
+                let _ = self.swarm.dial(DialOpts::peer_id(m.peer_id).condition(PeerCondition::DisconnectedAndNotDialing).build());
+            }
+        }
+    }
+
+    fn ban(&mut self, peer: PeerId, reason: String) {
+        tracing::warn!(%peer, %reason, "banning peer");
+        self.swarm.behaviour_mut().blocked.block_peer(peer);
+        lock(&self.shared).banned.insert(peer, reason);
+    }
+
+    fn on_command(&mut self, c: Command) {
+        match c {
+            Command::Dial(a) => {
+                if let Err(e) = self.swarm.dial(a) {
+                    tracing::debug!("dial failed: {e}");
+                }
+            }
+            Command::SetRound(r) => {
+                self.round = r;
+                self.payloads.retain(|k, _| *k + 2 > r);
+                lock(&self.shared).announced.retain(|(k, _), _| *k + 2 > r);
+            }
+            Command::SetPayload { round, bytes } => {
+                self.payloads.insert(round, bytes);
+                self.publish_alive();
+            }
+            Command::ServeCheckpoint { bytes, reply } => {
+                let h = *blake3::hash(&bytes).as_bytes();
+                self.checkpoints.insert(h, bytes);
+                let _ = reply.send(h);
+            }
+            Command::Request { peer, checkpoint, req, reply } => {
+                let b = self.swarm.behaviour_mut();
+                let id = if checkpoint { b.checkpoint.send_request(&peer, req) } else { b.pseudograd.send_request(&peer, req) };
+                self.pending.insert(id, reply);
+            }
+            Command::SetMembers(set) => {
+                let now = Instant::now();
+                let mut s = lock(&self.shared);
+                for m in set.iter() {
+                    s.last_seen.entry(m.index).or_insert(now);
+                }
+                drop(s);
+                self.members = set;
+            }
+            Command::PublishRaw(bytes) => {
+                let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), bytes);
+            }
+            Command::Leave(reply) => {
+                let msg = self.envelope(Body::Leave);
+                let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), msg);
+                let _ = reply.send(());
+            }
+            Command::Shutdown => {}
+        }
+    }
+
+    fn on_gossip(&mut self, source: Option<PeerId>, propagation: PeerId, id: gossipsub::MessageId, data: &[u8]) {
+        use gossipsub::MessageAcceptance::{Accept, Ignore, Reject};
+        let opened = Signed::open(data, &self.members, self.round.saturating_sub(1)).and_then(|e| {
+            // The gossipsub author signature must come from the same peer the envelope names.
+            if source.map(|s| s.to_bytes()) == Some(e.peer_id.clone()) { Ok(e) } else { Err(Rejection::NotMember) }
+        });
+        let verdict = match opened {
+            Ok(e) => {
+                let mut s = lock(&self.shared);
+                s.last_seen.insert(e.member, Instant::now());
+                match e.body {
+                    Body::Alive { payload: Some(p), .. } => {
+                        let prev = *s.announced.entry((e.round, e.member)).or_insert(p);
+                        drop(s);
+                        if prev != p {
+                            // Two different payloads signed for one round: equivocation.
+                            self.ban(source.unwrap_or(propagation), format!("member {} announced two payloads for round {}", e.member, e.round));
+                            Reject
+                        } else {
+                            Accept
+                        }
+                    }
+                    Body::Alive { payload: None, .. } => Accept,
+                    Body::Leave => {
+                        s.left.insert(e.member);
+                        Accept
+                    }
+                }
+            }
+            Err(Rejection::Stale(_)) => Ignore,
+            Err(r) => {
+                self.ban(source.unwrap_or(propagation), r.to_string());
+                Reject
+            }
+        };
+        let _ = self.swarm.behaviour_mut().gossipsub.report_message_validation_result(&id, &propagation, verdict);
+    }
+
+    fn on_request(&mut self, peer: PeerId, req: ChunkRequest, checkpoint: bool) -> ChunkResponse {
+        if self.members.by_peer(&peer).is_none() {
+            return ChunkResponse::Refused;
+        }
+        match (req, checkpoint) {
+            (ChunkRequest::Pseudograd { pool, round, member, digest, offset, len }, false) => {
+                match self.payloads.get(&round) {
+                    Some(p) if pool == self.members.pool && member == self.me && blake3::hash(p).as_bytes() == &digest => serve(p, offset, len),
+                    _ => ChunkResponse::NotFound,
+                }
+            }
+            (ChunkRequest::Checkpoint { hash, offset, len }, true) => match self.checkpoints.get(&hash) {
+                Some(c) => serve(c, offset, len),
+                None => ChunkResponse::NotFound,
+            },
+            _ => ChunkResponse::Refused,
+        }
+    }
+
+    fn on_rr(&mut self, ev: request_response::Event<ChunkRequest, ChunkResponse>, checkpoint: bool) {
+        match ev {
+            request_response::Event::Message { peer, message, .. } => match message {
+                request_response::Message::Request { request, channel, .. } => {
+                    let resp = self.on_request(peer, request, checkpoint);
+                    let b = self.swarm.behaviour_mut();
+                    let _ = if checkpoint { b.checkpoint.send_response(channel, resp) } else { b.pseudograd.send_response(channel, resp) };
+                }
+                request_response::Message::Response { request_id, response } => {
+                    if let Some(tx) = self.pending.remove(&request_id) {
+                        let _ = tx.send(Ok(response));
+                    }
+                }
+            },
+            request_response::Event::OutboundFailure { request_id, error, .. } => {
+                if let Some(tx) = self.pending.remove(&request_id) {
+                    let _ = tx.send(Err(error.to_string()));
+                }
+            }
+            request_response::Event::InboundFailure { peer, error, .. } => {
+                if let request_response::InboundFailure::Io(e) = &error {
+                    if e.kind() == std::io::ErrorKind::InvalidData {
+                        self.ban(peer, format!("malformed request: {e}"));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_swarm(&mut self, ev: SwarmEvent<BehaviourEvent>) {
+        match ev {
+            SwarmEvent::NewListenAddr { address, .. } => lock(&self.shared).listen_addrs.push(address),
+            SwarmEvent::ConnectionEstablished { peer_id, .. } => {
+                lock(&self.shared).connected.insert(peer_id);
+            }
+            SwarmEvent::ConnectionClosed { peer_id, num_established: 0, .. } => {
+                lock(&self.shared).connected.remove(&peer_id);
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. })) => {
+                for a in info.listen_addrs {
+                    self.swarm.behaviour_mut().kad.add_address(&peer_id, a);
+                }
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message { propagation_source, message_id, message })) => {
+                self.on_gossip(message.source, propagation_source, message_id, &message.data);
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Pseudograd(e)) => self.on_rr(e, false),
+            SwarmEvent::Behaviour(BehaviourEvent::Checkpoint(e)) => self.on_rr(e, true),
+            _ => {}
+        }
+    }
+}

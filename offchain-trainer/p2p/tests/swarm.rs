@@ -1,0 +1,184 @@
+//! Real swarms on 127.0.0.1: all-gather, a killed peer, checkpoint catch-up, hostile peers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use synod_checkpoint::{NamedTensor, ParamSet};
+use synod_codec::EncodeOptions;
+use synod_diloco::{encode_pseudo_gradient, Mean, NesterovSgd, OuterState};
+use synod_p2p::libp2p_identity::Keypair;
+use synod_p2p::message::{Body, Envelope, Signed};
+use synod_p2p::{all_gather, spawn, Client, ExchangeConfig, Member, MemberKey, MemberSet, Multiaddr, NetConfig};
+
+const POOL: u64 = 3;
+
+fn ids(n: u8) -> Vec<(Keypair, Arc<MemberKey>)> {
+    (0..n).map(|i| (Keypair::ed25519_from_bytes([i + 1; 32]).unwrap(), Arc::new(MemberKey::from_seed([i + 1; 32])))).collect()
+}
+
+fn member_set(ids: &[(Keypair, Arc<MemberKey>)]) -> MemberSet {
+    MemberSet::new(
+        POOL,
+        ids.iter().enumerate().map(|(i, (k, m))| Member { index: i as u32, peer_id: k.public().to_peer_id(), key: m.public() }).collect(),
+    )
+}
+
+async fn start(ids: &[(Keypair, Arc<MemberKey>)], set: &MemberSet, i: usize, key: Arc<MemberKey>, boot: Option<Multiaddr>) -> Client {
+    let mut cfg = NetConfig::new(ids[i].0.clone(), key, i as u32, set.clone());
+    cfg.heartbeat = Duration::from_millis(500);
+    cfg.bootnodes.extend(boot);
+    spawn(cfg).unwrap()
+}
+
+async fn network(n: u8) -> (Vec<(Keypair, Arc<MemberKey>)>, MemberSet, Vec<Client>) {
+    let ids = ids(n);
+    let set = member_set(&ids);
+    let first = start(&ids, &set, 0, ids[0].1.clone(), None).await;
+    let boot = first.listen_addrs().await.into_iter().next().unwrap();
+    let mut clients = vec![first];
+    for i in 1..n as usize {
+        clients.push(start(&ids, &set, i, ids[i].1.clone(), Some(boot.clone())).await);
+    }
+    (ids, set, clients)
+}
+
+fn theta() -> ParamSet {
+    ParamSet::new(vec![
+        NamedTensor { name: "a".into(), shape: vec![64, 33], data: (0..64 * 33).map(|i| (i as f32 * 0.01).sin()).collect() },
+        NamedTensor { name: "b".into(), shape: vec![7], data: vec![0.5; 7] },
+    ])
+    .unwrap()
+}
+
+fn payload(member: u32) -> Vec<u8> {
+    let t = theta();
+    let delta: Vec<Vec<f32>> =
+        t.tensors().iter().map(|x| (0..x.numel()).map(|i| ((i as u32 * 7 + member * 13) % 17) as f32 * 1e-3 - 8e-3).collect()).collect();
+    encode_pseudo_gradient(&t, &delta, &EncodeOptions::default()).unwrap()
+}
+
+fn cfg() -> ExchangeConfig {
+    ExchangeConfig { deadline: Duration::from_secs(40), ..ExchangeConfig::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_peers_gather_the_same_set_and_compute_the_same_checkpoint() {
+    let (_, _, clients) = network(4).await;
+    let tasks: Vec<_> = clients.iter().enumerate().map(|(i, c)| {
+        let c = c.clone();
+        tokio::spawn(async move { all_gather(&c, 1, payload(i as u32), cfg()).await.unwrap() })
+    }).collect();
+    let mut hashes = Vec::new();
+    for t in tasks {
+        let out = t.await.unwrap();
+        assert_eq!(out.included.iter().map(|c| c.member).collect::<Vec<_>>(), vec![0, 1, 2, 3], "{:?}", out.excluded);
+        assert!(out.excluded.is_empty());
+        // Outer step with lr 1, no momentum: θ_new = θ − mean(decoded Δ).
+        let mut s = OuterState::new(theta(), NesterovSgd::new(1.0, 0.0));
+        let r = s.apply(&out.included, &Mean).unwrap();
+        let decoded: Vec<_> = (0..4).map(|m| synod_diloco::decode_pseudo_gradient(&theta(), m, &payload(m)).unwrap()).collect();
+        for (ti, t) in theta().tensors().iter().enumerate() {
+            for (j, x) in t.data.iter().enumerate() {
+                let mean = decoded.iter().map(|d| d[ti][j]).sum::<f32>() / 4.0;
+                assert!((s.params.tensors()[ti].data[j] - (x - mean)).abs() < 1e-6);
+            }
+        }
+        hashes.push(r.hash);
+    }
+    assert!(hashes.windows(2).all(|w| w[0] == w[1]));
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
+    let (_, _, clients) = network(4).await;
+    // Let everyone see everyone, then kill member 3 before it publishes.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    clients[3].shutdown().await;
+    let started = std::time::Instant::now();
+    let tasks: Vec<_> = clients[..3].iter().enumerate().map(|(i, c)| {
+        let c = c.clone();
+        tokio::spawn(async move { all_gather(&c, 1, payload(i as u32), cfg()).await.unwrap() })
+    }).collect();
+    let mut sets = Vec::new();
+    for t in tasks {
+        let out = t.await.unwrap();
+        assert_eq!(out.excluded.iter().map(|e| e.0).collect::<Vec<_>>(), vec![3]);
+        sets.push(out.included.iter().map(|c| (c.member, blake3::hash(&c.payload))).collect::<Vec<_>>());
+    }
+    assert!(sets.windows(2).all(|w| w[0] == w[1]));
+    assert_eq!(sets[0].len(), 3);
+    // Excluded within the 10 s liveness window (plus scheduling slack), well before the 40 s deadline.
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+    for c in &clients[..3] {
+        c.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_late_joiner_fetches_the_checkpoint_and_checks_its_hash() {
+    let (ids, set, clients) = network(2).await;
+    let ckpt: Arc<Vec<u8>> = Arc::new((0..3_000_000u32).map(|i| (i % 251) as u8).collect());
+    let hash = clients[0].serve_checkpoint(ckpt.clone()).await.unwrap();
+    assert_eq!(&hash, blake3::hash(&ckpt).as_bytes());
+    let all = self::ids(3);
+    let set3 = member_set(&all);
+    assert_eq!(set3.get(0), set.get(0));
+    let boot = clients[0].listen_addrs().await.into_iter().next().unwrap();
+    let late = start(&all, &set3, 2, all[2].1.clone(), Some(boot)).await;
+    // Not yet registered with node 0: refused.
+    assert!(late.fetch_checkpoint(ids[0].0.public().to_peer_id(), hash, 1 << 30).await.is_err());
+    clients[0].set_members(set3.clone()).await.unwrap();
+    let got = late.fetch_checkpoint(ids[0].0.public().to_peer_id(), hash, 1 << 30).await.unwrap();
+    assert_eq!(got, *ckpt);
+    let mut wrong = hash;
+    wrong[0] ^= 1;
+    assert!(matches!(late.fetch_checkpoint(ids[0].0.public().to_peer_id(), wrong, 1 << 30).await, Err(synod_p2p::NetError::NotFound)));
+    assert!(matches!(late.fetch_checkpoint(ids[0].0.public().to_peer_id(), hash, 1000).await, Err(synod_p2p::NetError::TooLarge(3_000_000))));
+    for c in clients.iter().chain([&late]) {
+        c.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned() {
+    let ids = ids(4);
+    let set = member_set(&ids);
+    let first = start(&ids, &set, 0, ids[0].1.clone(), None).await;
+    let boot = first.listen_addrs().await.into_iter().next().unwrap();
+    let mut honest = vec![first];
+    for i in 1..3 {
+        honest.push(start(&ids, &set, i, ids[i].1.clone(), Some(boot.clone())).await);
+    }
+    // Member 3's slot is taken by a node signing with a key that is not the registered one.
+    let rogue = start(&ids, &set, 3, Arc::new(MemberKey::from_seed([99; 32])), Some(boot.clone())).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    rogue.publish_raw(b"\x00garbage that is no SCALE message".to_vec()).await.unwrap();
+    // A replay: member 0's genuine message for round 0 re-sent by someone else.
+    let old = Envelope { pool: POOL, round: 0, member: 0, peer_id: ids[0].0.public().to_peer_id().to_bytes(), body: Body::Leave };
+    rogue.publish_raw(Signed::sign(old, &ids[0].1).to_bytes()).await.unwrap();
+    let tasks: Vec<_> = honest.iter().enumerate().map(|(i, c)| {
+        let c = c.clone();
+        tokio::spawn(async move { all_gather(&c, 1, payload(i as u32), cfg()).await.unwrap() })
+    }).collect();
+    // The rogue's own (badly signed) announcement.
+    let r = rogue.clone();
+    tokio::spawn(async move { all_gather(&r, 1, payload(3), cfg()).await });
+    let mut sets = Vec::new();
+    for t in tasks {
+        let out = t.await.unwrap();
+        sets.push(out.included.iter().map(|c| c.member).collect::<Vec<_>>());
+    }
+    assert!(sets.iter().all(|s| *s == vec![0, 1, 2]), "{sets:?}");
+    let rogue_id = ids[3].0.public().to_peer_id();
+    for c in &honest {
+        let snap = c.snapshot();
+        assert!(snap.banned.contains_key(&rogue_id), "{:?}", snap.banned);
+        assert!(!snap.left.contains(&0), "the replayed leave must not count");
+    }
+    for c in honest.iter().chain([&rogue]) {
+        c.shutdown().await;
+    }
+}

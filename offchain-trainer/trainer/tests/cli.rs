@@ -1,0 +1,109 @@
+//! Runs the real `synod-trainer` binary on tinyshakespeare.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn data() -> PathBuf {
+    std::env::var_os("SYNOD_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/tinyshakespeare.txt"))
+}
+
+fn trainer(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer")).args(["--threads", "1"]).args(args).output().unwrap();
+    assert!(out.status.success(), "synod-trainer {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn train(dir: &Path, extra: &[&str]) -> Vec<Value> {
+    let d = data();
+    let mut args = vec![
+        "train", "--data", d.to_str().unwrap(), "--model", "tiny", "--batch", "8", "--workers", "4",
+        "--inner-steps", "15", "--rounds", "4", "--warmup", "5", "--lr", "3e-3", "--device", "cpu",
+        "--eval-batches", "8", "--quiet", "--out", dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    trainer(&args);
+    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn four_local_workers_train_and_commit_content_addressed_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = train(dir.path(), &[]);
+    assert_eq!(rows.len(), 5, "round 0 plus 4 rounds");
+    let first = rows[0]["val_loss"].as_f64().unwrap();
+    let last = rows[4]["val_loss"].as_f64().unwrap();
+    assert!(last < first - 1.0, "validation loss {first} -> {last}");
+    for (r, row) in rows.iter().enumerate().skip(1) {
+        assert_eq!(row["round"], r);
+        assert_eq!(row["included"], serde_json::json!([0, 1, 2, 3]));
+        let file = dir.path().join(format!("round-{r:06}.safetensors"));
+        let bytes = std::fs::read(&file).unwrap();
+        assert_eq!(row["checkpoint_hash"].as_str().unwrap(), blake3::hash(&bytes).to_hex().as_str());
+    }
+    // Per-worker bytes grow by one int8 payload (≈ params + scales, < 4·params) per round.
+    let b1 = rows[1]["bytes_sent_per_worker"].as_u64().unwrap();
+    let b4 = rows[4]["bytes_sent_per_worker"].as_u64().unwrap();
+    assert!(b1 > 0 && b4 > 3 * b1 && b4 < 5 * b1);
+    let png = std::fs::read(dir.path().join("loss.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+#[test]
+fn the_same_pool_seed_replays_to_the_same_checkpoint_hashes() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let extra = ["--rounds", "2", "--workers", "2"];
+    let ra = train(a.path(), &extra);
+    let rb = train(b.path(), &extra);
+    let hashes = |rows: &[Value]| rows.iter().skip(1).map(|r| r["checkpoint_hash"].clone()).collect::<Vec<_>>();
+    assert_eq!(hashes(&ra), hashes(&rb));
+    let c = tempfile::tempdir().unwrap();
+    let rc = train(c.path(), &["--rounds", "2", "--workers", "2", "--seed", "7"]);
+    assert_ne!(hashes(&ra), hashes(&rc));
+}
+
+#[test]
+fn data_parallel_baseline_runs_on_the_same_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = train(dir.path(), &["--method", "ddp", "--rounds", "2"]);
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[2]["method"], "ddp");
+    // 4 workers × 15 steps × 8 sequences × 32 tokens per block.
+    assert_eq!(rows[2]["tokens"], 2 * 4 * 15 * 8 * 32);
+    assert!(rows[2]["val_loss"].as_f64().unwrap() < rows[0]["val_loss"].as_f64().unwrap());
+}
+
+#[test]
+fn init_prints_the_hash_of_the_file_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("init.safetensors");
+    let out = trainer(&["init", "--model", "tiny", "--device", "cpu", "--out", path.to_str().unwrap()]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["checkpoint_hash"].as_str().unwrap(), blake3::hash(&std::fs::read(&path).unwrap()).to_hex().as_str());
+}
+
+#[test]
+fn codec_benchmark_prints_its_figures() {
+    let out = trainer(&["bench", "codec", "--params", "300000", "--reps", "1"]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    for k in ["encode_gbps", "decode_gbps", "memcpy_gbps", "rel_l2_error", "bytes_ratio_vs_fp32"] {
+        assert!(v[k].as_f64().unwrap() > 0.0, "{k}");
+    }
+    assert!(v["rel_l2_error"].as_f64().unwrap() < 0.015);
+}
+
+#[test]
+fn bad_arguments_fail_with_a_message() {
+    let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
+        .args(["train", "--data", "/nonexistent/corpus.txt", "--device", "cpu", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("corpus"));
+    let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer")).args(["train", "--model", "huge"]).output().unwrap();
+    assert!(!out.status.success());
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything Synod's off-chain half needs on a fresh machine, idempotently, and
+# writes $SYNOD_CACHE/env.sh, which the other scripts source.
+#
+#  - Debian packages: pkg-config and fontconfig/freetype headers (PNG plots), zstd CLI.
+#  - A project virtualenv at $SYNOD_CACHE/venv with torch==2.13.0 (the libtorch that tch 0.26
+#    links, used through LIBTORCH_USE_PYTORCH=1), safetensors and numpy.
+#  - A persistent cargo target dir at $SYNOD_CACHE/target (kept across clones and CI runs).
+set -euo pipefail
+
+SYNOD_CACHE=${SYNOD_CACHE:-$HOME/.cache/synod}
+TORCH_VERSION=2.13.0
+mkdir -p "$SYNOD_CACHE"
+
+need_apt=()
+for pkg in pkg-config libfontconfig1-dev libfreetype-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if ((${#need_apt[@]})); then
+  echo "setup: installing ${need_apt[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+VENV="$SYNOD_CACHE/venv"
+if ! "$VENV/bin/python" -c "import torch, safetensors, numpy; assert torch.__version__.startswith('$TORCH_VERSION')" 2>/dev/null; then
+  echo "setup: installing torch==$TORCH_VERSION into $VENV (about 2.5 min, 4.7 GB)" >&2
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" safetensors numpy
+fi
+
+cat > "$SYNOD_CACHE/env.sh" <<ENV
+# Written by scripts/setup.sh.
+export SYNOD_CACHE="$SYNOD_CACHE"
+export VIRTUAL_ENV="$VENV"
+export PATH="$VENV/bin:\$PATH"
+export LIBTORCH_USE_PYTORCH=1
+export SYNOD_PYTHON="$VENV/bin/python"
+export CARGO_TARGET_DIR="\${CARGO_TARGET_DIR:-$SYNOD_CACHE/target}"
+ENV
+echo "setup: ok ($SYNOD_CACHE/env.sh)" >&2

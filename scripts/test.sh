@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets up (scripts/setup.sh) and runs every test of the workspace on CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+# shellcheck source=/dev/null
+source "${SYNOD_CACHE:-$HOME/.cache/synod}/env.sh"
+export SYNOD_DATA="${SYNOD_DATA:-$(cd .. && pwd)/shared/data/tinyshakespeare.txt}"
+test -f "$SYNOD_DATA" || { echo "missing corpus $SYNOD_DATA" >&2; exit 1; }
+cargo test --workspace --locked "$@"
