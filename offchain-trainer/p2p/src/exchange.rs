@@ -93,6 +93,7 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
             .map(|m| m.index)
             .filter(|i| !got.contains_key(i))
             .filter(|i| !snap.left.contains(i))
+            .filter(|i| members.get(*i).is_some_and(|m| !snap.banned.contains_key(&m.peer_id)))
             .filter(|i| snap.last_seen.get(i).is_some_and(|t| now.duration_since(*t) < cfg.dead_after) || started.contains_key(i))
             .collect();
         if waiting.is_empty() || start.elapsed() >= cfg.deadline {

@@ -64,7 +64,7 @@ pub struct Signed {
     pub signature: Vec<u8>,
 }
 
-/// Why a message was rejected (the sender is penalized for all but `Stale`).
+/// Why a message was rejected. [`Rejection::penalized`] tells which ones get the sender banned.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum Rejection {
     /// Over [`MAX_MESSAGE_BYTES`].
@@ -76,15 +76,26 @@ pub enum Rejection {
     /// For another pool.
     #[error("message for pool {0}")]
     WrongPool(u64),
-    /// The member index is not in the allowed set, or its peer id differs from the registered one.
+    /// The member index is not in the allowed set (yet: registrations may lag; not penalized).
     #[error("sender is not a registered member")]
     NotMember,
+    /// The envelope's peer id is not the one registered for its member index (impersonation).
+    #[error("peer id does not match the member's registration")]
+    PeerMismatch,
     /// The signature does not verify under the member's registered key.
     #[error("bad signature")]
     BadSignature,
     /// For a round that is over (or too far ahead).
     #[error("stale round {0}")]
     Stale(u32),
+}
+
+impl Rejection {
+    /// Whether the sender provably misbehaved (malformed, forged, impersonating) rather than
+    /// being merely early, late or for another pool.
+    pub fn penalized(&self) -> bool {
+        !matches!(self, Rejection::Stale(_) | Rejection::NotMember | Rejection::WrongPool(_))
+    }
 }
 
 fn signing_bytes(e: &Envelope) -> Vec<u8> {
@@ -106,7 +117,8 @@ impl Signed {
     }
 
     /// Decodes and validates a message: size, shape, pool, membership (index and peer id must
-    /// match the registration), signature, and round window `[min_round, min_round + 1]`.
+    /// match the registration), signature, and round window `[min_round, min_round + 2]`
+    /// (callers pass their current round − 1: one round behind to one ahead).
     ///
     /// # Errors
     /// The [`Rejection`] that applies first.
@@ -125,10 +137,10 @@ impl Signed {
         }
         let m = members.get(e.member).ok_or(Rejection::NotMember)?;
         if PeerId::from_bytes(&e.peer_id).ok() != Some(m.peer_id) {
-            return Err(Rejection::NotMember);
+            return Err(Rejection::PeerMismatch);
         }
         m.key.verify(&signing_bytes(&e), &s.signature).map_err(|_| Rejection::BadSignature)?;
-        if e.round < min_round || e.round > min_round.saturating_add(1) {
+        if e.round < min_round || e.round > min_round.saturating_add(2) {
             return Err(Rejection::Stale(e.round));
         }
         Ok(e)
@@ -157,8 +169,9 @@ mod tests {
         let ok = Signed::sign(env(peer, 9, 5, 0), &key).to_bytes();
         assert_eq!(Signed::open(&ok, &set, 5).unwrap().round, 5);
         assert_eq!(Signed::open(&ok, &set, 4).unwrap().round, 5);
+        assert_eq!(Signed::open(&ok, &set, 3).unwrap().round, 5);
         assert_eq!(Signed::open(&ok, &set, 6), Err(Rejection::Stale(5)));
-        assert_eq!(Signed::open(&ok, &set, 3), Err(Rejection::Stale(5)));
+        assert_eq!(Signed::open(&ok, &set, 2), Err(Rejection::Stale(5)));
         assert_eq!(Signed::open(&ok[..ok.len() - 1], &set, 5), Err(Rejection::Malformed));
         assert_eq!(Signed::open(&[ok.clone(), vec![0]].concat(), &set, 5), Err(Rejection::Malformed));
         assert_eq!(Signed::open(&vec![0; MAX_MESSAGE_BYTES + 1], &set, 5), Err(Rejection::TooLarge(MAX_MESSAGE_BYTES + 1)));
@@ -168,7 +181,9 @@ mod tests {
         assert_eq!(Signed::open(&unknown, &set, 5), Err(Rejection::NotMember));
         let wrong_peer = libp2p::identity::Keypair::ed25519_from_bytes([2; 32]).unwrap().public().to_peer_id();
         let spoofed = Signed::sign(env(wrong_peer, 9, 5, 0), &key).to_bytes();
-        assert_eq!(Signed::open(&spoofed, &set, 5), Err(Rejection::NotMember));
+        assert_eq!(Signed::open(&spoofed, &set, 5), Err(Rejection::PeerMismatch));
+        assert!(Rejection::PeerMismatch.penalized() && Rejection::BadSignature.penalized() && Rejection::Malformed.penalized());
+        assert!(!Rejection::NotMember.penalized() && !Rejection::Stale(1).penalized() && !Rejection::WrongPool(1).penalized());
         let forged = Signed::sign(env(peer, 9, 5, 0), &MemberKey::from_seed([3; 32])).to_bytes();
         assert_eq!(Signed::open(&forged, &set, 5), Err(Rejection::BadSignature));
         let mut flipped = Signed::decode(&mut ok.as_slice()).unwrap();

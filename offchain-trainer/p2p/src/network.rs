@@ -389,7 +389,7 @@ impl EventLoop {
                 _ = tick.tick() => {
                     self.publish_alive();
                     self.dial_missing_members();
-                    if self.seq % 5 == 1 {
+                    if self.seq % 10 < 2 {
                         let _ = self.swarm.behaviour_mut().kad.bootstrap();
                     }
                 }
@@ -397,16 +397,29 @@ impl EventLoop {
         }
     }
 
-    fn envelope(&self, body: Body) -> Vec<u8> {
-        let e = Envelope { pool: self.members.pool, round: self.round, member: self.me, peer_id: self.swarm.local_peer_id().to_bytes(), body };
+    fn envelope(&self, round: u32, body: Body) -> Vec<u8> {
+        let e = Envelope { pool: self.members.pool, round, member: self.me, peer_id: self.swarm.local_peer_id().to_bytes(), body };
         Signed::sign(e, &self.key).to_bytes()
     }
 
+    /// One heartbeat per round we still serve a payload for (the current and the previous one),
+    /// so a peer still finishing the previous round learns our announcement even though we
+    /// have moved on; a bare heartbeat if we have no payload for the current round yet.
     fn publish_alive(&mut self) {
-        self.seq += 1;
-        let payload = self.payloads.get(&self.round).map(|b| PayloadRef { digest: *blake3::hash(b).as_bytes(), size: b.len() as u64 });
-        let msg = self.envelope(Body::Alive { seq: self.seq, payload });
-        let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), msg);
+        let mut rounds: Vec<(u32, Option<PayloadRef>)> = self
+            .payloads
+            .iter()
+            .map(|(r, b)| (*r, Some(PayloadRef { digest: *blake3::hash(b).as_bytes(), size: b.len() as u64 })))
+            .collect();
+        if !self.payloads.contains_key(&self.round) {
+            rounds.push((self.round, None));
+        }
+        rounds.sort_by_key(|r| r.0);
+        for (round, payload) in rounds {
+            self.seq += 1;
+            let msg = self.envelope(round, Body::Alive { seq: self.seq, payload });
+            let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), msg);
+        }
     }
 
     fn dial_missing_members(&mut self) {
@@ -463,7 +476,7 @@ impl EventLoop {
                 let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), bytes);
             }
             Command::Leave(reply) => {
-                let msg = self.envelope(Body::Leave);
+                let msg = self.envelope(self.round, Body::Leave);
                 let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), msg);
                 let _ = reply.send(());
             }
@@ -475,7 +488,7 @@ impl EventLoop {
         use gossipsub::MessageAcceptance::{Accept, Ignore, Reject};
         let opened = Signed::open(data, &self.members, self.round.saturating_sub(1)).and_then(|e| {
             // The gossipsub author signature must come from the same peer the envelope names.
-            if source.map(|s| s.to_bytes()) == Some(e.peer_id.clone()) { Ok(e) } else { Err(Rejection::NotMember) }
+            if source.map(|s| s.to_bytes()) == Some(e.peer_id.clone()) { Ok(e) } else { Err(Rejection::PeerMismatch) }
         });
         let verdict = match opened {
             Ok(e) => {
@@ -500,7 +513,7 @@ impl EventLoop {
                     }
                 }
             }
-            Err(Rejection::Stale(_)) => Ignore,
+            Err(r) if !r.penalized() => Ignore,
             Err(r) => {
                 self.ban(source.unwrap_or(propagation), r.to_string());
                 Reject
@@ -560,6 +573,9 @@ impl EventLoop {
 
     fn on_swarm(&mut self, ev: SwarmEvent<BehaviourEvent>) {
         match ev {
+            SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => {
+                tracing::debug!(?peer_id, %error, "outgoing connection failed");
+            }
             SwarmEvent::NewListenAddr { address, .. } => lock(&self.shared).listen_addrs.push(address),
             SwarmEvent::ConnectionEstablished { peer_id, .. } => {
                 lock(&self.shared).connected.insert(peer_id);

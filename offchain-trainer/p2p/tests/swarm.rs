@@ -118,26 +118,63 @@ async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_late_joiner_fetches_the_checkpoint_and_checks_its_hash() {
-    let (ids, set, clients) = network(2).await;
-    let ckpt: Arc<Vec<u8>> = Arc::new((0..3_000_000u32).map(|i| (i % 251) as u8).collect());
-    let hash = clients[0].serve_checkpoint(ckpt.clone()).await.unwrap();
-    assert_eq!(&hash, blake3::hash(&ckpt).as_bytes());
+async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round() {
+    let (ids, set2, clients) = network(2).await;
+    // Round 1 between members 0 and 1.
+    let tasks: Vec<_> = clients.iter().enumerate().map(|(i, c)| {
+        let c = c.clone();
+        tokio::spawn(async move { all_gather(&c, 1, payload(i as u32), cfg()).await.unwrap() })
+    }).collect();
+    let mut states = Vec::new();
+    let mut ckpt = Vec::new();
+    for t in tasks {
+        let out = t.await.unwrap();
+        let mut s = OuterState::new(theta(), NesterovSgd::new(0.7, 0.9));
+        ckpt = s.apply(&out.included, &Mean).unwrap().checkpoint;
+        states.push(s);
+    }
+    // Member 2 registers (on-chain: join_pool) and starts late; the expected hash comes from the chain.
+    let expected = *blake3::hash(&ckpt).as_bytes();
+    let hash = clients[0].serve_checkpoint(Arc::new(ckpt.clone())).await.unwrap();
+    assert_eq!(hash, expected);
     let all = self::ids(3);
     let set3 = member_set(&all);
-    assert_eq!(set3.get(0), set.get(0));
+    assert_eq!(set3.get(1), set2.get(1));
     let boot = clients[0].listen_addrs().await.into_iter().next().unwrap();
     let late = start(&all, &set3, 2, all[2].1.clone(), Some(boot)).await;
-    // Not yet registered with node 0: refused.
-    assert!(late.fetch_checkpoint(ids[0].0.public().to_peer_id(), hash, 1 << 30).await.is_err());
-    clients[0].set_members(set3.clone()).await.unwrap();
-    let got = late.fetch_checkpoint(ids[0].0.public().to_peer_id(), hash, 1 << 30).await.unwrap();
-    assert_eq!(got, *ckpt);
-    let mut wrong = hash;
+    let seed_peer = ids[0].0.public().to_peer_id();
+    let t = std::time::Instant::now();
+    while !late.snapshot().connected.contains(&seed_peer) && t.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Not yet in node 0's member set: refused.
+    assert!(late.fetch_checkpoint(seed_peer, expected, 1 << 30).await.is_err());
+    for c in &clients {
+        c.set_members(set3.clone()).await.unwrap();
+    }
+    let got = late.fetch_checkpoint(seed_peer, expected, 1 << 30).await.unwrap();
+    assert_eq!(got, ckpt);
+    let mut wrong = expected;
     wrong[0] ^= 1;
-    assert!(matches!(late.fetch_checkpoint(ids[0].0.public().to_peer_id(), wrong, 1 << 30).await, Err(synod_p2p::NetError::NotFound)));
-    assert!(matches!(late.fetch_checkpoint(ids[0].0.public().to_peer_id(), hash, 1000).await, Err(synod_p2p::NetError::TooLarge(3_000_000))));
-    for c in clients.iter().chain([&late]) {
+    assert!(matches!(late.fetch_checkpoint(seed_peer, wrong, 1 << 30).await, Err(synod_p2p::NetError::NotFound)));
+    assert!(matches!(late.fetch_checkpoint(seed_peer, expected, 1000).await, Err(synod_p2p::NetError::TooLarge(_))));
+    let mut late_state = OuterState::from_checkpoint(synod_checkpoint::from_bytes(&got).unwrap(), 0.7, 0.9, 1).unwrap();
+    // Round 2 with all three: everyone, the late joiner included, computes the same checkpoint.
+    let mut everyone: Vec<Client> = clients.clone();
+    everyone.push(late.clone());
+    let tasks: Vec<_> = everyone.iter().enumerate().map(|(i, c)| {
+        let c = c.clone();
+        tokio::spawn(async move { all_gather(&c, 2, payload(10 + i as u32), cfg()).await.unwrap() })
+    }).collect();
+    let mut hashes = Vec::new();
+    for (i, t) in tasks.into_iter().enumerate() {
+        let out = t.await.unwrap();
+        assert_eq!(out.included.iter().map(|c| c.member).collect::<Vec<_>>(), vec![0, 1, 2]);
+        let s = if i < 2 { &mut states[i] } else { &mut late_state };
+        hashes.push(s.apply(&out.included, &Mean).unwrap().hash);
+    }
+    assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
+    for c in &everyone {
         c.shutdown().await;
     }
 }

@@ -14,7 +14,7 @@ mod train;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "synod-trainer", version, about = "Synod off-chain trainer: DiLoCo on libtorch")]
+#[command(name = "synod-trainer", version, about = "Synod off-chain trainer: DiLoCo on libtorch", args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

@@ -107,3 +107,51 @@ fn bad_arguments_fail_with_a_message() {
     let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer")).args(["train", "--model", "huge"]).output().unwrap();
     assert!(!out.status.success());
 }
+
+#[test]
+fn three_networked_processes_agree_and_match_local_mode() {
+    let pool = tempfile::tempdir().unwrap();
+    let outs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let d = data();
+    let common = [
+        "--data", d.to_str().unwrap(), "--model", "tiny", "--batch", "8", "--inner-steps", "10", "--rounds", "3",
+        "--warmup", "5", "--lr", "3e-3", "--device", "cpu", "--eval-batches", "4", "--quiet",
+    ];
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
+                .args(["--threads", "1", "train"])
+                .args(common)
+                .args(["--members", "3", "--member", &i.to_string(), "--pool-dir", pool.path().to_str().unwrap()])
+                .args(["--out", outs[i].path().to_str().unwrap()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "member failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let read = |dir: &Path| -> Vec<Value> {
+        std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let runs: Vec<Vec<Value>> = outs.iter().map(|o| read(o.path())).collect();
+    let hashes = |rows: &[Value]| rows.iter().skip(1).map(|r| r["checkpoint_hash"].clone()).collect::<Vec<_>>();
+    for r in &runs {
+        assert_eq!(r.len(), 4);
+        assert_eq!(hashes(r), hashes(&runs[0]), "members disagree");
+        for row in r.iter().skip(1) {
+            assert_eq!(row["included"], serde_json::json!([0, 1, 2]));
+        }
+        assert!(r[3]["val_loss"].as_f64().unwrap() < r[0]["val_loss"].as_f64().unwrap());
+    }
+    // The same pool run in one process (3 local workers) reaches bit-identical checkpoints.
+    let local = tempfile::tempdir().unwrap();
+    let mut args = vec!["train"];
+    args.extend(common);
+    args.extend(["--workers", "3", "--out", local.path().to_str().unwrap()]);
+    trainer(&args);
+    assert_eq!(hashes(&read(local.path())), hashes(&runs[0]));
+}

@@ -1,6 +1,7 @@
 //! Benchmarks. Each prints one JSON object per line: figures and ratios against a baseline
 //! measured in the same run, never pass/fail assertions.
 
+mod allreduce;
 mod codec;
 mod diloco;
 mod sanity;
@@ -20,6 +21,8 @@ pub enum BenchCmd {
     Throughput(throughput::ThroughputArgs),
     /// Codec encode/decode speed against memcpy, error and compression.
     Codec(codec::CodecArgs),
+    /// The libp2p all-gather of one round against raw loopback TCP.
+    Allreduce(allreduce::AllreduceArgs),
 }
 
 /// Runs one benchmark.
@@ -29,5 +32,6 @@ pub fn run(cmd: BenchCmd, threads: usize) -> Result<()> {
         BenchCmd::Sanity(a) => sanity::run(&a),
         BenchCmd::Throughput(a) => throughput::run(&a, threads),
         BenchCmd::Codec(a) => codec::run(&a, threads),
+        BenchCmd::Allreduce(a) => allreduce::run(&a),
     }
 }

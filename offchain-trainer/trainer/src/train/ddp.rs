@@ -38,6 +38,8 @@ pub fn run_ddp(a: &TrainArgs, setup: &Setup, theta0: ParamSet, emit: &mut dyn Fn
                 included: Vec::new(),
                 compute_secs: compute,
                 outer_secs: 0.0,
+                exchange_secs: 0.0,
+                excluded: Vec::new(),
             };
             emit(&r)?;
             records.push(r);

@@ -8,11 +8,11 @@ use synod_checkpoint::ParamSet;
 use synod_diloco::{Mean, NesterovSgd, OuterState};
 use synod_model::{eval_loss, load_params};
 
+use super::net::NetExchange;
 use super::{progress, RoundRecord, Setup};
 use crate::args::TrainArgs;
 
-/// Runs `a.rounds` DiLoCo rounds from `theta0`, calling `emit` after the initial evaluation and
-/// after every round. Writes `round-NNNNNN.safetensors` under `out` when given.
+/// Runs `a.rounds` DiLoCo rounds with `a.workers` workers in this process (local mode).
 pub fn run_diloco(
     a: &TrainArgs,
     setup: &Setup,
@@ -20,11 +20,31 @@ pub fn run_diloco(
     out: Option<&Path>,
     emit: &mut dyn FnMut(&RoundRecord) -> Result<()>,
 ) -> Result<Vec<RoundRecord>> {
+    run_rounds(a, setup, theta0, out, emit, None)
+}
+
+/// Runs `a.rounds` DiLoCo rounds from `theta0`, calling `emit` after the initial evaluation and
+/// after every round; writes `round-NNNNNN.safetensors` under `out` when given. With `net`, this
+/// process is the single member `net.me` and exchanges through it; otherwise it runs
+/// `a.workers` workers locally.
+pub fn run_rounds(
+    a: &TrainArgs,
+    setup: &Setup,
+    theta0: ParamSet,
+    out: Option<&Path>,
+    emit: &mut dyn FnMut(&RoundRecord) -> Result<()>,
+    mut net: Option<&mut NetExchange>,
+) -> Result<Vec<RoundRecord>> {
     let m = &a.model;
     let total = a.rounds.saturating_mul(a.inner_steps);
-    let mut workers = (0..a.workers).map(|w| setup.replica(m, w, a.inner_steps, total)).collect::<Result<Vec<_>>>()?;
+    let members: Vec<u32> = match &net {
+        Some(ex) => vec![ex.me],
+        None => (0..a.workers).collect(),
+    };
+    let mut workers = members.iter().map(|w| setup.replica(m, *w, a.inner_steps, total)).collect::<Result<Vec<_>>>()?;
+    let n_members = if net.is_some() { a.net.members } else { a.workers };
     let mut state = OuterState::new(theta0, NesterovSgd::new(a.outer_lr, a.outer_momentum));
-    let tokens_per_round = u64::from(a.workers) * u64::from(a.inner_steps) * (setup.plan.batch * setup.plan.seq_len) as u64;
+    let tokens_per_round = u64::from(n_members) * u64::from(a.inner_steps) * (setup.plan.batch * setup.plan.seq_len) as u64;
     let codec = a.codec.options();
     let mut records = Vec::new();
     let mut bytes = 0u64;
@@ -49,15 +69,31 @@ pub fn run_diloco(
         included: Vec::new(),
         compute_secs: 0.0,
         outer_secs: 0.0,
+        exchange_secs: 0.0,
+        excluded: Vec::new(),
     };
     records.push(record(&state, &mut workers, blank(0))?);
 
     let pb = progress(u64::from(a.rounds), "rounds", a.quiet);
     for _ in 0..a.rounds {
         let t0 = Instant::now();
-        let (outcome, reports, sizes) = state.local_round(&mut workers, &Mean, &codec)?;
+        let (outcome, reports, sizes, exchange_secs, excluded) = match net.as_deref_mut() {
+            None => {
+                let (o, r, s) = state.local_round(&mut workers, &Mean, &codec)?;
+                (o, r, s, 0.0, Vec::new())
+            }
+            Some(ex) => {
+                let me = ex.me;
+                let w = workers.first_mut().ok_or_else(|| anyhow::anyhow!("no worker"))?;
+                let (o, r) = state.run_round(w, ex, me, &Mean, &codec)?;
+                (o, vec![r], vec![ex.last_payload_bytes], ex.last_secs, ex.last_excluded.clone())
+            }
+        };
+        if let Some(ex) = net.as_deref_mut() {
+            ex.serve_checkpoint(outcome.checkpoint.clone());
+        }
         let compute: f64 = reports.iter().map(|r| r.secs).sum();
-        let outer_secs = t0.elapsed().as_secs_f64() - compute;
+        let outer_secs = t0.elapsed().as_secs_f64() - compute - exchange_secs;
         bytes += sizes.iter().sum::<usize>() as u64 / sizes.len().max(1) as u64;
         if let Some(dir) = out {
             std::fs::write(dir.join(format!("round-{:06}.safetensors", outcome.round)), &outcome.checkpoint)?;
@@ -70,6 +106,8 @@ pub fn run_diloco(
             included: outcome.included.clone(),
             compute_secs: compute,
             outer_secs,
+            exchange_secs,
+            excluded,
             ..blank(outcome.round)
         };
         records.push(record(&state, &mut workers, r)?);

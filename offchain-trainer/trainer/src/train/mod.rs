@@ -2,6 +2,7 @@
 
 mod ddp;
 mod diloco;
+mod net;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -47,6 +48,11 @@ pub struct RoundRecord {
     pub compute_secs: f64,
     /// Seconds of encode + decode + aggregate + outer step + checkpoint (DiLoCo only).
     pub outer_secs: f64,
+    /// Seconds of the peer-to-peer exchange (networked DiLoCo only).
+    pub exchange_secs: f64,
+    /// Members left out of the round, with the reason (networked DiLoCo only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<(u32, String)>,
 }
 
 /// What every run needs: corpus, device, model and the batch plan.
@@ -104,6 +110,12 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     let theta0 = initial_params(&setup, &a.model, a.init.as_deref())?;
     let mut metrics = Metrics::with_file(&a.out.join("metrics.jsonl"))?;
     let records = match a.method {
+        Method::Diloco if a.net.member.is_some() => {
+            let mut ex = net::join(a, &theta0)?;
+            let r = diloco::run_rounds(a, &setup, theta0, Some(&a.out), &mut |r| metrics.emit(r), Some(&mut ex))?;
+            ex.finish(r.last().map_or(0, |x| x.round));
+            r
+        }
         Method::Diloco => run_diloco(a, &setup, theta0, Some(&a.out), &mut |r| metrics.emit(r))?,
         Method::Ddp => run_ddp(a, &setup, theta0, &mut |r| metrics.emit(r))?,
     };
