@@ -83,7 +83,7 @@ pub struct Snapshot {
 enum Command {
     Dial(Multiaddr),
     SetRound(u32),
-    SetPayload { round: u32, bytes: Arc<Vec<u8>> },
+    SetPayload { round: u32, payload: PayloadRef, bytes: Arc<Vec<u8>> },
     ServeCheckpoint { bytes: Arc<Vec<u8>>, reply: oneshot::Sender<[u8; 32]> },
     Request { peer: PeerId, checkpoint: bool, req: ChunkRequest, reply: oneshot::Sender<Result<ChunkResponse, String>> },
     PublishRaw(Vec<u8>),
@@ -167,7 +167,8 @@ impl Client {
     /// [`NetError::Stopped`] if the node has shut down.
     pub async fn set_payload(&self, round: u32, bytes: Arc<Vec<u8>>) -> Result<[u8; 32], NetError> {
         let digest = *blake3::hash(&bytes).as_bytes();
-        self.send(Command::SetPayload { round, bytes }).await?;
+        let payload = PayloadRef { digest, size: bytes.len() as u64 };
+        self.send(Command::SetPayload { round, payload, bytes }).await?;
         Ok(digest)
     }
 
@@ -370,7 +371,8 @@ struct EventLoop {
     me: u32,
     round: u32,
     seq: u64,
-    payloads: HashMap<u32, Arc<Vec<u8>>>,
+    /// Our payload per round with its announcement (digest computed once).
+    payloads: HashMap<u32, (PayloadRef, Arc<Vec<u8>>)>,
     checkpoints: HashMap<[u8; 32], Arc<Vec<u8>>>,
     pending: HashMap<OutboundRequestId, oneshot::Sender<Result<ChunkResponse, String>>>,
     heartbeat: Duration,
@@ -409,7 +411,7 @@ impl EventLoop {
         let mut rounds: Vec<(u32, Option<PayloadRef>)> = self
             .payloads
             .iter()
-            .map(|(r, b)| (*r, Some(PayloadRef { digest: *blake3::hash(b).as_bytes(), size: b.len() as u64 })))
+            .map(|(r, (p, _))| (*r, Some(*p)))
             .collect();
         if !self.payloads.contains_key(&self.round) {
             rounds.push((self.round, None));
@@ -449,8 +451,8 @@ impl EventLoop {
                 self.payloads.retain(|k, _| *k + 2 > r);
                 lock(&self.shared).announced.retain(|(k, _), _| *k + 2 > r);
             }
-            Command::SetPayload { round, bytes } => {
-                self.payloads.insert(round, bytes);
+            Command::SetPayload { round, payload, bytes } => {
+                self.payloads.insert(round, (payload, bytes));
                 self.publish_alive();
             }
             Command::ServeCheckpoint { bytes, reply } => {
@@ -529,7 +531,7 @@ impl EventLoop {
         match (req, checkpoint) {
             (ChunkRequest::Pseudograd { pool, round, member, digest, offset, len }, false) => {
                 match self.payloads.get(&round) {
-                    Some(p) if pool == self.members.pool && member == self.me && blake3::hash(p).as_bytes() == &digest => serve(p, offset, len),
+                    Some((p, bytes)) if pool == self.members.pool && member == self.me && p.digest == digest => serve(bytes, offset, len),
                     _ => ChunkResponse::NotFound,
                 }
             }

@@ -71,6 +71,7 @@ pub fn run(a: &AllreduceArgs) -> Result<()> {
         for (i, (k, m)) in ids.iter().enumerate() {
             let mut cfg = NetConfig::new(k.clone(), m.clone(), i as u32, set.clone());
             cfg.bootnodes.extend(boot.clone());
+            cfg.heartbeat = Duration::from_millis(200);
             let c = spawn(cfg)?;
             if boot.is_none() {
                 boot = c.listen_addrs().await.into_iter().next();
