@@ -170,6 +170,16 @@ mod tests {
     }
 
     #[test]
+    fn round_warmup_ramps_the_first_inner_steps_of_each_round() {
+        let c = InnerConfig { round_warmup_steps: 4, ..InnerConfig::nanogpt(12, 50, 2000) };
+        assert!((c.lr_in_round(500, 0) - c.lr_at(500) / 5.0).abs() < 1e-15);
+        assert!((c.lr_in_round(503, 3) - c.lr_at(503) * 4.0 / 5.0).abs() < 1e-15);
+        assert_eq!(c.lr_in_round(504, 4), c.lr_at(504));
+        let off = InnerConfig::nanogpt(12, 50, 2000);
+        assert_eq!(off.lr_in_round(500, 0), off.lr_at(500));
+    }
+
+    #[test]
     fn bad_configs_are_rejected() {
         assert!(GptConfig { d_model: 33, ..GptConfig::tiny() }.validate().is_err());
         assert!(GptConfig::preset("huge").is_err());
