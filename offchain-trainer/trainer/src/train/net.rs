@@ -44,17 +44,10 @@ fn identity_seed(path: &Path) -> Result<[u8; 32]> {
         let v = unhex(s.trim())?;
         return v.try_into().map_err(|_| anyhow!("{} must hold 32 hex bytes", path.display()));
     }
-    let seed: [u8; 32] = rand_seed();
+    // A fresh seed from the OS generator (via ml-dsa key generation).
+    let seed = MemberKey::generate().seed();
     std::fs::write(path, hex(&seed))?;
     Ok(seed)
-}
-
-fn rand_seed() -> [u8; 32] {
-    let mut h = blake3::Hasher::new();
-    h.update(&std::process::id().to_le_bytes());
-    h.update(&format!("{:?}", Instant::now()).into_bytes());
-    h.update(&std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0).to_le_bytes());
-    *h.finalize().as_bytes()
 }
 
 /// The networked exchange of one member, usable as a [`synod_diloco::Exchange`].
