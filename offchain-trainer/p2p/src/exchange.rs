@@ -58,12 +58,14 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
     let mut failed: BTreeMap<u32, String> = BTreeMap::new();
     let mut inflight: JoinSet<(u32, Result<Vec<u8>, NetError>)> = JoinSet::new();
     let mut started: BTreeMap<u32, Instant> = BTreeMap::new();
+    // After a failed fetch, wait this long before asking the same author again.
+    let mut retry_at: BTreeMap<u32, Instant> = BTreeMap::new();
     let members = client.members();
     loop {
         let snap = client.snapshot();
         let now = Instant::now();
         for m in members.iter() {
-            if got.contains_key(&m.index) || started.contains_key(&m.index) {
+            if got.contains_key(&m.index) || started.contains_key(&m.index) || retry_at.get(&m.index).is_some_and(|t| now < *t) {
                 continue;
             }
             if let Some(p) = snap.announced.get(&(round, m.index)).copied() {
@@ -84,6 +86,7 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
                         // Retry on the next pass (the author may still be starting to serve).
                         failed.insert(idx, e.to_string());
                         started.remove(&idx);
+                        retry_at.insert(idx, Instant::now() + Duration::from_millis(250));
                     }
                 }
             }

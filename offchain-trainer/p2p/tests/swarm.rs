@@ -8,7 +8,7 @@ use synod_codec::EncodeOptions;
 use synod_diloco::{encode_pseudo_gradient, Mean, NesterovSgd, OuterState};
 use synod_p2p::libp2p_identity::Keypair;
 use synod_p2p::message::{Body, Envelope, Signed};
-use synod_p2p::{all_gather, spawn, Client, ExchangeConfig, Member, MemberKey, MemberSet, Multiaddr, NetConfig};
+use synod_p2p::{all_gather, spawn, Client, ExchangeConfig, ExchangeOutcome, Member, MemberKey, MemberSet, Multiaddr, NetConfig};
 
 const POOL: u64 = 3;
 
@@ -61,16 +61,30 @@ fn cfg() -> ExchangeConfig {
     ExchangeConfig { deadline: Duration::from_secs(40), ..ExchangeConfig::default() }
 }
 
+/// Runs round `round` on every client at once (client i contributes `payload(first + i)`) and
+/// returns the outcomes in client order.
+async fn gather(clients: &[Client], round: u32, first: u32) -> Vec<ExchangeOutcome> {
+    let tasks: Vec<_> = clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let c = c.clone();
+            tokio::spawn(async move { all_gather(&c, round, payload(first + i as u32), cfg()).await.unwrap() })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn four_peers_gather_the_same_set_and_compute_the_same_checkpoint() {
     let (_, _, clients) = network(4).await;
-    let tasks: Vec<_> = clients.iter().enumerate().map(|(i, c)| {
-        let c = c.clone();
-        tokio::spawn(async move { all_gather(&c, 1, payload(i as u32), cfg()).await.unwrap() })
-    }).collect();
+    let outcomes = gather(&clients, 1, 0).await;
     let mut hashes = Vec::new();
-    for t in tasks {
-        let out = t.await.unwrap();
+    for out in outcomes {
         assert_eq!(out.included.iter().map(|c| c.member).collect::<Vec<_>>(), vec![0, 1, 2, 3], "{:?}", out.excluded);
         assert!(out.excluded.is_empty());
         // Outer step with lr 1, no momentum: θ_new = θ − mean(decoded Δ).
@@ -98,13 +112,9 @@ async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     clients[3].shutdown().await;
     let started = std::time::Instant::now();
-    let tasks: Vec<_> = clients[..3].iter().enumerate().map(|(i, c)| {
-        let c = c.clone();
-        tokio::spawn(async move { all_gather(&c, 1, payload(i as u32), cfg()).await.unwrap() })
-    }).collect();
+    let outcomes = gather(&clients[..3], 1, 0).await;
     let mut sets = Vec::new();
-    for t in tasks {
-        let out = t.await.unwrap();
+    for out in outcomes {
         assert_eq!(out.excluded.iter().map(|e| e.0).collect::<Vec<_>>(), vec![3]);
         sets.push(out.included.iter().map(|c| (c.member, blake3::hash(&c.payload))).collect::<Vec<_>>());
     }
@@ -121,14 +131,10 @@ async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
 async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round() {
     let (ids, set2, clients) = network(2).await;
     // Round 1 between members 0 and 1.
-    let tasks: Vec<_> = clients.iter().enumerate().map(|(i, c)| {
-        let c = c.clone();
-        tokio::spawn(async move { all_gather(&c, 1, payload(i as u32), cfg()).await.unwrap() })
-    }).collect();
+    let outcomes = gather(&clients, 1, 0).await;
     let mut states = Vec::new();
     let mut ckpt = Vec::new();
-    for t in tasks {
-        let out = t.await.unwrap();
+    for out in outcomes {
         let mut s = OuterState::new(theta(), NesterovSgd::new(0.7, 0.9));
         ckpt = s.apply(&out.included, &Mean).unwrap().checkpoint;
         states.push(s);
@@ -162,13 +168,9 @@ async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round()
     // Round 2 with all three: everyone, the late joiner included, computes the same checkpoint.
     let mut everyone: Vec<Client> = clients.clone();
     everyone.push(late.clone());
-    let tasks: Vec<_> = everyone.iter().enumerate().map(|(i, c)| {
-        let c = c.clone();
-        tokio::spawn(async move { all_gather(&c, 2, payload(10 + i as u32), cfg()).await.unwrap() })
-    }).collect();
+    let outcomes = gather(&everyone, 2, 10).await;
     let mut hashes = Vec::new();
-    for (i, t) in tasks.into_iter().enumerate() {
-        let out = t.await.unwrap();
+    for (i, out) in outcomes.into_iter().enumerate() {
         assert_eq!(out.included.iter().map(|c| c.member).collect::<Vec<_>>(), vec![0, 1, 2]);
         let s = if i < 2 { &mut states[i] } else { &mut late_state };
         hashes.push(s.apply(&out.included, &Mean).unwrap().hash);
@@ -196,16 +198,12 @@ async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned
     // A replay: member 0's genuine message for round 0 re-sent by someone else.
     let old = Envelope { pool: POOL, round: 0, member: 0, peer_id: ids[0].0.public().to_peer_id().to_bytes(), body: Body::Leave };
     rogue.publish_raw(Signed::sign(old, &ids[0].1).to_bytes()).await.unwrap();
-    let tasks: Vec<_> = honest.iter().enumerate().map(|(i, c)| {
-        let c = c.clone();
-        tokio::spawn(async move { all_gather(&c, 1, payload(i as u32), cfg()).await.unwrap() })
-    }).collect();
-    // The rogue's own (badly signed) announcement.
+    // The rogue's own (badly signed) announcement, during the honest members' round.
     let r = rogue.clone();
     tokio::spawn(async move { all_gather(&r, 1, payload(3), cfg()).await });
+    let outcomes = gather(&honest, 1, 0).await;
     let mut sets = Vec::new();
-    for t in tasks {
-        let out = t.await.unwrap();
+    for out in outcomes {
         sets.push(out.included.iter().map(|c| c.member).collect::<Vec<_>>());
     }
     assert!(sets.iter().all(|s| *s == vec![0, 1, 2]), "{sets:?}");
