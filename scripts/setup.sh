@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs everything Synod's off-chain half needs on a fresh machine, idempotently, and
-# writes $SYNOD_CACHE/env.sh, which the other scripts source.
+# Installs everything Synod needs on a fresh machine, idempotently, and writes
+# $SYNOD_CACHE/env.sh, which the other scripts source.
 #
-#  - Debian packages: pkg-config and fontconfig/freetype headers (PNG plots), zstd CLI.
+#  - Debian packages: pkg-config and fontconfig/freetype headers (PNG plots); protobuf-compiler,
+#    clang and libclang-dev (Substrate's libp2p and librocksdb-free node build).
+#  - Rust: the wasm32-unknown-unknown target and rust-src (the runtime's wasm build).
+#  - Node.js packages for the Polkadot.js scripts (scripts/polkadot-js, from package-lock.json).
 #  - A project virtualenv at $SYNOD_CACHE/venv with torch==2.13.0 (the libtorch that tch 0.26
 #    links, used through LIBTORCH_USE_PYTORCH=1), safetensors and numpy.
 #  - A persistent cargo target dir at $SYNOD_CACHE/target (kept across clones and CI runs).
@@ -13,7 +16,7 @@ TORCH_VERSION=2.13.0
 mkdir -p "$SYNOD_CACHE"
 
 need_apt=()
-for pkg in pkg-config libfontconfig1-dev libfreetype-dev; do
+for pkg in pkg-config libfontconfig1-dev libfreetype-dev protobuf-compiler clang libclang-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
@@ -21,6 +24,21 @@ if ((${#need_apt[@]})); then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  echo "setup: rustup target add wasm32-unknown-unknown" >&2
+  rustup target add wasm32-unknown-unknown
+fi
+if ! rustup component list --installed | grep -q '^rust-src'; then
+  echo "setup: rustup component add rust-src" >&2
+  rustup component add rust-src
+fi
+
+JS_DIR="$(cd "$(dirname "$0")" && pwd)/polkadot-js"
+if [ ! -d "$JS_DIR/node_modules/@polkadot/api" ]; then
+  echo "setup: npm ci in $JS_DIR" >&2
+  (cd "$JS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 VENV="$SYNOD_CACHE/venv"

@@ -1,0 +1,63 @@
+//! Benchmarks (FRAME benchmarking v2).
+
+use super::*;
+use crate::pallet::{Deadlines, FinalCheckpoints, Voided};
+use alloc::vec::Vec;
+use frame_benchmarking::v2::*;
+use frame_support::{traits::{Get, Hooks}, BoundedVec};
+use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
+use synod_primitives::{MemberIndex, PoolSetup};
+
+fn all_included<T: Config>(m: u32) -> IncludedSet<T> {
+	BoundedVec::truncate_from((0..m).collect::<Vec<MemberIndex>>())
+}
+
+#[benchmarks]
+mod benchmarks {
+	use super::*;
+
+	// Worst case: `m` members, every earlier member committed a different included set (m
+	// candidates), and this commit brings the largest one to quorum, which finalizes the round
+	// and opens the next.
+	#[benchmark]
+	fn commit_checkpoint(m: Linear<2, { T::MaxMembers::get() }>) -> Result<(), BenchmarkError> {
+		let (pool, members) = T::BenchmarkHelper::training_pool(m);
+		let m = members.len() as u32;
+		let full = all_included::<T>(m);
+		let (last, rest) = members.split_last().ok_or(BenchmarkError::Weightless)?;
+		for (i, who) in rest.iter().enumerate() {
+			// Half the earlier members agree with the final commit; the others split.
+			let set = if (i as u32) < m / 2 + 1 {
+				full.clone()
+			} else {
+				BoundedVec::truncate_from((0..=i as u32).collect::<Vec<_>>())
+			};
+			Pallet::<T>::do_commit(who.clone(), pool, 1, [1; 32], set)?;
+		}
+		#[extrinsic_call]
+		_(RawOrigin::Signed(last.clone()), pool, 1, [1; 32], full);
+		assert!(FinalCheckpoints::<T>::get(pool, 1).is_some());
+		Ok(())
+	}
+
+	#[benchmark]
+	fn on_initialize_void(v: Linear<0, { T::MaxDeadlinesPerBlock::get() }>) -> Result<(), BenchmarkError> {
+		let mut due = None;
+		for _ in 0..v {
+			let (pool, _) = T::BenchmarkHelper::training_pool(T::MaxMembers::get());
+			due = crate::pallet::OpenRounds::<T>::get(pool).map(|o| o.deadline);
+		}
+		let at: BlockNumberFor<T> = due.unwrap_or_else(|| 100u32.into());
+		#[block]
+		{
+			Pallet::<T>::on_initialize(at);
+		}
+		assert!(Deadlines::<T>::get(at).is_empty());
+		if v > 0 {
+			assert!(Voided::<T>::iter().count() > 0);
+		}
+		Ok(())
+	}
+
+	impl_benchmark_test_suite!(Pallet, crate::mock::new_test_ext(), crate::mock::Test);
+}

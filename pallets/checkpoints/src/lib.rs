@@ -1,0 +1,331 @@
+//! # Checkpoints
+//!
+//! Step 5–6 of the round protocol (`ARCHITECTURE.md`): after each outer round, every member
+//! commits `(checkpoint_hash, included set)` with [`Pallet::commit_checkpoint`]. A round is
+//! **final** when members holding at least the pool's quorum of the round's committed stake
+//! committed the same pair; the final record keeps the hash, its parent (the previous final hash,
+//! or the initial weights for the first), the contributors (included ∩ committers) and the block.
+//! A round not final `round_timeout` blocks after it opened is **voided**; either way the pool
+//! moves to its next round.
+//!
+//! Trainers go ahead optimistically, so commits for the next round are accepted before the
+//! current one is final; they are counted when that round opens. Members whose payload was
+//! included but whose commit lands after finality (same pair) are added to the contributors until
+//! the challenge window closes. Divergent committers are recorded in [`Divergent`].
+//!
+//! Quorum: `committed ≥ quorum.mul_floor(round_stake)`, where `round_stake` is the sum of the
+//! stakes of the members taking part in the round, frozen when the round opens.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
+#![cfg_attr(
+	not(test),
+	deny(clippy::arithmetic_side_effects, clippy::unwrap_used, clippy::indexing_slicing)
+)]
+
+extern crate alloc;
+
+pub use pallet::*;
+pub use weights::WeightInfo;
+
+#[cfg(feature = "runtime-benchmarks")]
+mod benchmarking;
+mod dispatchable_impls;
+mod finality;
+#[cfg(test)]
+mod mock;
+#[cfg(test)]
+mod tests;
+pub mod weights;
+
+#[frame_support::pallet]
+pub mod pallet {
+	use super::*;
+	use frame_support::pallet_prelude::*;
+	use frame_system::pallet_prelude::*;
+	use sp_runtime::traits::AtLeast32BitUnsigned;
+	use synod_primitives::{Hash32, MemberIndex, OnRoundFinalized, PoolId, PoolsInterface, RoundIndex};
+
+	/// The included set of a commit: member indices, strictly increasing.
+	pub type IncludedSet<T> = BoundedVec<MemberIndex, <T as Config>::MaxMembers>;
+
+	/// The round a pool is committing now.
+	#[derive(
+		Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo,
+		Debug,
+	)]
+	pub struct OpenRound<Balance, BlockNumber> {
+		/// Round number.
+		pub round: RoundIndex,
+		/// Block it opened.
+		pub opened_at: BlockNumber,
+		/// Block at which it is voided unless final.
+		pub deadline: BlockNumber,
+		/// Stake of the members taking part, in planck (quorum denominator).
+		pub round_stake: Balance,
+	}
+
+	/// A distinct `(hash, included)` pair committed for a round, with its support.
+	#[derive(CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound)]
+	#[scale_info(skip_type_params(T))]
+	pub struct Candidate<T: Config> {
+		/// Checkpoint hash (blake3 of the file).
+		pub hash: Hash32,
+		/// Included set.
+		pub included: IncludedSet<T>,
+		/// Stake of its committers, in planck.
+		pub stake: T::Balance,
+		/// Its committers, in commit order.
+		pub committers: BoundedVec<T::AccountId, T::MaxMembers>,
+	}
+
+	/// A final checkpoint.
+	#[derive(CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound)]
+	#[scale_info(skip_type_params(T))]
+	pub struct FinalCheckpoint<T: Config> {
+		/// blake3 of the checkpoint file.
+		pub hash: Hash32,
+		/// The previous final hash (the initial weights' hash for the first final round).
+		pub parent: Hash32,
+		/// Included set agreed on.
+		pub included: IncludedSet<T>,
+		/// Members in `included` that committed this checkpoint.
+		pub contributors: BoundedVec<T::AccountId, T::MaxMembers>,
+		/// Block in which the round became final.
+		pub finalized_at: BlockNumberFor<T>,
+		/// Stake that had committed it at finality, in planck.
+		pub committed_stake: T::Balance,
+		/// The round's stake (quorum denominator), in planck.
+		pub round_stake: T::Balance,
+	}
+
+	#[pallet::pallet]
+	pub struct Pallet<T>(_);
+
+	/// Configuration.
+	#[pallet::config]
+	pub trait Config: frame_system::Config {
+		/// Stake amounts (planck); the pools' balance type.
+		type Balance: Parameter + Member + MaxEncodedLen + AtLeast32BitUnsigned + Copy + Default;
+		/// The pools (membership, stakes, round progression).
+		type Pools: PoolsInterface<Self::AccountId, Self::Balance, BlockNumberFor<Self>>;
+		/// Told when a round becomes final (Rewards schedules its settlement).
+		type OnRoundFinalized: OnRoundFinalized<BlockNumberFor<Self>>;
+		/// Maximum members of a pool (bounds included sets, committers and candidates).
+		#[pallet::constant]
+		type MaxMembers: Get<u32>;
+		/// Maximum round deadlines scheduled for one block.
+		#[pallet::constant]
+		type MaxDeadlinesPerBlock: Get<u32>;
+		/// Weights of this pallet's calls and hooks.
+		type WeightInfo: WeightInfo;
+		/// Creates Training pools for benchmarks.
+		#[cfg(feature = "runtime-benchmarks")]
+		type BenchmarkHelper: synod_primitives::PoolSetup<Self::AccountId>;
+	}
+
+	/// The round each Training pool is committing now.
+	#[pallet::storage]
+	pub type OpenRounds<T: Config> =
+		StorageMap<_, Twox64Concat, PoolId, OpenRound<T::Balance, BlockNumberFor<T>>>;
+
+	/// Candidates of rounds not yet closed, by `(pool, round)`.
+	#[pallet::storage]
+	pub type Candidates<T: Config> = StorageMap<
+		_,
+		Twox64Concat,
+		(PoolId, RoundIndex),
+		BoundedVec<Candidate<T>, T::MaxMembers>,
+		ValueQuery,
+	>;
+
+	/// Who committed what for `(pool, round)`.
+	#[pallet::storage]
+	pub type Commits<T: Config> = StorageDoubleMap<
+		_,
+		Twox64Concat,
+		(PoolId, RoundIndex),
+		Blake2_128Concat,
+		T::AccountId,
+		Hash32,
+	>;
+
+	/// Final checkpoints by pool and round.
+	#[pallet::storage]
+	pub type FinalCheckpoints<T: Config> =
+		StorageDoubleMap<_, Twox64Concat, PoolId, Twox64Concat, RoundIndex, FinalCheckpoint<T>>;
+
+	/// The last final round of each pool and its hash.
+	#[pallet::storage]
+	pub type LastFinal<T: Config> = StorageMap<_, Twox64Concat, PoolId, (RoundIndex, Hash32)>;
+
+	/// Voided rounds and the block they were voided in.
+	#[pallet::storage]
+	pub type Voided<T: Config> =
+		StorageDoubleMap<_, Twox64Concat, PoolId, Twox64Concat, RoundIndex, BlockNumberFor<T>>;
+
+	/// Members whose commit differs from the final checkpoint, with their hash.
+	#[pallet::storage]
+	pub type Divergent<T: Config> = StorageMap<
+		_,
+		Twox64Concat,
+		(PoolId, RoundIndex),
+		BoundedVec<(T::AccountId, Hash32), T::MaxMembers>,
+		ValueQuery,
+	>;
+
+	/// Rounds to void at a block unless final by then.
+	#[pallet::storage]
+	pub type Deadlines<T: Config> = StorageMap<
+		_,
+		Twox64Concat,
+		BlockNumberFor<T>,
+		BoundedVec<(PoolId, RoundIndex), T::MaxDeadlinesPerBlock>,
+		ValueQuery,
+	>;
+
+	/// Events.
+	#[pallet::event]
+	#[pallet::generate_deposit(pub(super) fn deposit_event)]
+	pub enum Event<T: Config> {
+		/// `round` of `pool_id` opened; voided at `deadline` unless final.
+		RoundOpened {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Block number.
+			deadline: BlockNumberFor<T>,
+			/// Stake taking part, planck.
+			round_stake: T::Balance,
+		},
+		/// `who` committed `hash` for `round`.
+		CheckpointCommitted {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Member.
+			who: T::AccountId,
+			/// Checkpoint hash.
+			hash: Hash32,
+		},
+		/// `round` of `pool_id` is final at `hash`.
+		CheckpointFinalized {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Final checkpoint hash.
+			hash: Hash32,
+			/// Previous final hash.
+			parent: Hash32,
+			/// Contributors (included ∩ committers) at finality.
+			contributors: BoundedVec<T::AccountId, T::MaxMembers>,
+		},
+		/// A member whose payload was included committed the final checkpoint after finality.
+		LateContributorAdded {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Member.
+			who: T::AccountId,
+		},
+		/// `who` committed a checkpoint other than the final one.
+		DivergentCommit {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Member.
+			who: T::AccountId,
+			/// Its hash.
+			hash: Hash32,
+		},
+		/// `round` of `pool_id` missed quorum by its deadline.
+		RoundVoided {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+		},
+	}
+
+	/// Errors.
+	#[pallet::error]
+	pub enum Error<T> {
+		/// No pool with this id.
+		PoolNotFound,
+		/// The pool is not training.
+		PoolNotTraining,
+		/// The caller is not a member of the pool.
+		NotMember,
+		/// The caller takes part from a later round.
+		NotYetMember,
+		/// The round is beyond the next one.
+		RoundNotOpen,
+		/// The round was voided, or its challenge window has closed.
+		RoundClosed,
+		/// The caller already committed for this round.
+		AlreadyCommitted,
+		/// The included set is empty or not strictly increasing.
+		InvalidIncludedSet,
+		/// A stake sum overflowed.
+		Overflow,
+	}
+
+	#[pallet::call]
+	impl<T: Config> Pallet<T> {
+		/// Commits the caller's checkpoint for `round` of `pool_id`: `checkpoint_hash` is the
+		/// blake3 of the canonical safetensors file (32 bytes), `included` the member indices
+		/// whose pseudo-gradients were aggregated, strictly increasing. Accepted for the open
+		/// round and the next one; for a final round only until its challenge window closes.
+		///
+		/// Errors: [`Error::PoolNotFound`], [`Error::PoolNotTraining`], [`Error::NotMember`],
+		/// [`Error::NotYetMember`], [`Error::RoundNotOpen`], [`Error::RoundClosed`],
+		/// [`Error::AlreadyCommitted`], [`Error::InvalidIncludedSet`], [`Error::Overflow`].
+		#[pallet::call_index(0)]
+		#[pallet::weight(T::WeightInfo::commit_checkpoint(T::MaxMembers::get()))]
+		pub fn commit_checkpoint(
+			origin: OriginFor<T>,
+			pool_id: PoolId,
+			round: RoundIndex,
+			checkpoint_hash: Hash32,
+			included: IncludedSet<T>,
+		) -> DispatchResult {
+			let who = ensure_signed(origin)?;
+			Self::do_commit(who, pool_id, round, checkpoint_hash, included)
+		}
+	}
+
+	#[pallet::view_functions]
+	impl<T: Config> Pallet<T> {
+		/// The last final round of `pool_id` and its record.
+		pub fn last_final_checkpoint(pool_id: PoolId) -> Option<(RoundIndex, FinalCheckpoint<T>)> {
+			let (round, _) = LastFinal::<T>::get(pool_id)?;
+			FinalCheckpoints::<T>::get(pool_id, round).map(|f| (round, f))
+		}
+
+		/// The round `pool_id` is committing now.
+		pub fn open_round(pool_id: PoolId) -> Option<OpenRound<T::Balance, BlockNumberFor<T>>> {
+			OpenRounds::<T>::get(pool_id)
+		}
+	}
+
+	#[pallet::hooks]
+	impl<T: Config> Hooks<BlockNumberFor<T>> for Pallet<T> {
+		fn on_initialize(n: BlockNumberFor<T>) -> Weight {
+			let due = Deadlines::<T>::take(n);
+			let count = due.len() as u32;
+			for (pool_id, round) in due {
+				Self::void_if_open(pool_id, round, n);
+			}
+			T::WeightInfo::on_initialize_void(count)
+		}
+
+		#[cfg(feature = "try-runtime")]
+		fn try_state(_n: BlockNumberFor<T>) -> Result<(), sp_runtime::TryRuntimeError> {
+			Self::do_try_state()
+		}
+	}
+}

@@ -1,0 +1,199 @@
+//! Types and traits shared by Synod's pallets.
+//!
+//! The on-chain half of the round protocol (`ARCHITECTURE.md`) is split over five pallets; they
+//! talk only through the traits below, and the runtime wires them together:
+//!
+//! ```text
+//! TrainerStaking ──TrainerStake──▶ TrainingPools ──PoolsInterface──▶ Checkpoints
+//!        ▲                              │                               │ OnRoundFinalized
+//!        └────────── slash ─────── Challenges ◀──CheckpointsInspect──────┤
+//!                                      │ ChallengesInspect               ▼
+//!                                      └──────────────────────────────▶ Rewards
+//! ```
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
+
+extern crate alloc;
+
+use alloc::vec::Vec;
+use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
+use frame_support::pallet_prelude::DispatchResult;
+use scale_info::TypeInfo;
+use sp_runtime::Perbill;
+
+/// Identifier of a training pool (a job), assigned in creation order from 0.
+pub type PoolId = u32;
+/// Outer round of a pool; the first round is 1 (`ARCHITECTURE.md`, "Units and names").
+pub type RoundIndex = u32;
+/// A member's position in its pool, assigned at `join_pool` in join order from 0 and never
+/// reused; trainers aggregate pseudo-gradients in this order.
+pub type MemberIndex = u32;
+/// A 32-byte blake3 digest (checkpoint file bytes, model config, dataset).
+pub type Hash32 = [u8; 32];
+
+/// Lifecycle of a pool: `Open` → `Training` (when `min_trainers` joined) → `Completed` |
+/// `Cancelled`.
+#[derive(
+	Clone, Copy, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo,
+	Debug,
+)]
+pub enum PoolStatus {
+	/// Accepting members; no round has started.
+	Open,
+	/// Rounds are running; `current_round` is the round being committed.
+	Training,
+	/// Every outer round closed (final or voided).
+	Completed,
+	/// Cancelled by its creator or root; unreserved budget released.
+	Cancelled,
+}
+
+/// What the checkpoint, challenge and reward logic needs to know about a pool.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct RoundParams<AccountId, Balance, BlockNumber> {
+	/// Creator, whose held budget pays rewards.
+	pub creator: AccountId,
+	/// Lifecycle state.
+	pub status: PoolStatus,
+	/// blake3 of the initial weights: the parent of round 1's checkpoint.
+	pub initial_checkpoint: Hash32,
+	/// The round being committed now (0 while `Open`).
+	pub current_round: RoundIndex,
+	/// Total number of outer rounds.
+	pub rounds: RoundIndex,
+	/// Share of the round's committed stake that must commit the same checkpoint.
+	pub quorum: Perbill,
+	/// Blocks after a round starts before it is voided if not final.
+	pub round_timeout: BlockNumber,
+	/// Blocks after finality during which a challenge can be opened.
+	pub challenge_window: BlockNumber,
+	/// Reward of one final round, in planck, split over its contributors.
+	pub reward_per_round: Balance,
+	/// Budget owed to final rounds (unsettled or credited and unclaimed), in planck.
+	pub budget_reserved: Balance,
+}
+
+/// A pool member as seen by other pallets.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct MemberView<AccountId, Balance> {
+	/// The member's account.
+	pub who: AccountId,
+	/// Its index in the pool.
+	pub index: MemberIndex,
+	/// Stake committed at join, in planck (counted toward quorum).
+	pub stake: Balance,
+	/// First round the member takes part in.
+	pub from_round: RoundIndex,
+}
+
+/// Bonded stake, implemented by `pallet-trainer-staking`.
+pub trait TrainerStake<AccountId> {
+	/// Balance type (planck).
+	type Balance;
+	/// Active (bonded, not unbonding) stake of `who`.
+	fn active_stake(who: &AccountId) -> Self::Balance;
+	/// Slashes up to `amount` of `who`'s held stake (active first, then unbonding chunks).
+	/// `reporter`, if any, receives the given share of what was slashed; the rest goes to the
+	/// staking pallet's slash destination. Returns the amount actually slashed.
+	fn slash(
+		who: &AccountId,
+		amount: Self::Balance,
+		reporter: Option<(&AccountId, Perbill)>,
+	) -> Self::Balance;
+}
+
+/// Stake that must stay bonded because another pallet relies on it (pool memberships).
+/// `pallet-trainer-staking` refuses an `unbond` that would take active stake below it.
+pub trait StakeCommitments<AccountId, Balance> {
+	/// Stake `who` has committed, in planck.
+	fn committed(who: &AccountId) -> Balance;
+}
+
+impl<AccountId, Balance: Default> StakeCommitments<AccountId, Balance> for () {
+	fn committed(_: &AccountId) -> Balance {
+		Balance::default()
+	}
+}
+
+/// Pools as seen by checkpoints, challenges and rewards; implemented by
+/// `pallet-training-pools`.
+pub trait PoolsInterface<AccountId, Balance, BlockNumber> {
+	/// Parameters of `pool`, or `None` if it does not exist.
+	fn round_params(pool: PoolId) -> Option<RoundParams<AccountId, Balance, BlockNumber>>;
+	/// `who`'s membership in `pool`.
+	fn member(pool: PoolId, who: &AccountId) -> Option<MemberView<AccountId, Balance>>;
+	/// All current members of `pool`, by index (at most the pallet's `MaxMembers`).
+	fn members(pool: PoolId) -> Vec<MemberView<AccountId, Balance>>;
+	/// Closes `round` (final or voided): moves the pool to the next round or completes it.
+	/// Returns the new current round, or `None` when the pool completed.
+	fn close_round(pool: PoolId, round: RoundIndex) -> Option<RoundIndex>;
+	/// Sets aside up to one round's reward from the pool's unreserved budget for a final round;
+	/// returns the amount reserved (less than `reward_per_round` only if the budget ran short).
+	fn reserve_reward(pool: PoolId) -> Balance;
+	/// Pays `amount` of reserved budget to `to` (from the creator's hold).
+	fn pay_reserved(pool: PoolId, to: &AccountId, amount: Balance) -> DispatchResult;
+	/// Returns `amount` of reserved budget to the unreserved part (a guilty contributor's share,
+	/// rounding dust); released to the creator at once if the pool has ended.
+	fn unreserve(pool: PoolId, amount: Balance);
+}
+
+/// Called by the pools pallet when a pool starts training (its round 1 begins).
+pub trait OnTrainingStarted {
+	/// `pool` entered `Training` at round 1.
+	fn training_started(pool: PoolId);
+}
+
+impl OnTrainingStarted for () {
+	fn training_started(_: PoolId) {}
+}
+
+/// A final checkpoint as seen by challenges and rewards.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct FinalView<AccountId, BlockNumber> {
+	/// blake3 of the checkpoint file.
+	pub hash: Hash32,
+	/// Block in which the round became final.
+	pub finalized_at: BlockNumber,
+	/// Members whose payload was included and who committed the final hash.
+	pub contributors: Vec<AccountId>,
+}
+
+/// Final checkpoints, implemented by `pallet-checkpoints`.
+pub trait CheckpointsInspect<AccountId, BlockNumber> {
+	/// The final checkpoint of `(pool, round)`, if the round is final.
+	fn final_checkpoint(pool: PoolId, round: RoundIndex) -> Option<FinalView<AccountId, BlockNumber>>;
+}
+
+/// Called when a round becomes final.
+pub trait OnRoundFinalized<BlockNumber> {
+	/// `(pool, round)` became final at block `at`.
+	fn round_finalized(pool: PoolId, round: RoundIndex, at: BlockNumber) -> DispatchResult;
+}
+
+impl<BlockNumber> OnRoundFinalized<BlockNumber> for () {
+	fn round_finalized(_: PoolId, _: RoundIndex, _: BlockNumber) -> DispatchResult {
+		Ok(())
+	}
+}
+
+/// Challenge verdicts, implemented by `pallet-challenges`.
+pub trait ChallengesInspect<AccountId> {
+	/// Whether `who` was found guilty for `(pool, round)`.
+	fn is_guilty(pool: PoolId, round: RoundIndex, who: &AccountId) -> bool;
+}
+
+impl<AccountId> ChallengesInspect<AccountId> for () {
+	fn is_guilty(_: PoolId, _: RoundIndex, _: &AccountId) -> bool {
+		false
+	}
+}
+
+/// Sets up pools for other pallets' benchmarks; implemented by `pallet-training-pools` with
+/// the `runtime-benchmarks` feature.
+pub trait PoolSetup<AccountId> {
+	/// Creates a pool needing `members` trainers (clamped to `1..=MaxMembers`), lets that many
+	/// funded, bonded accounts join (so it is `Training` at round 1) and returns its id and the
+	/// members in index order. The pool has 10 rounds, quorum 67 %, timeout 100 and a
+	/// challenge window of 10 blocks.
+	fn training_pool(members: u32) -> (PoolId, Vec<AccountId>);
+}

@@ -1,0 +1,45 @@
+//! Benchmarks (FRAME benchmarking v2).
+
+use super::*;
+use crate::pallet::{Claimable, Settlements, Unsettled};
+use frame_benchmarking::v2::*;
+use frame_support::traits::{Get, Hooks};
+use frame_system::RawOrigin;
+
+#[benchmarks]
+mod benchmarks {
+	use super::*;
+
+	#[benchmark]
+	fn claim_rewards() -> Result<(), BenchmarkError> {
+		let (pool, members) = T::BenchmarkHelper::final_round(T::MaxContributors::get());
+		let settle_at = Unsettled::<T>::get(pool, 1).ok_or(BenchmarkError::Weightless)?.settle_at;
+		Pallet::<T>::on_initialize(settle_at);
+		let who = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
+		#[extrinsic_call]
+		_(RawOrigin::Signed(who.clone()), pool);
+		assert!(Claimable::<T>::get(pool, who) == 0u32.into());
+		Ok(())
+	}
+
+	#[benchmark]
+	fn on_initialize_settle(
+		s: Linear<0, { T::MaxSettlementsPerBlock::get() }>,
+		c: Linear<1, { T::MaxContributors::get() }>,
+	) -> Result<(), BenchmarkError> {
+		let mut at = None;
+		for _ in 0..s {
+			let (pool, _) = T::BenchmarkHelper::final_round(c);
+			at = Unsettled::<T>::get(pool, 1).map(|p| p.settle_at);
+		}
+		let at = at.unwrap_or_else(|| 1_000u32.into());
+		#[block]
+		{
+			Pallet::<T>::on_initialize(at);
+		}
+		assert!(Settlements::<T>::get(at).is_empty());
+		Ok(())
+	}
+
+	impl_benchmark_test_suite!(Pallet, crate::mock::new_test_ext(), crate::mock::Test);
+}

@@ -1,0 +1,210 @@
+//! # Rewards
+//!
+//! Step 8 of the round protocol (`ARCHITECTURE.md`). When a round becomes final, one round's
+//! reward is reserved from the pool's held budget. Its **settlement** is scheduled for the first
+//! block after both the challenge window and the longest possible challenge vote have passed
+//! (`finalized_at + challenge_window + VotingPeriod + 1`), so every challenge against the round
+//! has a verdict or has expired. Settlement credits `reward / n` planck to each of the `n`
+//! contributors not found guilty; the remainder (rounding dust, guilty shares, or everything if
+//! nobody is eligible) returns to the pool's unreserved budget. Members claim what they were
+//! credited with [`Pallet::claim_rewards`], paid from the creator's budget hold.
+//!
+//! Conservation (`try_state`): for every pool, the budget reserved in TrainingPools equals the
+//! reservations of unsettled rounds plus the credited, unclaimed rewards; so the total paid never
+//! exceeds the held budget.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
+#![cfg_attr(
+	not(test),
+	deny(clippy::arithmetic_side_effects, clippy::unwrap_used, clippy::indexing_slicing)
+)]
+
+extern crate alloc;
+
+pub use pallet::*;
+pub use weights::WeightInfo;
+
+#[cfg(feature = "runtime-benchmarks")]
+mod benchmarking;
+mod settlement;
+#[cfg(test)]
+mod mock;
+#[cfg(test)]
+mod tests;
+pub mod weights;
+
+#[frame_support::pallet]
+pub mod pallet {
+	use super::*;
+	use frame_support::pallet_prelude::*;
+	use frame_system::pallet_prelude::*;
+	use sp_runtime::traits::AtLeast32BitUnsigned;
+	use synod_primitives::{
+		ChallengesInspect, CheckpointsInspect, PoolId, PoolsInterface, RoundIndex,
+	};
+
+	/// A final round waiting for settlement.
+	#[derive(
+		Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo,
+		Debug,
+	)]
+	pub struct PendingRound<Balance, BlockNumber> {
+		/// Reward reserved for the round, planck.
+		pub reserved: Balance,
+		/// Block of settlement.
+		pub settle_at: BlockNumber,
+	}
+
+	#[pallet::pallet]
+	pub struct Pallet<T>(_);
+
+	/// Configuration.
+	#[pallet::config]
+	pub trait Config: frame_system::Config {
+		/// Reward amounts (planck); the pools' balance type.
+		type Balance: Parameter + Member + MaxEncodedLen + AtLeast32BitUnsigned + Copy + Default;
+		/// Pools (budget reservation and payment).
+		type Pools: PoolsInterface<Self::AccountId, Self::Balance, BlockNumberFor<Self>>;
+		/// Final checkpoints and their contributors.
+		type Checkpoints: CheckpointsInspect<Self::AccountId, BlockNumberFor<Self>>;
+		/// Verdicts of challenges.
+		type Challenges: ChallengesInspect<Self::AccountId>;
+		/// The Challenges pallet's voting period (settlement waits for it).
+		#[pallet::constant]
+		type VotingPeriod: Get<BlockNumberFor<Self>>;
+		/// Maximum settlements scheduled for one block.
+		#[pallet::constant]
+		type MaxSettlementsPerBlock: Get<u32>;
+		/// Maximum contributors of a round (a pool's `MaxMembers`).
+		#[pallet::constant]
+		type MaxContributors: Get<u32>;
+		/// Weights of this pallet's calls and hooks.
+		type WeightInfo: WeightInfo;
+		/// Creates Training pools for benchmarks.
+		#[cfg(feature = "runtime-benchmarks")]
+		type BenchmarkHelper: crate::BenchmarkHelper<Self::AccountId>;
+	}
+
+	/// Final rounds not yet settled, by pool and round.
+	#[pallet::storage]
+	pub type Unsettled<T: Config> = StorageDoubleMap<
+		_,
+		Twox64Concat,
+		PoolId,
+		Twox64Concat,
+		RoundIndex,
+		PendingRound<T::Balance, BlockNumberFor<T>>,
+	>;
+
+	/// Rounds to settle at a block.
+	#[pallet::storage]
+	pub type Settlements<T: Config> = StorageMap<
+		_,
+		Twox64Concat,
+		BlockNumberFor<T>,
+		BoundedVec<(PoolId, RoundIndex), T::MaxSettlementsPerBlock>,
+		ValueQuery,
+	>;
+
+	/// Credited, unclaimed rewards by pool and member, in planck.
+	#[pallet::storage]
+	pub type Claimable<T: Config> =
+		StorageDoubleMap<_, Twox64Concat, PoolId, Blake2_128Concat, T::AccountId, T::Balance, ValueQuery>;
+
+	/// Events.
+	#[pallet::event]
+	#[pallet::generate_deposit(pub(super) fn deposit_event)]
+	pub enum Event<T: Config> {
+		/// `reserved` planck were set aside for final `round`; settled at `settle_at`.
+		RewardReserved {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Planck.
+			reserved: T::Balance,
+			/// Block number.
+			settle_at: BlockNumberFor<T>,
+		},
+		/// `round` was settled: `share` planck credited to each of `paid` contributors;
+		/// `returned` planck went back to the pool's budget.
+		RoundSettled {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Planck per contributor.
+			share: T::Balance,
+			/// Contributors credited.
+			paid: u32,
+			/// Planck returned to the budget.
+			returned: T::Balance,
+		},
+		/// `who` claimed `amount` planck of rewards from `pool_id`.
+		RewardsClaimed {
+			/// Pool.
+			pool_id: PoolId,
+			/// Member.
+			who: T::AccountId,
+			/// Planck.
+			amount: T::Balance,
+		},
+	}
+
+	/// Errors.
+	#[pallet::error]
+	pub enum Error<T> {
+		/// Nothing is credited to the caller in this pool.
+		NothingToClaim,
+		/// Every block in the settlement's range is full (`MaxSettlementsPerBlock` blocks of
+		/// `MaxSettlementsPerBlock` settlements each).
+		TooManySettlements,
+	}
+
+	#[pallet::call]
+	impl<T: Config> Pallet<T> {
+		/// Pays the caller every reward credited to it in `pool_id` (from the pool creator's
+		/// budget hold).
+		///
+		/// Errors: [`Error::NothingToClaim`]; a failed transfer's `TokenError`.
+		#[pallet::call_index(0)]
+		#[pallet::weight(T::WeightInfo::claim_rewards())]
+		pub fn claim_rewards(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
+			let who = ensure_signed(origin)?;
+			Self::do_claim(who, pool_id)
+		}
+	}
+
+	#[pallet::view_functions]
+	impl<T: Config> Pallet<T> {
+		/// Rewards `who` can claim from `pool_id`, in planck.
+		pub fn claimable(pool_id: PoolId, who: T::AccountId) -> T::Balance {
+			Claimable::<T>::get(pool_id, who)
+		}
+	}
+
+	#[pallet::hooks]
+	impl<T: Config> Hooks<BlockNumberFor<T>> for Pallet<T> {
+		fn on_initialize(n: BlockNumberFor<T>) -> Weight {
+			let due = Settlements::<T>::take(n);
+			let count = due.len() as u32;
+			for (pool_id, round) in due {
+				Self::settle(pool_id, round);
+			}
+			T::WeightInfo::on_initialize_settle(count, T::MaxContributors::get())
+		}
+
+		#[cfg(feature = "try-runtime")]
+		fn try_state(_n: BlockNumberFor<T>) -> Result<(), sp_runtime::TryRuntimeError> {
+			Self::do_try_state()
+		}
+	}
+}
+
+/// Creates pools with final rounds for benchmarks.
+#[cfg(feature = "runtime-benchmarks")]
+pub trait BenchmarkHelper<AccountId> {
+	/// A pool with `members` members whose round 1 is final (all contributors); returns the
+	/// pool id and the members.
+	fn final_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
+}

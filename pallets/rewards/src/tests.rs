@@ -1,0 +1,197 @@
+//! Unit tests: reservation, settlement after the challenge window, the reward split and its
+//! dust, guilty contributors, missed rounds, claims, budget conservation over a whole pool.
+//! `try_state` of all five pallets runs after every test.
+
+use crate::{mock::*, pallet::*, Error, Event};
+use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
+use sp_runtime::Perbill;
+use synod_primitives::PoolStatus;
+
+fn budget_held() -> Balance {
+	Balances::balance_on_hold(
+		&RuntimeHoldReason::TrainingPools(pallet_training_pools::HoldReason::PoolBudget),
+		&CREATOR,
+	)
+}
+
+fn three_trainers() {
+	training_pool(3, Perbill::from_rational(2u32, 3u32), &[1_000; 3]);
+}
+
+#[test]
+fn finality_reserves_and_schedules_settlement() {
+	run_test(|| {
+		three_trainers();
+		System::set_block_number(4);
+		assert_ok!(commit(1, 1, 7, &[0, 1, 2]));
+		assert_ok!(commit(2, 1, 7, &[0, 1, 2]));
+		// 4 + window 5 + voting period 20 + 1.
+		assert_eq!(Unsettled::<Test>::get(0, 1), Some(PendingRound { reserved: 1_000, settle_at: 30 }));
+		assert_eq!(Settlements::<Test>::get(30).to_vec(), vec![(0, 1)]);
+		assert_eq!(pallet_training_pools::Pools::<Test>::get(0).unwrap().budget_reserved, 1_000);
+		assert!(events().contains(&Event::RewardReserved { pool_id: 0, round: 1, reserved: 1_000, settle_at: 30 }));
+	});
+}
+
+#[test]
+fn settlement_splits_equally_and_returns_dust() {
+	run_test(|| {
+		three_trainers();
+		for who in 1..=3 {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+		}
+		run_to_block(26);
+		assert_eq!(Claimable::<Test>::get(0, 1), 0, "not before the challenge window and votes");
+		run_to_block(27);
+		for who in 1..=3 {
+			assert_eq!(Claimable::<Test>::get(0, who), 333);
+			assert_eq!(Rewards::claimable(0, who), 333);
+		}
+		assert!(events().contains(&Event::RoundSettled { pool_id: 0, round: 1, share: 333, paid: 3, returned: 1 }));
+		let before = Balances::free_balance(2);
+		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(2), 0));
+		assert_eq!(Balances::free_balance(2), before + 333);
+		assert_eq!(Claimable::<Test>::get(0, 2), 0);
+		assert_eq!(events().last(), Some(&Event::RewardsClaimed { pool_id: 0, who: 2, amount: 333 }));
+		assert_noop!(Rewards::claim_rewards(RuntimeOrigin::signed(2), 0), Error::<Test>::NothingToClaim);
+	});
+}
+
+#[test]
+fn guilty_contributor_is_not_paid() {
+	run_test(|| {
+		final_round(); // trainers 1..=5 contribute to round 1 at block 1
+		assert_ok!(pallet_challenges::Pallet::<Test>::open_challenge(
+			RuntimeOrigin::signed(OUTSIDER),
+			0,
+			1,
+			3,
+			[0; 32]
+		));
+		let jury = pallet_challenges::OpenChallenges::<Test>::get(0).unwrap().jury.to_vec();
+		for juror in &jury[..2] {
+			assert_ok!(pallet_challenges::Pallet::<Test>::vote(RuntimeOrigin::signed(*juror), 0, true));
+		}
+		run_to_block(27);
+		assert_eq!(Claimable::<Test>::get(0, 3), 0);
+		for who in [1, 2, 4, 5] {
+			assert_eq!(Claimable::<Test>::get(0, who), 250);
+		}
+	});
+}
+
+#[test]
+fn innocent_or_expired_accused_is_paid() {
+	run_test(|| {
+		final_round();
+		assert_ok!(pallet_challenges::Pallet::<Test>::open_challenge(
+			RuntimeOrigin::signed(OUTSIDER),
+			0,
+			1,
+			3,
+			[0; 32]
+		));
+		// Nobody votes: the challenge expires at 21, before settlement at 27.
+		run_to_block(27);
+		assert_eq!(Claimable::<Test>::get(0, 3), 200);
+	});
+}
+
+#[test]
+fn member_missing_rounds_is_paid_only_for_its_rounds() {
+	run_test(|| {
+		three_trainers();
+		for who in 1..=3 {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+		}
+		// Trainer 3 died after round 1: the others exclude it and keep quorum (2/3).
+		run_to_block(3);
+		assert_ok!(commit(1, 2, 8, &[0, 1]));
+		assert_ok!(commit(2, 2, 8, &[0, 1]));
+		run_to_block(5);
+		assert_ok!(commit(1, 3, 9, &[0, 1]));
+		assert_ok!(commit(2, 3, 9, &[0, 1]));
+		assert_eq!(pallet_training_pools::Pools::<Test>::get(0).unwrap().status, PoolStatus::Completed);
+		run_to_block(40);
+		assert_eq!(Claimable::<Test>::get(0, 3), 333);
+		assert_eq!(Claimable::<Test>::get(0, 1), 333 + 500 + 500);
+		// Being slow is not slashable.
+		assert_eq!(pallet_trainer_staking::Ledger::<Test>::get(3).unwrap().active, 1_000);
+	});
+}
+
+#[test]
+fn whole_pool_conserves_the_budget() {
+	run_test(|| {
+		three_trainers();
+		let creator_before = Balances::free_balance(CREATOR) + budget_held();
+		// Round 1 final, round 2 voided, round 3 final with two contributors.
+		for who in 1..=3 {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+		}
+		run_to_block(11); // round 2 opened at 1, deadline 11
+		assert!(pallet_checkpoints::Voided::<Test>::get(0, 2).is_some());
+		assert_ok!(commit(1, 3, 9, &[0, 1]));
+		assert_ok!(commit(2, 3, 9, &[0, 1]));
+		assert_eq!(pallet_training_pools::Pools::<Test>::get(0).unwrap().status, PoolStatus::Completed);
+		run_to_block(60);
+		let mut paid = 0;
+		for who in 1..=3 {
+			let before = Balances::free_balance(who);
+			if Claimable::<Test>::get(0, who) > 0 {
+				assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(who), 0));
+			}
+			paid += Balances::free_balance(who) - before;
+		}
+		assert_eq!(paid, 999 + 1_000);
+		assert_eq!(budget_held(), 0, "nothing stays on hold once all is settled and claimed");
+		assert_eq!(Balances::free_balance(CREATOR), creator_before - paid);
+	});
+}
+
+#[test]
+fn settlements_per_block_are_bounded() {
+	run_test(|| {
+		for pool in 0..3u32 {
+			assert_ok!(TrainingPools::create_pool(
+				RuntimeOrigin::signed(CREATOR),
+				spec(1, 1, Perbill::from_percent(60))
+			));
+			let who = pool as u64 + 1;
+			assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), 1_000));
+			assert_ok!(TrainingPools::join_pool(
+				RuntimeOrigin::signed(who),
+				pool,
+				1_000,
+				vec![1].try_into().unwrap(),
+				[1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]
+			));
+		}
+		let c = |who: u64, pool: u32| {
+			pallet_checkpoints::Pallet::<Test>::commit_checkpoint(
+				RuntimeOrigin::signed(who),
+				pool,
+				1,
+				[1; 32],
+				included(&[0]),
+			)
+		};
+		// Four pools finalizing in one block: two settle at 27, two spill to 28.
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec(1, 1, Perbill::from_percent(60))));
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(4), 1_000));
+		assert_ok!(TrainingPools::join_pool(
+			RuntimeOrigin::signed(4),
+			3,
+			1_000,
+			vec![1].try_into().unwrap(),
+			[1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]
+		));
+		for (who, pool) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
+			assert_ok!(c(who, pool));
+		}
+		assert_eq!(Settlements::<Test>::get(27).to_vec(), vec![(0, 1), (1, 1)]);
+		assert_eq!(Settlements::<Test>::get(28).to_vec(), vec![(2, 1), (3, 1)]);
+		run_to_block(28);
+		assert!((1..=4).all(|who| Claimable::<Test>::get(who as u32 - 1, who) == 1_000));
+	});
+}

@@ -1,0 +1,131 @@
+//! Benchmarks (FRAME benchmarking v2). They need a runtime whose `Staking` lets an account bond
+//! (`T::Staking` is TrainerStaking in Synod's runtime and the mock).
+
+use super::*;
+use crate::pallet::{BalanceOf, Pools};
+use frame_benchmarking::v2::*;
+use frame_support::traits::{fungible::Mutate, Get};
+use frame_system::RawOrigin;
+use sp_runtime::{traits::Bounded, Perbill};
+use synod_primitives::PoolStatus;
+
+/// Bonds stake for benchmark accounts; implemented by the runtime (or mock).
+pub trait BenchmarkHelper<AccountId, Balance> {
+	/// Gives `who` `amount` planck of active stake.
+	fn bond(who: &AccountId, amount: Balance);
+}
+
+fn funded<T: Config>(name: &'static str, i: u32) -> T::AccountId {
+	let who: T::AccountId = account(name, i, 0);
+	T::Currency::set_balance(&who, BalanceOf::<T>::max_value() / 1_000u32.into());
+	who
+}
+
+fn spec<T: Config>(min_trainers: u32, max_trainers: u32) -> PoolSpec<T> {
+	PoolSpec {
+		model_config_hash: [1; 32],
+		initial_weights_hash: [2; 32],
+		dataset_id: BoundedVec::truncate_from(alloc::vec![b'd'; T::MaxDatasetIdLen::get() as usize]),
+		dataset_hash: [3; 32],
+		inner_steps: 50,
+		rounds: 10,
+		min_trainers,
+		max_trainers,
+		min_stake: 1_000u32.into(),
+		reward_per_round: 1_000u32.into(),
+		quorum: Perbill::from_percent(67),
+		round_timeout: 100u32.into(),
+		challenge_window: 10u32.into(),
+	}
+}
+
+fn join<T: Config>(pool: u32, i: u32) -> Result<T::AccountId, BenchmarkError>
+where
+	T: Config,
+	T::BenchmarkHelper: BenchmarkHelper<T::AccountId, BalanceOf<T>>,
+{
+	let who = funded::<T>("trainer", i);
+	T::BenchmarkHelper::bond(&who, 1_000u32.into());
+	let peer = BoundedVec::truncate_from(alloc::vec![7u8; T::MaxPeerIdLen::get() as usize]);
+	Pallet::<T>::do_join_pool(who.clone(), pool, 1_000u32.into(), peer, [9u8; ML_DSA_65_PUBLIC_KEY_LEN])?;
+	Ok(who)
+}
+
+impl<T: Config> synod_primitives::PoolSetup<T::AccountId> for Pallet<T>
+where
+	T::BenchmarkHelper: BenchmarkHelper<T::AccountId, BalanceOf<T>>,
+{
+	fn training_pool(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<T::AccountId>) {
+		let pool_id = crate::pallet::NextPoolId::<T>::get();
+		let n = members.clamp(1, T::MaxMembers::get());
+		let creator = funded::<T>("creator", pool_id);
+		Pallet::<T>::do_create_pool(creator, spec::<T>(n, n)).expect("benchmark pool is valid");
+		let members = (0..n)
+			.map(|i| join::<T>(pool_id, pool_id.saturating_mul(1_000).saturating_add(i)).expect("member joins"))
+			.collect();
+		(pool_id, members)
+	}
+}
+
+#[benchmarks]
+mod benchmarks {
+	use super::*;
+
+	#[benchmark]
+	fn create_pool() {
+		let creator = funded::<T>("creator", 0);
+		let max = T::MaxMembers::get();
+		#[extrinsic_call]
+		_(RawOrigin::Signed(creator), spec::<T>(max, max));
+		assert!(Pools::<T>::get(0).is_some());
+	}
+
+	// Worst case: the joiner is the one that starts training.
+	#[benchmark]
+	fn join_pool() -> Result<(), BenchmarkError> {
+		let creator = funded::<T>("creator", 0);
+		let max = T::MaxMembers::get();
+		Pallet::<T>::do_create_pool(creator, spec::<T>(max, max))?;
+		for i in 0..max.saturating_sub(1) {
+			join::<T>(0, i)?;
+		}
+		let who = funded::<T>("joiner", 0);
+		T::BenchmarkHelper::bond(&who, 1_000u32.into());
+		let peer = BoundedVec::truncate_from(alloc::vec![7u8; T::MaxPeerIdLen::get() as usize]);
+		#[extrinsic_call]
+		_(RawOrigin::Signed(who), 0, 1_000u32.into(), peer, [9u8; ML_DSA_65_PUBLIC_KEY_LEN]);
+		assert_eq!(Pools::<T>::get(0).map(|p| p.status), Some(PoolStatus::Training));
+		Ok(())
+	}
+
+	#[benchmark]
+	fn leave_pool() -> Result<(), BenchmarkError> {
+		let creator = funded::<T>("creator", 0);
+		let max = T::MaxMembers::get();
+		Pallet::<T>::do_create_pool(creator, spec::<T>(max, max))?;
+		let mut last = None;
+		for i in 0..max {
+			last = Some(join::<T>(0, i)?);
+		}
+		let who = last.ok_or(BenchmarkError::Weightless)?;
+		#[extrinsic_call]
+		_(RawOrigin::Signed(who), 0);
+		Ok(())
+	}
+
+	#[benchmark]
+	fn cancel_pool(m: Linear<1, { T::MaxMembers::get() }>) -> Result<(), BenchmarkError> {
+		let creator = funded::<T>("creator", 0);
+		let max = T::MaxMembers::get();
+		Pallet::<T>::do_create_pool(creator.clone(), spec::<T>(max, max))?;
+		for i in 0..m {
+			join::<T>(0, i)?;
+		}
+		#[extrinsic_call]
+		_(RawOrigin::Signed(creator), 0);
+		assert_eq!(Pools::<T>::get(0).map(|p| p.status), Some(PoolStatus::Cancelled));
+		Ok(())
+	}
+
+	impl_benchmark_test_suite!(Pallet, crate::mock::new_test_ext(), crate::mock::Test);
+}

@@ -1,0 +1,209 @@
+//! The logic behind the calls.
+
+use crate::{pallet::*, Event, MemberInfo, MlDsaPublicKey, PoolInfo, PoolSpec};
+use frame_support::{
+	pallet_prelude::*,
+	traits::{
+		fungible::MutateHold,
+		tokens::Precision,
+	},
+};
+use sp_runtime::{
+	traits::{CheckedAdd, CheckedMul, Saturating, Zero},
+	Perbill,
+};
+use synod_primitives::{OnTrainingStarted, PoolId, PoolStatus, StakeCommitments, TrainerStake};
+
+impl<T: Config> Pallet<T> {
+	pub(crate) fn budget_reason() -> T::RuntimeHoldReason {
+		HoldReason::PoolBudget.into()
+	}
+
+	fn validate_spec(spec: &PoolSpec<T>) -> DispatchResult {
+		ensure!(spec.rounds >= 1 && spec.rounds <= T::MaxRounds::get(), Error::<T>::InvalidRounds);
+		ensure!(
+			spec.min_trainers >= 1 &&
+				spec.max_trainers >= spec.min_trainers &&
+				spec.max_trainers <= T::MaxMembers::get(),
+			Error::<T>::InvalidTrainerBounds
+		);
+		ensure!(spec.quorum > Perbill::from_percent(50), Error::<T>::InvalidQuorum);
+		ensure!(!spec.round_timeout.is_zero(), Error::<T>::InvalidRoundTimeout);
+		ensure!(spec.inner_steps >= 1, Error::<T>::InvalidInnerSteps);
+		Ok(())
+	}
+
+	pub(crate) fn do_create_pool(creator: T::AccountId, spec: PoolSpec<T>) -> DispatchResult {
+		Self::validate_spec(&spec)?;
+		let budget = spec
+			.reward_per_round
+			.checked_mul(&spec.rounds.into())
+			.ok_or(Error::<T>::Overflow)?;
+		let pool_id = NextPoolId::<T>::get();
+		let next = pool_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
+		T::Currency::hold(&Self::budget_reason(), &creator, budget)
+			.map_err(|_| Error::<T>::InsufficientBudget)?;
+		Pools::<T>::insert(
+			pool_id,
+			PoolInfo {
+				creator: creator.clone(),
+				spec,
+				status: PoolStatus::Open,
+				current_round: 0,
+				next_member_index: 0,
+				member_count: 0,
+				total_stake: Zero::zero(),
+				budget_held: budget,
+				budget_reserved: Zero::zero(),
+				created_at: frame_system::Pallet::<T>::block_number(),
+			},
+		);
+		NextPoolId::<T>::put(next);
+		Self::deposit_event(Event::PoolCreated { pool_id, creator, budget });
+		Ok(())
+	}
+
+	pub(crate) fn do_join_pool(
+		who: T::AccountId,
+		pool_id: PoolId,
+		stake: BalanceOf<T>,
+		peer_id: BoundedVec<u8, T::MaxPeerIdLen>,
+		ml_dsa_key: MlDsaPublicKey,
+	) -> DispatchResult {
+		let mut pool = Pools::<T>::get(pool_id).ok_or(Error::<T>::PoolNotFound)?;
+		ensure!(
+			matches!(pool.status, PoolStatus::Open | PoolStatus::Training),
+			Error::<T>::PoolClosed
+		);
+		ensure!(!Members::<T>::contains_key(pool_id, &who), Error::<T>::AlreadyMember);
+		ensure!(pool.member_count < pool.spec.max_trainers, Error::<T>::PoolFull);
+		ensure!(!peer_id.is_empty(), Error::<T>::InvalidPeerId);
+		ensure!(stake >= pool.spec.min_stake && !stake.is_zero(), Error::<T>::StakeBelowMinimum);
+		let committed = <Self as StakeCommitments<_, _>>::committed(&who);
+		let needed = committed.checked_add(&stake).ok_or(Error::<T>::Overflow)?;
+		ensure!(T::Staking::active_stake(&who) >= needed, Error::<T>::InsufficientStake);
+
+		let mut list = MemberList::<T>::get(pool_id);
+		list.try_push(who.clone()).map_err(|_| Error::<T>::PoolFull)?;
+		let mut pools = TrainerPools::<T>::get(&who);
+		pools.try_push(pool_id).map_err(|_| Error::<T>::TooManyPools)?;
+
+		let index = pool.next_member_index;
+		pool.next_member_index = index.checked_add(1).ok_or(Error::<T>::Overflow)?;
+		pool.member_count = pool.member_count.checked_add(1).ok_or(Error::<T>::Overflow)?;
+		pool.total_stake = pool.total_stake.checked_add(&stake).ok_or(Error::<T>::Overflow)?;
+		// A member joining during round r takes part from round r + 1 (ARCHITECTURE.md).
+		let from_round = match pool.status {
+			PoolStatus::Training => pool.current_round.saturating_add(1),
+			_ => 1,
+		};
+		let starts = pool.status == PoolStatus::Open && pool.member_count >= pool.spec.min_trainers;
+		if starts {
+			pool.status = PoolStatus::Training;
+			pool.current_round = 1;
+		}
+		Members::<T>::insert(
+			pool_id,
+			&who,
+			MemberInfo {
+				index,
+				peer_id,
+				ml_dsa_key,
+				stake,
+				from_round,
+				joined_at: frame_system::Pallet::<T>::block_number(),
+			},
+		);
+		MemberList::<T>::insert(pool_id, list);
+		TrainerPools::<T>::insert(&who, pools);
+		Pools::<T>::insert(pool_id, pool);
+		Self::deposit_event(Event::MemberJoined { pool_id, who, index, stake, from_round });
+		if starts {
+			Self::deposit_event(Event::TrainingStarted { pool_id });
+			T::OnTrainingStarted::training_started(pool_id);
+		}
+		Ok(())
+	}
+
+	pub(crate) fn do_leave_pool(who: T::AccountId, pool_id: PoolId) -> DispatchResult {
+		let mut pool = Pools::<T>::get(pool_id).ok_or(Error::<T>::PoolNotFound)?;
+		let member = Members::<T>::take(pool_id, &who).ok_or(Error::<T>::NotMember)?;
+		pool.member_count = pool.member_count.saturating_sub(1);
+		pool.total_stake = pool.total_stake.saturating_sub(member.stake);
+		MemberList::<T>::mutate(pool_id, |l| l.retain(|m| m != &who));
+		TrainerPools::<T>::mutate(&who, |p| p.retain(|id| *id != pool_id));
+		Pools::<T>::insert(pool_id, pool);
+		Self::deposit_event(Event::MemberLeft { pool_id, who });
+		Ok(())
+	}
+
+	pub(crate) fn do_cancel_pool(caller: Option<T::AccountId>, pool_id: PoolId) -> DispatchResult {
+		let mut pool = Pools::<T>::get(pool_id).ok_or(Error::<T>::PoolNotFound)?;
+		if let Some(c) = &caller {
+			ensure!(*c == pool.creator, Error::<T>::NotCreator);
+		}
+		ensure!(
+			matches!(pool.status, PoolStatus::Open | PoolStatus::Training),
+			Error::<T>::PoolEnded
+		);
+		pool.status = PoolStatus::Cancelled;
+		let released = Self::end_pool(pool_id, &mut pool);
+		Pools::<T>::insert(pool_id, pool);
+		Self::deposit_event(Event::PoolCancelled { pool_id, released });
+		Ok(())
+	}
+
+	/// Frees the members' commitments and releases the unreserved budget of an ended pool.
+	/// Member records stay (challenges and rewards of past rounds still read them).
+	pub(crate) fn end_pool(pool_id: PoolId, pool: &mut PoolInfo<T>) -> BalanceOf<T> {
+		for who in MemberList::<T>::get(pool_id) {
+			TrainerPools::<T>::mutate(&who, |p| p.retain(|id| *id != pool_id));
+		}
+		Self::release_unreserved(pool)
+	}
+
+	/// Releases `budget_held − budget_reserved` to the creator; returns the amount released.
+	pub(crate) fn release_unreserved(pool: &mut PoolInfo<T>) -> BalanceOf<T> {
+		let free = pool.budget_held.saturating_sub(pool.budget_reserved);
+		if free.is_zero() {
+			return free;
+		}
+		let released =
+			T::Currency::release(&Self::budget_reason(), &pool.creator, free, Precision::BestEffort)
+				.unwrap_or_default();
+		pool.budget_held = pool.budget_held.saturating_sub(released);
+		released
+	}
+
+	/// Invariants: budget holds, reservations, member counts, stakes and commitments.
+	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
+		use alloc::collections::btree_map::BTreeMap;
+		use frame_support::traits::fungible::InspectHold;
+		let mut held_by_creator: BTreeMap<T::AccountId, BalanceOf<T>> = BTreeMap::new();
+		for (pool_id, pool) in Pools::<T>::iter() {
+			ensure!(pool.budget_reserved <= pool.budget_held, "reserved budget exceeds held");
+			let e = held_by_creator.entry(pool.creator.clone()).or_default();
+			*e = e.saturating_add(pool.budget_held);
+			let list = MemberList::<T>::get(pool_id);
+			ensure!(list.len() as u32 == pool.member_count, "member_count differs from MemberList");
+			let mut stake = BalanceOf::<T>::zero();
+			for who in list.iter() {
+				let m = Members::<T>::get(pool_id, who).ok_or("listed member has no record")?;
+				stake = stake.saturating_add(m.stake);
+				let active = matches!(pool.status, PoolStatus::Open | PoolStatus::Training);
+				ensure!(
+					TrainerPools::<T>::get(who).contains(&pool_id) == active,
+					"TrainerPools out of sync with pool status"
+				);
+			}
+			ensure!(stake == pool.total_stake, "total_stake differs from the members' stakes");
+		}
+		for (creator, held) in held_by_creator {
+			ensure!(
+				T::Currency::balance_on_hold(&Self::budget_reason(), &creator) == held,
+				"budget hold differs from the sum of the creator's pools"
+			);
+		}
+		Ok(())
+	}
+}

@@ -1,0 +1,113 @@
+//! [`PoolsInterface`] and [`StakeCommitments`] for the other pallets.
+
+use crate::{pallet::*, Event};
+use alloc::vec::Vec;
+use frame_support::{
+	pallet_prelude::*,
+	traits::{
+		fungible::MutateHold,
+		tokens::{Fortitude, Precision, Restriction},
+	},
+};
+use frame_system::pallet_prelude::BlockNumberFor;
+use sp_runtime::traits::{Saturating, Zero};
+use synod_primitives::{
+	MemberView, PoolId, PoolStatus, PoolsInterface, RoundIndex, RoundParams, StakeCommitments,
+};
+
+impl<T: Config> StakeCommitments<T::AccountId, BalanceOf<T>> for Pallet<T> {
+	/// Sum of the stake `who` committed to the Open or Training pools it is a member of.
+	fn committed(who: &T::AccountId) -> BalanceOf<T> {
+		TrainerPools::<T>::get(who).iter().fold(Zero::zero(), |acc: BalanceOf<T>, pool_id| {
+			acc.saturating_add(Members::<T>::get(pool_id, who).map(|m| m.stake).unwrap_or_default())
+		})
+	}
+}
+
+impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> for Pallet<T> {
+	fn round_params(pool: PoolId) -> Option<RoundParams<T::AccountId, BalanceOf<T>, BlockNumberFor<T>>> {
+		Pools::<T>::get(pool).map(|p| RoundParams {
+			creator: p.creator,
+			status: p.status,
+			initial_checkpoint: p.spec.initial_weights_hash,
+			current_round: p.current_round,
+			rounds: p.spec.rounds,
+			quorum: p.spec.quorum,
+			round_timeout: p.spec.round_timeout,
+			challenge_window: p.spec.challenge_window,
+			reward_per_round: p.spec.reward_per_round,
+			budget_reserved: p.budget_reserved,
+		})
+	}
+
+	fn member(pool: PoolId, who: &T::AccountId) -> Option<MemberView<T::AccountId, BalanceOf<T>>> {
+		Members::<T>::get(pool, who).map(|m| MemberView {
+			who: who.clone(),
+			index: m.index,
+			stake: m.stake,
+			from_round: m.from_round,
+		})
+	}
+
+	fn members(pool: PoolId) -> Vec<MemberView<T::AccountId, BalanceOf<T>>> {
+		MemberList::<T>::get(pool)
+			.into_iter()
+			.filter_map(|who| <Self as PoolsInterface<_, _, _>>::member(pool, &who))
+			.collect()
+	}
+
+	fn close_round(pool_id: PoolId, round: RoundIndex) -> Option<RoundIndex> {
+		let mut pool = Pools::<T>::get(pool_id)?;
+		if pool.status != PoolStatus::Training || pool.current_round != round {
+			return (pool.status == PoolStatus::Training).then_some(pool.current_round);
+		}
+		if round >= pool.spec.rounds {
+			pool.status = PoolStatus::Completed;
+			let released = Self::end_pool(pool_id, &mut pool);
+			Pools::<T>::insert(pool_id, pool);
+			Self::deposit_event(Event::PoolCompleted { pool_id, released });
+			return None;
+		}
+		let next = round.saturating_add(1);
+		pool.current_round = next;
+		Pools::<T>::insert(pool_id, pool);
+		Self::deposit_event(Event::RoundStarted { pool_id, round: next });
+		Some(next)
+	}
+
+	fn reserve_reward(pool_id: PoolId) -> BalanceOf<T> {
+		let Some(mut pool) = Pools::<T>::get(pool_id) else { return Zero::zero() };
+		let free = pool.budget_held.saturating_sub(pool.budget_reserved);
+		let amount = pool.spec.reward_per_round.min(free);
+		pool.budget_reserved = pool.budget_reserved.saturating_add(amount);
+		Pools::<T>::insert(pool_id, pool);
+		amount
+	}
+
+	fn pay_reserved(pool_id: PoolId, to: &T::AccountId, amount: BalanceOf<T>) -> DispatchResult {
+		let mut pool = Pools::<T>::get(pool_id).ok_or(Error::<T>::PoolNotFound)?;
+		ensure!(amount <= pool.budget_reserved, Error::<T>::Overflow);
+		let paid = T::Currency::transfer_on_hold(
+			&Self::budget_reason(),
+			&pool.creator,
+			to,
+			amount,
+			Precision::Exact,
+			Restriction::Free,
+			Fortitude::Force,
+		)?;
+		pool.budget_reserved = pool.budget_reserved.saturating_sub(paid);
+		pool.budget_held = pool.budget_held.saturating_sub(paid);
+		Pools::<T>::insert(pool_id, pool);
+		Ok(())
+	}
+
+	fn unreserve(pool_id: PoolId, amount: BalanceOf<T>) {
+		let Some(mut pool) = Pools::<T>::get(pool_id) else { return };
+		pool.budget_reserved = pool.budget_reserved.saturating_sub(amount);
+		if matches!(pool.status, PoolStatus::Completed | PoolStatus::Cancelled) {
+			Self::release_unreserved(&mut pool);
+		}
+		Pools::<T>::insert(pool_id, pool);
+	}
+}

@@ -1,0 +1,321 @@
+//! # TrainingPools
+//!
+//! A pool is a training job: a model config, initial weights, a dataset, DiLoCo's inner steps H,
+//! a number of outer rounds, membership bounds, a stake requirement, a per-round reward and the
+//! quorum/timeout/challenge-window rules of `ARCHITECTURE.md`.
+//!
+//! - [`Pallet::create_pool`] holds the creator's whole reward budget
+//!   (`reward_per_round × rounds`, [`HoldReason::PoolBudget`]).
+//! - [`Pallet::join_pool`] commits part of the caller's bonded stake (TrainerStaking) and
+//!   registers its libp2p peer id and ML-DSA-65 public key. When `min_trainers` have joined, the
+//!   pool moves `Open → Training` at round 1; later joiners take part from the next round.
+//! - [`Pallet::leave_pool`] ends a membership and frees its committed stake.
+//! - [`Pallet::cancel_pool`] (creator or root) stops the pool and releases the budget not owed
+//!   to final rounds.
+//!
+//! Checkpoints, Challenges and Rewards use the pool through
+//! [`synod_primitives::PoolsInterface`]. Trainers read pools with the view functions
+//! [`Pallet::pool`] and [`Pallet::pool_members`], or the storage maps directly.
+//!
+//! Invariants (`try_state`): the creator's budget hold equals the sum of `budget_held` of its
+//! pools; `budget_reserved ≤ budget_held`; member counts, total stake and commitments match the
+//! member records.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
+#![cfg_attr(
+	not(test),
+	deny(clippy::arithmetic_side_effects, clippy::unwrap_used, clippy::indexing_slicing)
+)]
+
+extern crate alloc;
+
+pub use pallet::*;
+pub use types::*;
+pub use weights::WeightInfo;
+
+#[cfg(feature = "runtime-benchmarks")]
+pub mod benchmarking;
+mod dispatchable_impls;
+mod interface;
+#[cfg(test)]
+mod mock;
+#[cfg(test)]
+mod tests;
+mod types;
+pub mod weights;
+
+#[frame_support::pallet]
+pub mod pallet {
+	use super::*;
+	use alloc::vec::Vec;
+	use frame_support::{
+		pallet_prelude::*,
+		traits::{fungible, fungible::Inspect},
+	};
+	use frame_system::pallet_prelude::*;
+	use synod_primitives::{OnTrainingStarted, PoolId, RoundIndex, TrainerStake};
+
+	/// Balance type of the currency.
+	pub type BalanceOf<T> =
+		<<T as Config>::Currency as Inspect<<T as frame_system::Config>::AccountId>>::Balance;
+
+	/// Reasons for which this pallet holds funds.
+	#[pallet::composite_enum]
+	pub enum HoldReason {
+		/// A pool creator's reward budget.
+		#[codec(index = 0)]
+		PoolBudget,
+	}
+
+	#[pallet::pallet]
+	pub struct Pallet<T>(_);
+
+	/// Configuration.
+	#[pallet::config]
+	pub trait Config: frame_system::Config {
+		/// The currency; budgets are holds of [`HoldReason::PoolBudget`].
+		type Currency: fungible::Mutate<Self::AccountId>
+			+ fungible::MutateHold<Self::AccountId, Reason = Self::RuntimeHoldReason>;
+		/// The overarching hold reason.
+		type RuntimeHoldReason: From<HoldReason>;
+		/// Bonded stake (TrainerStaking).
+		type Staking: TrainerStake<Self::AccountId, Balance = BalanceOf<Self>>;
+		/// Told when a pool starts training (Checkpoints opens round 1).
+		type OnTrainingStarted: OnTrainingStarted;
+		/// Maximum members of one pool.
+		#[pallet::constant]
+		type MaxMembers: Get<u32>;
+		/// Maximum number of pools one account can be a member of at once.
+		#[pallet::constant]
+		type MaxPoolsPerTrainer: Get<u32>;
+		/// Maximum length of a libp2p peer id, in bytes.
+		#[pallet::constant]
+		type MaxPeerIdLen: Get<u32>;
+		/// Maximum length of a dataset id, in bytes.
+		#[pallet::constant]
+		type MaxDatasetIdLen: Get<u32>;
+		/// Maximum outer rounds of a pool.
+		#[pallet::constant]
+		type MaxRounds: Get<u32>;
+		/// Weights of this pallet's calls.
+		type WeightInfo: WeightInfo;
+		/// Gives benchmark accounts bonded stake.
+		#[cfg(feature = "runtime-benchmarks")]
+		type BenchmarkHelper: crate::benchmarking::BenchmarkHelper<Self::AccountId, BalanceOf<Self>>;
+	}
+
+	/// Pools by id.
+	#[pallet::storage]
+	pub type Pools<T: Config> = StorageMap<_, Twox64Concat, PoolId, PoolInfo<T>>;
+
+	/// The id the next pool gets.
+	#[pallet::storage]
+	pub type NextPoolId<T: Config> = StorageValue<_, PoolId, ValueQuery>;
+
+	/// Member records by pool and account.
+	#[pallet::storage]
+	pub type Members<T: Config> =
+		StorageDoubleMap<_, Twox64Concat, PoolId, Blake2_128Concat, T::AccountId, MemberInfo<T>>;
+
+	/// Current members of each pool, in index order.
+	#[pallet::storage]
+	pub type MemberList<T: Config> =
+		StorageMap<_, Twox64Concat, PoolId, BoundedVec<T::AccountId, T::MaxMembers>, ValueQuery>;
+
+	/// Pools (Open or Training) each account is a member of; their stakes are committed.
+	#[pallet::storage]
+	pub type TrainerPools<T: Config> = StorageMap<
+		_,
+		Blake2_128Concat,
+		T::AccountId,
+		BoundedVec<PoolId, T::MaxPoolsPerTrainer>,
+		ValueQuery,
+	>;
+
+	/// Events.
+	#[pallet::event]
+	#[pallet::generate_deposit(pub(super) fn deposit_event)]
+	pub enum Event<T: Config> {
+		/// A pool was created and `budget` planck of its creator's balance held.
+		PoolCreated {
+			/// New pool.
+			pool_id: PoolId,
+			/// Creator.
+			creator: T::AccountId,
+			/// Held budget, planck.
+			budget: BalanceOf<T>,
+		},
+		/// `who` joined `pool_id` as member `index`, committing `stake` planck.
+		MemberJoined {
+			/// Pool.
+			pool_id: PoolId,
+			/// Trainer.
+			who: T::AccountId,
+			/// Member index.
+			index: u32,
+			/// Committed stake, planck.
+			stake: BalanceOf<T>,
+			/// First round it takes part in.
+			from_round: RoundIndex,
+		},
+		/// `who` left `pool_id`.
+		MemberLeft {
+			/// Pool.
+			pool_id: PoolId,
+			/// Trainer.
+			who: T::AccountId,
+		},
+		/// `pool_id` reached `min_trainers` and started round 1.
+		TrainingStarted {
+			/// Pool.
+			pool_id: PoolId,
+		},
+		/// `pool_id` moved to round `round`.
+		RoundStarted {
+			/// Pool.
+			pool_id: PoolId,
+			/// New current round.
+			round: RoundIndex,
+		},
+		/// Every round of `pool_id` closed; `released` planck of unused budget went back.
+		PoolCompleted {
+			/// Pool.
+			pool_id: PoolId,
+			/// Planck released to the creator.
+			released: BalanceOf<T>,
+		},
+		/// `pool_id` was cancelled; `released` planck of unreserved budget went back.
+		PoolCancelled {
+			/// Pool.
+			pool_id: PoolId,
+			/// Planck released to the creator.
+			released: BalanceOf<T>,
+		},
+	}
+
+	/// Errors.
+	#[pallet::error]
+	pub enum Error<T> {
+		/// No pool with this id.
+		PoolNotFound,
+		/// `rounds` is 0 or above `MaxRounds`.
+		InvalidRounds,
+		/// `min_trainers` is 0, or `max_trainers` is below it or above `MaxMembers`.
+		InvalidTrainerBounds,
+		/// `quorum` must be more than 50 %.
+		InvalidQuorum,
+		/// `round_timeout` must be at least one block.
+		InvalidRoundTimeout,
+		/// `inner_steps` must be at least 1.
+		InvalidInnerSteps,
+		/// The creator's free balance cannot hold `reward_per_round × rounds`.
+		InsufficientBudget,
+		/// A budget or stake sum overflowed.
+		Overflow,
+		/// The pool no longer accepts members (completed or cancelled).
+		PoolClosed,
+		/// The pool has `max_trainers` members.
+		PoolFull,
+		/// The caller is already a member.
+		AlreadyMember,
+		/// The caller is not a member.
+		NotMember,
+		/// The committed stake is below the pool's `min_stake`.
+		StakeBelowMinimum,
+		/// Active stake not committed to other pools is below the stake offered.
+		InsufficientStake,
+		/// The caller is in `MaxPoolsPerTrainer` pools already.
+		TooManyPools,
+		/// The peer id is empty.
+		InvalidPeerId,
+		/// Only the creator or root may cancel.
+		NotCreator,
+		/// The pool has already completed or been cancelled.
+		PoolEnded,
+	}
+
+	#[pallet::call]
+	impl<T: Config> Pallet<T> {
+		/// Creates a pool from `spec` and holds `reward_per_round × rounds` planck of the
+		/// caller's balance as its reward budget. Emits [`Event::PoolCreated`].
+		///
+		/// Errors: [`Error::InvalidRounds`], [`Error::InvalidTrainerBounds`],
+		/// [`Error::InvalidQuorum`], [`Error::InvalidRoundTimeout`],
+		/// [`Error::InvalidInnerSteps`], [`Error::InsufficientBudget`], [`Error::Overflow`].
+		#[pallet::call_index(0)]
+		#[pallet::weight(T::WeightInfo::create_pool())]
+		pub fn create_pool(origin: OriginFor<T>, spec: PoolSpec<T>) -> DispatchResult {
+			let who = ensure_signed(origin)?;
+			Self::do_create_pool(who, spec)
+		}
+
+		/// Joins `pool_id`, committing `stake` planck of bonded stake and registering the
+		/// trainer's libp2p `peer_id` (multihash bytes) and ML-DSA-65 public key
+		/// (`ml_dsa_key`, 1952 bytes).
+		///
+		/// Errors: [`Error::PoolNotFound`], [`Error::PoolClosed`], [`Error::PoolFull`],
+		/// [`Error::AlreadyMember`], [`Error::StakeBelowMinimum`], [`Error::InsufficientStake`],
+		/// [`Error::TooManyPools`], [`Error::InvalidPeerId`], [`Error::Overflow`].
+		#[pallet::call_index(1)]
+		#[pallet::weight(T::WeightInfo::join_pool())]
+		pub fn join_pool(
+			origin: OriginFor<T>,
+			pool_id: PoolId,
+			stake: BalanceOf<T>,
+			peer_id: BoundedVec<u8, T::MaxPeerIdLen>,
+			ml_dsa_key: MlDsaPublicKey,
+		) -> DispatchResult {
+			let who = ensure_signed(origin)?;
+			Self::do_join_pool(who, pool_id, stake, peer_id, ml_dsa_key)
+		}
+
+		/// Leaves `pool_id`; the committed stake is free to unbond. Rewards already credited
+		/// stay claimable.
+		///
+		/// Errors: [`Error::PoolNotFound`], [`Error::NotMember`].
+		#[pallet::call_index(2)]
+		#[pallet::weight(T::WeightInfo::leave_pool())]
+		pub fn leave_pool(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
+			let who = ensure_signed(origin)?;
+			Self::do_leave_pool(who, pool_id)
+		}
+
+		/// Cancels `pool_id` (its creator, or root): no further rounds start; budget not owed
+		/// to final rounds is released at once.
+		///
+		/// Errors: [`Error::PoolNotFound`], [`Error::NotCreator`], [`Error::PoolEnded`].
+		#[pallet::call_index(3)]
+		#[pallet::weight(T::WeightInfo::cancel_pool(T::MaxMembers::get()))]
+		pub fn cancel_pool(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
+			let caller = match ensure_root(origin.clone()) {
+				Ok(()) => None,
+				Err(_) => Some(ensure_signed(origin)?),
+			};
+			Self::do_cancel_pool(caller, pool_id)
+		}
+	}
+
+	#[pallet::view_functions]
+	impl<T: Config> Pallet<T> {
+		/// The pool `pool_id`, if it exists.
+		pub fn pool(pool_id: PoolId) -> Option<PoolInfo<T>> {
+			Pools::<T>::get(pool_id)
+		}
+
+		/// The current members of `pool_id` with their records, in index order.
+		pub fn pool_members(pool_id: PoolId) -> Vec<(T::AccountId, MemberInfo<T>)> {
+			MemberList::<T>::get(pool_id)
+				.into_iter()
+				.filter_map(|who| Members::<T>::get(pool_id, &who).map(|m| (who, m)))
+				.collect()
+		}
+	}
+
+	#[pallet::hooks]
+	impl<T: Config> Hooks<BlockNumberFor<T>> for Pallet<T> {
+		#[cfg(feature = "try-runtime")]
+		fn try_state(_n: BlockNumberFor<T>) -> Result<(), sp_runtime::TryRuntimeError> {
+			Self::do_try_state()
+		}
+	}
+}

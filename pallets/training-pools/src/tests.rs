@@ -1,0 +1,229 @@
+//! Unit tests: every call's success path and each of its errors, lifecycle, budget
+//! conservation, the member bound. `try_state` runs after every test.
+
+use crate::{mock::*, pallet::*, Error, Event};
+use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
+use sp_runtime::{DispatchError, Perbill};
+use synod_primitives::{PoolStatus, PoolsInterface, StakeCommitments};
+
+fn budget_held(who: AccountId) -> Balance {
+	Balances::balance_on_hold(&RuntimeHoldReason::TrainingPools(HoldReason::PoolBudget), &who)
+}
+
+#[test]
+fn create_pool_holds_the_budget() {
+	run_test(|| {
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		assert_eq!(budget_held(CREATOR), 3_000);
+		let pool = Pools::<Test>::get(0).unwrap();
+		assert_eq!(pool.status, PoolStatus::Open);
+		assert_eq!(pool.budget_held, 3_000);
+		assert_eq!(NextPoolId::<Test>::get(), 1);
+		assert_eq!(events(), vec![Event::PoolCreated { pool_id: 0, creator: CREATOR, budget: 3_000 }]);
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		assert_eq!(budget_held(CREATOR), 6_000);
+	});
+}
+
+#[test]
+fn create_pool_rejects_bad_specs() {
+	run_test(|| {
+		let o = || RuntimeOrigin::signed(CREATOR);
+		let cases: Vec<(Box<dyn Fn(&mut crate::PoolSpec<Test>)>, Error<Test>)> = vec![
+			(Box::new(|s| s.rounds = 0), Error::InvalidRounds),
+			(Box::new(|s| s.rounds = 101), Error::InvalidRounds),
+			(Box::new(|s| s.min_trainers = 0), Error::InvalidTrainerBounds),
+			(Box::new(|s| s.max_trainers = 1), Error::InvalidTrainerBounds),
+			(Box::new(|s| s.max_trainers = 5), Error::InvalidTrainerBounds),
+			(Box::new(|s| s.quorum = Perbill::from_percent(50)), Error::InvalidQuorum),
+			(Box::new(|s| s.round_timeout = 0), Error::InvalidRoundTimeout),
+			(Box::new(|s| s.inner_steps = 0), Error::InvalidInnerSteps),
+			(Box::new(|s| s.reward_per_round = u128::MAX), Error::Overflow),
+		];
+		for (edit, err) in cases {
+			let mut s = spec();
+			edit(&mut s);
+			assert_noop!(TrainingPools::create_pool(o(), s), err);
+		}
+		assert_noop!(
+			TrainingPools::create_pool(RuntimeOrigin::signed(POOR), spec()),
+			Error::<Test>::InsufficientBudget
+		);
+		assert_noop!(TrainingPools::create_pool(RuntimeOrigin::none(), spec()), DispatchError::BadOrigin);
+	});
+}
+
+#[test]
+fn joining_min_trainers_starts_round_one() {
+	run_test(|| {
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		bond_and_join(1, 0, 600);
+		assert_eq!(Pools::<Test>::get(0).unwrap().status, PoolStatus::Open);
+		assert!(started().is_empty());
+		bond_and_join(2, 0, 700);
+		let pool = Pools::<Test>::get(0).unwrap();
+		assert_eq!((pool.status, pool.current_round, pool.member_count), (PoolStatus::Training, 1, 2));
+		assert_eq!(pool.total_stake, 1_300);
+		assert_eq!(started(), vec![0]);
+		let m = Members::<Test>::get(0, 2).unwrap();
+		assert_eq!((m.index, m.stake, m.from_round), (1, 700, 1));
+		assert_eq!(m.ml_dsa_key, key(2));
+		assert!(events().contains(&Event::TrainingStarted { pool_id: 0 }));
+		// A member joining during round 1 takes part from round 2.
+		bond_and_join(3, 0, 500);
+		assert_eq!(Members::<Test>::get(0, 3).unwrap().from_round, 2);
+		assert_eq!(TrainingPools::pool_members(0).iter().map(|(w, m)| (*w, m.index)).collect::<Vec<_>>(), vec![(1, 0), (2, 1), (3, 2)]);
+		assert_eq!(TrainingPools::pool(0).unwrap().member_count, 3);
+	});
+}
+
+#[test]
+fn join_pool_errors() {
+	run_test(|| {
+		let join = |who: AccountId, pool: u32, stake: Balance| {
+			TrainingPools::join_pool(RuntimeOrigin::signed(who), pool, stake, peer(who), key(who))
+		};
+		assert_noop!(join(1, 0, 500), Error::<Test>::PoolNotFound);
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		assert_noop!(join(1, 0, 499), Error::<Test>::StakeBelowMinimum);
+		assert_noop!(join(1, 0, 500), Error::<Test>::InsufficientStake);
+		assert_noop!(
+			TrainingPools::join_pool(RuntimeOrigin::signed(1), 0, 500, Default::default(), key(1)),
+			Error::<Test>::InvalidPeerId
+		);
+		bond_and_join(1, 0, 600);
+		assert_noop!(join(1, 0, 500), Error::<Test>::AlreadyMember);
+		// Stake committed to pool 0 cannot back pool 1 too.
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		assert_noop!(join(1, 1, 500), Error::<Test>::InsufficientStake);
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(1), 2_000));
+		assert_ok!(join(1, 1, 500));
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		assert_noop!(join(1, 2, 500), Error::<Test>::TooManyPools);
+		bond_and_join(2, 0, 500);
+		bond_and_join(3, 0, 500);
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(4), 500));
+		assert_noop!(join(4, 0, 500), Error::<Test>::PoolFull);
+		assert_ok!(TrainingPools::cancel_pool(RuntimeOrigin::signed(CREATOR), 1));
+		assert_noop!(join(4, 1, 500), Error::<Test>::PoolClosed);
+	});
+}
+
+#[test]
+fn committed_stake_cannot_be_unbonded_until_leaving() {
+	run_test(|| {
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		bond_and_join(1, 0, 600);
+		assert_eq!(<TrainingPools as StakeCommitments<_, _>>::committed(&1), 600);
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(1), 100),
+			pallet_trainer_staking::Error::<Test>::StakeCommitted
+		);
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0));
+		assert_eq!(<TrainingPools as StakeCommitments<_, _>>::committed(&1), 0);
+		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 600));
+		assert_eq!(events().last(), Some(&Event::MemberLeft { pool_id: 0, who: 1 }));
+	});
+}
+
+#[test]
+fn leave_pool_errors() {
+	run_test(|| {
+		assert_noop!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0), Error::<Test>::PoolNotFound);
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		assert_noop!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0), Error::<Test>::NotMember);
+	});
+}
+
+#[test]
+fn cancel_releases_unreserved_budget_and_commitments() {
+	run_test(|| {
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		bond_and_join(1, 0, 600);
+		bond_and_join(2, 0, 600);
+		// One final round's reward is owed to its contributors.
+		assert_eq!(<TrainingPools as PoolsInterface<_, _, _>>::reserve_reward(0), 1_000);
+		assert_ok!(TrainingPools::cancel_pool(RuntimeOrigin::signed(CREATOR), 0));
+		let pool = Pools::<Test>::get(0).unwrap();
+		assert_eq!(pool.status, PoolStatus::Cancelled);
+		assert_eq!((pool.budget_held, pool.budget_reserved), (1_000, 1_000));
+		assert_eq!(budget_held(CREATOR), 1_000);
+		assert_eq!(events().last(), Some(&Event::PoolCancelled { pool_id: 0, released: 2_000 }));
+		assert_eq!(<TrainingPools as StakeCommitments<_, _>>::committed(&1), 0);
+		// The owed reward is paid; the rest of an unreserved amount goes back at once.
+		assert_ok!(<TrainingPools as PoolsInterface<_, _, _>>::pay_reserved(0, &1, 600));
+		<TrainingPools as PoolsInterface<_, _, _>>::unreserve(0, 400);
+		assert_eq!(budget_held(CREATOR), 0);
+		assert_eq!(Balances::free_balance(CREATOR), 1_000_000 - 600);
+	});
+}
+
+#[test]
+fn cancel_pool_errors() {
+	run_test(|| {
+		assert_noop!(TrainingPools::cancel_pool(RuntimeOrigin::root(), 0), Error::<Test>::PoolNotFound);
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		assert_noop!(TrainingPools::cancel_pool(RuntimeOrigin::signed(1), 0), Error::<Test>::NotCreator);
+		assert_ok!(TrainingPools::cancel_pool(RuntimeOrigin::root(), 0));
+		assert_noop!(TrainingPools::cancel_pool(RuntimeOrigin::root(), 0), Error::<Test>::PoolEnded);
+	});
+}
+
+#[test]
+fn close_round_advances_and_completes() {
+	run_test(|| {
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		bond_and_join(1, 0, 600);
+		bond_and_join(2, 0, 600);
+		type P = TrainingPools;
+		// Closing a round other than the current one changes nothing.
+		assert_eq!(<P as PoolsInterface<_, _, _>>::close_round(0, 2), Some(1));
+		assert_eq!(<P as PoolsInterface<_, _, _>>::close_round(0, 1), Some(2));
+		assert_eq!(<P as PoolsInterface<_, _, _>>::reserve_reward(0), 1_000);
+		assert_eq!(<P as PoolsInterface<_, _, _>>::close_round(0, 2), Some(3));
+		assert_eq!(<P as PoolsInterface<_, _, _>>::close_round(0, 3), None);
+		let pool = Pools::<Test>::get(0).unwrap();
+		assert_eq!(pool.status, PoolStatus::Completed);
+		assert_eq!(budget_held(CREATOR), 1_000, "only the reserved reward stays held");
+		assert!(events().contains(&Event::PoolCompleted { pool_id: 0, released: 2_000 }));
+		// Members of a completed pool have no commitments left.
+		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 600));
+	});
+}
+
+#[test]
+fn reserve_never_exceeds_budget() {
+	run_test(|| {
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		type P = TrainingPools;
+		for _ in 0..3 {
+			assert_eq!(<P as PoolsInterface<_, _, _>>::reserve_reward(0), 1_000);
+		}
+		assert_eq!(<P as PoolsInterface<_, _, _>>::reserve_reward(0), 0);
+		assert!(<P as PoolsInterface<_, _, _>>::pay_reserved(0, &1, 3_001).is_err());
+	});
+}
+
+#[test]
+fn pool_at_member_bound() {
+	run_test(|| {
+		let mut s = spec();
+		s.min_trainers = 4;
+		s.max_trainers = 4; // MaxMembers
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s));
+		for who in 1..=4 {
+			bond_and_join(who, 0, 500);
+		}
+		assert_eq!(MemberList::<Test>::get(0).len(), 4);
+		assert_eq!(Pools::<Test>::get(0).unwrap().status, PoolStatus::Training);
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(5), 500));
+		assert_noop!(
+			TrainingPools::join_pool(RuntimeOrigin::signed(5), 0, 500, peer(5), key(5)),
+			Error::<Test>::PoolFull
+		);
+		// Indices are never reused.
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(2), 0));
+		assert_ok!(TrainingPools::join_pool(RuntimeOrigin::signed(5), 0, 500, peer(5), key(5)));
+		assert_eq!(Members::<Test>::get(0, 5).unwrap().index, 4);
+	});
+}

@@ -1,0 +1,94 @@
+//! Pool specification, pool state and membership records.
+
+use crate::pallet::{BalanceOf, Config};
+use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
+use frame_support::{BoundedVec, CloneNoBound, EqNoBound, PartialEqNoBound, DebugNoBound};
+use frame_system::pallet_prelude::BlockNumberFor;
+use scale_info::TypeInfo;
+use sp_runtime::Perbill;
+use synod_primitives::{Hash32, MemberIndex, PoolStatus, RoundIndex};
+
+/// Length of an ML-DSA-65 public key in bytes (FIPS 204, table 2).
+pub const ML_DSA_65_PUBLIC_KEY_LEN: usize = 1952;
+/// An ML-DSA-65 public key: the key that signs a member's off-chain messages
+/// (`/synod/pseudograd/1` announcements).
+pub type MlDsaPublicKey = [u8; ML_DSA_65_PUBLIC_KEY_LEN];
+
+/// A training job as submitted to `create_pool`.
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, DecodeWithMemTracking,
+	MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct PoolSpec<T: Config> {
+	/// blake3 of the model configuration (architecture and sizes).
+	pub model_config_hash: Hash32,
+	/// blake3 of the initial weights file (round 0's checkpoint).
+	pub initial_weights_hash: Hash32,
+	/// Dataset identifier, e.g. `tinyshakespeare` (at most `MaxDatasetIdLen` bytes).
+	pub dataset_id: BoundedVec<u8, T::MaxDatasetIdLen>,
+	/// blake3 of the dataset bytes.
+	pub dataset_hash: Hash32,
+	/// Inner (AdamW) steps H per outer round.
+	pub inner_steps: u32,
+	/// Number of outer rounds (1..=`MaxRounds`).
+	pub rounds: RoundIndex,
+	/// Members needed before training starts (≥ 1).
+	pub min_trainers: u32,
+	/// Member cap (min_trainers..=`MaxMembers`).
+	pub max_trainers: u32,
+	/// Smallest stake a member may commit, in planck.
+	pub min_stake: BalanceOf<T>,
+	/// Reward of one final round, in planck, split equally over its contributors.
+	pub reward_per_round: BalanceOf<T>,
+	/// Share of the round's committed stake that must commit the same checkpoint (> 50 %).
+	pub quorum: Perbill,
+	/// Blocks after a round starts before it is voided if not final (≥ 1).
+	pub round_timeout: BlockNumberFor<T>,
+	/// Blocks after finality during which a contribution can be challenged.
+	pub challenge_window: BlockNumberFor<T>,
+}
+
+/// A pool's state.
+#[derive(CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound)]
+#[scale_info(skip_type_params(T))]
+pub struct PoolInfo<T: Config> {
+	/// Creator; pays the rewards from a held budget.
+	pub creator: T::AccountId,
+	/// The job specification.
+	pub spec: PoolSpec<T>,
+	/// Lifecycle state.
+	pub status: PoolStatus,
+	/// The round being committed (0 while `Open`).
+	pub current_round: RoundIndex,
+	/// Index the next member gets.
+	pub next_member_index: MemberIndex,
+	/// Current number of members.
+	pub member_count: u32,
+	/// Sum of the members' committed stake, in planck.
+	pub total_stake: BalanceOf<T>,
+	/// Budget still on hold for this pool, in planck.
+	pub budget_held: BalanceOf<T>,
+	/// Part of `budget_held` owed to final rounds (unsettled or credited, unclaimed).
+	pub budget_reserved: BalanceOf<T>,
+	/// Block of creation.
+	pub created_at: BlockNumberFor<T>,
+}
+
+/// A member of a pool.
+#[derive(CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound)]
+#[scale_info(skip_type_params(T))]
+pub struct MemberInfo<T: Config> {
+	/// Position in the pool (aggregation order), never reused.
+	pub index: MemberIndex,
+	/// libp2p peer id (multihash bytes) of the member's trainer.
+	pub peer_id: BoundedVec<u8, T::MaxPeerIdLen>,
+	/// ML-DSA-65 public key that signs its off-chain messages.
+	pub ml_dsa_key: MlDsaPublicKey,
+	/// Stake committed to this pool, in planck (its weight in the quorum).
+	pub stake: BalanceOf<T>,
+	/// First round it takes part in.
+	pub from_round: RoundIndex,
+	/// Block of joining.
+	pub joined_at: BlockNumberFor<T>,
+}

@@ -1,0 +1,150 @@
+//! Configuration of Synod's pallets. Times are in blocks of [`crate::MILLISECS_PER_BLOCK`].
+
+use frame_support::{
+	parameter_types,
+	traits::{tokens::imbalance::ResolveTo, ConstU32},
+	PalletId,
+};
+use sp_runtime::{traits::AccountIdConversion, Perbill};
+
+use crate::{
+	AccountId, Balance, Balances, BlockNumber, Challenges, Checkpoints, Rewards, Runtime,
+	RuntimeHoldReason, TrainerStaking, TrainingPools, MINUTES, UNIT,
+};
+
+/// Maximum members of one pool (bounds included sets, juries and contributor lists).
+pub const MAX_POOL_MEMBERS: u32 = 32;
+
+parameter_types! {
+	/// Receives slashed stake and failed challengers' bonds.
+	pub TreasuryAccount: AccountId = PalletId(*b"syn/trsy").into_account_truncating();
+	/// Smallest non-zero trainer stake: 1 SYN.
+	pub const MinBond: Balance = UNIT;
+	/// Unbonding takes 10 minutes.
+	pub const UnbondingPeriod: BlockNumber = 10 * MINUTES;
+	/// A challenger holds 10 SYN.
+	pub const ChallengeBond: Balance = 10 * UNIT;
+	/// Jurors vote within a minute (a juror replays one worker's H inner steps).
+	pub const VotingPeriod: BlockNumber = MINUTES;
+	/// A guilty member loses 10 % of its committed stake…
+	pub const SlashFraction: Perbill = Perbill::from_percent(10);
+	/// …half of which goes to the challenger.
+	pub const ChallengerShare: Perbill = Perbill::from_percent(50);
+}
+
+type ToTreasury = ResolveTo<TreasuryAccount, Balances>;
+
+impl pallet_trainer_staking::Config for Runtime {
+	type Currency = Balances;
+	type RuntimeHoldReason = RuntimeHoldReason;
+	type MinBond = MinBond;
+	type UnbondingPeriod = UnbondingPeriod;
+	type MaxUnlockingChunks = ConstU32<32>;
+	type Commitments = TrainingPools;
+	type Slash = ToTreasury;
+	type WeightInfo = pallet_trainer_staking::weights::SubstrateWeight<Runtime>;
+}
+
+impl pallet_training_pools::Config for Runtime {
+	type Currency = Balances;
+	type RuntimeHoldReason = RuntimeHoldReason;
+	type Staking = TrainerStaking;
+	type OnTrainingStarted = Checkpoints;
+	type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
+	type MaxPoolsPerTrainer = ConstU32<8>;
+	type MaxPeerIdLen = ConstU32<64>;
+	type MaxDatasetIdLen = ConstU32<64>;
+	type MaxRounds = ConstU32<100_000>;
+	type WeightInfo = pallet_training_pools::weights::SubstrateWeight<Runtime>;
+	#[cfg(feature = "runtime-benchmarks")]
+	type BenchmarkHelper = benchmark_helpers::Helper;
+}
+
+impl pallet_checkpoints::Config for Runtime {
+	type Balance = Balance;
+	type Pools = TrainingPools;
+	type OnRoundFinalized = Rewards;
+	type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
+	type MaxDeadlinesPerBlock = ConstU32<64>;
+	type WeightInfo = pallet_checkpoints::weights::SubstrateWeight<Runtime>;
+	#[cfg(feature = "runtime-benchmarks")]
+	type BenchmarkHelper = TrainingPools;
+}
+
+impl pallet_challenges::Config for Runtime {
+	type Currency = Balances;
+	type RuntimeHoldReason = RuntimeHoldReason;
+	type Staking = TrainerStaking;
+	type Pools = TrainingPools;
+	type Checkpoints = Checkpoints;
+	type ChallengeBond = ChallengeBond;
+	type JurySize = ConstU32<5>;
+	type VotingPeriod = VotingPeriod;
+	type SlashFraction = SlashFraction;
+	type ChallengerShare = ChallengerShare;
+	type MaxPoolMembers = ConstU32<MAX_POOL_MEMBERS>;
+	type MaxExpiriesPerBlock = ConstU32<64>;
+	type Slash = ToTreasury;
+	type WeightInfo = pallet_challenges::weights::SubstrateWeight<Runtime>;
+	#[cfg(feature = "runtime-benchmarks")]
+	type BenchmarkHelper = benchmark_helpers::Helper;
+}
+
+impl pallet_rewards::Config for Runtime {
+	type Balance = Balance;
+	type Pools = TrainingPools;
+	type Checkpoints = Checkpoints;
+	type Challenges = Challenges;
+	type VotingPeriod = VotingPeriod;
+	type MaxSettlementsPerBlock = ConstU32<64>;
+	type MaxContributors = ConstU32<MAX_POOL_MEMBERS>;
+	type WeightInfo = pallet_rewards::weights::SubstrateWeight<Runtime>;
+	#[cfg(feature = "runtime-benchmarks")]
+	type BenchmarkHelper = benchmark_helpers::Helper;
+}
+
+#[cfg(feature = "runtime-benchmarks")]
+mod benchmark_helpers {
+	use super::*;
+	use crate::RuntimeOrigin;
+	use alloc::vec::Vec;
+	use synod_primitives::PoolSetup;
+
+	/// Bonds stake and builds pools with final rounds for the pallets' benchmarks.
+	pub struct Helper;
+
+	impl pallet_training_pools::benchmarking::BenchmarkHelper<AccountId, Balance> for Helper {
+		fn bond(who: &AccountId, amount: Balance) {
+			let amount = amount.max(MinBond::get());
+			TrainerStaking::bond(RuntimeOrigin::signed(who.clone()), amount)
+				.expect("benchmark account can bond");
+		}
+	}
+
+	fn final_round(members: u32) -> (u32, Vec<AccountId>) {
+		let (pool, who) = TrainingPools::training_pool(members);
+		let all: Vec<u32> = (0..who.len() as u32).collect();
+		for w in &who {
+			let _ = Checkpoints::commit_checkpoint(
+				RuntimeOrigin::signed(w.clone()),
+				pool,
+				1,
+				[1; 32],
+				frame_support::BoundedVec::truncate_from(all.clone()),
+			);
+		}
+		(pool, who)
+	}
+
+	impl pallet_challenges::BenchmarkHelper<AccountId> for Helper {
+		fn final_round(members: u32) -> (u32, Vec<AccountId>) {
+			final_round(members)
+		}
+	}
+
+	impl pallet_rewards::BenchmarkHelper<AccountId> for Helper {
+		fn final_round(members: u32) -> (u32, Vec<AccountId>) {
+			final_round(members)
+		}
+	}
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the FRAME benchmarks (v2) of Synod's five pallets on the dev runtime and regenerates each
+# pallet's src/weights.rs from scripts/weight-template.hbs.
+#
+#   ./scripts/benchmark.sh [steps] [repeat]      (defaults 20 and 10)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+# shellcheck source=/dev/null
+source "${SYNOD_CACHE:-$HOME/.cache/synod}/env.sh"
+STEPS=${1:-20}
+REPEAT=${2:-10}
+cargo build --locked --release -p synod-node --features runtime-benchmarks
+NODE="$CARGO_TARGET_DIR/release/synod-node"
+for dir in trainer-staking training-pools checkpoints challenges rewards; do
+  pallet="pallet_${dir//-/_}"
+  "$NODE" benchmark pallet --chain dev --pallet "$pallet" --extrinsic '*' \
+    --steps "$STEPS" --repeat "$REPEAT" --wasm-execution compiled \
+    --template scripts/weight-template.hbs --output "pallets/$dir/src/weights.rs"
+done
