@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 use frame_support::{
 	genesis_builder_helper::{build_state, get_preset},
-	view_functions::{runtime_api::RuntimeViewFunction, ViewFunctionDispatchError, ViewFunctionId},
+	view_functions::{ViewFunctionDispatchError, ViewFunctionId},
 	weights::Weight,
 };
 use pallet_grandpa::AuthorityId as GrandpaId;
@@ -53,7 +53,7 @@ impl_runtime_apis! {
 		}
 	}
 
-	impl RuntimeViewFunction<Block> for Runtime {
+	impl frame_support::view_functions::runtime_api::RuntimeViewFunction<Block> for Runtime {
 		fn execute_view_function(id: ViewFunctionId, input: Vec<u8>) -> Result<Vec<u8>, ViewFunctionDispatchError> {
 			Runtime::execute_view_function(id, input)
 		}
@@ -107,8 +107,11 @@ impl_runtime_apis! {
 	}
 
 	impl sp_session::SessionKeys<Block> for Runtime {
-		fn generate_session_keys(seed: Option<Vec<u8>>) -> Vec<u8> {
-			SessionKeys::generate(seed)
+		fn generate_session_keys(
+			owner: Vec<u8>,
+			seed: Option<Vec<u8>>,
+		) -> sp_session::OpaqueGeneratedSessionKeys {
+			SessionKeys::generate(&owner, seed).into()
 		}
 
 		fn decode_session_keys(encoded: Vec<u8>) -> Option<Vec<(Vec<u8>, KeyTypeId)>> {

@@ -4,7 +4,9 @@
 pub mod synod;
 
 use frame_support::{
-	derive_impl, parameter_types,
+	derive_impl,
+	dispatch::DispatchClass,
+	parameter_types,
 	traits::{ConstBool, ConstU128, ConstU32, ConstU64, ConstU8, VariantCountOf},
 	weights::{
 		constants::{ParityDbWeight, WEIGHT_REF_TIME_PER_SECOND},
@@ -37,7 +39,10 @@ parameter_types! {
 		);
 	/// 5 MiB blocks.
 	pub RuntimeBlockLength: frame_system::limits::BlockLength = frame_system::limits::BlockLength
-		::max_with_normal_ratio(5 * 1024 * 1024, NORMAL_DISPATCH_RATIO);
+		::builder()
+		.max_length(5 * 1024 * 1024)
+		.modify_max_length_for_class(DispatchClass::Normal, |m| *m = NORMAL_DISPATCH_RATIO * *m)
+		.build();
 	/// Generic Substrate SS58 prefix.
 	pub const SS58Prefix: u8 = 42;
 }
