@@ -6,6 +6,6 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 # shellcheck source=/dev/null
 source "${SYNOD_CACHE:-$HOME/.cache/synod}/env.sh"
-cargo build --locked --release -p synod-node
-"$CARGO_TARGET_DIR/release/synod-node" export-chain-spec --chain local > chain-specs/local-testnet.json
+cargo build --locked -p synod-node
+"$CARGO_TARGET_DIR/debug/synod-node" export-chain-spec --chain local > chain-specs/local-testnet.json
 echo "wrote chain-specs/local-testnet.json" >&2

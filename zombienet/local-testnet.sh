@@ -8,7 +8,7 @@
 # The automated check of this network is node/tests/local_testnet.rs (cargo test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-NODE=${1:-${CARGO_TARGET_DIR:-$HOME/.cache/synod/target}/release/synod-node}
+NODE=${1:-${CARGO_TARGET_DIR:-$HOME/.cache/synod/target}/debug/synod-node}
 SPEC=chain-specs/local-testnet.json
 BASE=$(mktemp -d)
 # ed25519 node key 0x…01 has peer id 12D3KooWEyoppNCUx8Yx66oV9fJnriXwCcXwDDUA2kj6vnc6iDEp.
@@ -17,8 +17,9 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$BASE"' EXIT
 i=0
 for who in alice bob charlie dave; do
-  extra=(--bootnodes "$BOOT")
-  [ "$who" = alice ] && extra=(--node-key 0000000000000000000000000000000000000000000000000000000000000001)
+  # Validators of a non-dev chain need a node key: fixed keys 0x…01 … 0x…04.
+  extra=(--node-key "$(printf '%064x' $((i + 1)))")
+  [ "$who" = alice ] || extra+=(--bootnodes "$BOOT")
   "$NODE" --chain "$SPEC" --"$who" --validator --base-path "$BASE/$who" \
     --port $((30333 + i)) --rpc-port $((9944 + i)) --prometheus-port $((9615 + i)) \
     "${extra[@]}" 2> "$BASE/$who.log" &

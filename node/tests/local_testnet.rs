@@ -14,9 +14,13 @@ const ALICE_PEER_ID: &str = "12D3KooWEyoppNCUx8Yx66oV9fJnriXwCcXwDDUA2kj6vnc6iDE
 fn four_validators_author_and_finalize() {
 	let alice = Node::start(&["--chain", "local", "--alice", "--validator", "--node-key", ALICE_NODE_KEY]);
 	let boot = format!("/ip4/127.0.0.1/tcp/{}/p2p/{ALICE_PEER_ID}", alice.p2p_port);
-	let others: Vec<Node> = ["--bob", "--charlie", "--dave"]
+	// A validator on a non-dev chain must have a node key: give each a fixed one.
+	let others: Vec<Node> = [("--bob", "02"), ("--charlie", "03"), ("--dave", "04")]
 		.iter()
-		.map(|who| Node::start(&["--chain", "local", who, "--validator", "--bootnodes", &boot]))
+		.map(|(who, key)| {
+			let key = format!("{}{key}", "0".repeat(62));
+			Node::start(&["--chain", "local", who, "--validator", "--bootnodes", &boot, "--node-key", &key])
+		})
 		.collect();
 	let target = 4;
 	alice.wait_finalized(target, Duration::from_secs(240));
