@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 source "${SYNOD_CACHE:-$HOME/.cache/synod}/env.sh"
 STEPS=${1:-20}
 REPEAT=${2:-10}
-cargo build --locked --release -p synod-node --features runtime-benchmarks
-NODE="$CARGO_TARGET_DIR/release/synod-node"
+# The runtime wasm is always built in release; the dev-profile node only hosts it.
+cargo build --locked -p synod-node --features runtime-benchmarks
+NODE="$CARGO_TARGET_DIR/debug/synod-node"
 for dir in trainer-staking training-pools checkpoints challenges rewards; do
   pallet="pallet_${dir//-/_}"
   "$NODE" benchmark pallet --chain dev --pallet "$pallet" --extrinsic '*' \

@@ -90,25 +90,18 @@ function field(event, name) {
   return event.data[i];
 }
 
-async function waitForEvent(api, section, method, pred, maxBlocks) {
-  return new Promise((resolve, reject) => {
-    let seen = 0;
-    let unsub;
-    api.query.system.events((records) => {
-      seen += 1;
-      for (const { event } of records) {
-        if (event.section === section && event.method === method && pred(event)) {
-          if (unsub) unsub();
-          resolve(event);
-          return;
-        }
-      }
-      if (seen > maxBlocks) {
-        if (unsub) unsub();
-        reject(new Error(`no ${section}.${method} within ${maxBlocks} blocks`));
-      }
-    }).then((u) => { unsub = u; }, reject);
-  });
+/** Polls `probe` once per new block until it returns true; fails after `maxBlocks`. */
+async function waitUntil(api, what, probe, maxBlocks) {
+  for (let seen = 0; seen <= maxBlocks; seen += 1) {
+    if (await probe()) return;
+    await new Promise((resolve, reject) => {
+      let unsub;
+      api.rpc.chain.subscribeNewHeads(() => {
+        if (unsub) { unsub(); resolve(); }
+      }).then((u) => { unsub = u; }, reject);
+    });
+  }
+  fail(`${what} not seen within ${maxBlocks} blocks`);
 }
 
 const hash32 = (b) => u8aToHex(new Uint8Array(32).fill(b));
@@ -225,8 +218,11 @@ async function main() {
 
   console.log('settlement → claim');
   await expectError(api, dave, api.tx.rewards.claimRewards(pool), 'rewards', 'NothingToClaim');
-  await waitForEvent(api, 'rewards', 'RoundSettled',
-    (e) => e.data.poolId.toNumber() === pool && e.data.round.toNumber() === 2, 200);
+  // Round 2 settles `challengeWindow + VotingPeriod + 1` blocks after its finality.
+  await waitUntil(api, 'settlement of both rounds', async () =>
+    (await api.query.rewards.unsettled.entries(pool)).length === 0, 300);
+  check((await api.query.rewards.claimable(pool, bob.address)).toBigInt() === 30n * UNIT,
+    'both rounds settled: 30 SYN claimable by Bob');
   const before = (await api.query.system.account(bob.address)).data.free.toBigInt();
   ev = await ok(api, bob, api.tx.rewards.claimRewards(pool), 'Bob claims');
   const claimed = find(ev, 'rewards', 'RewardsClaimed').data.amount.toBigInt();

@@ -4,7 +4,7 @@
 use super::*;
 use crate::pallet::{BalanceOf, Pools};
 use frame_benchmarking::v2::*;
-use frame_support::traits::{fungible::Mutate, Get};
+use frame_support::{traits::{fungible::Mutate, Get}, BoundedVec};
 use frame_system::RawOrigin;
 use sp_runtime::{traits::Bounded, Perbill};
 use synod_primitives::PoolStatus;
@@ -17,7 +17,8 @@ pub trait BenchmarkHelper<AccountId, Balance> {
 
 fn funded<T: Config>(name: &'static str, i: u32) -> T::AccountId {
 	let who: T::AccountId = account(name, i, 0);
-	T::Currency::set_balance(&who, BalanceOf::<T>::max_value() / 1_000u32.into());
+	// Far below `max / accounts`, so that hundreds of funded accounts cannot overflow issuance.
+	T::Currency::set_balance(&who, BalanceOf::<T>::max_value() / 1_000_000_000u32.into());
 	who
 }
 
