@@ -90,18 +90,14 @@ function field(event, name) {
   return event.data[i];
 }
 
-/** Polls `probe` once per new block until it returns true; fails after `maxBlocks`. */
+/** Polls `probe` every second until it returns true; fails after `maxBlocks` new blocks. */
 async function waitUntil(api, what, probe, maxBlocks) {
-  for (let seen = 0; seen <= maxBlocks; seen += 1) {
-    if (await probe()) return;
-    await new Promise((resolve, reject) => {
-      let unsub;
-      api.rpc.chain.subscribeNewHeads(() => {
-        if (unsub) { unsub(); resolve(); }
-      }).then((u) => { unsub = u; }, reject);
-    });
+  const best = async () => (await api.rpc.chain.getHeader()).number.toNumber();
+  const start = await best();
+  while (!(await probe())) {
+    if ((await best()) - start > maxBlocks) fail(`${what} not seen within ${maxBlocks} blocks`);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
   }
-  fail(`${what} not seen within ${maxBlocks} blocks`);
 }
 
 const hash32 = (b) => u8aToHex(new Uint8Array(32).fill(b));
