@@ -39,7 +39,7 @@ impl<T: Config> Pallet<T> {
 				(key, m.who)
 			})
 			.collect();
-		ranked.sort_by(|a, b| a.0.cmp(&b.0));
+		ranked.sort_by_key(|(key, _)| *key);
 		BoundedVec::truncate_from(ranked.into_iter().map(|(_, who)| who).collect())
 	}
 

@@ -81,7 +81,7 @@ impl pallet_training_pools::benchmarking::BenchmarkHelper<AccountId, Balance> fo
 }
 
 thread_local! {
-	static FINALIZED: RefCell<Vec<(u32, u32, u64)>> = RefCell::new(Vec::new());
+	static FINALIZED: RefCell<Vec<(u32, u32, u64)>> = const { RefCell::new(Vec::new()) };
 }
 /// Records finalized rounds.
 pub struct RecordFinal;
@@ -175,7 +175,7 @@ pub fn training_pool(rounds: u32, quorum: Perbill, stakes: &[Balance]) {
 			0,
 			*stake,
 			vec![0, 36, who as u8].try_into().unwrap(),
-			[who as u8; ML_DSA_65_PUBLIC_KEY_LEN],
+			Box::new([who as u8; ML_DSA_65_PUBLIC_KEY_LEN]),
 		));
 	}
 }

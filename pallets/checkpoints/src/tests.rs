@@ -201,7 +201,7 @@ fn commit_errors() {
 			0,
 			1_000,
 			vec![1].try_into().unwrap(),
-			[3; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]
+			Box::new([3; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN])
 		));
 		assert_noop!(commit(3, 1, 7, &[0, 1]), Error::<Test>::NotYetMember);
 		run_to_block(11); // round 1 voided
@@ -223,7 +223,7 @@ fn open_round_counts_only_participating_members() {
 			0,
 			4_000,
 			vec![1].try_into().unwrap(),
-			[3; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]
+			Box::new([3; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN])
 		));
 		assert_eq!(OpenRounds::<Test>::get(0).unwrap().round_stake, 2_000);
 		assert_ok!(commit(1, 1, 7, &[0, 1]));
@@ -245,7 +245,7 @@ fn deadlines_spill_to_the_next_block_when_full() {
 				pool,
 				1_000,
 				vec![1].try_into().unwrap(),
-				[1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]
+				Box::new([1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN])
 			));
 		}
 		assert_eq!(Deadlines::<Test>::get(11).len(), 2);

@@ -234,7 +234,7 @@ pub fn training_pool(rounds: u32, quorum: Perbill, stakes: &[Balance]) {
 			0,
 			*stake,
 			vec![0, 36, who as u8].try_into().unwrap(),
-			[who as u8; ML_DSA_65_PUBLIC_KEY_LEN],
+			Box::new([who as u8; ML_DSA_65_PUBLIC_KEY_LEN]),
 		));
 	}
 }

@@ -4,7 +4,7 @@ use crate::{pallet::*, Event};
 use alloc::vec::Vec;
 use frame_support::pallet_prelude::*;
 use frame_system::pallet_prelude::BlockNumberFor;
-use sp_runtime::traits::{One, Saturating, Zero};
+use sp_runtime::traits::{CheckedDiv, One, Saturating, Zero};
 use synod_primitives::{
 	ChallengesInspect, CheckpointsInspect, OnRoundFinalized, PoolId, PoolsInterface, RoundIndex,
 };
@@ -44,7 +44,7 @@ impl<T: Config> Pallet<T> {
 			.filter(|who| !T::Challenges::is_guilty(pool_id, round, who))
 			.collect();
 		let n = T::Balance::from(eligible.len() as u32);
-		let share = if n.is_zero() { Zero::zero() } else { pending.reserved / n };
+		let share = pending.reserved.checked_div(&n).unwrap_or_else(Zero::zero);
 		for who in eligible.iter() {
 			Claimable::<T>::mutate(pool_id, who, |c| *c = c.saturating_add(share));
 		}

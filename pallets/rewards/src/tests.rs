@@ -164,7 +164,7 @@ fn settlements_per_block_are_bounded() {
 				pool,
 				1_000,
 				vec![1].try_into().unwrap(),
-				[1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]
+				Box::new([1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN])
 			));
 		}
 		let c = |who: u64, pool: u32| {
@@ -184,7 +184,7 @@ fn settlements_per_block_are_bounded() {
 			3,
 			1_000,
 			vec![1].try_into().unwrap(),
-			[1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]
+			Box::new([1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN])
 		));
 		for (who, pool) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
 			assert_ok!(c(who, pool));

@@ -39,7 +39,7 @@ impl pallet_balances::Config for Test {
 }
 
 thread_local! {
-	static COMMITTED: RefCell<BTreeMap<AccountId, Balance>> = RefCell::new(BTreeMap::new());
+	static COMMITTED: RefCell<BTreeMap<AccountId, Balance>> = const { RefCell::new(BTreeMap::new()) };
 }
 
 /// Test double for pool commitments.

@@ -94,7 +94,7 @@ mod benchmarks {
 		T::BenchmarkHelper::bond(&who, 1_000u32.into());
 		let peer = BoundedVec::truncate_from(alloc::vec![7u8; T::MaxPeerIdLen::get() as usize]);
 		#[extrinsic_call]
-		_(RawOrigin::Signed(who), 0, 1_000u32.into(), peer, [9u8; ML_DSA_65_PUBLIC_KEY_LEN]);
+		_(RawOrigin::Signed(who), 0, 1_000u32.into(), peer, alloc::boxed::Box::new([9u8; ML_DSA_65_PUBLIC_KEY_LEN]));
 		assert_eq!(Pools::<T>::get(0).map(|p| p.status), Some(PoolStatus::Training));
 		Ok(())
 	}

@@ -47,7 +47,7 @@ pub mod weights;
 #[frame_support::pallet]
 pub mod pallet {
 	use super::*;
-	use alloc::vec::Vec;
+	use alloc::{boxed::Box, vec::Vec};
 	use frame_support::{
 		pallet_prelude::*,
 		traits::{fungible, fungible::Inspect},
@@ -251,7 +251,7 @@ pub mod pallet {
 
 		/// Joins `pool_id`, committing `stake` planck of bonded stake and registering the
 		/// trainer's libp2p `peer_id` (multihash bytes) and ML-DSA-65 public key
-		/// (`ml_dsa_key`, 1952 bytes).
+		/// (`ml_dsa_key`, 1952 bytes; boxed to keep `RuntimeCall` small).
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolClosed`], [`Error::PoolFull`],
 		/// [`Error::AlreadyMember`], [`Error::StakeBelowMinimum`], [`Error::InsufficientStake`],
@@ -263,10 +263,10 @@ pub mod pallet {
 			pool_id: PoolId,
 			stake: BalanceOf<T>,
 			peer_id: BoundedVec<u8, T::MaxPeerIdLen>,
-			ml_dsa_key: MlDsaPublicKey,
+			ml_dsa_key: Box<MlDsaPublicKey>,
 		) -> DispatchResult {
 			let who = ensure_signed(origin)?;
-			Self::do_join_pool(who, pool_id, stake, peer_id, ml_dsa_key)
+			Self::do_join_pool(who, pool_id, stake, peer_id, *ml_dsa_key)
 		}
 
 		/// Leaves `pool_id`; the committed stake is free to unbond. Rewards already credited

@@ -55,7 +55,7 @@ impl pallet_trainer_staking::Config for Test {
 }
 
 thread_local! {
-	static STARTED: RefCell<Vec<u32>> = RefCell::new(Vec::new());
+	static STARTED: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
 }
 /// Records the pools that started training.
 pub struct RecordStarts;
@@ -146,8 +146,8 @@ pub fn spec() -> PoolSpec<Test> {
 	}
 }
 
-pub fn key(who: AccountId) -> MlDsaPublicKey {
-	[who as u8; ML_DSA_65_PUBLIC_KEY_LEN]
+pub fn key(who: AccountId) -> Box<MlDsaPublicKey> {
+	Box::new([who as u8; ML_DSA_65_PUBLIC_KEY_LEN])
 }
 
 pub fn peer(who: AccountId) -> frame_support::BoundedVec<u8, ConstU32<64>> {

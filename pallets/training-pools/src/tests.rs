@@ -29,7 +29,8 @@ fn create_pool_holds_the_budget() {
 fn create_pool_rejects_bad_specs() {
 	run_test(|| {
 		let o = || RuntimeOrigin::signed(CREATOR);
-		let cases: Vec<(Box<dyn Fn(&mut crate::PoolSpec<Test>)>, Error<Test>)> = vec![
+		type Edit = Box<dyn Fn(&mut crate::PoolSpec<Test>)>;
+		let cases: Vec<(Edit, Error<Test>)> = vec![
 			(Box::new(|s| s.rounds = 0), Error::InvalidRounds),
 			(Box::new(|s| s.rounds = 101), Error::InvalidRounds),
 			(Box::new(|s| s.min_trainers = 0), Error::InvalidTrainerBounds),
@@ -67,7 +68,7 @@ fn joining_min_trainers_starts_round_one() {
 		assert_eq!(started(), vec![0]);
 		let m = Members::<Test>::get(0, 2).unwrap();
 		assert_eq!((m.index, m.stake, m.from_round), (1, 700, 1));
-		assert_eq!(m.ml_dsa_key, key(2));
+		assert_eq!(m.ml_dsa_key, *key(2));
 		assert!(events().contains(&Event::TrainingStarted { pool_id: 0 }));
 		// A member joining during round 1 takes part from round 2.
 		bond_and_join(3, 0, 500);
