@@ -1,0 +1,252 @@
+//! Reads at the finalized head and the finalized-block subscription.
+
+use std::time::{Duration, Instant};
+
+use scale_decode::DecodeAsType;
+use subxt::{OnlineClient, PolkadotConfig};
+use tokio::sync::mpsc;
+
+use crate::events::{decode, SynodEvent};
+use crate::types::{AccountId, FinalCheckpoint, Ledger, MemberInfo, MemberRecord, PoolInfo};
+use crate::ChainError;
+
+/// The client configuration: the runtime uses Polkadot's address, signature and header types
+/// (`MultiAddress<AccountId32, ()>`, `MultiSignature`, `u32` block numbers, blake2-256).
+pub type Config = PolkadotConfig;
+
+/// A connection to one node. Cheap to clone (the RPC client is shared).
+#[derive(Clone)]
+pub struct Chain {
+    /// The node's RPC address.
+    pub url: String,
+    pub(crate) api: OnlineClient<Config>,
+}
+
+/// A finalized block and the Synod events in it.
+#[derive(Clone, Debug)]
+pub struct FinalizedBlock {
+    /// Block number.
+    pub number: u64,
+    /// Synod events in block order.
+    pub events: Vec<SynodEvent>,
+}
+
+#[derive(DecodeAsType)]
+struct AccountInfo {
+    nonce: u32,
+    data: AccountData,
+}
+
+#[derive(DecodeAsType)]
+struct AccountData {
+    free: u128,
+}
+
+impl Chain {
+    /// Connects to `url` (`ws://host:port`; plain ws is accepted), retrying every 500 ms for up
+    /// to `wait` while the node starts.
+    ///
+    /// # Errors
+    /// [`ChainError::Connect`] with the last error once `wait` has passed.
+    pub async fn connect(url: &str, wait: Duration) -> Result<Self, ChainError> {
+        let start = Instant::now();
+        loop {
+            match OnlineClient::<Config>::from_insecure_url(url).await {
+                Ok(api) => return Ok(Self { url: url.to_string(), api }),
+                Err(e) if start.elapsed() >= wait => return Err(ChainError::Connect { url: url.to_string(), reason: e.to_string() }),
+                Err(e) => tracing::debug!("node at {url} not ready: {e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    async fn fetch<K, V>(&self, pallet: &str, entry: &str, keys: K) -> Result<Option<V>, ChainError>
+    where
+        K: subxt::ext::frame_decode::storage::IntoEncodableValues + subxt::ext::frame_decode::storage::IntoDecodableValues + Send,
+        V: DecodeAsType,
+    {
+        let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
+        let addr = subxt::dynamic::storage::<K, V>(pallet, entry);
+        let what = format!("{pallet}.{entry}");
+        match at.storage().try_fetch(addr, keys).await.map_err(ChainError::rpc)? {
+            Some(v) => Ok(Some(v.decode_as::<V>().map_err(|e| ChainError::decode(&what, e))?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Number of the last finalized block.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`].
+    pub async fn finalized_number(&self) -> Result<u64, ChainError> {
+        Ok(self.api.at_current_block().await.map_err(ChainError::rpc)?.block_number())
+    }
+
+    /// `TrainingPools.Pools(pool)`.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn pool(&self, pool: u32) -> Result<Option<PoolInfo>, ChainError> {
+        self.fetch("TrainingPools", "Pools", (pool,)).await
+    }
+
+    /// `TrainingPools.NextPoolId`: the id the next `create_pool` gets.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn next_pool_id(&self) -> Result<u32, ChainError> {
+        Ok(self.fetch::<(), u32>("TrainingPools", "NextPoolId", ()).await?.unwrap_or(0))
+    }
+
+    /// The pool's current members with their registrations, ascending index.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn members(&self, pool: u32) -> Result<Vec<MemberInfo>, ChainError> {
+        let list: Vec<AccountId> = self.fetch("TrainingPools", "MemberList", (pool,)).await?.unwrap_or_default();
+        let mut out = Vec::with_capacity(list.len());
+        for account in list {
+            if let Some(record) = self.fetch::<_, MemberRecord>("TrainingPools", "Members", (pool, account.clone())).await? {
+                out.push(MemberInfo { account, record });
+            }
+        }
+        out.sort_by_key(|m| m.record.index);
+        Ok(out)
+    }
+
+    /// `who`'s registration in `pool`, if a member.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn member(&self, pool: u32, who: &AccountId) -> Result<Option<MemberRecord>, ChainError> {
+        self.fetch("TrainingPools", "Members", (pool, who.clone())).await
+    }
+
+    /// `Checkpoints.FinalCheckpoints(pool, round)`.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn final_checkpoint(&self, pool: u32, round: u32) -> Result<Option<FinalCheckpoint>, ChainError> {
+        self.fetch("Checkpoints", "FinalCheckpoints", (pool, round)).await
+    }
+
+    /// `Checkpoints.LastFinal(pool)`: the last final round and its hash.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn last_final(&self, pool: u32) -> Result<Option<(u32, [u8; 32])>, ChainError> {
+        self.fetch("Checkpoints", "LastFinal", (pool,)).await
+    }
+
+    /// Whether `round` of `pool` was voided (`Checkpoints.Voided`).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn voided(&self, pool: u32, round: u32) -> Result<bool, ChainError> {
+        Ok(self.fetch::<_, u32>("Checkpoints", "Voided", (pool, round)).await?.is_some())
+    }
+
+    /// `Rewards.Claimable(pool, who)`, in planck.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn claimable(&self, pool: u32, who: &AccountId) -> Result<u128, ChainError> {
+        Ok(self.fetch("Rewards", "Claimable", (pool, who.clone())).await?.unwrap_or(0))
+    }
+
+    /// Final rounds of `pool` whose rewards are not settled yet (`Rewards.Unsettled` entries).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`].
+    pub async fn unsettled_rounds(&self, pool: u32) -> Result<usize, ChainError> {
+        let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
+        let addr = subxt::dynamic::storage::<(u32, u32), subxt::dynamic::Value>("Rewards", "Unsettled");
+        let mut it = at.storage().iter(addr, (pool,)).await.map_err(ChainError::rpc)?;
+        let mut n = 0;
+        while let Some(e) = it.next().await {
+            e.map_err(ChainError::rpc)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// `who`'s free balance, in planck.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn free_balance(&self, who: &AccountId) -> Result<u128, ChainError> {
+        Ok(self.fetch::<_, AccountInfo>("System", "Account", (who.clone(),)).await?.map_or(0, |a| a.data.free))
+    }
+
+    /// `who`'s next nonce at the finalized head.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn nonce(&self, who: &AccountId) -> Result<u32, ChainError> {
+        Ok(self.fetch::<_, AccountInfo>("System", "Account", (who.clone(),)).await?.map_or(0, |a| a.nonce))
+    }
+
+    /// `who`'s active bonded stake, in planck.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn active_stake(&self, who: &AccountId) -> Result<u128, ChainError> {
+        Ok(self.fetch::<_, Ledger>("TrainerStaking", "Ledger", (who.clone(),)).await?.map_or(0, |l| l.active))
+    }
+
+    /// Follows finalized blocks from now on: one [`FinalizedBlock`] per block (with its Synod
+    /// events), delivered on a channel of 64. The subscription runs on the current tokio
+    /// runtime and ends (closing the channel) when the connection fails or the receiver is
+    /// dropped; callers re-read state with the getters after reconnecting, so no event is lost.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`] if the subscription cannot start.
+    pub async fn follow(&self) -> Result<mpsc::Receiver<Result<FinalizedBlock, ChainError>>, ChainError> {
+        let mut blocks = self.api.stream_blocks().await.map_err(ChainError::rpc)?;
+        let (tx, rx) = mpsc::channel(64);
+        tokio::spawn(async move {
+            while let Some(b) = blocks.next().await {
+                let out = async {
+                    let b = b.map_err(ChainError::rpc)?;
+                    let at = b.at().await.map_err(ChainError::rpc)?;
+                    let evs = at.events().fetch().await.map_err(ChainError::rpc)?;
+                    let mut events = Vec::new();
+                    for ev in evs.iter() {
+                        let ev = ev.map_err(|e| ChainError::decode("event", e))?;
+                        if let Some(e) = decode(&ev)? {
+                            events.push(e);
+                        }
+                    }
+                    Ok(FinalizedBlock { number: b.number(), events })
+                }
+                .await;
+                let failed = out.is_err();
+                if tx.send(out).await.is_err() || failed {
+                    break;
+                }
+            }
+        });
+        Ok(rx)
+    }
+
+    /// Polls `check` at every finalized block (at most every 500 ms) until it returns `Some`.
+    ///
+    /// # Errors
+    /// [`ChainError::Timeout`] after `timeout`; errors of `check`.
+    pub async fn wait_for<T, F, Fut>(&self, what: &str, timeout: Duration, mut check: F) -> Result<T, ChainError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Option<T>, ChainError>>,
+    {
+        let start = Instant::now();
+        loop {
+            if let Some(v) = check().await? {
+                return Ok(v);
+            }
+            if start.elapsed() >= timeout {
+                return Err(ChainError::Timeout { what: what.to_string(), secs: timeout.as_secs() });
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+}

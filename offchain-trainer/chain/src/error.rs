@@ -1,0 +1,68 @@
+//! Errors of the chain client.
+
+/// What can go wrong talking to the chain.
+#[derive(Debug, thiserror::Error)]
+pub enum ChainError {
+    /// The node could not be reached (after retrying for the given number of seconds).
+    #[error("cannot reach the node at {url}: {reason}")]
+    Connect {
+        /// RPC address.
+        url: String,
+        /// Last error.
+        reason: String,
+    },
+    /// An RPC request or subscription failed (connection lost, node error).
+    #[error("rpc: {0}")]
+    Rpc(String),
+    /// A storage value or event did not decode into the expected shape (runtime mismatch).
+    #[error("cannot decode {what}: {reason}")]
+    Decode {
+        /// Which item.
+        what: String,
+        /// Decoder message.
+        reason: String,
+    },
+    /// The extrinsic was included and failed with a pallet error, e.g.
+    /// `Checkpoints::RoundNotOpen` (the pallet's doc string in `docs`).
+    #[error("{pallet}::{error}: {docs}")]
+    Module {
+        /// Pallet name.
+        pallet: String,
+        /// Error variant name.
+        error: String,
+        /// The error's documentation.
+        docs: String,
+    },
+    /// The extrinsic was included and failed with a non-pallet dispatch error.
+    #[error("dispatch failed: {0}")]
+    Dispatch(String),
+    /// The transaction pool rejected the extrinsic (bad nonce, cannot pay fees, …).
+    #[error("transaction rejected: {0}")]
+    Rejected(String),
+    /// Bad input from the caller (e.g. a peer id longer than the chain allows).
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+    /// A wait for a chain condition ran out of time.
+    #[error("timed out after {secs} s waiting for {what}")]
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// Seconds waited.
+        secs: u64,
+    },
+}
+
+impl ChainError {
+    /// Whether this is pallet error `pallet::error`.
+    pub fn is_module(&self, pallet: &str, error: &str) -> bool {
+        matches!(self, ChainError::Module { pallet: p, error: e, .. } if p == pallet && e == error)
+    }
+
+    pub(crate) fn rpc(e: impl std::fmt::Display) -> Self {
+        ChainError::Rpc(e.to_string())
+    }
+
+    pub(crate) fn decode(what: &str, e: impl std::fmt::Display) -> Self {
+        ChainError::Decode { what: what.to_string(), reason: e.to_string() }
+    }
+}

@@ -1,0 +1,113 @@
+//! The Synod events a trainer follows, decoded from finalized blocks.
+
+use scale_decode::DecodeAsType;
+
+use crate::types::AccountId;
+
+/// An event of the Synod pallets that changes what a trainer does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SynodEvent {
+    /// `Checkpoints.RoundOpened`: `round` of `pool` is open until block `deadline`.
+    RoundOpened {
+        /// Pool.
+        pool: u32,
+        /// Round.
+        round: u32,
+        /// Block at which it is voided unless final.
+        deadline: u32,
+    },
+    /// `Checkpoints.CheckpointFinalized`: `round` of `pool` is final at `hash`.
+    CheckpointFinalized {
+        /// Pool.
+        pool: u32,
+        /// Round.
+        round: u32,
+        /// blake3 of the final checkpoint.
+        hash: [u8; 32],
+    },
+    /// `Checkpoints.RoundVoided`: `round` closed without a quorum.
+    RoundVoided {
+        /// Pool.
+        pool: u32,
+        /// Round.
+        round: u32,
+    },
+    /// `Checkpoints.PoolCompleted` / `TrainingPools` completion: no more rounds.
+    PoolCompleted {
+        /// Pool.
+        pool: u32,
+    },
+    /// `Rewards.RewardsClaimed`: `who` was paid `amount` planck.
+    RewardsClaimed {
+        /// Pool.
+        pool: u32,
+        /// Account paid.
+        who: AccountId,
+        /// Planck.
+        amount: u128,
+    },
+}
+
+#[derive(DecodeAsType)]
+struct PoolRound {
+    pool_id: u32,
+    round: u32,
+}
+
+#[derive(DecodeAsType)]
+struct Opened {
+    pool_id: u32,
+    round: u32,
+    deadline: u32,
+}
+
+#[derive(DecodeAsType)]
+struct Finalized {
+    pool_id: u32,
+    round: u32,
+    hash: [u8; 32],
+}
+
+#[derive(DecodeAsType)]
+struct PoolOnly {
+    pool_id: u32,
+}
+
+#[derive(DecodeAsType)]
+struct Claimed {
+    pool_id: u32,
+    who: AccountId,
+    amount: u128,
+}
+
+/// Decodes one event by pallet and variant name; `None` for events a trainer ignores.
+///
+/// # Errors
+/// [`crate::ChainError::Decode`] if a known event has unexpected fields.
+pub fn decode<T: subxt::config::Config>(ev: &subxt::events::Event<'_, T>) -> Result<Option<SynodEvent>, crate::ChainError> {
+    let what = || format!("{}.{}", ev.pallet_name(), ev.event_name());
+    let err = |e: subxt::error::EventsError| crate::ChainError::decode(&what(), e);
+    Ok(Some(match (ev.pallet_name(), ev.event_name()) {
+        ("Checkpoints", "RoundOpened") => {
+            let e: Opened = ev.decode_fields_unchecked_as().map_err(err)?;
+            SynodEvent::RoundOpened { pool: e.pool_id, round: e.round, deadline: e.deadline }
+        }
+        ("Checkpoints", "CheckpointFinalized") => {
+            let e: Finalized = ev.decode_fields_unchecked_as().map_err(err)?;
+            SynodEvent::CheckpointFinalized { pool: e.pool_id, round: e.round, hash: e.hash }
+        }
+        ("Checkpoints", "RoundVoided") => {
+            let e: PoolRound = ev.decode_fields_unchecked_as().map_err(err)?;
+            SynodEvent::RoundVoided { pool: e.pool_id, round: e.round }
+        }
+        (_, "PoolCompleted") => {
+            let e: PoolOnly = ev.decode_fields_unchecked_as().map_err(err)?;
+            SynodEvent::PoolCompleted { pool: e.pool_id }
+        }
+        ("Rewards", "RewardsClaimed") => {
+            let e: Claimed = ev.decode_fields_unchecked_as().map_err(err)?;
+            SynodEvent::RewardsClaimed { pool: e.pool_id, who: e.who, amount: e.amount }
+        }
+        _ => return Ok(None),
+    }))
+}

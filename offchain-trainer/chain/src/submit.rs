@@ -1,0 +1,157 @@
+//! Signed extrinsics that are submitted at most once.
+//!
+//! [`Chain::submit`] signs the call once, with the account's next nonce at the finalized head
+//! and a mortal era, and then only ever re-sends **those bytes**: a retry after a lost
+//! connection or a dropped subscription is the same extrinsic (same hash, same nonce), which
+//! the chain can include at most once. If the pool answers that the nonce is already used, the
+//! client waits until the finalized nonce has passed ours and reports the extrinsic as landed.
+
+use std::time::Duration;
+
+use subxt::error::{DispatchError, TransactionEventsError, TransactionFinalizedSuccessError, TransactionProgressError, TransactionStatusError};
+use subxt::transactions::{DefaultParams, Payload};
+
+use crate::client::Chain;
+use crate::events::{decode, SynodEvent};
+use crate::types::AccountId;
+use crate::ChainError;
+
+/// An sr25519 signer (`//Alice`, a mnemonic, or a raw seed with derivation paths).
+pub type Signer = subxt_signer::sr25519::Keypair;
+
+/// Attempts to send the same signed bytes before giving up.
+const ATTEMPTS: u32 = 6;
+
+/// A signer from a secret URI such as `//Bob`.
+///
+/// # Errors
+/// [`ChainError::Invalid`] if the URI does not parse.
+pub fn signer_from_suri(suri: &str) -> Result<Signer, ChainError> {
+    let uri: subxt_signer::SecretUri = suri.parse().map_err(|e| ChainError::Invalid(format!("secret uri: {e}")))?;
+    Signer::from_uri(&uri).map_err(|e| ChainError::Invalid(format!("secret uri: {e}")))
+}
+
+/// The account of `signer`.
+pub fn account_of(signer: &Signer) -> AccountId {
+    AccountId::from(signer.public_key().0)
+}
+
+/// The outcome of a successful extrinsic.
+#[derive(Clone, Debug, Default)]
+pub struct Included {
+    /// Finalized block that holds it (`None` when an earlier attempt landed unseen).
+    pub block_hash: Option<[u8; 32]>,
+    /// The Synod events it emitted.
+    pub events: Vec<SynodEvent>,
+}
+
+fn dispatch_error(d: DispatchError) -> ChainError {
+    match d {
+        DispatchError::Module(m) => match m.details() {
+            Ok(det) => ChainError::Module {
+                pallet: det.pallet.name().to_string(),
+                error: det.variant.name.clone(),
+                docs: det.variant.docs.join(" "),
+            },
+            Err(_) => ChainError::Dispatch(m.details_string()),
+        },
+        other => ChainError::Dispatch(other.to_string()),
+    }
+}
+
+/// Whether a pool rejection means an earlier copy of the extrinsic already used the nonce.
+fn nonce_used(msg: &str) -> bool {
+    let m = msg.to_ascii_lowercase();
+    m.contains("outdated") || m.contains("stale") || m.contains("already imported") || m.contains("priority is too low")
+}
+
+enum Attempt {
+    Done(Result<Included, ChainError>),
+    NonceUsed,
+    Retry(String),
+}
+
+impl Chain {
+    /// Signs `call` as `signer`, submits it and waits until it is in a finalized block.
+    ///
+    /// # Errors
+    /// [`ChainError::Module`] / [`ChainError::Dispatch`] if it was included and failed;
+    /// [`ChainError::Rejected`] if the pool refused it; [`ChainError::Rpc`] after
+    /// `ATTEMPTS` failed sends of the same bytes.
+    pub async fn submit<C: Payload>(&self, call: &C, signer: &Signer) -> Result<Included, ChainError> {
+        let who = account_of(signer);
+        let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
+        let nonce = self.nonce(&who).await?;
+        let mut txc = at.tx();
+        let tx = txc
+            .create_signed(call, signer, DefaultParams::default_params())
+            .await
+            .map_err(|e| ChainError::Invalid(format!("{}.{}: {e}", call.pallet_name(), call.call_name())))?;
+        let bytes = tx.encoded().to_vec();
+        let mut last = String::new();
+        for attempt in 0..ATTEMPTS {
+            if attempt > 0 {
+                tracing::warn!(attempt, "re-sending the same signed {}.{}: {last}", call.pallet_name(), call.call_name());
+                tokio::time::sleep(Duration::from_millis(500 << attempt.min(4))).await;
+            }
+            match self.attempt(bytes.clone(), attempt > 0).await {
+                Attempt::Done(r) => return r,
+                Attempt::Retry(e) => last = e,
+                Attempt::NonceUsed => {
+                    // An earlier send landed (or sits in the pool): wait for the nonce to pass.
+                    self.wait_for("nonce to advance", Duration::from_secs(120), || async {
+                        Ok((self.nonce(&who).await? > nonce).then_some(()))
+                    })
+                    .await?;
+                    return Ok(Included::default());
+                }
+            }
+        }
+        Err(ChainError::Rpc(format!("{}.{} not confirmed after {ATTEMPTS} sends: {last}", call.pallet_name(), call.call_name())))
+    }
+
+    async fn attempt(&self, bytes: Vec<u8>, resend: bool) -> Attempt {
+        let at = match self.api.at_current_block().await {
+            Ok(at) => at,
+            Err(e) => return Attempt::Retry(e.to_string()),
+        };
+        let progress = match at.tx().from_bytes(bytes).submit_and_watch().await {
+            Ok(p) => p,
+            Err(e) => {
+                let msg = e.to_string();
+                if resend && nonce_used(&msg) {
+                    return Attempt::NonceUsed;
+                }
+                if msg.to_ascii_lowercase().contains("invalid") {
+                    return Attempt::Done(Err(ChainError::Rejected(msg)));
+                }
+                return Attempt::Retry(msg);
+            }
+        };
+        let in_block = match progress.wait_for_finalized().await {
+            Ok(b) => b,
+            Err(TransactionProgressError::TransactionStatusError(TransactionStatusError::Invalid(m))) if !resend || !nonce_used(&m) => {
+                return Attempt::Done(Err(ChainError::Rejected(m)))
+            }
+            Err(TransactionProgressError::TransactionStatusError(TransactionStatusError::Invalid(_))) => return Attempt::NonceUsed,
+            Err(e) => return Attempt::Retry(e.to_string()),
+        };
+        let block_hash = Some(in_block.block_hash().0);
+        match in_block.wait_for_success().await {
+            Ok(evs) => {
+                let mut events = Vec::new();
+                for ev in evs.iter() {
+                    match ev.map(|ev| decode(&ev)) {
+                        Ok(Ok(Some(e))) => events.push(e),
+                        Ok(Ok(None)) => {}
+                        Ok(Err(e)) => return Attempt::Done(Err(e)),
+                        Err(e) => return Attempt::Done(Err(ChainError::decode("event", e))),
+                    }
+                }
+                Attempt::Done(Ok(Included { block_hash, events }))
+            }
+            Err(TransactionEventsError::ExtrinsicFailed(d)) => Attempt::Done(Err(dispatch_error(d))),
+            Err(e) => Attempt::Retry(TransactionFinalizedSuccessError::from(e).to_string()),
+        }
+    }
+}

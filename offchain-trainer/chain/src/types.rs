@@ -1,0 +1,129 @@
+//! The chain's types as the client sees them, decoded by name against the runtime metadata
+//! (`scale-decode`): fields the trainer does not need are skipped.
+
+use scale_decode::DecodeAsType;
+use scale_encode::EncodeAsType;
+
+/// An account id (sr25519 public key, 32 bytes).
+pub type AccountId = subxt::utils::AccountId32;
+
+/// 1 SYN in planck (the runtime's `UNIT`, 12 decimals).
+pub const UNIT: u128 = 1_000_000_000_000;
+
+/// `PoolStatus` of `pallet-training-pools`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, DecodeAsType)]
+pub enum PoolStatus {
+    /// Accepting members; no round has started.
+    Open,
+    /// Rounds are running.
+    Training,
+    /// Every round closed (final or voided).
+    Completed,
+    /// Cancelled by its creator or root.
+    Cancelled,
+}
+
+/// `Perbill` (parts per billion).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, DecodeAsType, EncodeAsType)]
+pub struct Perbill(pub u32);
+
+/// A pool's job specification (`PoolSpec` of `pallet-training-pools`; argument of `create_pool`).
+/// Balances in planck, durations in blocks, hashes are blake3.
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType, EncodeAsType)]
+pub struct PoolSpec {
+    /// blake3 of the training recipe (model preset, seed, batch, optimizer settings).
+    pub model_config_hash: [u8; 32],
+    /// blake3 of the initial weights file (round 0's checkpoint).
+    pub initial_weights_hash: [u8; 32],
+    /// Dataset identifier, at most 64 bytes (e.g. `tinyshakespeare`).
+    pub dataset_id: Vec<u8>,
+    /// blake3 of the dataset bytes.
+    pub dataset_hash: [u8; 32],
+    /// Inner steps H per outer round.
+    pub inner_steps: u32,
+    /// Outer rounds.
+    pub rounds: u32,
+    /// Members needed before training starts.
+    pub min_trainers: u32,
+    /// Member cap.
+    pub max_trainers: u32,
+    /// Smallest stake a member may commit, in planck.
+    pub min_stake: u128,
+    /// Reward of one final round, in planck, split equally over its contributors.
+    pub reward_per_round: u128,
+    /// Share of the round's stake that must commit the same checkpoint.
+    pub quorum: Perbill,
+    /// Blocks after a round opens before it is voided if not final.
+    pub round_timeout: u32,
+    /// Blocks after finality during which a contribution can be challenged.
+    pub challenge_window: u32,
+}
+
+/// A pool's state (`PoolInfo` of `pallet-training-pools`).
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct PoolInfo {
+    /// Creator (pays the rewards).
+    pub creator: AccountId,
+    /// The job specification.
+    pub spec: PoolSpec,
+    /// Lifecycle state.
+    pub status: PoolStatus,
+    /// The round being committed (0 while `Open`).
+    pub current_round: u32,
+    /// Current number of members.
+    pub member_count: u32,
+    /// Sum of the members' committed stake, in planck.
+    pub total_stake: u128,
+    /// Budget still on hold, in planck.
+    pub budget_held: u128,
+}
+
+/// A member's registration (`MemberInfo` of `pallet-training-pools`).
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct MemberRecord {
+    /// Position in the pool (aggregation order).
+    pub index: u32,
+    /// libp2p peer id (multihash bytes).
+    pub peer_id: Vec<u8>,
+    /// ML-DSA-65 public key (1952 bytes).
+    pub ml_dsa_key: Vec<u8>,
+    /// Committed stake, in planck.
+    pub stake: u128,
+    /// First round it takes part in.
+    pub from_round: u32,
+}
+
+/// A member with its account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberInfo {
+    /// The member's account.
+    pub account: AccountId,
+    /// Its registration.
+    pub record: MemberRecord,
+}
+
+/// A final checkpoint (`FinalCheckpoint` of `pallet-checkpoints`).
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct FinalCheckpoint {
+    /// blake3 of the checkpoint file.
+    pub hash: [u8; 32],
+    /// The previous final hash.
+    pub parent: [u8; 32],
+    /// Included set agreed on (member indices, ascending).
+    pub included: Vec<u32>,
+    /// Members in `included` that committed this hash.
+    pub contributors: Vec<AccountId>,
+    /// Block in which the round became final.
+    pub finalized_at: u32,
+    /// Stake that had committed it at finality, in planck.
+    pub committed_stake: u128,
+    /// The round's stake (quorum denominator), in planck.
+    pub round_stake: u128,
+}
+
+/// A staking ledger (`StakingLedger` of `pallet-trainer-staking`), balances in planck.
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct Ledger {
+    /// Bonded stake that is not unbonding.
+    pub active: u128,
+}
