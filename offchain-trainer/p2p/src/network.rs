@@ -88,6 +88,7 @@ enum Command {
     Request { peer: PeerId, checkpoint: bool, req: ChunkRequest, reply: oneshot::Sender<Result<ChunkResponse, String>> },
     PublishRaw(Vec<u8>),
     SetMembers(Arc<MemberSet>),
+    SetPassive(bool),
     Leave(oneshot::Sender<()>),
     Shutdown,
 }
@@ -250,6 +251,16 @@ impl Client {
         self.fetch(peer, size, &hash, |offset, len| ChunkRequest::Checkpoint { hash, offset, len }, true).await
     }
 
+    /// While passive the node publishes no heartbeats, so peers do not wait for it in their
+    /// exchanges, but it still receives announcements and serves and fetches checkpoints. A
+    /// (re)joining trainer is passive until it holds the last final checkpoint.
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn set_passive(&self, passive: bool) -> Result<(), NetError> {
+        self.send(Command::SetPassive(passive)).await
+    }
+
     /// Publishes bytes on the pool topic without signing or checks (for tools and tests).
     ///
     /// # Errors
@@ -356,6 +367,7 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         checkpoints: HashMap::new(),
         pending: HashMap::new(),
         heartbeat: cfg.heartbeat,
+        passive: false,
     };
     tokio::spawn(ev.run());
     Ok(Client { tx, shared, peer_id, me: cfg.me, members: Arc::new(Mutex::new(members)) })
@@ -376,6 +388,8 @@ struct EventLoop {
     checkpoints: HashMap<[u8; 32], Arc<Vec<u8>>>,
     pending: HashMap<OutboundRequestId, oneshot::Sender<Result<ChunkResponse, String>>>,
     heartbeat: Duration,
+    /// No heartbeats while set (see [`Client::set_passive`]).
+    passive: bool,
 }
 
 impl EventLoop {
@@ -408,6 +422,10 @@ impl EventLoop {
     /// so a peer still finishing the previous round learns our announcement even though we
     /// have moved on; a bare heartbeat if we have no payload for the current round yet.
     fn publish_alive(&mut self) {
+        if self.passive {
+            self.seq += 1;
+            return;
+        }
         let mut rounds: Vec<(u32, Option<PayloadRef>)> = self
             .payloads
             .iter()
@@ -477,6 +495,7 @@ impl EventLoop {
             Command::PublishRaw(bytes) => {
                 let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), bytes);
             }
+            Command::SetPassive(p) => self.passive = p,
             Command::Leave(reply) => {
                 let msg = self.envelope(self.round, Body::Leave);
                 let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), msg);

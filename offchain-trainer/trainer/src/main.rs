@@ -4,11 +4,15 @@
 //!   local text file; writes per-round canonical checkpoints, JSON-lines metrics and a loss plot.
 //! * `init` — writes a pool's initial weights as a canonical checkpoint and prints its blake3.
 //! * `bench diloco|sanity|throughput|codec` — the benchmarks; each prints one JSON object per line.
+//! * `stake`, `pool create|show`, `run`, `claim` — the chain-backed main job: bond, create a
+//!   training pool, be one of its members until it completes, claim the rewards.
 
 mod args;
 mod bench;
+mod chain_args;
 mod metrics;
 mod plot;
+mod pool;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +33,17 @@ enum Cmd {
     Train(args::TrainArgs),
     /// Write the initial weights of a model as a canonical checkpoint and print its hash.
     Init(args::InitArgs),
+    /// Bond stake on-chain (TrainerStaking.bond).
+    Stake(chain_args::StakeArgs),
+    /// Create or inspect a training pool on-chain.
+    Pool {
+        #[command(subcommand)]
+        cmd: chain_args::PoolCmd,
+    },
+    /// Be a member of an on-chain pool: join, train every round over libp2p, commit checkpoints.
+    Run(chain_args::RunArgs),
+    /// Claim settled rewards of a pool (waits for the pool to end and settle).
+    Claim(chain_args::ClaimArgs),
     /// Run a benchmark (prints JSON lines).
     Bench {
         #[command(subcommand)]
@@ -48,6 +63,11 @@ fn main() -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::Train(a) => train::run(&a),
         Cmd::Init(a) => train::init(&a),
+        Cmd::Stake(a) => pool::stake(&a),
+        Cmd::Pool { cmd: chain_args::PoolCmd::Create(a) } => pool::create(&a),
+        Cmd::Pool { cmd: chain_args::PoolCmd::Show(a) } => pool::show(&a),
+        Cmd::Run(a) => pool::run(&a),
+        Cmd::Claim(a) => pool::claim(&a),
         Cmd::Bench { which } => bench::run(which, threads),
     }
 }

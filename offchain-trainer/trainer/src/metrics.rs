@@ -18,6 +18,12 @@ impl Metrics {
         Ok(Self { file: Some(BufWriter::new(File::create(path)?)) })
     }
 
+    /// Metrics to stdout and appended to `path` (a resumed trainer keeps its history).
+    pub fn appending(path: &Path) -> Result<Self> {
+        let f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Self { file: Some(BufWriter::new(f)) })
+    }
+
     /// Emits one record.
     pub fn emit<T: Serialize>(&mut self, record: &T) -> Result<()> {
         let line = serde_json::to_string(record)?;

@@ -16,6 +16,7 @@ use synod_model::{parse_device, tch::Device, TchInnerTrainer};
 
 pub use ddp::run_ddp;
 pub use diloco::run_diloco;
+pub use net::identity_seed;
 
 use crate::args::{InitArgs, Method, ModelArgs, TrainArgs};
 use crate::metrics::Metrics;

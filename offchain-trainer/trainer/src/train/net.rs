@@ -39,7 +39,7 @@ fn unhex(s: &str) -> Result<Vec<u8>> {
 }
 
 /// Loads or creates the 32-byte identity seed at `path` (both keys derive from it).
-fn identity_seed(path: &Path) -> Result<[u8; 32]> {
+pub fn identity_seed(path: &Path) -> Result<[u8; 32]> {
     if let Ok(s) = std::fs::read_to_string(path) {
         let v = unhex(s.trim())?;
         return v.try_into().map_err(|_| anyhow!("{} must hold 32 hex bytes", path.display()));

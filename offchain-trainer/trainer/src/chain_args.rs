@@ -1,0 +1,154 @@
+//! Command-line arguments of the chain-backed subcommands: `stake`, `pool`, `run`, `claim`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::args::{Codec, ModelArgs};
+
+/// Where the chain is and who signs.
+#[derive(Args, Clone, Debug)]
+pub struct ChainArgs {
+    /// The node's JSON-RPC address.
+    #[arg(long, default_value = "ws://127.0.0.1:9944")]
+    pub rpc: String,
+    /// Secret URI of the signing sr25519 account: `//Alice`, a mnemonic, `0x…` seed, with derivations.
+    #[arg(long, default_value = "//Alice")]
+    pub suri: String,
+    /// Seconds to keep retrying while the node starts.
+    #[arg(long, default_value_t = 120)]
+    pub connect_timeout: u64,
+}
+
+/// The parts of the training recipe that are not in the pool spec; their blake3 is the
+/// spec's `model_config_hash`, so every member must pass the same values.
+#[derive(Args, Clone, Debug)]
+pub struct RecipeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Outer learning rate (DiLoCo paper: 0.7).
+    #[arg(long, default_value_t = 0.7)]
+    pub outer_lr: f32,
+    /// Outer Nesterov momentum (DiLoCo paper: 0.9).
+    #[arg(long, default_value_t = 0.9)]
+    pub outer_momentum: f32,
+    /// Pseudo-gradient codec.
+    #[arg(long, value_enum, default_value_t = Codec::Int8)]
+    pub codec: Codec,
+    /// Text corpus (byte-level tokens); its blake3 must equal the pool's `dataset_hash`.
+    #[arg(long, default_value = "../shared/data/tinyshakespeare.txt")]
+    pub data: PathBuf,
+}
+
+/// `synod-trainer stake`: bonds stake (`TrainerStaking.bond`).
+#[derive(Args, Clone, Debug)]
+pub struct StakeArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    /// Amount to bond, in SYN (1 SYN = 10^12 planck).
+    #[arg(long)]
+    pub amount: u64,
+}
+
+/// `synod-trainer pool …`.
+#[derive(Subcommand, Clone, Debug)]
+pub enum PoolCmd {
+    /// Create a training pool (`TrainingPools.create_pool`) from a recipe and a corpus; prints its id and spec.
+    Create(PoolCreateArgs),
+    /// Print a pool, its members and its final checkpoints as JSON.
+    Show(PoolShowArgs),
+}
+
+/// `synod-trainer pool create`.
+#[derive(Args, Clone, Debug)]
+pub struct PoolCreateArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+    /// Dataset id recorded on-chain (default: the corpus file's stem), at most 64 bytes.
+    #[arg(long)]
+    pub dataset_id: Option<String>,
+    /// Inner steps H per outer round.
+    #[arg(long, default_value_t = 50)]
+    pub inner_steps: u32,
+    /// Outer rounds.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: u32,
+    /// Members needed before training starts.
+    #[arg(long, default_value_t = 3)]
+    pub min_trainers: u32,
+    /// Member cap.
+    #[arg(long, default_value_t = 8)]
+    pub max_trainers: u32,
+    /// Smallest stake a member may commit, in SYN.
+    #[arg(long, default_value_t = 10)]
+    pub min_stake: u64,
+    /// Reward of one final round, in SYN, split equally over its contributors.
+    #[arg(long, default_value_t = 30)]
+    pub reward_per_round: u64,
+    /// Quorum in parts per billion of the round's stake (2 of 3 equal stakes: 666666666).
+    #[arg(long, default_value_t = 666_666_666)]
+    pub quorum_ppb: u32,
+    /// Blocks after a round opens before it is voided if not final.
+    #[arg(long, default_value_t = 300)]
+    pub round_timeout: u32,
+    /// Blocks after finality during which a contribution can be challenged.
+    #[arg(long, default_value_t = 5)]
+    pub challenge_window: u32,
+}
+
+/// `synod-trainer pool show`.
+#[derive(Args, Clone, Debug)]
+pub struct PoolShowArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    /// Pool id.
+    #[arg(long, default_value_t = 0)]
+    pub pool: u32,
+}
+
+/// `synod-trainer run`: be a member of a pool until it completes.
+#[derive(Args, Clone, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+    /// Pool id.
+    #[arg(long, default_value_t = 0)]
+    pub pool: u32,
+    /// Stake to commit to the pool, in SYN; bonded first if the account's active stake is short.
+    #[arg(long, default_value_t = 100)]
+    pub stake: u64,
+    /// The trainer's base path: identity key, checkpoints of final rounds, metrics. Restarting
+    /// with the same base path resumes as the same member.
+    #[arg(long, default_value = "out/trainer")]
+    pub base_path: PathBuf,
+    /// libp2p listen address.
+    #[arg(long, default_value = "/ip4/0.0.0.0/tcp/0")]
+    pub listen: String,
+    /// Peers to dial at start (multiaddrs); others are found through Kademlia and the
+    /// on-chain registrations (peer ids).
+    #[arg(long)]
+    pub bootnode: Vec<String>,
+    /// Seconds after which a round's exchange stops waiting.
+    #[arg(long, default_value_t = 300)]
+    pub round_deadline: u64,
+    /// Hide progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `synod-trainer claim`: waits until every final round is settled, then claims.
+#[derive(Args, Clone, Debug)]
+pub struct ClaimArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    /// Pool id.
+    #[arg(long, default_value_t = 0)]
+    pub pool: u32,
+    /// Seconds to wait for the pool to complete and its rounds to settle (0: claim what is settled now).
+    #[arg(long, default_value_t = 600)]
+    pub wait: u64,
+}

@@ -1,0 +1,174 @@
+//! The chain-backed subcommands: `stake`, `pool create`, `pool show`, `run` (in [`member`])
+//! and `claim`. Each prints JSON on stdout; logs go to stderr.
+
+mod member;
+mod recipe;
+mod store;
+
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use synod_chain::submit::{account_of, signer_from_suri};
+use synod_chain::types::{Perbill, PoolSpec, PoolStatus};
+use synod_chain::{calls, Chain, Signer, SynodEvent, UNIT};
+
+pub use member::run;
+pub use recipe::{recipe_json, Recipe};
+
+use crate::chain_args::{ChainArgs, ClaimArgs, PoolCreateArgs, PoolShowArgs, StakeArgs};
+
+/// A tokio runtime for the chain client and the libp2p node (2 worker threads).
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
+}
+
+/// Connects and parses the signer.
+pub(crate) async fn connect(a: &ChainArgs) -> Result<(Chain, Signer)> {
+    let signer = signer_from_suri(&a.suri)?;
+    let chain = Chain::connect(&a.rpc, Duration::from_secs(a.connect_timeout)).await?;
+    Ok((chain, signer))
+}
+
+fn hex(b: &[u8]) -> String {
+    format!("0x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+}
+
+/// SYN → planck.
+fn planck(syn: u64) -> u128 {
+    u128::from(syn).saturating_mul(UNIT)
+}
+
+/// Bonds `amount_planck` more if the account's active stake is below it.
+pub(crate) async fn ensure_bonded(chain: &Chain, signer: &Signer, amount_planck: u128) -> Result<u128> {
+    let who = account_of(signer);
+    let active = chain.active_stake(&who).await?;
+    if active < amount_planck {
+        chain.submit(&calls::bond(amount_planck - active), signer).await?;
+    }
+    Ok(chain.active_stake(&who).await?)
+}
+
+/// `synod-trainer stake`.
+pub fn stake(a: &StakeArgs) -> Result<()> {
+    runtime()?.block_on(async {
+        let (chain, signer) = connect(&a.chain).await?;
+        chain.submit(&calls::bond(planck(a.amount)), &signer).await?;
+        let who = account_of(&signer);
+        println!("{}", serde_json::json!({"account": who.to_string(), "active_stake": chain.active_stake(&who).await?.to_string()}));
+        Ok(())
+    })
+}
+
+/// `synod-trainer pool create`.
+pub fn create(a: &PoolCreateArgs) -> Result<()> {
+    let recipe = Recipe::load(&a.recipe)?;
+    let dataset_id = a.dataset_id.clone().unwrap_or_else(|| a.recipe.data.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+    let spec = PoolSpec {
+        model_config_hash: recipe.config_hash,
+        initial_weights_hash: recipe.theta0_hash,
+        dataset_id: dataset_id.clone().into_bytes(),
+        dataset_hash: recipe.dataset_hash,
+        inner_steps: a.inner_steps,
+        rounds: a.rounds,
+        min_trainers: a.min_trainers,
+        max_trainers: a.max_trainers,
+        min_stake: planck(a.min_stake),
+        reward_per_round: planck(a.reward_per_round),
+        quorum: Perbill(a.quorum_ppb),
+        round_timeout: a.round_timeout,
+        challenge_window: a.challenge_window,
+    };
+    runtime()?.block_on(async {
+        let (chain, signer) = connect(&a.chain).await?;
+        let id = chain.next_pool_id().await?;
+        chain.submit(&calls::create_pool(spec.clone()), &signer).await?;
+        let pool = chain.pool(id).await?.ok_or_else(|| anyhow!("pool {id} not found after create_pool"))?;
+        println!(
+            "{}",
+            serde_json::json!({
+                "pool_id": id, "creator": pool.creator.to_string(), "dataset_id": dataset_id,
+                "model_config_hash": hex(&spec.model_config_hash), "recipe": recipe_json(&a.recipe)?,
+                "initial_weights_hash": hex(&spec.initial_weights_hash), "dataset_hash": hex(&spec.dataset_hash),
+                "inner_steps": spec.inner_steps, "rounds": spec.rounds, "min_trainers": spec.min_trainers,
+                "reward_per_round": spec.reward_per_round.to_string(), "quorum_ppb": a.quorum_ppb,
+            })
+        );
+        Ok(())
+    })
+}
+
+/// `synod-trainer pool show`: pool, members and every final round with its contributors.
+pub fn show(a: &PoolShowArgs) -> Result<()> {
+    runtime()?.block_on(async {
+        let chain = Chain::connect(&a.chain.rpc, Duration::from_secs(a.chain.connect_timeout)).await?;
+        let pool = chain.pool(a.pool).await?.ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
+        let members = chain.members(a.pool).await?;
+        let mut rounds = Vec::new();
+        for r in 1..=pool.spec.rounds {
+            if let Some(f) = chain.final_checkpoint(a.pool, r).await? {
+                rounds.push(serde_json::json!({
+                    "round": r, "status": "final", "hash": hex(&f.hash), "parent": hex(&f.parent),
+                    "included": f.included, "contributors": f.contributors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    "finalized_at": f.finalized_at,
+                }));
+            } else if chain.voided(a.pool, r).await? {
+                rounds.push(serde_json::json!({"round": r, "status": "voided"}));
+            }
+        }
+        println!(
+            "{}",
+            serde_json::json!({
+                "pool_id": a.pool, "status": format!("{:?}", pool.status), "current_round": pool.current_round,
+                "rounds": pool.spec.rounds, "inner_steps": pool.spec.inner_steps,
+                "reward_per_round": pool.spec.reward_per_round.to_string(),
+                "members": members.iter().map(|m| serde_json::json!({
+                    "index": m.record.index, "account": m.account.to_string(), "stake": m.record.stake.to_string(),
+                    "from_round": m.record.from_round,
+                })).collect::<Vec<_>>(),
+                "final_rounds": rounds,
+                "unsettled_rounds": chain.unsettled_rounds(a.pool).await?,
+            })
+        );
+        Ok(())
+    })
+}
+
+/// `synod-trainer claim`: waits (up to `--wait`) until the pool is over and every final round
+/// is settled, then claims; prints the amount paid and the account's active stake (planck).
+pub fn claim(a: &ClaimArgs) -> Result<()> {
+    runtime()?.block_on(async {
+        let (chain, signer) = connect(&a.chain).await?;
+        let who = account_of(&signer);
+        let pool = a.pool;
+        if a.wait > 0 {
+            chain
+                .wait_for("the pool to end and its rounds to settle", Duration::from_secs(a.wait), || async {
+                    let p = chain.pool(pool).await?;
+                    let over = p.is_none_or(|p| matches!(p.status, PoolStatus::Completed | PoolStatus::Cancelled));
+                    Ok((over && chain.unsettled_rounds(pool).await? == 0).then_some(()))
+                })
+                .await?;
+        }
+        let claimable = chain.claimable(pool, &who).await?;
+        let mut claimed = 0u128;
+        if claimable > 0 {
+            let inc = chain.submit(&calls::claim_rewards(pool), &signer).await?;
+            claimed = inc
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    SynodEvent::RewardsClaimed { who: w, amount, .. } if *w == who => Some(*amount),
+                    _ => None,
+                })
+                .sum();
+        }
+        println!(
+            "{}",
+            serde_json::json!({
+                "account": who.to_string(), "pool_id": pool, "claimed": claimed.to_string(),
+                "active_stake": chain.active_stake(&who).await?.to_string(),
+            })
+        );
+        Ok(())
+    })
+}

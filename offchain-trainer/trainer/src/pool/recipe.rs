@@ -1,0 +1,80 @@
+//! What a pool spec commits to, recomputed locally: the recipe hash, the dataset hash and the
+//! initial weights θ₀. A trainer refuses a pool whose hashes it cannot reproduce.
+
+use anyhow::{bail, Result};
+use synod_chain::types::PoolSpec;
+use synod_checkpoint::CheckpointHash;
+
+use crate::args::Codec;
+use crate::chain_args::RecipeArgs;
+use crate::train::{initial_params, Setup};
+
+/// The recipe, its corpus and θ₀ (as canonical bytes), with their hashes.
+pub struct Recipe {
+    /// Corpus, device and batch plan.
+    pub setup: Setup,
+    /// blake3 of the canonical recipe JSON ([`recipe_json`]).
+    pub config_hash: CheckpointHash,
+    /// blake3 of the corpus file.
+    pub dataset_hash: CheckpointHash,
+    /// Canonical safetensors bytes of θ₀.
+    pub theta0_bytes: Vec<u8>,
+    /// blake3 of `theta0_bytes`.
+    pub theta0_hash: CheckpointHash,
+}
+
+/// The recipe as canonical JSON (keys sorted): model preset, batch, sequence length, inner
+/// AdamW schedule, seed, outer optimizer and codec. Device and evaluation settings are not part
+/// of it: they do not change the checkpoints.
+pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
+    let m = &r.model;
+    let v = serde_json::json!({
+        "model": m.model,
+        "batch": m.batch,
+        "seq_len": m.seq_len()?,
+        "lr": m.lr,
+        "min_lr": m.min_lr,
+        "warmup": m.warmup,
+        "round_warmup": m.round_warmup,
+        "keep_inner_state": m.keep_inner_state,
+        "seed": m.seed,
+        "outer_lr": r.outer_lr,
+        "outer_momentum": r.outer_momentum,
+        "codec": match r.codec { Codec::Int8 => "int8", Codec::Fp32 => "fp32" },
+    });
+    Ok(serde_json::to_string(&v)?)
+}
+
+impl Recipe {
+    /// Loads the corpus and builds θ₀.
+    ///
+    /// # Errors
+    /// Unreadable corpus, unknown model preset, or libtorch errors.
+    pub fn load(r: &RecipeArgs) -> Result<Self> {
+        let setup = Setup::new(&r.model, &r.data)?;
+        let dataset_hash = synod_checkpoint::hash(&std::fs::read(&r.data)?);
+        let config_hash = synod_checkpoint::hash(recipe_json(r)?.as_bytes());
+        let theta0 = initial_params(&setup, &r.model, None)?;
+        let theta0_bytes = synod_checkpoint::to_bytes(&theta0)?;
+        let theta0_hash = synod_checkpoint::hash(&theta0_bytes);
+        Ok(Self { setup, config_hash, dataset_hash, theta0_bytes, theta0_hash })
+    }
+
+    /// Checks that `spec` is this recipe, corpus and θ₀.
+    ///
+    /// # Errors
+    /// A message naming the first hash that differs.
+    pub fn check(&self, spec: &PoolSpec, r: &RecipeArgs) -> Result<()> {
+        let hex = synod_checkpoint::hex;
+        if spec.dataset_hash != self.dataset_hash {
+            bail!("--data {} hashes to {}, the pool expects {}", r.data.display(), hex(&self.dataset_hash), hex(&spec.dataset_hash));
+        }
+        if spec.model_config_hash != self.config_hash {
+            bail!("the recipe {} hashes to {}, the pool expects {}: pass the pool's model flags", recipe_json(r)?, hex(&self.config_hash), hex(&spec.model_config_hash));
+        }
+        if spec.initial_weights_hash != self.theta0_hash {
+            bail!("θ₀ from --seed {} hashes to {}, the pool expects {}", r.model.seed, hex(&self.theta0_hash), hex(&spec.initial_weights_hash));
+        }
+        Ok(())
+    }
+}
