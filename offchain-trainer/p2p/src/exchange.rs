@@ -1,11 +1,14 @@
 //! The fault-tolerant all-gather of one outer round (ARCHITECTURE.md, step 3).
 //!
 //! Every member announces its payload in its signed heartbeats and serves it; every member
-//! fetches every announced payload directly from its author (a full all-gather: with N ≤ a few
-//! dozen trainers and payloads of tens of MB, each peer uploads (N−1)× and downloads (N−1)× its
-//! payload size, with no relay hop that could stall or alter data). The round ends for a
-//! member when every other member is included, has said it leaves, or has been silent for
-//! `dead_after` (10 s), or at the deadline. The included set is returned in member order.
+//! fetches every announced payload from its author (a full all-gather: with N ≤ a few dozen
+//! trainers and payloads of tens of MB, each peer uploads (N−1)× and downloads (N−1)× its
+//! payload size). A member that got a payload serves it on: if the author dies mid-round, a
+//! peer whose fetch failed gets it from one that succeeded (checked against the author's
+//! signed digest), so the survivors agree on the included set instead of splitting the vote. The round ends for a
+//! member when every other member is included, has said it leaves, has been silent for
+//! `dead_after` (10 s), or has moved on to a later round without announcing this one (a member
+//! re-joining after a restart), or at the deadline. The included set is returned in member order.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,6 +47,12 @@ pub struct ExchangeOutcome {
     pub secs: f64,
 }
 
+/// Whether `member` has announced a later round than `round` and nothing for `round`: it will
+/// not contribute to `round` (a member that re-joins after a restart starts at a later round).
+fn moved_on(snap: &crate::Snapshot, member: u32, round: u32) -> bool {
+    snap.round_of.get(&member).is_some_and(|r| *r > round) && !snap.announced.contains_key(&(round, member))
+}
+
 /// Publishes `payload` as our contribution to `round` and gathers the others'.
 ///
 /// # Errors
@@ -60,6 +69,8 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
     let mut started: BTreeMap<u32, Instant> = BTreeMap::new();
     // After a failed fetch, wait this long before asking the same author again.
     let mut retry_at: BTreeMap<u32, Instant> = BTreeMap::new();
+    // Fetch attempts per author: 0 asks the author, later ones go round the relays.
+    let mut attempts: BTreeMap<u32, usize> = BTreeMap::new();
     let members = client.members();
     loop {
         let snap = client.snapshot();
@@ -69,16 +80,23 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
                 continue;
             }
             if let Some(p) = snap.announced.get(&(round, m.index)).copied() {
+                // First from the author, then in turn from the other members (relays).
+                let n = attempts.entry(m.index).or_insert(0usize);
+                let relays: Vec<_> = members.iter().filter(|o| o.index != m.index && o.index != client.me).map(|o| o.peer_id).collect();
+                let peer = if *n == 0 || relays.is_empty() { m.peer_id } else { relays[(*n - 1) % relays.len()] };
+                *n += 1;
                 let c = client.clone();
                 let (idx, max) = (m.index, cfg.max_payload_bytes);
                 started.insert(idx, now);
-                inflight.spawn(async move { (idx, c.fetch_payload(idx, round, p, max).await) });
+                inflight.spawn(async move { (idx, c.fetch_payload_from(peer, idx, round, p, max).await) });
             }
         }
         while let Some(done) = inflight.try_join_next() {
             if let Ok((idx, r)) = done {
                 match r {
                     Ok(bytes) => {
+                        // Relay it: a peer whose fetch from the author failed can get it from us.
+                        let _ = client.relay(round, idx, Arc::new(bytes.clone())).await;
                         got.insert(idx, bytes);
                         failed.remove(&idx);
                     }
@@ -98,6 +116,7 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
             .filter(|i| !snap.left.contains(i))
             .filter(|i| members.get(*i).is_some_and(|m| !snap.banned.contains_key(&m.peer_id)))
             .filter(|i| snap.last_seen.get(i).is_some_and(|t| now.duration_since(*t) < cfg.dead_after) || started.contains_key(i))
+            .filter(|i| !moved_on(&snap, *i, round))
             .collect();
         if waiting.is_empty() || start.elapsed() >= cfg.deadline {
             break;
@@ -114,6 +133,8 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
                 "left".to_string()
             } else if let Some(e) = failed.get(&m.index) {
                 format!("fetch failed: {e}")
+            } else if moved_on(&snap, m.index, round) {
+                "moved past the round without contributing (it is catching up)".to_string()
             } else if snap.announced.contains_key(&(round, m.index)) {
                 "payload not fetched by the deadline".to_string()
             } else {

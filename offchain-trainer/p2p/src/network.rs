@@ -70,6 +70,8 @@ pub struct Snapshot {
     pub announced: BTreeMap<(u32, u32), PayloadRef>,
     /// Last verified message time per member.
     pub last_seen: HashMap<u32, Instant>,
+    /// Highest round each member's heartbeats have named (the round it is working on).
+    pub round_of: HashMap<u32, u32>,
     /// Members that said they leave.
     pub left: HashSet<u32>,
     /// Peers banned for invalid messages, with the reason.
@@ -89,6 +91,7 @@ enum Command {
     PublishRaw(Vec<u8>),
     SetMembers(Arc<MemberSet>),
     SetPassive(bool),
+    Relay { round: u32, member: u32, digest: [u8; 32], bytes: Arc<Vec<u8>> },
     Leave(oneshot::Sender<()>),
     Shutdown,
 }
@@ -223,15 +226,37 @@ impl Client {
     /// [`NetError::TooLarge`] over `max_bytes`, [`NetError::DigestMismatch`], [`NetError::NotFound`],
     /// [`NetError::Request`] on transport failure, [`NetError::NotMember`].
     pub async fn fetch_payload(&self, member: u32, round: u32, announced: PayloadRef, max_bytes: u64) -> Result<Vec<u8>, NetError> {
+        let author = self.members().get(member).ok_or(NetError::NotMember(member))?.peer_id;
+        self.fetch_payload_from(author, member, round, announced, max_bytes).await
+    }
+
+    /// As [`Client::fetch_payload`], but asks `peer`, which may be the author or any member
+    /// that fetched the payload before (and relays it). The bytes are checked against the
+    /// author's signed announcement either way.
+    ///
+    /// # Errors
+    /// As [`Client::fetch_payload`].
+    pub async fn fetch_payload_from(&self, peer: PeerId, member: u32, round: u32, announced: PayloadRef, max_bytes: u64) -> Result<Vec<u8>, NetError> {
         let members = self.members();
-        let m = members.get(member).ok_or(NetError::NotMember(member))?;
+        if members.get(member).is_none() {
+            return Err(NetError::NotMember(member));
+        }
         if announced.size > max_bytes {
             return Err(NetError::TooLarge(announced.size));
         }
         let pool = members.pool;
         let digest = announced.digest;
-        self.fetch(m.peer_id, announced.size, &digest, |offset, len| ChunkRequest::Pseudograd { pool, round, member, digest, offset, len }, false)
-            .await
+        self.fetch(peer, announced.size, &digest, |offset, len| ChunkRequest::Pseudograd { pool, round, member, digest, offset, len }, false).await
+    }
+
+    /// Serves member `member`'s verified payload for `round` to peers that could not get it
+    /// from its author (kept for the current and the previous round).
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn relay(&self, round: u32, member: u32, bytes: Arc<Vec<u8>>) -> Result<(), NetError> {
+        let digest = *blake3::hash(&bytes).as_bytes();
+        self.send(Command::Relay { round, member, digest, bytes }).await
     }
 
     /// Fetches the checkpoint whose blake3 is `hash` from `peer` and verifies it (catch-up).
@@ -365,6 +390,7 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         seq: 0,
         payloads: HashMap::new(),
         checkpoints: HashMap::new(),
+        relayed: HashMap::new(),
         pending: HashMap::new(),
         heartbeat: cfg.heartbeat,
         passive: false,
@@ -386,6 +412,9 @@ struct EventLoop {
     /// Our payload per round with its announcement (digest computed once).
     payloads: HashMap<u32, (PayloadRef, Arc<Vec<u8>>)>,
     checkpoints: HashMap<[u8; 32], Arc<Vec<u8>>>,
+    /// Other members' payloads we fetched, served on to peers whose fetch from the author
+    /// failed: (round, member) → (digest, bytes); current and previous round only.
+    relayed: HashMap<(u32, u32), ([u8; 32], Arc<Vec<u8>>)>,
     pending: HashMap<OutboundRequestId, oneshot::Sender<Result<ChunkResponse, String>>>,
     heartbeat: Duration,
     /// No heartbeats while set (see [`Client::set_passive`]).
@@ -467,6 +496,7 @@ impl EventLoop {
             Command::SetRound(r) => {
                 self.round = r;
                 self.payloads.retain(|k, _| *k + 2 > r);
+                self.relayed.retain(|(k, _), _| *k + 2 > r);
                 lock(&self.shared).announced.retain(|(k, _), _| *k + 2 > r);
             }
             Command::SetPayload { round, payload, bytes } => {
@@ -496,6 +526,11 @@ impl EventLoop {
                 let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), bytes);
             }
             Command::SetPassive(p) => self.passive = p,
+            Command::Relay { round, member, digest, bytes } => {
+                if round + 2 > self.round {
+                    self.relayed.insert((round, member), (digest, bytes));
+                }
+            }
             Command::Leave(reply) => {
                 let msg = self.envelope(self.round, Body::Leave);
                 let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), msg);
@@ -515,6 +550,10 @@ impl EventLoop {
             Ok(e) => {
                 let mut s = lock(&self.shared);
                 s.last_seen.insert(e.member, Instant::now());
+                if matches!(e.body, Body::Alive { .. }) {
+                    let r = s.round_of.entry(e.member).or_insert(e.round);
+                    *r = (*r).max(e.round);
+                }
                 match e.body {
                     Body::Alive { payload: Some(p), .. } => {
                         let prev = *s.announced.entry((e.round, e.member)).or_insert(p);
@@ -549,8 +588,12 @@ impl EventLoop {
         }
         match (req, checkpoint) {
             (ChunkRequest::Pseudograd { pool, round, member, digest, offset, len }, false) => {
-                match self.payloads.get(&round) {
-                    Some((p, bytes)) if pool == self.members.pool && member == self.me && p.digest == digest => serve(bytes, offset, len),
+                if pool != self.members.pool {
+                    return ChunkResponse::NotFound;
+                }
+                let own = self.payloads.get(&round).filter(|_| member == self.me).map(|(p, b)| (p.digest, b));
+                match own.or_else(|| self.relayed.get(&(round, member)).map(|(d, b)| (*d, b))) {
+                    Some((d, bytes)) if d == digest => serve(bytes, offset, len),
                     _ => ChunkResponse::NotFound,
                 }
             }

@@ -217,3 +217,24 @@ async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned
         c.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_payload_whose_author_died_is_fetched_from_a_peer_that_relays_it() {
+    let (_, _, clients) = network(3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let bytes = Arc::new(payload(0));
+    let announced = synod_p2p::message::PayloadRef { digest: *blake3::hash(&bytes).as_bytes(), size: bytes.len() as u64 };
+    clients[0].set_round(1).await.unwrap();
+    clients[0].set_payload(1, bytes.clone()).await.unwrap();
+    // Member 1 gets it from the author and relays it; then the author dies.
+    let got = clients[1].fetch_payload(0, 1, announced, 1 << 20).await.unwrap();
+    clients[1].relay(1, 0, Arc::new(got)).await.unwrap();
+    clients[0].shutdown().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(clients[2].fetch_payload(0, 1, announced, 1 << 20).await.is_err(), "the author is gone");
+    let relayed = clients[2].fetch_payload_from(clients[1].peer_id, 0, 1, announced, 1 << 20).await.unwrap();
+    assert_eq!(relayed, *bytes);
+    // A relay cannot pass off other bytes: a wrong digest is not served.
+    let wrong = synod_p2p::message::PayloadRef { digest: [7; 32], size: announced.size };
+    assert!(clients[2].fetch_payload_from(clients[1].peer_id, 0, 1, wrong, 1 << 20).await.is_err());
+}

@@ -2,10 +2,11 @@
 //!
 //! * **Join**: bond if needed, `join_pool` with the libp2p peer id and ML-DSA-65 key derived
 //!   from `<base>/identity.key` (an existing registration with the same peer id is resumed).
-//! * **Catch up** (passive on the network, so nobody waits for us): the first round to train is
-//!   the chain's current round; its parent θ is the last final checkpoint, read from
-//!   `<base>/checkpoints/` or fetched from peers and checked against the on-chain blake3. A
-//!   restarted member whose peers are already exchanging the current round waits for the next.
+//! * **Catch up** (passive on the network until it knows its round, so nobody waits for it):
+//!   the first round to train is the chain's current round, or for a restarted member whose
+//!   peers already announced that round, the round after; its parent θ is the last final
+//!   checkpoint, read from `<base>/checkpoints/` or fetched from peers and checked against the
+//!   on-chain blake3. Final rounds are never recomputed.
 //! * **Round r**: inner phase from θ_{r−1} (optimistic: θ_{r−1} may not be final yet), then
 //!   wait until round r−1 is closed on-chain — if our θ_{r−1} lost the vote or the round was
 //!   voided, re-sync from the final checkpoint and redo the inner phase, so a wrong payload is
@@ -200,7 +201,8 @@ impl Trainer<'_> {
         Ok(OuterState::from_checkpoint(set, r.outer_lr, r.outer_momentum, round)?)
     }
 
-    /// The state to train the next round from, or `None` if the pool is over.
+    /// The state to train the next round from, or `None` if the pool is over. Leaves the
+    /// network node active, with its heartbeats naming the round we will contribute to.
     fn catch_up(&mut self, from_round: u32, resumed: bool) -> Result<Option<OuterState>> {
         loop {
             let p = self.pool_info()?;
@@ -213,18 +215,33 @@ impl Trainer<'_> {
                 continue;
             }
             self.refresh_members(c)?;
-            if resumed && c > from_round && self.peers_ahead(c)? {
-                tracing::info!(round = c, "peers are already exchanging round {c}; waiting for it to close");
-                self.wait_round_past(c)?;
-                continue;
+            // A resumed member whose peers already announced round c (or c + 1) joins the round
+            // after the last one announced. Its heartbeats name that round, so peers still
+            // gathering an earlier round do not wait for it, and peers in that round do.
+            let target = match resumed.then(|| self.announced_max(c)).transpose()?.flatten() {
+                Some(a) => a.max(c) + 1,
+                None => c,
+            };
+            if target > self.spec_rounds {
+                self.wait_round_past(self.spec_rounds)?;
+                return Ok(None);
+            }
+            self.block_on(async {
+                self.client.set_round(target).await?;
+                self.client.set_passive(false).await
+            })?;
+            if target > c {
+                tracing::info!(round = target, "peers are already exchanging round {}; joining round {target}", target - 1);
+                self.wait_round_past(target - 1)?;
             }
             let (_, hash) = self.last_final()?;
-            return Ok(Some(self.load(hash, c.saturating_sub(1))?));
+            return Ok(Some(self.load(hash, target - 1)?));
         }
     }
 
-    /// Whether another member has announced a payload for round `c` or later.
-    fn peers_ahead(&self, c: u32) -> Result<bool> {
+    /// The highest round ≥ `c` another member has announced a payload for, after listening
+    /// for one heartbeat period.
+    fn announced_max(&self, c: u32) -> Result<Option<u32>> {
         self.block_on(async {
             self.client.set_round(c).await?;
             let start = Instant::now();
@@ -233,7 +250,7 @@ impl Trainer<'_> {
             }
             // Heartbeats come every 2 s and repeat the current and previous round's announcement.
             tokio::time::sleep(Duration::from_secs(3)).await;
-            Ok::<_, anyhow::Error>(self.client.snapshot().announced.keys().any(|(r, m)| *r >= c && *m != self.me))
+            Ok::<_, anyhow::Error>(self.client.snapshot().announced.keys().filter(|(r, m)| *r >= c && *m != self.me).map(|(r, _)| *r).max())
         })
     }
 
@@ -305,7 +322,6 @@ impl Trainer<'_> {
             let r0 = self.blank(0);
             self.record(&state, RoundRecord { checkpoint_hash: Some(synod_checkpoint::hex(&self.recipe.theta0_hash)), ..r0 })?;
         }
-        self.block_on(self.client.set_passive(false))?;
         let codec = self.a.recipe.codec.options();
         let xcfg = ExchangeConfig { deadline: Duration::from_secs(self.a.round_deadline), ..ExchangeConfig::default() };
         let batch_tokens = (self.recipe.setup.plan.batch * self.recipe.setup.plan.seq_len) as u64;

@@ -38,8 +38,8 @@ pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
         "round_warmup": m.round_warmup,
         "keep_inner_state": m.keep_inner_state,
         "seed": m.seed,
-        "outer_lr": r.outer_lr,
-        "outer_momentum": r.outer_momentum,
+        "outer_lr": r.outer_lr.to_string(),
+        "outer_momentum": r.outer_momentum.to_string(),
         "codec": match r.codec { Codec::Int8 => "int8", Codec::Fp32 => "fp32" },
     });
     Ok(serde_json::to_string(&v)?)
