@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# The main job. Until the chain and the P2P exchange land, it runs the trainer core: DiLoCo with
-# 4 local workers on tinyshakespeare (CUDA if present, else CPU), a canonical checkpoint and its
-# blake3 per outer round, JSON-lines metrics, and a loss plot.
+# The main job: a local Synod chain (synod-node --dev) and three trainers (//Bob, //Charlie,
+# //Dave) that join a training pool on-chain and train a GPT on tinyshakespeare with DiLoCo,
+# exchanging int8 pseudo-gradients over libp2p and committing every round's checkpoint hash
+# on-chain. Prints each final round (on-chain hash, validation loss, contributors), the rewards
+# claimed, a loss plot, and a one-line JSON summary. Cleans up its processes.
+#
+# Knobs (environment): ROUNDS (6), H (inner steps, 50), MODEL (baby), OUT (out/demo),
+# SYNOD_DATA (../shared/data/tinyshakespeare.txt), RPC_PORT (19944), P2P_BASE (41000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -9,21 +14,121 @@ cd "$(dirname "$0")/.."
 source "${SYNOD_CACHE:-$HOME/.cache/synod}/env.sh"
 DATA="${SYNOD_DATA:-$(cd .. && pwd)/shared/data/tinyshakespeare.txt}"
 OUT="${OUT:-out/demo}"
+ROUNDS="${ROUNDS:-6}"
+H="${H:-50}"
+MODEL="${MODEL:-baby}"
+RPC_PORT="${RPC_PORT:-19944}"
+P2P_BASE="${P2P_BASE:-41000}"
+RPC="ws://127.0.0.1:$RPC_PORT"
+
+cargo build --locked -p synod-node
 cargo build --release --locked -p synod-trainer
-BIN="$CARGO_TARGET_DIR/release/synod-trainer"
+NODE="$CARGO_TARGET_DIR/debug/synod-node"
+T="$CARGO_TARGET_DIR/release/synod-trainer"
+
 rm -rf "$OUT"
-"$BIN" train --data "$DATA" --workers 4 --inner-steps "${H:-50}" --rounds "${ROUNDS:-8}" \
-  --model baby --batch 12 --warmup 50 --device auto --out "$OUT" "$@"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+echo "== starting synod-node --dev (log: $OUT/node.log)"
+"$NODE" --dev --base-path "$OUT/node" --rpc-port "$RPC_PORT" --port $((P2P_BASE + 100)) \
+  --no-prometheus --no-telemetry --no-mdns >"$OUT/node.log" 2>&1 &
+PIDS+=($!)
+
+RECIPE=(--data "$DATA" --model "$MODEL" --batch 12 --warmup 50 --eval-batches 20)
+echo "== creating pool 0 (Alice): $MODEL GPT, $ROUNDS outer rounds of H=$H inner steps, 3 trainers"
+"$T" pool create --rpc "$RPC" --suri //Alice "${RECIPE[@]}" --inner-steps "$H" --rounds "$ROUNDS" \
+  --min-trainers 3 --reward-per-round 30 --min-stake 10 --round-timeout 300 --challenge-window 5 \
+  2>"$OUT/create.log" | tee "$OUT/pool.json"
+
+SURIS=(//Bob //Charlie //Dave)
+for i in 0 1 2; do
+  boots=()
+  for j in 0 1 2; do [ "$j" != "$i" ] && boots+=(--bootnode "/ip4/127.0.0.1/tcp/$((P2P_BASE + j))"); done
+  "$T" --threads 1 run --rpc "$RPC" --suri "${SURIS[$i]}" --pool 0 --stake 100 "${RECIPE[@]}" --device auto \
+    --base-path "$OUT/trainer-$i" --listen "/ip4/127.0.0.1/tcp/$((P2P_BASE + i))" "${boots[@]}" --quiet \
+    >"$OUT/trainer-$i.jsonl" 2>"$OUT/trainer-$i.log" &
+  PIDS+=($!)
+  TRAINERS[$i]=$!
+done
+echo "== 3 trainers started (logs: $OUT/trainer-*.log); following the chain"
+
+# Print every round as it becomes final on-chain, until the trainers exit.
+python3 - "$T" "$RPC" "$OUT" "${TRAINERS[@]}" <<'PY'
+import json, os, subprocess, sys, time
+t, rpc, out, pids = sys.argv[1], sys.argv[2], sys.argv[3], [int(p) for p in sys.argv[4:]]
+def alive(p):
+    try:
+        os.kill(p, 0)
+        return open(f"/proc/{p}/stat").read().split()[2] != "Z"
+    except (OSError, IndexError):
+        return False
+def rows(i):
+    try:
+        return [json.loads(l) for l in open(f"{out}/trainer-{i}/metrics.jsonl")]
+    except (OSError, ValueError):
+        return []
+shown = set()
+while True:
+    running = any(alive(p) for p in pids)
+    r = subprocess.run([t, "pool", "show", "--rpc", rpc, "--pool", "0"], capture_output=True, text=True)
+    if r.returncode == 0:
+        show = json.loads(r.stdout)
+        accounts = {m["account"]: m["index"] for m in show["members"]}
+        losses = {e["round"]: e for e in rows(0) if e.get("event") == "round"}
+        for f in show["final_rounds"]:
+            if f["round"] in shown:
+                continue
+            shown.add(f["round"])
+            e = losses.get(f["round"], {})
+            if f["status"] == "final":
+                who = sorted(accounts.get(c, -1) for c in f["contributors"])
+                print(f"round {f['round']}: final {f['hash'][:18]}… val_loss {e.get('val_loss', float('nan')):.3f} "
+                      f"contributors {who} inner {e.get('compute_secs', 0):.1f}s exchange {e.get('exchange_secs', 0):.2f}s", flush=True)
+            else:
+                print(f"round {f['round']}: {f['status']}", flush=True)
+    if not running:
+        break
+    time.sleep(3)
+PY
+for i in 0 1 2; do
+  wait "${TRAINERS[$i]}" || { echo "trainer $i failed; see $OUT/trainer-$i.log" >&2; tail -20 "$OUT/trainer-$i.log" >&2; exit 1; }
+done
+
+echo "== claiming rewards (waits for the challenge window and settlement)"
+for i in 0 1 2; do
+  "$T" claim --rpc "$RPC" --suri "${SURIS[$i]}" --pool 0 --wait 600 2>>"$OUT/claim.log" | tee -a "$OUT/claims.jsonl"
+done
+"$T" pool show --rpc "$RPC" --pool 0 2>/dev/null >"$OUT/pool-final.json"
+cp "$OUT/trainer-0/loss.png" "$OUT/loss.png"
+echo "== loss plot: $OUT/loss.png"
+
 python3 - "$OUT" <<'PY'
-import json, sys, pathlib
-out = pathlib.Path(sys.argv[1])
-rows = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
-last = rows[-1]
+import json, sys
+out = sys.argv[1]
+show = json.load(open(f"{out}/pool-final.json"))
+finals = [f for f in show["final_rounds"] if f["status"] == "final"]
+rows = [json.loads(l) for l in open(f"{out}/trainer-0/metrics.jsonl")]
+rounds = [e for e in rows if e.get("event") == "round"]
+done = [e for e in rows if e.get("event") == "done"][-1]
+claims = [json.loads(l) for l in open(f"{out}/claims.jsonl")]
+trained = [e for e in rounds if e["round"] > 0]
 print(json.dumps({
-    "rounds": last["round"], "workers": len(last.get("included", [])),
-    "val_loss_first": rows[0]["val_loss"], "val_loss_last": last["val_loss"],
-    "final_checkpoint": last.get("checkpoint_hash"),
-    "final_checkpoint_file": str(out / f"round-{last['round']:06d}.safetensors"),
-    "bytes_sent_per_worker": last["bytes_sent_per_worker"], "plot": str(out / "loss.png"),
+    "rounds_final": len(finals),
+    "trainers": len(show["members"]),
+    "val_loss_first": rounds[0]["val_loss"],
+    "val_loss_last": rounds[-1]["val_loss"],
+    "final_checkpoint": finals[-1]["hash"][2:] if finals else None,
+    "final_checkpoint_file": done["final_checkpoint_file"],
+    "rewards": {c["account"]: c["claimed"] for c in claims},
+    "inner_secs_per_round": round(sum(e["compute_secs"] for e in trained) / max(len(trained), 1), 3),
+    "exchange_secs_per_round": round(sum(e["exchange_secs"] for e in trained) / max(len(trained), 1), 3),
+    "plot": f"{out}/loss.png",
 }))
 PY

@@ -229,7 +229,9 @@ impl Chain {
         Ok(rx)
     }
 
-    /// Polls `check` at every finalized block (at most every 500 ms) until it returns `Some`.
+    /// Runs `check` now and again at every new finalized block (subscription to finalized
+    /// heads; every 500 ms if the subscription fails) until it returns `Some`. State is re-read
+    /// each time, so nothing is missed between subscribing and the first block.
     ///
     /// # Errors
     /// [`ChainError::Timeout`] after `timeout`; errors of `check`.
@@ -239,14 +241,47 @@ impl Chain {
         Fut: std::future::Future<Output = Result<Option<T>, ChainError>>,
     {
         let start = Instant::now();
+        let mut blocks = self.api.stream_blocks().await.ok();
         loop {
             if let Some(v) = check().await? {
                 return Ok(v);
             }
-            if start.elapsed() >= timeout {
+            let left = timeout.saturating_sub(start.elapsed());
+            if left.is_zero() {
                 return Err(ChainError::Timeout { what: what.to_string(), secs: timeout.as_secs() });
             }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            match blocks.as_mut() {
+                Some(b) => match tokio::time::timeout(left.min(Duration::from_secs(10)), b.next()).await {
+                    Ok(Some(Ok(_))) | Err(_) => {}
+                    Ok(Some(Err(e))) => {
+                        tracing::debug!("finalized-block subscription failed ({e}); polling instead");
+                        blocks = None;
+                    }
+                    Ok(None) => blocks = None,
+                },
+                None => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{calls, ChainError};
+
+    #[test]
+    fn join_pool_rejects_oversized_peer_ids_and_wrong_key_lengths() {
+        let key = vec![0u8; calls::ML_DSA_65_PUBLIC_KEY_LEN];
+        assert!(calls::join_pool(0, 1, vec![0; calls::MAX_PEER_ID_LEN], &key).is_ok());
+        assert!(matches!(calls::join_pool(0, 1, vec![0; calls::MAX_PEER_ID_LEN + 1], &key), Err(ChainError::Invalid(_))));
+        assert!(matches!(calls::join_pool(0, 1, vec![0; 38], &key[1..]), Err(ChainError::Invalid(_))));
+    }
+
+    #[test]
+    fn module_errors_are_matched_by_pallet_and_name() {
+        let e = ChainError::Module { pallet: "Checkpoints".into(), error: "AlreadyCommitted".into(), docs: String::new() };
+        assert!(e.is_module("Checkpoints", "AlreadyCommitted"));
+        assert!(!e.is_module("Checkpoints", "RoundClosed"));
+        assert!(!ChainError::Rpc("x".into()).is_module("Checkpoints", "AlreadyCommitted"));
     }
 }

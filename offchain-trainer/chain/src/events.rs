@@ -32,7 +32,7 @@ pub enum SynodEvent {
         /// Round.
         round: u32,
     },
-    /// `Checkpoints.PoolCompleted` / `TrainingPools` completion: no more rounds.
+    /// `TrainingPools.PoolCompleted`: no more rounds.
     PoolCompleted {
         /// Pool.
         pool: u32,
@@ -46,6 +46,19 @@ pub enum SynodEvent {
         /// Planck.
         amount: u128,
     },
+}
+
+impl SynodEvent {
+    /// The pool the event is about.
+    pub fn pool(&self) -> u32 {
+        match self {
+            SynodEvent::RoundOpened { pool, .. }
+            | SynodEvent::CheckpointFinalized { pool, .. }
+            | SynodEvent::RoundVoided { pool, .. }
+            | SynodEvent::PoolCompleted { pool }
+            | SynodEvent::RewardsClaimed { pool, .. } => *pool,
+        }
+    }
 }
 
 #[derive(DecodeAsType)]

@@ -24,7 +24,7 @@ pub mod events;
 pub mod submit;
 pub mod types;
 
-pub use client::Chain;
+pub use client::{Chain, FinalizedBlock};
 pub use error::ChainError;
 pub use events::SynodEvent;
 pub use submit::{Included, Signer};

@@ -155,3 +155,23 @@ impl Chain {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_used_nonce_is_recognised_in_the_pool_s_answers() {
+        assert!(nonce_used("Invalid Transaction: Transaction is outdated"));
+        assert!(nonce_used("Transaction Already Imported"));
+        assert!(nonce_used("Priority is too low: (1 vs 1)"));
+        assert!(!nonce_used("Invalid Transaction: Inability to pay some fees"));
+    }
+
+    #[test]
+    fn secret_uris_parse_to_the_dev_accounts_and_bad_ones_are_typed_errors() {
+        let bob = signer_from_suri("//Bob").unwrap();
+        assert_eq!(account_of(&bob).to_string(), "5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty");
+        assert!(matches!(signer_from_suri("not a uri //"), Err(ChainError::Invalid(_))));
+    }
+}

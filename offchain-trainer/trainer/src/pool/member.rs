@@ -12,7 +12,8 @@
 //!   voided, re-sync from the final checkpoint and redo the inner phase, so a wrong payload is
 //!   never announced — then exchange, aggregate, outer step, store and serve θ_r, and commit
 //!   its hash in the background while round r+1's inner phase runs.
-//! * **End**: when the pool completes, keep serving until live peers have our last payload.
+//! * **End**: when the pool completes, write `<base>/loss.png` and keep serving until live
+//!   peers have our last payload.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use synod_chain::submit::account_of;
 use synod_chain::types::{MemberInfo, PoolInfo, PoolStatus};
-use synod_chain::{calls, Chain, Signer};
+use synod_chain::{calls, Chain, ChainError, FinalizedBlock, Signer};
 use synod_checkpoint::CheckpointHash;
 use synod_diloco::{Mean, OuterState};
 use synod_model::{eval_loss, load_params, TchInnerTrainer};
@@ -35,6 +36,7 @@ use super::store::Store;
 use super::{connect, ensure_bonded, planck, runtime};
 use crate::chain_args::RunArgs;
 use crate::metrics::Metrics;
+use crate::plot::{loss_vs_tokens, Curve};
 use crate::train::{identity_seed, RoundRecord};
 
 /// How a round ended on-chain.
@@ -68,6 +70,8 @@ struct Trainer<'a> {
     members: Vec<MemberInfo>,
     metrics: Metrics,
     tokens: u64,
+    /// (tokens, validation loss) of every round this process evaluated, for `loss.png`.
+    curve: Vec<(f64, f64)>,
 }
 
 /// `synod-trainer run`.
@@ -76,6 +80,8 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let recipe = Recipe::load(&a.recipe)?;
     let (chain, signer) = rt.block_on(connect(&a.chain))?;
     let info = rt.block_on(chain.pool(a.pool))?.ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
+    let events = rt.block_on(chain.follow())?;
+    rt.spawn(log_chain_events(events, a.pool));
     recipe.check(&info.spec, &a.recipe)?;
     std::fs::create_dir_all(&a.base_path).with_context(|| format!("creating {}", a.base_path.display()))?;
     let store = Store::open(&a.base_path.join("checkpoints"))?;
@@ -127,9 +133,27 @@ pub fn run(a: &RunArgs) -> Result<()> {
         members: Vec::new(),
         metrics,
         tokens: 0,
+        curve: Vec::new(),
     };
     let last = t.train(from_round, resumed)?;
     t.finish(last)
+}
+
+/// Logs the pool's on-chain events as finalized blocks arrive.
+async fn log_chain_events(mut rx: tokio::sync::mpsc::Receiver<Result<FinalizedBlock, ChainError>>, pool: u32) {
+    while let Some(b) = rx.recv().await {
+        match b {
+            Ok(b) => {
+                for e in b.events.iter().filter(|e| e.pool() == pool) {
+                    tracing::info!(block = b.number, "chain: {e:?}");
+                }
+            }
+            Err(e) => {
+                tracing::warn!("finalized-block subscription ended: {e}");
+                break;
+            }
+        }
+    }
 }
 
 /// Registers in the pool (bonding first if needed) or finds our registration; returns
@@ -294,6 +318,7 @@ impl Trainer<'_> {
     fn record(&mut self, state: &OuterState, r: RoundRecord) -> Result<()> {
         load_params(&self.worker.vs, &state.params)?;
         let val_loss = eval_loss(&self.worker.model, &self.worker.plan, self.a.recipe.model.eval_batches, self.recipe.setup.device)?;
+        self.curve.push((r.tokens as f64, val_loss));
         self.metrics.emit(&RoundRecord { val_loss, ..r })
     }
 
@@ -390,6 +415,11 @@ impl Trainer<'_> {
             Ok(chain.pool(pool).await?.filter(|p| p.status != PoolStatus::Training))
         }))?;
         let (f, h) = self.last_final()?;
+        if !self.curve.is_empty() {
+            let label = format!("member {} of pool {pool}, H={}", self.me, self.inner_steps);
+            let png = self.a.base_path.join("loss.png");
+            loss_vs_tokens(&png, "synod-trainer run: validation loss", &[Curve { label: &label, points: &self.curve }])?;
+        }
         let mut metrics = self.metrics;
         metrics.emit(&serde_json::json!({
             "event": "done", "pool": pool, "status": format!("{:?}", p.status), "last_round_trained": last,
