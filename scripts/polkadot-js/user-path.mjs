@@ -168,6 +168,9 @@ async function main() {
   check(members.length === 3, 'three members with keys on-chain');
   const bobMember = (await api.query.trainingPools.members(pool, bob.address)).unwrap();
   check(bobMember.mlDsaKey.length === 1952, 'ML-DSA-65 key (1952 bytes) registered');
+  // Joins sent together land in any order: member indices are read back, not assumed.
+  const charlieMember = (await api.query.trainingPools.members(pool, charlie.address)).unwrap();
+  const bobAndCharlie = [bobMember.index.toNumber(), charlieMember.index.toNumber()].sort((a, b) => a - b);
 
   console.log('commit → final checkpoint');
   const included = [0, 1, 2];
@@ -196,8 +199,8 @@ async function main() {
   check(guilty && guilty.data.slashed.toBigInt() === 15n * UNIT, 'Dave is slashed 10 % of 150 SYN');
 
   console.log('round 2 → pool completes');
-  await ok(api, bob, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), [0, 1]), 'Bob commits round 2');
-  ev = await ok(api, charlie, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), [0, 1]), 'Charlie commits round 2');
+  await ok(api, bob, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Bob commits round 2');
+  ev = await ok(api, charlie, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Charlie commits round 2');
   check(!!find(ev, 'trainingPools', 'PoolCompleted'), 'the pool completes after its last round');
 
   console.log('second pool: leave and cancel; unbond and withdraw');
@@ -217,8 +220,8 @@ async function main() {
   // Round 2 settles `challengeWindow + VotingPeriod + 1` blocks after its finality.
   await waitUntil(api, 'settlement of both rounds', async () =>
     (await api.query.rewards.unsettled.entries(pool)).length === 0, 300);
-  check((await api.query.rewards.claimable(pool, bob.address)).toBigInt() === 30n * UNIT,
-    'both rounds settled: 30 SYN claimable by Bob');
+  const bobClaimable = (await api.query.rewards.claimable(pool, bob.address)).toBigInt();
+  check(bobClaimable === 30n * UNIT, `both rounds settled: 30 SYN claimable by Bob (got ${bobClaimable} planck)`);
   const before = (await api.query.system.account(bob.address)).data.free.toBigInt();
   ev = await ok(api, bob, api.tx.rewards.claimRewards(pool), 'Bob claims');
   const claimed = find(ev, 'rewards', 'RewardsClaimed').data.amount.toBigInt();

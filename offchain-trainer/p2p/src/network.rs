@@ -525,7 +525,14 @@ impl EventLoop {
             Command::PublishRaw(bytes) => {
                 let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), bytes);
             }
-            Command::SetPassive(p) => self.passive = p,
+            Command::SetPassive(p) => {
+                let waking = self.passive && !p;
+                self.passive = p;
+                if waking {
+                    // Tell peers at once which round we are in, not at the next tick.
+                    self.publish_alive();
+                }
+            }
             Command::Relay { round, member, digest, bytes } => {
                 if round + 2 > self.round {
                     self.relayed.insert((round, member), (digest, bytes));
