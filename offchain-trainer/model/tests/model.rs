@@ -63,7 +63,13 @@ fn diloco_with_one_worker_h1_lr1_no_momentum_equals_plain_training() {
     for round in 1..=6u32 {
         let loss = plain.train_step(&[plain.plan.train_batch(0, round, 0)], u64::from(round - 1)).unwrap();
         let (_, reports, _) = state.local_round(&mut workers, &Mean, &EncodeOptions::fp32()).unwrap();
-        assert_eq!(reports[0].last_loss, loss, "round {round}: the inner step saw the same parameters and batch");
+        // Round 1 starts from the same θ₀ bit for bit; later rounds from θ − (θ − θ′), which is θ′
+        // up to one f32 rounding per parameter (checked below), so the loss agrees to ~1e-7.
+        if round == 1 {
+            assert_eq!(reports[0].last_loss, loss, "round 1: the inner step saw the same parameters and batch");
+        } else {
+            assert!((reports[0].last_loss - loss).abs() <= 1e-5 * loss.abs(), "round {round}: {} vs {loss}", reports[0].last_loss);
+        }
         let p = plain.params().unwrap();
         let mut worst = 0f32;
         for (a, b) in p.tensors().iter().zip(state.params.tensors()) {
