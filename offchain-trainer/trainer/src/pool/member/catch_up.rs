@@ -1,0 +1,74 @@
+//! Catching up: the first round to train and its parent checkpoint (passive until known).
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use synod_chain::types::PoolStatus;
+use synod_diloco::OuterState;
+
+use super::Trainer;
+
+impl Trainer<'_> {
+    /// The state to train the next round from, or `None` if the pool is over. Leaves the
+    /// network node active, with its heartbeats naming the round we will contribute to.
+    pub(super) fn catch_up(&mut self, from_round: u32, resumed: bool) -> Result<Option<OuterState>> {
+        loop {
+            let p = self.pool_info()?;
+            if matches!(p.status, PoolStatus::Completed | PoolStatus::Cancelled) {
+                return Ok(None);
+            }
+            let c = p.current_round;
+            if c < from_round {
+                self.wait_round_past(from_round.saturating_sub(1))?;
+                continue;
+            }
+            self.refresh_members(c)?;
+            // A resumed member whose peers already announced round c (or c + 1) joins the round
+            // after the last one announced. Its heartbeats name that round, so peers still
+            // gathering an earlier round do not wait for it, and peers in that round do.
+            let target = match resumed.then(|| self.announced_max(c)).transpose()?.flatten() {
+                Some(a) => a.max(c) + 1,
+                None => c,
+            };
+            if target > self.spec_rounds {
+                self.wait_round_past(self.spec_rounds)?;
+                return Ok(None);
+            }
+            self.block_on(async {
+                self.client.set_round(target).await?;
+                self.client.set_passive(false).await
+            })?;
+            if target > c {
+                tracing::info!(round = target, "peers are already exchanging round {}; joining round {target}", target - 1);
+                self.wait_round_past(target - 1)?;
+            }
+            let (_, hash) = self.last_final()?;
+            return Ok(Some(self.load(hash, target - 1)?));
+        }
+    }
+
+    /// The highest round ≥ `c` another member has announced a payload for, after listening
+    /// for one heartbeat period.
+    fn announced_max(&self, c: u32) -> Result<Option<u32>> {
+        self.block_on(async {
+            self.client.set_round(c).await?;
+            let start = Instant::now();
+            while self.client.snapshot().connected.is_empty() && start.elapsed() < Duration::from_secs(10) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            // Heartbeats come every 2 s and repeat the current and previous round's announcement.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            Ok::<_, anyhow::Error>(self.client.snapshot().announced.keys().filter(|(r, m)| *r >= c && *m != self.me).map(|(r, _)| *r).max())
+        })
+    }
+
+    /// Waits until the chain's current round is past `round` (or the pool is over).
+    fn wait_round_past(&self, round: u32) -> Result<()> {
+        let (chain, pool) = (&self.chain, self.pool);
+        self.block_on(chain.wait_for("the round to close", Duration::from_secs(3600), || async {
+            let p = chain.pool(pool).await?;
+            Ok(p.filter(|p| p.current_round > round || p.status != PoolStatus::Training).map(|_| ()))
+        }))?;
+        Ok(())
+    }
+}

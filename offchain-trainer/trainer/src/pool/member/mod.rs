@@ -1,0 +1,208 @@
+//! `synod-trainer run`: one member of an on-chain pool, following ARCHITECTURE.md round by round.
+//!
+//! * **Join**: bond if needed, `join_pool` with the libp2p peer id and ML-DSA-65 key derived
+//!   from `<base>/identity.key` (an existing registration with the same peer id is resumed).
+//! * **Catch up** (passive on the network until it knows its round, so nobody waits for it):
+//!   the first round to train is the chain's current round, or for a restarted member whose
+//!   peers already announced that round, the round after; its parent θ is the last final
+//!   checkpoint, read from `<base>/checkpoints/` or fetched from peers and checked against the
+//!   on-chain blake3. Final rounds are never recomputed.
+//! * **Round r**: inner phase from θ_{r−1} (optimistic: θ_{r−1} may not be final yet), then
+//!   wait until round r−1 is closed on-chain — if our θ_{r−1} lost the vote or the round was
+//!   voided, re-sync from the final checkpoint and redo the inner phase, so a wrong payload is
+//!   never announced — then exchange, aggregate, outer step, store and serve θ_r, and commit
+//!   its hash in the background while round r+1's inner phase runs.
+//! * **End**: when the pool completes, write `<base>/loss.png` and keep serving until live
+//!   peers have our last payload.
+
+mod catch_up;
+mod join;
+mod rounds;
+
+use join::{log_chain_events, register};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+use synod_chain::submit::account_of;
+use synod_chain::types::{MemberInfo, PoolInfo, PoolStatus};
+use synod_chain::{Chain, Signer};
+use synod_checkpoint::CheckpointHash;
+use synod_diloco::OuterState;
+use synod_model::{eval_loss, load_params, TchInnerTrainer};
+use synod_p2p::libp2p_identity::Keypair;
+use synod_p2p::{spawn, Client, Member, MemberKey, MemberSet, Multiaddr, NetConfig, PeerId, PublicKey};
+use tokio::runtime::Runtime;
+
+use super::recipe::Recipe;
+use super::store::Store;
+use super::{connect, runtime};
+use crate::chain_args::RunArgs;
+use crate::metrics::Metrics;
+use crate::train::{identity_seed, RoundRecord};
+
+/// Everything a running member holds.
+struct Trainer<'a> {
+    a: &'a RunArgs,
+    rt: Runtime,
+    chain: Chain,
+    signer: Signer,
+    client: Client,
+    store: Store,
+    recipe: Recipe,
+    pool: u32,
+    spec_rounds: u32,
+    inner_steps: u32,
+    me: u32,
+    worker: TchInnerTrainer,
+    members: Vec<MemberInfo>,
+    metrics: Metrics,
+    tokens: u64,
+    /// (tokens, validation loss) of every round this process evaluated, for `loss.png`.
+    curve: Vec<(f64, f64)>,
+}
+
+/// `synod-trainer run`.
+pub fn run(a: &RunArgs) -> Result<()> {
+    let rt = runtime()?;
+    let recipe = Recipe::load(&a.recipe)?;
+    let (chain, signer) = rt.block_on(connect(&a.chain))?;
+    let info = rt.block_on(chain.pool(a.pool))?.ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
+    let events = rt.block_on(chain.follow())?;
+    rt.spawn(log_chain_events(events, a.pool));
+    recipe.check(&info.spec, &a.recipe)?;
+    std::fs::create_dir_all(&a.base_path).with_context(|| format!("creating {}", a.base_path.display()))?;
+    let store = Store::open(&a.base_path.join("checkpoints"))?;
+    store.put(&recipe.theta0_bytes)?;
+
+    let seed = identity_seed(&a.base_path.join("identity.key"))?;
+    let keypair = Keypair::ed25519_from_bytes(seed).map_err(|e| anyhow!("identity: {e}"))?;
+    let member_key = Arc::new(MemberKey::from_seed(seed));
+    let peer_id = keypair.public().to_peer_id();
+    let (me, from_round, resumed) = rt.block_on(register(&chain, &signer, a, &peer_id, &member_key))?;
+
+    let own = Member { index: me, peer_id, key: member_key.public() };
+    let mut cfg = NetConfig::new(keypair, member_key, me, MemberSet::new(u64::from(a.pool), vec![own]));
+    cfg.listen = vec![a.listen.parse().context("--listen")?];
+    cfg.bootnodes = a.bootnode.iter().map(|b| b.parse::<Multiaddr>().with_context(|| format!("--bootnode {b}"))).collect::<Result<_>>()?;
+    let client = rt.block_on(async { spawn(cfg) })?;
+    rt.block_on(async {
+        client.set_passive(true).await?;
+        client.serve_checkpoint(Arc::new(recipe.theta0_bytes.clone())).await
+    })?;
+    let addrs = rt.block_on(client.listen_addrs());
+
+    let mut metrics = Metrics::appending(&a.base_path.join("metrics.jsonl"))?;
+    metrics.emit(&serde_json::json!({
+        "event": "joined", "pool": a.pool, "member": me, "from_round": from_round, "resumed": resumed,
+        "account": account_of(&signer).to_string(), "peer_id": peer_id.to_string(),
+        "listen": addrs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    }))?;
+
+    let pool = a.pool;
+    let started = rt.block_on(chain.wait_for("the pool to start training", Duration::from_secs(3600), || async {
+        Ok(chain.pool(pool).await?.filter(|p| p.status != PoolStatus::Open))
+    }))?;
+    let total_steps = started.spec.rounds.saturating_mul(started.spec.inner_steps);
+    let worker = recipe.setup.replica(&a.recipe.model, me, started.spec.inner_steps, total_steps)?;
+    let mut t = Trainer {
+        a,
+        rt,
+        chain,
+        signer,
+        client,
+        store,
+        recipe,
+        pool,
+        spec_rounds: started.spec.rounds,
+        inner_steps: started.spec.inner_steps,
+        me,
+        worker,
+        members: Vec::new(),
+        metrics,
+        tokens: 0,
+        curve: Vec::new(),
+    };
+    let last = t.train(from_round, resumed)?;
+    t.finish(last)
+}
+
+#[derive(Serialize)]
+struct Event<'a> {
+    event: &'a str,
+    round: u32,
+    hash: String,
+    detail: String,
+}
+
+impl Trainer<'_> {
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    fn pool_info(&self) -> Result<PoolInfo> {
+        self.block_on(self.chain.pool(self.pool))?.ok_or_else(|| anyhow!("pool {} disappeared", self.pool))
+    }
+
+    /// Reads the members and gives the network the set allowed in `round`.
+    fn refresh_members(&mut self, round: u32) -> Result<()> {
+        self.members = self.block_on(self.chain.members(self.pool))?;
+        let mut set = Vec::new();
+        for m in self.members.iter().filter(|m| m.record.from_round <= round) {
+            match PeerId::from_bytes(&m.record.peer_id) {
+                Ok(peer_id) => set.push(Member { index: m.record.index, peer_id, key: PublicKey(m.record.ml_dsa_key.clone()) }),
+                Err(e) => tracing::warn!(member = m.record.index, "unusable on-chain peer id: {e}"),
+            }
+        }
+        self.block_on(self.client.set_members(MemberSet::new(u64::from(self.pool), set)))?;
+        Ok(())
+    }
+
+    fn peers(&self) -> Vec<PeerId> {
+        self.members.iter().filter(|m| m.record.index != self.me).filter_map(|m| PeerId::from_bytes(&m.record.peer_id).ok()).collect()
+    }
+
+    /// The last final checkpoint (round 0: θ₀).
+    fn last_final(&self) -> Result<(u32, CheckpointHash)> {
+        Ok(self.block_on(self.chain.last_final(self.pool))?.unwrap_or((0, self.recipe.theta0_hash)))
+    }
+
+    /// Outer state from the checkpoint `hash` (local or fetched), numbered as after `round`.
+    fn load(&mut self, hash: CheckpointHash, round: u32) -> Result<OuterState> {
+        let local = self.store.get(&hash).is_some();
+        let peers = self.peers();
+        let bytes = self.block_on(self.store.get_or_fetch(&self.client, &peers, hash, Duration::from_secs(300)))?;
+        let set = synod_checkpoint::from_bytes(&bytes)?;
+        let r = &self.a.recipe;
+        self.metrics.emit(&Event { event: "synced", round, hash: synod_checkpoint::hex(&hash), detail: if local { "local file" } else { "fetched from a peer" }.into() })?;
+        Ok(OuterState::from_checkpoint(set, r.outer_lr, r.outer_momentum, round)?)
+    }
+
+    /// Evaluates θ and emits the round's record.
+    fn record(&mut self, state: &OuterState, r: RoundRecord) -> Result<()> {
+        load_params(&self.worker.vs, &state.params)?;
+        let val_loss = eval_loss(&self.worker.model, &self.worker.plan, self.a.recipe.model.eval_batches, self.recipe.setup.device)?;
+        self.curve.push((r.tokens as f64, val_loss));
+        self.metrics.emit(&RoundRecord { val_loss, ..r })
+    }
+
+    fn blank(&self, round: u32) -> RoundRecord {
+        RoundRecord {
+            event: "round",
+            method: "diloco",
+            round,
+            tokens: self.tokens,
+            val_loss: f64::NAN,
+            train_loss: f64::NAN,
+            bytes_sent_per_worker: 0,
+            checkpoint_hash: None,
+            included: Vec::new(),
+            compute_secs: 0.0,
+            outer_secs: 0.0,
+            exchange_secs: 0.0,
+            excluded: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The rounds: optimistic inner phase, confirmation of the parent, exchange, outer step,
+//! background commit; then the end of the pool.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use synod_chain::calls;
+use synod_chain::types::PoolStatus;
+use synod_checkpoint::CheckpointHash;
+use synod_diloco::Mean;
+use synod_p2p::{all_gather, ExchangeConfig};
+use tokio::task::JoinHandle;
+
+use super::{Event, Trainer};
+use crate::plot::{loss_vs_tokens, Curve};
+use crate::train::RoundRecord;
+
+/// How a round ended on-chain.
+#[derive(Debug, PartialEq, Eq)]
+enum Closed {
+    Final(CheckpointHash),
+    Voided,
+}
+
+/// Our checkpoint of a round whose commit is in flight.
+struct Pending {
+    round: u32,
+    hash: CheckpointHash,
+    commit: JoinHandle<Result<(), String>>,
+}
+
+impl Trainer<'_> {
+    /// Waits for our commit of `p` to be processed and for the round to close on-chain.
+    fn settle(&mut self, p: Pending) -> Result<Closed> {
+        match self.block_on(p.commit) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(round = p.round, "commit failed: {e}"),
+            Err(e) => tracing::warn!(round = p.round, "commit task failed: {e}"),
+        }
+        let (chain, pool, round) = (&self.chain, self.pool, p.round);
+        let closed = self.block_on(chain.wait_for("the round to close", Duration::from_secs(3600), || async {
+            if let Some(f) = chain.final_checkpoint(pool, round).await? {
+                return Ok(Some(Closed::Final(f.hash)));
+            }
+            Ok(chain.voided(pool, round).await?.then_some(Closed::Voided))
+        }))?;
+        let detail = match &closed {
+            Closed::Final(h) if *h == p.hash => "final: our checkpoint".to_string(),
+            Closed::Final(h) => format!("final at {} (ours lost the vote)", synod_checkpoint::hex(h)),
+            Closed::Voided => "voided".to_string(),
+        };
+        self.metrics.emit(&Event { event: "closed", round, hash: synod_checkpoint::hex(&p.hash), detail })?;
+        if closed != Closed::Final(p.hash) {
+            self.store.remove(&p.hash);
+        }
+        Ok(closed)
+    }
+
+    /// Trains until the pool's last round; returns the last round we computed.
+    pub(super) fn train(&mut self, from_round: u32, resumed: bool) -> Result<u32> {
+        let Some(mut state) = self.catch_up(from_round, resumed)? else { return Ok(0) };
+        if state.round == 0 {
+            let r0 = self.blank(0);
+            self.record(&state, RoundRecord { checkpoint_hash: Some(synod_checkpoint::hex(&self.recipe.theta0_hash)), ..r0 })?;
+        }
+        let codec = self.a.recipe.codec.options();
+        let xcfg = ExchangeConfig { deadline: Duration::from_secs(self.a.round_deadline), ..ExchangeConfig::default() };
+        let batch_tokens = (self.recipe.setup.plan.batch * self.recipe.setup.plan.seq_len) as u64;
+        let mut pending: Option<Pending> = None;
+        let mut last = 0;
+        while state.round < self.spec_rounds {
+            let r = state.round + 1;
+            self.refresh_members(r)?;
+            let (mine, report) = state.contribute(&mut self.worker, self.me, &codec)?;
+            if let Some(p) = pending.take() {
+                let ours = p.hash;
+                match self.settle(p)? {
+                    Closed::Final(h) if h == ours => {}
+                    _ => {
+                        let (_, hash) = self.last_final()?;
+                        state = self.load(hash, r - 1)?;
+                        continue;
+                    }
+                }
+            }
+            let payload_bytes = mine.payload.len() as u64;
+            let ex = self.block_on(all_gather(&self.client, r, mine.payload, xcfg))?;
+            let t_outer = Instant::now();
+            let outcome = state.apply(&ex.included, &Mean)?;
+            self.store.put(&outcome.checkpoint)?;
+            self.block_on(self.client.serve_checkpoint(Arc::new(outcome.checkpoint)))?;
+            let outer_secs = t_outer.elapsed().as_secs_f64();
+            self.tokens += outcome.included.len() as u64 * u64::from(self.inner_steps) * batch_tokens;
+            let rec = RoundRecord {
+                train_loss: report.mean_loss,
+                bytes_sent_per_worker: payload_bytes,
+                checkpoint_hash: Some(synod_checkpoint::hex(&outcome.hash)),
+                included: outcome.included.clone(),
+                compute_secs: report.secs,
+                outer_secs,
+                exchange_secs: ex.secs,
+                excluded: ex.excluded,
+                ..self.blank(r)
+            };
+            self.record(&state, rec)?;
+            let (chain, signer, pool, hash, included) = (self.chain.clone(), self.signer.clone(), self.pool, outcome.hash, outcome.included);
+            let commit = self.rt.spawn(async move {
+                match chain.submit(&calls::commit_checkpoint(pool, r, hash, included), &signer).await {
+                    Ok(_) => Ok(()),
+                    Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => Ok(()),
+                    Err(e) => Err(e.to_string()),
+                }
+            });
+            pending = Some(Pending { round: r, hash: outcome.hash, commit });
+            last = r;
+        }
+        if let Some(p) = pending.take() {
+            if let Closed::Final(h) = self.settle(p)? {
+                // Keep the final file even if ours lost the vote.
+                let peers = self.peers();
+                self.block_on(self.store.get_or_fetch(&self.client, &peers, h, Duration::from_secs(300)))?;
+            }
+        }
+        Ok(last)
+    }
+
+    /// Waits for the pool to complete, then serves until live peers have our last payload.
+    pub(super) fn finish(self, last: u32) -> Result<()> {
+        let (chain, pool) = (&self.chain, self.pool);
+        let p = self.block_on(chain.wait_for("the pool to complete", Duration::from_secs(3600), || async {
+            Ok(chain.pool(pool).await?.filter(|p| p.status != PoolStatus::Training))
+        }))?;
+        let (f, h) = self.last_final()?;
+        if !self.curve.is_empty() {
+            let label = format!("member {} of pool {pool}, H={}", self.me, self.inner_steps);
+            let png = self.a.base_path.join("loss.png");
+            loss_vs_tokens(&png, "synod-trainer run: validation loss", &[Curve { label: &label, points: &self.curve }])?;
+        }
+        let mut metrics = self.metrics;
+        metrics.emit(&serde_json::json!({
+            "event": "done", "pool": pool, "status": format!("{:?}", p.status), "last_round_trained": last,
+            "last_final_round": f, "final_checkpoint": synod_checkpoint::hex(&h),
+            "final_checkpoint_file": self.store.path(&h),
+        }))?;
+        let client = self.client;
+        self.rt.block_on(async {
+            let start = Instant::now();
+            let dead_after = ExchangeConfig::default().dead_after;
+            while start.elapsed() < Duration::from_secs(30) {
+                let snap = client.snapshot();
+                let members = client.members();
+                let pending = members.iter().any(|m| {
+                    m.index != client.me
+                        && !snap.announced.contains_key(&(last, m.index))
+                        && !snap.left.contains(&m.index)
+                        && snap.last_seen.get(&m.index).is_some_and(|t| t.elapsed() < dead_after)
+                });
+                if !pending {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let _ = client.leave().await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            client.shutdown().await;
+        });
+        Ok(())
+    }
+}
