@@ -106,7 +106,7 @@ impl Chain {
         let list: Vec<AccountId> = self.fetch("TrainingPools", "MemberList", (pool,)).await?.unwrap_or_default();
         let mut out = Vec::with_capacity(list.len());
         for account in list {
-            if let Some(record) = self.fetch::<_, MemberRecord>("TrainingPools", "Members", (pool, account.clone())).await? {
+            if let Some(record) = self.fetch::<_, MemberRecord>("TrainingPools", "Members", (pool, account)).await? {
                 out.push(MemberInfo { account, record });
             }
         }
@@ -119,7 +119,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn member(&self, pool: u32, who: &AccountId) -> Result<Option<MemberRecord>, ChainError> {
-        self.fetch("TrainingPools", "Members", (pool, who.clone())).await
+        self.fetch("TrainingPools", "Members", (pool, *who)).await
     }
 
     /// `Checkpoints.FinalCheckpoints(pool, round)`.
@@ -151,7 +151,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn claimable(&self, pool: u32, who: &AccountId) -> Result<u128, ChainError> {
-        Ok(self.fetch("Rewards", "Claimable", (pool, who.clone())).await?.unwrap_or(0))
+        Ok(self.fetch("Rewards", "Claimable", (pool, *who)).await?.unwrap_or(0))
     }
 
     /// Final rounds of `pool` whose rewards are not settled yet (`Rewards.Unsettled` entries).
@@ -175,7 +175,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn free_balance(&self, who: &AccountId) -> Result<u128, ChainError> {
-        Ok(self.fetch::<_, AccountInfo>("System", "Account", (who.clone(),)).await?.map_or(0, |a| a.data.free))
+        Ok(self.fetch::<_, AccountInfo>("System", "Account", (*who,)).await?.map_or(0, |a| a.data.free))
     }
 
     /// `who`'s next nonce at the finalized head.
@@ -183,7 +183,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn nonce(&self, who: &AccountId) -> Result<u32, ChainError> {
-        Ok(self.fetch::<_, AccountInfo>("System", "Account", (who.clone(),)).await?.map_or(0, |a| a.nonce))
+        Ok(self.fetch::<_, AccountInfo>("System", "Account", (*who,)).await?.map_or(0, |a| a.nonce))
     }
 
     /// `who`'s active bonded stake, in planck.
@@ -191,7 +191,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn active_stake(&self, who: &AccountId) -> Result<u128, ChainError> {
-        Ok(self.fetch::<_, Ledger>("TrainerStaking", "Ledger", (who.clone(),)).await?.map_or(0, |l| l.active))
+        Ok(self.fetch::<_, Ledger>("TrainerStaking", "Ledger", (*who,)).await?.map_or(0, |l| l.active))
     }
 
     /// Follows finalized blocks from now on: one [`FinalizedBlock`] per block (with its Synod

@@ -399,6 +399,9 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     Ok(Client { tx, shared, peer_id, me: cfg.me, members: Arc::new(Mutex::new(members)) })
 }
 
+/// A relayed payload: its blake3 and bytes.
+type Relayed = ([u8; 32], Arc<Vec<u8>>);
+
 struct EventLoop {
     swarm: Swarm<Behaviour>,
     rx: mpsc::Receiver<Command>,
@@ -414,7 +417,7 @@ struct EventLoop {
     checkpoints: HashMap<[u8; 32], Arc<Vec<u8>>>,
     /// Other members' payloads we fetched, served on to peers whose fetch from the author
     /// failed: (round, member) → (digest, bytes); current and previous round only.
-    relayed: HashMap<(u32, u32), ([u8; 32], Arc<Vec<u8>>)>,
+    relayed: HashMap<(u32, u32), Relayed>,
     pending: HashMap<OutboundRequestId, oneshot::Sender<Result<ChunkResponse, String>>>,
     heartbeat: Duration,
     /// No heartbeats while set (see [`Client::set_passive`]).

@@ -51,6 +51,8 @@ pub struct StakeArgs {
 }
 
 /// `synod-trainer pool …`.
+// Parsed once per process; boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Clone, Debug)]
 pub enum PoolCmd {
     /// Create a training pool (`TrainingPools.create_pool`) from a recipe and a corpus; prints its id and spec.
