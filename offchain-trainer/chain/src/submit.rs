@@ -81,8 +81,9 @@ impl Chain {
     pub async fn submit<C: Payload>(&self, call: &C, signer: &Signer) -> Result<Included, ChainError> {
         let who = account_of(signer);
         let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
-        let nonce = self.nonce(&who).await?;
         let mut txc = at.tx();
+        // The nonce `create_signed` will use: read at the same block.
+        let nonce = txc.account_nonce(&who).await.map_err(ChainError::rpc)?;
         let tx = txc
             .create_signed(call, signer, DefaultParams::default_params())
             .await
@@ -100,7 +101,7 @@ impl Chain {
                 Attempt::NonceUsed => {
                     // An earlier send landed (or sits in the pool): wait for the nonce to pass.
                     self.wait_for("nonce to advance", Duration::from_secs(120), || async {
-                        Ok((self.nonce(&who).await? > nonce).then_some(()))
+                        Ok((u64::from(self.nonce(&who).await?) > nonce).then_some(()))
                     })
                     .await?;
                     return Ok(Included::default());

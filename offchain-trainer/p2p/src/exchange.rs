@@ -146,3 +146,28 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
     let included = got.into_iter().map(|(member, payload)| Contribution { member, payload }).collect();
     Ok(ExchangeOutcome { included, excluded, secs: start.elapsed().as_secs_f64() })
 }
+
+/// After a member's last round: keeps serving until every live member has announced its
+/// payload for `last_round` (so it is fetching ours) or `max_wait` has passed, lingers 3 s for
+/// fetches in flight, then says goodbye and stops the node.
+pub async fn finish(client: &Client, last_round: u32, dead_after: Duration, max_wait: Duration) {
+    let start = Instant::now();
+    let members = client.members();
+    while start.elapsed() < max_wait {
+        let snap = client.snapshot();
+        let pending = members.iter().any(|m| {
+            m.index != client.me
+                && !snap.announced.contains_key(&(last_round, m.index))
+                && !snap.left.contains(&m.index)
+                && snap.last_seen.get(&m.index).is_some_and(|t| t.elapsed() < dead_after)
+        });
+        if !pending {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let _ = client.leave().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    client.shutdown().await;
+}

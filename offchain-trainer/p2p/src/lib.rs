@@ -21,7 +21,7 @@ pub mod message;
 pub mod network;
 pub mod protocol;
 
-pub use exchange::{all_gather, ExchangeConfig, ExchangeOutcome};
+pub use exchange::{all_gather, finish, ExchangeConfig, ExchangeOutcome};
 pub use identity::{MemberKey, PublicKey, SignatureError};
 pub use members::{Member, MemberSet};
 pub use network::{spawn, Client, NetConfig, Snapshot};

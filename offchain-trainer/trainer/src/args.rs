@@ -97,6 +97,20 @@ impl Codec {
     }
 }
 
+/// The outer optimizer and the wire codec (shared by `train` and the on-chain recipe).
+#[derive(Args, Clone, Debug)]
+pub struct OuterArgs {
+    /// Outer learning rate (DiLoCo paper: 0.7).
+    #[arg(long, default_value_t = 0.7)]
+    pub outer_lr: f32,
+    /// Outer Nesterov momentum (DiLoCo paper: 0.9).
+    #[arg(long, default_value_t = 0.9)]
+    pub outer_momentum: f32,
+    /// Pseudo-gradient codec.
+    #[arg(long, value_enum, default_value_t = Codec::Int8)]
+    pub codec: Codec,
+}
+
 /// `synod-trainer train`.
 #[derive(Args, Clone, Debug)]
 pub struct TrainArgs {
@@ -117,15 +131,8 @@ pub struct TrainArgs {
     /// diloco or ddp.
     #[arg(long, value_enum, default_value_t = Method::Diloco)]
     pub method: Method,
-    /// Outer learning rate (DiLoCo paper: 0.7).
-    #[arg(long, default_value_t = 0.7)]
-    pub outer_lr: f32,
-    /// Outer Nesterov momentum (DiLoCo paper: 0.9).
-    #[arg(long, default_value_t = 0.9)]
-    pub outer_momentum: f32,
-    /// Pseudo-gradient codec.
-    #[arg(long, value_enum, default_value_t = Codec::Int8)]
-    pub codec: Codec,
+    #[command(flatten)]
+    pub outer: OuterArgs,
     /// Initial weights (a canonical checkpoint); default: fresh weights from --seed.
     #[arg(long)]
     pub init: Option<PathBuf>,

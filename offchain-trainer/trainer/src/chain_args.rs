@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::args::{Codec, ModelArgs};
+use crate::args::{ModelArgs, OuterArgs};
 
 /// Where the chain is and who signs.
 #[derive(Args, Clone, Debug)]
@@ -26,15 +26,8 @@ pub struct ChainArgs {
 pub struct RecipeArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Outer learning rate (DiLoCo paper: 0.7).
-    #[arg(long, default_value_t = 0.7)]
-    pub outer_lr: f32,
-    /// Outer Nesterov momentum (DiLoCo paper: 0.9).
-    #[arg(long, default_value_t = 0.9)]
-    pub outer_momentum: f32,
-    /// Pseudo-gradient codec.
-    #[arg(long, value_enum, default_value_t = Codec::Int8)]
-    pub codec: Codec,
+    #[command(flatten)]
+    pub outer: OuterArgs,
     /// Text corpus (byte-level tokens); its blake3 must equal the pool's `dataset_hash`.
     #[arg(long, default_value = "../shared/data/tinyshakespeare.txt")]
     pub data: PathBuf,

@@ -29,8 +29,9 @@ pub(crate) async fn connect(a: &ChainArgs) -> Result<(Chain, Signer)> {
     Ok((chain, signer))
 }
 
-fn hex(b: &[u8]) -> String {
-    format!("0x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+/// `0x`-prefixed hex of a 32-byte hash, as Polkadot.js prints it.
+fn hex(h: &[u8; 32]) -> String {
+    format!("0x{}", synod_checkpoint::hex(h))
 }
 
 /// SYN → planck.

@@ -38,9 +38,9 @@ pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
         "round_warmup": m.round_warmup,
         "keep_inner_state": m.keep_inner_state,
         "seed": m.seed,
-        "outer_lr": r.outer_lr.to_string(),
-        "outer_momentum": r.outer_momentum.to_string(),
-        "codec": match r.codec { Codec::Int8 => "int8", Codec::Fp32 => "fp32" },
+        "outer_lr": r.outer.outer_lr.to_string(),
+        "outer_momentum": r.outer.outer_momentum.to_string(),
+        "codec": match r.outer.codec { Codec::Int8 => "int8", Codec::Fp32 => "fp32" },
     });
     Ok(serde_json::to_string(&v)?)
 }

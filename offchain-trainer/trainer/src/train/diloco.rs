@@ -43,9 +43,9 @@ pub fn run_rounds(
     };
     let mut workers = members.iter().map(|w| setup.replica(m, *w, a.inner_steps, total)).collect::<Result<Vec<_>>>()?;
     let n_members = if net.is_some() { a.net.members } else { a.workers };
-    let mut state = OuterState::new(theta0, NesterovSgd::new(a.outer_lr, a.outer_momentum));
+    let mut state = OuterState::new(theta0, NesterovSgd::new(a.outer.outer_lr, a.outer.outer_momentum));
     let tokens_per_round = u64::from(n_members) * u64::from(a.inner_steps) * (setup.plan.batch * setup.plan.seq_len) as u64;
-    let codec = a.codec.options();
+    let codec = a.outer.codec.options();
     let mut records = Vec::new();
     let mut bytes = 0u64;
 
@@ -57,21 +57,7 @@ pub fn run_rounds(
         emit(&r)?;
         Ok(r)
     };
-    let blank = |round: u32| RoundRecord {
-        event: "round",
-        method: "diloco",
-        round,
-        tokens: u64::from(round) * tokens_per_round,
-        val_loss: f64::NAN,
-        train_loss: f64::NAN,
-        bytes_sent_per_worker: 0,
-        checkpoint_hash: None,
-        included: Vec::new(),
-        compute_secs: 0.0,
-        outer_secs: 0.0,
-        exchange_secs: 0.0,
-        excluded: Vec::new(),
-    };
+    let blank = |round: u32| RoundRecord::diloco(round, u64::from(round) * tokens_per_round);
     records.push(record(&state, &mut workers, blank(0))?);
 
     let pb = progress(u64::from(a.rounds), "rounds", a.quiet);

@@ -56,6 +56,27 @@ pub struct RoundRecord {
     pub excluded: Vec<(u32, String)>,
 }
 
+impl RoundRecord {
+    /// A DiLoCo record of `round` after `tokens` tokens, with no measurement filled in yet.
+    pub fn diloco(round: u32, tokens: u64) -> Self {
+        Self {
+            event: "round",
+            method: "diloco",
+            round,
+            tokens,
+            val_loss: f64::NAN,
+            train_loss: f64::NAN,
+            bytes_sent_per_worker: 0,
+            checkpoint_hash: None,
+            included: Vec::new(),
+            compute_secs: 0.0,
+            outer_secs: 0.0,
+            exchange_secs: 0.0,
+            excluded: Vec::new(),
+        }
+    }
+}
+
 /// What every run needs: corpus, device, model and the batch plan.
 pub struct Setup {
     /// Byte-level corpus.

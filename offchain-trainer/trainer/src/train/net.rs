@@ -86,27 +86,7 @@ impl NetExchange {
     /// After the last round: keeps serving until every live member has announced its final
     /// payload (so it is fetching ours), lingers 3 s, then says goodbye.
     pub fn finish(&self, last_round: u32) {
-        self.rt.block_on(async {
-            let start = Instant::now();
-            let members = self.client.members();
-            while start.elapsed() < Duration::from_secs(60) {
-                let snap = self.client.snapshot();
-                let pending = members.iter().any(|m| {
-                    m.index != self.me
-                        && !snap.announced.contains_key(&(last_round, m.index))
-                        && !snap.left.contains(&m.index)
-                        && snap.last_seen.get(&m.index).is_some_and(|t| t.elapsed() < self.cfg.dead_after)
-                });
-                if !pending {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            tokio::time::sleep(Duration::from_secs(3)).await;
-            let _ = self.client.leave().await;
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            self.client.shutdown().await;
-        });
+        self.rt.block_on(synod_p2p::finish(&self.client, last_round, self.cfg.dead_after, Duration::from_secs(60)));
     }
 }
 

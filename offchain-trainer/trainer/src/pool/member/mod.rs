@@ -177,7 +177,7 @@ impl Trainer<'_> {
         let set = synod_checkpoint::from_bytes(&bytes)?;
         let r = &self.a.recipe;
         self.metrics.emit(&Event { event: "synced", round, hash: synod_checkpoint::hex(&hash), detail: if local { "local file" } else { "fetched from a peer" }.into() })?;
-        Ok(OuterState::from_checkpoint(set, r.outer_lr, r.outer_momentum, round)?)
+        Ok(OuterState::from_checkpoint(set, r.outer.outer_lr, r.outer.outer_momentum, round)?)
     }
 
     /// Evaluates θ and emits the round's record.
@@ -189,20 +189,6 @@ impl Trainer<'_> {
     }
 
     fn blank(&self, round: u32) -> RoundRecord {
-        RoundRecord {
-            event: "round",
-            method: "diloco",
-            round,
-            tokens: self.tokens,
-            val_loss: f64::NAN,
-            train_loss: f64::NAN,
-            bytes_sent_per_worker: 0,
-            checkpoint_hash: None,
-            included: Vec::new(),
-            compute_secs: 0.0,
-            outer_secs: 0.0,
-            exchange_secs: 0.0,
-            excluded: Vec::new(),
-        }
+        RoundRecord::diloco(round, self.tokens)
     }
 }

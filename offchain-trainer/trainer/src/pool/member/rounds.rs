@@ -64,7 +64,7 @@ impl Trainer<'_> {
             let r0 = self.blank(0);
             self.record(&state, RoundRecord { checkpoint_hash: Some(synod_checkpoint::hex(&self.recipe.theta0_hash)), ..r0 })?;
         }
-        let codec = self.a.recipe.codec.options();
+        let codec = self.a.recipe.outer.codec.options();
         let xcfg = ExchangeConfig { deadline: Duration::from_secs(self.a.round_deadline), ..ExchangeConfig::default() };
         let batch_tokens = (self.recipe.setup.plan.batch * self.recipe.setup.plan.seq_len) as u64;
         let mut pending: Option<Pending> = None;
@@ -143,29 +143,8 @@ impl Trainer<'_> {
             "last_final_round": f, "final_checkpoint": synod_checkpoint::hex(&h),
             "final_checkpoint_file": self.store.path(&h),
         }))?;
-        let client = self.client;
-        self.rt.block_on(async {
-            let start = Instant::now();
-            let dead_after = ExchangeConfig::default().dead_after;
-            while start.elapsed() < Duration::from_secs(30) {
-                let snap = client.snapshot();
-                let members = client.members();
-                let pending = members.iter().any(|m| {
-                    m.index != client.me
-                        && !snap.announced.contains_key(&(last, m.index))
-                        && !snap.left.contains(&m.index)
-                        && snap.last_seen.get(&m.index).is_some_and(|t| t.elapsed() < dead_after)
-                });
-                if !pending {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            tokio::time::sleep(Duration::from_secs(3)).await;
-            let _ = client.leave().await;
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            client.shutdown().await;
-        });
+        let dead_after = ExchangeConfig::default().dead_after;
+        self.rt.block_on(synod_p2p::finish(&self.client, last, dead_after, Duration::from_secs(30)));
         Ok(())
     }
 }
