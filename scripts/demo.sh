@@ -44,7 +44,7 @@ PIDS+=($!)
 RECIPE=(--data "$DATA" --model "$MODEL" --batch 12 --warmup 50 --eval-batches 20)
 echo "== creating pool 0 (Alice): $MODEL GPT, $ROUNDS outer rounds of H=$H inner steps, 3 trainers"
 "$T" pool create --rpc "$RPC" --suri //Alice "${RECIPE[@]}" --inner-steps "$H" --rounds "$ROUNDS" \
-  --min-trainers 3 --reward-per-round 30 --min-stake 10 --round-timeout 300 --challenge-window 5 \
+  --min-trainers 3 --reward-per-round 30 --min-stake 10 --round-timeout 60 --challenge-window 5 \
   2>"$OUT/create.log" | tee "$OUT/pool.json"
 
 SURIS=(//Bob //Charlie //Dave)

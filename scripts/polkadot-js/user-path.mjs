@@ -1,6 +1,8 @@
 // The user path on a Synod chain, with Polkadot.js and no custom types:
-//   bond → create pool → join → commit → final checkpoint → challenge → vote → rewards → claim,
-//   plus leave/cancel/unbond/withdraw, so that every call of the five Synod pallets is submitted.
+//   bond → create pool → join → commit → final checkpoint → register jurors → challenge → jury
+//   drawn from a later block → stake-weighted votes → rewards by stake → claim, plus
+//   leave/cancel/unbond/withdraw and the permissionless fallbacks (void an expired round, settle
+//   a round, advance a challenge), so that every call of the five Synod pallets is submitted.
 // Every failed call's module error is decoded from the metadata with its doc string, and every
 // module error of the five pallets is checked to carry one.
 //
@@ -17,9 +19,9 @@ const PALLETS = ['TrainerStaking', 'TrainingPools', 'Checkpoints', 'Challenges',
 const CALLS = {
   trainerStaking: ['bond', 'unbond', 'withdrawUnbonded'],
   trainingPools: ['createPool', 'joinPool', 'leavePool', 'cancelPool'],
-  checkpoints: ['commitCheckpoint'],
-  challenges: ['openChallenge', 'vote'],
-  rewards: ['claimRewards'],
+  checkpoints: ['commitCheckpoint', 'voidExpiredRound'],
+  challenges: ['openChallenge', 'vote', 'registerJuror', 'unregisterJuror', 'advanceChallenge'],
+  rewards: ['claimRewards', 'settleRound'],
 };
 
 const submitted = new Set();
@@ -117,8 +119,8 @@ function spec(overrides = {}) {
     minStake: 100n * UNIT,
     rewardPerRound: 30n * UNIT,
     quorum: 666_666_666, // Perbill parts; 2/3 rounded down, so two of three equal stakes reach it
-    roundTimeout: 60,
-    challengeWindow: 8,
+    roundTimeout: 20, // the jury's voting period is this + VoteMargin (15 blocks)
+    challengeWindow: 8, // late commits for 8 blocks, challenges for 16
     ...overrides,
   };
 }
@@ -186,17 +188,30 @@ async function main() {
   ev = await ok(api, dave, api.tx.checkpoints.commitCheckpoint(pool, 1, hash32(0x11), included), 'Dave commits late');
   check(!!find(ev, 'checkpoints', 'LateContributorAdded'), 'Dave is added as a late contributor');
 
-  console.log('challenge → vote → verdict');
+  console.log('jurors → challenge → jury drawn later → votes → verdict');
+  await expectError(api, ferdie, api.tx.challenges.registerJuror(), 'challenges', 'JurorStakeTooLow');
+  await Promise.all([bob, charlie].map((k) =>
+    ok(api, k, api.tx.challenges.registerJuror(), `${k === bob ? 'Bob' : 'Charlie'} registers as a juror`)));
+  await ok(api, eve, api.tx.challenges.registerJuror(), 'Eve registers as a juror');
+  await ok(api, eve, api.tx.challenges.unregisterJuror(), 'Eve unregisters');
+  await expectError(api, eve, api.tx.challenges.unregisterJuror(), 'challenges', 'NotAJuror');
   ev = await ok(api, ferdie, api.tx.challenges.openChallenge(pool, 1, dave.address, hash32(0x44)), 'Ferdie challenges Dave');
   const opened = find(ev, 'challenges', 'ChallengeOpened');
   const challengeId = opened.data.challengeId.toNumber();
-  const jury = opened.data.jury.map((a) => a.toString());
-  check(jury.length === 2 && jury.includes(bob.address) && jury.includes(charlie.address), 'jury: Bob and Charlie');
+  const drawAt = opened.data.drawAt.toNumber();
+  check((await api.query.challenges.openChallenges(challengeId)).unwrap().jury.length === 0,
+    `no jury before block ${drawAt}: it is drawn from a block that did not exist yet`);
+  await expectError(api, bob, api.tx.challenges.vote(challengeId, true), 'challenges', 'JuryNotDrawn');
+  await expectError(api, ferdie, api.tx.challenges.advanceChallenge(challengeId + 100), 'challenges', 'ChallengeNotFound');
+  await waitUntil(api, 'the jury draw', async () =>
+    (await api.query.challenges.openChallenges(challengeId)).unwrap().jury.length > 0, 20);
+  const jury = (await api.query.challenges.openChallenges(challengeId)).unwrap().jury.map(([a]) => a.toString());
+  check(jury.length === 2 && jury.includes(bob.address) && jury.includes(charlie.address), 'jury: Bob and Charlie (the only jurors)');
   await expectError(api, ferdie, api.tx.challenges.vote(challengeId, true), 'challenges', 'NotJuror');
-  await ok(api, bob, api.tx.challenges.vote(challengeId, true), 'Bob votes guilty');
-  ev = await ok(api, charlie, api.tx.challenges.vote(challengeId, true), 'Charlie votes guilty');
+  await ok(api, bob, api.tx.challenges.vote(challengeId, true), 'Bob votes guilty (half the jury stake)');
+  ev = await ok(api, charlie, api.tx.challenges.vote(challengeId, true), 'Charlie votes guilty (⅔ of the jury stake reached)');
   const guilty = find(ev, 'challenges', 'AccusedFoundGuilty');
-  check(guilty && guilty.data.slashed.toBigInt() === 15n * UNIT, 'Dave is slashed 10 % of 150 SYN');
+  check(guilty && guilty.data.slashed.toBigInt() === 15n * UNIT, 'Dave is slashed 10 % of its 150 SYN snapshot stake');
 
   console.log('round 2 → pool completes');
   await ok(api, bob, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Bob commits round 2');
@@ -212,12 +227,15 @@ async function main() {
   await expectError(api, bob, api.tx.trainingPools.cancelPool(pool2), 'trainingPools', 'NotCreator');
   ev = await ok(api, alice, api.tx.trainingPools.cancelPool(pool2), 'Alice cancels pool 2');
   check(!!find(ev, 'trainingPools', 'PoolCancelled'), 'pool 2 cancelled, its budget released');
+  await expectError(api, eve, api.tx.checkpoints.voidExpiredRound(pool2), 'checkpoints', 'NoOpenRound');
+  await expectError(api, eve, api.tx.rewards.settleRound(pool2, 1), 'rewards', 'NotUnsettled');
   await ok(api, eve, api.tx.trainerStaking.unbond(50n * UNIT), 'Eve unbonds 50 SYN');
   await expectError(api, eve, api.tx.trainerStaking.withdrawUnbonded(), 'trainerStaking', 'NothingToWithdraw');
 
   console.log('settlement → claim');
   await expectError(api, dave, api.tx.rewards.claimRewards(pool), 'rewards', 'NothingToClaim');
-  // Round 2 settles `challengeWindow + VotingPeriod + 1` blocks after its finality.
+  // Round 2 settles 2·challengeWindow + JuryDelay + (roundTimeout + VoteMargin) + 1 blocks
+  // after its finality (the last challenge that can be opened has expired by then).
   await waitUntil(api, 'settlement of both rounds', async () =>
     (await api.query.rewards.unsettled.entries(pool)).length === 0, 300);
   const bobClaimable = (await api.query.rewards.claimable(pool, bob.address)).toBigInt();
@@ -225,7 +243,7 @@ async function main() {
   const before = (await api.query.system.account(bob.address)).data.free.toBigInt();
   ev = await ok(api, bob, api.tx.rewards.claimRewards(pool), 'Bob claims');
   const claimed = find(ev, 'rewards', 'RewardsClaimed').data.amount.toBigInt();
-  check(claimed === 30n * UNIT, 'Bob is paid 15 SYN per round (Dave was guilty in round 1)');
+  check(claimed === 30n * UNIT, 'Bob is paid 15 SYN per round (by stake; Dave was guilty in round 1)');
   const after = (await api.query.system.account(bob.address)).data.free.toBigInt();
   check(after > before, "Bob's free balance grew");
   await expectError(api, dave, api.tx.rewards.claimRewards(pool), 'rewards', 'NothingToClaim');

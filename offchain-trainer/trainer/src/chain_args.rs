@@ -79,16 +79,18 @@ pub struct PoolCreateArgs {
     /// Smallest stake a member may commit, in SYN.
     #[arg(long, default_value_t = 10)]
     pub min_stake: u64,
-    /// Reward of one final round, in SYN, split equally over its contributors.
+    /// Reward of one final round, in SYN, split over its contributors pro rata to their stake.
     #[arg(long, default_value_t = 30)]
     pub reward_per_round: u64,
-    /// Quorum in parts per billion of the round's stake (2 of 3 equal stakes: 666666666).
+    /// Quorum in parts per billion of the round's snapshot stake, threshold rounded up (2 of 3
+    /// equal stakes: 666666666; 666666667 would need all three).
     #[arg(long, default_value_t = 666_666_666)]
     pub quorum_ppb: u32,
-    /// Blocks after a round opens before it is voided if not final.
+    /// Blocks after a round opens before it is voided if not final; a jury's voting period is
+    /// this plus the runtime's `VoteMargin`, so settlement comes that much after finality.
     #[arg(long, default_value_t = 300)]
     pub round_timeout: u32,
-    /// Blocks after finality during which a contribution can be challenged.
+    /// Blocks after finality during which late commits are accepted (challenges: twice that).
     #[arg(long, default_value_t = 5)]
     pub challenge_window: u32,
 }

@@ -1,46 +1,36 @@
-//! Opening, voting, verdicts, expiry, jury selection and `try_state`.
+//! Opening, voting, verdicts, expiry and `try_state`.
 
 use crate::{pallet::*, Event};
 use alloc::vec::Vec;
-use codec::Encode;
 use frame_support::{
 	pallet_prelude::*,
 	traits::{
-		fungible::{BalancedHold, MutateHold},
+		fungible::{Balanced, BalancedHold, MutateHold},
 		tokens::{Imbalance, Precision},
 		OnUnbalanced,
 	},
 };
-use sp_runtime::traits::Saturating;
+use frame_system::pallet_prelude::BlockNumberFor;
+use sp_runtime::traits::{SaturatedConversion, Saturating, Zero};
 use synod_primitives::{
+	protocol::{self, JuryVotes},
 	ChallengesInspect, CheckpointsInspect, Hash32, PoolId, PoolsInterface, RoundIndex,
 	TrainerStake,
 };
+
+fn block<T: Config>(n: BlockNumberFor<T>) -> protocol::Block {
+	n.saturated_into()
+}
 
 impl<T: Config> Pallet<T> {
 	fn bond_reason() -> T::RuntimeHoldReason {
 		HoldReason::ChallengeBond.into()
 	}
 
-	/// The jury for `accused` in a round whose final hash is `final_hash`: eligible members
-	/// ranked by `blake2_256(final_hash ‖ accused ‖ member)`, lowest first.
-	pub fn select_jury(
-		pool_id: PoolId,
-		round: RoundIndex,
-		final_hash: &Hash32,
-		accused: &T::AccountId,
-		challenger: &T::AccountId,
-	) -> BoundedVec<T::AccountId, T::JurySize> {
-		let mut ranked: Vec<([u8; 32], T::AccountId)> = T::Pools::members(pool_id)
-			.into_iter()
-			.filter(|m| m.from_round <= round && &m.who != accused && &m.who != challenger)
-			.map(|m| {
-				let key = sp_io::hashing::blake2_256(&(final_hash, accused, &m.who).encode());
-				(key, m.who)
-			})
-			.collect();
-		ranked.sort_by_key(|(key, _)| *key);
-		BoundedVec::truncate_from(ranked.into_iter().map(|(_, who)| who).collect())
+	/// Adds `id` to the schedule of block `at`; a full block leaves it to
+	/// `advance_challenge`.
+	fn schedule(at: BlockNumberFor<T>, id: ChallengeId) {
+		let _ = Expiries::<T>::try_mutate(at, |e| e.try_push(id));
 	}
 
 	pub(crate) fn do_open_challenge(
@@ -51,155 +41,277 @@ impl<T: Config> Pallet<T> {
 		payload_digest: Hash32,
 	) -> DispatchResult {
 		let params = T::Pools::round_params(pool_id).ok_or(Error::<T>::PoolNotFound)?;
-		let fin = T::Checkpoints::final_checkpoint(pool_id, round).ok_or(Error::<T>::RoundNotFinal)?;
+		let fin =
+			T::Checkpoints::final_checkpoint(pool_id, round).ok_or(Error::<T>::RoundNotFinal)?;
 		let now = frame_system::Pallet::<T>::block_number();
 		ensure!(
-			now <= fin.finalized_at.saturating_add(params.challenge_window),
+			block::<T>(now) <= params.timeline.challenges_until(block::<T>(fin.finalized_at)),
 			Error::<T>::ChallengeWindowClosed
 		);
-		ensure!(fin.contributors.contains(&accused), Error::<T>::NotAContributor);
+		let accused_stake = fin
+			.contributors
+			.iter()
+			.find(|p| p.who == accused)
+			.map(|p| p.stake)
+			.ok_or(Error::<T>::NotAContributor)?;
 		ensure!(challenger != accused, Error::<T>::SelfChallenge);
 		let key = (pool_id, round, accused.clone());
-		ensure!(!ChallengeOf::<T>::contains_key(&key), Error::<T>::AlreadyChallenged);
-		let jury = Self::select_jury(pool_id, round, &fin.hash, &accused, &challenger);
-		ensure!(!jury.is_empty(), Error::<T>::NoJurors);
+		let open = OpenAgainst::<T>::get(&key);
+		ensure!(open < T::MaxChallengesPerContribution::get(), Error::<T>::AlreadyChallenged);
 		let challenge_id = NextChallengeId::<T>::get();
 		let next = challenge_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
-		let expires_at = now.saturating_add(T::VotingPeriod::get());
-		Expiries::<T>::try_mutate(expires_at, |e| e.try_push(challenge_id))
-			.map_err(|_| Error::<T>::TooManyChallenges)?;
 		let bond = T::ChallengeBond::get();
 		T::Currency::hold(&Self::bond_reason(), &challenger, bond)
 			.map_err(|_| Error::<T>::InsufficientBond)?;
+		let draw_at: BlockNumberFor<T> =
+			params.timeline.jury_drawn_at(block::<T>(now)).saturated_into();
+		let expires_at: BlockNumberFor<T> =
+			params.timeline.votes_until(block::<T>(now)).saturated_into();
 		OpenChallenges::<T>::insert(
 			challenge_id,
 			Challenge {
 				pool_id,
 				round,
 				accused: accused.clone(),
+				accused_stake,
 				challenger: challenger.clone(),
 				bond,
 				payload_digest,
-				jury: jury.clone(),
-				guilty_votes: 0,
-				innocent_votes: 0,
+				opened_at: now,
+				draw_at,
 				expires_at,
+				jury: BoundedVec::new(),
+				votes: JuryVotes::default(),
 			},
 		);
-		ChallengeOf::<T>::insert(&key, challenge_id);
+		OpenAgainst::<T>::insert(&key, open.saturating_add(1));
 		NextChallengeId::<T>::put(next);
+		Self::schedule(draw_at, challenge_id);
+		Self::schedule(expires_at, challenge_id);
 		Self::deposit_event(Event::ChallengeOpened {
 			challenge_id,
 			pool_id,
 			round,
 			accused,
 			challenger,
-			jury,
+			draw_at,
 		});
 		Ok(())
 	}
 
-	pub(crate) fn do_vote(juror: T::AccountId, challenge_id: ChallengeId, guilty: bool) -> DispatchResult {
+	/// Whatever is due for challenge `id` at `now`: the draw, then the expiry.
+	pub(crate) fn advance(id: ChallengeId, now: BlockNumberFor<T>) {
+		let Some(mut c) = OpenChallenges::<T>::get(id) else {
+			return;
+		};
+		if c.jury.is_empty() && now >= c.draw_at {
+			let (jury, jury_stake) = Self::draw(id, &c, now);
+			if jury.is_empty() || jury_stake < T::MinJuryStake::get().saturated_into::<u128>() {
+				let _ = T::Currency::release(
+					&Self::bond_reason(),
+					&c.challenger,
+					c.bond,
+					Precision::BestEffort,
+				);
+				Self::close(id, &c, protocol::Verdict::NoJury);
+				Self::deposit_event(Event::NoJuryDrawn { challenge_id: id, jury_stake });
+				return;
+			}
+			c.votes = JuryVotes { jury_stake, ..JuryVotes::default() };
+			c.jury = jury.clone();
+			OpenChallenges::<T>::insert(id, &c);
+			Self::deposit_event(Event::JuryDrawn {
+				challenge_id: id,
+				jury,
+				expires_at: c.expires_at,
+			});
+		}
+		if now >= c.expires_at {
+			Self::expire(id);
+		}
+	}
+
+	pub(crate) fn do_vote(
+		juror: T::AccountId,
+		challenge_id: ChallengeId,
+		guilty: bool,
+	) -> DispatchResult {
 		let mut c = OpenChallenges::<T>::get(challenge_id).ok_or(Error::<T>::ChallengeNotFound)?;
-		ensure!(c.jury.contains(&juror), Error::<T>::NotJuror);
+		ensure!(!c.jury.is_empty(), Error::<T>::JuryNotDrawn);
+		ensure!(frame_system::Pallet::<T>::block_number() < c.expires_at, Error::<T>::VotingClosed);
+		let stake = c
+			.jury
+			.iter()
+			.find(|(j, _)| j == &juror)
+			.map(|(_, s)| *s)
+			.ok_or(Error::<T>::NotJuror)?;
 		ensure!(!Votes::<T>::contains_key(challenge_id, &juror), Error::<T>::AlreadyVoted);
 		Votes::<T>::insert(challenge_id, &juror, guilty);
 		if guilty {
-			c.guilty_votes = c.guilty_votes.saturating_add(1);
+			c.votes.guilty_stake = c.votes.guilty_stake.saturating_add(stake);
 		} else {
-			c.innocent_votes = c.innocent_votes.saturating_add(1);
+			c.votes.innocent_stake = c.votes.innocent_stake.saturating_add(stake);
 		}
 		Self::deposit_event(Event::Voted { challenge_id, juror, guilty });
-		let size = c.jury.len() as u32;
-		let majority = (size / 2).saturating_add(1);
-		if c.guilty_votes >= majority {
-			Self::convict(challenge_id, c);
-		} else if c.innocent_votes > size.saturating_sub(majority) {
-			Self::acquit(challenge_id, c);
-		} else {
-			OpenChallenges::<T>::insert(challenge_id, c);
+		match c.votes.decided() {
+			Some(protocol::Verdict::Guilty) => Self::convict(challenge_id, c),
+			Some(_) => Self::acquit(challenge_id, c),
+			None => OpenChallenges::<T>::insert(challenge_id, c),
 		}
 		Ok(())
 	}
 
-	fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: Verdict) {
+	fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
 		OpenChallenges::<T>::remove(challenge_id);
 		let _ = Votes::<T>::clear_prefix(challenge_id, T::JurySize::get(), None);
-		Verdicts::<T>::insert((c.pool_id, c.round, c.accused.clone()), verdict);
+		let key = (c.pool_id, c.round, c.accused.clone());
+		OpenAgainst::<T>::mutate_exists(&key, |n| {
+			*n = n.and_then(|n| n.checked_sub(1)).filter(|n| *n > 0);
+		});
+		// A guilty verdict is final: a later failed or expired challenge does not undo it.
+		Verdicts::<T>::mutate(&key, |v| {
+			if *v != Some(protocol::Verdict::Guilty) {
+				*v = Some(verdict);
+			}
+		});
 	}
 
 	fn convict(challenge_id: ChallengeId, c: Challenge<T>) {
-		let stake = T::Pools::member(c.pool_id, &c.accused)
-			.map(|m| m.stake)
-			.unwrap_or_else(|| T::Staking::active_stake(&c.accused));
+		// A share of the stake that backed the round (held until its challenges are over).
+		let amount = T::SlashFraction::get().mul_floor(c.accused_stake);
 		let slashed = T::Staking::slash(
 			&c.accused,
-			T::SlashFraction::get().mul_floor(stake),
+			amount.saturated_into(),
 			Some((&c.challenger, T::ChallengerShare::get())),
 		);
-		let _ = T::Currency::release(&Self::bond_reason(), &c.challenger, c.bond, Precision::BestEffort);
-		Self::close(challenge_id, &c, Verdict::Guilty);
-		Self::deposit_event(Event::AccusedFoundGuilty { challenge_id, accused: c.accused, slashed });
+		let _ = T::Currency::release(
+			&Self::bond_reason(),
+			&c.challenger,
+			c.bond,
+			Precision::BestEffort,
+		);
+		Self::close(challenge_id, &c, protocol::Verdict::Guilty);
+		Self::deposit_event(Event::AccusedFoundGuilty {
+			challenge_id,
+			accused: c.accused,
+			slashed,
+		});
 	}
 
 	fn acquit(challenge_id: ChallengeId, c: Challenge<T>) {
-		let (credit, _) = <T::Currency as BalancedHold<T::AccountId>>::slash(
+		let (mut credit, _) = <T::Currency as BalancedHold<T::AccountId>>::slash(
 			&Self::bond_reason(),
 			&c.challenger,
 			c.bond,
 		);
 		let bond_slashed = credit.peek();
+		// Jurors who voted innocent share the bond pro rata to their stake.
+		let voters: Vec<(T::AccountId, u128)> = c
+			.jury
+			.iter()
+			.filter(|(j, _)| Votes::<T>::get(challenge_id, j) == Some(false))
+			.cloned()
+			.collect();
+		let (shares, _) = protocol::split_by_stake(bond_slashed.saturated_into(), &voters);
+		let mut jurors_paid = BalanceOf::<T>::zero();
+		for (juror, share) in shares {
+			let (part, rest) = credit.split(share.saturated_into());
+			credit = rest;
+			let offered = part.peek();
+			match <T::Currency as Balanced<T::AccountId>>::resolve(&juror, part) {
+				Ok(()) => jurors_paid = jurors_paid.saturating_add(offered),
+				Err(back) => credit = credit.merge(back),
+			}
+		}
 		T::Slash::on_unbalanced(credit);
-		Self::close(challenge_id, &c, Verdict::Innocent);
+		Self::close(challenge_id, &c, protocol::Verdict::Innocent);
 		Self::deposit_event(Event::AccusedFoundInnocent {
 			challenge_id,
 			accused: c.accused,
 			bond_slashed,
+			jurors_paid,
 		});
 	}
 
 	pub(crate) fn expire(challenge_id: ChallengeId) {
-		let Some(c) = OpenChallenges::<T>::get(challenge_id) else { return };
-		let _ = T::Currency::release(&Self::bond_reason(), &c.challenger, c.bond, Precision::BestEffort);
-		Self::close(challenge_id, &c, Verdict::Expired);
+		let Some(c) = OpenChallenges::<T>::get(challenge_id) else {
+			return;
+		};
+		match c.votes.at_expiry() {
+			protocol::Verdict::Guilty => return Self::convict(challenge_id, c),
+			protocol::Verdict::Innocent => return Self::acquit(challenge_id, c),
+			_ => {},
+		}
+		let _ = T::Currency::release(
+			&Self::bond_reason(),
+			&c.challenger,
+			c.bond,
+			Precision::BestEffort,
+		);
+		Self::close(challenge_id, &c, protocol::Verdict::Expired);
 		Self::deposit_event(Event::ChallengeExpired { challenge_id });
 	}
 
-	/// Invariants: each challenger's bond hold equals its open challenges' bonds; vote counts
-	/// match the recorded votes; juries exclude the parties; each open challenge is scheduled to
-	/// expire.
+	/// Invariants: each challenger's bond hold equals its open challenges' bonds; the
+	/// stake-weighted tallies match the recorded votes; juries exclude the parties and sum to
+	/// their stake; open counts match; jurors are registered once.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		use alloc::collections::btree_map::BTreeMap;
 		use frame_support::traits::fungible::InspectHold;
 		let mut bonds: BTreeMap<T::AccountId, BalanceOf<T>> = BTreeMap::new();
+		let mut open: BTreeMap<(PoolId, RoundIndex, T::AccountId), u32> = BTreeMap::new();
 		for (id, c) in OpenChallenges::<T>::iter() {
 			let e = bonds.entry(c.challenger.clone()).or_default();
 			*e = e.saturating_add(c.bond);
-			let votes: Vec<bool> = Votes::<T>::iter_prefix_values(id).collect();
+			let n = open.entry((c.pool_id, c.round, c.accused.clone())).or_default();
+			*n = n.saturating_add(1);
+			let (mut guilty, mut innocent) = (0u128, 0u128);
+			for (juror, vote) in Votes::<T>::iter_prefix(id) {
+				let stake = c
+					.jury
+					.iter()
+					.find(|(j, _)| *j == juror)
+					.map(|(_, s)| *s)
+					.ok_or("vote by a non-juror")?;
+				if vote {
+					guilty = guilty.saturating_add(stake);
+				} else {
+					innocent = innocent.saturating_add(stake);
+				}
+			}
 			ensure!(
-				votes.iter().filter(|g| **g).count() as u32 == c.guilty_votes &&
-					votes.iter().filter(|g| !**g).count() as u32 == c.innocent_votes,
-				"vote counts differ from recorded votes"
+				guilty == c.votes.guilty_stake && innocent == c.votes.innocent_stake,
+				"vote tallies differ from recorded votes"
 			);
+			ensure!(c.votes.decided().is_none(), "a decided challenge is still open");
 			ensure!(
-				!c.jury.contains(&c.accused) && !c.jury.contains(&c.challenger),
+				c.jury.iter().all(|(j, _)| *j != c.accused && *j != c.challenger),
 				"a party sits on its own jury"
 			);
-			ensure!(Expiries::<T>::get(c.expires_at).contains(&id), "open challenge never expires");
+			let jury_stake = c.jury.iter().fold(0u128, |a, (_, s)| a.saturating_add(*s));
+			ensure!(c.jury.is_empty() || jury_stake == c.votes.jury_stake, "jury stake differs");
 		}
+		for (key, n) in OpenAgainst::<T>::iter() {
+			ensure!(open.get(&key) == Some(&n), "open-challenge count differs");
+		}
+		ensure!(open.len() == OpenAgainst::<T>::iter().count(), "open challenge without a count");
 		for (who, bond) in bonds {
 			ensure!(
 				T::Currency::balance_on_hold(&Self::bond_reason(), &who) == bond,
 				"bond hold differs from open challenges"
 			);
 		}
+		let mut jurors = Jurors::<T>::get().into_inner();
+		let n = jurors.len();
+		jurors.sort();
+		jurors.dedup();
+		ensure!(jurors.len() == n, "a juror is registered twice");
 		Ok(())
 	}
 }
 
 impl<T: Config> ChallengesInspect<T::AccountId> for Pallet<T> {
 	fn is_guilty(pool: PoolId, round: RoundIndex, who: &T::AccountId) -> bool {
-		Verdicts::<T>::get((pool, round, who.clone())) == Some(Verdict::Guilty)
+		Verdicts::<T>::get((pool, round, who.clone())) == Some(protocol::Verdict::Guilty)
 	}
 }
-

@@ -1,21 +1,31 @@
 //! # Challenges
 //!
-//! Step 7 of the round protocol (`ARCHITECTURE.md`): during a final round's challenge window,
-//! anyone may dispute a contributor's pseudo-gradient with [`Pallet::open_challenge`], holding a
-//! `ChallengeBond`. A jury of up to `JurySize` other members of the pool replays the accused's
-//! inner phase off-chain and votes with [`Pallet::vote`].
+//! Step 7 of the round protocol (`ARCHITECTURE.md`): while a final round can be challenged
+//! (`2 × challenge_window` blocks after finality), anyone may dispute a contributor's
+//! pseudo-gradient with [`Pallet::open_challenge`], holding a `ChallengeBond`. Several
+//! challenges may target the same contribution (up to `MaxChallengesPerContribution` open at
+//! once); one that fails does not shield it from the next.
 //!
-//! **Jury selection** is fixed before the challenge exists and cannot be steered by the
-//! challenger: the eligible members (those taking part in the round, other than the accused and
-//! the challenger) are ranked by `blake2_256(final checkpoint hash ‖ accused ‖ member)`, and the
-//! lowest `JurySize` are the jury. The final hash was agreed before anyone could challenge.
+//! **Jurors** are bonded trainers that opted in with [`Pallet::register_juror`] (active stake
+//! ≥ `MinJurorStake`), from every pool, not only the accused's. **The jury is drawn after the
+//! challenge exists**: `jury_delay` blocks after opening, in `on_initialize` (or by anyone with
+//! [`Pallet::advance_challenge`]), stake-weighted without replacement
+//! ([`synod_primitives::protocol::draw_jury`]), from the hash of the block before the draw —
+//! a block that did not exist when the challenge was submitted. The accused and the challenger
+//! never sit. A jury holding less than `MinJuryStake` gives **no verdict**: the bond is
+//! released and nobody is slashed. What an Aura author can still do: the author of the block
+//! before the draw sees its hash first and can withhold that block (skipping its slot) to
+//! re-roll the jury once per slot it controls.
 //!
-//! **Verdicts**: a strict majority of the jury decides. *Guilty*: the accused loses
-//! `SlashFraction` of its committed stake through TrainerStaking (the challenger gets
-//! `ChallengerShare` of it) and its bond comes back; Rewards pays the accused nothing for the
-//! round. *Innocent* (guilty can no longer reach a majority): the challenger's bond is slashed to
-//! `Slash`. A challenge with no verdict after `VotingPeriod` blocks **expires** in
-//! `on_initialize`: the bond is released and the accused keeps its reward.
+//! **Verdicts** need ⅔ of the jury's *stake* ([`synod_primitives::protocol::JuryVotes`]).
+//! *Guilty*: the accused loses `SlashFraction` of its *snapshot* stake in that round through
+//! TrainerStaking (the challenger gets `ChallengerShare` of it; the stake is still held,
+//! because Checkpoints keeps snapshot stake slashable until the round's challenges are over),
+//! the bond comes back, and Rewards pays the accused nothing for the round. *Innocent* (guilty
+//! can no longer reach ⅔): the challenger's bond is slashed and paid to the jurors who voted
+//! innocent, pro rata to their stake (dust to `Slash`). A jury undecided when its voting period
+//! (`round_timeout + VoteMargin` blocks, enough to replay one round) ends **expires**: the bond
+//! is released and the accused keeps its reward. A Guilty verdict is never overwritten.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -26,12 +36,18 @@
 extern crate alloc;
 
 pub use pallet::*;
+pub use synod_primitives::protocol::Verdict;
 pub use weights::WeightInfo;
 
 #[cfg(feature = "runtime-benchmarks")]
 mod benchmarking;
 mod dispatchable_impls;
+mod jury;
+// The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
+extern crate self as pallet_challenges;
+#[cfg(test)]
+#[path = "../../tests/src/mock.rs"]
 mod mock;
 #[cfg(test)]
 mod tests;
@@ -47,7 +63,8 @@ pub mod pallet {
 	use frame_system::pallet_prelude::*;
 	use sp_runtime::Perbill;
 	use synod_primitives::{
-		CheckpointsInspect, Hash32, PoolId, PoolsInterface, RoundIndex, TrainerStake,
+		protocol::JuryVotes, CheckpointsInspect, Hash32, PoolId, PoolsInterface, RoundIndex,
+		TrainerStake,
 	};
 
 	/// Balance type of the currency.
@@ -58,9 +75,21 @@ pub mod pallet {
 		fungible::Credit<<T as frame_system::Config>::AccountId, <T as Config>::Currency>;
 	/// Identifier of a challenge, assigned in order from 0.
 	pub type ChallengeId = u32;
+	/// A jury: jurors with their stake at the draw, in planck.
+	pub type JuryOf<T> =
+		BoundedVec<(<T as frame_system::Config>::AccountId, u128), <T as Config>::JurySize>;
 
 	/// An open challenge.
-	#[derive(CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound)]
+	#[derive(
+		CloneNoBound,
+		PartialEqNoBound,
+		EqNoBound,
+		Encode,
+		Decode,
+		MaxEncodedLen,
+		TypeInfo,
+		DebugNoBound,
+	)]
 	#[scale_info(skip_type_params(T))]
 	pub struct Challenge<T: Config> {
 		/// Pool.
@@ -69,34 +98,25 @@ pub mod pallet {
 		pub round: RoundIndex,
 		/// The contributor accused.
 		pub accused: T::AccountId,
+		/// The accused's snapshot stake in that round, in planck (what a conviction slashes a
+		/// share of).
+		pub accused_stake: u128,
 		/// Who opened it.
 		pub challenger: T::AccountId,
 		/// Held bond, planck.
 		pub bond: BalanceOf<T>,
 		/// blake3 digest of the accused's signed payload (the evidence).
 		pub payload_digest: Hash32,
-		/// The jury.
-		pub jury: BoundedVec<T::AccountId, T::JurySize>,
-		/// Guilty votes so far.
-		pub guilty_votes: u32,
-		/// Innocent votes so far.
-		pub innocent_votes: u32,
+		/// Block in which it was opened.
+		pub opened_at: BlockNumberFor<T>,
+		/// Block whose parent hash draws the jury.
+		pub draw_at: BlockNumberFor<T>,
 		/// Block at which it expires without a verdict.
 		pub expires_at: BlockNumberFor<T>,
-	}
-
-	/// How a challenge ended.
-	#[derive(
-		Clone, Copy, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen,
-		TypeInfo, Debug,
-	)]
-	pub enum Verdict {
-		/// The jury found the contribution dishonest.
-		Guilty,
-		/// The jury found it honest.
-		Innocent,
-		/// No majority within the voting period.
-		Expired,
+		/// The jury, empty until drawn.
+		pub jury: JuryOf<T>,
+		/// Stake-weighted votes so far.
+		pub votes: JuryVotes,
 	}
 
 	/// Reasons for which this pallet holds funds.
@@ -119,34 +139,44 @@ pub mod pallet {
 			+ fungible::BalancedHold<Self::AccountId>;
 		/// The overarching hold reason.
 		type RuntimeHoldReason: From<HoldReason>;
-		/// Bonded stake (slashing the guilty).
+		/// Bonded stake (slashing the guilty; jurors' weight).
 		type Staking: TrainerStake<Self::AccountId, Balance = BalanceOf<Self>>;
-		/// Pools (members, their stakes, the challenge window).
+		/// Pools (the timeline of each pool).
 		type Pools: PoolsInterface<Self::AccountId, BalanceOf<Self>, BlockNumberFor<Self>>;
-		/// Final checkpoints and their contributors.
+		/// Final checkpoints, their contributors and snapshot stakes.
 		type Checkpoints: CheckpointsInspect<Self::AccountId, BlockNumberFor<Self>>;
 		/// Bond a challenger holds, in planck.
 		#[pallet::constant]
 		type ChallengeBond: Get<BalanceOf<Self>>;
-		/// Maximum jurors per challenge.
+		/// Jurors drawn per challenge.
 		#[pallet::constant]
 		type JurySize: Get<u32>;
-		/// Blocks a challenge stays open for votes.
-		#[pallet::constant]
-		type VotingPeriod: Get<BlockNumberFor<Self>>;
-		/// Share of the guilty member's committed stake that is slashed.
+		/// Share of the guilty member's snapshot stake that is slashed.
 		#[pallet::constant]
 		type SlashFraction: Get<Perbill>;
 		/// Share of the slashed stake paid to the challenger.
 		#[pallet::constant]
 		type ChallengerShare: Get<Perbill>;
-		/// Maximum members of a pool (the jury is drawn from them).
+		/// Maximum members of a pool (bounds contributor lists read at opening).
 		#[pallet::constant]
 		type MaxPoolMembers: Get<u32>;
-		/// Maximum challenges expiring in one block.
+		/// Maximum challenge events (draws and expiries) scheduled for one block; beyond it
+		/// they happen lazily through [`Pallet::advance_challenge`].
 		#[pallet::constant]
 		type MaxExpiriesPerBlock: Get<u32>;
-		/// Where the bonds of failed challenges go.
+		/// Maximum registered jurors.
+		#[pallet::constant]
+		type MaxJurors: Get<u32>;
+		/// Least active stake of a registered juror, in planck.
+		#[pallet::constant]
+		type MinJurorStake: Get<BalanceOf<Self>>;
+		/// Least total stake of a drawn jury, in planck; below it there is no verdict.
+		#[pallet::constant]
+		type MinJuryStake: Get<BalanceOf<Self>>;
+		/// Most challenges open at once against one contribution.
+		#[pallet::constant]
+		type MaxChallengesPerContribution: Get<u32>;
+		/// Where the bonds of failed challenges go (after paying the jurors).
 		type Slash: OnUnbalanced<CreditOf<Self>>;
 		/// Weights of this pallet's calls and hooks.
 		type WeightInfo: WeightInfo;
@@ -168,17 +198,18 @@ pub mod pallet {
 	pub type Votes<T: Config> =
 		StorageDoubleMap<_, Twox64Concat, ChallengeId, Blake2_128Concat, T::AccountId, bool>;
 
-	/// The challenge of each `(pool, round, accused)`; at most one, ever.
+	/// Number of open challenges against each `(pool, round, accused)`.
 	#[pallet::storage]
-	pub type ChallengeOf<T: Config> =
-		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), ChallengeId>;
+	pub type OpenAgainst<T: Config> =
+		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), u32, ValueQuery>;
 
-	/// Verdicts by `(pool, round, accused)`.
+	/// Verdicts by `(pool, round, accused)`: the last one, except that `Guilty` is final.
 	#[pallet::storage]
 	pub type Verdicts<T: Config> =
 		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), Verdict>;
 
-	/// Challenges that expire at a block unless resolved.
+	/// Challenges with a jury draw or an expiry due at a block (best effort; see
+	/// [`Pallet::advance_challenge`]).
 	#[pallet::storage]
 	pub type Expiries<T: Config> = StorageMap<
 		_,
@@ -188,11 +219,17 @@ pub mod pallet {
 		ValueQuery,
 	>;
 
+	/// Registered jurors (bonded trainers that opted in to verify).
+	#[pallet::storage]
+	pub type Jurors<T: Config> =
+		StorageValue<_, BoundedVec<T::AccountId, T::MaxJurors>, ValueQuery>;
+
 	/// Events.
 	#[pallet::event]
 	#[pallet::generate_deposit(pub(super) fn deposit_event)]
 	pub enum Event<T: Config> {
-		/// A challenge was opened against `accused`'s contribution to `round`.
+		/// A challenge was opened against `accused`'s contribution to `round`; its jury is
+		/// drawn at `draw_at`.
 		ChallengeOpened {
 			/// Challenge.
 			challenge_id: ChallengeId,
@@ -204,8 +241,24 @@ pub mod pallet {
 			accused: T::AccountId,
 			/// Challenger.
 			challenger: T::AccountId,
-			/// Selected jurors.
-			jury: BoundedVec<T::AccountId, T::JurySize>,
+			/// Block whose parent hash draws the jury.
+			draw_at: BlockNumberFor<T>,
+		},
+		/// The jury of a challenge was drawn; it votes until `expires_at`.
+		JuryDrawn {
+			/// Challenge.
+			challenge_id: ChallengeId,
+			/// Jurors with their stake (planck).
+			jury: JuryOf<T>,
+			/// Block number.
+			expires_at: BlockNumberFor<T>,
+		},
+		/// Too little juror stake could be drawn: no verdict, the bond was released.
+		NoJuryDrawn {
+			/// Challenge.
+			challenge_id: ChallengeId,
+			/// Stake of the jury that could be drawn, planck.
+			jury_stake: u128,
 		},
 		/// A juror voted.
 		Voted {
@@ -225,7 +278,8 @@ pub mod pallet {
 			/// Planck slashed.
 			slashed: BalanceOf<T>,
 		},
-		/// The jury found the accused innocent; the challenger's bond was slashed.
+		/// The jury found the accused innocent; the challenger's bond was slashed and paid to
+		/// the jurors who voted innocent.
 		AccusedFoundInnocent {
 			/// Challenge.
 			challenge_id: ChallengeId,
@@ -233,11 +287,24 @@ pub mod pallet {
 			accused: T::AccountId,
 			/// Planck of bond slashed.
 			bond_slashed: BalanceOf<T>,
+			/// Planck of it paid to jurors.
+			jurors_paid: BalanceOf<T>,
 		},
 		/// No verdict within the voting period; the bond was released.
 		ChallengeExpired {
 			/// Challenge.
 			challenge_id: ChallengeId,
+		},
+		/// `who` registered as a juror.
+		JurorRegistered {
+			/// Juror.
+			who: T::AccountId,
+		},
+		/// `who` is no longer a juror (unregistered, or replaced by a juror with more stake
+		/// when the list was full).
+		JurorRemoved {
+			/// Juror.
+			who: T::AccountId,
 		},
 	}
 
@@ -248,26 +315,36 @@ pub mod pallet {
 		PoolNotFound,
 		/// The round is not final (or does not exist).
 		RoundNotFinal,
-		/// The round's challenge window has closed.
+		/// The round's challenge window (`2 × challenge_window` after finality) has closed.
 		ChallengeWindowClosed,
 		/// The accused is not a contributor of the round.
 		NotAContributor,
 		/// A challenger cannot accuse itself.
 		SelfChallenge,
-		/// This contribution has already been challenged.
+		/// `MaxChallengesPerContribution` challenges against this contribution are open.
 		AlreadyChallenged,
-		/// No member of the pool can sit on the jury.
-		NoJurors,
 		/// The challenger cannot hold the bond.
 		InsufficientBond,
-		/// Too many challenges expire in the same block; try again in the next one.
-		TooManyChallenges,
 		/// No open challenge with this id.
 		ChallengeNotFound,
+		/// The jury has not been drawn yet (see `ChallengeOpened::draw_at`).
+		JuryNotDrawn,
+		/// The voting period is over.
+		VotingClosed,
 		/// The caller is not on this challenge's jury.
 		NotJuror,
 		/// The caller already voted.
 		AlreadyVoted,
+		/// Nothing to advance: the draw and the expiry are not due yet.
+		NothingDue,
+		/// The caller's active stake is below `MinJurorStake`.
+		JurorStakeTooLow,
+		/// The caller is already a registered juror.
+		AlreadyJuror,
+		/// The caller is not a registered juror.
+		NotAJuror,
+		/// `MaxJurors` jurors are registered, none with less stake than the caller.
+		TooManyJurors,
 		/// The challenge id space is exhausted.
 		Overflow,
 	}
@@ -276,12 +353,12 @@ pub mod pallet {
 	impl<T: Config> Pallet<T> {
 		/// Disputes `accused`'s contribution to final `round` of `pool_id`;
 		/// `payload_digest` is the blake3 digest of its signed pseudo-gradient payload. Holds
-		/// `ChallengeBond` and selects the jury.
+		/// `ChallengeBond`; the jury is drawn `jury_delay` blocks later.
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::RoundNotFinal`],
 		/// [`Error::ChallengeWindowClosed`], [`Error::NotAContributor`],
-		/// [`Error::SelfChallenge`], [`Error::AlreadyChallenged`], [`Error::NoJurors`],
-		/// [`Error::InsufficientBond`], [`Error::TooManyChallenges`], [`Error::Overflow`].
+		/// [`Error::SelfChallenge`], [`Error::AlreadyChallenged`],
+		/// [`Error::InsufficientBond`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get()))]
 		pub fn open_challenge(
@@ -296,14 +373,68 @@ pub mod pallet {
 		}
 
 		/// Votes on `challenge_id` as a juror (`guilty = true`: the contribution is not within
-		/// the tolerance of an honest replay). Resolves the challenge once a majority is certain.
+		/// the tolerance of an honest replay), weighted by the juror's stake at the draw.
+		/// Resolves the challenge once the verdict is certain.
 		///
-		/// Errors: [`Error::ChallengeNotFound`], [`Error::NotJuror`], [`Error::AlreadyVoted`].
+		/// Errors: [`Error::ChallengeNotFound`], [`Error::JuryNotDrawn`],
+		/// [`Error::VotingClosed`], [`Error::NotJuror`], [`Error::AlreadyVoted`].
 		#[pallet::call_index(1)]
 		#[pallet::weight(T::WeightInfo::vote())]
-		pub fn vote(origin: OriginFor<T>, challenge_id: ChallengeId, guilty: bool) -> DispatchResult {
+		pub fn vote(
+			origin: OriginFor<T>,
+			challenge_id: ChallengeId,
+			guilty: bool,
+		) -> DispatchResult {
 			let juror = ensure_signed(origin)?;
 			Self::do_vote(juror, challenge_id, guilty)
+		}
+
+		/// Registers the caller as a juror (active stake ≥ `MinJurorStake`). When `MaxJurors`
+		/// are registered, the one with the least active stake is replaced if the caller has
+		/// more.
+		///
+		/// Errors: [`Error::JurorStakeTooLow`], [`Error::AlreadyJuror`],
+		/// [`Error::TooManyJurors`].
+		#[pallet::call_index(2)]
+		#[pallet::weight(T::WeightInfo::register_juror(T::MaxJurors::get()))]
+		pub fn register_juror(origin: OriginFor<T>) -> DispatchResult {
+			let who = ensure_signed(origin)?;
+			Self::do_register_juror(who)
+		}
+
+		/// Unregisters the caller as a juror (juries already drawn keep it).
+		///
+		/// Errors: [`Error::NotAJuror`].
+		#[pallet::call_index(3)]
+		#[pallet::weight(T::WeightInfo::register_juror(T::MaxJurors::get()))]
+		pub fn unregister_juror(origin: OriginFor<T>) -> DispatchResult {
+			let who = ensure_signed(origin)?;
+			let mut jurors = Jurors::<T>::get();
+			let before = jurors.len();
+			jurors.retain(|j| j != &who);
+			ensure!(jurors.len() < before, Error::<T>::NotAJuror);
+			Jurors::<T>::put(jurors);
+			Self::deposit_event(Event::JurorRemoved { who });
+			Ok(())
+		}
+
+		/// Draws the jury of `challenge_id` if its draw is due, or expires it if its voting
+		/// period is over (any signed account): the fallback when a block's schedule was full.
+		///
+		/// Errors: [`Error::ChallengeNotFound`], [`Error::NothingDue`].
+		#[pallet::call_index(4)]
+		#[pallet::weight(T::WeightInfo::on_initialize_expire(1))]
+		pub fn advance_challenge(
+			origin: OriginFor<T>,
+			challenge_id: ChallengeId,
+		) -> DispatchResult {
+			ensure_signed(origin)?;
+			let c = OpenChallenges::<T>::get(challenge_id).ok_or(Error::<T>::ChallengeNotFound)?;
+			let now = frame_system::Pallet::<T>::block_number();
+			let due = (c.jury.is_empty() && now >= c.draw_at) || now >= c.expires_at;
+			ensure!(due, Error::<T>::NothingDue);
+			Self::advance(challenge_id, now);
+			Ok(())
 		}
 	}
 
@@ -313,7 +444,7 @@ pub mod pallet {
 			let due = Expiries::<T>::take(n);
 			let count = due.len() as u32;
 			for id in due {
-				Self::expire(id);
+				Self::advance(id, n);
 			}
 			T::WeightInfo::on_initialize_expire(count)
 		}
@@ -331,4 +462,6 @@ pub trait BenchmarkHelper<AccountId> {
 	/// A Training pool with `members` members whose round 1 is final with every member a
 	/// contributor; returns the pool id and the members.
 	fn final_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
+	/// Bonds `stake` planck for `who` (a juror candidate).
+	fn bond(who: &AccountId, stake: u128);
 }

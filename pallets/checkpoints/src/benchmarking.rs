@@ -4,7 +4,10 @@ use super::*;
 use crate::pallet::{Deadlines, FinalCheckpoints, Voided};
 use alloc::vec::Vec;
 use frame_benchmarking::v2::*;
-use frame_support::{traits::{Get, Hooks}, BoundedVec};
+use frame_support::{
+	traits::{Get, Hooks},
+	BoundedVec,
+};
 use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
 use synod_primitives::{MemberIndex, PoolSetup};
 
@@ -17,8 +20,10 @@ mod benchmarks {
 	use super::*;
 
 	// Worst case: `m` members, every earlier member committed a different included set (m
-	// candidates), and this commit brings the largest one to quorum, which finalizes the round
-	// and opens the next.
+	// candidates), every member committed round 2 ahead of time (each its own hash), and this
+	// commit brings the largest candidate to quorum, which finalizes the round, schedules its
+	// settlement and opens round 2 (snapshot of `m`, `m` slashable horizons, `m` early commits
+	// tallied).
 	#[benchmark]
 	fn commit_checkpoint(m: Linear<2, { T::MaxMembers::get() }>) -> Result<(), BenchmarkError> {
 		let (pool, members) = T::BenchmarkHelper::training_pool(m);
@@ -36,14 +41,20 @@ mod benchmarks {
 			};
 			Pallet::<T>::do_commit(who.clone(), pool, 1, [1; 32], set)?;
 		}
+		for (i, who) in members.iter().enumerate() {
+			Pallet::<T>::do_commit(who.clone(), pool, 2, [i as u8; 32], full.clone())?;
+		}
 		#[extrinsic_call]
 		_(RawOrigin::Signed(last.clone()), pool, 1, [1; 32], full);
 		assert!(FinalCheckpoints::<T>::get(pool, 1).is_some());
+		assert_eq!(crate::pallet::Candidates::<T>::get((pool, 2)).len() as u32, m);
 		Ok(())
 	}
 
 	#[benchmark]
-	fn on_initialize_void(v: Linear<0, { T::MaxDeadlinesPerBlock::get() }>) -> Result<(), BenchmarkError> {
+	fn on_initialize_void(
+		v: Linear<0, { T::MaxDeadlinesPerBlock::get() }>,
+	) -> Result<(), BenchmarkError> {
 		let mut due = None;
 		for _ in 0..v {
 			let (pool, _) = T::BenchmarkHelper::training_pool(T::MaxMembers::get());

@@ -1,9 +1,9 @@
 //! `commit_checkpoint`.
 
-use crate::{pallet::*, Event};
+use crate::{finality::block, pallet::*, Event};
 use frame_support::pallet_prelude::*;
-use sp_runtime::traits::{CheckedAdd, Saturating};
-use synod_primitives::{Hash32, PoolId, PoolStatus, PoolsInterface, RoundIndex};
+use sp_runtime::traits::{CheckedAdd, SaturatedConversion};
+use synod_primitives::{protocol, Hash32, PoolId, PoolStatus, PoolsInterface, RoundIndex};
 
 impl<T: Config> Pallet<T> {
 	pub(crate) fn do_commit(
@@ -14,22 +14,27 @@ impl<T: Config> Pallet<T> {
 		included: IncludedSet<T>,
 	) -> DispatchResult {
 		let params = T::Pools::round_params(pool_id).ok_or(Error::<T>::PoolNotFound)?;
-		let member = T::Pools::member(pool_id, &who).ok_or(Error::<T>::NotMember)?;
-		ensure!(member.from_round <= round, Error::<T>::NotYetMember);
-		ensure!(
-			!included.is_empty() && included.windows(2).all(|w| matches!(w, [a, b] if a < b)),
-			Error::<T>::InvalidIncludedSet
-		);
+		ensure!(protocol::tally::is_valid_included_set(&included), Error::<T>::InvalidIncludedSet);
 		ensure!(!Commits::<T>::contains_key((pool_id, round), &who), Error::<T>::AlreadyCommitted);
+		let now = frame_system::Pallet::<T>::block_number();
 
-		// A final round: late contributors and divergent commits, within the challenge window.
+		// A final round: late contributors and divergent commits of its participants, for
+		// `challenge_window` blocks (challenges stay open for twice that).
 		if let Some(mut fin) = FinalCheckpoints::<T>::get(pool_id, round) {
-			let now = frame_system::Pallet::<T>::block_number();
 			ensure!(
-				now <= fin.finalized_at.saturating_add(params.challenge_window),
+				block::<T>(now) <= params.timeline.late_commits_until(block::<T>(fin.finalized_at)),
 				Error::<T>::RoundClosed
 			);
-			Commits::<T>::insert((pool_id, round), &who, hash);
+			let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
+			let index = protocol::snapshot::find(&snapshot, &who)
+				.ok_or(Error::<T>::NotInSnapshot)?
+				.index;
+			Commits::<T>::insert(
+				(pool_id, round),
+				&who,
+				CommitRecord { hash, included: included.clone() },
+			);
+			MissedRounds::<T>::remove(pool_id, &who);
 			Self::deposit_event(Event::CheckpointCommitted {
 				pool_id,
 				round,
@@ -37,7 +42,7 @@ impl<T: Config> Pallet<T> {
 				hash,
 			});
 			if fin.hash == hash && fin.included == included {
-				if fin.included.contains(&member.index) && fin.contributors.try_push(who.clone()).is_ok() {
+				if fin.included.contains(&index) && fin.contributors.try_push(who.clone()).is_ok() {
 					FinalCheckpoints::<T>::insert(pool_id, round, fin);
 					Self::deposit_event(Event::LateContributorAdded { pool_id, round, who });
 				}
@@ -51,31 +56,60 @@ impl<T: Config> Pallet<T> {
 		ensure!(round >= params.current_round, Error::<T>::RoundClosed);
 		ensure!(round <= params.current_round.saturating_add(1), Error::<T>::RoundNotOpen);
 
+		if round > params.current_round {
+			// Ahead of time: stored, counted when the round opens against its snapshot.
+			let member = T::Pools::member(pool_id, &who).ok_or(Error::<T>::NotMember)?;
+			ensure!(member.from_round <= round, Error::<T>::NotYetMember);
+			Commits::<T>::insert((pool_id, round), &who, CommitRecord { hash, included });
+			Self::deposit_event(Event::CheckpointCommitted { pool_id, round, who, hash });
+			return Ok(());
+		}
+
+		let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::RoundClosed)?;
+		if now >= open.deadline {
+			// The deadline passed and no queue voided the round yet: void it now. This commit
+			// is not counted (the extrinsic succeeds so that the void is kept).
+			return Self::void_if_open(pool_id, round, now);
+		}
+		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
+		let Some(participant) = protocol::snapshot::find(&snapshot, &who).cloned() else {
+			return Err(match T::Pools::member(pool_id, &who) {
+				None => Error::<T>::NotMember,
+				Some(m) if m.from_round > round => Error::<T>::NotYetMember,
+				Some(_) => Error::<T>::NotInSnapshot,
+			}
+			.into());
+		};
+		let stake: T::Balance = participant.stake.saturated_into();
 		let mut candidates = Candidates::<T>::get((pool_id, round));
 		match candidates.iter_mut().find(|c| c.hash == hash && c.included == included) {
 			Some(c) => {
-				c.stake = c.stake.checked_add(&member.stake).ok_or(Error::<T>::Overflow)?;
-				c.committers.try_push(who.clone()).map_err(|_| Error::<T>::Overflow)?;
+				c.stake = c.stake.checked_add(&stake).ok_or(Error::<T>::Overflow)?;
+				c.committers.try_push(participant.index).map_err(|_| Error::<T>::Overflow)?;
 			},
 			None => {
 				let mut committers = BoundedVec::new();
-				committers.try_push(who.clone()).map_err(|_| Error::<T>::Overflow)?;
+				committers.try_push(participant.index).map_err(|_| Error::<T>::Overflow)?;
+				// At most one candidate per participant: never more than `MaxMembers`.
 				candidates
-					.try_push(Candidate { hash, included, stake: member.stake, committers })
+					.try_push(Candidate { hash, included: included.clone(), stake, committers })
 					.map_err(|_| Error::<T>::Overflow)?;
 			},
 		}
 		Candidates::<T>::insert((pool_id, round), candidates);
-		Commits::<T>::insert((pool_id, round), &who, hash);
+		Commits::<T>::insert((pool_id, round), &who, CommitRecord { hash, included });
+		MissedRounds::<T>::remove(pool_id, &who);
 		Self::deposit_event(Event::CheckpointCommitted { pool_id, round, who, hash });
-		if round == params.current_round {
-			Self::try_finalize(pool_id, round)?;
-		}
-		Ok(())
+		Self::try_finalize(pool_id, round)
 	}
 
-	pub(crate) fn record_divergent(pool_id: PoolId, round: RoundIndex, who: T::AccountId, hash: Hash32) {
-		// Bounded by MaxMembers: each member commits once per round.
+	pub(crate) fn record_divergent(
+		pool_id: PoolId,
+		round: RoundIndex,
+		who: T::AccountId,
+		hash: Hash32,
+	) {
+		// Bounded by MaxMembers: each snapshot participant commits once per round.
 		let _ = Divergent::<T>::try_mutate((pool_id, round), |d| d.try_push((who.clone(), hash)));
 		Self::deposit_event(Event::DivergentCommit { pool_id, round, who, hash });
 	}

@@ -1,51 +1,87 @@
-//! Opening rounds, quorum finality, voiding, and the interfaces other pallets use.
+//! Opening rounds (snapshot), quorum finality, voiding with the inactivity leak, and the
+//! interfaces other pallets use. The rules themselves are `synod_primitives::protocol`'s.
 
 use crate::{pallet::*, Event};
 use alloc::vec::Vec;
-use frame_support::pallet_prelude::*;
+use frame_support::{pallet_prelude::*, storage::with_storage_layer};
 use frame_system::pallet_prelude::BlockNumberFor;
-use sp_runtime::traits::{One, Saturating, Zero};
+use sp_runtime::traits::{One, SaturatedConversion, Saturating};
 use synod_primitives::{
-	CheckpointsInspect, FinalView, OnRoundFinalized, OnTrainingStarted, PoolId, PoolsInterface,
-	RoundIndex,
+	protocol::{self, LeakRule, Timeline},
+	CheckpointsInspect, FinalView, OnRoundFinalized, OnTrainingStarted, Participant, PoolId,
+	PoolsInterface, RoundIndex, TrainerStake,
 };
 
+/// A block number as the protocol crate's `u64`.
+pub(crate) fn block<T: Config>(n: BlockNumberFor<T>) -> protocol::Block {
+	n.saturated_into()
+}
+
+/// A protocol block number as the runtime's.
+pub(crate) fn runtime_block<T: Config>(n: protocol::Block) -> BlockNumberFor<T> {
+	n.saturated_into()
+}
+
 impl<T: Config> Pallet<T> {
-	/// Opens `round` of `pool_id`: freezes its stake, schedules its deadline and counts commits
-	/// that arrived early. Then closes rounds for as long as they are final at once.
+	/// Opens `round` of `pool_id`: freezes its snapshot, keeps the participants' stake slashable
+	/// until the round's last challenge is over, counts the participants' early commits,
+	/// schedules the deadline. Then closes rounds for as long as they are final at once.
 	pub(crate) fn start_round(pool_id: PoolId, round: RoundIndex) -> DispatchResult {
-		let Some(params) = T::Pools::round_params(pool_id) else { return Ok(()) };
-		let round_stake = T::Pools::members(pool_id)
-			.iter()
-			.filter(|m| m.from_round <= round)
-			.fold(T::Balance::zero(), |acc, m| acc.saturating_add(m.stake));
+		let Some(params) = T::Pools::round_params(pool_id) else {
+			return Ok(());
+		};
+		let timeline: Timeline = params.timeline;
+		// Members are bounded by `MaxMembers`, so nothing is cut.
+		let snapshot: SnapshotOf<T> =
+			BoundedVec::truncate_from(protocol::snapshot(T::Pools::member_states(pool_id), round));
+		let round_stake: T::Balance = protocol::snapshot::total_stake(&snapshot).saturated_into();
 		let now = frame_system::Pallet::<T>::block_number();
-		let deadline = Self::schedule_deadline(
-			now.saturating_add(params.round_timeout),
+		let deadline_u64 = timeline.deadline(block::<T>(now));
+		let deadline = runtime_block::<T>(deadline_u64);
+		for p in snapshot.iter() {
+			T::Staking::keep_slashable(&p.who, timeline.slashable_until(deadline_u64));
+		}
+		let tallied = protocol::tally(&snapshot, |p| Commits::<T>::get((pool_id, round), &p.who));
+		let mut candidates: BoundedVec<Candidate<T>, T::MaxMembers> = BoundedVec::new();
+		for t in tallied {
+			candidates
+				.try_push(Candidate {
+					hash: t.commit.hash,
+					included: t.commit.included,
+					stake: t.stake.saturated_into(),
+					committers: BoundedVec::truncate_from(t.committers),
+				})
+				.map_err(|_| Error::<T>::Overflow)?;
+		}
+		Candidates::<T>::insert((pool_id, round), candidates);
+		Snapshots::<T>::insert((pool_id, round), snapshot);
+		let scheduled_at = Self::schedule_deadline(deadline, pool_id, round);
+		OpenRounds::<T>::insert(
 			pool_id,
-			round,
+			OpenRound { round, opened_at: now, deadline, round_stake, scheduled_at },
 		);
-		OpenRounds::<T>::insert(pool_id, OpenRound { round, opened_at: now, deadline, round_stake });
 		Self::deposit_event(Event::RoundOpened { pool_id, round, deadline, round_stake });
 		Self::try_finalize(pool_id, round)
 	}
 
-	/// Puts `(pool, round)` in the first block from `at` whose deadline list has room.
+	/// Puts `(pool, round)` in the first block from `at` (of `MaxDeadlinesPerBlock` blocks)
+	/// whose deadline list has room; `None` if all are full (the round is then voided lazily).
 	fn schedule_deadline(
 		mut at: BlockNumberFor<T>,
 		pool_id: PoolId,
 		round: RoundIndex,
-	) -> BlockNumberFor<T> {
+	) -> Option<BlockNumberFor<T>> {
 		for _ in 0..T::MaxDeadlinesPerBlock::get().max(1) {
 			if Deadlines::<T>::try_mutate(at, |d| d.try_push((pool_id, round))).is_ok() {
-				return at;
+				return Some(at);
 			}
 			at = at.saturating_add(One::one());
 		}
-		at
+		None
 	}
 
-	/// Makes `round` final if a candidate reached quorum; then closes it and opens the next.
+	/// Makes `round` final if a candidate reached quorum of the snapshot (rounded up); then
+	/// closes it and opens the next.
 	pub(crate) fn try_finalize(pool_id: PoolId, round: RoundIndex) -> DispatchResult {
 		let (Some(open), Some(params)) =
 			(OpenRounds::<T>::get(pool_id), T::Pools::round_params(pool_id))
@@ -55,29 +91,33 @@ impl<T: Config> Pallet<T> {
 		if open.round != round {
 			return Ok(());
 		}
-		let threshold = params.quorum.mul_floor(open.round_stake);
+		let total: u128 = open.round_stake.saturated_into();
+		let quorum = params.quorum.deconstruct();
 		let candidates = Candidates::<T>::get((pool_id, round));
-		let Some(winner) =
-			candidates.iter().find(|c| !c.stake.is_zero() && c.stake >= threshold).cloned()
+		let Some(winner) = candidates
+			.iter()
+			.find(|c| protocol::reaches_quorum(c.stake.saturated_into(), total, quorum))
+			.cloned()
 		else {
 			return Ok(());
 		};
+		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
 		let parent = LastFinal::<T>::get(pool_id)
 			.map(|(_, h)| h)
 			.unwrap_or(params.initial_checkpoint);
-		let contributors: Vec<T::AccountId> = winner
-			.committers
-			.iter()
-			.filter(|who| {
-				T::Pools::member(pool_id, who).is_some_and(|m| winner.included.contains(&m.index))
-			})
-			.cloned()
-			.collect();
+		let contributors: Vec<T::AccountId> =
+			protocol::contributors(&snapshot, &winner.committers, &winner.included)
+				.into_iter()
+				.map(|p| p.who)
+				.collect();
 		let contributors = BoundedVec::truncate_from(contributors);
 		let now = frame_system::Pallet::<T>::block_number();
-		for c in candidates.iter().filter(|c| c.hash != winner.hash || c.included != winner.included) {
-			for who in c.committers.iter() {
-				Self::record_divergent(pool_id, round, who.clone(), c.hash);
+		for c in candidates
+			.iter()
+			.filter(|c| c.hash != winner.hash || c.included != winner.included)
+		{
+			for p in snapshot.iter().filter(|p| c.committers.contains(&p.index)) {
+				Self::record_divergent(pool_id, round, p.who.clone(), c.hash);
 			}
 		}
 		FinalCheckpoints::<T>::insert(
@@ -102,7 +142,7 @@ impl<T: Config> Pallet<T> {
 			parent,
 			contributors,
 		});
-		T::OnRoundFinalized::round_finalized(pool_id, round, now)?;
+		T::OnRoundFinalized::round_finalized(pool_id, round, now);
 		Self::close(pool_id, round)
 	}
 
@@ -115,35 +155,104 @@ impl<T: Config> Pallet<T> {
 		}
 	}
 
-	/// Voids `round` if it is still the open, non-final round of `pool_id`.
-	pub(crate) fn void_if_open(pool_id: PoolId, round: RoundIndex, now: BlockNumberFor<T>) {
-		let is_open = OpenRounds::<T>::get(pool_id).is_some_and(|o| o.round == round);
-		if !is_open || FinalCheckpoints::<T>::contains_key(pool_id, round) {
-			return;
-		}
-		Voided::<T>::insert(pool_id, round, now);
-		Candidates::<T>::remove((pool_id, round));
-		Self::deposit_event(Event::RoundVoided { pool_id, round });
-		// Closing can only fail through `OnRoundFinalized` of a later round finalizing at
-		// once; that round then stays open and is voided at its own deadline.
-		let _ = Self::close(pool_id, round);
+	/// Voids `round` if it is still the open, non-final round of `pool_id`, applies the
+	/// inactivity leak to its silent participants, and opens the next round. Runs in its own
+	/// storage layer: on error nothing of it remains.
+	pub(crate) fn void_if_open(
+		pool_id: PoolId,
+		round: RoundIndex,
+		now: BlockNumberFor<T>,
+	) -> DispatchResult {
+		with_storage_layer(|| {
+			let is_open = OpenRounds::<T>::get(pool_id).is_some_and(|o| o.round == round);
+			if !is_open || FinalCheckpoints::<T>::contains_key(pool_id, round) {
+				return Ok(());
+			}
+			Voided::<T>::insert(pool_id, round, now);
+			Candidates::<T>::remove((pool_id, round));
+			Self::deposit_event(Event::RoundVoided { pool_id, round });
+			Self::leak_inactive(pool_id, round);
+			Self::prune(pool_id, round);
+			Self::close(pool_id, round)
+		})
 	}
 
-	/// Invariants: every final checkpoint held quorum, its contributors are committers of its
-	/// hash, its parent is the previous final hash; open rounds have a scheduled deadline.
+	/// Removes a closed round's per-member records (snapshot, commits, divergent commits),
+	/// once nothing can challenge it: at voiding, or at settlement of a final round. The final
+	/// record ([`FinalCheckpoints`]) stays: it is the checkpoint chain.
+	pub(crate) fn prune(pool_id: PoolId, round: RoundIndex) {
+		Snapshots::<T>::remove((pool_id, round));
+		Divergent::<T>::remove((pool_id, round));
+		// Participants, plus members who committed ahead of time and left: bounded in practice;
+		// whatever exceeds the limit stays, harmlessly.
+		let _ = Commits::<T>::clear_prefix(
+			(pool_id, round),
+			T::MaxMembers::get().saturating_mul(4),
+			None,
+		);
+	}
+
+	/// The inactivity leak of a voided round ([`protocol::LeakRule`]).
+	fn leak_inactive(pool_id: PoolId, round: RoundIndex) {
+		let rule = LeakRule {
+			penalty_ppb: T::InactivityLeak::get().deconstruct(),
+			drop_after: T::DropAfterMissed::get(),
+		};
+		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
+		for p in snapshot {
+			let committed = Commits::<T>::contains_key((pool_id, round), &p.who);
+			let (missed, drop) =
+				rule.after_voided_round(MissedRounds::<T>::get(pool_id, &p.who), committed);
+			if committed {
+				MissedRounds::<T>::remove(pool_id, &p.who);
+				continue;
+			}
+			let leaked = T::Staking::slash(&p.who, rule.penalty(p.stake).saturated_into(), None);
+			Self::deposit_event(Event::InactivityLeaked {
+				pool_id,
+				round,
+				who: p.who.clone(),
+				leaked,
+				missed,
+			});
+			if drop {
+				MissedRounds::<T>::remove(pool_id, &p.who);
+				T::Pools::drop_member(pool_id, &p.who);
+			} else {
+				MissedRounds::<T>::insert(pool_id, &p.who, missed);
+			}
+		}
+	}
+
+	/// Invariants: every final checkpoint held quorum (rounded up) of its snapshot, its
+	/// contributors are snapshot participants that committed its hash, its parent is the
+	/// previous final hash; open rounds have a snapshot whose stake is their `round_stake`,
+	/// candidates only of its participants, and a scheduled deadline when they say so.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		for (pool_id, round, fin) in FinalCheckpoints::<T>::iter() {
-			let params = T::Pools::round_params(pool_id).ok_or("final checkpoint of unknown pool")?;
+			let params =
+				T::Pools::round_params(pool_id).ok_or("final checkpoint of unknown pool")?;
 			ensure!(
-				!fin.committed_stake.is_zero() &&
-					fin.committed_stake >= params.quorum.mul_floor(fin.round_stake),
+				protocol::reaches_quorum(
+					fin.committed_stake.saturated_into(),
+					fin.round_stake.saturated_into(),
+					params.quorum.deconstruct()
+				),
 				"final checkpoint without quorum"
 			);
-			for who in fin.contributors.iter() {
-				ensure!(
-					Commits::<T>::get((pool_id, round), who) == Some(fin.hash),
-					"contributor did not commit the final hash"
-				);
+			// Until the round is settled and pruned.
+			if let Some(snapshot) = Snapshots::<T>::get((pool_id, round)) {
+				for who in fin.contributors.iter() {
+					ensure!(
+						Commits::<T>::get((pool_id, round), who)
+							.is_some_and(|c| c.hash == fin.hash),
+						"contributor did not commit the final hash"
+					);
+					ensure!(
+						protocol::snapshot::find(&snapshot, who).is_some(),
+						"contributor outside the round's snapshot"
+					);
+				}
 			}
 			let previous = (1..round)
 				.rev()
@@ -153,18 +262,47 @@ impl<T: Config> Pallet<T> {
 			ensure!(!Voided::<T>::contains_key(pool_id, round), "round both final and voided");
 		}
 		for (pool_id, open) in OpenRounds::<T>::iter() {
+			let snapshot =
+				Snapshots::<T>::get((pool_id, open.round)).ok_or("open round without snapshot")?;
 			ensure!(
-				Deadlines::<T>::get(open.deadline).contains(&(pool_id, open.round)),
-				"open round without a deadline"
+				protocol::snapshot::total_stake(&snapshot)
+					== open.round_stake.saturated_into::<u128>(),
+				"round_stake differs from the snapshot"
 			);
+			for c in Candidates::<T>::get((pool_id, open.round)).iter() {
+				let stake = snapshot
+					.iter()
+					.filter(|p| c.committers.contains(&p.index))
+					.fold(0u128, |a, p| a.saturating_add(p.stake));
+				ensure!(
+					c.committers.iter().all(|i| snapshot.iter().any(|p| p.index == *i)),
+					"candidate committer outside the snapshot"
+				);
+				ensure!(
+					stake == c.stake.saturated_into::<u128>(),
+					"candidate stake differs from its committers'"
+				);
+			}
+			if let Some(at) = open.scheduled_at {
+				ensure!(
+					at >= open.deadline && Deadlines::<T>::get(at).contains(&(pool_id, open.round)),
+					"open round's deadline is not scheduled where it says"
+				);
+			}
 		}
 		Ok(())
 	}
 }
 
+impl<T: Config> synod_primitives::OnRoundSettled for Pallet<T> {
+	fn round_settled(pool: PoolId, round: RoundIndex) {
+		Self::prune(pool, round);
+	}
+}
+
 impl<T: Config> OnTrainingStarted for Pallet<T> {
 	fn training_started(pool: PoolId) {
-		// Round 1 has no commits yet, so opening it cannot finalize anything.
+		// Round 1 has only early commits of its own snapshot; opening it cannot fail.
 		let _ = Self::start_round(pool, 1);
 	}
 }
@@ -174,10 +312,11 @@ impl<T: Config> CheckpointsInspect<T::AccountId, BlockNumberFor<T>> for Pallet<T
 		pool: PoolId,
 		round: RoundIndex,
 	) -> Option<FinalView<T::AccountId, BlockNumberFor<T>>> {
-		FinalCheckpoints::<T>::get(pool, round).map(|f| FinalView {
-			hash: f.hash,
-			finalized_at: f.finalized_at,
-			contributors: f.contributors.into_inner(),
-		})
+		let fin = FinalCheckpoints::<T>::get(pool, round)?;
+		let snapshot = Snapshots::<T>::get((pool, round)).unwrap_or_default();
+		let mut contributors: Vec<Participant<T::AccountId>> =
+			snapshot.into_iter().filter(|p| fin.contributors.contains(&p.who)).collect();
+		contributors.sort_by_key(|p| p.index);
+		Some(FinalView { hash: fin.hash, finalized_at: fin.finalized_at, contributors })
 	}
 }

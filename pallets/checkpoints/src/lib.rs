@@ -1,20 +1,33 @@
 //! # Checkpoints
 //!
 //! Step 5–6 of the round protocol (`ARCHITECTURE.md`): after each outer round, every member
-//! commits `(checkpoint_hash, included set)` with [`Pallet::commit_checkpoint`]. A round is
-//! **final** when members holding at least the pool's quorum of the round's committed stake
-//! committed the same pair; the final record keeps the hash, its parent (the previous final hash,
-//! or the initial weights for the first), the contributors (included ∩ committers) and the block.
-//! A round not final `round_timeout` blocks after it opened is **voided**; either way the pool
-//! moves to its next round.
+//! commits `(checkpoint_hash, included set)` with [`Pallet::commit_checkpoint`].
 //!
-//! Trainers go ahead optimistically, so commits for the next round are accepted before the
-//! current one is final; they are counted when that round opens. Members whose payload was
-//! included but whose commit lands after finality (same pair) are added to the contributors until
-//! the challenge window closes. Divergent committers are recorded in [`Divergent`].
+//! **Snapshot.** When a round opens, its participant set is frozen in [`Snapshots`]
+//! ([`synod_primitives::protocol::snapshot`]): members with `from_round ≤ round`, each weighted
+//! by its committed stake capped by its bonded stake (a slashed member loses weight). Only
+//! snapshot participants move the round, each once, with its snapshot stake; members who join
+//! later, leave, or commit ahead of time and leave, change nothing. Every participant's stake
+//! is kept slashable until the round's last possible challenge is over
+//! (`Timeline::slashable_until`).
 //!
-//! Quorum: `committed ≥ quorum.mul_floor(round_stake)`, where `round_stake` is the sum of the
-//! stakes of the members taking part in the round, frozen when the round opens.
+//! **Finality.** A round is final when participants holding at least the pool's quorum of the
+//! snapshot stake (rounded **up**, [`synod_primitives::protocol::quorum_threshold`]) committed
+//! the same pair; the final record keeps the hash, its parent (the previous final hash, or the
+//! initial weights for the first), the contributors (included ∩ committers ∩ snapshot) and the
+//! block. Commits for the next round are stored and counted when it opens, against its own
+//! snapshot. Participants whose payload was included but whose commit lands after finality
+//! (same pair) are added to the contributors for `challenge_window` blocks (challenges stay
+//! open for twice that, so a late contributor can always be challenged). Divergent committers
+//! are recorded in [`Divergent`].
+//!
+//! **Voiding.** A round not final at its deadline (`round_timeout` blocks after it opened) is
+//! voided, in `on_initialize` of the deadline block if the per-block queue had room, or by any
+//! later commit or [`Pallet::void_expired_round`] call otherwise: no pool depends on another's
+//! queue. Participants that committed nothing in a voided round lose `InactivityLeak` of their
+//! snapshot stake and are dropped from the pool after `DropAfterMissed` such rounds in a row
+//! ([`synod_primitives::protocol::LeakRule`]), so a withholding minority cannot stall a pool
+//! for ever. Voiding runs in its own storage layer: it happens entirely or not at all.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -31,7 +44,11 @@ pub use weights::WeightInfo;
 mod benchmarking;
 mod dispatchable_impls;
 mod finality;
+// The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
+extern crate self as pallet_checkpoints;
+#[cfg(test)]
+#[path = "../../tests/src/mock.rs"]
 mod mock;
 #[cfg(test)]
 mod tests;
@@ -40,18 +57,21 @@ pub mod weights;
 #[frame_support::pallet]
 pub mod pallet {
 	use super::*;
+	use alloc::vec::Vec;
 	use frame_support::pallet_prelude::*;
 	use frame_system::pallet_prelude::*;
-	use sp_runtime::traits::AtLeast32BitUnsigned;
-	use synod_primitives::{Hash32, MemberIndex, OnRoundFinalized, PoolId, PoolsInterface, RoundIndex};
+	use sp_runtime::{traits::AtLeast32BitUnsigned, Perbill};
+	use synod_primitives::{
+		Hash32, MemberIndex, OnRoundFinalized, Participant, PoolId, PoolsInterface, RoundIndex,
+		TrainerStake,
+	};
 
 	/// The included set of a commit: member indices, strictly increasing.
 	pub type IncludedSet<T> = BoundedVec<MemberIndex, <T as Config>::MaxMembers>;
 
 	/// The round a pool is committing now.
 	#[derive(
-		Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo,
-		Debug,
+		Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo, Debug,
 	)]
 	pub struct OpenRound<Balance, BlockNumber> {
 		/// Round number.
@@ -60,26 +80,70 @@ pub mod pallet {
 		pub opened_at: BlockNumber,
 		/// Block at which it is voided unless final.
 		pub deadline: BlockNumber,
-		/// Stake of the members taking part, in planck (quorum denominator).
+		/// Stake of the snapshot participants, in planck (quorum denominator).
 		pub round_stake: Balance,
+		/// Block whose `on_initialize` voids it, if the per-block queue had room (otherwise it
+		/// is voided by the first commit or `void_expired_round` at or after `deadline`).
+		pub scheduled_at: Option<BlockNumber>,
 	}
 
 	/// A distinct `(hash, included)` pair committed for a round, with its support.
-	#[derive(CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound)]
+	#[derive(
+		CloneNoBound,
+		PartialEqNoBound,
+		EqNoBound,
+		Encode,
+		Decode,
+		MaxEncodedLen,
+		TypeInfo,
+		DebugNoBound,
+	)]
 	#[scale_info(skip_type_params(T))]
 	pub struct Candidate<T: Config> {
 		/// Checkpoint hash (blake3 of the file).
 		pub hash: Hash32,
 		/// Included set.
 		pub included: IncludedSet<T>,
-		/// Stake of its committers, in planck.
+		/// Snapshot stake of its committers, in planck.
 		pub stake: T::Balance,
-		/// Its committers, in commit order.
-		pub committers: BoundedVec<T::AccountId, T::MaxMembers>,
+		/// Its committers' member indices, in commit order.
+		pub committers: BoundedVec<MemberIndex, T::MaxMembers>,
 	}
 
+	/// What one account committed for a round.
+	#[derive(
+		CloneNoBound,
+		PartialEqNoBound,
+		EqNoBound,
+		Encode,
+		Decode,
+		MaxEncodedLen,
+		TypeInfo,
+		DebugNoBound,
+	)]
+	#[scale_info(skip_type_params(T))]
+	pub struct CommitRecord<T: Config> {
+		/// Checkpoint hash.
+		pub hash: Hash32,
+		/// Included set.
+		pub included: IncludedSet<T>,
+	}
+
+	/// A round's participants, frozen when it opened.
+	pub type SnapshotOf<T> =
+		BoundedVec<Participant<<T as frame_system::Config>::AccountId>, <T as Config>::MaxMembers>;
+
 	/// A final checkpoint.
-	#[derive(CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound)]
+	#[derive(
+		CloneNoBound,
+		PartialEqNoBound,
+		EqNoBound,
+		Encode,
+		Decode,
+		MaxEncodedLen,
+		TypeInfo,
+		DebugNoBound,
+	)]
 	#[scale_info(skip_type_params(T))]
 	pub struct FinalCheckpoint<T: Config> {
 		/// blake3 of the checkpoint file.
@@ -110,6 +174,15 @@ pub mod pallet {
 		type Pools: PoolsInterface<Self::AccountId, Self::Balance, BlockNumberFor<Self>>;
 		/// Told when a round becomes final (Rewards schedules its settlement).
 		type OnRoundFinalized: OnRoundFinalized<BlockNumberFor<Self>>;
+		/// Bonded stake: keeps snapshot stake slashable, applies the inactivity leak.
+		type Staking: TrainerStake<Self::AccountId, Balance = Self::Balance>;
+		/// Share of its snapshot stake a participant loses for each voided round in which it
+		/// committed nothing.
+		#[pallet::constant]
+		type InactivityLeak: Get<Perbill>;
+		/// Voided rounds in a row without a commit after which a member is dropped (≥ 1).
+		#[pallet::constant]
+		type DropAfterMissed: Get<u32>;
 		/// Maximum members of a pool (bounds included sets, committers and candidates).
 		#[pallet::constant]
 		type MaxMembers: Get<u32>;
@@ -128,7 +201,18 @@ pub mod pallet {
 	pub type OpenRounds<T: Config> =
 		StorageMap<_, Twox64Concat, PoolId, OpenRound<T::Balance, BlockNumberFor<T>>>;
 
-	/// Candidates of rounds not yet closed, by `(pool, round)`.
+	/// Participants of each opened round (kept while the round can be challenged).
+	#[pallet::storage]
+	pub type Snapshots<T: Config> =
+		StorageMap<_, Twox64Concat, (PoolId, RoundIndex), SnapshotOf<T>, OptionQuery>;
+
+	/// Voided rounds in a row in which a member committed nothing, by pool and account.
+	#[pallet::storage]
+	pub type MissedRounds<T: Config> =
+		StorageDoubleMap<_, Twox64Concat, PoolId, Blake2_128Concat, T::AccountId, u32, ValueQuery>;
+
+	/// Candidates of the open round, by `(pool, round)`: one per distinct commit of its
+	/// snapshot participants, so never more than the snapshot holds.
 	#[pallet::storage]
 	pub type Candidates<T: Config> = StorageMap<
 		_,
@@ -146,7 +230,7 @@ pub mod pallet {
 		(PoolId, RoundIndex),
 		Blake2_128Concat,
 		T::AccountId,
-		Hash32,
+		CommitRecord<T>,
 	>;
 
 	/// Final checkpoints by pool and round.
@@ -249,6 +333,19 @@ pub mod pallet {
 			/// Round.
 			round: RoundIndex,
 		},
+		/// `who` committed nothing in voided `round` and lost `leaked` planck of stake.
+		InactivityLeaked {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Member.
+			who: T::AccountId,
+			/// Planck slashed.
+			leaked: T::Balance,
+			/// Voided rounds in a row it missed.
+			missed: u32,
+		},
 	}
 
 	/// Errors.
@@ -260,6 +357,13 @@ pub mod pallet {
 		PoolNotTraining,
 		/// The caller is not a member of the pool.
 		NotMember,
+		/// The caller is not a participant of this round (it joined later, left before it
+		/// opened, or its stake was slashed to zero).
+		NotInSnapshot,
+		/// The round's deadline has not passed yet.
+		DeadlineNotReached,
+		/// The pool has no open round.
+		NoOpenRound,
 		/// The caller takes part from a later round.
 		NotYetMember,
 		/// The round is beyond the next one.
@@ -278,12 +382,18 @@ pub mod pallet {
 	impl<T: Config> Pallet<T> {
 		/// Commits the caller's checkpoint for `round` of `pool_id`: `checkpoint_hash` is the
 		/// blake3 of the canonical safetensors file (32 bytes), `included` the member indices
-		/// whose pseudo-gradients were aggregated, strictly increasing. Accepted for the open
-		/// round and the next one; for a final round only until its challenge window closes.
+		/// whose pseudo-gradients were aggregated, strictly increasing. Accepted from snapshot
+		/// participants for the open round, from members for the next one (counted when it
+		/// opens), and from participants of a final round for `challenge_window` blocks after
+		/// finality. A commit at or after the open round's deadline voids the round instead.
+		///
+		/// Weight: the worst path, a commit that finalizes the round, schedules its settlement
+		/// and opens the next round (snapshot of `MaxMembers`, early commits counted).
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolNotTraining`], [`Error::NotMember`],
-		/// [`Error::NotYetMember`], [`Error::RoundNotOpen`], [`Error::RoundClosed`],
-		/// [`Error::AlreadyCommitted`], [`Error::InvalidIncludedSet`], [`Error::Overflow`].
+		/// [`Error::NotYetMember`], [`Error::NotInSnapshot`], [`Error::RoundNotOpen`],
+		/// [`Error::RoundClosed`], [`Error::AlreadyCommitted`], [`Error::InvalidIncludedSet`],
+		/// [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::commit_checkpoint(T::MaxMembers::get()))]
 		pub fn commit_checkpoint(
@@ -295,6 +405,21 @@ pub mod pallet {
 		) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::do_commit(who, pool_id, round, checkpoint_hash, included)
+		}
+
+		/// Voids the open round of `pool_id` if its deadline has passed (any signed account):
+		/// the fallback when the per-block deadline queue was full, so no pool depends on
+		/// another's queue.
+		///
+		/// Errors: [`Error::NoOpenRound`], [`Error::DeadlineNotReached`].
+		#[pallet::call_index(1)]
+		#[pallet::weight(T::WeightInfo::on_initialize_void(1))]
+		pub fn void_expired_round(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
+			ensure_signed(origin)?;
+			let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::NoOpenRound)?;
+			let now = frame_system::Pallet::<T>::block_number();
+			ensure!(now >= open.deadline, Error::<T>::DeadlineNotReached);
+			Self::void_if_open(pool_id, open.round, now)
 		}
 	}
 
@@ -310,6 +435,17 @@ pub mod pallet {
 		pub fn open_round(pool_id: PoolId) -> Option<OpenRound<T::Balance, BlockNumberFor<T>>> {
 			OpenRounds::<T>::get(pool_id)
 		}
+
+		/// The participants of `round` of `pool_id` (index, account, stake in planck), frozen
+		/// when it opened; empty if it has not opened or was voided.
+		pub fn round_snapshot(
+			pool_id: PoolId,
+			round: RoundIndex,
+		) -> Vec<Participant<T::AccountId>> {
+			Snapshots::<T>::get((pool_id, round))
+				.map(|s| s.into_inner())
+				.unwrap_or_default()
+		}
 	}
 
 	#[pallet::hooks]
@@ -318,7 +454,9 @@ pub mod pallet {
 			let due = Deadlines::<T>::take(n);
 			let count = due.len() as u32;
 			for (pool_id, round) in due {
-				Self::void_if_open(pool_id, round, n);
+				// In its own storage layer: a void that fails half-way leaves nothing behind,
+				// and the round is voided by the next commit or `void_expired_round`.
+				let _ = Self::void_if_open(pool_id, round, n);
 			}
 			T::WeightInfo::on_initialize_void(count)
 		}

@@ -6,8 +6,22 @@ use frame_support::{assert_noop, assert_ok};
 use sp_runtime::Perbill;
 use synod_primitives::{CheckpointsInspect, PoolStatus};
 
-fn two_thirds() -> Perbill {
-	Perbill::from_rational(2u32, 3u32)
+fn events() -> Vec<Event<Test>> {
+	checkpoints_events()
+}
+
+/// `(pool, round, finalized_at)` of every finalization so far.
+fn finalized() -> Vec<(u32, u32, u64)> {
+	events()
+		.into_iter()
+		.filter_map(|e| match e {
+			Event::CheckpointFinalized { pool_id, round, .. } => {
+				FinalCheckpoints::<Test>::get(pool_id, round)
+					.map(|f| (pool_id, round, f.finalized_at))
+			},
+			_ => None,
+		})
+		.collect()
 }
 
 #[test]
@@ -46,7 +60,9 @@ fn exactly_at_quorum_finalizes() {
 		assert_eq!(OpenRounds::<Test>::get(0).unwrap().round, 2);
 		assert_eq!(pallet_training_pools::Pools::<Test>::get(0).unwrap().current_round, 2);
 		let view = <Checkpoints as CheckpointsInspect<_, _>>::final_checkpoint(0, 1).unwrap();
-		assert_eq!(view.contributors, vec![1, 2]);
+		let who: Vec<(u32, u64, u128)> =
+			view.contributors.iter().map(|p| (p.index, p.who, p.stake)).collect();
+		assert_eq!(who, vec![(0, 1, 1_000), (1, 2, 1_000)], "with their snapshot stake");
 		assert_eq!(Checkpoints::last_final_checkpoint(0).unwrap().0, 1);
 	});
 }
@@ -99,8 +115,9 @@ fn split_vote_is_voided_at_the_deadline() {
 		// Round 2 opened at 11; its parent will still be the initial weights.
 		let open = OpenRounds::<Test>::get(0).unwrap();
 		assert_eq!((open.round, open.deadline), (2, 21));
-		assert_noop!(commit(1, 1, 7, &[0, 1, 2]), Error::<Test>::AlreadyCommitted);
-		assert_noop!(commit(3, 1, 8, &[0, 1, 2]), Error::<Test>::AlreadyCommitted);
+		// Its records are pruned; the round is closed.
+		assert!(Commits::<Test>::iter_prefix((0, 1)).next().is_none());
+		assert_noop!(commit(1, 1, 7, &[0, 1, 2]), Error::<Test>::RoundClosed);
 		assert_ok!(commit(1, 2, 5, &[0, 1, 2]));
 		assert_ok!(commit(2, 2, 5, &[0, 1, 2]));
 		assert_eq!(FinalCheckpoints::<Test>::get(0, 2).unwrap().parent, [0xAA; 32]);
@@ -114,7 +131,10 @@ fn timeout_without_commits_voids_and_last_round_completes_pool() {
 		run_to_block(11);
 		run_to_block(21);
 		assert!(Voided::<Test>::get(0, 1).is_some() && Voided::<Test>::get(0, 2).is_some());
-		assert_eq!(pallet_training_pools::Pools::<Test>::get(0).unwrap().status, PoolStatus::Completed);
+		assert_eq!(
+			pallet_training_pools::Pools::<Test>::get(0).unwrap().status,
+			PoolStatus::Completed
+		);
 		assert!(OpenRounds::<Test>::get(0).is_none());
 		assert_noop!(commit(1, 3, 5, &[0, 1]), Error::<Test>::PoolNotTraining);
 	});
@@ -146,7 +166,10 @@ fn late_contributor_is_added_within_the_window() {
 		assert_ok!(commit(2, 1, 7, &[0, 1, 2])); // final at block 1
 		System::set_block_number(6);
 		assert_ok!(commit(3, 1, 7, &[0, 1, 2]));
-		assert_eq!(FinalCheckpoints::<Test>::get(0, 1).unwrap().contributors.to_vec(), vec![1, 2, 3]);
+		assert_eq!(
+			FinalCheckpoints::<Test>::get(0, 1).unwrap().contributors.to_vec(),
+			vec![1, 2, 3]
+		);
 		assert!(events().contains(&Event::LateContributorAdded { pool_id: 0, round: 1, who: 3 }));
 	});
 }
@@ -237,7 +260,10 @@ fn deadlines_spill_to_the_next_block_when_full() {
 	run_test(|| {
 		// MaxDeadlinesPerBlock is 2: the third pool opening in the same block is due one later.
 		for pool in 0..3u32 {
-			assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec(1, 1, two_thirds())));
+			assert_ok!(TrainingPools::create_pool(
+				RuntimeOrigin::signed(CREATOR),
+				spec(1, 1, two_thirds())
+			));
 			let who = pool as u64 + 1;
 			assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), 1_000));
 			assert_ok!(TrainingPools::join_pool(

@@ -21,20 +21,21 @@ use frame_support::pallet_prelude::DispatchResult;
 use scale_info::TypeInfo;
 use sp_runtime::Perbill;
 
-/// Identifier of a training pool (a job), assigned in creation order from 0.
-pub type PoolId = u32;
-/// Outer round of a pool; the first round is 1 (`ARCHITECTURE.md`, "Units and names").
-pub type RoundIndex = u32;
-/// A member's position in its pool, assigned at `join_pool` in join order from 0 and never
-/// reused; trainers aggregate pseudo-gradients in this order.
-pub type MemberIndex = u32;
-/// A 32-byte blake3 digest (checkpoint file bytes, model config, dataset).
-pub type Hash32 = [u8; 32];
+pub use synod_protocol as protocol;
+pub use synod_protocol::{Hash32, MemberIndex, Participant, PoolId, RoundIndex, Timeline};
 
 /// Lifecycle of a pool: `Open` → `Training` (when `min_trainers` joined) → `Completed` |
 /// `Cancelled`.
 #[derive(
-	Clone, Copy, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo,
+	Clone,
+	Copy,
+	PartialEq,
+	Eq,
+	Encode,
+	Decode,
+	DecodeWithMemTracking,
+	MaxEncodedLen,
+	TypeInfo,
 	Debug,
 )]
 pub enum PoolStatus {
@@ -65,8 +66,10 @@ pub struct RoundParams<AccountId, Balance, BlockNumber> {
 	pub quorum: Perbill,
 	/// Blocks after a round starts before it is voided if not final.
 	pub round_timeout: BlockNumber,
-	/// Blocks after finality during which a challenge can be opened.
+	/// Blocks after finality during which late commits are accepted (challenges: twice that).
 	pub challenge_window: BlockNumber,
+	/// The pool's timeline (deadline, late commits, challenges, jury, settlement), in blocks.
+	pub timeline: Timeline,
 	/// Reward of one final round, in planck, split over its contributors.
 	pub reward_per_round: Balance,
 	/// Budget owed to final rounds (unsettled or credited and unclaimed), in planck.
@@ -100,6 +103,9 @@ pub trait TrainerStake<AccountId> {
 		amount: Self::Balance,
 		reporter: Option<(&AccountId, Perbill)>,
 	) -> Self::Balance;
+	/// Keeps all of `who`'s held stake (active and unbonding) slashable until block `until`:
+	/// nothing can be withdrawn before it. Later calls only extend the horizon.
+	fn keep_slashable(who: &AccountId, until: protocol::Block);
 }
 
 /// Stake that must stay bonded because another pallet relies on it (pool memberships).
@@ -124,6 +130,11 @@ pub trait PoolsInterface<AccountId, Balance, BlockNumber> {
 	fn member(pool: PoolId, who: &AccountId) -> Option<MemberView<AccountId, Balance>>;
 	/// All current members of `pool`, by index (at most the pallet's `MaxMembers`).
 	fn members(pool: PoolId) -> Vec<MemberView<AccountId, Balance>>;
+	/// The current members of `pool` with their committed and bonded stake, for a round
+	/// snapshot ([`protocol::snapshot`]).
+	fn member_states(pool: PoolId) -> Vec<protocol::MemberState<AccountId>>;
+	/// Removes `who` from `pool` (inactivity leak); its commitment ends like a `leave_pool`.
+	fn drop_member(pool: PoolId, who: &AccountId);
 	/// Closes `round` (final or voided): moves the pool to the next round or completes it.
 	/// Returns the new current round, or `None` when the pool completed.
 	fn close_round(pool: PoolId, round: RoundIndex) -> Option<RoundIndex>;
@@ -154,26 +165,40 @@ pub struct FinalView<AccountId, BlockNumber> {
 	pub hash: Hash32,
 	/// Block in which the round became final.
 	pub finalized_at: BlockNumber,
-	/// Members whose payload was included and who committed the final hash.
-	pub contributors: Vec<AccountId>,
+	/// Members whose payload was included and who committed the final hash, with their
+	/// snapshot stake (planck), in member-index order.
+	pub contributors: Vec<Participant<AccountId>>,
 }
 
 /// Final checkpoints, implemented by `pallet-checkpoints`.
 pub trait CheckpointsInspect<AccountId, BlockNumber> {
 	/// The final checkpoint of `(pool, round)`, if the round is final.
-	fn final_checkpoint(pool: PoolId, round: RoundIndex) -> Option<FinalView<AccountId, BlockNumber>>;
+	fn final_checkpoint(
+		pool: PoolId,
+		round: RoundIndex,
+	) -> Option<FinalView<AccountId, BlockNumber>>;
 }
 
-/// Called when a round becomes final.
+/// Called when a round becomes final. Infallible: nothing another pool did may stop a round
+/// from becoming final.
 pub trait OnRoundFinalized<BlockNumber> {
 	/// `(pool, round)` became final at block `at`.
-	fn round_finalized(pool: PoolId, round: RoundIndex, at: BlockNumber) -> DispatchResult;
+	fn round_finalized(pool: PoolId, round: RoundIndex, at: BlockNumber);
 }
 
 impl<BlockNumber> OnRoundFinalized<BlockNumber> for () {
-	fn round_finalized(_: PoolId, _: RoundIndex, _: BlockNumber) -> DispatchResult {
-		Ok(())
-	}
+	fn round_finalized(_: PoolId, _: RoundIndex, _: BlockNumber) {}
+}
+
+/// Called when a final round is settled: nothing can challenge it any more, so its per-member
+/// records can be pruned.
+pub trait OnRoundSettled {
+	/// `(pool, round)` was settled.
+	fn round_settled(pool: PoolId, round: RoundIndex);
+}
+
+impl OnRoundSettled for () {
+	fn round_settled(_: PoolId, _: RoundIndex) {}
 }
 
 /// Challenge verdicts, implemented by `pallet-challenges`.

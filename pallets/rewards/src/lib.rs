@@ -1,12 +1,17 @@
 //! # Rewards
 //!
 //! Step 8 of the round protocol (`ARCHITECTURE.md`). When a round becomes final, one round's
-//! reward is reserved from the pool's held budget. Its **settlement** is scheduled for the first
-//! block after both the challenge window and the longest possible challenge vote have passed
-//! (`finalized_at + challenge_window + VotingPeriod + 1`), so every challenge against the round
-//! has a verdict or has expired. Settlement credits `reward / n` planck to each of the `n`
-//! contributors not found guilty; the remainder (rounding dust, guilty shares, or everything if
-//! nobody is eligible) returns to the pool's unreserved budget. Members claim what they were
+//! reward is reserved from the pool's held budget. Its **settlement** is due at
+//! `Timeline::settle_at(finalized_at)`, the first block after the last challenge that can be
+//! opened on the round has expired, so every challenge has a verdict or has expired. It runs in
+//! `on_initialize` of that block if the per-block queue had room, and otherwise at the pool's
+//! next [`Pallet::claim_rewards`] (or [`Pallet::settle_round`] by anyone): no pool depends on
+//! another's queue, and nothing here can stop a round from becoming final.
+//!
+//! Settlement splits the reward over the contributors not found guilty **pro rata to their
+//! snapshot stake** ([`synod_primitives::protocol::split_by_stake`]): splitting one stake over
+//! many accounts earns nothing extra. The remainder (rounding dust, guilty shares, or everything
+//! if nobody is eligible) returns to the pool's unreserved budget. Members claim what they were
 //! credited with [`Pallet::claim_rewards`], paid from the creator's budget hold.
 //!
 //! Conservation (`try_state`): for every pool, the budget reserved in TrainingPools equals the
@@ -27,7 +32,11 @@ pub use weights::WeightInfo;
 #[cfg(feature = "runtime-benchmarks")]
 mod benchmarking;
 mod settlement;
+// The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
+extern crate self as pallet_rewards;
+#[cfg(test)]
+#[path = "../../tests/src/mock.rs"]
 mod mock;
 #[cfg(test)]
 mod tests;
@@ -45,14 +54,15 @@ pub mod pallet {
 
 	/// A final round waiting for settlement.
 	#[derive(
-		Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo,
-		Debug,
+		Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo, Debug,
 	)]
 	pub struct PendingRound<Balance, BlockNumber> {
 		/// Reward reserved for the round, planck.
 		pub reserved: Balance,
 		/// Block of settlement.
 		pub settle_at: BlockNumber,
+		/// Whether it is in [`Settlements`] at `settle_at` (otherwise it is settled lazily).
+		pub scheduled: bool,
 	}
 
 	#[pallet::pallet]
@@ -69,9 +79,8 @@ pub mod pallet {
 		type Checkpoints: CheckpointsInspect<Self::AccountId, BlockNumberFor<Self>>;
 		/// Verdicts of challenges.
 		type Challenges: ChallengesInspect<Self::AccountId>;
-		/// The Challenges pallet's voting period (settlement waits for it).
-		#[pallet::constant]
-		type VotingPeriod: Get<BlockNumberFor<Self>>;
+		/// Told when a round is settled (Checkpoints prunes its snapshot and commits).
+		type OnRoundSettled: synod_primitives::OnRoundSettled;
 		/// Maximum settlements scheduled for one block.
 		#[pallet::constant]
 		type MaxSettlementsPerBlock: Get<u32>;
@@ -108,8 +117,15 @@ pub mod pallet {
 
 	/// Credited, unclaimed rewards by pool and member, in planck.
 	#[pallet::storage]
-	pub type Claimable<T: Config> =
-		StorageDoubleMap<_, Twox64Concat, PoolId, Blake2_128Concat, T::AccountId, T::Balance, ValueQuery>;
+	pub type Claimable<T: Config> = StorageDoubleMap<
+		_,
+		Twox64Concat,
+		PoolId,
+		Blake2_128Concat,
+		T::AccountId,
+		T::Balance,
+		ValueQuery,
+	>;
 
 	/// Events.
 	#[pallet::event]
@@ -126,17 +142,17 @@ pub mod pallet {
 			/// Block number.
 			settle_at: BlockNumberFor<T>,
 		},
-		/// `round` was settled: `share` planck credited to each of `paid` contributors;
-		/// `returned` planck went back to the pool's budget.
+		/// `round` was settled: `paid` planck credited to `credited` contributors pro rata to
+		/// their snapshot stake; `returned` planck went back to the pool's budget.
 		RoundSettled {
 			/// Pool.
 			pool_id: PoolId,
 			/// Round.
 			round: RoundIndex,
-			/// Planck per contributor.
-			share: T::Balance,
+			/// Planck credited in total.
+			paid: T::Balance,
 			/// Contributors credited.
-			paid: u32,
+			credited: u32,
 			/// Planck returned to the budget.
 			returned: T::Balance,
 		},
@@ -156,22 +172,48 @@ pub mod pallet {
 	pub enum Error<T> {
 		/// Nothing is credited to the caller in this pool.
 		NothingToClaim,
-		/// Every block in the settlement's range is full (`MaxSettlementsPerBlock` blocks of
-		/// `MaxSettlementsPerBlock` settlements each).
-		TooManySettlements,
+		/// The round is not waiting for settlement.
+		NotUnsettled,
+		/// The round's settlement block has not come yet.
+		SettlementNotDue,
 	}
 
 	#[pallet::call]
 	impl<T: Config> Pallet<T> {
 		/// Pays the caller every reward credited to it in `pool_id` (from the pool creator's
-		/// budget hold).
+		/// budget hold), after settling up to `MaxSettlementsPerBlock` of the pool's rounds whose
+		/// settlement is due but was not scheduled.
 		///
 		/// Errors: [`Error::NothingToClaim`]; a failed transfer's `TokenError`.
 		#[pallet::call_index(0)]
-		#[pallet::weight(T::WeightInfo::claim_rewards())]
+		#[pallet::weight(T::WeightInfo::claim_rewards().saturating_add(
+			T::WeightInfo::on_initialize_settle(T::MaxSettlementsPerBlock::get(), T::MaxContributors::get())
+		))]
 		pub fn claim_rewards(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
 			let who = ensure_signed(origin)?;
+			Self::settle_due(pool_id);
 			Self::do_claim(who, pool_id)
+		}
+
+		/// Settles `round` of `pool_id` once its settlement block has come (any signed
+		/// account): the fallback when the per-block queue was full.
+		///
+		/// Errors: [`Error::NotUnsettled`], [`Error::SettlementNotDue`].
+		#[pallet::call_index(1)]
+		#[pallet::weight(T::WeightInfo::on_initialize_settle(1, T::MaxContributors::get()))]
+		pub fn settle_round(
+			origin: OriginFor<T>,
+			pool_id: PoolId,
+			round: RoundIndex,
+		) -> DispatchResult {
+			ensure_signed(origin)?;
+			let pending = Unsettled::<T>::get(pool_id, round).ok_or(Error::<T>::NotUnsettled)?;
+			ensure!(
+				frame_system::Pallet::<T>::block_number() >= pending.settle_at,
+				Error::<T>::SettlementNotDue
+			);
+			Self::settle(pool_id, round);
+			Ok(())
 		}
 	}
 

@@ -4,61 +4,85 @@ use crate::{pallet::*, Event};
 use alloc::vec::Vec;
 use frame_support::pallet_prelude::*;
 use frame_system::pallet_prelude::BlockNumberFor;
-use sp_runtime::traits::{CheckedDiv, One, Saturating, Zero};
+use sp_runtime::traits::{One, SaturatedConversion, Saturating, Zero};
 use synod_primitives::{
-	ChallengesInspect, CheckpointsInspect, OnRoundFinalized, PoolId, PoolsInterface, RoundIndex,
+	protocol, ChallengesInspect, CheckpointsInspect, OnRoundFinalized, OnRoundSettled, PoolId,
+	PoolsInterface, RoundIndex,
 };
 
 impl<T: Config> OnRoundFinalized<BlockNumberFor<T>> for Pallet<T> {
-	fn round_finalized(pool_id: PoolId, round: RoundIndex, at: BlockNumberFor<T>) -> DispatchResult {
-		let params = T::Pools::round_params(pool_id).ok_or(DispatchError::CannotLookup)?;
-		let mut settle_at = at
-			.saturating_add(params.challenge_window)
-			.saturating_add(T::VotingPeriod::get())
-			.saturating_add(One::one());
-		// A full block pushes the settlement to the next one, a bounded number of times.
+	fn round_finalized(pool_id: PoolId, round: RoundIndex, at: BlockNumberFor<T>) {
+		let Some(params) = T::Pools::round_params(pool_id) else {
+			return;
+		};
+		let settle_at: BlockNumberFor<T> =
+			params.timeline.settle_at(at.saturated_into()).saturated_into();
+		// A full block pushes the settlement to a later one, a bounded number of times; after
+		// that it is settled lazily (`claim_rewards`, `settle_round`).
+		let mut slot = settle_at;
 		let mut scheduled = false;
 		for _ in 0..T::MaxSettlementsPerBlock::get().max(1) {
-			if Settlements::<T>::try_mutate(settle_at, |s| s.try_push((pool_id, round))).is_ok() {
+			if Settlements::<T>::try_mutate(slot, |s| s.try_push((pool_id, round))).is_ok() {
 				scheduled = true;
 				break;
 			}
-			settle_at = settle_at.saturating_add(One::one());
+			slot = slot.saturating_add(One::one());
 		}
-		ensure!(scheduled, Error::<T>::TooManySettlements);
+		let settle_at = if scheduled { slot } else { settle_at };
 		let reserved = T::Pools::reserve_reward(pool_id);
-		Unsettled::<T>::insert(pool_id, round, PendingRound { reserved, settle_at });
+		Unsettled::<T>::insert(pool_id, round, PendingRound { reserved, settle_at, scheduled });
 		Self::deposit_event(Event::RewardReserved { pool_id, round, reserved, settle_at });
-		Ok(())
 	}
 }
 
 impl<T: Config> Pallet<T> {
-	/// Credits `(pool, round)`'s reserved reward to its contributors not found guilty.
+	/// Settles up to `MaxSettlementsPerBlock` of `pool_id`'s rounds that are due.
+	pub(crate) fn settle_due(pool_id: PoolId) {
+		let now = frame_system::Pallet::<T>::block_number();
+		let due: Vec<RoundIndex> = Unsettled::<T>::iter_prefix(pool_id)
+			.filter(|(_, p)| p.settle_at <= now)
+			.map(|(r, _)| r)
+			.take(T::MaxSettlementsPerBlock::get() as usize)
+			.collect();
+		for round in due {
+			Self::settle(pool_id, round);
+		}
+	}
+
+	/// Credits `(pool, round)`'s reserved reward to its contributors not found guilty, pro rata
+	/// to their snapshot stake.
 	pub(crate) fn settle(pool_id: PoolId, round: RoundIndex) {
-		let Some(pending) = Unsettled::<T>::take(pool_id, round) else { return };
-		let eligible: Vec<T::AccountId> = T::Checkpoints::final_checkpoint(pool_id, round)
+		let Some(pending) = Unsettled::<T>::take(pool_id, round) else {
+			return;
+		};
+		if pending.scheduled {
+			Settlements::<T>::mutate(pending.settle_at, |s| s.retain(|e| *e != (pool_id, round)));
+		}
+		let eligible: Vec<(T::AccountId, u128)> = T::Checkpoints::final_checkpoint(pool_id, round)
 			.map(|f| f.contributors)
 			.unwrap_or_default()
 			.into_iter()
-			.filter(|who| !T::Challenges::is_guilty(pool_id, round, who))
+			.filter(|p| !T::Challenges::is_guilty(pool_id, round, &p.who))
+			.map(|p| (p.who, p.stake))
 			.collect();
-		let n = T::Balance::from(eligible.len() as u32);
-		let share = pending.reserved.checked_div(&n).unwrap_or_else(Zero::zero);
-		for who in eligible.iter() {
-			Claimable::<T>::mutate(pool_id, who, |c| *c = c.saturating_add(share));
+		let (shares, _) = protocol::split_by_stake(pending.reserved.saturated_into(), &eligible);
+		let mut paid = T::Balance::zero();
+		let mut credited = 0u32;
+		for (who, share) in shares {
+			let share: T::Balance = share.saturated_into();
+			if share.is_zero() {
+				continue;
+			}
+			Claimable::<T>::mutate(pool_id, &who, |c| *c = c.saturating_add(share));
+			paid = paid.saturating_add(share);
+			credited = credited.saturating_add(1);
 		}
-		let returned = pending.reserved.saturating_sub(share.saturating_mul(n));
+		let returned = pending.reserved.saturating_sub(paid);
 		if !returned.is_zero() {
 			T::Pools::unreserve(pool_id, returned);
 		}
-		Self::deposit_event(Event::RoundSettled {
-			pool_id,
-			round,
-			share,
-			paid: eligible.len() as u32,
-			returned,
-		});
+		Self::deposit_event(Event::RoundSettled { pool_id, round, paid, credited, returned });
+		T::OnRoundSettled::round_settled(pool_id, round);
 	}
 
 	pub(crate) fn do_claim(who: T::AccountId, pool_id: PoolId) -> DispatchResult {
@@ -71,14 +95,14 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Invariant: each pool's reserved budget equals its unsettled reservations plus its
-	/// claimable rewards; every unsettled round is scheduled.
+	/// claimable rewards; every round said to be scheduled is.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		use alloc::collections::btree_map::BTreeMap;
 		let mut owed: BTreeMap<PoolId, T::Balance> = BTreeMap::new();
 		for (pool_id, round, p) in Unsettled::<T>::iter() {
 			ensure!(
-				Settlements::<T>::get(p.settle_at).contains(&(pool_id, round)),
-				"unsettled round is not scheduled"
+				!p.scheduled || Settlements::<T>::get(p.settle_at).contains(&(pool_id, round)),
+				"unsettled round is not scheduled where it says"
 			);
 			let e = owed.entry(pool_id).or_default();
 			*e = e.saturating_add(p.reserved);
@@ -88,7 +112,8 @@ impl<T: Config> Pallet<T> {
 			*e = e.saturating_add(c);
 		}
 		for (pool_id, amount) in owed {
-			let params = T::Pools::round_params(pool_id).ok_or("rewards owed by an unknown pool")?;
+			let params =
+				T::Pools::round_params(pool_id).ok_or("rewards owed by an unknown pool")?;
 			ensure!(
 				params.budget_reserved == amount,
 				"pool's reserved budget differs from what rewards owe"

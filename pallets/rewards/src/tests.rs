@@ -1,11 +1,16 @@
 //! Unit tests: reservation, settlement after the challenge window, the reward split and its
 //! dust, guilty contributors, missed rounds, claims, budget conservation over a whole pool.
+//! Settlement is due at `finalized_at + 2·W + jury delay + voting period + 1` = `f + 32` here.
 //! `try_state` of all five pallets runs after every test.
 
 use crate::{mock::*, pallet::*, Error, Event};
 use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
 use sp_runtime::Perbill;
 use synod_primitives::PoolStatus;
+
+fn events() -> Vec<Event<Test>> {
+	rewards_events()
+}
 
 fn budget_held() -> Balance {
 	Balances::balance_on_hold(
@@ -25,11 +30,19 @@ fn finality_reserves_and_schedules_settlement() {
 		System::set_block_number(4);
 		assert_ok!(commit(1, 1, 7, &[0, 1, 2]));
 		assert_ok!(commit(2, 1, 7, &[0, 1, 2]));
-		// 4 + window 5 + voting period 20 + 1.
-		assert_eq!(Unsettled::<Test>::get(0, 1), Some(PendingRound { reserved: 1_000, settle_at: 30 }));
-		assert_eq!(Settlements::<Test>::get(30).to_vec(), vec![(0, 1)]);
+		// 4 + 2·5 + 1 + (10 + 10) + 1.
+		assert_eq!(
+			Unsettled::<Test>::get(0, 1),
+			Some(PendingRound { reserved: 1_000, settle_at: 36, scheduled: true })
+		);
+		assert_eq!(Settlements::<Test>::get(36).to_vec(), vec![(0, 1)]);
 		assert_eq!(pallet_training_pools::Pools::<Test>::get(0).unwrap().budget_reserved, 1_000);
-		assert!(events().contains(&Event::RewardReserved { pool_id: 0, round: 1, reserved: 1_000, settle_at: 30 }));
+		assert!(events().contains(&Event::RewardReserved {
+			pool_id: 0,
+			round: 1,
+			reserved: 1_000,
+			settle_at: 36
+		}));
 	});
 }
 
@@ -40,20 +53,32 @@ fn settlement_splits_equally_and_returns_dust() {
 		for who in 1..=3 {
 			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
 		}
-		run_to_block(26);
+		run_to_block(32);
 		assert_eq!(Claimable::<Test>::get(0, 1), 0, "not before the challenge window and votes");
-		run_to_block(27);
+		run_to_block(33);
 		for who in 1..=3 {
 			assert_eq!(Claimable::<Test>::get(0, who), 333);
 			assert_eq!(Rewards::claimable(0, who), 333);
 		}
-		assert!(events().contains(&Event::RoundSettled { pool_id: 0, round: 1, share: 333, paid: 3, returned: 1 }));
+		assert!(events().contains(&Event::RoundSettled {
+			pool_id: 0,
+			round: 1,
+			paid: 999,
+			credited: 3,
+			returned: 1
+		}));
 		let before = Balances::free_balance(2);
 		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(2), 0));
 		assert_eq!(Balances::free_balance(2), before + 333);
 		assert_eq!(Claimable::<Test>::get(0, 2), 0);
-		assert_eq!(events().last(), Some(&Event::RewardsClaimed { pool_id: 0, who: 2, amount: 333 }));
-		assert_noop!(Rewards::claim_rewards(RuntimeOrigin::signed(2), 0), Error::<Test>::NothingToClaim);
+		assert_eq!(
+			events().last(),
+			Some(&Event::RewardsClaimed { pool_id: 0, who: 2, amount: 333 })
+		);
+		assert_noop!(
+			Rewards::claim_rewards(RuntimeOrigin::signed(2), 0),
+			Error::<Test>::NothingToClaim
+		);
 	});
 }
 
@@ -61,6 +86,7 @@ fn settlement_splits_equally_and_returns_dust() {
 fn guilty_contributor_is_not_paid() {
 	run_test(|| {
 		final_round(); // trainers 1..=5 contribute to round 1 at block 1
+		jurors(&[6, 7, 8], 1_000);
 		assert_ok!(pallet_challenges::Pallet::<Test>::open_challenge(
 			RuntimeOrigin::signed(OUTSIDER),
 			0,
@@ -68,11 +94,16 @@ fn guilty_contributor_is_not_paid() {
 			3,
 			[0; 32]
 		));
+		run_to_block(2); // the jury is drawn
 		let jury = pallet_challenges::OpenChallenges::<Test>::get(0).unwrap().jury.to_vec();
-		for juror in &jury[..2] {
-			assert_ok!(pallet_challenges::Pallet::<Test>::vote(RuntimeOrigin::signed(*juror), 0, true));
+		for (juror, _) in &jury[..2] {
+			assert_ok!(pallet_challenges::Pallet::<Test>::vote(
+				RuntimeOrigin::signed(*juror),
+				0,
+				true
+			));
 		}
-		run_to_block(27);
+		run_to_block(33);
 		assert_eq!(Claimable::<Test>::get(0, 3), 0);
 		for who in [1, 2, 4, 5] {
 			assert_eq!(Claimable::<Test>::get(0, who), 250);
@@ -91,8 +122,8 @@ fn innocent_or_expired_accused_is_paid() {
 			3,
 			[0; 32]
 		));
-		// Nobody votes: the challenge expires at 21, before settlement at 27.
-		run_to_block(27);
+		// No juror registered: no verdict at the draw (block 2), long before settlement at 33.
+		run_to_block(33);
 		assert_eq!(Claimable::<Test>::get(0, 3), 200);
 	});
 }
@@ -111,7 +142,10 @@ fn member_missing_rounds_is_paid_only_for_its_rounds() {
 		run_to_block(5);
 		assert_ok!(commit(1, 3, 9, &[0, 1]));
 		assert_ok!(commit(2, 3, 9, &[0, 1]));
-		assert_eq!(pallet_training_pools::Pools::<Test>::get(0).unwrap().status, PoolStatus::Completed);
+		assert_eq!(
+			pallet_training_pools::Pools::<Test>::get(0).unwrap().status,
+			PoolStatus::Completed
+		);
 		run_to_block(40);
 		assert_eq!(Claimable::<Test>::get(0, 3), 333);
 		assert_eq!(Claimable::<Test>::get(0, 1), 333 + 500 + 500);
@@ -133,7 +167,10 @@ fn whole_pool_conserves_the_budget() {
 		assert!(pallet_checkpoints::Voided::<Test>::get(0, 2).is_some());
 		assert_ok!(commit(1, 3, 9, &[0, 1]));
 		assert_ok!(commit(2, 3, 9, &[0, 1]));
-		assert_eq!(pallet_training_pools::Pools::<Test>::get(0).unwrap().status, PoolStatus::Completed);
+		assert_eq!(
+			pallet_training_pools::Pools::<Test>::get(0).unwrap().status,
+			PoolStatus::Completed
+		);
 		run_to_block(60);
 		let mut paid = 0;
 		for who in 1..=3 {
@@ -176,8 +213,11 @@ fn settlements_per_block_are_bounded() {
 				included(&[0]),
 			)
 		};
-		// Four pools finalizing in one block: two settle at 27, two spill to 28.
-		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec(1, 1, Perbill::from_percent(60))));
+		// Four pools finalizing in one block: two settle at 33, two spill to 34.
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(1, 1, Perbill::from_percent(60))
+		));
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(4), 1_000));
 		assert_ok!(TrainingPools::join_pool(
 			RuntimeOrigin::signed(4),
@@ -189,9 +229,9 @@ fn settlements_per_block_are_bounded() {
 		for (who, pool) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
 			assert_ok!(c(who, pool));
 		}
-		assert_eq!(Settlements::<Test>::get(27).to_vec(), vec![(0, 1), (1, 1)]);
-		assert_eq!(Settlements::<Test>::get(28).to_vec(), vec![(2, 1), (3, 1)]);
-		run_to_block(28);
+		assert_eq!(Settlements::<Test>::get(33).to_vec(), vec![(0, 1), (1, 1)]);
+		assert_eq!(Settlements::<Test>::get(34).to_vec(), vec![(2, 1), (3, 1)]);
+		run_to_block(34);
 		assert!((1..=4).all(|who| Claimable::<Test>::get(who as u32 - 1, who) == 1_000));
 	});
 }

@@ -9,8 +9,9 @@ use frame_support::{
 		OnUnbalanced,
 	},
 };
+use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::{
-	traits::{CheckedAdd, CheckedSub, Saturating, Zero},
+	traits::{CheckedAdd, CheckedSub, SaturatedConversion, Saturating, Zero},
 	Perbill,
 };
 use synod_primitives::{StakeCommitments, TrainerStake};
@@ -18,9 +19,7 @@ use synod_primitives::{StakeCommitments, TrainerStake};
 impl<T: Config> StakingLedger<T> {
 	/// Active plus unbonding stake, in planck (what is held).
 	pub fn total(&self) -> BalanceOf<T> {
-		self.unlocking
-			.iter()
-			.fold(self.active, |acc, c| acc.saturating_add(c.value))
+		self.unlocking.iter().fold(self.active, |acc, c| acc.saturating_add(c.value))
 	}
 }
 
@@ -50,10 +49,7 @@ impl<T: Config> Pallet<T> {
 		let mut ledger = Ledger::<T>::get(who).ok_or(Error::<T>::NotBonded)?;
 		let remaining = ledger.active.checked_sub(&value).ok_or(Error::<T>::UnbondExceedsActive)?;
 		ensure!(remaining >= T::Commitments::committed(who), Error::<T>::StakeCommitted);
-		ensure!(
-			remaining.is_zero() || remaining >= T::MinBond::get(),
-			Error::<T>::BelowMinBond
-		);
+		ensure!(remaining.is_zero() || remaining >= T::MinBond::get(), Error::<T>::BelowMinBond);
 		let unlock_at =
 			frame_system::Pallet::<T>::block_number().saturating_add(T::UnbondingPeriod::get());
 		ledger
@@ -69,6 +65,10 @@ impl<T: Config> Pallet<T> {
 	pub(crate) fn do_withdraw_unbonded(who: &T::AccountId) -> DispatchResult {
 		let mut ledger = Ledger::<T>::get(who).ok_or(Error::<T>::NotBonded)?;
 		let now = frame_system::Pallet::<T>::block_number();
+		if let Some(until) = SlashableUntil::<T>::get(who) {
+			ensure!(now >= until, Error::<T>::StakeBacksRound);
+			SlashableUntil::<T>::remove(who);
+		}
 		let mut amount = BalanceOf::<T>::zero();
 		ledger.unlocking.retain(|c| {
 			if c.unlock_at <= now {
@@ -83,6 +83,7 @@ impl<T: Config> Pallet<T> {
 		TotalStake::<T>::mutate(|t| *t = t.saturating_sub(released));
 		if ledger.active.is_zero() && ledger.unlocking.is_empty() {
 			Ledger::<T>::remove(who);
+			SlashableUntil::<T>::remove(who);
 		} else {
 			Ledger::<T>::insert(who, ledger);
 		}
@@ -115,6 +116,11 @@ impl<T: Config> Pallet<T> {
 			let held = T::Currency::balance_on_hold(&Self::reason(), &who);
 			ensure!(held == ledger.total(), "staking hold differs from the ledger total");
 			ensure!(!ledger.total().is_zero(), "empty ledger kept in storage");
+		}
+		for (who, _) in SlashableUntil::<T>::iter() {
+			ensure!(Ledger::<T>::contains_key(&who), "slashable horizon without a ledger");
+		}
+		for (_, ledger) in Ledger::<T>::iter() {
 			sum = sum.saturating_add(ledger.total());
 		}
 		ensure!(sum == TotalStake::<T>::get(), "TotalStake differs from the sum of ledgers");
@@ -129,22 +135,38 @@ impl<T: Config> TrainerStake<T::AccountId> for Pallet<T> {
 		Ledger::<T>::get(who).map(|l| l.active).unwrap_or_default()
 	}
 
+	fn keep_slashable(who: &T::AccountId, until: synod_primitives::protocol::Block) {
+		if !Ledger::<T>::contains_key(who) {
+			return;
+		}
+		let until: BlockNumberFor<T> = until.saturated_into();
+		SlashableUntil::<T>::mutate(who, |u| {
+			if u.is_none_or(|old| old < until) {
+				*u = Some(until);
+			}
+		});
+	}
+
 	fn slash(
 		who: &T::AccountId,
 		amount: BalanceOf<T>,
 		reporter: Option<(&T::AccountId, Perbill)>,
 	) -> BalanceOf<T> {
-		let Some(mut ledger) = Ledger::<T>::get(who) else { return Zero::zero() };
+		let Some(mut ledger) = Ledger::<T>::get(who) else {
+			return Zero::zero();
+		};
 		let amount = amount.min(ledger.total());
 		if amount.is_zero() {
 			return Zero::zero();
 		}
-		let (credit, _) = <T::Currency as BalancedHold<T::AccountId>>::slash(&Self::reason(), who, amount);
+		let (credit, _) =
+			<T::Currency as BalancedHold<T::AccountId>>::slash(&Self::reason(), who, amount);
 		let slashed = credit.peek();
 		Self::reduce_ledger(&mut ledger, slashed);
 		TotalStake::<T>::mutate(|t| *t = t.saturating_sub(slashed));
 		if ledger.total().is_zero() {
 			Ledger::<T>::remove(who);
+			SlashableUntil::<T>::remove(who);
 		} else {
 			Ledger::<T>::insert(who, ledger);
 		}

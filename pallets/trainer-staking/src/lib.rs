@@ -7,7 +7,9 @@
 //! - [`Pallet::bond`] moves free balance to the hold and adds it to the active stake.
 //! - [`Pallet::unbond`] schedules active stake for release after `UnbondingPeriod` blocks; the
 //!   stake that pool memberships committed (`Config::Commitments`) cannot be unbonded.
-//! - [`Pallet::withdraw_unbonded`] releases every matured unbonding chunk.
+//! - [`Pallet::withdraw_unbonded`] releases every matured unbonding chunk, but not while the
+//!   stake backs a round still open to challenges ([`SlashableUntil`], set by Checkpoints when a
+//!   round's snapshot includes the account): leaving a pool and unbonding cannot dodge a slash.
 //!
 //! Other pallets read active stake and slash through [`synod_primitives::TrainerStake`]; slashed
 //! funds go to `Config::Slash`, minus the reporter's (successful challenger's) share.
@@ -29,7 +31,11 @@ pub use weights::WeightInfo;
 #[cfg(feature = "runtime-benchmarks")]
 mod benchmarking;
 mod impls;
+// The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
+extern crate self as pallet_trainer_staking;
+#[cfg(test)]
+#[path = "../../tests/src/mock.rs"]
 mod mock;
 #[cfg(test)]
 mod tests;
@@ -57,8 +63,7 @@ pub mod pallet {
 
 	/// Stake scheduled for release.
 	#[derive(
-		Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo,
-		Debug,
+		Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo, Debug,
 	)]
 	pub struct UnlockChunk<Balance, BlockNumber> {
 		/// Amount in planck.
@@ -70,7 +75,13 @@ pub mod pallet {
 	/// A trainer's stake: `active` counts toward pools; `unlocking` is still held (and
 	/// slashable) until withdrawn.
 	#[derive(
-		CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo,
+		CloneNoBound,
+		PartialEqNoBound,
+		EqNoBound,
+		Encode,
+		Decode,
+		MaxEncodedLen,
+		TypeInfo,
 		DebugNoBound,
 	)]
 	#[scale_info(skip_type_params(T))]
@@ -78,7 +89,8 @@ pub mod pallet {
 		/// Bonded stake, in planck.
 		pub active: BalanceOf<T>,
 		/// Unbonding chunks, oldest first.
-		pub unlocking: BoundedVec<UnlockChunk<BalanceOf<T>, BlockNumberFor<T>>, T::MaxUnlockingChunks>,
+		pub unlocking:
+			BoundedVec<UnlockChunk<BalanceOf<T>, BlockNumberFor<T>>, T::MaxUnlockingChunks>,
 	}
 
 	/// Reasons for which this pallet holds funds.
@@ -125,6 +137,13 @@ pub mod pallet {
 	/// Sum of all ledgers' totals (active + unbonding), in planck.
 	#[pallet::storage]
 	pub type TotalStake<T: Config> = StorageValue<_, BalanceOf<T>, ValueQuery>;
+
+	/// Block until which an account's held stake backs a round (its challenge window or a
+	/// challenge on it is not over): nothing is withdrawn before it, so a verdict can still
+	/// slash it. Removed with the ledger.
+	#[pallet::storage]
+	pub type SlashableUntil<T: Config> =
+		StorageMap<_, Blake2_128Concat, T::AccountId, BlockNumberFor<T>>;
 
 	/// Events.
 	#[pallet::event]
@@ -185,6 +204,9 @@ pub mod pallet {
 		TooManyUnlockingChunks,
 		/// No unbonding chunk has matured yet.
 		NothingToWithdraw,
+		/// The stake backs a round whose challenges are not over (see [`SlashableUntil`]);
+		/// withdraw after that block.
+		StakeBacksRound,
 		/// An amount overflowed.
 		Overflow,
 	}
@@ -197,7 +219,10 @@ pub mod pallet {
 		/// `MinBond`), [`Error::InsufficientBalance`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::bond())]
-		pub fn bond(origin: OriginFor<T>, #[pallet::compact] value: BalanceOf<T>) -> DispatchResult {
+		pub fn bond(
+			origin: OriginFor<T>,
+			#[pallet::compact] value: BalanceOf<T>,
+		) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::do_bond(&who, value)
 		}
@@ -210,15 +235,19 @@ pub mod pallet {
 		/// and below `MinBond`), [`Error::TooManyUnlockingChunks`].
 		#[pallet::call_index(1)]
 		#[pallet::weight(T::WeightInfo::unbond())]
-		pub fn unbond(origin: OriginFor<T>, #[pallet::compact] value: BalanceOf<T>) -> DispatchResult {
+		pub fn unbond(
+			origin: OriginFor<T>,
+			#[pallet::compact] value: BalanceOf<T>,
+		) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::do_unbond(&who, value)
 		}
 
 		/// Releases every unbonding chunk whose `unlock_at` has passed; removes the ledger when
-		/// nothing is left.
+		/// nothing is left. Refused while the stake backs a round whose challenges are not over.
 		///
-		/// Errors: [`Error::NotBonded`], [`Error::NothingToWithdraw`].
+		/// Errors: [`Error::NotBonded`], [`Error::NothingToWithdraw`],
+		/// [`Error::StakeBacksRound`].
 		#[pallet::call_index(2)]
 		#[pallet::weight(T::WeightInfo::withdraw_unbonded(T::MaxUnlockingChunks::get()))]
 		pub fn withdraw_unbonded(origin: OriginFor<T>) -> DispatchResult {

@@ -6,6 +6,26 @@ use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
 use sp_runtime::Perbill;
 use synod_primitives::TrainerStake;
 
+const ALICE: AccountId = 1;
+const BOB: AccountId = 2;
+/// Owns 10 planck.
+const CHARLIE: AccountId = POOR;
+
+/// Commits `amount` of `who`'s stake to a pool that stays Open (it needs 3 trainers).
+fn set_committed(who: AccountId, amount: Balance) {
+	assert_ok!(TrainingPools::create_pool(
+		RuntimeOrigin::signed(CREATOR),
+		spec(3, 3, two_thirds())
+	));
+	assert_ok!(TrainingPools::join_pool(
+		RuntimeOrigin::signed(who),
+		0,
+		amount,
+		peer(who),
+		Box::new([1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]),
+	));
+}
+
 fn held(who: AccountId) -> Balance {
 	Balances::balance_on_hold(&RuntimeHoldReason::TrainerStaking(HoldReason::Staking), &who)
 }
@@ -26,8 +46,14 @@ fn bond_holds_and_records_active_stake() {
 #[test]
 fn bond_errors() {
 	run_test(|| {
-		assert_noop!(TrainerStaking::bond(RuntimeOrigin::signed(ALICE), 0), Error::<Test>::ZeroAmount);
-		assert_noop!(TrainerStaking::bond(RuntimeOrigin::signed(ALICE), 99), Error::<Test>::BelowMinBond);
+		assert_noop!(
+			TrainerStaking::bond(RuntimeOrigin::signed(ALICE), 0),
+			Error::<Test>::ZeroAmount
+		);
+		assert_noop!(
+			TrainerStaking::bond(RuntimeOrigin::signed(ALICE), 99),
+			Error::<Test>::BelowMinBond
+		);
 		// Charlie owns 10 planck.
 		assert_noop!(
 			TrainerStaking::bond(RuntimeOrigin::signed(CHARLIE), 100),
@@ -66,17 +92,29 @@ fn unbond_schedules_a_chunk() {
 #[test]
 fn unbond_errors() {
 	run_test(|| {
-		assert_noop!(TrainerStaking::unbond(RuntimeOrigin::signed(ALICE), 1), Error::<Test>::NotBonded);
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(ALICE), 1),
+			Error::<Test>::NotBonded
+		);
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(ALICE), 500));
-		assert_noop!(TrainerStaking::unbond(RuntimeOrigin::signed(ALICE), 0), Error::<Test>::ZeroAmount);
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(ALICE), 0),
+			Error::<Test>::ZeroAmount
+		);
 		assert_noop!(
 			TrainerStaking::unbond(RuntimeOrigin::signed(ALICE), 501),
 			Error::<Test>::UnbondExceedsActive
 		);
 		// 450 would leave 50 < MinBond.
-		assert_noop!(TrainerStaking::unbond(RuntimeOrigin::signed(ALICE), 450), Error::<Test>::BelowMinBond);
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(ALICE), 450),
+			Error::<Test>::BelowMinBond
+		);
 		set_committed(ALICE, 400);
-		assert_noop!(TrainerStaking::unbond(RuntimeOrigin::signed(ALICE), 101), Error::<Test>::StakeCommitted);
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(ALICE), 101),
+			Error::<Test>::StakeCommitted
+		);
 		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(ALICE), 100));
 	});
 }
@@ -131,8 +169,11 @@ fn slash_pays_reporter_share_and_rest_to_destination() {
 	run_test(|| {
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(ALICE), 1_000));
 		let issuance = Balances::total_issuance();
-		let slashed =
-			<TrainerStaking as TrainerStake<_>>::slash(&ALICE, 400, Some((&BOB, Perbill::from_percent(25))));
+		let slashed = <TrainerStaking as TrainerStake<_>>::slash(
+			&ALICE,
+			400,
+			Some((&BOB, Perbill::from_percent(25))),
+		);
 		assert_eq!(slashed, 400);
 		assert_eq!(held(ALICE), 600);
 		assert_eq!(TrainerStaking::active_stake(&ALICE), 600);

@@ -4,9 +4,15 @@
 use super::*;
 use crate::pallet::{BalanceOf, Pools};
 use frame_benchmarking::v2::*;
-use frame_support::{traits::{fungible::Mutate, Get}, BoundedVec};
+use frame_support::{
+	traits::{fungible::Mutate, Get},
+	BoundedVec,
+};
 use frame_system::RawOrigin;
-use sp_runtime::{traits::Bounded, Perbill};
+use sp_runtime::{
+	traits::{Bounded, SaturatedConversion},
+	Perbill,
+};
 use synod_primitives::PoolStatus;
 
 /// Bonds stake for benchmark accounts; implemented by the runtime (or mock).
@@ -22,18 +28,25 @@ fn funded<T: Config>(name: &'static str, i: u32) -> T::AccountId {
 	who
 }
 
+/// The stake each benchmark member commits: the spec floor, at least 1 000 planck.
+fn stake<T: Config>() -> BalanceOf<T> {
+	T::SpecLimits::get().min_stake_floor.max(1_000).saturated_into()
+}
+
 fn spec<T: Config>(min_trainers: u32, max_trainers: u32) -> PoolSpec<T> {
 	PoolSpec {
 		model_config_hash: [1; 32],
 		initial_weights_hash: [2; 32],
-		dataset_id: BoundedVec::truncate_from(alloc::vec![b'd'; T::MaxDatasetIdLen::get() as usize]),
+		dataset_id: BoundedVec::truncate_from(
+			alloc::vec![b'd'; T::MaxDatasetIdLen::get() as usize],
+		),
 		dataset_hash: [3; 32],
 		inner_steps: 50,
 		rounds: 10,
 		min_trainers,
 		max_trainers,
-		min_stake: 1_000u32.into(),
-		reward_per_round: 1_000u32.into(),
+		min_stake: stake::<T>(),
+		reward_per_round: T::SpecLimits::get().max_reward_per_round.min(1_000).saturated_into(),
 		quorum: Perbill::from_percent(67),
 		round_timeout: 100u32.into(),
 		challenge_window: 10u32.into(),
@@ -46,9 +59,15 @@ where
 	T::BenchmarkHelper: BenchmarkHelper<T::AccountId, BalanceOf<T>>,
 {
 	let who = funded::<T>("trainer", i);
-	T::BenchmarkHelper::bond(&who, 1_000u32.into());
+	T::BenchmarkHelper::bond(&who, stake::<T>());
 	let peer = BoundedVec::truncate_from(alloc::vec![7u8; T::MaxPeerIdLen::get() as usize]);
-	Pallet::<T>::do_join_pool(who.clone(), pool, 1_000u32.into(), peer, [9u8; ML_DSA_65_PUBLIC_KEY_LEN])?;
+	Pallet::<T>::do_join_pool(
+		who.clone(),
+		pool,
+		stake::<T>(),
+		peer,
+		[9u8; ML_DSA_65_PUBLIC_KEY_LEN],
+	)?;
 	Ok(who)
 }
 
@@ -62,7 +81,10 @@ where
 		let creator = funded::<T>("creator", pool_id);
 		Pallet::<T>::do_create_pool(creator, spec::<T>(n, n)).expect("benchmark pool is valid");
 		let members = (0..n)
-			.map(|i| join::<T>(pool_id, pool_id.saturating_mul(1_000).saturating_add(i)).expect("member joins"))
+			.map(|i| {
+				join::<T>(pool_id, pool_id.saturating_mul(1_000).saturating_add(i))
+					.expect("member joins")
+			})
 			.collect();
 		(pool_id, members)
 	}
@@ -91,10 +113,16 @@ mod benchmarks {
 			join::<T>(0, i)?;
 		}
 		let who = funded::<T>("joiner", 0);
-		T::BenchmarkHelper::bond(&who, 1_000u32.into());
+		T::BenchmarkHelper::bond(&who, stake::<T>());
 		let peer = BoundedVec::truncate_from(alloc::vec![7u8; T::MaxPeerIdLen::get() as usize]);
 		#[extrinsic_call]
-		_(RawOrigin::Signed(who), 0, 1_000u32.into(), peer, alloc::boxed::Box::new([9u8; ML_DSA_65_PUBLIC_KEY_LEN]));
+		_(
+			RawOrigin::Signed(who),
+			0,
+			stake::<T>(),
+			peer,
+			alloc::boxed::Box::new([9u8; ML_DSA_65_PUBLIC_KEY_LEN]),
+		);
 		assert_eq!(Pools::<T>::get(0).map(|p| p.status), Some(PoolStatus::Training));
 		Ok(())
 	}
@@ -114,12 +142,14 @@ mod benchmarks {
 		Ok(())
 	}
 
+	// Worst case: an Open pool one member short of starting (every commitment is freed at
+	// once); cancelling a Training pool only marks it.
 	#[benchmark]
 	fn cancel_pool(m: Linear<1, { T::MaxMembers::get() }>) -> Result<(), BenchmarkError> {
 		let creator = funded::<T>("creator", 0);
 		let max = T::MaxMembers::get();
 		Pallet::<T>::do_create_pool(creator.clone(), spec::<T>(max, max))?;
-		for i in 0..m {
+		for i in 0..m.min(max.saturating_sub(1)) {
 			join::<T>(0, i)?;
 		}
 		#[extrinsic_call]

@@ -3,15 +3,9 @@
 use crate::{pallet::*, Event, MemberInfo, MlDsaPublicKey, PoolInfo, PoolSpec};
 use frame_support::{
 	pallet_prelude::*,
-	traits::{
-		fungible::MutateHold,
-		tokens::Precision,
-	},
+	traits::{fungible::MutateHold, tokens::Precision},
 };
-use sp_runtime::{
-	traits::{CheckedAdd, CheckedMul, Saturating, Zero},
-	Perbill,
-};
+use sp_runtime::traits::{CheckedAdd, CheckedMul, SaturatedConversion, Saturating, Zero};
 use synod_primitives::{OnTrainingStarted, PoolId, PoolStatus, StakeCommitments, TrainerStake};
 
 impl<T: Config> Pallet<T> {
@@ -19,17 +13,33 @@ impl<T: Config> Pallet<T> {
 		HoldReason::PoolBudget.into()
 	}
 
+	/// Checks every spec field against `SpecLimits` (capped by `MaxRounds` / `MaxMembers`).
 	fn validate_spec(spec: &PoolSpec<T>) -> DispatchResult {
-		ensure!(spec.rounds >= 1 && spec.rounds <= T::MaxRounds::get(), Error::<T>::InvalidRounds);
-		ensure!(
-			spec.min_trainers >= 1 &&
-				spec.max_trainers >= spec.min_trainers &&
-				spec.max_trainers <= T::MaxMembers::get(),
-			Error::<T>::InvalidTrainerBounds
-		);
-		ensure!(spec.quorum > Perbill::from_percent(50), Error::<T>::InvalidQuorum);
-		ensure!(!spec.round_timeout.is_zero(), Error::<T>::InvalidRoundTimeout);
-		ensure!(spec.inner_steps >= 1, Error::<T>::InvalidInnerSteps);
+		use synod_primitives::protocol::{check_spec, SpecField, SpecView};
+		let mut limits = T::SpecLimits::get();
+		limits.max_rounds = limits.max_rounds.min(T::MaxRounds::get());
+		limits.max_members = limits.max_members.min(T::MaxMembers::get());
+		let view = SpecView {
+			rounds: spec.rounds,
+			inner_steps: spec.inner_steps,
+			min_trainers: spec.min_trainers,
+			max_trainers: spec.max_trainers,
+			min_stake: spec.min_stake.saturated_into(),
+			reward_per_round: spec.reward_per_round.saturated_into(),
+			quorum_ppb: spec.quorum.deconstruct(),
+			round_timeout: spec.round_timeout.saturated_into(),
+			challenge_window: spec.challenge_window.saturated_into(),
+		};
+		check_spec(&view, &limits).map_err(|field| match field {
+			SpecField::Rounds => Error::<T>::InvalidRounds,
+			SpecField::InnerSteps => Error::<T>::InvalidInnerSteps,
+			SpecField::TrainerBounds => Error::<T>::InvalidTrainerBounds,
+			SpecField::MinStake => Error::<T>::InvalidMinStake,
+			SpecField::RewardPerRound => Error::<T>::InvalidRewardPerRound,
+			SpecField::Quorum => Error::<T>::InvalidQuorum,
+			SpecField::RoundTimeout => Error::<T>::InvalidRoundTimeout,
+			SpecField::ChallengeWindow => Error::<T>::InvalidChallengeWindow,
+		})?;
 		Ok(())
 	}
 
@@ -56,6 +66,7 @@ impl<T: Config> Pallet<T> {
 				budget_held: budget,
 				budget_reserved: Zero::zero(),
 				created_at: frame_system::Pallet::<T>::block_number(),
+				cancel_after: None,
 			},
 		);
 		NextPoolId::<T>::put(next);
@@ -72,7 +83,8 @@ impl<T: Config> Pallet<T> {
 	) -> DispatchResult {
 		let mut pool = Pools::<T>::get(pool_id).ok_or(Error::<T>::PoolNotFound)?;
 		ensure!(
-			matches!(pool.status, PoolStatus::Open | PoolStatus::Training),
+			matches!(pool.status, PoolStatus::Open | PoolStatus::Training)
+				&& pool.cancel_after.is_none(),
 			Error::<T>::PoolClosed
 		);
 		ensure!(!Members::<T>::contains_key(pool_id, &who), Error::<T>::AlreadyMember);
@@ -126,14 +138,21 @@ impl<T: Config> Pallet<T> {
 	}
 
 	pub(crate) fn do_leave_pool(who: T::AccountId, pool_id: PoolId) -> DispatchResult {
+		Self::remove_member(pool_id, &who)?;
+		Self::deposit_event(Event::MemberLeft { pool_id, who });
+		Ok(())
+	}
+
+	/// Ends `who`'s membership of `pool_id`: its record, its place in the member list and its
+	/// commitment. Snapshots already taken keep it (Checkpoints freezes them per round).
+	pub(crate) fn remove_member(pool_id: PoolId, who: &T::AccountId) -> DispatchResult {
 		let mut pool = Pools::<T>::get(pool_id).ok_or(Error::<T>::PoolNotFound)?;
-		let member = Members::<T>::take(pool_id, &who).ok_or(Error::<T>::NotMember)?;
+		let member = Members::<T>::take(pool_id, who).ok_or(Error::<T>::NotMember)?;
 		pool.member_count = pool.member_count.saturating_sub(1);
 		pool.total_stake = pool.total_stake.saturating_sub(member.stake);
-		MemberList::<T>::mutate(pool_id, |l| l.retain(|m| m != &who));
-		TrainerPools::<T>::mutate(&who, |p| p.retain(|id| *id != pool_id));
+		MemberList::<T>::mutate(pool_id, |l| l.retain(|m| m != who));
+		TrainerPools::<T>::mutate(who, |p| p.retain(|id| *id != pool_id));
 		Pools::<T>::insert(pool_id, pool);
-		Self::deposit_event(Event::MemberLeft { pool_id, who });
 		Ok(())
 	}
 
@@ -143,9 +162,19 @@ impl<T: Config> Pallet<T> {
 			ensure!(*c == pool.creator, Error::<T>::NotCreator);
 		}
 		ensure!(
-			matches!(pool.status, PoolStatus::Open | PoolStatus::Training),
+			matches!(pool.status, PoolStatus::Open | PoolStatus::Training)
+				&& pool.cancel_after.is_none(),
 			Error::<T>::PoolEnded
 		);
+		if pool.status == PoolStatus::Training {
+			// The round in flight is being trained and committed in good faith: it closes
+			// normally (and is paid if final); the pool ends when it closes.
+			let last_round = pool.current_round;
+			pool.cancel_after = Some(last_round);
+			Pools::<T>::insert(pool_id, pool);
+			Self::deposit_event(Event::CancelRequested { pool_id, last_round });
+			return Ok(());
+		}
 		pool.status = PoolStatus::Cancelled;
 		let released = Self::end_pool(pool_id, &mut pool);
 		Pools::<T>::insert(pool_id, pool);
@@ -168,9 +197,13 @@ impl<T: Config> Pallet<T> {
 		if free.is_zero() {
 			return free;
 		}
-		let released =
-			T::Currency::release(&Self::budget_reason(), &pool.creator, free, Precision::BestEffort)
-				.unwrap_or_default();
+		let released = T::Currency::release(
+			&Self::budget_reason(),
+			&pool.creator,
+			free,
+			Precision::BestEffort,
+		)
+		.unwrap_or_default();
 		pool.budget_held = pool.budget_held.saturating_sub(released);
 		released
 	}

@@ -10,22 +10,29 @@ use frame_support::{
 	},
 };
 use frame_system::pallet_prelude::BlockNumberFor;
-use sp_runtime::traits::{Saturating, Zero};
+use sp_runtime::traits::{SaturatedConversion, Saturating, Zero};
 use synod_primitives::{
-	MemberView, PoolId, PoolStatus, PoolsInterface, RoundIndex, RoundParams, StakeCommitments,
+	protocol::MemberState, MemberView, PoolId, PoolStatus, PoolsInterface, RoundIndex, RoundParams,
+	StakeCommitments, Timeline, TrainerStake,
 };
 
 impl<T: Config> StakeCommitments<T::AccountId, BalanceOf<T>> for Pallet<T> {
 	/// Sum of the stake `who` committed to the Open or Training pools it is a member of.
 	fn committed(who: &T::AccountId) -> BalanceOf<T> {
-		TrainerPools::<T>::get(who).iter().fold(Zero::zero(), |acc: BalanceOf<T>, pool_id| {
-			acc.saturating_add(Members::<T>::get(pool_id, who).map(|m| m.stake).unwrap_or_default())
-		})
+		TrainerPools::<T>::get(who)
+			.iter()
+			.fold(Zero::zero(), |acc: BalanceOf<T>, pool_id| {
+				acc.saturating_add(
+					Members::<T>::get(pool_id, who).map(|m| m.stake).unwrap_or_default(),
+				)
+			})
 	}
 }
 
 impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> for Pallet<T> {
-	fn round_params(pool: PoolId) -> Option<RoundParams<T::AccountId, BalanceOf<T>, BlockNumberFor<T>>> {
+	fn round_params(
+		pool: PoolId,
+	) -> Option<RoundParams<T::AccountId, BalanceOf<T>, BlockNumberFor<T>>> {
 		Pools::<T>::get(pool).map(|p| RoundParams {
 			creator: p.creator,
 			status: p.status,
@@ -35,6 +42,12 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 			quorum: p.spec.quorum,
 			round_timeout: p.spec.round_timeout,
 			challenge_window: p.spec.challenge_window,
+			timeline: Timeline::for_pool(
+				p.spec.round_timeout.saturated_into(),
+				p.spec.challenge_window.saturated_into(),
+				T::JuryDelay::get().saturated_into(),
+				T::VoteMargin::get().saturated_into(),
+			),
 			reward_per_round: p.spec.reward_per_round,
 			budget_reserved: p.budget_reserved,
 		})
@@ -56,10 +69,40 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 			.collect()
 	}
 
+	fn member_states(pool: PoolId) -> Vec<MemberState<T::AccountId>> {
+		MemberList::<T>::get(pool)
+			.into_iter()
+			.filter_map(|who| {
+				let m = Members::<T>::get(pool, &who)?;
+				let bonded = T::Staking::active_stake(&who).saturated_into();
+				Some(MemberState {
+					index: m.index,
+					committed: m.stake.saturated_into(),
+					bonded,
+					from_round: m.from_round,
+					who,
+				})
+			})
+			.collect()
+	}
+
+	fn drop_member(pool_id: PoolId, who: &T::AccountId) {
+		if Self::remove_member(pool_id, who).is_ok() {
+			Self::deposit_event(Event::MemberDropped { pool_id, who: who.clone() });
+		}
+	}
+
 	fn close_round(pool_id: PoolId, round: RoundIndex) -> Option<RoundIndex> {
 		let mut pool = Pools::<T>::get(pool_id)?;
 		if pool.status != PoolStatus::Training || pool.current_round != round {
 			return (pool.status == PoolStatus::Training).then_some(pool.current_round);
+		}
+		if pool.cancel_after.is_some_and(|last| round >= last) {
+			pool.status = PoolStatus::Cancelled;
+			let released = Self::end_pool(pool_id, &mut pool);
+			Pools::<T>::insert(pool_id, pool);
+			Self::deposit_event(Event::PoolCancelled { pool_id, released });
+			return None;
 		}
 		if round >= pool.spec.rounds {
 			pool.status = PoolStatus::Completed;
@@ -76,7 +119,9 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 	}
 
 	fn reserve_reward(pool_id: PoolId) -> BalanceOf<T> {
-		let Some(mut pool) = Pools::<T>::get(pool_id) else { return Zero::zero() };
+		let Some(mut pool) = Pools::<T>::get(pool_id) else {
+			return Zero::zero();
+		};
 		let free = pool.budget_held.saturating_sub(pool.budget_reserved);
 		let amount = pool.spec.reward_per_round.min(free);
 		pool.budget_reserved = pool.budget_reserved.saturating_add(amount);
@@ -103,7 +148,9 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 	}
 
 	fn unreserve(pool_id: PoolId, amount: BalanceOf<T>) {
-		let Some(mut pool) = Pools::<T>::get(pool_id) else { return };
+		let Some(mut pool) = Pools::<T>::get(pool_id) else {
+			return;
+		};
 		pool.budget_reserved = pool.budget_reserved.saturating_sub(amount);
 		if matches!(pool.status, PoolStatus::Completed | PoolStatus::Cancelled) {
 			Self::release_unreserved(&mut pool);

@@ -37,7 +37,11 @@ pub use weights::WeightInfo;
 pub mod benchmarking;
 mod dispatchable_impls;
 mod interface;
+// The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
+extern crate self as pallet_training_pools;
+#[cfg(test)]
+#[path = "../../tests/src/mock.rs"]
 mod mock;
 #[cfg(test)]
 mod tests;
@@ -97,6 +101,17 @@ pub mod pallet {
 		/// Maximum outer rounds of a pool.
 		#[pallet::constant]
 		type MaxRounds: Get<u32>;
+		/// Bounds on every pool-spec field (`max_rounds` and `max_members` are further capped
+		/// by [`Config::MaxRounds`] and [`Config::MaxMembers`]).
+		#[pallet::constant]
+		type SpecLimits: Get<synod_primitives::protocol::SpecLimits>;
+		/// Blocks between opening a challenge and drawing its jury (≥ 1).
+		#[pallet::constant]
+		type JuryDelay: Get<BlockNumberFor<Self>>;
+		/// Blocks a jury gets on top of one round timeout to replay and vote
+		/// (`voting_period = round_timeout + VoteMargin`).
+		#[pallet::constant]
+		type VoteMargin: Get<BlockNumberFor<Self>>;
 		/// Weights of this pallet's calls.
 		type WeightInfo: WeightInfo;
 		/// Gives benchmark accounts bonded stake.
@@ -184,6 +199,22 @@ pub mod pallet {
 			/// Planck released to the creator.
 			released: BalanceOf<T>,
 		},
+		/// The creator asked to cancel `pool_id` while it trains: `last_round` is the last round
+		/// it runs.
+		CancelRequested {
+			/// Pool.
+			pool_id: PoolId,
+			/// The round in flight, which still closes normally.
+			last_round: RoundIndex,
+		},
+		/// `who` was dropped from `pool_id` by the inactivity leak (it committed nothing in
+		/// several voided rounds in a row); it is in no later snapshot.
+		MemberDropped {
+			/// Pool.
+			pool_id: PoolId,
+			/// Trainer.
+			who: T::AccountId,
+		},
 		/// `pool_id` was cancelled; `released` planck of unreserved budget went back.
 		PoolCancelled {
 			/// Pool.
@@ -204,10 +235,16 @@ pub mod pallet {
 		InvalidTrainerBounds,
 		/// `quorum` must be more than 50 %.
 		InvalidQuorum,
-		/// `round_timeout` must be at least one block.
+		/// `round_timeout` must be at least one block and at most the chain's limit.
 		InvalidRoundTimeout,
-		/// `inner_steps` must be at least 1.
+		/// `inner_steps` must be at least 1 and at most the chain's limit.
 		InvalidInnerSteps,
+		/// `min_stake` is below the chain's floor (`SpecLimits::min_stake_floor`).
+		InvalidMinStake,
+		/// `reward_per_round` is above the chain's limit, or the budget overflows.
+		InvalidRewardPerRound,
+		/// `challenge_window` is outside the chain's bounds.
+		InvalidChallengeWindow,
 		/// The creator's free balance cannot hold `reward_per_round × rounds`.
 		InsufficientBudget,
 		/// A budget or stake sum overflowed.
@@ -239,9 +276,13 @@ pub mod pallet {
 		/// Creates a pool from `spec` and holds `reward_per_round × rounds` planck of the
 		/// caller's balance as its reward budget. Emits [`Event::PoolCreated`].
 		///
+		/// Every spec field is bounded (`SpecLimits`); the error names the field out of bounds.
+		///
 		/// Errors: [`Error::InvalidRounds`], [`Error::InvalidTrainerBounds`],
 		/// [`Error::InvalidQuorum`], [`Error::InvalidRoundTimeout`],
-		/// [`Error::InvalidInnerSteps`], [`Error::InsufficientBudget`], [`Error::Overflow`].
+		/// [`Error::InvalidInnerSteps`], [`Error::InvalidMinStake`],
+		/// [`Error::InvalidRewardPerRound`], [`Error::InvalidChallengeWindow`],
+		/// [`Error::InsufficientBudget`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::create_pool())]
 		pub fn create_pool(origin: OriginFor<T>, spec: PoolSpec<T>) -> DispatchResult {
@@ -269,8 +310,10 @@ pub mod pallet {
 			Self::do_join_pool(who, pool_id, stake, peer_id, *ml_dsa_key)
 		}
 
-		/// Leaves `pool_id`; the committed stake is free to unbond. Rewards already credited
-		/// stay claimable.
+		/// Leaves `pool_id`: the member is not in the snapshot of any round opened after this
+		/// (the snapshot of the round now open keeps it and its stake); its commitment ends, but
+		/// stake backing past rounds stays slashable until their challenges are over
+		/// (TrainerStaking's `SlashableUntil`). Rewards already credited stay claimable.
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::NotMember`].
 		#[pallet::call_index(2)]
@@ -280,8 +323,11 @@ pub mod pallet {
 			Self::do_leave_pool(who, pool_id)
 		}
 
-		/// Cancels `pool_id` (its creator, or root): no further rounds start; budget not owed
-		/// to final rounds is released at once.
+		/// Cancels `pool_id` (its creator, or root). An `Open` pool is cancelled at once and its
+		/// budget released. A `Training` pool finishes the round in flight first (members
+		/// already training it are paid if it becomes final), then no further round starts and
+		/// the budget not owed to final rounds is released ([`Event::CancelRequested`], then
+		/// [`Event::PoolCancelled`]).
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::NotCreator`], [`Error::PoolEnded`].
 		#[pallet::call_index(3)]

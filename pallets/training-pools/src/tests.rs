@@ -1,10 +1,37 @@
 //! Unit tests: every call's success path and each of its errors, lifecycle, budget
 //! conservation, the member bound. `try_state` runs after every test.
 
-use crate::{mock::*, pallet::*, Error, Event};
+use crate::{mock, mock::*, pallet::*, Error, Event};
 use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
 use sp_runtime::{DispatchError, Perbill};
 use synod_primitives::{PoolStatus, PoolsInterface, StakeCommitments};
+
+/// Min stake 500, 2 to 3 trainers, 3 rounds, ⅔ quorum.
+fn spec() -> crate::PoolSpec<Test> {
+	let mut s = mock::spec(3, 2, two_thirds());
+	s.min_stake = 500;
+	s.max_trainers = 3;
+	s
+}
+
+fn key(who: AccountId) -> Box<crate::MlDsaPublicKey> {
+	Box::new([who as u8; crate::ML_DSA_65_PUBLIC_KEY_LEN])
+}
+
+fn events() -> Vec<Event<Test>> {
+	pools_events()
+}
+
+/// Pools that started training, in order.
+fn started() -> Vec<u32> {
+	events()
+		.into_iter()
+		.filter_map(|e| match e {
+			Event::TrainingStarted { pool_id } => Some(pool_id),
+			_ => None,
+		})
+		.collect()
+}
 
 fn budget_held(who: AccountId) -> Balance {
 	Balances::balance_on_hold(&RuntimeHoldReason::TrainingPools(HoldReason::PoolBudget), &who)
@@ -19,7 +46,10 @@ fn create_pool_holds_the_budget() {
 		assert_eq!(pool.status, PoolStatus::Open);
 		assert_eq!(pool.budget_held, 3_000);
 		assert_eq!(NextPoolId::<Test>::get(), 1);
-		assert_eq!(events(), vec![Event::PoolCreated { pool_id: 0, creator: CREATOR, budget: 3_000 }]);
+		assert_eq!(
+			events(),
+			vec![Event::PoolCreated { pool_id: 0, creator: CREATOR, budget: 3_000 }]
+		);
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
 		assert_eq!(budget_held(CREATOR), 6_000);
 	});
@@ -35,11 +65,13 @@ fn create_pool_rejects_bad_specs() {
 			(Box::new(|s| s.rounds = 101), Error::InvalidRounds),
 			(Box::new(|s| s.min_trainers = 0), Error::InvalidTrainerBounds),
 			(Box::new(|s| s.max_trainers = 1), Error::InvalidTrainerBounds),
-			(Box::new(|s| s.max_trainers = 5), Error::InvalidTrainerBounds),
+			(Box::new(|s| s.max_trainers = 6), Error::InvalidTrainerBounds),
 			(Box::new(|s| s.quorum = Perbill::from_percent(50)), Error::InvalidQuorum),
 			(Box::new(|s| s.round_timeout = 0), Error::InvalidRoundTimeout),
 			(Box::new(|s| s.inner_steps = 0), Error::InvalidInnerSteps),
-			(Box::new(|s| s.reward_per_round = u128::MAX), Error::Overflow),
+			(Box::new(|s| s.reward_per_round = u128::MAX), Error::InvalidRewardPerRound),
+			(Box::new(|s| s.min_stake = 99), Error::InvalidMinStake),
+			(Box::new(|s| s.challenge_window = 0), Error::InvalidChallengeWindow),
 		];
 		for (edit, err) in cases {
 			let mut s = spec();
@@ -50,7 +82,10 @@ fn create_pool_rejects_bad_specs() {
 			TrainingPools::create_pool(RuntimeOrigin::signed(POOR), spec()),
 			Error::<Test>::InsufficientBudget
 		);
-		assert_noop!(TrainingPools::create_pool(RuntimeOrigin::none(), spec()), DispatchError::BadOrigin);
+		assert_noop!(
+			TrainingPools::create_pool(RuntimeOrigin::none(), spec()),
+			DispatchError::BadOrigin
+		);
 	});
 }
 
@@ -63,7 +98,10 @@ fn joining_min_trainers_starts_round_one() {
 		assert!(started().is_empty());
 		bond_and_join(2, 0, 700);
 		let pool = Pools::<Test>::get(0).unwrap();
-		assert_eq!((pool.status, pool.current_round, pool.member_count), (PoolStatus::Training, 1, 2));
+		assert_eq!(
+			(pool.status, pool.current_round, pool.member_count),
+			(PoolStatus::Training, 1, 2)
+		);
 		assert_eq!(pool.total_stake, 1_300);
 		assert_eq!(started(), vec![0]);
 		let m = Members::<Test>::get(0, 2).unwrap();
@@ -73,7 +111,13 @@ fn joining_min_trainers_starts_round_one() {
 		// A member joining during round 1 takes part from round 2.
 		bond_and_join(3, 0, 500);
 		assert_eq!(Members::<Test>::get(0, 3).unwrap().from_round, 2);
-		assert_eq!(TrainingPools::pool_members(0).iter().map(|(w, m)| (*w, m.index)).collect::<Vec<_>>(), vec![(1, 0), (2, 1), (3, 2)]);
+		assert_eq!(
+			TrainingPools::pool_members(0)
+				.iter()
+				.map(|(w, m)| (*w, m.index))
+				.collect::<Vec<_>>(),
+			vec![(1, 0), (2, 1), (3, 2)]
+		);
 		assert_eq!(TrainingPools::pool(0).unwrap().member_count, 3);
 	});
 }
@@ -130,16 +174,25 @@ fn committed_stake_cannot_be_unbonded_until_leaving() {
 #[test]
 fn leave_pool_errors() {
 	run_test(|| {
-		assert_noop!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0), Error::<Test>::PoolNotFound);
+		assert_noop!(
+			TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0),
+			Error::<Test>::PoolNotFound
+		);
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
-		assert_noop!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0), Error::<Test>::NotMember);
+		assert_noop!(
+			TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0),
+			Error::<Test>::NotMember
+		);
 	});
 }
 
 #[test]
 fn cancel_releases_unreserved_budget_and_commitments() {
 	run_test(|| {
-		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		// Needs three trainers: with two it stays Open, and is cancelled at once.
+		let mut s = spec();
+		s.min_trainers = 3;
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s));
 		bond_and_join(1, 0, 600);
 		bond_and_join(2, 0, 600);
 		// One final round's reward is owed to its contributors.
@@ -162,11 +215,20 @@ fn cancel_releases_unreserved_budget_and_commitments() {
 #[test]
 fn cancel_pool_errors() {
 	run_test(|| {
-		assert_noop!(TrainingPools::cancel_pool(RuntimeOrigin::root(), 0), Error::<Test>::PoolNotFound);
+		assert_noop!(
+			TrainingPools::cancel_pool(RuntimeOrigin::root(), 0),
+			Error::<Test>::PoolNotFound
+		);
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
-		assert_noop!(TrainingPools::cancel_pool(RuntimeOrigin::signed(1), 0), Error::<Test>::NotCreator);
+		assert_noop!(
+			TrainingPools::cancel_pool(RuntimeOrigin::signed(1), 0),
+			Error::<Test>::NotCreator
+		);
 		assert_ok!(TrainingPools::cancel_pool(RuntimeOrigin::root(), 0));
-		assert_noop!(TrainingPools::cancel_pool(RuntimeOrigin::root(), 0), Error::<Test>::PoolEnded);
+		assert_noop!(
+			TrainingPools::cancel_pool(RuntimeOrigin::root(), 0),
+			Error::<Test>::PoolEnded
+		);
 	});
 }
 
@@ -209,22 +271,22 @@ fn reserve_never_exceeds_budget() {
 fn pool_at_member_bound() {
 	run_test(|| {
 		let mut s = spec();
-		s.min_trainers = 4;
-		s.max_trainers = 4; // MaxMembers
+		s.min_trainers = 5;
+		s.max_trainers = 5; // MaxMembers
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s));
-		for who in 1..=4 {
+		for who in 1..=5 {
 			bond_and_join(who, 0, 500);
 		}
-		assert_eq!(MemberList::<Test>::get(0).len(), 4);
+		assert_eq!(MemberList::<Test>::get(0).len(), 5);
 		assert_eq!(Pools::<Test>::get(0).unwrap().status, PoolStatus::Training);
-		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(5), 500));
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(6), 500));
 		assert_noop!(
-			TrainingPools::join_pool(RuntimeOrigin::signed(5), 0, 500, peer(5), key(5)),
+			TrainingPools::join_pool(RuntimeOrigin::signed(6), 0, 500, peer(6), key(6)),
 			Error::<Test>::PoolFull
 		);
 		// Indices are never reused.
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(2), 0));
-		assert_ok!(TrainingPools::join_pool(RuntimeOrigin::signed(5), 0, 500, peer(5), key(5)));
-		assert_eq!(Members::<Test>::get(0, 5).unwrap().index, 4);
+		assert_ok!(TrainingPools::join_pool(RuntimeOrigin::signed(6), 0, 500, peer(6), key(6)));
+		assert_eq!(Members::<Test>::get(0, 6).unwrap().index, 5);
 	});
 }

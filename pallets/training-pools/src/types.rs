@@ -2,7 +2,7 @@
 
 use crate::pallet::{BalanceOf, Config};
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
-use frame_support::{BoundedVec, CloneNoBound, EqNoBound, PartialEqNoBound, DebugNoBound};
+use frame_support::{BoundedVec, CloneNoBound, DebugNoBound, EqNoBound, PartialEqNoBound};
 use frame_system::pallet_prelude::BlockNumberFor;
 use scale_info::TypeInfo;
 use sp_runtime::Perbill;
@@ -16,8 +16,15 @@ pub type MlDsaPublicKey = [u8; ML_DSA_65_PUBLIC_KEY_LEN];
 
 /// A training job as submitted to `create_pool`.
 #[derive(
-	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, DecodeWithMemTracking,
-	MaxEncodedLen, TypeInfo, DebugNoBound,
+	CloneNoBound,
+	PartialEqNoBound,
+	EqNoBound,
+	Encode,
+	Decode,
+	DecodeWithMemTracking,
+	MaxEncodedLen,
+	TypeInfo,
+	DebugNoBound,
 )]
 #[scale_info(skip_type_params(T))]
 pub struct PoolSpec<T: Config> {
@@ -50,7 +57,9 @@ pub struct PoolSpec<T: Config> {
 }
 
 /// A pool's state.
-#[derive(CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound)]
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
 #[scale_info(skip_type_params(T))]
 pub struct PoolInfo<T: Config> {
 	/// Creator; pays the rewards from a held budget.
@@ -73,10 +82,15 @@ pub struct PoolInfo<T: Config> {
 	pub budget_reserved: BalanceOf<T>,
 	/// Block of creation.
 	pub created_at: BlockNumberFor<T>,
+	/// Set when the creator cancelled while training: the pool ends `Cancelled` when this
+	/// round closes.
+	pub cancel_after: Option<RoundIndex>,
 }
 
 /// A member of a pool.
-#[derive(CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound)]
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
 #[scale_info(skip_type_params(T))]
 pub struct MemberInfo<T: Config> {
 	/// Position in the pool (aggregation order), never reused.

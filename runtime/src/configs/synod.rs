@@ -9,7 +9,7 @@ use sp_runtime::{traits::AccountIdConversion, Perbill};
 
 use crate::{
 	AccountId, Balance, Balances, BlockNumber, Challenges, Checkpoints, Rewards, Runtime,
-	RuntimeHoldReason, TrainerStaking, TrainingPools, MINUTES, UNIT,
+	RuntimeHoldReason, TrainerStaking, TrainingPools, DAYS, MINUTES, UNIT,
 };
 
 /// Maximum members of one pool (bounds included sets, juries and contributor lists).
@@ -24,12 +24,35 @@ parameter_types! {
 	pub const UnbondingPeriod: BlockNumber = 10 * MINUTES;
 	/// A challenger holds 10 SYN.
 	pub const ChallengeBond: Balance = 10 * UNIT;
-	/// Jurors vote within a minute (a juror replays one worker's H inner steps).
-	pub const VotingPeriod: BlockNumber = MINUTES;
-	/// A guilty member loses 10 % of its committed stake…
+	/// A jury is drawn 2 blocks after its challenge was opened (from a block hash that did not
+	/// exist when the challenge was submitted).
+	pub const JuryDelay: BlockNumber = 2;
+	/// Jurors vote within one round timeout plus half a minute (a juror replays one member's
+	/// H inner steps, which fit in a round timeout).
+	pub const VoteMargin: BlockNumber = MINUTES / 2;
+	/// A guilty member loses 10 % of its snapshot stake…
 	pub const SlashFraction: Perbill = Perbill::from_percent(10);
 	/// …half of which goes to the challenger.
 	pub const ChallengerShare: Perbill = Perbill::from_percent(50);
+	/// A member silent in a voided round loses 1 % of its snapshot stake.
+	pub const InactivityLeak: Perbill = Perbill::from_percent(1);
+	/// A juror needs 10 SYN bonded…
+	pub const MinJurorStake: Balance = 10 * UNIT;
+	/// …and a drawn jury 50 SYN of stake to give a verdict.
+	pub const MinJuryStake: Balance = 50 * UNIT;
+	/// Bounds on pool specs: `min_stake` ≥ 1 SYN, ≤ 1 000 000 SYN per round, a round times out
+	/// within a day, challenge windows of 1 block to a day.
+	pub const PoolSpecLimits: synod_primitives::protocol::SpecLimits =
+		synod_primitives::protocol::SpecLimits {
+			max_rounds: 100_000,
+			max_inner_steps: 1_000_000,
+			max_members: MAX_POOL_MEMBERS,
+			min_stake_floor: UNIT,
+			max_reward_per_round: 1_000_000 * UNIT,
+			max_round_timeout: DAYS as u64,
+			min_challenge_window: 1,
+			max_challenge_window: DAYS as u64,
+		};
 }
 
 type ToTreasury = ResolveTo<TreasuryAccount, Balances>;
@@ -55,6 +78,9 @@ impl pallet_training_pools::Config for Runtime {
 	type MaxPeerIdLen = ConstU32<64>;
 	type MaxDatasetIdLen = ConstU32<64>;
 	type MaxRounds = ConstU32<100_000>;
+	type SpecLimits = PoolSpecLimits;
+	type JuryDelay = JuryDelay;
+	type VoteMargin = VoteMargin;
 	type WeightInfo = pallet_training_pools::weights::SubstrateWeight<Runtime>;
 	#[cfg(feature = "runtime-benchmarks")]
 	type BenchmarkHelper = benchmark_helpers::Helper;
@@ -64,6 +90,9 @@ impl pallet_checkpoints::Config for Runtime {
 	type Balance = Balance;
 	type Pools = TrainingPools;
 	type OnRoundFinalized = Rewards;
+	type Staking = TrainerStaking;
+	type InactivityLeak = InactivityLeak;
+	type DropAfterMissed = ConstU32<3>;
 	type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
 	type MaxDeadlinesPerBlock = ConstU32<64>;
 	type WeightInfo = pallet_checkpoints::weights::SubstrateWeight<Runtime>;
@@ -79,11 +108,14 @@ impl pallet_challenges::Config for Runtime {
 	type Checkpoints = Checkpoints;
 	type ChallengeBond = ChallengeBond;
 	type JurySize = ConstU32<5>;
-	type VotingPeriod = VotingPeriod;
 	type SlashFraction = SlashFraction;
 	type ChallengerShare = ChallengerShare;
 	type MaxPoolMembers = ConstU32<MAX_POOL_MEMBERS>;
 	type MaxExpiriesPerBlock = ConstU32<64>;
+	type MaxJurors = ConstU32<256>;
+	type MinJurorStake = MinJurorStake;
+	type MinJuryStake = MinJuryStake;
+	type MaxChallengesPerContribution = ConstU32<4>;
 	type Slash = ToTreasury;
 	type WeightInfo = pallet_challenges::weights::SubstrateWeight<Runtime>;
 	#[cfg(feature = "runtime-benchmarks")]
@@ -95,7 +127,7 @@ impl pallet_rewards::Config for Runtime {
 	type Pools = TrainingPools;
 	type Checkpoints = Checkpoints;
 	type Challenges = Challenges;
-	type VotingPeriod = VotingPeriod;
+	type OnRoundSettled = Checkpoints;
 	type MaxSettlementsPerBlock = ConstU32<64>;
 	type MaxContributors = ConstU32<MAX_POOL_MEMBERS>;
 	type WeightInfo = pallet_rewards::weights::SubstrateWeight<Runtime>;
@@ -139,6 +171,11 @@ mod benchmark_helpers {
 	impl pallet_challenges::BenchmarkHelper<AccountId> for Helper {
 		fn final_round(members: u32) -> (u32, Vec<AccountId>) {
 			final_round(members)
+		}
+
+		fn bond(who: &AccountId, stake: u128) {
+			TrainerStaking::bond(RuntimeOrigin::signed(who.clone()), stake.max(MinBond::get()))
+				.expect("benchmark account can bond");
 		}
 	}
 

@@ -1,0 +1,73 @@
+//! Juror registration and the jury draw.
+
+use crate::{pallet::*, Event};
+use alloc::vec::Vec;
+use codec::Encode;
+use frame_support::pallet_prelude::*;
+use frame_system::pallet_prelude::BlockNumberFor;
+use sp_runtime::traits::{One, SaturatedConversion, Saturating};
+use synod_primitives::{protocol, TrainerStake};
+
+impl<T: Config> Pallet<T> {
+	pub(crate) fn do_register_juror(who: T::AccountId) -> DispatchResult {
+		let stake = T::Staking::active_stake(&who);
+		ensure!(stake >= T::MinJurorStake::get(), Error::<T>::JurorStakeTooLow);
+		let mut jurors = Jurors::<T>::get();
+		ensure!(!jurors.contains(&who), Error::<T>::AlreadyJuror);
+		if jurors.try_push(who.clone()).is_err() {
+			// Full: the registered juror with the least stake gives way to one with more.
+			let weakest = jurors
+				.iter()
+				.enumerate()
+				.min_by_key(|(_, j)| T::Staking::active_stake(j))
+				.map(|(i, j)| (i, j.clone(), T::Staking::active_stake(j)));
+			let Some((i, out, out_stake)) = weakest else {
+				return Err(Error::<T>::TooManyJurors.into());
+			};
+			ensure!(stake > out_stake, Error::<T>::TooManyJurors);
+			if let Some(slot) = jurors.get_mut(i) {
+				*slot = who.clone();
+			}
+			Self::deposit_event(Event::JurorRemoved { who: out });
+		}
+		Jurors::<T>::put(jurors);
+		Self::deposit_event(Event::JurorRegistered { who });
+		Ok(())
+	}
+
+	/// The randomness of a draw at `draw_at`: the hash of block `draw_at − 1`, which did not
+	/// exist when the challenge was opened; if it is no longer kept, the current parent hash.
+	fn draw_seed(draw_at: BlockNumberFor<T>, now: BlockNumberFor<T>) -> T::Hash {
+		let fixed = frame_system::Pallet::<T>::block_hash(draw_at.saturating_sub(One::one()));
+		if fixed != T::Hash::default() {
+			return fixed;
+		}
+		frame_system::Pallet::<T>::block_hash(now.saturating_sub(One::one()))
+	}
+
+	/// Draws the jury of `c` (stake-weighted, without replacement, never the parties); returns
+	/// the jury and its stake, in planck.
+	pub(crate) fn draw(
+		id: ChallengeId,
+		c: &Challenge<T>,
+		now: BlockNumberFor<T>,
+	) -> (JuryOf<T>, u128) {
+		let seed = Self::draw_seed(c.draw_at, now);
+		let eligible: Vec<(T::AccountId, u128)> = Jurors::<T>::get()
+			.into_iter()
+			.filter(|j| j != &c.accused && j != &c.challenger)
+			.map(|j| {
+				let stake = T::Staking::active_stake(&j).saturated_into();
+				(j, stake)
+			})
+			.collect();
+		let jury = protocol::draw_jury(&eligible, T::JurySize::get(), |j| {
+			let h = sp_io::hashing::blake2_256(&(b"synod/jury", seed, id, j).encode());
+			let mut b = [0u8; 16];
+			b.copy_from_slice(h.get(..16).unwrap_or(&[0u8; 16]));
+			u128::from_le_bytes(b)
+		});
+		let stake = jury.iter().fold(0u128, |a, (_, s)| a.saturating_add(*s));
+		(BoundedVec::truncate_from(jury), stake)
+	}
+}

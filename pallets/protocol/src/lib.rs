@@ -1,0 +1,60 @@
+//! # synod-protocol: the round protocol, once
+//!
+//! Every rule of `ARCHITECTURE.md`'s round walk-through that two parties must apply identically
+//! lives here, as pure, deterministic functions over plain data: the pallets call them to decide
+//! finality, contributors, rewards, jury draws and verdicts, and the trainer's chain follower
+//! uses the same types and functions to predict what the chain will decide. Nothing here reads
+//! storage, the clock or a random source: block numbers, stakes and randomness are inputs.
+//!
+//! | module | rule |
+//! |---|---|
+//! | [`timeline`] | when a round is voided, how long late commits and challenges stay open, when it settles, how long backing stake stays slashable |
+//! | [`snapshot`] | the participant set of a round, frozen when it opens |
+//! | [`quorum`] | the quorum threshold, rounded **up** |
+//! | [`tally`] | counting commits of snapshot participants, the winner, the contributors |
+//! | [`rewards`] | splitting a round's reward over its contributors by stake |
+//! | [`jury`] | stake-weighted jury draw and the ⅔-of-stake verdict |
+//! | [`leak`] | the inactivity leak of members who do not commit in voided rounds |
+//! | [`spec`] | bounds on every pool-spec field |
+//!
+//! Units: stakes and rewards in planck (`u128`), times in blocks (`u64`), quorum and shares in
+//! parts per billion (`u32`, [`PPB`] = 100 %). All arithmetic is exact or saturating; no function
+//! panics on any input.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![deny(missing_docs)]
+
+extern crate alloc;
+
+pub mod arith;
+pub mod jury;
+pub mod leak;
+pub mod quorum;
+pub mod rewards;
+pub mod snapshot;
+pub mod spec;
+pub mod tally;
+pub mod timeline;
+
+pub use arith::{mul_div_floor, PPB};
+pub use jury::{draw_jury, JuryVotes, Verdict};
+pub use leak::LeakRule;
+pub use quorum::{quorum_threshold, reaches_quorum};
+pub use rewards::split_by_stake;
+pub use snapshot::{snapshot, MemberState, Participant};
+pub use spec::{check_spec, SpecField, SpecLimits, SpecView};
+pub use tally::{contributors, tally, winner, Tallied};
+pub use timeline::{RoundOutcome, RoundPhase, Timeline};
+
+/// Identifier of a training pool, assigned in creation order from 0.
+pub type PoolId = u32;
+/// Outer round of a pool; the first round is 1.
+pub type RoundIndex = u32;
+/// A member's position in its pool, assigned at join in join order from 0, never reused;
+/// trainers aggregate pseudo-gradients in this order.
+pub type MemberIndex = u32;
+/// A 32-byte blake3 digest (checkpoint file bytes, model config, dataset).
+pub type Hash32 = [u8; 32];
+/// Stake, reward or bond in planck.
+pub type Planck = u128;
+/// A block number (the runtime's `BlockNumber` widened to 64 bits).
+pub type Block = u64;

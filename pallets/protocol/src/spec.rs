@@ -1,0 +1,168 @@
+//! Bounds on every field of a pool spec. A spec outside them is refused at `create_pool` with an
+//! error naming the field, so no pool can be created that the chain cannot run to completion at
+//! bounded cost.
+
+use crate::{Block, Planck, PPB};
+use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
+use scale_info::TypeInfo;
+
+/// The field of a pool spec that is out of bounds.
+#[derive(
+	Clone,
+	Copy,
+	PartialEq,
+	Eq,
+	Encode,
+	Decode,
+	DecodeWithMemTracking,
+	MaxEncodedLen,
+	TypeInfo,
+	Debug,
+)]
+pub enum SpecField {
+	/// `rounds` is 0 or above `max_rounds`.
+	Rounds,
+	/// `inner_steps` is 0 or above `max_inner_steps`.
+	InnerSteps,
+	/// `min_trainers` is 0, `max_trainers` below it or above `max_members`.
+	TrainerBounds,
+	/// `min_stake` is below `min_stake_floor`.
+	MinStake,
+	/// `reward_per_round` is above `max_reward_per_round`, or the budget overflows.
+	RewardPerRound,
+	/// `quorum` is not above 50 % (or above 100 %).
+	Quorum,
+	/// `round_timeout` is 0 or above `max_round_timeout`.
+	RoundTimeout,
+	/// `challenge_window` is below `min_challenge_window` or above `max_challenge_window`.
+	ChallengeWindow,
+}
+
+/// The chain's limits (runtime constants).
+#[derive(Clone, Copy, PartialEq, Eq, Encode, Decode, MaxEncodedLen, TypeInfo, Debug)]
+pub struct SpecLimits {
+	/// Most outer rounds of a pool.
+	pub max_rounds: u32,
+	/// Most inner steps per round.
+	pub max_inner_steps: u32,
+	/// Most members of a pool.
+	pub max_members: u32,
+	/// Least `min_stake` a pool may ask, in planck (at least the staking pallet's `MinBond`).
+	pub min_stake_floor: Planck,
+	/// Most reward per round, in planck.
+	pub max_reward_per_round: Planck,
+	/// Most blocks of a round timeout.
+	pub max_round_timeout: Block,
+	/// Least challenge window, in blocks.
+	pub min_challenge_window: Block,
+	/// Most challenge window, in blocks.
+	pub max_challenge_window: Block,
+}
+
+/// The fields of a pool spec that have bounds (balances widened to `u128`, blocks to `u64`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct SpecView {
+	/// Outer rounds.
+	pub rounds: u32,
+	/// Inner steps H.
+	pub inner_steps: u32,
+	/// Members needed to start.
+	pub min_trainers: u32,
+	/// Member cap.
+	pub max_trainers: u32,
+	/// Least stake per member, planck.
+	pub min_stake: Planck,
+	/// Reward per final round, planck.
+	pub reward_per_round: Planck,
+	/// Quorum, ppb.
+	pub quorum_ppb: u32,
+	/// Round timeout, blocks.
+	pub round_timeout: Block,
+	/// Challenge window, blocks.
+	pub challenge_window: Block,
+}
+
+/// Checks `spec` against `limits`; the first field out of bounds is returned.
+pub fn check_spec(spec: &SpecView, limits: &SpecLimits) -> Result<(), SpecField> {
+	let within = |v: u64, lo: u64, hi: u64| v >= lo && v <= hi;
+	if !within(spec.rounds.into(), 1, limits.max_rounds.into()) {
+		return Err(SpecField::Rounds);
+	}
+	if !within(spec.inner_steps.into(), 1, limits.max_inner_steps.into()) {
+		return Err(SpecField::InnerSteps);
+	}
+	if spec.min_trainers < 1
+		|| spec.max_trainers < spec.min_trainers
+		|| spec.max_trainers > limits.max_members
+	{
+		return Err(SpecField::TrainerBounds);
+	}
+	if spec.min_stake < limits.min_stake_floor.max(1) {
+		return Err(SpecField::MinStake);
+	}
+	if spec.reward_per_round > limits.max_reward_per_round
+		|| spec.reward_per_round.checked_mul(spec.rounds.into()).is_none()
+	{
+		return Err(SpecField::RewardPerRound);
+	}
+	if spec.quorum_ppb <= PPB / 2 || spec.quorum_ppb > PPB {
+		return Err(SpecField::Quorum);
+	}
+	if !within(spec.round_timeout, 1, limits.max_round_timeout) {
+		return Err(SpecField::RoundTimeout);
+	}
+	if !within(spec.challenge_window, limits.min_challenge_window, limits.max_challenge_window) {
+		return Err(SpecField::ChallengeWindow);
+	}
+	Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	const LIMITS: SpecLimits = SpecLimits {
+		max_rounds: 100,
+		max_inner_steps: 10_000,
+		max_members: 32,
+		min_stake_floor: 100,
+		max_reward_per_round: 1_000_000,
+		max_round_timeout: 1_000,
+		min_challenge_window: 1,
+		max_challenge_window: 500,
+	};
+	const OK: SpecView = SpecView {
+		rounds: 10,
+		inner_steps: 50,
+		min_trainers: 3,
+		max_trainers: 4,
+		min_stake: 100,
+		reward_per_round: 1_000,
+		quorum_ppb: 666_666_666,
+		round_timeout: 60,
+		challenge_window: 8,
+	};
+
+	#[test]
+	fn every_field_is_bounded() {
+		assert_eq!(check_spec(&OK, &LIMITS), Ok(()));
+		let cases = [
+			(SpecView { rounds: 0, ..OK }, SpecField::Rounds),
+			(SpecView { rounds: 101, ..OK }, SpecField::Rounds),
+			(SpecView { inner_steps: 0, ..OK }, SpecField::InnerSteps),
+			(SpecView { max_trainers: 33, ..OK }, SpecField::TrainerBounds),
+			(SpecView { min_trainers: 5, ..OK }, SpecField::TrainerBounds),
+			(SpecView { min_stake: 0, ..OK }, SpecField::MinStake),
+			(SpecView { reward_per_round: u128::MAX, ..OK }, SpecField::RewardPerRound),
+			(SpecView { quorum_ppb: PPB / 2, ..OK }, SpecField::Quorum),
+			(SpecView { quorum_ppb: PPB + 1, ..OK }, SpecField::Quorum),
+			(SpecView { round_timeout: 0, ..OK }, SpecField::RoundTimeout),
+			(SpecView { round_timeout: u64::MAX, ..OK }, SpecField::RoundTimeout),
+			(SpecView { challenge_window: 0, ..OK }, SpecField::ChallengeWindow),
+			(SpecView { challenge_window: 501, ..OK }, SpecField::ChallengeWindow),
+		];
+		for (spec, field) in cases {
+			assert_eq!(check_spec(&spec, &LIMITS), Err(field), "{spec:?}");
+		}
+	}
+}

@@ -1,0 +1,177 @@
+//! The life of one round in blocks (`ARCHITECTURE.md`, steps 5–8) and the phase it is in.
+//!
+//! ```text
+//! opened ──round_timeout──▶ deadline: voided unless final
+//!   final at f ──W──▶ late commits end ──W──▶ challenges end
+//!   challenge opened at c ──jury_delay──▶ jury drawn ──voting_period──▶ votes end
+//!   settle_at(f) = f + 2W + jury_delay + voting_period + 1
+//! ```
+//!
+//! - Late commits (a member in the included set whose commit lands after finality) are accepted
+//!   for `W` blocks; challenges for `2W`, so even the last late contributor can be challenged for
+//!   `W` blocks (a late commit is never a free reward).
+//! - The voting period is `round_timeout + vote_margin`: a round's inner phase fits in its
+//!   timeout, so a juror with comparable hardware can replay one member's inner phase within it.
+//! - Stake that backs a round stays slashable until `slashable_until(deadline)` =
+//!   `settle_at(deadline)`: finality never comes after the deadline, so every challenge on the
+//!   round has a verdict by then.
+
+use crate::Block;
+
+/// A pool's timing rules, in blocks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Timeline {
+	/// Blocks after a round opens before it is voided if not final (≥ 1).
+	pub round_timeout: Block,
+	/// `W`: blocks after finality during which late commits are accepted; challenges are
+	/// accepted for `2W`.
+	pub challenge_window: Block,
+	/// Blocks between opening a challenge and drawing its jury (≥ 1: the randomness is the hash
+	/// of a block that did not exist when the challenge was submitted).
+	pub jury_delay: Block,
+	/// Blocks the jury has to vote once drawn.
+	pub voting_period: Block,
+}
+
+impl Timeline {
+	/// The timeline of a pool with `round_timeout` and `challenge_window` (from its spec);
+	/// `voting_period = round_timeout + vote_margin`.
+	pub fn for_pool(
+		round_timeout: Block,
+		challenge_window: Block,
+		jury_delay: Block,
+		vote_margin: Block,
+	) -> Self {
+		Self {
+			round_timeout,
+			challenge_window,
+			jury_delay: jury_delay.max(1),
+			voting_period: round_timeout.saturating_add(vote_margin),
+		}
+	}
+
+	/// Block at which a round opened at `opened_at` is voided unless final.
+	pub fn deadline(&self, opened_at: Block) -> Block {
+		opened_at.saturating_add(self.round_timeout.max(1))
+	}
+
+	/// Last block in which a late commit to a round final at `finalized_at` is accepted.
+	pub fn late_commits_until(&self, finalized_at: Block) -> Block {
+		finalized_at.saturating_add(self.challenge_window)
+	}
+
+	/// Last block in which a challenge against a round final at `finalized_at` can be opened.
+	pub fn challenges_until(&self, finalized_at: Block) -> Block {
+		finalized_at.saturating_add(self.challenge_window.saturating_mul(2))
+	}
+
+	/// Block whose `on_initialize` draws the jury of a challenge opened at `opened_at`, from the
+	/// hash of its parent block.
+	pub fn jury_drawn_at(&self, opened_at: Block) -> Block {
+		opened_at.saturating_add(self.jury_delay.max(1))
+	}
+
+	/// Block at which a challenge opened at `opened_at` expires if undecided.
+	pub fn votes_until(&self, opened_at: Block) -> Block {
+		self.jury_drawn_at(opened_at).saturating_add(self.voting_period)
+	}
+
+	/// Block at which a round final at `finalized_at` is settled: after the last challenge that
+	/// can be opened on it has expired.
+	pub fn settle_at(&self, finalized_at: Block) -> Block {
+		self.votes_until(self.challenges_until(finalized_at)).saturating_add(1)
+	}
+
+	/// Block until which the stake backing a round with `deadline` must stay held (and
+	/// slashable).
+	pub fn slashable_until(&self, deadline: Block) -> Block {
+		self.settle_at(deadline)
+	}
+
+	/// The phase of a round with `outcome` at block `now`.
+	pub fn phase(&self, outcome: RoundOutcome, now: Block) -> RoundPhase {
+		match outcome {
+			RoundOutcome::Upcoming => RoundPhase::Upcoming,
+			RoundOutcome::Open { deadline } if now < deadline => RoundPhase::Committing,
+			RoundOutcome::Open { .. } | RoundOutcome::Voided => RoundPhase::Voided,
+			RoundOutcome::Final { at } if now <= self.late_commits_until(at) => {
+				RoundPhase::LateCommits
+			},
+			RoundOutcome::Final { at } if now <= self.challenges_until(at) => {
+				RoundPhase::Challengeable
+			},
+			RoundOutcome::Final { at } if now < self.settle_at(at) => RoundPhase::Judging,
+			RoundOutcome::Final { .. } => RoundPhase::Settled,
+		}
+	}
+}
+
+/// What has happened to a round so far.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RoundOutcome {
+	/// Not opened yet (commits ahead of time are stored, not counted).
+	Upcoming,
+	/// Open, voided at `deadline` unless final.
+	Open {
+		/// Block of the deadline.
+		deadline: Block,
+	},
+	/// Final at block `at`.
+	Final {
+		/// Block of finality.
+		at: Block,
+	},
+	/// Voided.
+	Voided,
+}
+
+/// The phases of a round: `Upcoming → Committing → (LateCommits → Challengeable → Judging →
+/// Settled) | Voided`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RoundPhase {
+	/// Not opened: commits are stored and counted at open against its snapshot.
+	Upcoming,
+	/// Open: snapshot participants commit; final as soon as one commit reaches quorum.
+	Committing,
+	/// Final; members of the included set may still commit late; challenges are open.
+	LateCommits,
+	/// Final; challenges can still be opened.
+	Challengeable,
+	/// No new challenges; juries of open ones are still voting.
+	Judging,
+	/// Rewards credited; backing stake free.
+	Settled,
+	/// Missed quorum by the deadline.
+	Voided,
+}
+
+#[cfg(test)]
+mod tests {
+	use super::*;
+
+	#[test]
+	fn phases_in_order() {
+		let t = Timeline::for_pool(10, 5, 2, 20);
+		assert_eq!(t.voting_period, 30);
+		assert_eq!(t.deadline(100), 110);
+		assert_eq!(t.settle_at(105), 105 + 10 + 2 + 30 + 1);
+		let f = RoundOutcome::Final { at: 105 };
+		assert_eq!(t.phase(RoundOutcome::Open { deadline: 110 }, 109), RoundPhase::Committing);
+		assert_eq!(t.phase(RoundOutcome::Open { deadline: 110 }, 110), RoundPhase::Voided);
+		assert_eq!(t.phase(f, 110), RoundPhase::LateCommits);
+		assert_eq!(t.phase(f, 111), RoundPhase::Challengeable);
+		assert_eq!(t.phase(f, 115), RoundPhase::Challengeable);
+		assert_eq!(t.phase(f, 116), RoundPhase::Judging);
+		assert_eq!(t.phase(f, t.settle_at(105)), RoundPhase::Settled);
+		// The last challenge (opened at 115) expires before settlement.
+		assert!(t.votes_until(t.challenges_until(105)) < t.settle_at(105));
+		assert!(t.slashable_until(110) >= t.settle_at(110));
+	}
+
+	#[test]
+	fn saturates() {
+		let t = Timeline::for_pool(u64::MAX, u64::MAX, u64::MAX, u64::MAX);
+		assert_eq!(t.settle_at(u64::MAX), u64::MAX);
+		assert_eq!(Timeline::for_pool(0, 0, 0, 0).deadline(5), 6, "timeout is at least 1");
+	}
+}

@@ -1,0 +1,88 @@
+//! Attack 10: unbounded parameters, and a creator who cancels to dodge paying the round in
+//! flight.
+
+use crate::mock::*;
+use frame_support::{assert_noop, assert_ok};
+use pallet_training_pools::{Error, Event, Pools};
+use synod_primitives::PoolStatus;
+
+#[test]
+fn every_spec_field_is_bounded() {
+	run_test(|| {
+		let ok = spec(3, 3, two_thirds());
+		let cases: Vec<(pallet_training_pools::PoolSpec<Test>, Error<Test>)> = vec![
+			(pallet_training_pools::PoolSpec { rounds: 0, ..ok.clone() }, Error::InvalidRounds),
+			(pallet_training_pools::PoolSpec { rounds: 101, ..ok.clone() }, Error::InvalidRounds),
+			(
+				pallet_training_pools::PoolSpec { inner_steps: 0, ..ok.clone() },
+				Error::InvalidInnerSteps,
+			),
+			(
+				pallet_training_pools::PoolSpec { max_trainers: 6, ..ok.clone() },
+				Error::InvalidTrainerBounds,
+			),
+			(
+				pallet_training_pools::PoolSpec { min_stake: 99, ..ok.clone() },
+				Error::InvalidMinStake,
+			),
+			(
+				pallet_training_pools::PoolSpec { reward_per_round: 1_000_001, ..ok.clone() },
+				Error::InvalidRewardPerRound,
+			),
+			(
+				pallet_training_pools::PoolSpec { reward_per_round: u128::MAX, ..ok.clone() },
+				Error::InvalidRewardPerRound,
+			),
+			(
+				pallet_training_pools::PoolSpec {
+					quorum: sp_runtime::Perbill::from_percent(50),
+					..ok.clone()
+				},
+				Error::InvalidQuorum,
+			),
+			(
+				pallet_training_pools::PoolSpec { round_timeout: 0, ..ok.clone() },
+				Error::InvalidRoundTimeout,
+			),
+			(
+				pallet_training_pools::PoolSpec { round_timeout: u64::MAX, ..ok.clone() },
+				Error::InvalidRoundTimeout,
+			),
+			(
+				pallet_training_pools::PoolSpec { challenge_window: 0, ..ok.clone() },
+				Error::InvalidChallengeWindow,
+			),
+			(
+				pallet_training_pools::PoolSpec { challenge_window: 101, ..ok.clone() },
+				Error::InvalidChallengeWindow,
+			),
+		];
+		for (bad, error) in cases {
+			assert_noop!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), bad), error);
+		}
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), ok));
+	});
+}
+
+#[test]
+fn creator_cancel_still_pays_the_round_in_flight() {
+	run_test(|| {
+		training_pool(3, two_thirds(), &[1_000, 1_000, 1_000]);
+		assert_ok!(commit(1, 1, 7, &[0, 1, 2]));
+		// The creator cancels while round 1 is being committed…
+		assert_ok!(TrainingPools::cancel_pool(RuntimeOrigin::signed(CREATOR), 0));
+		assert!(pools_events().contains(&Event::CancelRequested { pool_id: 0, last_round: 1 }));
+		assert_eq!(Pools::<Test>::get(0).expect("pool").status, PoolStatus::Training);
+		assert_noop!(
+			TrainingPools::cancel_pool(RuntimeOrigin::signed(CREATOR), 0),
+			Error::<Test>::PoolEnded
+		);
+		// …the round in flight still becomes final, and then the pool ends.
+		assert_ok!(commit(2, 1, 7, &[0, 1, 2]));
+		assert_eq!(Pools::<Test>::get(0).expect("pool").status, PoolStatus::Cancelled);
+		assert!(pallet_checkpoints::OpenRounds::<Test>::get(0).is_none(), "no round 2");
+		run_to_block(33);
+		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 1), 500);
+		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 2), 500);
+	});
+}

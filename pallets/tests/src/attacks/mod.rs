@@ -1,0 +1,51 @@
+//! One test per attack on the round protocol (issue 11 and `ARCHITECTURE.md`'s threat model),
+//! one file per attack surface. Each test performs the attack on the one test runtime, shows that
+//! it fails, and that nobody honest loses anything; `run_test` then checks every pallet's
+//! `try_state` and conservation of issuance.
+
+mod below_quorum;
+mod bounds;
+mod candidate_flooding;
+mod free_rewards;
+mod jury_capture;
+mod sham_challenge;
+mod slash_dodge;
+mod stalls;
+mod withholding;
+
+use crate::mock::*;
+use frame_support::assert_ok;
+
+/// Opens a challenge by `challenger` against `accused` in `round` of `pool`, runs to the jury
+/// draw and returns the challenge id and the drawn jury.
+pub(crate) fn challenge(
+	challenger: AccountId,
+	pool: u32,
+	round: u32,
+	accused: AccountId,
+) -> (u32, Vec<(AccountId, u128)>) {
+	let id = pallet_challenges::NextChallengeId::<Test>::get();
+	assert_ok!(Challenges::open_challenge(
+		RuntimeOrigin::signed(challenger),
+		pool,
+		round,
+		accused,
+		[0x44; 32]
+	));
+	let c = pallet_challenges::OpenChallenges::<Test>::get(id).expect("opened");
+	assert!(c.jury.is_empty(), "the jury is not known when the challenge is opened");
+	run_to_block(c.draw_at);
+	let jury = pallet_challenges::OpenChallenges::<Test>::get(id)
+		.map(|c| c.jury.into_inner())
+		.unwrap_or_default();
+	(id, jury)
+}
+
+/// Every juror of `jury` votes `guilty`.
+pub(crate) fn all_vote(id: u32, jury: &[(AccountId, u128)], guilty: bool) {
+	for (j, _) in jury {
+		if pallet_challenges::OpenChallenges::<Test>::contains_key(id) {
+			assert_ok!(Challenges::vote(RuntimeOrigin::signed(*j), id, guilty));
+		}
+	}
+}

@@ -1,0 +1,43 @@
+//! Attack 9: sham challenge. Before, one challenge per (pool, round, accused) was ever allowed:
+//! a friend of the cheater opened a bogus one first, let it fail, and the real one was refused.
+
+use super::{all_vote, challenge};
+use crate::mock::*;
+use frame_support::{assert_noop, assert_ok};
+use pallet_challenges::{Error, Verdict, Verdicts};
+
+#[test]
+fn sham_challenge_does_not_shield_the_cheater() {
+	run_test(|| {
+		final_round();
+		jurors(&[6, 7, 8], 1_000);
+		// Member 2, a friend of cheater 1, opens a sham challenge first…
+		assert_ok!(Challenges::open_challenge(RuntimeOrigin::signed(2), 0, 1, 1, [0; 32]));
+		// …the real challenge is still accepted, and convicts.
+		let (real, jury) = challenge(3, 0, 1, 1);
+		all_vote(real, &jury, true);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		assert_eq!(staked(1), 500);
+		// The sham expires undecided: the guilty verdict stands.
+		run_to_block(23);
+		assert!(!pallet_challenges::OpenChallenges::<Test>::contains_key(0));
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		// The cheater is not paid for the round; the four others share it by stake.
+		run_to_block(33);
+		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 1), 0);
+		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 2), 250);
+	});
+}
+
+#[test]
+fn open_challenges_per_contribution_are_bounded() {
+	run_test(|| {
+		final_round();
+		assert_ok!(Challenges::open_challenge(RuntimeOrigin::signed(2), 0, 1, 1, [0; 32]));
+		assert_ok!(Challenges::open_challenge(RuntimeOrigin::signed(3), 0, 1, 1, [0; 32]));
+		assert_noop!(
+			Challenges::open_challenge(RuntimeOrigin::signed(4), 0, 1, 1, [0; 32]),
+			Error::<Test>::AlreadyChallenged
+		);
+	});
+}

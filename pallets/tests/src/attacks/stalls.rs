@@ -1,0 +1,145 @@
+//! Attacks 6 and 8: chain-wide stalls and non-transactional hooks. Before, one pool filling a
+//! block's deadline slots left another pool's round unscheduled for ever (the scheduler gave up
+//! without inserting), a full settlement queue made the finalizing commit fail, and a void in
+//! `on_initialize` whose follow-up failed left the pool half-closed.
+
+use crate::mock::*;
+use frame_support::{assert_noop, assert_ok};
+use pallet_checkpoints::{Error, FinalCheckpoints, OpenRounds, Voided};
+use pallet_rewards::Unsettled;
+
+/// A one-round pool whose only member is `member` (100 stake): it is Training at once.
+fn single_member_pool(member: AccountId) -> u32 {
+	let pool = pallet_training_pools::NextPoolId::<Test>::get();
+	assert_ok!(TrainingPools::create_pool(
+		RuntimeOrigin::signed(CREATOR),
+		spec(1, 1, two_thirds())
+	));
+	bond_and_join(member, pool, 100);
+	pool
+}
+
+#[test]
+fn one_pool_cannot_stall_another() {
+	run_test(|| {
+		// Four attacker pools open in block 1 and fill the deadline slots of blocks 11 and 12
+		// (MaxDeadlinesPerBlock = 2, two blocks tried).
+		for attacker in 4..=7 {
+			single_member_pool(attacker);
+		}
+		let honest = training_pool(3, two_thirds(), &[1_000, 1_000, 1_000]);
+		let open = OpenRounds::<Test>::get(honest).expect("open");
+		assert_eq!((open.deadline, open.scheduled_at), (11, None));
+		run_to_block(10);
+		assert_noop!(
+			Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), honest),
+			Error::<Test>::DeadlineNotReached
+		);
+		run_to_block(11);
+		// Not in any queue, yet past its deadline: anyone voids it, and the pool moves on.
+		assert_eq!(OpenRounds::<Test>::get(honest).expect("still open").round, 1);
+		assert_ok!(Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), honest));
+		assert_eq!(Voided::<Test>::get(honest, 1), Some(11));
+		assert_eq!(OpenRounds::<Test>::get(honest).expect("round 2").round, 2);
+	});
+}
+
+#[test]
+fn late_commit_voids_an_unscheduled_round_instead_of_counting() {
+	run_test(|| {
+		for attacker in 4..=7 {
+			single_member_pool(attacker);
+		}
+		let honest = training_pool(3, two_thirds(), &[1_000, 1_000, 1_000]);
+		run_to_block(11);
+		assert_ok!(commit_to(honest, 1, 1, 7, &[0, 1, 2]));
+		assert_eq!(Voided::<Test>::get(honest, 1), Some(11));
+		assert!(pallet_checkpoints::Commits::<Test>::get((honest, 1), 1).is_none(), "not counted");
+	});
+}
+
+#[test]
+fn settlement_queue_full_never_blocks_finality() {
+	run_test(|| {
+		// Four attacker rounds become final in block 1: settlements at 33 and 34 are full
+		// (MaxSettlementsPerBlock = 2).
+		for attacker in 4..=7 {
+			let pool = single_member_pool(attacker);
+			assert_ok!(commit_to(pool, attacker, 1, attacker as u8, &[0]));
+		}
+		let honest = pallet_training_pools::NextPoolId::<Test>::get();
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(1, 3, two_thirds())
+		));
+		for who in 1..=3 {
+			bond_and_join(who, honest, 1_000);
+		}
+		for who in 1..=3 {
+			assert_ok!(commit_to(honest, who, 1, 7, &[0, 1, 2]));
+		}
+		assert!(
+			FinalCheckpoints::<Test>::get(honest, 1).is_some(),
+			"finality does not wait for a queue"
+		);
+		let pending = Unsettled::<Test>::get(honest, 1).expect("reserved");
+		assert!(!pending.scheduled);
+		run_to_block(40);
+		assert!(Unsettled::<Test>::get(honest, 1).is_some());
+		// The pool's own claim settles it.
+		let before = free(1);
+		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(1), honest));
+		assert_eq!(free(1), before + 333);
+		assert!(Unsettled::<Test>::get(honest, 1).is_none());
+		assert_noop!(
+			Rewards::settle_round(RuntimeOrigin::signed(OUTSIDER), honest, 1),
+			pallet_rewards::Error::<Test>::NotUnsettled
+		);
+	});
+}
+
+#[test]
+fn voided_round_with_full_queues_never_freezes_the_pool() {
+	run_test(|| {
+		// Block 1: four attacker pools fill the deadline slots of blocks 11 and 12.
+		for attacker in 4..=7 {
+			single_member_pool(attacker);
+		}
+		let honest = pallet_training_pools::NextPoolId::<Test>::get();
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(2, 3, two_thirds())
+		));
+		for who in 1..=3 {
+			bond_and_join(who, honest, 1_000);
+		}
+		// Round 1 splits (no quorum, nobody silent); members 1 and 2 commit round 2 early.
+		for (who, hash) in [(1, 7), (2, 8), (3, 9)] {
+			assert_ok!(commit_to(honest, who, 1, hash, &[0, 1, 2]));
+		}
+		assert_ok!(commit_to(honest, 1, 2, 5, &[0, 1]));
+		assert_ok!(commit_to(honest, 2, 2, 5, &[0, 1]));
+		// Block 11: the attacker pools were voided (they completed); four new ones become final
+		// and fill the settlement slots of blocks 43 and 44.
+		run_to_block(11);
+		for attacker in 4..=7 {
+			let pool = single_member_pool(attacker);
+			assert_ok!(commit_to(pool, attacker, 1, attacker as u8, &[0]));
+		}
+		// Voiding round 1 opens round 2, which is final at once, with no settlement slot left:
+		// all of it happens, in one storage layer.
+		assert_ok!(Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), honest));
+		assert_eq!(Voided::<Test>::get(honest, 1), Some(11));
+		let fin = FinalCheckpoints::<Test>::get(honest, 2).expect("round 2 final");
+		assert_eq!(fin.contributors.to_vec(), vec![1, 2]);
+		assert_eq!(
+			pallet_training_pools::Pools::<Test>::get(honest).expect("pool").status,
+			synod_primitives::PoolStatus::Completed
+		);
+		assert!(!Unsettled::<Test>::get(honest, 2).expect("reserved").scheduled);
+		check_invariants();
+		run_to_block(43);
+		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(1), honest));
+		assert_eq!(pallet_rewards::Claimable::<Test>::get(honest, 2), 500);
+	});
+}

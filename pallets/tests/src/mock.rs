@@ -1,0 +1,423 @@
+//! The one test runtime of Synod's pallets: System, Balances and all five training pallets,
+//! wired as in the real runtime but with small bounds so that every limit is reachable.
+//!
+//! Each pallet's unit tests and benchmark tests include this file (`#[path]`, with
+//! `extern crate self as pallet_…` so that the pallet under test is itself), and the
+//! cross-pallet attack and property tests of `synod-pallet-tests` use it directly: one runtime,
+//! not one per pallet. Helpers run every pallet's `try_state` and the issuance check after
+//! each test.
+#![allow(dead_code)]
+
+use frame_support::{
+	assert_ok, derive_impl, parameter_types,
+	traits::{ConstU128, ConstU32, ConstU64, Hooks},
+};
+use pallet_training_pools::{PoolSpec, ML_DSA_65_PUBLIC_KEY_LEN};
+use sp_runtime::{BuildStorage, Perbill};
+
+/// Accounts are small integers.
+pub type AccountId = u64;
+/// Balances in planck.
+pub type Balance = u128;
+type Block = frame_system::mocking::MockBlock<Test>;
+
+#[frame_support::runtime]
+mod runtime {
+	#[runtime::runtime]
+	#[runtime::derive(
+		RuntimeCall,
+		RuntimeEvent,
+		RuntimeError,
+		RuntimeOrigin,
+		RuntimeHoldReason,
+		RuntimeFreezeReason,
+		RuntimeTask,
+		RuntimeViewFunction
+	)]
+	pub struct Test;
+
+	#[runtime::pallet_index(0)]
+	pub type System = frame_system;
+	#[runtime::pallet_index(1)]
+	pub type Balances = pallet_balances;
+	#[runtime::pallet_index(2)]
+	pub type TrainerStaking = pallet_trainer_staking;
+	#[runtime::pallet_index(3)]
+	pub type TrainingPools = pallet_training_pools;
+	#[runtime::pallet_index(4)]
+	pub type Checkpoints = pallet_checkpoints;
+	#[runtime::pallet_index(5)]
+	pub type Challenges = pallet_challenges;
+	#[runtime::pallet_index(6)]
+	pub type Rewards = pallet_rewards;
+}
+
+#[derive_impl(frame_system::config_preludes::TestDefaultConfig)]
+impl frame_system::Config for Test {
+	type Block = Block;
+	type AccountData = pallet_balances::AccountData<Balance>;
+}
+
+#[derive_impl(pallet_balances::config_preludes::TestDefaultConfig)]
+impl pallet_balances::Config for Test {
+	type Balance = Balance;
+	type AccountStore = System;
+	type RuntimeHoldReason = RuntimeHoldReason;
+	type ExistentialDeposit = ConstU128<1>;
+}
+
+/// Where slashed stake and failed challengers' bonds go.
+pub const TREASURY: AccountId = 999;
+/// Creates the pools of the helpers.
+pub const CREATOR: AccountId = 100;
+/// Funded, never a member unless a test makes it one.
+pub const OUTSIDER: AccountId = 50;
+/// Owns 10 planck only.
+pub const POOR: AccountId = 60;
+/// Trainers `1..=TRAINERS` are funded with [`FUNDS`] each.
+pub const TRAINERS: u64 = 8;
+/// Free balance of each trainer at genesis, planck.
+pub const FUNDS: Balance = 10_000;
+/// Members a pool may have (and the size of included sets).
+pub const MAX_MEMBERS: u32 = 5;
+/// The challenge bond, planck.
+pub const BOND: Balance = 300;
+/// Jury draws happen this many blocks after a challenge is opened.
+pub const JURY_DELAY: u64 = 1;
+/// Voting period = round timeout + this.
+pub const VOTE_MARGIN: u64 = 10;
+
+parameter_types! {
+	pub const Treasury: AccountId = TREASURY;
+	pub const SlashFraction: Perbill = Perbill::from_percent(50);
+	pub const ChallengerShare: Perbill = Perbill::from_percent(20);
+	pub const InactivityLeak: Perbill = Perbill::from_percent(1);
+	pub const Limits: synod_primitives::protocol::SpecLimits = synod_primitives::protocol::SpecLimits {
+		max_rounds: 100,
+		max_inner_steps: 10_000,
+		max_members: MAX_MEMBERS,
+		min_stake_floor: 100,
+		max_reward_per_round: 1_000_000,
+		max_round_timeout: 1_000,
+		min_challenge_window: 1,
+		max_challenge_window: 100,
+	};
+}
+type ToTreasury = frame_support::traits::tokens::imbalance::ResolveTo<Treasury, Balances>;
+
+impl pallet_trainer_staking::Config for Test {
+	type Currency = Balances;
+	type RuntimeHoldReason = RuntimeHoldReason;
+	type MinBond = ConstU128<100>;
+	type UnbondingPeriod = ConstU64<10>;
+	type MaxUnlockingChunks = ConstU32<4>;
+	type Commitments = TrainingPools;
+	type Slash = ToTreasury;
+	type WeightInfo = ();
+}
+
+impl pallet_training_pools::Config for Test {
+	type Currency = Balances;
+	type RuntimeHoldReason = RuntimeHoldReason;
+	type Staking = TrainerStaking;
+	type OnTrainingStarted = Checkpoints;
+	type MaxMembers = ConstU32<MAX_MEMBERS>;
+	type MaxPoolsPerTrainer = ConstU32<2>;
+	type MaxPeerIdLen = ConstU32<64>;
+	type MaxDatasetIdLen = ConstU32<32>;
+	type MaxRounds = ConstU32<100>;
+	type SpecLimits = Limits;
+	type JuryDelay = ConstU64<JURY_DELAY>;
+	type VoteMargin = ConstU64<VOTE_MARGIN>;
+	type WeightInfo = ();
+	#[cfg(feature = "runtime-benchmarks")]
+	type BenchmarkHelper = BenchHelper;
+}
+
+impl pallet_checkpoints::Config for Test {
+	type Balance = Balance;
+	type Pools = TrainingPools;
+	type OnRoundFinalized = Rewards;
+	type Staking = TrainerStaking;
+	type InactivityLeak = InactivityLeak;
+	type DropAfterMissed = ConstU32<2>;
+	type MaxMembers = ConstU32<MAX_MEMBERS>;
+	type MaxDeadlinesPerBlock = ConstU32<2>;
+	type WeightInfo = ();
+	#[cfg(feature = "runtime-benchmarks")]
+	type BenchmarkHelper = TrainingPools;
+}
+
+impl pallet_challenges::Config for Test {
+	type Currency = Balances;
+	type RuntimeHoldReason = RuntimeHoldReason;
+	type Staking = TrainerStaking;
+	type Pools = TrainingPools;
+	type Checkpoints = Checkpoints;
+	type ChallengeBond = ConstU128<BOND>;
+	type JurySize = ConstU32<3>;
+	type SlashFraction = SlashFraction;
+	type ChallengerShare = ChallengerShare;
+	type MaxPoolMembers = ConstU32<MAX_MEMBERS>;
+	type MaxExpiriesPerBlock = ConstU32<4>;
+	type MaxJurors = ConstU32<6>;
+	type MinJurorStake = ConstU128<100>;
+	type MinJuryStake = ConstU128<500>;
+	type MaxChallengesPerContribution = ConstU32<2>;
+	type Slash = ToTreasury;
+	type WeightInfo = ();
+	#[cfg(feature = "runtime-benchmarks")]
+	type BenchmarkHelper = BenchHelper;
+}
+
+impl pallet_rewards::Config for Test {
+	type Balance = Balance;
+	type Pools = TrainingPools;
+	type Checkpoints = Checkpoints;
+	type Challenges = Challenges;
+	type OnRoundSettled = Checkpoints;
+	type MaxSettlementsPerBlock = ConstU32<2>;
+	type MaxContributors = ConstU32<MAX_MEMBERS>;
+	type WeightInfo = ();
+	#[cfg(feature = "runtime-benchmarks")]
+	type BenchmarkHelper = BenchHelper;
+}
+
+/// Bonds stake and builds pools with a final round for the benchmarks.
+#[cfg(feature = "runtime-benchmarks")]
+pub struct BenchHelper;
+
+#[cfg(feature = "runtime-benchmarks")]
+fn bench_final_round(members: u32) -> (u32, Vec<AccountId>) {
+	use synod_primitives::PoolSetup;
+	let (pool, who) = TrainingPools::training_pool(members);
+	let all: Vec<u32> = (0..who.len() as u32).collect();
+	for w in &who {
+		let _ = Checkpoints::commit_checkpoint(
+			RuntimeOrigin::signed(*w),
+			pool,
+			1,
+			[1; 32],
+			all.clone().try_into().expect("at most MaxMembers"),
+		);
+	}
+	(pool, who)
+}
+
+#[cfg(feature = "runtime-benchmarks")]
+impl pallet_training_pools::benchmarking::BenchmarkHelper<AccountId, Balance> for BenchHelper {
+	fn bond(who: &AccountId, amount: Balance) {
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(*who), amount.max(100)));
+	}
+}
+
+#[cfg(feature = "runtime-benchmarks")]
+impl pallet_challenges::BenchmarkHelper<AccountId> for BenchHelper {
+	fn final_round(members: u32) -> (u32, Vec<AccountId>) {
+		bench_final_round(members)
+	}
+	fn bond(who: &AccountId, stake: u128) {
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(*who), stake.max(100)));
+	}
+}
+
+#[cfg(feature = "runtime-benchmarks")]
+impl pallet_rewards::BenchmarkHelper<AccountId> for BenchHelper {
+	fn final_round(members: u32) -> (u32, Vec<AccountId>) {
+		bench_final_round(members)
+	}
+}
+
+/// Genesis: trainers `1..=TRAINERS` with [`FUNDS`], the creator with 1 000 000, the outsider
+/// with 10 000, the poor account with 10, the treasury with 1; block 1.
+pub fn new_test_ext() -> sp_io::TestExternalities {
+	let mut t = frame_system::GenesisConfig::<Test>::default().build_storage().expect("genesis");
+	let mut balances: Vec<(AccountId, Balance)> = (1..=TRAINERS).map(|t| (t, FUNDS)).collect();
+	balances.push((CREATOR, 1_000_000));
+	balances.push((TREASURY, 1));
+	balances.push((OUTSIDER, 10_000));
+	balances.push((POOR, 10));
+	pallet_balances::GenesisConfig::<Test> { balances, ..Default::default() }
+		.assimilate_storage(&mut t)
+		.expect("balances genesis");
+	let mut ext = sp_io::TestExternalities::new(t);
+	ext.execute_with(|| System::set_block_number(1));
+	ext
+}
+
+/// Every pallet's invariants, and conservation: Σ (free + held) over all accounts equals the
+/// total issuance, to the planck.
+pub fn check_invariants() {
+	TrainerStaking::do_try_state().expect("staking invariants hold");
+	TrainingPools::do_try_state().expect("pools invariants hold");
+	Checkpoints::do_try_state().expect("checkpoints invariants hold");
+	Challenges::do_try_state().expect("challenges invariants hold");
+	Rewards::do_try_state().expect("rewards invariants hold");
+	let sum = frame_system::Account::<Test>::iter()
+		.fold(0u128, |acc, (_, a)| acc + a.data.free + a.data.reserved);
+	assert_eq!(sum, pallet_balances::TotalIssuance::<Test>::get(), "Σ free + held = issuance");
+}
+
+/// Runs `test` in a fresh externality, then checks every invariant.
+pub fn run_test(test: impl FnOnce()) {
+	new_test_ext().execute_with(|| {
+		test();
+		check_invariants();
+	});
+}
+
+/// A block hash for block `n` (the mock's chain has no real headers).
+pub fn hash_of(n: u64) -> sp_core::H256 {
+	sp_core::H256(sp_io::hashing::blake2_256(&n.to_le_bytes()))
+}
+
+/// Advances to block `n` as the executive would: records the parent's hash, then runs the
+/// pallets' `on_initialize` in pallet order.
+pub fn run_to_block(n: u64) {
+	while System::block_number() < n {
+		let parent = System::block_number();
+		frame_system::BlockHash::<Test>::insert(parent, hash_of(parent));
+		let next = parent + 1;
+		System::set_block_number(next);
+		Checkpoints::on_initialize(next);
+		Challenges::on_initialize(next);
+		Rewards::on_initialize(next);
+	}
+}
+
+/// A spec: `rounds` rounds, `trainers` needed (cap [`MAX_MEMBERS`]), quorum, min stake 100,
+/// reward 1 000 per round, timeout 10, challenge window 5.
+pub fn spec(rounds: u32, trainers: u32, quorum: Perbill) -> PoolSpec<Test> {
+	PoolSpec {
+		model_config_hash: [1; 32],
+		initial_weights_hash: [0xAA; 32],
+		dataset_id: b"tinyshakespeare".to_vec().try_into().expect("short"),
+		dataset_hash: [3; 32],
+		inner_steps: 50,
+		rounds,
+		min_trainers: trainers,
+		max_trainers: MAX_MEMBERS,
+		min_stake: 100,
+		reward_per_round: 1_000,
+		quorum,
+		round_timeout: 10,
+		challenge_window: 5,
+	}
+}
+
+/// ⅔, as the demo uses it.
+pub fn two_thirds() -> Perbill {
+	Perbill::from_rational(2u32, 3u32)
+}
+
+/// A peer id for `who`.
+pub fn peer(who: AccountId) -> frame_support::BoundedVec<u8, ConstU32<64>> {
+	vec![0, 36, who as u8].try_into().expect("short")
+}
+
+/// Bonds `stake` for `who` and joins `pool` with all of it.
+pub fn bond_and_join(who: AccountId, pool: u32, stake: Balance) {
+	assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), stake));
+	assert_ok!(TrainingPools::join_pool(
+		RuntimeOrigin::signed(who),
+		pool,
+		stake,
+		peer(who),
+		Box::new([who as u8; ML_DSA_65_PUBLIC_KEY_LEN]),
+	));
+}
+
+/// Creates the next pool (id returned) and lets trainers `1..=stakes.len()` join with the given
+/// stakes; with `stakes.len()` as `min_trainers` it is Training at round 1.
+pub fn training_pool(rounds: u32, quorum: Perbill, stakes: &[Balance]) -> u32 {
+	let pool = pallet_training_pools::NextPoolId::<Test>::get();
+	assert_ok!(TrainingPools::create_pool(
+		RuntimeOrigin::signed(CREATOR),
+		spec(rounds, stakes.len() as u32, quorum)
+	));
+	for (i, stake) in stakes.iter().enumerate() {
+		bond_and_join(i as u64 + 1, pool, *stake);
+	}
+	pool
+}
+
+/// An included set.
+pub fn included(ix: &[u32]) -> pallet_checkpoints::IncludedSet<Test> {
+	ix.to_vec().try_into().expect("at most MaxMembers")
+}
+
+/// `who` commits `[hash; 32]` with included set `ix` for `round` of pool 0.
+pub fn commit(who: AccountId, round: u32, hash: u8, ix: &[u32]) -> sp_runtime::DispatchResult {
+	commit_to(0, who, round, hash, ix)
+}
+
+/// `who` commits `[hash; 32]` with included set `ix` for `round` of `pool`.
+pub fn commit_to(
+	pool: u32,
+	who: AccountId,
+	round: u32,
+	hash: u8,
+	ix: &[u32],
+) -> sp_runtime::DispatchResult {
+	Checkpoints::commit_checkpoint(
+		RuntimeOrigin::signed(who),
+		pool,
+		round,
+		[hash; 32],
+		included(ix),
+	)
+}
+
+/// Pool 0 with trainers 1..=5 (1 000 stake each, ⅔ quorum, 3 rounds), round 1 final at block 1
+/// with all five contributing (hash `[7; 32]`).
+pub fn final_round() {
+	training_pool(3, two_thirds(), &[1_000; 5]);
+	for who in 1..=5 {
+		assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
+	}
+	assert!(pallet_checkpoints::FinalCheckpoints::<Test>::get(0, 1).is_some());
+}
+
+/// Bonds `stake` for each of `who` and registers them as jurors.
+pub fn jurors(who: &[AccountId], stake: Balance) {
+	for j in who {
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(*j), stake));
+		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(*j)));
+	}
+}
+
+/// Events of one pallet, in order.
+macro_rules! pallet_events {
+	($name:ident, $variant:ident, $pallet:ident) => {
+		/// This pallet's events so far.
+		pub fn $name() -> Vec<$pallet::Event<Test>> {
+			System::events()
+				.into_iter()
+				.filter_map(|r| match r.event {
+					RuntimeEvent::$variant(e) => Some(e),
+					_ => None,
+				})
+				.collect()
+		}
+	};
+}
+pallet_events!(staking_events, TrainerStaking, pallet_trainer_staking);
+pallet_events!(pools_events, TrainingPools, pallet_training_pools);
+pallet_events!(checkpoints_events, Checkpoints, pallet_checkpoints);
+pallet_events!(challenges_events, Challenges, pallet_challenges);
+pallet_events!(rewards_events, Rewards, pallet_rewards);
+
+/// The last event of any pallet.
+pub fn last_event() -> RuntimeEvent {
+	System::events().last().expect("an event").event.clone()
+}
+
+/// Free balance of `who`.
+pub fn free(who: AccountId) -> Balance {
+	pallet_balances::Pallet::<Test>::free_balance(who)
+}
+
+/// Bonded stake of `who` (active + unbonding), planck.
+pub fn staked(who: AccountId) -> Balance {
+	pallet_trainer_staking::Ledger::<Test>::get(who).map(|l| l.total()).unwrap_or(0)
+}

@@ -1,0 +1,213 @@
+//! Property test: random call sequences from ten accounts over (at least) two pools, with
+//! boundary and overflowing amounts, interleaved with blocks. After every call and every block,
+//! every pallet's `try_state` holds and Σ (free + held) over all accounts equals the total
+//! issuance, to the planck (`mock::check_invariants`). No call may panic.
+
+use crate::mock::*;
+use proptest::prelude::*;
+use sp_runtime::Perbill;
+
+/// Accounts that act: the eight trainers, the creator and the outsider.
+const ACCOUNTS: [AccountId; 10] = [1, 2, 3, 4, 5, 6, 7, 8, CREATOR, OUTSIDER];
+
+#[derive(Clone, Debug)]
+enum Op {
+	Bond(usize, u128),
+	Unbond(usize, u128),
+	Withdraw(usize),
+	CreatePool {
+		who: usize,
+		rounds: u32,
+		trainers: u32,
+		quorum: u32,
+		reward: u128,
+		min_stake: u128,
+		timeout: u64,
+		window: u64,
+	},
+	Join(usize, u32, u128),
+	Leave(usize, u32),
+	Cancel(usize, u32),
+	Commit {
+		who: usize,
+		pool: u32,
+		ahead: u32,
+		hash: u8,
+		mask: u8,
+	},
+	VoidExpired(usize, u32),
+	Challenge {
+		who: usize,
+		pool: u32,
+		round: u32,
+		accused: usize,
+	},
+	Vote(usize, u32, bool),
+	RegisterJuror(usize),
+	UnregisterJuror(usize),
+	Advance(usize, u32),
+	Settle(usize, u32, u32),
+	Claim(usize, u32),
+	Blocks(u64),
+}
+
+fn amount() -> impl Strategy<Value = u128> {
+	prop_oneof![
+		Just(0u128),
+		Just(1),
+		Just(99),
+		Just(100),
+		Just(101),
+		Just(1_000),
+		Just(5_000),
+		Just(FUNDS),
+		Just(u128::MAX),
+		0..20_000u128,
+	]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+	let who = 0..ACCOUNTS.len();
+	let pool = 0..3u32;
+	prop_oneof![
+		(who.clone(), amount()).prop_map(|(w, a)| Op::Bond(w, a)),
+		(who.clone(), amount()).prop_map(|(w, a)| Op::Unbond(w, a)),
+		who.clone().prop_map(Op::Withdraw),
+		(
+			who.clone(),
+			0..4u32,
+			0..7u32,
+			prop_oneof![
+				Just(0u32),
+				Just(500_000_000),
+				Just(500_000_001),
+				Just(666_666_667),
+				Just(1_000_000_000),
+				Just(u32::MAX)
+			],
+			amount(),
+			amount(),
+			prop_oneof![Just(0u64), Just(1), Just(10), Just(1_000), Just(u64::MAX)],
+			prop_oneof![Just(0u64), Just(1), Just(5), Just(100), Just(u64::MAX)]
+		)
+			.prop_map(|(who, rounds, trainers, quorum, reward, min_stake, timeout, window)| {
+				Op::CreatePool { who, rounds, trainers, quorum, reward, min_stake, timeout, window }
+			}),
+		(who.clone(), pool.clone(), amount()).prop_map(|(w, p, a)| Op::Join(w, p, a)),
+		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Leave(w, p)),
+		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Cancel(w, p)),
+		(who.clone(), pool.clone(), 0..3u32, 0..3u8, any::<u8>())
+			.prop_map(|(who, pool, ahead, hash, mask)| Op::Commit { who, pool, ahead, hash, mask }),
+		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::VoidExpired(w, p)),
+		(who.clone(), pool.clone(), 0..5u32, who.clone())
+			.prop_map(|(who, pool, round, accused)| Op::Challenge { who, pool, round, accused }),
+		(who.clone(), 0..6u32, any::<bool>()).prop_map(|(w, c, g)| Op::Vote(w, c, g)),
+		who.clone().prop_map(Op::RegisterJuror),
+		who.clone().prop_map(Op::UnregisterJuror),
+		(who.clone(), 0..6u32).prop_map(|(w, c)| Op::Advance(w, c)),
+		(who.clone(), pool.clone(), 0..5u32).prop_map(|(w, p, r)| Op::Settle(w, p, r)),
+		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Claim(w, p)),
+		(1..25u64).prop_map(Op::Blocks),
+	]
+}
+
+fn apply(op: &Op) {
+	let o = |i: usize| RuntimeOrigin::signed(ACCOUNTS[i]);
+	// Errors are expected (most random calls are invalid); panics are not.
+	let _ = match op.clone() {
+		Op::Bond(w, a) => TrainerStaking::bond(o(w), a),
+		Op::Unbond(w, a) => TrainerStaking::unbond(o(w), a),
+		Op::Withdraw(w) => TrainerStaking::withdraw_unbonded(o(w)),
+		Op::CreatePool { who, rounds, trainers, quorum, reward, min_stake, timeout, window } => {
+			let mut s = spec(rounds, trainers, Perbill::from_parts(quorum));
+			s.max_trainers = trainers.max(1);
+			s.reward_per_round = reward;
+			s.min_stake = min_stake;
+			s.round_timeout = timeout;
+			s.challenge_window = window;
+			TrainingPools::create_pool(o(who), s)
+		},
+		Op::Join(w, p, a) => TrainingPools::join_pool(
+			o(w),
+			p,
+			a,
+			peer(ACCOUNTS[w]),
+			Box::new([w as u8; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]),
+		),
+		Op::Leave(w, p) => TrainingPools::leave_pool(o(w), p),
+		Op::Cancel(w, p) => TrainingPools::cancel_pool(o(w), p),
+		Op::Commit { who, pool, ahead, hash, mask } => {
+			let current = pallet_training_pools::Pools::<Test>::get(pool)
+				.map(|p| p.current_round)
+				.unwrap_or(1);
+			let ix: Vec<u32> = (0..8u32).filter(|i| mask & (1 << i) != 0).collect();
+			let ix: Vec<u32> = ix.into_iter().take(MAX_MEMBERS as usize).collect();
+			Checkpoints::commit_checkpoint(
+				o(who),
+				pool,
+				current.saturating_add(ahead).saturating_sub(1).max(1),
+				[hash; 32],
+				ix.try_into().expect("at most MaxMembers"),
+			)
+		},
+		Op::VoidExpired(w, p) => Checkpoints::void_expired_round(o(w), p),
+		Op::Challenge { who, pool, round, accused } => {
+			Challenges::open_challenge(o(who), pool, round, ACCOUNTS[accused], [9; 32])
+		},
+		Op::Vote(w, c, g) => Challenges::vote(o(w), c, g),
+		Op::RegisterJuror(w) => Challenges::register_juror(o(w)),
+		Op::UnregisterJuror(w) => Challenges::unregister_juror(o(w)),
+		Op::Advance(w, c) => Challenges::advance_challenge(o(w), c),
+		Op::Settle(w, p, r) => Rewards::settle_round(o(w), p, r),
+		Op::Claim(w, p) => Rewards::claim_rewards(o(w), p),
+		Op::Blocks(n) => {
+			for _ in 0..n {
+				run_to_block(System::block_number() + 1);
+				check_invariants();
+			}
+			Ok(())
+		},
+	};
+}
+
+/// Two pools training from the start, so that random calls reach the round logic.
+fn two_pools() {
+	training_pool(4, two_thirds(), &[1_000, 1_000, 1_000]);
+	let p1 = pallet_training_pools::NextPoolId::<Test>::get();
+	frame_support::assert_ok!(TrainingPools::create_pool(
+		RuntimeOrigin::signed(CREATOR),
+		spec(3, 2, two_thirds())
+	));
+	bond_and_join(4, p1, 500);
+	bond_and_join(5, p1, 300);
+	jurors(&[6, 7], 1_000);
+}
+
+proptest! {
+	#![proptest_config(ProptestConfig {
+		cases: 1_000,
+		failure_persistence: None,
+		..ProptestConfig::default()
+	})]
+
+	#[test]
+	fn random_calls_keep_every_invariant(ops in proptest::collection::vec(op(), 1..40)) {
+		new_test_ext().execute_with(|| {
+			two_pools();
+			check_invariants();
+			for op in &ops {
+				apply(op);
+				check_invariants();
+			}
+			// Finish: every round closes, settles and is claimable without breaking anything.
+			run_to_block(System::block_number() + 120);
+			check_invariants();
+			for w in 0..ACCOUNTS.len() {
+				for p in 0..3 {
+					let _ = Rewards::claim_rewards(RuntimeOrigin::signed(ACCOUNTS[w]), p);
+				}
+			}
+			check_invariants();
+		});
+	}
+}
