@@ -202,9 +202,9 @@ proptest! {
 			// Finish: every round closes, settles and is claimable without breaking anything.
 			run_to_block(System::block_number() + 120);
 			check_invariants();
-			for w in 0..ACCOUNTS.len() {
+			for who in ACCOUNTS {
 				for p in 0..3 {
-					let _ = Rewards::claim_rewards(RuntimeOrigin::signed(ACCOUNTS[w]), p);
+					let _ = Rewards::claim_rewards(RuntimeOrigin::signed(who), p);
 				}
 			}
 			check_invariants();
