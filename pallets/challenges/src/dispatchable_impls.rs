@@ -56,6 +56,11 @@ impl<T: Config> Pallet<T> {
 			.ok_or(Error::<T>::NotAContributor)?;
 		ensure!(challenger != accused, Error::<T>::SelfChallenge);
 		let key = (pool_id, round, accused.clone());
+		// One offence, one slash: a convicted contribution cannot be challenged again.
+		ensure!(
+			Verdicts::<T>::get(&key) != Some(protocol::Verdict::Guilty),
+			Error::<T>::AlreadyConvicted
+		);
 		let open = OpenAgainst::<T>::get(&key);
 		ensure!(open < T::MaxChallengesPerContribution::get(), Error::<T>::AlreadyChallenged);
 		let challenge_id = NextChallengeId::<T>::get();
@@ -105,7 +110,7 @@ impl<T: Config> Pallet<T> {
 			return;
 		};
 		if c.jury.is_empty() && now >= c.draw_at {
-			let (jury, jury_stake) = Self::draw(id, &c, now);
+			let (jury, jury_stake) = Self::draw(id, &c);
 			if jury.is_empty() || jury_stake < T::MinJuryStake::get().saturated_into::<u128>() {
 				let _ = T::Currency::release(
 					&Self::bond_reason(),
@@ -177,8 +182,11 @@ impl<T: Config> Pallet<T> {
 	}
 
 	fn convict(challenge_id: ChallengeId, c: Challenge<T>) {
-		// A share of the stake that backed the round (held until its challenges are over).
-		let amount = T::SlashFraction::get().mul_floor(c.accused_stake);
+		// A share of the stake that backed the round (held until its challenges are over),
+		// once per contribution: a second guilty verdict on it slashes nothing more.
+		let already = Verdicts::<T>::get((c.pool_id, c.round, c.accused.clone()))
+			== Some(protocol::Verdict::Guilty);
+		let amount = if already { 0 } else { T::SlashFraction::get().mul_floor(c.accused_stake) };
 		let slashed = T::Staking::slash(
 			&c.accused,
 			amount.saturated_into(),

@@ -36,23 +36,17 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// The randomness of a draw at `draw_at`: the hash of block `draw_at − 1`, which did not
-	/// exist when the challenge was opened; if it is no longer kept, the current parent hash.
-	fn draw_seed(draw_at: BlockNumberFor<T>, now: BlockNumberFor<T>) -> T::Hash {
+	/// exist when the challenge was opened; `None` once it is no longer kept (a caller must not
+	/// be able to pick the seed by choosing when to draw).
+	fn draw_seed(draw_at: BlockNumberFor<T>) -> Option<T::Hash> {
 		let fixed = frame_system::Pallet::<T>::block_hash(draw_at.saturating_sub(One::one()));
-		if fixed != T::Hash::default() {
-			return fixed;
-		}
-		frame_system::Pallet::<T>::block_hash(now.saturating_sub(One::one()))
+		(fixed != T::Hash::default()).then_some(fixed)
 	}
 
 	/// Draws the jury of `c` (stake-weighted, without replacement, never the parties); returns
-	/// the jury and its stake, in planck.
-	pub(crate) fn draw(
-		id: ChallengeId,
-		c: &Challenge<T>,
-		now: BlockNumberFor<T>,
-	) -> (JuryOf<T>, u128) {
-		let seed = Self::draw_seed(c.draw_at, now);
+	/// the jury and its stake, in planck; an empty jury if the seed is no longer kept.
+	pub(crate) fn draw(id: ChallengeId, c: &Challenge<T>) -> (JuryOf<T>, u128) {
+		let Some(seed) = Self::draw_seed(c.draw_at) else { return (BoundedVec::new(), 0) };
 		let eligible: Vec<(T::AccountId, u128)> = Jurors::<T>::get()
 			.into_iter()
 			.filter(|j| j != &c.accused && j != &c.challenger)

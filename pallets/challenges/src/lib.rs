@@ -13,9 +13,11 @@
 //! ([`synod_primitives::protocol::draw_jury`]), from the hash of the block before the draw —
 //! a block that did not exist when the challenge was submitted. The accused and the challenger
 //! never sit. A jury holding less than `MinJuryStake` gives **no verdict**: the bond is
-//! released and nobody is slashed. What an Aura author can still do: the author of the block
-//! before the draw sees its hash first and can withhold that block (skipping its slot) to
-//! re-roll the jury once per slot it controls.
+//! released and nobody is slashed; so does a draw that comes so late that the seed block's hash
+//! is no longer kept (`BlockHashCount`). What an Aura author can still do: the author of the
+//! block before the draw knows its slot in advance and can grind that block's contents (order
+//! of transactions, remarks) until its hash draws a jury it likes, or withhold it; only a VRF
+//! or commit–reveal randomness source closes this.
 //!
 //! **Verdicts** need ⅔ of the jury's *stake* ([`synod_primitives::protocol::JuryVotes`]).
 //! *Guilty*: the accused loses `SlashFraction` of its *snapshot* stake in that round through
@@ -323,6 +325,8 @@ pub mod pallet {
 		SelfChallenge,
 		/// `MaxChallengesPerContribution` challenges against this contribution are open.
 		AlreadyChallenged,
+		/// This contribution was already found guilty (and slashed).
+		AlreadyConvicted,
 		/// The challenger cannot hold the bond.
 		InsufficientBond,
 		/// No open challenge with this id.
@@ -357,7 +361,7 @@ pub mod pallet {
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::RoundNotFinal`],
 		/// [`Error::ChallengeWindowClosed`], [`Error::NotAContributor`],
-		/// [`Error::SelfChallenge`], [`Error::AlreadyChallenged`],
+		/// [`Error::SelfChallenge`], [`Error::AlreadyChallenged`], [`Error::AlreadyConvicted`],
 		/// [`Error::InsufficientBond`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get()))]

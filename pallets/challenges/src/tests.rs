@@ -237,3 +237,18 @@ fn juror_registration() {
 		assert_eq!(<TrainerStaking as TrainerStake<_>>::active_stake(&1), 200, "bonded twice");
 	});
 }
+
+#[test]
+fn late_draw_without_its_seed_gives_no_verdict() {
+	run_test(|| {
+		setup();
+		assert_ok!(open(OUTSIDER, 3));
+		// The seed block's hash is not kept (the mock records hashes only in `run_to_block`):
+		// drawing later must not fall back to a hash the caller can choose by timing.
+		System::set_block_number(5);
+		assert_ok!(Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 0));
+		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::NoJury));
+		assert_eq!(bond_held(OUTSIDER), 0);
+		assert_eq!(TrainerStaking::active_stake(&3), 1_000);
+	});
+}

@@ -68,7 +68,13 @@ impl<T: Config> Pallet<T> {
 		let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::RoundClosed)?;
 		if now >= open.deadline {
 			// The deadline passed and no queue voided the round yet: void it now. This commit
-			// is not counted (the extrinsic succeeds so that the void is kept).
+			// does not count toward quorum, but a participant's shows it was not withholding
+			// (no inactivity leak); the extrinsic succeeds so that the void is kept.
+			if Snapshots::<T>::get((pool_id, round))
+				.is_some_and(|s| protocol::snapshot::find(&s, &who).is_some())
+			{
+				Commits::<T>::insert((pool_id, round), &who, CommitRecord { hash, included });
+			}
 			return Self::void_if_open(pool_id, round, now);
 		}
 		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();

@@ -135,6 +135,10 @@ impl<T: Config> Pallet<T> {
 		);
 		LastFinal::<T>::insert(pool_id, (round, winner.hash));
 		Candidates::<T>::remove((pool_id, round));
+		// Its deadline slot is free again for other pools.
+		if let Some(at) = open.scheduled_at {
+			Deadlines::<T>::mutate(at, |d| d.retain(|e| *e != (pool_id, round)));
+		}
 		Self::deposit_event(Event::CheckpointFinalized {
 			pool_id,
 			round,

@@ -6,7 +6,7 @@
 //! to that stake, so capturing a ⅔-of-stake jury costs about ⅔ of the juror stake, not two
 //! accounts.
 
-use crate::{Planck, PPB};
+use crate::Planck;
 use alloc::vec::Vec;
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use scale_info::TypeInfo;
@@ -119,22 +119,10 @@ impl JuryVotes {
 	}
 }
 
-/// Whether a drawn jury holds enough stake to judge: at least `min_stake` planck and at least
-/// `min_share_ppb` of the stake of all eligible jurors (so that a thin draw is refused).
-pub fn jury_is_sufficient(
-	jury_stake: Planck,
-	eligible_stake: Planck,
-	min_stake: Planck,
-	min_share_ppb: u32,
-) -> bool {
-	jury_stake > 0
-		&& jury_stake >= min_stake
-		&& jury_stake >= crate::arith::ppb_ceil(eligible_stake, min_share_ppb.min(PPB))
-}
-
 #[cfg(test)]
 mod tests {
 	use super::*;
+	use crate::PPB;
 	use proptest::prelude::*;
 
 	fn rng(seed: u64) -> impl FnMut(u32) -> u128 {

@@ -8,10 +8,11 @@
 //! next [`Pallet::claim_rewards`] (or [`Pallet::settle_round`] by anyone): no pool depends on
 //! another's queue, and nothing here can stop a round from becoming final.
 //!
-//! Settlement splits the reward over the contributors not found guilty **pro rata to their
-//! snapshot stake** ([`synod_primitives::protocol::split_by_stake`]): splitting one stake over
-//! many accounts earns nothing extra. The remainder (rounding dust, guilty shares, or everything
-//! if nobody is eligible) returns to the pool's unreserved budget. Members claim what they were
+//! Settlement splits the reward over the round's contributors **pro rata to their snapshot
+//! stake** ([`synod_primitives::protocol::split_by_stake`]): splitting one stake over many
+//! accounts earns nothing extra. Contributors found guilty are not credited; their shares, the
+//! rounding dust (or everything if there are no contributors) return to the pool's unreserved
+//! budget — a conviction never raises the co-contributors' pay. Members claim what they were
 //! credited with [`Pallet::claim_rewards`], paid from the creator's budget hold.
 //!
 //! Conservation (`try_state`): for every pool, the budget reserved in TrainingPools equals the

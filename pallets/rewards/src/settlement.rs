@@ -39,10 +39,12 @@ impl<T: Config> Pallet<T> {
 	/// Settles up to `MaxSettlementsPerBlock` of `pool_id`'s rounds that are due.
 	pub(crate) fn settle_due(pool_id: PoolId) {
 		let now = frame_system::Pallet::<T>::block_number();
+		// Bounded reads: at most 2 × MaxSettlementsPerBlock entries are looked at; anything due
+		// beyond them is settled by the next claim or `settle_round`.
 		let due: Vec<RoundIndex> = Unsettled::<T>::iter_prefix(pool_id)
+			.take((T::MaxSettlementsPerBlock::get() as usize).saturating_mul(2))
 			.filter(|(_, p)| p.settle_at <= now)
 			.map(|(r, _)| r)
-			.take(T::MaxSettlementsPerBlock::get() as usize)
 			.collect();
 		for round in due {
 			Self::settle(pool_id, round);
@@ -58,19 +60,22 @@ impl<T: Config> Pallet<T> {
 		if pending.scheduled {
 			Settlements::<T>::mutate(pending.settle_at, |s| s.retain(|e| *e != (pool_id, round)));
 		}
-		let eligible: Vec<(T::AccountId, u128)> = T::Checkpoints::final_checkpoint(pool_id, round)
-			.map(|f| f.contributors)
-			.unwrap_or_default()
-			.into_iter()
-			.filter(|p| !T::Challenges::is_guilty(pool_id, round, &p.who))
-			.map(|p| (p.who, p.stake))
-			.collect();
-		let (shares, _) = protocol::split_by_stake(pending.reserved.saturated_into(), &eligible);
+		// Shares over *all* contributors; a guilty one's share returns to the budget (it does
+		// not enrich the co-contributors, who could otherwise profit from a false conviction).
+		let contributors: Vec<(T::AccountId, u128)> =
+			T::Checkpoints::final_checkpoint(pool_id, round)
+				.map(|f| f.contributors)
+				.unwrap_or_default()
+				.into_iter()
+				.map(|p| (p.who, p.stake))
+				.collect();
+		let (shares, _) =
+			protocol::split_by_stake(pending.reserved.saturated_into(), &contributors);
 		let mut paid = T::Balance::zero();
 		let mut credited = 0u32;
 		for (who, share) in shares {
 			let share: T::Balance = share.saturated_into();
-			if share.is_zero() {
+			if share.is_zero() || T::Challenges::is_guilty(pool_id, round, &who) {
 				continue;
 			}
 			Claimable::<T>::mutate(pool_id, &who, |c| *c = c.saturating_add(share));

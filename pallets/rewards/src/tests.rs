@@ -104,10 +104,18 @@ fn guilty_contributor_is_not_paid() {
 			));
 		}
 		run_to_block(33);
+		// Shares over all five contributors: the guilty one's 200 returns to the budget.
 		assert_eq!(Claimable::<Test>::get(0, 3), 0);
 		for who in [1, 2, 4, 5] {
-			assert_eq!(Claimable::<Test>::get(0, who), 250);
+			assert_eq!(Claimable::<Test>::get(0, who), 200);
 		}
+		assert!(events().contains(&Event::RoundSettled {
+			pool_id: 0,
+			round: 1,
+			paid: 800,
+			credited: 4,
+			returned: 200
+		}));
 	});
 }
 

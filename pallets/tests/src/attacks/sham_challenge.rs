@@ -22,10 +22,11 @@ fn sham_challenge_does_not_shield_the_cheater() {
 		run_to_block(23);
 		assert!(!pallet_challenges::OpenChallenges::<Test>::contains_key(0));
 		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
-		// The cheater is not paid for the round; the four others share it by stake.
+		// The cheater is not paid for the round; the others keep their own share (its share
+		// returns to the budget).
 		run_to_block(33);
 		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 1), 0);
-		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 2), 250);
+		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 2), 200);
 	});
 }
 
@@ -38,6 +39,30 @@ fn open_challenges_per_contribution_are_bounded() {
 		assert_noop!(
 			Challenges::open_challenge(RuntimeOrigin::signed(4), 0, 1, 1, [0; 32]),
 			Error::<Test>::AlreadyChallenged
+		);
+	});
+}
+
+#[test]
+fn repeated_challenges_cannot_slash_twice() {
+	run_test(|| {
+		final_round();
+		jurors(&[6, 7, 8], 1_000);
+		// Two challenges against the same contribution, both convicting.
+		assert_ok!(Challenges::open_challenge(RuntimeOrigin::signed(2), 0, 1, 1, [0; 32]));
+		let (second, jury) = challenge(3, 0, 1, 1);
+		all_vote(0, &jury, true);
+		assert_eq!(staked(1), 500);
+		all_vote(second, &jury, true);
+		assert_eq!(staked(1), 500, "one offence, one slash");
+		assert!(challenges_events().contains(&pallet_challenges::Event::AccusedFoundGuilty {
+			challenge_id: second,
+			accused: 1,
+			slashed: 0
+		}));
+		assert_noop!(
+			Challenges::open_challenge(RuntimeOrigin::signed(4), 0, 1, 1, [0; 32]),
+			Error::<Test>::AlreadyConvicted
 		);
 	});
 }
