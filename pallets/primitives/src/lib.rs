@@ -51,7 +51,7 @@ pub enum PoolStatus {
 
 /// What the checkpoint, challenge and reward logic needs to know about a pool.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct RoundParams<AccountId, Balance, BlockNumber> {
+pub struct RoundParams<AccountId, Balance> {
 	/// Creator, whose held budget pays rewards.
 	pub creator: AccountId,
 	/// Lifecycle state.
@@ -64,10 +64,6 @@ pub struct RoundParams<AccountId, Balance, BlockNumber> {
 	pub rounds: RoundIndex,
 	/// Share of the round's committed stake that must commit the same checkpoint.
 	pub quorum: Perbill,
-	/// Blocks after a round starts before it is voided if not final.
-	pub round_timeout: BlockNumber,
-	/// Blocks after finality during which late commits are accepted (challenges: twice that).
-	pub challenge_window: BlockNumber,
 	/// The pool's timeline (deadline, late commits, challenges, jury, settlement), in blocks.
 	pub timeline: Timeline,
 	/// Reward of one final round, in planck, split over its contributors.
@@ -125,11 +121,9 @@ impl<AccountId, Balance: Default> StakeCommitments<AccountId, Balance> for () {
 /// `pallet-training-pools`.
 pub trait PoolsInterface<AccountId, Balance, BlockNumber> {
 	/// Parameters of `pool`, or `None` if it does not exist.
-	fn round_params(pool: PoolId) -> Option<RoundParams<AccountId, Balance, BlockNumber>>;
+	fn round_params(pool: PoolId) -> Option<RoundParams<AccountId, Balance>>;
 	/// `who`'s membership in `pool`.
 	fn member(pool: PoolId, who: &AccountId) -> Option<MemberView<AccountId, Balance>>;
-	/// All current members of `pool`, by index (at most the pallet's `MaxMembers`).
-	fn members(pool: PoolId) -> Vec<MemberView<AccountId, Balance>>;
 	/// The current members of `pool` with their committed and bonded stake, for a round
 	/// snapshot ([`protocol::snapshot`]).
 	fn member_states(pool: PoolId) -> Vec<protocol::MemberState<AccountId>>;

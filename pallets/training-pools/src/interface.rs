@@ -30,9 +30,7 @@ impl<T: Config> StakeCommitments<T::AccountId, BalanceOf<T>> for Pallet<T> {
 }
 
 impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> for Pallet<T> {
-	fn round_params(
-		pool: PoolId,
-	) -> Option<RoundParams<T::AccountId, BalanceOf<T>, BlockNumberFor<T>>> {
+	fn round_params(pool: PoolId) -> Option<RoundParams<T::AccountId, BalanceOf<T>>> {
 		Pools::<T>::get(pool).map(|p| RoundParams {
 			creator: p.creator,
 			status: p.status,
@@ -40,8 +38,6 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 			current_round: p.current_round,
 			rounds: p.spec.rounds,
 			quorum: p.spec.quorum,
-			round_timeout: p.spec.round_timeout,
-			challenge_window: p.spec.challenge_window,
 			timeline: Timeline::for_pool(
 				p.spec.round_timeout.saturated_into(),
 				p.spec.challenge_window.saturated_into(),
@@ -60,13 +56,6 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 			stake: m.stake,
 			from_round: m.from_round,
 		})
-	}
-
-	fn members(pool: PoolId) -> Vec<MemberView<T::AccountId, BalanceOf<T>>> {
-		MemberList::<T>::get(pool)
-			.into_iter()
-			.filter_map(|who| <Self as PoolsInterface<_, _, _>>::member(pool, &who))
-			.collect()
 	}
 
 	fn member_states(pool: PoolId) -> Vec<MemberState<T::AccountId>> {
