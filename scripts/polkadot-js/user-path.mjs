@@ -4,21 +4,25 @@
 //   leave/cancel/unbond/withdraw and the permissionless fallbacks (void an expired round, settle
 //   a round, advance a challenge), so that every call of the five Synod pallets is submitted.
 // Every failed call's module error is decoded from the metadata with its doc string, and every
-// module error of the five pallets is checked to carry one.
+// module error of the five pallets is checked to carry one. A challenge's evidence is the
+// accused's ML-DSA-65 signed announcement, as a trainer gossips it: signed here with
+// @noble/post-quantum (FIPS 204, the same as RustCrypto's ml-dsa) and SCALE-encoded by hand
+// (it is an off-chain message, not a chain type).
 //
 // Usage: node user-path.mjs [ws://127.0.0.1:9944]
 // Exit status 0 when every expectation held; prints one JSON summary line last.
 import { ApiPromise, WsProvider } from '@polkadot/api';
 import { Keyring } from '@polkadot/keyring';
 import { cryptoWaitReady } from '@polkadot/util-crypto';
-import { u8aToHex } from '@polkadot/util';
+import { u8aToHex, u8aConcat, compactToU8a, bnToU8a, stringToU8a } from '@polkadot/util';
+import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
 
 const url = process.argv[2] ?? 'ws://127.0.0.1:9944';
 const UNIT = 10n ** 12n;
 const PALLETS = ['TrainerStaking', 'TrainingPools', 'Checkpoints', 'Challenges', 'Rewards'];
 const CALLS = {
   trainerStaking: ['bond', 'unbond', 'withdrawUnbonded'],
-  trainingPools: ['createPool', 'joinPool', 'leavePool', 'cancelPool'],
+  trainingPools: ['createPool', 'joinPool', 'leavePool', 'cancelPool', 'releaseMemberDeposit'],
   checkpoints: ['commitCheckpoint', 'voidExpiredRound'],
   challenges: ['openChallenge', 'vote', 'registerJuror', 'unregisterJuror', 'advanceChallenge'],
   rewards: ['claimRewards', 'settleRound'],
@@ -103,8 +107,27 @@ async function waitUntil(api, what, probe, maxBlocks) {
 }
 
 const hash32 = (b) => u8aToHex(new Uint8Array(32).fill(b));
-const mlDsaKey = (b) => u8aToHex(new Uint8Array(1952).fill(b));
-const peerId = (b) => u8aToHex(new Uint8Array([0, 36, 8, 1, 18, 32, ...new Array(32).fill(b)]));
+/** Member `b`'s ML-DSA-65 key pair, from the seed [b; 32]. */
+const memberKeys = (b) => ml_dsa65.keygen(new Uint8Array(32).fill(b));
+const mlDsaKey = (b) => u8aToHex(memberKeys(b).publicKey);
+const peerIdBytes = (b) => new Uint8Array([0, 36, 8, 1, 18, 32, ...new Array(32).fill(b)]);
+const peerId = (b) => u8aToHex(peerIdBytes(b));
+const le = (n, bits) => bnToU8a(n, { bitLength: bits, isLe: true });
+const bytes = (u8a) => u8aConcat(compactToU8a(u8a.length), u8a);
+
+/**
+ * A signed announcement (`synod_protocol::evidence::Signed`, SCALE) by member `b` (index
+ * `member`) of payload `digest` for `round` of `pool`: Envelope { pool: u64, round: u32,
+ * member: u32, peer_id: Vec<u8>, body: Alive { seq: u64, payload: Some({ digest, size: u64 }) } }
+ * signed over "synod/pseudograd/1" ‖ SCALE(envelope) with the key of seed `signer`.
+ */
+function announcement(pool, round, member, b, digest, signer = b) {
+  const envelope = u8aConcat(le(pool, 64), le(round, 32), le(member, 32), bytes(peerIdBytes(b)),
+    new Uint8Array([0]), le(1, 64), new Uint8Array([1]), new Uint8Array(32).fill(digest), le(1000, 64));
+  const signature = ml_dsa65.sign(u8aConcat(stringToU8a('synod/pseudograd/1'), envelope),
+    memberKeys(signer).secretKey, { extraEntropy: false });
+  return u8aToHex(u8aConcat(envelope, bytes(signature)));
+}
 
 function spec(overrides = {}) {
   return {
@@ -195,8 +218,13 @@ async function main() {
   await ok(api, eve, api.tx.challenges.registerJuror(), 'Eve registers as a juror');
   await ok(api, eve, api.tx.challenges.unregisterJuror(), 'Eve unregisters');
   await expectError(api, eve, api.tx.challenges.unregisterJuror(), 'challenges', 'NotAJuror');
-  ev = await ok(api, ferdie, api.tx.challenges.openChallenge(pool, 1, dave.address, hash32(0x44)), 'Ferdie challenges Dave');
+  const daveIndex = (await api.query.trainingPools.members(pool, dave.address)).unwrap().index.toNumber();
+  await expectError(api, ferdie, api.tx.challenges.openChallenge(pool, 1, dave.address,
+    announcement(pool, 1, daveIndex, 3, 0x44, 6)), 'challenges', 'EvidenceSignatureInvalid');
+  ev = await ok(api, ferdie, api.tx.challenges.openChallenge(pool, 1, dave.address,
+    announcement(pool, 1, daveIndex, 3, 0x44)), "Ferdie challenges Dave with Dave's signed announcement");
   const opened = find(ev, 'challenges', 'ChallengeOpened');
+  check(opened.data.payloadDigest.toHex() === hash32(0x44), 'the challenge is about the digest Dave signed');
   const challengeId = opened.data.challengeId.toNumber();
   const drawAt = opened.data.drawAt.toNumber();
   check((await api.query.challenges.openChallenges(challengeId)).unwrap().jury.length === 0,
@@ -223,6 +251,7 @@ async function main() {
   const pool2 = find(ev, 'trainingPools', 'PoolCreated').data.poolId.toNumber();
   await ok(api, eve, api.tx.trainingPools.joinPool(pool2, 100n * UNIT, peerId(5), mlDsaKey(5)), 'Eve joins pool 2');
   await ok(api, eve, api.tx.trainingPools.leavePool(pool2), 'Eve leaves pool 2');
+  await expectError(api, ferdie, api.tx.trainingPools.releaseMemberDeposit(pool2, 0), 'trainingPools', 'DepositStillNeeded');
   await expectError(api, eve, api.tx.trainingPools.leavePool(pool2), 'trainingPools', 'NotMember');
   await expectError(api, bob, api.tx.trainingPools.cancelPool(pool2), 'trainingPools', 'NotCreator');
   ev = await ok(api, alice, api.tx.trainingPools.cancelPool(pool2), 'Alice cancels pool 2');

@@ -49,7 +49,7 @@ pub fn encode(tensors: &[TensorRef<'_>], opts: &EncodeOptions) -> Result<Vec<u8>
     let chunk = opts.chunk_size as usize;
     let block_elems = opts.block_elems as usize;
     match opts.mode {
-        Mode::Int8Absmax if chunk == 0 || block_elems == 0 || block_elems % chunk != 0 => {
+        Mode::Int8Absmax if chunk == 0 || block_elems == 0 || !block_elems.is_multiple_of(chunk) => {
             return Err(EncodeError::InvalidOptions("block_elems must be a non-zero multiple of chunk_size"))
         }
         Mode::Fp32 if chunk != 0 || block_elems == 0 => {

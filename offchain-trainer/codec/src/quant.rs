@@ -17,7 +17,10 @@ fn absmax(x: &[f32]) -> Option<f32> {
     let mut it = x.chunks_exact(LANES);
     for c in &mut it {
         for ((a, p), v) in acc.iter_mut().zip(poison.iter_mut()).zip(c) {
-            *p += v - v;
+            #[allow(clippy::eq_op, reason = "v − v flags NaN and ±∞ without a branch")]
+            {
+                *p += v - v;
+            }
             let v = v.abs();
             *a = if v > *a { v } else { *a };
         }
@@ -25,7 +28,10 @@ fn absmax(x: &[f32]) -> Option<f32> {
     let mut m = 0f32;
     let mut p = poison.iter().sum::<f32>();
     for v in it.remainder().iter().chain(&acc) {
-        p += v - v;
+        #[allow(clippy::eq_op, reason = "v − v flags NaN and ±∞ without a branch")]
+        {
+            p += v - v;
+        }
         m = if v.abs() > m { v.abs() } else { m };
     }
     (p == 0.0).then_some(m)
@@ -46,6 +52,7 @@ pub(crate) fn quantize_into(x: &[f32], chunk: usize, out: &mut [u8]) -> Result<(
         for (o, v) in q.iter_mut().zip(c) {
             // |v · inv| ≤ 127 (up to one rounding); the clamp keeps it so.
             let t = v * inv;
+            #[allow(clippy::manual_clamp, reason = "branch-free min/max that the compiler vectorizes")]
             let t = if t > 127.0 { 127.0 } else if t < -127.0 { -127.0 } else { t };
             *o = (t + ROUND_MAGIC).to_bits() as u8;
         }

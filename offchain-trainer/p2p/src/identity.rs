@@ -1,29 +1,12 @@
 //! ML-DSA-65 member keys (FIPS 204), via RustCrypto's pure-Rust `ml-dsa`.
 //!
-//! Pure Rust (no C toolchain, `no_std`-capable) so the same verification can later run inside
-//! the runtime, where challenge evidence — a signed payload digest — is checked on-chain.
+//! Pure Rust (no C toolchain, `no_std`): verification is `synod_protocol::evidence`'s, the code
+//! the runtime runs on challenge evidence — a signed payload digest — on-chain.
 
-use ml_dsa::{EncodedSignature, EncodedVerifyingKey, KeyExport, MlDsa65, Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use ml_dsa::{KeyExport, MlDsa65, Signature, Signer, SigningKey};
 use parity_scale_codec::{Decode, Encode};
 
-/// Bytes of an encoded ML-DSA-65 public (verifying) key.
-pub const PUBLIC_KEY_LEN: usize = 1952;
-/// Bytes of an encoded ML-DSA-65 signature.
-pub const SIGNATURE_LEN: usize = 3309;
-
-/// Why a signature was not accepted.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SignatureError {
-    /// The public key has the wrong length.
-    #[error("public key must be {PUBLIC_KEY_LEN} bytes, got {0}")]
-    KeyLength(usize),
-    /// The signature has the wrong length or is not a valid encoding.
-    #[error("malformed signature")]
-    Malformed,
-    /// The signature does not verify under the key.
-    #[error("signature does not verify")]
-    Invalid,
-}
+pub use synod_protocol::evidence::{EvidenceError as SignatureError, PUBLIC_KEY_LEN, SIGNATURE_LEN};
 
 /// A member's secret ML-DSA-65 key, derived deterministically from a 32-byte seed.
 pub struct MemberKey {
@@ -63,16 +46,13 @@ impl MemberKey {
 pub struct PublicKey(pub Vec<u8>);
 
 impl PublicKey {
-    /// Checks `sig` over `msg`.
+    /// Checks `sig` over `msg` (the same verification the runtime applies to challenge
+    /// evidence, `synod_protocol::evidence::verify_signature`).
     ///
     /// # Errors
     /// [`SignatureError`] for a malformed key or signature, or one that does not verify.
     pub fn verify(&self, msg: &[u8], sig: &[u8]) -> Result<(), SignatureError> {
-        let enc = EncodedVerifyingKey::<MlDsa65>::try_from(self.0.as_slice()).map_err(|_| SignatureError::KeyLength(self.0.len()))?;
-        let vk = VerifyingKey::<MlDsa65>::decode(&enc);
-        let enc_sig = EncodedSignature::<MlDsa65>::try_from(sig).map_err(|_| SignatureError::Malformed)?;
-        let sig = Signature::<MlDsa65>::decode(&enc_sig).ok_or(SignatureError::Malformed)?;
-        vk.verify(msg, &sig).map_err(|_| SignatureError::Invalid)
+        synod_protocol::evidence::verify_signature(&self.0, msg, sig)
     }
 }
 
@@ -88,10 +68,10 @@ mod tests {
         let sig = k.sign(b"hello");
         assert_eq!(sig.len(), SIGNATURE_LEN);
         pk.verify(b"hello", &sig).unwrap();
-        assert_eq!(pk.verify(b"hellp", &sig), Err(SignatureError::Invalid));
+        assert_eq!(pk.verify(b"hellp", &sig), Err(SignatureError::BadSignature));
         assert_eq!(pk.verify(b"hello", &sig[1..]), Err(SignatureError::Malformed));
         let other = MemberKey::from_seed([8; 32]).public();
-        assert_eq!(other.verify(b"hello", &sig), Err(SignatureError::Invalid));
+        assert_eq!(other.verify(b"hello", &sig), Err(SignatureError::BadSignature));
         assert_eq!(MemberKey::from_seed(k.seed()).public(), pk);
     }
 }

@@ -12,7 +12,7 @@ use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::{allow_block_list, connection_limits, gossipsub, identify, identity, kad, noise, tcp, yamux, Multiaddr, PeerId, Swarm};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::message::{Body, Envelope, PayloadRef, Rejection, Signed};
+use crate::message::{self, Body, Envelope, PayloadRef, Rejection};
 use crate::protocol::{serve, ChunkCodec, ChunkRequest, ChunkResponse, CHECKPOINT_PROTOCOL, PSEUDOGRAD_PROTOCOL};
 use crate::{MemberKey, MemberSet, NetError};
 
@@ -447,7 +447,7 @@ impl EventLoop {
 
     fn envelope(&self, round: u32, body: Body) -> Vec<u8> {
         let e = Envelope { pool: self.members.pool, round, member: self.me, peer_id: self.swarm.local_peer_id().to_bytes(), body };
-        Signed::sign(e, &self.key).to_bytes()
+        message::to_bytes(&message::sign(e, &self.key))
     }
 
     /// One heartbeat per round we still serve a payload for (the current and the previous one),
@@ -552,7 +552,7 @@ impl EventLoop {
 
     fn on_gossip(&mut self, source: Option<PeerId>, propagation: PeerId, id: gossipsub::MessageId, data: &[u8]) {
         use gossipsub::MessageAcceptance::{Accept, Ignore, Reject};
-        let opened = Signed::open(data, &self.members, self.round.saturating_sub(1)).and_then(|e| {
+        let opened = message::open(data, &self.members, self.round.saturating_sub(1)).and_then(|e| {
             // The gossipsub author signature must come from the same peer the envelope names.
             if source.map(|s| s.to_bytes()) == Some(e.peer_id.clone()) { Ok(e) } else { Err(Rejection::PeerMismatch) }
         });
@@ -634,12 +634,10 @@ impl EventLoop {
                     let _ = tx.send(Err(error.to_string()));
                 }
             }
-            request_response::Event::InboundFailure { peer, error, .. } => {
-                if let request_response::InboundFailure::Io(e) = &error {
-                    if e.kind() == std::io::ErrorKind::InvalidData {
-                        self.ban(peer, format!("malformed request: {e}"));
-                    }
-                }
+            request_response::Event::InboundFailure { peer, error: request_response::InboundFailure::Io(e), .. }
+                if e.kind() == std::io::ErrorKind::InvalidData =>
+            {
+                self.ban(peer, format!("malformed request: {e}"));
             }
             _ => {}
         }

@@ -2,17 +2,56 @@
 
 use super::*;
 use crate::pallet::{Jurors, OpenChallenges, Verdicts};
+use codec::Encode;
 use frame_benchmarking::v2::*;
 use frame_support::traits::{fungible::Mutate, Get, Hooks};
-use frame_system::RawOrigin;
+use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
 use sp_runtime::traits::{Bounded, SaturatedConversion};
-use synod_primitives::PoolsInterface;
+use synod_primitives::{CheckpointsInspect, PoolId, PoolsInterface, RoundIndex};
 
 fn funded<T: Config>(name: &'static str, i: u32) -> T::AccountId {
 	let who: T::AccountId = account(name, i, 0);
 	// Far below `max / accounts`, so that hundreds of funded accounts cannot overflow issuance.
 	T::Currency::set_balance(&who, BalanceOf::<T>::max_value() / 1_000_000_000u32.into());
 	who
+}
+
+/// `accused`'s signed announcement for `round` of `pool`, signed with the key every benchmark
+/// member registers ([`synod_primitives::BENCHMARK_KEY_SEED`]).
+fn evidence<T: Config>(
+	pool: PoolId,
+	round: RoundIndex,
+	accused: &T::AccountId,
+) -> Result<Evidence, BenchmarkError> {
+	use synod_primitives::protocol::evidence::{signing, Body, Envelope, PayloadRef};
+	let fin = T::Checkpoints::final_checkpoint(pool, round).ok_or(BenchmarkError::Weightless)?;
+	let index = fin
+		.contributors
+		.iter()
+		.find(|p| p.who == *accused)
+		.map(|p| p.index)
+		.ok_or(BenchmarkError::Weightless)?;
+	let key = T::Pools::member_key(pool, index, accused).ok_or(BenchmarkError::Weightless)?;
+	let envelope = Envelope {
+		pool: pool.into(),
+		round,
+		member: index,
+		peer_id: key.peer_id,
+		body: Body::Alive { seq: 1, payload: Some(PayloadRef { digest: [1; 32], size: 1 }) },
+	};
+	Evidence::try_from(signing::sign(&synod_primitives::BENCHMARK_KEY_SEED, envelope).encode())
+		.map_err(|_| BenchmarkError::Weightless)
+}
+
+/// Makes sure the seed block of a draw at `draw_at` has a hash (benchmark blocks have none).
+fn seed_draw<T: Config>(draw_at: BlockNumberFor<T>) {
+	let seed_block = draw_at - 1u32.into();
+	if frame_system::Pallet::<T>::block_hash(seed_block) == T::Hash::default() {
+		frame_system::BlockHash::<T>::insert(
+			seed_block,
+			<T::Hashing as sp_runtime::traits::Hash>::hash(b"synod/benchmark"),
+		);
+	}
 }
 
 /// Registers `n` jurors, each bonding enough for a jury of one to give a verdict.
@@ -37,8 +76,9 @@ mod benchmarks {
 		let (pool, members) = T::BenchmarkHelper::final_round(m);
 		let accused = members.last().cloned().ok_or(BenchmarkError::Weightless)?;
 		let who = funded::<T>("challenger", 0);
+		let evidence = evidence::<T>(pool, 1, &accused)?;
 		#[extrinsic_call]
-		_(RawOrigin::Signed(who), pool, 1, accused, [1; 32]);
+		_(RawOrigin::Signed(who), pool, 1, accused, evidence);
 		assert!(OpenChallenges::<T>::get(0).is_some());
 		Ok(())
 	}
@@ -55,9 +95,10 @@ mod benchmarks {
 			pool,
 			1,
 			accused.clone(),
-			[1; 32],
+			&evidence::<T>(pool, 1, &accused)?,
 		)?;
 		let draw_at = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.draw_at;
+		seed_draw::<T>(draw_at);
 		frame_system::Pallet::<T>::set_block_number(draw_at);
 		Pallet::<T>::advance(0, draw_at);
 		let jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
@@ -92,18 +133,55 @@ mod benchmarks {
 				.get((i / per) % members.len())
 				.cloned()
 				.ok_or(BenchmarkError::Weightless)?;
-			Pallet::<T>::do_open_challenge(challenger.clone(), pool, 1, accused, [1; 32])?;
+			let evidence = evidence::<T>(pool, 1, &accused)?;
+			Pallet::<T>::do_open_challenge(challenger.clone(), pool, 1, accused, &evidence)?;
 		}
 		let at = frame_system::Pallet::<T>::block_number()
 			+ T::Pools::round_params(pool)
 				.map(|p| p.timeline.jury_delay.saturated_into())
 				.unwrap_or_else(|| 1u32.into());
+		seed_draw::<T>(at);
 		frame_system::Pallet::<T>::set_block_number(at);
 		#[block]
 		{
 			Pallet::<T>::on_initialize(at);
 		}
+		// Every due draw found its seed and drew a full jury (the worst case).
+		assert!((0..e).all(|id| OpenChallenges::<T>::get(id)
+			.is_some_and(|c| c.jury.len() as u32 == T::JurySize::get())));
 		assert!(crate::pallet::Expiries::<T>::get(at).is_empty());
+		Ok(())
+	}
+
+	// Worst case: the expiry of a challenge whose whole jury did not vote (each juror slashed
+	// and unregistered from a full list), no verdict.
+	#[benchmark]
+	fn expire() -> Result<(), BenchmarkError> {
+		let (pool, members) = T::BenchmarkHelper::final_round(T::MaxPoolMembers::get());
+		register_jurors::<T>(T::MaxJurors::get())?;
+		let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
+		Pallet::<T>::do_open_challenge(
+			funded::<T>("challenger", 0),
+			pool,
+			1,
+			accused.clone(),
+			&evidence::<T>(pool, 1, &accused)?,
+		)?;
+		let c = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?;
+		seed_draw::<T>(c.draw_at);
+		frame_system::Pallet::<T>::set_block_number(c.draw_at);
+		Pallet::<T>::advance(0, c.draw_at);
+		assert_eq!(
+			OpenChallenges::<T>::get(0).map(|c| c.jury.len() as u32),
+			Some(T::JurySize::get()),
+			"a full jury is drawn"
+		);
+		frame_system::Pallet::<T>::set_block_number(c.expires_at);
+		#[block]
+		{
+			Pallet::<T>::expire(0);
+		}
+		assert_eq!(Verdicts::<T>::get((pool, 1, accused)), Some(Verdict::Expired));
 		Ok(())
 	}
 

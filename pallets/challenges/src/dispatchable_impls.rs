@@ -11,10 +11,13 @@ use frame_support::{
 	},
 };
 use frame_system::pallet_prelude::BlockNumberFor;
-use sp_runtime::traits::{SaturatedConversion, Saturating, Zero};
+use sp_runtime::{
+	traits::{SaturatedConversion, Saturating, Zero},
+	Perbill,
+};
 use synod_primitives::{
 	protocol::{self, JuryVotes},
-	ChallengesInspect, CheckpointsInspect, Hash32, PoolId, PoolsInterface, RoundIndex,
+	ChallengesInspect, CheckpointsInspect, Hash32, MemberIndex, PoolId, PoolsInterface, RoundIndex,
 	TrainerStake,
 };
 
@@ -38,7 +41,7 @@ impl<T: Config> Pallet<T> {
 		pool_id: PoolId,
 		round: RoundIndex,
 		accused: T::AccountId,
-		payload_digest: Hash32,
+		evidence: &[u8],
 	) -> DispatchResult {
 		let params = T::Pools::round_params(pool_id).ok_or(Error::<T>::PoolNotFound)?;
 		let fin =
@@ -48,11 +51,11 @@ impl<T: Config> Pallet<T> {
 			block::<T>(now) <= params.timeline.challenges_until(block::<T>(fin.finalized_at)),
 			Error::<T>::ChallengeWindowClosed
 		);
-		let accused_stake = fin
+		let (accused_index, accused_stake) = fin
 			.contributors
 			.iter()
 			.find(|p| p.who == accused)
-			.map(|p| p.stake)
+			.map(|p| (p.index, p.stake))
 			.ok_or(Error::<T>::NotAContributor)?;
 		ensure!(challenger != accused, Error::<T>::SelfChallenge);
 		let key = (pool_id, round, accused.clone());
@@ -63,6 +66,8 @@ impl<T: Config> Pallet<T> {
 		);
 		let open = OpenAgainst::<T>::get(&key);
 		ensure!(open < T::MaxChallengesPerContribution::get(), Error::<T>::AlreadyChallenged);
+		let payload_digest =
+			Self::check_evidence(pool_id, round, &accused, accused_index, evidence)?;
 		let challenge_id = NextChallengeId::<T>::get();
 		let next = challenge_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		let bond = T::ChallengeBond::get();
@@ -99,9 +104,37 @@ impl<T: Config> Pallet<T> {
 			round,
 			accused,
 			challenger,
+			payload_digest,
 			draw_at,
 		});
 		Ok(())
+	}
+
+	/// Verifies `evidence` as `accused`'s (member `index`) signed announcement for `(pool_id,
+	/// round)` under its registered ML-DSA-65 key; returns the announced payload digest.
+	fn check_evidence(
+		pool_id: PoolId,
+		round: RoundIndex,
+		accused: &T::AccountId,
+		index: MemberIndex,
+		evidence: &[u8],
+	) -> Result<Hash32, DispatchError> {
+		use protocol::EvidenceError as E;
+		let key =
+			T::Pools::member_key(pool_id, index, accused).ok_or(Error::<T>::AccusedKeyUnknown)?;
+		let a = protocol::verify_announcement(evidence, &key.ml_dsa_key).map_err(|e| match e {
+			E::BadSignature | E::KeyLength => Error::<T>::EvidenceSignatureInvalid,
+			E::NotAnAnnouncement => Error::<T>::EvidenceNotAnAnnouncement,
+			E::TooLarge | E::Malformed => Error::<T>::EvidenceMalformed,
+		})?;
+		ensure!(
+			a.pool == u64::from(pool_id)
+				&& a.round == round
+				&& a.member == index
+				&& a.peer_id == key.peer_id,
+			Error::<T>::EvidenceOfAnotherContribution
+		);
+		Ok(a.payload.digest)
 	}
 
 	/// Whatever is due for challenge `id` at `now`: the draw, then the expiry.
@@ -187,11 +220,32 @@ impl<T: Config> Pallet<T> {
 		let already = Verdicts::<T>::get((c.pool_id, c.round, c.accused.clone()))
 			== Some(protocol::Verdict::Guilty);
 		let amount = if already { 0 } else { T::SlashFraction::get().mul_floor(c.accused_stake) };
-		let slashed = T::Staking::slash(
+		// Paid out of it, in this order: `JurorShare` to the jurors who voted guilty (pro rata
+		// to their stake), `ChallengerShare` to the challenger; the rest goes to `Slash`.
+		let guilty_voters: Vec<(T::AccountId, u128)> = c
+			.jury
+			.iter()
+			.filter(|(j, _)| Votes::<T>::get(challenge_id, j) == Some(true))
+			.cloned()
+			.collect();
+		let (mut parts, _) =
+			protocol::split_by_stake(T::JurorShare::get().mul_floor(amount), &guilty_voters);
+		parts.push((c.challenger.clone(), T::ChallengerShare::get().mul_floor(amount)));
+		let mut slashed = BalanceOf::<T>::zero();
+		let mut paid = 0u128;
+		for (to, part) in &parts {
+			paid = paid.saturating_add(*part);
+			slashed = slashed.saturating_add(T::Staking::slash(
+				&c.accused,
+				(*part).saturated_into(),
+				Some((to, Perbill::one())),
+			));
+		}
+		slashed = slashed.saturating_add(T::Staking::slash(
 			&c.accused,
-			amount.saturated_into(),
-			Some((&c.challenger, T::ChallengerShare::get())),
-		);
+			amount.saturating_sub(paid).saturated_into(),
+			None,
+		));
 		let _ = T::Currency::release(
 			&Self::bond_reason(),
 			&c.challenger,
@@ -245,6 +299,7 @@ impl<T: Config> Pallet<T> {
 		let Some(c) = OpenChallenges::<T>::get(challenge_id) else {
 			return;
 		};
+		Self::penalize_no_shows(challenge_id, &c);
 		match c.votes.at_expiry() {
 			protocol::Verdict::Guilty => return Self::convict(challenge_id, c),
 			protocol::Verdict::Innocent => return Self::acquit(challenge_id, c),
@@ -258,6 +313,30 @@ impl<T: Config> Pallet<T> {
 		);
 		Self::close(challenge_id, &c, protocol::Verdict::Expired);
 		Self::deposit_event(Event::ChallengeExpired { challenge_id });
+	}
+
+	/// Slashes `NoShowSlash` of the drawn stake of every juror of `c` that has not voted, and
+	/// unregisters it.
+	fn penalize_no_shows(challenge_id: ChallengeId, c: &Challenge<T>) {
+		let absent: Vec<(T::AccountId, u128)> = c
+			.jury
+			.iter()
+			.filter(|(j, _)| !Votes::<T>::contains_key(challenge_id, j))
+			.cloned()
+			.collect();
+		if absent.is_empty() {
+			return;
+		}
+		Jurors::<T>::mutate(|list| list.retain(|j| !absent.iter().any(|(a, _)| a == j)));
+		for (juror, stake) in absent {
+			let slashed = T::Staking::slash(
+				&juror,
+				T::NoShowSlash::get().mul_floor(stake).saturated_into(),
+				None,
+			);
+			Self::deposit_event(Event::JurorNoShow { challenge_id, juror: juror.clone(), slashed });
+			Self::deposit_event(Event::JurorRemoved { who: juror });
+		}
 	}
 
 	/// Invariants: each challenger's bond hold equals its open challenges' bonds; the

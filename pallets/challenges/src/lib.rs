@@ -6,6 +6,13 @@
 //! challenges may target the same contribution (up to `MaxChallengesPerContribution` open at
 //! once); one that fails does not shield it from the next.
 //!
+//! **Evidence-bound.** A challenge carries the accused's signed announcement for that round,
+//! exactly as it was gossiped (`synod_protocol::evidence`): the runtime checks its ML-DSA-65
+//! signature against the key the accused registered at `join_pool` (kept after it leaves, for
+//! as long as challenges of its rounds are possible), and that it names this pool, round, member
+//! index and peer id. The challenge is then about *that* payload digest, which the accused
+//! cannot disown; a challenger cannot accuse a member of a payload it never signed.
+//!
 //! **Jurors** are bonded trainers that opted in with [`Pallet::register_juror`] (active stake
 //! ≥ `MinJurorStake`), from every pool, not only the accused's. **The jury is drawn after the
 //! challenge exists**: `jury_delay` blocks after opening, in `on_initialize` (or by anyone with
@@ -23,11 +30,14 @@
 //! *Guilty*: the accused loses `SlashFraction` of its *snapshot* stake in that round through
 //! TrainerStaking (the challenger gets `ChallengerShare` of it; the stake is still held,
 //! because Checkpoints keeps snapshot stake slashable until the round's challenges are over),
-//! the bond comes back, and Rewards pays the accused nothing for the round. *Innocent* (guilty
+//! `JurorShare` of the slash goes to the jurors who voted guilty (pro rata to stake), the bond
+//! comes back, and Rewards pays the accused nothing for the round. *Innocent* (guilty
 //! can no longer reach ⅔): the challenger's bond is slashed and paid to the jurors who voted
 //! innocent, pro rata to their stake (dust to `Slash`). A jury undecided when its voting period
 //! (`round_timeout + VoteMargin` blocks, enough to replay one round) ends **expires**: the bond
 //! is released and the accused keeps its reward. A Guilty verdict is never overwritten.
+//! **No-shows**: a drawn juror that has not voted when the voting period ends loses
+//! `NoShowSlash` of its drawn stake and is unregistered (a jury seat is not free to hold).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -77,6 +87,12 @@ pub mod pallet {
 		fungible::Credit<<T as frame_system::Config>::AccountId, <T as Config>::Currency>;
 	/// Identifier of a challenge, assigned in order from 0.
 	pub type ChallengeId = u32;
+	/// Most bytes of challenge evidence: one signed gossip message.
+	pub const MAX_EVIDENCE_BYTES: u32 =
+		synod_primitives::protocol::evidence::MAX_MESSAGE_BYTES as u32;
+	/// Challenge evidence: the accused's signed announcement, SCALE wire form
+	/// (`synod_protocol::evidence::Signed`).
+	pub type Evidence = BoundedVec<u8, ConstU32<MAX_EVIDENCE_BYTES>>;
 	/// A jury: jurors with their stake at the draw, in planck.
 	pub type JuryOf<T> =
 		BoundedVec<(<T as frame_system::Config>::AccountId, u128), <T as Config>::JurySize>;
@@ -107,7 +123,7 @@ pub mod pallet {
 		pub challenger: T::AccountId,
 		/// Held bond, planck.
 		pub bond: BalanceOf<T>,
-		/// blake3 digest of the accused's signed payload (the evidence).
+		/// blake3 digest of the accused's payload, from its verified signed announcement.
 		pub payload_digest: Hash32,
 		/// Block in which it was opened.
 		pub opened_at: BlockNumberFor<T>,
@@ -159,6 +175,14 @@ pub mod pallet {
 		/// Share of the slashed stake paid to the challenger.
 		#[pallet::constant]
 		type ChallengerShare: Get<Perbill>;
+		/// Share of the slashed stake paid to the jurors who voted guilty, pro rata to stake
+		/// (`ChallengerShare + JurorShare ≤ 100 %`; the rest goes to `Slash`).
+		#[pallet::constant]
+		type JurorShare: Get<Perbill>;
+		/// Share of a drawn juror's stake slashed when it has not voted by the end of the
+		/// voting period.
+		#[pallet::constant]
+		type NoShowSlash: Get<Perbill>;
 		/// Maximum members of a pool (bounds contributor lists read at opening).
 		#[pallet::constant]
 		type MaxPoolMembers: Get<u32>;
@@ -243,6 +267,8 @@ pub mod pallet {
 			accused: T::AccountId,
 			/// Challenger.
 			challenger: T::AccountId,
+			/// blake3 digest of the disputed payload (from the verified evidence).
+			payload_digest: Hash32,
 			/// Block whose parent hash draws the jury.
 			draw_at: BlockNumberFor<T>,
 		},
@@ -291,6 +317,16 @@ pub mod pallet {
 			bond_slashed: BalanceOf<T>,
 			/// Planck of it paid to jurors.
 			jurors_paid: BalanceOf<T>,
+		},
+		/// A drawn juror did not vote within the voting period: `slashed` planck of its stake
+		/// were slashed and it is no longer a registered juror.
+		JurorNoShow {
+			/// Challenge.
+			challenge_id: ChallengeId,
+			/// Juror.
+			juror: T::AccountId,
+			/// Planck slashed.
+			slashed: BalanceOf<T>,
 		},
 		/// No verdict within the voting period; the bond was released.
 		ChallengeExpired {
@@ -351,18 +387,35 @@ pub mod pallet {
 		TooManyJurors,
 		/// The challenge id space is exhausted.
 		Overflow,
+		/// The evidence is not a signed message (too large, not SCALE, or trailing bytes).
+		EvidenceMalformed,
+		/// The evidence's ML-DSA-65 signature does not verify under the accused's registered
+		/// key.
+		EvidenceSignatureInvalid,
+		/// The evidence is a signed message that announces no payload.
+		EvidenceNotAnAnnouncement,
+		/// The evidence is signed by the accused but for another pool, round, member index or
+		/// peer id.
+		EvidenceOfAnotherContribution,
+		/// The accused's registration (key) is no longer kept.
+		AccusedKeyUnknown,
 	}
 
 	#[pallet::call]
 	impl<T: Config> Pallet<T> {
-		/// Disputes `accused`'s contribution to final `round` of `pool_id`;
-		/// `payload_digest` is the blake3 digest of its signed pseudo-gradient payload. Holds
-		/// `ChallengeBond`; the jury is drawn `jury_delay` blocks later.
+		/// Disputes `accused`'s contribution to final `round` of `pool_id`. `evidence` is the
+		/// accused's signed announcement of its payload for that round (the gossip message's
+		/// bytes, at most [`MAX_EVIDENCE_BYTES`]); its ML-DSA-65 signature is verified against
+		/// the accused's registered key. Holds `ChallengeBond`; the jury is drawn `jury_delay`
+		/// blocks later.
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::RoundNotFinal`],
 		/// [`Error::ChallengeWindowClosed`], [`Error::NotAContributor`],
 		/// [`Error::SelfChallenge`], [`Error::AlreadyChallenged`], [`Error::AlreadyConvicted`],
-		/// [`Error::InsufficientBond`], [`Error::Overflow`].
+		/// [`Error::AccusedKeyUnknown`], [`Error::EvidenceMalformed`],
+		/// [`Error::EvidenceSignatureInvalid`], [`Error::EvidenceNotAnAnnouncement`],
+		/// [`Error::EvidenceOfAnotherContribution`], [`Error::InsufficientBond`],
+		/// [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get()))]
 		pub fn open_challenge(
@@ -370,10 +423,10 @@ pub mod pallet {
 			pool_id: PoolId,
 			round: RoundIndex,
 			accused: T::AccountId,
-			payload_digest: Hash32,
+			evidence: Evidence,
 		) -> DispatchResult {
 			let challenger = ensure_signed(origin)?;
-			Self::do_open_challenge(challenger, pool_id, round, accused, payload_digest)
+			Self::do_open_challenge(challenger, pool_id, round, accused, &evidence)
 		}
 
 		/// Votes on `challenge_id` as a juror (`guilty = true`: the contribution is not within
@@ -427,7 +480,7 @@ pub mod pallet {
 		///
 		/// Errors: [`Error::ChallengeNotFound`], [`Error::NothingDue`].
 		#[pallet::call_index(4)]
-		#[pallet::weight(T::WeightInfo::on_initialize_expire(1))]
+		#[pallet::weight(T::WeightInfo::on_initialize_expire(1).saturating_add(T::WeightInfo::expire()))]
 		pub fn advance_challenge(
 			origin: OriginFor<T>,
 			challenge_id: ChallengeId,
@@ -450,7 +503,9 @@ pub mod pallet {
 			for id in due {
 				Self::advance(id, n);
 			}
+			// Each due item is a draw or an expiry (bounded by its benchmarked worst case).
 			T::WeightInfo::on_initialize_expire(count)
+				.saturating_add(T::WeightInfo::expire().saturating_mul(count.into()))
 		}
 
 		#[cfg(feature = "try-runtime")]

@@ -8,7 +8,13 @@ use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
 use synod_primitives::{protocol::Verdict, ChallengesInspect, TrainerStake};
 
 fn open(challenger: AccountId, accused: AccountId) -> sp_runtime::DispatchResult {
-	Challenges::open_challenge(RuntimeOrigin::signed(challenger), 0, 1, accused, [0xEE; 32])
+	Challenges::open_challenge(
+		RuntimeOrigin::signed(challenger),
+		0,
+		1,
+		accused,
+		announcement(0, 1, accused, [0xEE; 32]),
+	)
 }
 
 fn events() -> Vec<Event<Test>> {
@@ -88,13 +94,19 @@ fn guilty_verdict_slashes_snapshot_stake_and_pays_challenger() {
 		assert_ok!(open(OUTSIDER, 3));
 		let jury = drawn(0);
 		let before = Balances::free_balance(OUTSIDER);
+		let jurors_before: Vec<Balance> =
+			jury.iter().map(|(j, _)| Balances::free_balance(j)).collect();
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, true));
 		assert!(OpenChallenges::<Test>::get(0).is_some(), "⅓ of the stake is not enough");
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[1].0), 0, true));
-		// 50 % of 1 000 slashed; the challenger gets 20 % of it and its bond back.
+		// 50 % of 1 000 slashed: 30 % of it (150) to the two guilty voters (equal stake), 20 %
+		// (100) and its bond back to the challenger, the rest (250) to the treasury.
 		assert_eq!(TrainerStaking::active_stake(&3), 500);
 		assert_eq!(Balances::free_balance(OUTSIDER), before + BOND + 100);
-		assert_eq!(Balances::free_balance(TREASURY), 1 + 400);
+		assert_eq!(Balances::free_balance(jury[0].0), jurors_before[0] + 75);
+		assert_eq!(Balances::free_balance(jury[1].0), jurors_before[1] + 75);
+		assert_eq!(Balances::free_balance(jury[2].0), jurors_before[2], "did not vote guilty");
+		assert_eq!(Balances::free_balance(TREASURY), 1 + 250);
 		assert_eq!(bond_held(OUTSIDER), 0);
 		assert!(OpenChallenges::<Test>::get(0).is_none());
 		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::Guilty));
@@ -186,6 +198,18 @@ fn unresolved_challenge_expires_at_its_block() {
 		assert_eq!(Balances::free_balance(OUTSIDER), 10_000);
 		assert!(!<Challenges as ChallengesInspect<_>>::is_guilty(0, 1, &3));
 		assert_eq!(events().last(), Some(&Event::ChallengeExpired { challenge_id: 0 }));
+		// The two jurors that did not vote lose 10 % of their drawn stake and their seat.
+		assert_eq!(TrainerStaking::active_stake(&jury[0].0), 1_000);
+		assert!(Jurors::<Test>::get().contains(&jury[0].0));
+		for (j, _) in &jury[1..] {
+			assert_eq!(TrainerStaking::active_stake(j), 900);
+			assert!(!Jurors::<Test>::get().contains(j));
+			assert!(events().contains(&Event::JurorNoShow {
+				challenge_id: 0,
+				juror: *j,
+				slashed: 100
+			}));
+		}
 		assert_eq!(Votes::<Test>::iter_prefix(0).count(), 0, "votes cleared");
 		assert!(OpenAgainst::<Test>::get((0, 1, 3)) == 0);
 	});

@@ -17,6 +17,7 @@ pub trait WeightInfo {
 	fn open_challenge(m: u32, ) -> Weight;
 	fn vote() -> Weight;
 	fn on_initialize_expire(e: u32, ) -> Weight;
+	fn expire() -> Weight;
 	fn register_juror(j: u32, ) -> Weight;
 }
 
@@ -29,51 +30,55 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Snapshots` (r:1 w:0)
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Verdicts` (r:1 w:0)
+	/// Proof: `Challenges::Verdicts` (`max_values`: None, `max_size`: Some(57), added: 2532, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenAgainst` (r:1 w:1)
 	/// Proof: `Challenges::OpenAgainst` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Members` (r:1 w:0)
+	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::NextChallengeId` (r:1 w:1)
 	/// Proof: `Challenges::NextChallengeId` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(103), added: 2578, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(121), added: 2596, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:2 w:2)
-	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(270), added: 2745, mode: `MaxEncodedLen`)
+	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(141), added: 2616, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenChallenges` (r:0 w:1)
 	/// Proof: `Challenges::OpenChallenges` (`max_values`: None, `max_size`: Some(449), added: 2924, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
 	fn open_challenge(m: u32, ) -> Weight {
-		// Proof size: measured `1113`, estimated `6480` bytes.
-		Weight::from_parts(97_637_513, 6480)
-			.saturating_add(Weight::from_parts(950_254, 0).saturating_mul(m.into()))
-			.saturating_add(T::DbWeight::get().reads(9_u64))
+		// Proof size: measured `3299`, estimated `6222` bytes.
+		Weight::from_parts(928_024_319, 6222)
+			.saturating_add(Weight::from_parts(1_957_146, 0).saturating_mul(m.into()))
+			.saturating_add(T::DbWeight::get().reads(11_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
 	/// Storage: `Challenges::OpenChallenges` (r:1 w:1)
 	/// Proof: `Challenges::OpenChallenges` (`max_values`: None, `max_size`: Some(449), added: 2924, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::Votes` (r:4 w:4)
+	/// Storage: `Challenges::Votes` (r:5 w:4)
 	/// Proof: `Challenges::Votes` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Verdicts` (r:1 w:1)
+	/// Proof: `Challenges::Verdicts` (`max_values`: None, `max_size`: Some(57), added: 2532, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::Ledger` (r:1 w:1)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:2 w:2)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(103), added: 2578, mode: `MaxEncodedLen`)
-	/// Storage: `System::Account` (r:3 w:3)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(121), added: 2596, mode: `MaxEncodedLen`)
+	/// Storage: `System::Account` (r:7 w:7)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenAgainst` (r:1 w:1)
 	/// Proof: `Challenges::OpenAgainst` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::Verdicts` (r:1 w:1)
-	/// Proof: `Challenges::Verdicts` (`max_values`: None, `max_size`: Some(57), added: 2532, mode: `MaxEncodedLen`)
 	fn vote() -> Weight {
-		// Proof size: measured `2717`, estimated `11134` bytes.
-		Weight::from_parts(217_071_000, 11134)
-			.saturating_add(T::DbWeight::get().reads(14_u64))
-			.saturating_add(T::DbWeight::get().writes(14_u64))
+		// Proof size: measured `3344`, estimated `19211` bytes.
+		Weight::from_parts(489_977_000, 19211)
+			.saturating_add(T::DbWeight::get().reads(19_u64))
+			.saturating_add(T::DbWeight::get().writes(18_u64))
 	}
 	/// Storage: `Challenges::Expiries` (r:1 w:1)
-	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(270), added: 2745, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::OpenChallenges` (r:64 w:64)
+	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(141), added: 2616, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::OpenChallenges` (r:32 w:32)
 	/// Proof: `Challenges::OpenChallenges` (`max_values`: None, `max_size`: Some(449), added: 2924, mode: `MaxEncodedLen`)
 	/// Storage: `System::BlockHash` (r:1 w:0)
 	/// Proof: `System::BlockHash` (`max_values`: None, `max_size`: Some(44), added: 2519, mode: `MaxEncodedLen`)
@@ -81,16 +86,40 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::Jurors` (`max_values`: Some(1), `max_size`: Some(8194), added: 8689, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::Ledger` (r:256 w:0)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
-	/// The range of component `e` is `[0, 64]`.
+	/// The range of component `e` is `[0, 32]`.
 	fn on_initialize_expire(e: u32, ) -> Weight {
-		// Proof size: measured `28069`, estimated `815070` bytes.
-		Weight::from_parts(652_660_845, 815070)
-			.saturating_add(Weight::from_parts(509_927_923, 0).saturating_mul(e.into()))
-			.saturating_add(T::DbWeight::get().reads(212_u64))
-			.saturating_add(T::DbWeight::get().reads((2_u64).saturating_mul(e.into())))
+		// Proof size: measured `28117`, estimated `815070` bytes.
+		Weight::from_parts(577_082_516, 815070)
+			.saturating_add(Weight::from_parts(521_346_818, 0).saturating_mul(e.into()))
+			.saturating_add(T::DbWeight::get().reads(213_u64))
+			.saturating_add(T::DbWeight::get().reads((3_u64).saturating_mul(e.into())))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 			.saturating_add(T::DbWeight::get().writes((1_u64).saturating_mul(e.into())))
 			.saturating_add(Weight::from_parts(0, 2924).saturating_mul(e.into()))
+	}
+	/// Storage: `Challenges::OpenChallenges` (r:1 w:1)
+	/// Proof: `Challenges::OpenChallenges` (`max_values`: None, `max_size`: Some(449), added: 2924, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Votes` (r:5 w:0)
+	/// Proof: `Challenges::Votes` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Jurors` (r:1 w:1)
+	/// Proof: `Challenges::Jurors` (`max_values`: Some(1), `max_size`: Some(8194), added: 8689, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::Ledger` (r:5 w:5)
+	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
+	/// Storage: `Balances::Holds` (r:6 w:6)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(121), added: 2596, mode: `MaxEncodedLen`)
+	/// Storage: `System::Account` (r:7 w:7)
+	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
+	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::OpenAgainst` (r:1 w:1)
+	/// Proof: `Challenges::OpenAgainst` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Verdicts` (r:1 w:1)
+	/// Proof: `Challenges::Verdicts` (`max_values`: None, `max_size`: Some(57), added: 2532, mode: `MaxEncodedLen`)
+	fn expire() -> Weight {
+		// Proof size: measured `17081`, estimated `19211` bytes.
+		Weight::from_parts(521_128_000, 19211)
+			.saturating_add(T::DbWeight::get().reads(28_u64))
+			.saturating_add(T::DbWeight::get().writes(23_u64))
 	}
 	/// Storage: `TrainerStaking::Ledger` (r:257 w:0)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
@@ -99,8 +128,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `j` is `[1, 256]`.
 	fn register_juror(j: u32, ) -> Weight {
 		// Proof size: measured `650`, estimated `9679` bytes.
-		Weight::from_parts(20_168_000, 9679)
-			.saturating_add(Weight::from_parts(922_016, 0).saturating_mul(j.into()))
+		Weight::from_parts(19_918_000, 9679)
+			.saturating_add(Weight::from_parts(838_399, 0).saturating_mul(j.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 			.saturating_add(Weight::from_parts(0, 465).saturating_mul(j.into()))
@@ -110,27 +139,32 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn open_challenge(m: u32, ) -> Weight {
-		Weight::from_parts(97_637_513, 6480)
-			.saturating_add(Weight::from_parts(950_254, 0).saturating_mul(m.into()))
-			.saturating_add(RocksDbWeight::get().reads(9_u64))
+		Weight::from_parts(928_024_319, 6222)
+			.saturating_add(Weight::from_parts(1_957_146, 0).saturating_mul(m.into()))
+			.saturating_add(RocksDbWeight::get().reads(11_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn vote() -> Weight {
-		Weight::from_parts(217_071_000, 11134)
-			.saturating_add(RocksDbWeight::get().reads(14_u64))
-			.saturating_add(RocksDbWeight::get().writes(14_u64))
+		Weight::from_parts(489_977_000, 19211)
+			.saturating_add(RocksDbWeight::get().reads(19_u64))
+			.saturating_add(RocksDbWeight::get().writes(18_u64))
 	}
 	fn on_initialize_expire(e: u32, ) -> Weight {
-		Weight::from_parts(652_660_845, 815070)
-			.saturating_add(Weight::from_parts(509_927_923, 0).saturating_mul(e.into()))
-			.saturating_add(RocksDbWeight::get().reads(212_u64))
-			.saturating_add(RocksDbWeight::get().reads((2_u64).saturating_mul(e.into())))
+		Weight::from_parts(577_082_516, 815070)
+			.saturating_add(Weight::from_parts(521_346_818, 0).saturating_mul(e.into()))
+			.saturating_add(RocksDbWeight::get().reads(213_u64))
+			.saturating_add(RocksDbWeight::get().reads((3_u64).saturating_mul(e.into())))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(e.into())))
 	}
+	fn expire() -> Weight {
+		Weight::from_parts(521_128_000, 19211)
+			.saturating_add(RocksDbWeight::get().reads(28_u64))
+			.saturating_add(RocksDbWeight::get().writes(23_u64))
+	}
 	fn register_juror(j: u32, ) -> Weight {
-		Weight::from_parts(20_168_000, 9679)
-			.saturating_add(Weight::from_parts(922_016, 0).saturating_mul(j.into()))
+		Weight::from_parts(19_918_000, 9679)
+			.saturating_add(Weight::from_parts(838_399, 0).saturating_mul(j.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}

@@ -85,6 +85,16 @@ pub struct MemberView<AccountId, Balance> {
 	pub from_round: RoundIndex,
 }
 
+/// The off-chain identity a member registered at `join_pool`: what its signed messages are
+/// checked against.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct MemberKey {
+	/// libp2p peer id (multihash bytes).
+	pub peer_id: Vec<u8>,
+	/// ML-DSA-65 public key ([`protocol::evidence::PUBLIC_KEY_LEN`] bytes).
+	pub ml_dsa_key: Vec<u8>,
+}
+
 /// Bonded stake, implemented by `pallet-trainer-staking`.
 pub trait TrainerStake<AccountId> {
 	/// Balance type (planck).
@@ -129,6 +139,9 @@ pub trait PoolsInterface<AccountId, Balance, BlockNumber> {
 	fn member_states(pool: PoolId) -> Vec<protocol::MemberState<AccountId>>;
 	/// Removes `who` from `pool` (inactivity leak); its commitment ends like a `leave_pool`.
 	fn drop_member(pool: PoolId, who: &AccountId);
+	/// The registration of member `index` of `pool` if it is `who`'s — a current member or
+	/// one that left but whose key is still kept for challenges of the rounds it was in.
+	fn member_key(pool: PoolId, index: MemberIndex, who: &AccountId) -> Option<MemberKey>;
 	/// Closes `round` (final or voided): moves the pool to the next round or completes it.
 	/// Returns the new current round, or `None` when the pool completed.
 	fn close_round(pool: PoolId, round: RoundIndex) -> Option<RoundIndex>;
@@ -207,12 +220,17 @@ impl<AccountId> ChallengesInspect<AccountId> for () {
 	}
 }
 
+/// Seed of the ML-DSA-65 key benchmark members register
+/// ([`protocol::evidence::signing::public_key`]).
+pub const BENCHMARK_KEY_SEED: [u8; 32] = [9; 32];
+
 /// Sets up pools for other pallets' benchmarks; implemented by `pallet-training-pools` with
 /// the `runtime-benchmarks` feature.
 pub trait PoolSetup<AccountId> {
 	/// Creates a pool needing `members` trainers (clamped to `1..=MaxMembers`), lets that many
 	/// funded, bonded accounts join (so it is `Training` at round 1) and returns its id and the
 	/// members in index order. The pool has 10 rounds, quorum 67 %, timeout 100 and a
-	/// challenge window of 10 blocks.
+	/// challenge window of 10 blocks. Every member registers the ML-DSA-65 key of
+	/// [`BENCHMARK_KEY_SEED`], so benchmarks can sign its announcements.
 	fn training_pool(members: u32) -> (PoolId, Vec<AccountId>);
 }

@@ -16,6 +16,7 @@
 //! | [`jury`] | stake-weighted jury draw and the ⅔-of-stake verdict |
 //! | [`leak`] | the inactivity leak of members who do not commit in voided rounds |
 //! | [`spec`] | bounds on every pool-spec field |
+//! | [`evidence`] | the signed gossip messages of members and their ML-DSA-65 verification (challenge evidence) |
 //!
 //! Units: stakes and rewards in planck (`u128`), times in blocks (`u64`), quorum and shares in
 //! parts per billion (`u32`, [`PPB`] = 100 %). All arithmetic is exact or saturating; no function
@@ -26,6 +27,7 @@
 extern crate alloc;
 
 pub mod arith;
+pub mod evidence;
 pub mod jury;
 pub mod leak;
 pub mod quorum;
@@ -36,6 +38,7 @@ pub mod tally;
 pub mod timeline;
 
 pub use arith::{mul_div_floor, PPB};
+pub use evidence::{verify_announcement, Announcement, EvidenceError};
 pub use jury::{draw_jury, JuryVotes, Verdict};
 pub use leak::LeakRule;
 pub use quorum::{quorum_threshold, reaches_quorum};

@@ -92,7 +92,7 @@ fn guilty_contributor_is_not_paid() {
 			0,
 			1,
 			3,
-			[0; 32]
+			announcement(0, 1, 3, [0; 32])
 		));
 		run_to_block(2); // the jury is drawn
 		let jury = pallet_challenges::OpenChallenges::<Test>::get(0).unwrap().jury.to_vec();
@@ -128,7 +128,7 @@ fn innocent_or_expired_accused_is_paid() {
 			0,
 			1,
 			3,
-			[0; 32]
+			announcement(0, 1, 3, [0; 32])
 		));
 		// No juror registered: no verdict at the draw (block 2), long before settlement at 33.
 		run_to_block(33);

@@ -8,10 +8,12 @@
 //! each test.
 #![allow(dead_code)]
 
+use codec::Encode;
 use frame_support::{
 	assert_ok, derive_impl, parameter_types,
 	traits::{ConstU128, ConstU32, ConstU64, Hooks},
 };
+use pallet_challenges::Evidence;
 use pallet_training_pools::{PoolSpec, ML_DSA_65_PUBLIC_KEY_LEN};
 use sp_runtime::{BuildStorage, Perbill};
 
@@ -86,11 +88,15 @@ pub const BOND: Balance = 300;
 pub const JURY_DELAY: u64 = 1;
 /// Voting period = round timeout + this.
 pub const VOTE_MARGIN: u64 = 10;
+/// A member's storage deposit, planck.
+pub const MEMBER_DEPOSIT: Balance = 5;
 
 parameter_types! {
 	pub const Treasury: AccountId = TREASURY;
 	pub const SlashFraction: Perbill = Perbill::from_percent(50);
 	pub const ChallengerShare: Perbill = Perbill::from_percent(20);
+	pub const JurorShare: Perbill = Perbill::from_percent(30);
+	pub const NoShowSlash: Perbill = Perbill::from_percent(10);
 	pub const InactivityLeak: Perbill = Perbill::from_percent(1);
 	pub const Limits: synod_primitives::protocol::SpecLimits = synod_primitives::protocol::SpecLimits {
 		max_rounds: 100,
@@ -129,6 +135,7 @@ impl pallet_training_pools::Config for Test {
 	type SpecLimits = Limits;
 	type JuryDelay = ConstU64<JURY_DELAY>;
 	type VoteMargin = ConstU64<VOTE_MARGIN>;
+	type MemberDeposit = ConstU128<MEMBER_DEPOSIT>;
 	type WeightInfo = ();
 	#[cfg(feature = "runtime-benchmarks")]
 	type BenchmarkHelper = BenchHelper;
@@ -158,6 +165,8 @@ impl pallet_challenges::Config for Test {
 	type JurySize = ConstU32<3>;
 	type SlashFraction = SlashFraction;
 	type ChallengerShare = ChallengerShare;
+	type JurorShare = JurorShare;
+	type NoShowSlash = NoShowSlash;
 	type MaxPoolMembers = ConstU32<MAX_MEMBERS>;
 	type MaxExpiriesPerBlock = ConstU32<4>;
 	type MaxJurors = ConstU32<6>;
@@ -315,6 +324,42 @@ pub fn peer(who: AccountId) -> frame_support::BoundedVec<u8, ConstU32<64>> {
 	vec![0, 36, who as u8].try_into().expect("short")
 }
 
+/// The seed of `who`'s ML-DSA-65 member key.
+pub fn key_seed(who: AccountId) -> [u8; 32] {
+	[who as u8; 32]
+}
+
+/// `who`'s ML-DSA-65 public key (of [`key_seed`]).
+pub fn ml_dsa_key(who: AccountId) -> Box<[u8; ML_DSA_65_PUBLIC_KEY_LEN]> {
+	let public = synod_primitives::protocol::evidence::signing::public_key(&key_seed(who));
+	Box::new(public.try_into().expect("1952 bytes"))
+}
+
+/// `who`'s member index in `pool` (current or former member), if any.
+pub fn member_index(pool: u32, who: AccountId) -> Option<u32> {
+	pallet_training_pools::Members::<Test>::get(pool, who)
+		.map(|m| m.index)
+		.or_else(|| {
+			pallet_training_pools::FormerMembers::<Test>::iter_prefix(pool)
+				.find(|(_, f)| f.who == who)
+				.map(|(i, _)| i)
+		})
+}
+
+/// `who`'s signed announcement of payload `digest` for `round` of `pool`, as gossiped: the
+/// evidence `open_challenge` takes (member index `u32::MAX` if `who` never was a member).
+pub fn announcement(pool: u32, round: u32, who: AccountId, digest: [u8; 32]) -> Evidence {
+	use synod_primitives::protocol::evidence::{signing, Body, Envelope, PayloadRef};
+	let envelope = Envelope {
+		pool: pool.into(),
+		round,
+		member: member_index(pool, who).unwrap_or(u32::MAX),
+		peer_id: peer(who).into_inner(),
+		body: Body::Alive { seq: 1, payload: Some(PayloadRef { digest, size: 1_000 }) },
+	};
+	signing::sign(&key_seed(who), envelope).encode().try_into().expect("fits")
+}
+
 /// Bonds `stake` for `who` and joins `pool` with all of it.
 pub fn bond_and_join(who: AccountId, pool: u32, stake: Balance) {
 	assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), stake));
@@ -323,7 +368,7 @@ pub fn bond_and_join(who: AccountId, pool: u32, stake: Balance) {
 		pool,
 		stake,
 		peer(who),
-		Box::new([who as u8; ML_DSA_65_PUBLIC_KEY_LEN]),
+		ml_dsa_key(who),
 	));
 }
 

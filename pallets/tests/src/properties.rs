@@ -27,6 +27,7 @@ enum Op {
 	},
 	Join(usize, u32, u128),
 	Leave(usize, u32),
+	ReleaseDeposit(usize, u32, u32),
 	Cancel(usize, u32),
 	Commit {
 		who: usize,
@@ -95,6 +96,7 @@ fn op() -> impl Strategy<Value = Op> {
 			}),
 		(who.clone(), pool.clone(), amount()).prop_map(|(w, p, a)| Op::Join(w, p, a)),
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Leave(w, p)),
+		(who.clone(), pool.clone(), 0..6u32).prop_map(|(w, p, i)| Op::ReleaseDeposit(w, p, i)),
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Cancel(w, p)),
 		(who.clone(), pool.clone(), 0..3u32, 0..3u8, any::<u8>())
 			.prop_map(|(who, pool, ahead, hash, mask)| Op::Commit { who, pool, ahead, hash, mask }),
@@ -132,8 +134,9 @@ fn apply(op: &Op) {
 			p,
 			a,
 			peer(ACCOUNTS[w]),
-			Box::new([w as u8; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]),
+			ml_dsa_key(ACCOUNTS[w]),
 		),
+		Op::ReleaseDeposit(w, p, i) => TrainingPools::release_member_deposit(o(w), p, i),
 		Op::Leave(w, p) => TrainingPools::leave_pool(o(w), p),
 		Op::Cancel(w, p) => TrainingPools::cancel_pool(o(w), p),
 		Op::Commit { who, pool, ahead, hash, mask } => {
@@ -151,9 +154,13 @@ fn apply(op: &Op) {
 			)
 		},
 		Op::VoidExpired(w, p) => Checkpoints::void_expired_round(o(w), p),
-		Op::Challenge { who, pool, round, accused } => {
-			Challenges::open_challenge(o(who), pool, round, ACCOUNTS[accused], [9; 32])
-		},
+		Op::Challenge { who, pool, round, accused } => Challenges::open_challenge(
+			o(who),
+			pool,
+			round,
+			ACCOUNTS[accused],
+			announcement(pool, round, ACCOUNTS[accused], [9; 32]),
+		),
 		Op::Vote(w, c, g) => Challenges::vote(o(w), c, g),
 		Op::RegisterJuror(w) => Challenges::register_juror(o(w)),
 		Op::UnregisterJuror(w) => Challenges::unregister_juror(o(w)),

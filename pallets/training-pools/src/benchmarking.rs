@@ -2,7 +2,7 @@
 //! (`T::Staking` is TrainerStaking in Synod's runtime and the mock).
 
 use super::*;
-use crate::pallet::{BalanceOf, Pools};
+use crate::pallet::{BalanceOf, FormerMembers, Pools};
 use frame_benchmarking::v2::*;
 use frame_support::{
 	traits::{fungible::Mutate, Get},
@@ -53,6 +53,16 @@ fn spec<T: Config>(min_trainers: u32, max_trainers: u32) -> PoolSpec<T> {
 	}
 }
 
+/// The ML-DSA-65 key of [`synod_primitives::BENCHMARK_KEY_SEED`].
+fn bench_key() -> MlDsaPublicKey {
+	let mut key = [0u8; ML_DSA_65_PUBLIC_KEY_LEN];
+	let public = synod_primitives::protocol::evidence::signing::public_key(
+		&synod_primitives::BENCHMARK_KEY_SEED,
+	);
+	key.copy_from_slice(&public);
+	key
+}
+
 fn join<T: Config>(pool: u32, i: u32) -> Result<T::AccountId, BenchmarkError>
 where
 	T: Config,
@@ -61,13 +71,7 @@ where
 	let who = funded::<T>("trainer", i);
 	T::BenchmarkHelper::bond(&who, stake::<T>());
 	let peer = BoundedVec::truncate_from(alloc::vec![7u8; T::MaxPeerIdLen::get() as usize]);
-	Pallet::<T>::do_join_pool(
-		who.clone(),
-		pool,
-		stake::<T>(),
-		peer,
-		[9u8; ML_DSA_65_PUBLIC_KEY_LEN],
-	)?;
+	Pallet::<T>::do_join_pool(who.clone(), pool, stake::<T>(), peer, bench_key())?;
 	Ok(who)
 }
 
@@ -139,6 +143,21 @@ mod benchmarks {
 		let who = last.ok_or(BenchmarkError::Weightless)?;
 		#[extrinsic_call]
 		_(RawOrigin::Signed(who), 0);
+		Ok(())
+	}
+
+	#[benchmark]
+	fn release_member_deposit() -> Result<(), BenchmarkError> {
+		let creator = funded::<T>("creator", 0);
+		let max = T::MaxMembers::get();
+		Pallet::<T>::do_create_pool(creator, spec::<T>(max, max))?;
+		let who = join::<T>(0, 0)?;
+		Pallet::<T>::do_leave_pool(who.clone(), 0)?;
+		let kept_until = FormerMembers::<T>::get(0, 0).map(|f| f.kept_until).unwrap_or_default();
+		frame_system::Pallet::<T>::set_block_number(kept_until + 1u32.into());
+		#[extrinsic_call]
+		_(RawOrigin::Signed(who), 0, 0);
+		assert!(FormerMembers::<T>::get(0, 0).is_none());
 		Ok(())
 	}
 

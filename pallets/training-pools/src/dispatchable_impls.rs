@@ -1,12 +1,14 @@
 //! The logic behind the calls.
 
-use crate::{pallet::*, Event, MemberInfo, MlDsaPublicKey, PoolInfo, PoolSpec};
+use crate::{pallet::*, Event, FormerMember, MemberInfo, MlDsaPublicKey, PoolInfo, PoolSpec};
 use frame_support::{
 	pallet_prelude::*,
 	traits::{fungible::MutateHold, tokens::Precision},
 };
 use sp_runtime::traits::{CheckedAdd, CheckedMul, SaturatedConversion, Saturating, Zero};
-use synod_primitives::{OnTrainingStarted, PoolId, PoolStatus, StakeCommitments, TrainerStake};
+use synod_primitives::{
+	MemberIndex, OnTrainingStarted, PoolId, PoolStatus, StakeCommitments, Timeline, TrainerStake,
+};
 
 impl<T: Config> Pallet<T> {
 	pub(crate) fn budget_reason() -> T::RuntimeHoldReason {
@@ -100,6 +102,10 @@ impl<T: Config> Pallet<T> {
 		let mut pools = TrainerPools::<T>::get(&who);
 		pools.try_push(pool_id).map_err(|_| Error::<T>::TooManyPools)?;
 
+		let deposit = T::MemberDeposit::get();
+		T::Currency::hold(&Self::deposit_reason(), &who, deposit)
+			.map_err(|_| Error::<T>::InsufficientDeposit)?;
+
 		let index = pool.next_member_index;
 		pool.next_member_index = index.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		pool.member_count = pool.member_count.checked_add(1).ok_or(Error::<T>::Overflow)?;
@@ -124,6 +130,7 @@ impl<T: Config> Pallet<T> {
 				stake,
 				from_round,
 				joined_at: frame_system::Pallet::<T>::block_number(),
+				deposit,
 			},
 		);
 		MemberList::<T>::insert(pool_id, list);
@@ -144,7 +151,9 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Ends `who`'s membership of `pool_id`: its record, its place in the member list and its
-	/// commitment. Snapshots already taken keep it (Checkpoints freezes them per round).
+	/// commitment. Snapshots already taken keep it (Checkpoints freezes them per round), and
+	/// its registration moves to [`FormerMembers`] with its deposit, so that its signed
+	/// announcements can still be checked as challenge evidence of the rounds it was in.
 	pub(crate) fn remove_member(pool_id: PoolId, who: &T::AccountId) -> DispatchResult {
 		let mut pool = Pools::<T>::get(pool_id).ok_or(Error::<T>::PoolNotFound)?;
 		let member = Members::<T>::take(pool_id, who).ok_or(Error::<T>::NotMember)?;
@@ -152,7 +161,59 @@ impl<T: Config> Pallet<T> {
 		pool.total_stake = pool.total_stake.saturating_sub(member.stake);
 		MemberList::<T>::mutate(pool_id, |l| l.retain(|m| m != who));
 		TrainerPools::<T>::mutate(who, |p| p.retain(|id| *id != pool_id));
+		// Every round it is in opened at or before now, so its deadline is at most
+		// `deadline(now)`; its challenges end by `slashable_until` of that.
+		let timeline = Self::timeline(&pool);
+		let now: u64 = frame_system::Pallet::<T>::block_number().saturated_into();
+		FormerMembers::<T>::insert(
+			pool_id,
+			member.index,
+			FormerMember {
+				who: who.clone(),
+				peer_id: member.peer_id,
+				ml_dsa_key: member.ml_dsa_key,
+				deposit: member.deposit,
+				kept_until: timeline.slashable_until(timeline.deadline(now)).saturated_into(),
+			},
+		);
 		Pools::<T>::insert(pool_id, pool);
+		Ok(())
+	}
+
+	/// The pool's timeline (from its spec and the runtime's jury constants).
+	pub(crate) fn timeline(pool: &PoolInfo<T>) -> Timeline {
+		Timeline::for_pool(
+			pool.spec.round_timeout.saturated_into(),
+			pool.spec.challenge_window.saturated_into(),
+			T::JuryDelay::get().saturated_into(),
+			T::VoteMargin::get().saturated_into(),
+		)
+	}
+
+	pub(crate) fn deposit_reason() -> T::RuntimeHoldReason {
+		HoldReason::MemberDeposit.into()
+	}
+
+	pub(crate) fn do_release_member_deposit(pool_id: PoolId, index: MemberIndex) -> DispatchResult {
+		let former = FormerMembers::<T>::get(pool_id, index).ok_or(Error::<T>::NoFormerMember)?;
+		ensure!(
+			frame_system::Pallet::<T>::block_number() > former.kept_until,
+			Error::<T>::DepositStillNeeded
+		);
+		FormerMembers::<T>::remove(pool_id, index);
+		let amount = T::Currency::release(
+			&Self::deposit_reason(),
+			&former.who,
+			former.deposit,
+			Precision::BestEffort,
+		)
+		.unwrap_or_default();
+		Self::deposit_event(Event::MemberDepositReleased {
+			pool_id,
+			index,
+			who: former.who,
+			amount,
+		});
 		Ok(())
 	}
 
@@ -230,6 +291,21 @@ impl<T: Config> Pallet<T> {
 				);
 			}
 			ensure!(stake == pool.total_stake, "total_stake differs from the members' stakes");
+		}
+		let mut deposits: BTreeMap<T::AccountId, BalanceOf<T>> = BTreeMap::new();
+		for (_, who, m) in Members::<T>::iter() {
+			let e = deposits.entry(who).or_default();
+			*e = e.saturating_add(m.deposit);
+		}
+		for (_, _, f) in FormerMembers::<T>::iter() {
+			let e = deposits.entry(f.who).or_default();
+			*e = e.saturating_add(f.deposit);
+		}
+		for (who, held) in deposits {
+			ensure!(
+				T::Currency::balance_on_hold(&Self::deposit_reason(), &who) == held,
+				"member deposit hold differs from the account's records"
+			);
 		}
 		for (creator, held) in held_by_creator {
 			ensure!(

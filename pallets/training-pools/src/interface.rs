@@ -12,8 +12,8 @@ use frame_support::{
 use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::traits::{SaturatedConversion, Saturating, Zero};
 use synod_primitives::{
-	protocol::MemberState, MemberView, PoolId, PoolStatus, PoolsInterface, RoundIndex, RoundParams,
-	StakeCommitments, Timeline, TrainerStake,
+	protocol::MemberState, MemberIndex, MemberKey, MemberView, PoolId, PoolStatus, PoolsInterface,
+	RoundIndex, RoundParams, StakeCommitments, TrainerStake,
 };
 
 impl<T: Config> StakeCommitments<T::AccountId, BalanceOf<T>> for Pallet<T> {
@@ -32,18 +32,13 @@ impl<T: Config> StakeCommitments<T::AccountId, BalanceOf<T>> for Pallet<T> {
 impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> for Pallet<T> {
 	fn round_params(pool: PoolId) -> Option<RoundParams<T::AccountId, BalanceOf<T>>> {
 		Pools::<T>::get(pool).map(|p| RoundParams {
+			timeline: Self::timeline(&p),
 			creator: p.creator,
 			status: p.status,
 			initial_checkpoint: p.spec.initial_weights_hash,
 			current_round: p.current_round,
 			rounds: p.spec.rounds,
 			quorum: p.spec.quorum,
-			timeline: Timeline::for_pool(
-				p.spec.round_timeout.saturated_into(),
-				p.spec.challenge_window.saturated_into(),
-				T::JuryDelay::get().saturated_into(),
-				T::VoteMargin::get().saturated_into(),
-			),
 			reward_per_round: p.spec.reward_per_round,
 			budget_reserved: p.budget_reserved,
 		})
@@ -79,6 +74,21 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 		if Self::remove_member(pool_id, who).is_ok() {
 			Self::deposit_event(Event::MemberDropped { pool_id, who: who.clone() });
 		}
+	}
+
+	fn member_key(pool: PoolId, index: MemberIndex, who: &T::AccountId) -> Option<MemberKey> {
+		if let Some(m) = Members::<T>::get(pool, who).filter(|m| m.index == index) {
+			return Some(MemberKey {
+				peer_id: m.peer_id.into_inner(),
+				ml_dsa_key: m.ml_dsa_key.to_vec(),
+			});
+		}
+		FormerMembers::<T>::get(pool, index)
+			.filter(|f| f.who == *who)
+			.map(|f| MemberKey {
+				peer_id: f.peer_id.into_inner(),
+				ml_dsa_key: f.ml_dsa_key.to_vec(),
+			})
 	}
 
 	fn close_round(pool_id: PoolId, round: RoundIndex) -> Option<RoundIndex> {

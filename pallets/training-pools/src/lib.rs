@@ -57,7 +57,7 @@ pub mod pallet {
 		traits::{fungible, fungible::Inspect},
 	};
 	use frame_system::pallet_prelude::*;
-	use synod_primitives::{OnTrainingStarted, PoolId, RoundIndex, TrainerStake};
+	use synod_primitives::{MemberIndex, OnTrainingStarted, PoolId, RoundIndex, TrainerStake};
 
 	/// Balance type of the currency.
 	pub type BalanceOf<T> =
@@ -69,6 +69,10 @@ pub mod pallet {
 		/// A pool creator's reward budget.
 		#[codec(index = 0)]
 		PoolBudget,
+		/// A member's storage deposit: its record and ML-DSA key (kept after it leaves while
+		/// challenges of its rounds are possible; see [`Pallet::release_member_deposit`]).
+		#[codec(index = 1)]
+		MemberDeposit,
 	}
 
 	#[pallet::pallet]
@@ -112,6 +116,11 @@ pub mod pallet {
 		/// (`voting_period = round_timeout + VoteMargin`).
 		#[pallet::constant]
 		type VoteMargin: Get<BlockNumberFor<Self>>;
+		/// Storage deposit a member holds at `join_pool`, in planck: it pays for its record and
+		/// its 1952-byte ML-DSA key (~2.1 KB) until the key is no longer needed as challenge
+		/// evidence.
+		#[pallet::constant]
+		type MemberDeposit: Get<BalanceOf<Self>>;
 		/// Weights of this pallet's calls.
 		type WeightInfo: WeightInfo;
 		/// Gives benchmark accounts bonded stake.
@@ -136,6 +145,13 @@ pub mod pallet {
 	#[pallet::storage]
 	pub type MemberList<T: Config> =
 		StorageMap<_, Twox64Concat, PoolId, BoundedVec<T::AccountId, T::MaxMembers>, ValueQuery>;
+
+	/// Registrations of members that left or were dropped, by pool and member index, kept (with
+	/// their deposit) until no challenge of a round they were in can be opened or decided:
+	/// challenge evidence is checked against the key registered for that index.
+	#[pallet::storage]
+	pub type FormerMembers<T: Config> =
+		StorageDoubleMap<_, Twox64Concat, PoolId, Twox64Concat, MemberIndex, FormerMember<T>>;
 
 	/// Pools (Open or Training) each account is a member of; their stakes are committed.
 	#[pallet::storage]
@@ -207,6 +223,17 @@ pub mod pallet {
 			/// The round in flight, which still closes normally.
 			last_round: RoundIndex,
 		},
+		/// The storage deposit of former member `index` of `pool_id` went back to `who`.
+		MemberDepositReleased {
+			/// Pool.
+			pool_id: PoolId,
+			/// Member index.
+			index: MemberIndex,
+			/// Former member.
+			who: T::AccountId,
+			/// Planck released.
+			amount: BalanceOf<T>,
+		},
 		/// `who` was dropped from `pool_id` by the inactivity leak (it committed nothing in
 		/// several voided rounds in a row); it is in no later snapshot.
 		MemberDropped {
@@ -267,6 +294,13 @@ pub mod pallet {
 		InvalidPeerId,
 		/// Only the creator or root may cancel.
 		NotCreator,
+		/// The caller's free balance cannot hold `MemberDeposit`.
+		InsufficientDeposit,
+		/// No former member with this index in this pool.
+		NoFormerMember,
+		/// The former member's key may still be needed as challenge evidence (see
+		/// `FormerMember::kept_until`).
+		DepositStillNeeded,
 		/// The pool has already completed or been cancelled.
 		PoolEnded,
 	}
@@ -338,6 +372,22 @@ pub mod pallet {
 				Err(_) => Some(ensure_signed(origin)?),
 			};
 			Self::do_cancel_pool(caller, pool_id)
+		}
+
+		/// Releases the storage deposit of former member `index` of `pool_id` to its account
+		/// and deletes its registration (any signed account may call it) once no challenge of a
+		/// round it was in can still use its key (`FormerMember::kept_until` has passed).
+		///
+		/// Errors: [`Error::NoFormerMember`], [`Error::DepositStillNeeded`].
+		#[pallet::call_index(4)]
+		#[pallet::weight(T::WeightInfo::release_member_deposit())]
+		pub fn release_member_deposit(
+			origin: OriginFor<T>,
+			pool_id: PoolId,
+			index: MemberIndex,
+		) -> DispatchResult {
+			ensure_signed(origin)?;
+			Self::do_release_member_deposit(pool_id, index)
 		}
 	}
 

@@ -15,7 +15,7 @@ fn spec() -> crate::PoolSpec<Test> {
 }
 
 fn key(who: AccountId) -> Box<crate::MlDsaPublicKey> {
-	Box::new([who as u8; crate::ML_DSA_65_PUBLIC_KEY_LEN])
+	ml_dsa_key(who)
 }
 
 fn events() -> Vec<Event<Test>> {
@@ -151,6 +151,53 @@ fn join_pool_errors() {
 		assert_noop!(join(4, 0, 500), Error::<Test>::PoolFull);
 		assert_ok!(TrainingPools::cancel_pool(RuntimeOrigin::signed(CREATOR), 1));
 		assert_noop!(join(4, 1, 500), Error::<Test>::PoolClosed);
+	});
+}
+
+#[test]
+fn member_deposit_is_held_until_the_key_is_no_longer_needed() {
+	run_test(|| {
+		let deposit = |who: AccountId| {
+			Balances::balance_on_hold(
+				&RuntimeHoldReason::TrainingPools(HoldReason::MemberDeposit),
+				&who,
+			)
+		};
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		// All but 2 planck bonded: the deposit cannot be held.
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(7), FUNDS - 2));
+		assert_noop!(
+			TrainingPools::join_pool(RuntimeOrigin::signed(7), 0, 500, peer(7), key(7)),
+			Error::<Test>::InsufficientDeposit
+		);
+		bond_and_join(1, 0, 600);
+		assert_eq!(deposit(1), MEMBER_DEPOSIT);
+		assert_noop!(
+			TrainingPools::release_member_deposit(RuntimeOrigin::signed(2), 0, 0),
+			Error::<Test>::NoFormerMember
+		);
+		// Leaving at block 1: rounds it is in have deadlines ≤ 1 + 10; kept until their
+		// challenges are over, slashable_until(11).
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0));
+		let former = crate::FormerMembers::<Test>::get(0, 0).expect("kept");
+		assert_eq!((former.who, former.deposit, former.kept_until), (1, MEMBER_DEPOSIT, 43));
+		assert_eq!(former.ml_dsa_key, *key(1));
+		assert_eq!(deposit(1), MEMBER_DEPOSIT);
+		System::set_block_number(43);
+		assert_noop!(
+			TrainingPools::release_member_deposit(RuntimeOrigin::signed(2), 0, 0),
+			Error::<Test>::DepositStillNeeded
+		);
+		System::set_block_number(44);
+		assert_ok!(TrainingPools::release_member_deposit(RuntimeOrigin::signed(2), 0, 0));
+		assert_eq!(deposit(1), 0);
+		assert!(events().contains(&Event::MemberDepositReleased {
+			pool_id: 0,
+			index: 0,
+			who: 1,
+			amount: MEMBER_DEPOSIT
+		}));
+		assert!(crate::FormerMembers::<Test>::get(0, 0).is_none());
 	});
 }
 

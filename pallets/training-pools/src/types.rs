@@ -105,4 +105,27 @@ pub struct MemberInfo<T: Config> {
 	pub from_round: RoundIndex,
 	/// Block of joining.
 	pub joined_at: BlockNumberFor<T>,
+	/// Storage deposit held ([`crate::HoldReason::MemberDeposit`]), in planck.
+	pub deposit: BalanceOf<T>,
+}
+
+/// The registration of a member that left (or was dropped), kept for challenges of the rounds
+/// it was in.
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct FormerMember<T: Config> {
+	/// Its account.
+	pub who: T::AccountId,
+	/// libp2p peer id (multihash bytes) it signed its messages with.
+	pub peer_id: BoundedVec<u8, T::MaxPeerIdLen>,
+	/// ML-DSA-65 public key its announcements are checked against.
+	pub ml_dsa_key: MlDsaPublicKey,
+	/// Storage deposit still held, in planck.
+	pub deposit: BalanceOf<T>,
+	/// Last block at which a challenge of a round it was in can be open
+	/// (`Timeline::slashable_until` of the latest deadline it could be in); after it the
+	/// deposit may be released.
+	pub kept_until: BlockNumberFor<T>,
 }

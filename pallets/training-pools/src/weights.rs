@@ -17,6 +17,7 @@ pub trait WeightInfo {
 	fn create_pool() -> Weight;
 	fn join_pool() -> Weight;
 	fn leave_pool() -> Weight;
+	fn release_member_deposit() -> Weight;
 	fn cancel_pool(m: u32, ) -> Weight;
 }
 
@@ -28,31 +29,35 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(103), added: 2578, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(121), added: 2596, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:0 w:1)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(336), added: 2811, mode: `MaxEncodedLen`)
 	fn create_pool() -> Weight {
 		// Proof size: measured `109`, estimated `3593` bytes.
-		Weight::from_parts(63_414_000, 3593)
+		Weight::from_parts(62_531_000, 3593)
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(336), added: 2811, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Members` (r:32 w:1)
-	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2106), added: 4581, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::TrainerPools` (r:1 w:1)
 	/// Proof: `TrainingPools::TrainerPools` (`max_values`: None, `max_size`: Some(81), added: 2556, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::Ledger` (r:32 w:0)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::MemberList` (r:1 w:1)
 	/// Proof: `TrainingPools::MemberList` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
+	/// Storage: `System::Account` (r:1 w:1)
+	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
+	/// Storage: `Balances::Holds` (r:1 w:1)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(121), added: 2596, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::SlashableUntil` (r:32 w:32)
 	/// Proof: `TrainerStaking::SlashableUntil` (`max_values`: None, `max_size`: Some(52), added: 2527, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Commits` (r:32 w:0)
 	/// Proof: `Checkpoints::Commits` (`max_values`: None, `max_size`: Some(225), added: 2700, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Deadlines` (r:1 w:1)
-	/// Proof: `Checkpoints::Deadlines` (`max_values`: None, `max_size`: Some(526), added: 3001, mode: `MaxEncodedLen`)
+	/// Proof: `Checkpoints::Deadlines` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::OpenRounds` (r:0 w:1)
 	/// Proof: `Checkpoints::OpenRounds` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Snapshots` (r:0 w:1)
@@ -60,24 +65,38 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Checkpoints::Candidates` (r:0 w:1)
 	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
 	fn join_pool() -> Weight {
-		// Proof size: measured `69495`, estimated `147582` bytes.
-		Weight::from_parts(662_635_000, 147582)
-			.saturating_add(T::DbWeight::get().reads(132_u64))
-			.saturating_add(T::DbWeight::get().writes(40_u64))
+		// Proof size: measured `70759`, estimated `148094` bytes.
+		Weight::from_parts(774_662_000, 148094)
+			.saturating_add(T::DbWeight::get().reads(134_u64))
+			.saturating_add(T::DbWeight::get().writes(42_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(336), added: 2811, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Members` (r:1 w:1)
-	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2106), added: 4581, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::MemberList` (r:1 w:1)
 	/// Proof: `TrainingPools::MemberList` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::TrainerPools` (r:1 w:1)
 	/// Proof: `TrainingPools::TrainerPools` (`max_values`: None, `max_size`: Some(81), added: 2556, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::FormerMembers` (r:0 w:1)
+	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
 	fn leave_pool() -> Weight {
-		// Proof size: measured `4536`, estimated `5571` bytes.
-		Weight::from_parts(56_624_000, 5571)
+		// Proof size: measured `4552`, estimated `5587` bytes.
+		Weight::from_parts(70_310_000, 5587)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
-			.saturating_add(T::DbWeight::get().writes(4_u64))
+			.saturating_add(T::DbWeight::get().writes(5_u64))
+	}
+	/// Storage: `TrainingPools::FormerMembers` (r:1 w:1)
+	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
+	/// Storage: `System::Account` (r:1 w:1)
+	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
+	/// Storage: `Balances::Holds` (r:1 w:1)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(121), added: 2596, mode: `MaxEncodedLen`)
+	fn release_member_deposit() -> Weight {
+		// Proof size: measured `2480`, estimated `5559` bytes.
+		Weight::from_parts(72_120_000, 5559)
+			.saturating_add(T::DbWeight::get().reads(3_u64))
+			.saturating_add(T::DbWeight::get().writes(3_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(336), added: 2811, mode: `MaxEncodedLen`)
@@ -88,12 +107,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(103), added: 2578, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(121), added: 2596, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[1, 32]`.
 	fn cancel_pool(m: u32, ) -> Weight {
 		// Proof size: measured `708`, estimated `4502` bytes.
-		Weight::from_parts(66_514_476, 4502)
-			.saturating_add(Weight::from_parts(5_837_689, 0).saturating_mul(m.into()))
+		Weight::from_parts(80_910_310, 4502)
+			.saturating_add(Weight::from_parts(6_001_184, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(3_u64))
@@ -105,23 +124,28 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn create_pool() -> Weight {
-		Weight::from_parts(63_414_000, 3593)
+		Weight::from_parts(62_531_000, 3593)
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn join_pool() -> Weight {
-		Weight::from_parts(662_635_000, 147582)
-			.saturating_add(RocksDbWeight::get().reads(132_u64))
-			.saturating_add(RocksDbWeight::get().writes(40_u64))
+		Weight::from_parts(774_662_000, 148094)
+			.saturating_add(RocksDbWeight::get().reads(134_u64))
+			.saturating_add(RocksDbWeight::get().writes(42_u64))
 	}
 	fn leave_pool() -> Weight {
-		Weight::from_parts(56_624_000, 5571)
+		Weight::from_parts(70_310_000, 5587)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
-			.saturating_add(RocksDbWeight::get().writes(4_u64))
+			.saturating_add(RocksDbWeight::get().writes(5_u64))
+	}
+	fn release_member_deposit() -> Weight {
+		Weight::from_parts(72_120_000, 5559)
+			.saturating_add(RocksDbWeight::get().reads(3_u64))
+			.saturating_add(RocksDbWeight::get().writes(3_u64))
 	}
 	fn cancel_pool(m: u32, ) -> Weight {
-		Weight::from_parts(66_514_476, 4502)
-			.saturating_add(Weight::from_parts(5_837_689, 0).saturating_mul(m.into()))
+		Weight::from_parts(80_910_310, 4502)
+			.saturating_add(Weight::from_parts(6_001_184, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(3_u64))

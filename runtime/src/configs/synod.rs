@@ -22,6 +22,9 @@ parameter_types! {
 	pub const MinBond: Balance = UNIT;
 	/// Unbonding takes 10 minutes.
 	pub const UnbondingPeriod: BlockNumber = 10 * MINUTES;
+	/// A member's storage deposit: 0.25 SYN for its record and 1952-byte ML-DSA key
+	/// (~2.1 KB at ~0.1 SYN per KB plus one item), kept while the key can serve as evidence.
+	pub const MemberDeposit: Balance = UNIT / 4;
 	/// A challenger holds 10 SYN.
 	pub const ChallengeBond: Balance = 10 * UNIT;
 	/// A jury is drawn 2 blocks after its challenge was opened (from a block hash that did not
@@ -32,8 +35,12 @@ parameter_types! {
 	pub const VoteMargin: BlockNumber = MINUTES / 2;
 	/// A guilty member loses 10 % of its snapshot stake…
 	pub const SlashFraction: Perbill = Perbill::from_percent(10);
-	/// …half of which goes to the challenger.
+	/// …half of which goes to the challenger…
 	pub const ChallengerShare: Perbill = Perbill::from_percent(50);
+	/// …a quarter to the jurors who voted guilty (the rest to the treasury).
+	pub const JurorShare: Perbill = Perbill::from_percent(25);
+	/// A drawn juror that does not vote loses 1 % of its drawn stake and its registration.
+	pub const NoShowSlash: Perbill = Perbill::from_percent(1);
 	/// A member silent in a voided round loses 1 % of its snapshot stake.
 	pub const InactivityLeak: Perbill = Perbill::from_percent(1);
 	/// A juror needs 10 SYN bonded…
@@ -81,6 +88,7 @@ impl pallet_training_pools::Config for Runtime {
 	type SpecLimits = PoolSpecLimits;
 	type JuryDelay = JuryDelay;
 	type VoteMargin = VoteMargin;
+	type MemberDeposit = MemberDeposit;
 	type WeightInfo = pallet_training_pools::weights::SubstrateWeight<Runtime>;
 	#[cfg(feature = "runtime-benchmarks")]
 	type BenchmarkHelper = benchmark_helpers::Helper;
@@ -112,9 +120,12 @@ impl pallet_challenges::Config for Runtime {
 	type JurySize = ConstU32<5>;
 	type SlashFraction = SlashFraction;
 	type ChallengerShare = ChallengerShare;
+	type JurorShare = JurorShare;
+	type NoShowSlash = NoShowSlash;
 	type MaxPoolMembers = ConstU32<MAX_POOL_MEMBERS>;
-	// Jury draws over 256 jurors ≈ 0.6 ms each: 32 per block ≈ 20 ms.
-	type MaxExpiriesPerBlock = ConstU32<32>;
+	// A draw over 256 jurors ≈ 0.6 ms, an expiry slashing a silent jury ≈ 1.9 ms; each due item
+	// is charged both: 16 per block ≈ 40 ms. The rest advance lazily (`advance_challenge`).
+	type MaxExpiriesPerBlock = ConstU32<16>;
 	type MaxJurors = ConstU32<256>;
 	type MinJurorStake = MinJurorStake;
 	type MinJuryStake = MinJuryStake;

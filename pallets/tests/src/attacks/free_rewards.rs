@@ -25,11 +25,17 @@ fn late_commit_is_not_a_free_reward() {
 			0,
 			1,
 			3,
-			[0x44; 32]
+			announcement(0, 1, 3, [0x44; 32])
 		));
 		run_to_block(12);
 		assert_noop!(
-			Challenges::open_challenge(RuntimeOrigin::signed(OUTSIDER), 0, 1, 2, [0x44; 32]),
+			Challenges::open_challenge(
+				RuntimeOrigin::signed(OUTSIDER),
+				0,
+				1,
+				2,
+				announcement(0, 1, 2, [0x44; 32])
+			),
 			pallet_challenges::Error::<Test>::ChallengeWindowClosed
 		);
 	});

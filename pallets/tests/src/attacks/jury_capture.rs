@@ -75,7 +75,13 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 	run_test(|| {
 		sybil_pool();
 		jurors(&[4, 5, 6, 7, 8], 1_000);
-		assert_ok!(Challenges::open_challenge(RuntimeOrigin::signed(2), 0, 1, 1, [0x44; 32]));
+		assert_ok!(Challenges::open_challenge(
+			RuntimeOrigin::signed(2),
+			0,
+			1,
+			1,
+			announcement(0, 1, 1, [0x44; 32])
+		));
 		let c = OpenChallenges::<Test>::get(0).expect("open");
 		assert!(c.jury.is_empty() && c.draw_at > System::block_number());
 		// Nobody can vote before the draw.
@@ -98,7 +104,7 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 					0,
 					1,
 					1,
-					[0x44; 32]
+					announcement(0, 1, 1, [0x44; 32])
 				));
 				let c = OpenChallenges::<Test>::get(0).expect("open");
 				run_to_block(c.draw_at - 1);
@@ -122,6 +128,7 @@ fn conviction_needs_two_thirds_of_jury_stake() {
 		jurors(&[5], 2_000);
 		jurors(&[6, 7], 500);
 		let (free_2, treasury) = (free(2), free(TREASURY));
+		let (free_5, free_6) = (free(5), free(6));
 		let (id, jury) = challenge(2, 0, 1, 1);
 		assert_eq!(jury.iter().map(|(_, s)| s).sum::<u128>(), 3_000);
 		// Two of three jurors by count (1 000, a third of the stake) cannot convict…
@@ -131,11 +138,12 @@ fn conviction_needs_two_thirds_of_jury_stake() {
 		// …the juror holding ⅔ of the stake decides.
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(5), id, true));
 		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
-		// 50 % of the snapshot stake (1 000); 20 % of it to the challenger, the rest to the
-		// treasury; the bond is back.
+		// 50 % of the snapshot stake (1 000): 30 % of it (150) to the guilty voters by stake
+		// (100, 25, 25), 20 % to the challenger, the rest to the treasury; the bond is back.
 		assert_eq!(staked(1), 500);
 		assert_eq!(free(2), free_2 + 100);
-		assert_eq!(free(TREASURY), treasury + 400);
+		assert_eq!((free(5), free(6)), (free_5 + 100, free_6 + 25));
+		assert_eq!(free(TREASURY), treasury + 250);
 	});
 }
 

@@ -6,6 +6,7 @@
 mod below_quorum;
 mod bounds;
 mod candidate_flooding;
+mod forged_evidence;
 mod free_rewards;
 mod jury_capture;
 mod sham_challenge;
@@ -30,7 +31,7 @@ pub(crate) fn challenge(
 		pool,
 		round,
 		accused,
-		[0x44; 32]
+		announcement(pool, round, accused, [0x44; 32])
 	));
 	let c = pallet_challenges::OpenChallenges::<Test>::get(id).expect("opened");
 	assert!(c.jury.is_empty(), "the jury is not known when the challenge is opened");

@@ -12,7 +12,13 @@ fn sham_challenge_does_not_shield_the_cheater() {
 		final_round();
 		jurors(&[6, 7, 8], 1_000);
 		// Member 2, a friend of cheater 1, opens a sham challenge first…
-		assert_ok!(Challenges::open_challenge(RuntimeOrigin::signed(2), 0, 1, 1, [0; 32]));
+		assert_ok!(Challenges::open_challenge(
+			RuntimeOrigin::signed(2),
+			0,
+			1,
+			1,
+			announcement(0, 1, 1, [0; 32])
+		));
 		// …the real challenge is still accepted, and convicts.
 		let (real, jury) = challenge(3, 0, 1, 1);
 		all_vote(real, &jury, true);
@@ -34,10 +40,28 @@ fn sham_challenge_does_not_shield_the_cheater() {
 fn open_challenges_per_contribution_are_bounded() {
 	run_test(|| {
 		final_round();
-		assert_ok!(Challenges::open_challenge(RuntimeOrigin::signed(2), 0, 1, 1, [0; 32]));
-		assert_ok!(Challenges::open_challenge(RuntimeOrigin::signed(3), 0, 1, 1, [0; 32]));
+		assert_ok!(Challenges::open_challenge(
+			RuntimeOrigin::signed(2),
+			0,
+			1,
+			1,
+			announcement(0, 1, 1, [0; 32])
+		));
+		assert_ok!(Challenges::open_challenge(
+			RuntimeOrigin::signed(3),
+			0,
+			1,
+			1,
+			announcement(0, 1, 1, [0; 32])
+		));
 		assert_noop!(
-			Challenges::open_challenge(RuntimeOrigin::signed(4), 0, 1, 1, [0; 32]),
+			Challenges::open_challenge(
+				RuntimeOrigin::signed(4),
+				0,
+				1,
+				1,
+				announcement(0, 1, 1, [0; 32])
+			),
 			Error::<Test>::AlreadyChallenged
 		);
 	});
@@ -49,7 +73,13 @@ fn repeated_challenges_cannot_slash_twice() {
 		final_round();
 		jurors(&[6, 7, 8], 1_000);
 		// Two challenges against the same contribution, both convicting.
-		assert_ok!(Challenges::open_challenge(RuntimeOrigin::signed(2), 0, 1, 1, [0; 32]));
+		assert_ok!(Challenges::open_challenge(
+			RuntimeOrigin::signed(2),
+			0,
+			1,
+			1,
+			announcement(0, 1, 1, [0; 32])
+		));
 		let (second, jury) = challenge(3, 0, 1, 1);
 		all_vote(0, &jury, true);
 		assert_eq!(staked(1), 500);
@@ -61,7 +91,13 @@ fn repeated_challenges_cannot_slash_twice() {
 			slashed: 0
 		}));
 		assert_noop!(
-			Challenges::open_challenge(RuntimeOrigin::signed(4), 0, 1, 1, [0; 32]),
+			Challenges::open_challenge(
+				RuntimeOrigin::signed(4),
+				0,
+				1,
+				1,
+				announcement(0, 1, 1, [0; 32])
+			),
 			Error::<Test>::AlreadyConvicted
 		);
 	});
