@@ -8,7 +8,6 @@
 //! pool's [`MemberSet`] and round window.
 
 use libp2p::PeerId;
-use parity_scale_codec::Encode;
 use synod_protocol::evidence::EvidenceError;
 pub use synod_protocol::evidence::{Body, Envelope, PayloadRef, Signed, DOMAIN, MAX_MESSAGE_BYTES};
 
@@ -54,11 +53,6 @@ pub fn sign(envelope: Envelope, key: &MemberKey) -> Signed {
     Signed { envelope, signature }
 }
 
-/// SCALE bytes of `signed` for the wire.
-pub fn to_bytes(signed: &Signed) -> Vec<u8> {
-    signed.encode()
-}
-
 /// Decodes and validates a message: size, shape, pool, membership (index and peer id must
 /// match the registration), signature, and round window `[min_round, min_round + 2]`
 /// (callers pass their current round − 1: one round behind to one ahead).
@@ -88,6 +82,7 @@ pub fn open(bytes: &[u8], members: &MemberSet, min_round: u32) -> Result<Envelop
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parity_scale_codec::Encode;
     use crate::{Member, MemberKey};
 
     fn setup() -> (MemberKey, PeerId, MemberSet) {
@@ -104,7 +99,7 @@ mod tests {
     #[test]
     fn valid_messages_open_and_every_defect_has_its_rejection() {
         let (key, peer, set) = setup();
-        let ok = to_bytes(&sign(env(peer, 9, 5, 0), &key));
+        let ok = sign(env(peer, 9, 5, 0), &key).encode();
         assert_eq!(open(&ok, &set, 5).unwrap().round, 5);
         assert_eq!(open(&ok, &set, 4).unwrap().round, 5);
         assert_eq!(open(&ok, &set, 3).unwrap().round, 5);
@@ -113,19 +108,19 @@ mod tests {
         assert_eq!(open(&ok[..ok.len() - 1], &set, 5), Err(Rejection::Malformed));
         assert_eq!(open(&[ok.clone(), vec![0]].concat(), &set, 5), Err(Rejection::Malformed));
         assert_eq!(open(&vec![0; MAX_MESSAGE_BYTES + 1], &set, 5), Err(Rejection::TooLarge(MAX_MESSAGE_BYTES + 1)));
-        let other_pool = to_bytes(&sign(env(peer, 8, 5, 0), &key));
+        let other_pool = sign(env(peer, 8, 5, 0), &key).encode();
         assert_eq!(open(&other_pool, &set, 5), Err(Rejection::WrongPool(8)));
-        let unknown = to_bytes(&sign(env(peer, 9, 5, 1), &key));
+        let unknown = sign(env(peer, 9, 5, 1), &key).encode();
         assert_eq!(open(&unknown, &set, 5), Err(Rejection::NotMember));
         let wrong_peer = libp2p::identity::Keypair::ed25519_from_bytes([2; 32]).unwrap().public().to_peer_id();
-        let spoofed = to_bytes(&sign(env(wrong_peer, 9, 5, 0), &key));
+        let spoofed = sign(env(wrong_peer, 9, 5, 0), &key).encode();
         assert_eq!(open(&spoofed, &set, 5), Err(Rejection::PeerMismatch));
         assert!(Rejection::PeerMismatch.penalized() && Rejection::BadSignature.penalized() && Rejection::Malformed.penalized());
         assert!(!Rejection::NotMember.penalized() && !Rejection::Stale(1).penalized() && !Rejection::WrongPool(1).penalized());
-        let forged = to_bytes(&sign(env(peer, 9, 5, 0), &MemberKey::from_seed([3; 32])));
+        let forged = sign(env(peer, 9, 5, 0), &MemberKey::from_seed([3; 32])).encode();
         assert_eq!(open(&forged, &set, 5), Err(Rejection::BadSignature));
         let mut flipped = Signed::decode_wire(&ok).unwrap();
         flipped.envelope.round = 6;
-        assert_eq!(open(&to_bytes(&flipped), &set, 5), Err(Rejection::BadSignature));
+        assert_eq!(open(&flipped.encode(), &set, 5), Err(Rejection::BadSignature));
     }
 }

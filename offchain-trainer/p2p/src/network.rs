@@ -13,6 +13,7 @@ use libp2p::{allow_block_list, connection_limits, gossipsub, identify, identity,
 use tokio::sync::{mpsc, oneshot};
 
 use crate::message::{self, Body, Envelope, PayloadRef, Rejection};
+use parity_scale_codec::Encode;
 use crate::protocol::{serve, ChunkCodec, ChunkRequest, ChunkResponse, CHECKPOINT_PROTOCOL, PSEUDOGRAD_PROTOCOL};
 use crate::{MemberKey, MemberSet, NetError};
 
@@ -447,7 +448,7 @@ impl EventLoop {
 
     fn envelope(&self, round: u32, body: Body) -> Vec<u8> {
         let e = Envelope { pool: self.members.pool, round, member: self.me, peer_id: self.swarm.local_peer_id().to_bytes(), body };
-        message::to_bytes(&message::sign(e, &self.key))
+        message::sign(e, &self.key).encode()
     }
 
     /// One heartbeat per round we still serve a payload for (the current and the previous one),

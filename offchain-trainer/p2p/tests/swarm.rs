@@ -7,6 +7,7 @@ use synod_checkpoint::{NamedTensor, ParamSet};
 use synod_codec::EncodeOptions;
 use synod_diloco::{encode_pseudo_gradient, Mean, NesterovSgd, OuterState};
 use synod_p2p::libp2p_identity::Keypair;
+use parity_scale_codec::Encode;
 use synod_p2p::message::{self, Body, Envelope};
 use synod_p2p::{all_gather, spawn, Client, ExchangeConfig, ExchangeOutcome, Member, MemberKey, MemberSet, Multiaddr, NetConfig};
 
@@ -197,7 +198,7 @@ async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned
     rogue.publish_raw(b"\x00garbage that is no SCALE message".to_vec()).await.unwrap();
     // A replay: member 0's genuine message for round 0 re-sent by someone else.
     let old = Envelope { pool: POOL, round: 0, member: 0, peer_id: ids[0].0.public().to_peer_id().to_bytes(), body: Body::Leave };
-    rogue.publish_raw(message::to_bytes(&message::sign(old, &ids[0].1))).await.unwrap();
+    rogue.publish_raw(message::sign(old, &ids[0].1).encode()).await.unwrap();
     // The rogue's own (badly signed) announcement, during the honest members' round.
     let r = rogue.clone();
     tokio::spawn(async move { all_gather(&r, 1, payload(3), cfg()).await });

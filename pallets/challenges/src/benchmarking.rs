@@ -54,6 +54,31 @@ fn seed_draw<T: Config>(draw_at: BlockNumberFor<T>) {
 	}
 }
 
+/// A final round of a full pool, `jurors` registered jurors, and challenge 0 against its first
+/// member opened and its (full) jury drawn; returns the pool and the accused.
+fn drawn_challenge<T: Config>(jurors: u32) -> Result<(PoolId, T::AccountId), BenchmarkError> {
+	let (pool, members) = T::BenchmarkHelper::final_round(T::MaxPoolMembers::get());
+	register_jurors::<T>(jurors)?;
+	let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
+	Pallet::<T>::do_open_challenge(
+		funded::<T>("challenger", 0),
+		pool,
+		1,
+		accused.clone(),
+		&evidence::<T>(pool, 1, &accused)?,
+	)?;
+	let draw_at = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.draw_at;
+	seed_draw::<T>(draw_at);
+	frame_system::Pallet::<T>::set_block_number(draw_at);
+	Pallet::<T>::advance(0, draw_at);
+	assert_eq!(
+		OpenChallenges::<T>::get(0).map(|c| c.jury.len() as u32),
+		Some(T::JurySize::get()),
+		"a full jury is drawn"
+	);
+	Ok((pool, accused))
+}
+
 /// Registers `n` jurors, each bonding enough for a jury of one to give a verdict.
 fn register_jurors<T: Config>(n: u32) -> Result<(), BenchmarkError> {
 	let stake: u128 = T::MinJurorStake::get()
@@ -87,20 +112,7 @@ mod benchmarks {
 	// full jury.
 	#[benchmark]
 	fn vote() -> Result<(), BenchmarkError> {
-		let (pool, members) = T::BenchmarkHelper::final_round(T::MaxPoolMembers::get());
-		register_jurors::<T>(T::JurySize::get())?;
-		let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
-		Pallet::<T>::do_open_challenge(
-			funded::<T>("challenger", 0),
-			pool,
-			1,
-			accused.clone(),
-			&evidence::<T>(pool, 1, &accused)?,
-		)?;
-		let draw_at = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.draw_at;
-		seed_draw::<T>(draw_at);
-		frame_system::Pallet::<T>::set_block_number(draw_at);
-		Pallet::<T>::advance(0, draw_at);
+		let (pool, accused) = drawn_challenge::<T>(T::JurySize::get())?;
 		let jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
 		let mut voters = jury.iter().map(|(j, _)| j.clone());
 		let mut last = voters.next().ok_or(BenchmarkError::Weightless)?;
@@ -157,25 +169,8 @@ mod benchmarks {
 	// and unregistered from a full list), no verdict.
 	#[benchmark]
 	fn expire() -> Result<(), BenchmarkError> {
-		let (pool, members) = T::BenchmarkHelper::final_round(T::MaxPoolMembers::get());
-		register_jurors::<T>(T::MaxJurors::get())?;
-		let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
-		Pallet::<T>::do_open_challenge(
-			funded::<T>("challenger", 0),
-			pool,
-			1,
-			accused.clone(),
-			&evidence::<T>(pool, 1, &accused)?,
-		)?;
+		let (pool, accused) = drawn_challenge::<T>(T::MaxJurors::get())?;
 		let c = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?;
-		seed_draw::<T>(c.draw_at);
-		frame_system::Pallet::<T>::set_block_number(c.draw_at);
-		Pallet::<T>::advance(0, c.draw_at);
-		assert_eq!(
-			OpenChallenges::<T>::get(0).map(|c| c.jury.len() as u32),
-			Some(T::JurySize::get()),
-			"a full jury is drawn"
-		);
 		frame_system::Pallet::<T>::set_block_number(c.expires_at);
 		#[block]
 		{

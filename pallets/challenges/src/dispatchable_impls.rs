@@ -145,12 +145,7 @@ impl<T: Config> Pallet<T> {
 		if c.jury.is_empty() && now >= c.draw_at {
 			let (jury, jury_stake) = Self::draw(id, &c);
 			if jury.is_empty() || jury_stake < T::MinJuryStake::get().saturated_into::<u128>() {
-				let _ = T::Currency::release(
-					&Self::bond_reason(),
-					&c.challenger,
-					c.bond,
-					Precision::BestEffort,
-				);
+				Self::release_bond(&c);
 				Self::close(id, &c, protocol::Verdict::NoJury);
 				Self::deposit_event(Event::NoJuryDrawn { challenge_id: id, jury_stake });
 				return;
@@ -199,6 +194,29 @@ impl<T: Config> Pallet<T> {
 		Ok(())
 	}
 
+	/// Releases the challenger's bond of `c`.
+	fn release_bond(c: &Challenge<T>) {
+		let _ = T::Currency::release(
+			&Self::bond_reason(),
+			&c.challenger,
+			c.bond,
+			Precision::BestEffort,
+		);
+	}
+
+	/// The jurors of `c` who voted `guilty`, with their drawn stake (planck).
+	fn voters(
+		challenge_id: ChallengeId,
+		c: &Challenge<T>,
+		guilty: bool,
+	) -> Vec<(T::AccountId, u128)> {
+		c.jury
+			.iter()
+			.filter(|(j, _)| Votes::<T>::get(challenge_id, j) == Some(guilty))
+			.cloned()
+			.collect()
+	}
+
 	fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
 		OpenChallenges::<T>::remove(challenge_id);
 		let _ = Votes::<T>::clear_prefix(challenge_id, T::JurySize::get(), None);
@@ -222,14 +240,10 @@ impl<T: Config> Pallet<T> {
 		let amount = if already { 0 } else { T::SlashFraction::get().mul_floor(c.accused_stake) };
 		// Paid out of it, in this order: `JurorShare` to the jurors who voted guilty (pro rata
 		// to their stake), `ChallengerShare` to the challenger; the rest goes to `Slash`.
-		let guilty_voters: Vec<(T::AccountId, u128)> = c
-			.jury
-			.iter()
-			.filter(|(j, _)| Votes::<T>::get(challenge_id, j) == Some(true))
-			.cloned()
-			.collect();
-		let (mut parts, _) =
-			protocol::split_by_stake(T::JurorShare::get().mul_floor(amount), &guilty_voters);
+		let (mut parts, _) = protocol::split_by_stake(
+			T::JurorShare::get().mul_floor(amount),
+			&Self::voters(challenge_id, &c, true),
+		);
 		parts.push((c.challenger.clone(), T::ChallengerShare::get().mul_floor(amount)));
 		let mut slashed = BalanceOf::<T>::zero();
 		let mut paid = 0u128;
@@ -246,12 +260,7 @@ impl<T: Config> Pallet<T> {
 			amount.saturating_sub(paid).saturated_into(),
 			None,
 		));
-		let _ = T::Currency::release(
-			&Self::bond_reason(),
-			&c.challenger,
-			c.bond,
-			Precision::BestEffort,
-		);
+		Self::release_bond(&c);
 		Self::close(challenge_id, &c, protocol::Verdict::Guilty);
 		Self::deposit_event(Event::AccusedFoundGuilty {
 			challenge_id,
@@ -268,13 +277,10 @@ impl<T: Config> Pallet<T> {
 		);
 		let bond_slashed = credit.peek();
 		// Jurors who voted innocent share the bond pro rata to their stake.
-		let voters: Vec<(T::AccountId, u128)> = c
-			.jury
-			.iter()
-			.filter(|(j, _)| Votes::<T>::get(challenge_id, j) == Some(false))
-			.cloned()
-			.collect();
-		let (shares, _) = protocol::split_by_stake(bond_slashed.saturated_into(), &voters);
+		let (shares, _) = protocol::split_by_stake(
+			bond_slashed.saturated_into(),
+			&Self::voters(challenge_id, &c, false),
+		);
 		let mut jurors_paid = BalanceOf::<T>::zero();
 		for (juror, share) in shares {
 			let (part, rest) = credit.split(share.saturated_into());
@@ -305,12 +311,7 @@ impl<T: Config> Pallet<T> {
 			protocol::Verdict::Innocent => return Self::acquit(challenge_id, c),
 			_ => {},
 		}
-		let _ = T::Currency::release(
-			&Self::bond_reason(),
-			&c.challenger,
-			c.bond,
-			Precision::BestEffort,
-		);
+		Self::release_bond(&c);
 		Self::close(challenge_id, &c, protocol::Verdict::Expired);
 		Self::deposit_event(Event::ChallengeExpired { challenge_id });
 	}

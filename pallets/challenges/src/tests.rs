@@ -8,13 +8,7 @@ use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
 use synod_primitives::{protocol::Verdict, ChallengesInspect, TrainerStake};
 
 fn open(challenger: AccountId, accused: AccountId) -> sp_runtime::DispatchResult {
-	Challenges::open_challenge(
-		RuntimeOrigin::signed(challenger),
-		0,
-		1,
-		accused,
-		announcement(0, 1, accused, [0xEE; 32]),
-	)
+	open_challenge(challenger, 0, 1, accused, [0xEE; 32])
 }
 
 fn events() -> Vec<Event<Test>> {

@@ -87,13 +87,7 @@ fn guilty_contributor_is_not_paid() {
 	run_test(|| {
 		final_round(); // trainers 1..=5 contribute to round 1 at block 1
 		jurors(&[6, 7, 8], 1_000);
-		assert_ok!(pallet_challenges::Pallet::<Test>::open_challenge(
-			RuntimeOrigin::signed(OUTSIDER),
-			0,
-			1,
-			3,
-			announcement(0, 1, 3, [0; 32])
-		));
+		assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0; 32]));
 		run_to_block(2); // the jury is drawn
 		let jury = pallet_challenges::OpenChallenges::<Test>::get(0).unwrap().jury.to_vec();
 		for (juror, _) in &jury[..2] {
@@ -123,13 +117,7 @@ fn guilty_contributor_is_not_paid() {
 fn innocent_or_expired_accused_is_paid() {
 	run_test(|| {
 		final_round();
-		assert_ok!(pallet_challenges::Pallet::<Test>::open_challenge(
-			RuntimeOrigin::signed(OUTSIDER),
-			0,
-			1,
-			3,
-			announcement(0, 1, 3, [0; 32])
-		));
+		assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0; 32]));
 		// No juror registered: no verdict at the draw (block 2), long before settlement at 33.
 		run_to_block(33);
 		assert_eq!(Claimable::<Test>::get(0, 3), 200);

@@ -360,6 +360,24 @@ pub fn announcement(pool: u32, round: u32, who: AccountId, digest: [u8; 32]) -> 
 	signing::sign(&key_seed(who), envelope).encode().try_into().expect("fits")
 }
 
+/// `challenger` opens a challenge against `accused`'s contribution to `round` of `pool`, with
+/// `accused`'s genuine signed announcement of payload `digest` as evidence.
+pub fn open_challenge(
+	challenger: AccountId,
+	pool: u32,
+	round: u32,
+	accused: AccountId,
+	digest: [u8; 32],
+) -> sp_runtime::DispatchResult {
+	Challenges::open_challenge(
+		RuntimeOrigin::signed(challenger),
+		pool,
+		round,
+		accused,
+		announcement(pool, round, accused, digest),
+	)
+}
+
 /// Bonds `stake` for `who` and joins `pool` with all of it.
 pub fn bond_and_join(who: AccountId, pool: u32, stake: Balance) {
 	assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), stake));

@@ -129,13 +129,9 @@ fn apply(op: &Op) {
 			s.challenge_window = window;
 			TrainingPools::create_pool(o(who), s)
 		},
-		Op::Join(w, p, a) => TrainingPools::join_pool(
-			o(w),
-			p,
-			a,
-			peer(ACCOUNTS[w]),
-			ml_dsa_key(ACCOUNTS[w]),
-		),
+		Op::Join(w, p, a) => {
+			TrainingPools::join_pool(o(w), p, a, peer(ACCOUNTS[w]), ml_dsa_key(ACCOUNTS[w]))
+		},
 		Op::ReleaseDeposit(w, p, i) => TrainingPools::release_member_deposit(o(w), p, i),
 		Op::Leave(w, p) => TrainingPools::leave_pool(o(w), p),
 		Op::Cancel(w, p) => TrainingPools::cancel_pool(o(w), p),
@@ -154,13 +150,9 @@ fn apply(op: &Op) {
 			)
 		},
 		Op::VoidExpired(w, p) => Checkpoints::void_expired_round(o(w), p),
-		Op::Challenge { who, pool, round, accused } => Challenges::open_challenge(
-			o(who),
-			pool,
-			round,
-			ACCOUNTS[accused],
-			announcement(pool, round, ACCOUNTS[accused], [9; 32]),
-		),
+		Op::Challenge { who, pool, round, accused } => {
+			open_challenge(ACCOUNTS[who], pool, round, ACCOUNTS[accused], [9; 32])
+		},
 		Op::Vote(w, c, g) => Challenges::vote(o(w), c, g),
 		Op::RegisterJuror(w) => Challenges::register_juror(o(w)),
 		Op::UnregisterJuror(w) => Challenges::unregister_juror(o(w)),

@@ -20,22 +20,10 @@ fn late_commit_is_not_a_free_reward() {
 		assert!(FinalCheckpoints::<Test>::get(0, 1).expect("final").contributors.contains(&3));
 		// …and can still be challenged for W more blocks.
 		run_to_block(11);
-		assert_ok!(Challenges::open_challenge(
-			RuntimeOrigin::signed(OUTSIDER),
-			0,
-			1,
-			3,
-			announcement(0, 1, 3, [0x44; 32])
-		));
+		assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0x44; 32]));
 		run_to_block(12);
 		assert_noop!(
-			Challenges::open_challenge(
-				RuntimeOrigin::signed(OUTSIDER),
-				0,
-				1,
-				2,
-				announcement(0, 1, 2, [0x44; 32])
-			),
+			open_challenge(OUTSIDER, 0, 1, 2, [0x44; 32]),
 			pallet_challenges::Error::<Test>::ChallengeWindowClosed
 		);
 	});

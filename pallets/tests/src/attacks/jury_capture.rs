@@ -75,13 +75,7 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 	run_test(|| {
 		sybil_pool();
 		jurors(&[4, 5, 6, 7, 8], 1_000);
-		assert_ok!(Challenges::open_challenge(
-			RuntimeOrigin::signed(2),
-			0,
-			1,
-			1,
-			announcement(0, 1, 1, [0x44; 32])
-		));
+		assert_ok!(open_challenge(2, 0, 1, 1, [0x44; 32]));
 		let c = OpenChallenges::<Test>::get(0).expect("open");
 		assert!(c.jury.is_empty() && c.draw_at > System::block_number());
 		// Nobody can vote before the draw.
@@ -99,13 +93,7 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 			ext.execute_with(|| {
 				sybil_pool();
 				jurors(&[4, 5, 6, 7, 8], 1_000);
-				assert_ok!(Challenges::open_challenge(
-					RuntimeOrigin::signed(2),
-					0,
-					1,
-					1,
-					announcement(0, 1, 1, [0x44; 32])
-				));
+				assert_ok!(open_challenge(2, 0, 1, 1, [0x44; 32]));
 				let c = OpenChallenges::<Test>::get(0).expect("open");
 				run_to_block(c.draw_at - 1);
 				frame_system::BlockHash::<Test>::insert(c.draw_at - 1, h);

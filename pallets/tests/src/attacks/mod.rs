@@ -26,13 +26,7 @@ pub(crate) fn challenge(
 	accused: AccountId,
 ) -> (u32, Vec<(AccountId, u128)>) {
 	let id = pallet_challenges::NextChallengeId::<Test>::get();
-	assert_ok!(Challenges::open_challenge(
-		RuntimeOrigin::signed(challenger),
-		pool,
-		round,
-		accused,
-		announcement(pool, round, accused, [0x44; 32])
-	));
+	assert_ok!(open_challenge(challenger, pool, round, accused, [0x44; 32]));
 	let c = pallet_challenges::OpenChallenges::<Test>::get(id).expect("opened");
 	assert!(c.jury.is_empty(), "the jury is not known when the challenge is opened");
 	run_to_block(c.draw_at);

@@ -12,13 +12,7 @@ fn sham_challenge_does_not_shield_the_cheater() {
 		final_round();
 		jurors(&[6, 7, 8], 1_000);
 		// Member 2, a friend of cheater 1, opens a sham challenge first…
-		assert_ok!(Challenges::open_challenge(
-			RuntimeOrigin::signed(2),
-			0,
-			1,
-			1,
-			announcement(0, 1, 1, [0; 32])
-		));
+		assert_ok!(open_challenge(2, 0, 1, 1, [0; 32]));
 		// …the real challenge is still accepted, and convicts.
 		let (real, jury) = challenge(3, 0, 1, 1);
 		all_vote(real, &jury, true);
@@ -40,30 +34,9 @@ fn sham_challenge_does_not_shield_the_cheater() {
 fn open_challenges_per_contribution_are_bounded() {
 	run_test(|| {
 		final_round();
-		assert_ok!(Challenges::open_challenge(
-			RuntimeOrigin::signed(2),
-			0,
-			1,
-			1,
-			announcement(0, 1, 1, [0; 32])
-		));
-		assert_ok!(Challenges::open_challenge(
-			RuntimeOrigin::signed(3),
-			0,
-			1,
-			1,
-			announcement(0, 1, 1, [0; 32])
-		));
-		assert_noop!(
-			Challenges::open_challenge(
-				RuntimeOrigin::signed(4),
-				0,
-				1,
-				1,
-				announcement(0, 1, 1, [0; 32])
-			),
-			Error::<Test>::AlreadyChallenged
-		);
+		assert_ok!(open_challenge(2, 0, 1, 1, [0; 32]));
+		assert_ok!(open_challenge(3, 0, 1, 1, [0; 32]));
+		assert_noop!(open_challenge(4, 0, 1, 1, [0; 32]), Error::<Test>::AlreadyChallenged);
 	});
 }
 
@@ -73,13 +46,7 @@ fn repeated_challenges_cannot_slash_twice() {
 		final_round();
 		jurors(&[6, 7, 8], 1_000);
 		// Two challenges against the same contribution, both convicting.
-		assert_ok!(Challenges::open_challenge(
-			RuntimeOrigin::signed(2),
-			0,
-			1,
-			1,
-			announcement(0, 1, 1, [0; 32])
-		));
+		assert_ok!(open_challenge(2, 0, 1, 1, [0; 32]));
 		let (second, jury) = challenge(3, 0, 1, 1);
 		all_vote(0, &jury, true);
 		assert_eq!(staked(1), 500);
@@ -90,15 +57,6 @@ fn repeated_challenges_cannot_slash_twice() {
 			accused: 1,
 			slashed: 0
 		}));
-		assert_noop!(
-			Challenges::open_challenge(
-				RuntimeOrigin::signed(4),
-				0,
-				1,
-				1,
-				announcement(0, 1, 1, [0; 32])
-			),
-			Error::<Test>::AlreadyConvicted
-		);
+		assert_noop!(open_challenge(4, 0, 1, 1, [0; 32]), Error::<Test>::AlreadyConvicted);
 	});
 }
