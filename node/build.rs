@@ -2,6 +2,6 @@
 use substrate_build_script_utils::{generate_cargo_keys, rerun_if_git_head_changed};
 
 fn main() {
-	generate_cargo_keys();
-	rerun_if_git_head_changed();
+    generate_cargo_keys();
+    rerun_if_git_head_changed();
 }

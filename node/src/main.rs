@@ -8,5 +8,5 @@ mod rpc;
 mod service;
 
 fn main() -> sc_cli::Result<()> {
-	command::run()
+    command::run()
 }

@@ -22,9 +22,9 @@ pub mod genesis_config_presets;
 
 use alloc::vec::Vec;
 use sp_runtime::{
-	generic, impl_opaque_keys,
-	traits::{BlakeTwo256, IdentifyAccount, Verify},
-	MultiAddress, MultiSignature,
+    generic, impl_opaque_keys,
+    traits::{BlakeTwo256, IdentifyAccount, Verify},
+    MultiAddress, MultiSignature,
 };
 use sp_version::RuntimeVersion;
 
@@ -36,41 +36,41 @@ pub use sp_runtime::BuildStorage;
 
 /// Types the node needs without knowing the runtime's extrinsic format.
 pub mod opaque {
-	use super::*;
-	pub use sp_runtime::OpaqueExtrinsic as UncheckedExtrinsic;
-	use sp_runtime::{generic, traits::Hash as HashT};
+    use super::*;
+    pub use sp_runtime::OpaqueExtrinsic as UncheckedExtrinsic;
+    use sp_runtime::{generic, traits::Hash as HashT};
 
-	/// Opaque block header type.
-	pub type Header = generic::Header<BlockNumber, BlakeTwo256>;
-	/// Opaque block type.
-	pub type Block = generic::Block<Header, UncheckedExtrinsic>;
-	/// Opaque block identifier type.
-	pub type BlockId = generic::BlockId<Block>;
-	/// Opaque block hash type.
-	pub type Hash = <BlakeTwo256 as HashT>::Output;
+    /// Opaque block header type.
+    pub type Header = generic::Header<BlockNumber, BlakeTwo256>;
+    /// Opaque block type.
+    pub type Block = generic::Block<Header, UncheckedExtrinsic>;
+    /// Opaque block identifier type.
+    pub type BlockId = generic::BlockId<Block>;
+    /// Opaque block hash type.
+    pub type Hash = <BlakeTwo256 as HashT>::Output;
 }
 
 impl_opaque_keys! {
-	/// Session keys of a validator: Aura (sr25519) and GRANDPA (ed25519).
-	pub struct SessionKeys {
-		/// Block authoring key.
-		pub aura: Aura,
-		/// Finality voting key.
-		pub grandpa: Grandpa,
-	}
+    /// Session keys of a validator: Aura (sr25519) and GRANDPA (ed25519).
+    pub struct SessionKeys {
+        /// Block authoring key.
+        pub aura: Aura,
+        /// Finality voting key.
+        pub grandpa: Grandpa,
+    }
 }
 
 /// Runtime version; `spec_version` must be bumped on every runtime logic change.
 #[sp_version::runtime_version]
 pub const VERSION: RuntimeVersion = RuntimeVersion {
-	spec_name: alloc::borrow::Cow::Borrowed("synod"),
-	impl_name: alloc::borrow::Cow::Borrowed("synod-node"),
-	authoring_version: 1,
-	spec_version: 102,
-	impl_version: 1,
-	apis: apis::RUNTIME_API_VERSIONS,
-	transaction_version: 1,
-	system_version: 1,
+    spec_name: alloc::borrow::Cow::Borrowed("synod"),
+    impl_name: alloc::borrow::Cow::Borrowed("synod-node"),
+    authoring_version: 1,
+    spec_version: 102,
+    impl_version: 1,
+    apis: apis::RUNTIME_API_VERSIONS,
+    transaction_version: 1,
+    system_version: 1,
 };
 
 /// Target block time in milliseconds. Short so that an outer round's commits are included
@@ -117,19 +117,19 @@ pub type BlockId = generic::BlockId<Block>;
 
 /// The transaction extensions, checked in this order. All are known to Polkadot.js.
 pub type TxExtension = (
-	frame_system::CheckNonZeroSender<Runtime>,
-	frame_system::CheckSpecVersion<Runtime>,
-	frame_system::CheckTxVersion<Runtime>,
-	frame_system::CheckGenesis<Runtime>,
-	frame_system::CheckEra<Runtime>,
-	frame_system::CheckNonce<Runtime>,
-	frame_system::CheckWeight<Runtime>,
-	pallet_transaction_payment::ChargeTransactionPayment<Runtime>,
+    frame_system::CheckNonZeroSender<Runtime>,
+    frame_system::CheckSpecVersion<Runtime>,
+    frame_system::CheckTxVersion<Runtime>,
+    frame_system::CheckGenesis<Runtime>,
+    frame_system::CheckEra<Runtime>,
+    frame_system::CheckNonce<Runtime>,
+    frame_system::CheckWeight<Runtime>,
+    pallet_transaction_payment::ChargeTransactionPayment<Runtime>,
 );
 
 /// Unchecked extrinsic type as expected by this runtime.
 pub type UncheckedExtrinsic =
-	generic::UncheckedExtrinsic<Address, RuntimeCall, Signature, TxExtension>;
+    generic::UncheckedExtrinsic<Address, RuntimeCall, Signature, TxExtension>;
 /// The payload being signed in transactions.
 pub type SignedPayload = generic::SignedPayload<RuntimeCall, TxExtension>;
 
@@ -139,55 +139,55 @@ type Migrations = ();
 
 /// Executive: dispatches to the various pallets.
 pub type Executive = frame_executive::Executive<
-	Runtime,
-	Block,
-	frame_system::ChainContext<Runtime>,
-	Runtime,
-	AllPalletsWithSystem,
-	Migrations,
+    Runtime,
+    Block,
+    frame_system::ChainContext<Runtime>,
+    Runtime,
+    AllPalletsWithSystem,
+    Migrations,
 >;
 
 #[frame_support::runtime]
 mod runtime {
-	#[runtime::runtime]
-	#[runtime::derive(
-		RuntimeCall,
-		RuntimeEvent,
-		RuntimeError,
-		RuntimeOrigin,
-		RuntimeFreezeReason,
-		RuntimeHoldReason,
-		RuntimeSlashReason,
-		RuntimeLockId,
-		RuntimeTask,
-		RuntimeViewFunction
-	)]
-	pub struct Runtime;
+    #[runtime::runtime]
+    #[runtime::derive(
+        RuntimeCall,
+        RuntimeEvent,
+        RuntimeError,
+        RuntimeOrigin,
+        RuntimeFreezeReason,
+        RuntimeHoldReason,
+        RuntimeSlashReason,
+        RuntimeLockId,
+        RuntimeTask,
+        RuntimeViewFunction
+    )]
+    pub struct Runtime;
 
-	#[runtime::pallet_index(0)]
-	pub type System = frame_system;
-	#[runtime::pallet_index(1)]
-	pub type Timestamp = pallet_timestamp;
-	#[runtime::pallet_index(2)]
-	pub type Aura = pallet_aura;
-	#[runtime::pallet_index(3)]
-	pub type Grandpa = pallet_grandpa;
-	#[runtime::pallet_index(4)]
-	pub type Balances = pallet_balances;
-	#[runtime::pallet_index(5)]
-	pub type TransactionPayment = pallet_transaction_payment;
-	#[runtime::pallet_index(6)]
-	pub type Sudo = pallet_sudo;
+    #[runtime::pallet_index(0)]
+    pub type System = frame_system;
+    #[runtime::pallet_index(1)]
+    pub type Timestamp = pallet_timestamp;
+    #[runtime::pallet_index(2)]
+    pub type Aura = pallet_aura;
+    #[runtime::pallet_index(3)]
+    pub type Grandpa = pallet_grandpa;
+    #[runtime::pallet_index(4)]
+    pub type Balances = pallet_balances;
+    #[runtime::pallet_index(5)]
+    pub type TransactionPayment = pallet_transaction_payment;
+    #[runtime::pallet_index(6)]
+    pub type Sudo = pallet_sudo;
 
-	// Synod: training is consensus.
-	#[runtime::pallet_index(10)]
-	pub type TrainerStaking = pallet_trainer_staking;
-	#[runtime::pallet_index(11)]
-	pub type TrainingPools = pallet_training_pools;
-	#[runtime::pallet_index(12)]
-	pub type Checkpoints = pallet_checkpoints;
-	#[runtime::pallet_index(13)]
-	pub type Challenges = pallet_challenges;
-	#[runtime::pallet_index(14)]
-	pub type Rewards = pallet_rewards;
+    // Synod: training is consensus.
+    #[runtime::pallet_index(10)]
+    pub type TrainerStaking = pallet_trainer_staking;
+    #[runtime::pallet_index(11)]
+    pub type TrainingPools = pallet_training_pools;
+    #[runtime::pallet_index(12)]
+    pub type Checkpoints = pallet_checkpoints;
+    #[runtime::pallet_index(13)]
+    pub type Challenges = pallet_challenges;
+    #[runtime::pallet_index(14)]
+    pub type Rewards = pallet_rewards;
 }

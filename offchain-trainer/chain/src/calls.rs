@@ -30,20 +30,44 @@ pub fn create_pool(spec: PoolSpec) -> Call<(PoolSpec,)> {
 /// [`crate::ChainError::Invalid`] if `peer_id` is over [`MAX_PEER_ID_LEN`] bytes or `ml_dsa_key`
 /// is not [`ML_DSA_65_PUBLIC_KEY_LEN`] bytes.
 #[allow(clippy::type_complexity)]
-pub fn join_pool(pool: u32, stake: u128, peer_id: Vec<u8>, ml_dsa_key: &[u8]) -> Result<Call<(u32, u128, Vec<u8>, Vec<u8>)>, crate::ChainError> {
+pub fn join_pool(
+    pool: u32,
+    stake: u128,
+    peer_id: Vec<u8>,
+    ml_dsa_key: &[u8],
+) -> Result<Call<(u32, u128, Vec<u8>, Vec<u8>)>, crate::ChainError> {
     if peer_id.len() > MAX_PEER_ID_LEN {
-        return Err(crate::ChainError::Invalid(format!("peer id of {} bytes (max {MAX_PEER_ID_LEN})", peer_id.len())));
+        return Err(crate::ChainError::Invalid(format!(
+            "peer id of {} bytes (max {MAX_PEER_ID_LEN})",
+            peer_id.len()
+        )));
     }
     if ml_dsa_key.len() != ML_DSA_65_PUBLIC_KEY_LEN {
-        return Err(crate::ChainError::Invalid(format!("ML-DSA-65 key of {} bytes (need {ML_DSA_65_PUBLIC_KEY_LEN})", ml_dsa_key.len())));
+        return Err(crate::ChainError::Invalid(format!(
+            "ML-DSA-65 key of {} bytes (need {ML_DSA_65_PUBLIC_KEY_LEN})",
+            ml_dsa_key.len()
+        )));
     }
-    Ok(subxt::dynamic::tx("TrainingPools", "join_pool", (pool, stake, peer_id, ml_dsa_key.to_vec())))
+    Ok(subxt::dynamic::tx(
+        "TrainingPools",
+        "join_pool",
+        (pool, stake, peer_id, ml_dsa_key.to_vec()),
+    ))
 }
 
 /// `Checkpoints.commit_checkpoint(pool_id, round, checkpoint_hash, included)`; `included` must
 /// be strictly increasing member indices.
-pub fn commit_checkpoint(pool: u32, round: u32, hash: [u8; 32], included: Vec<u32>) -> Call<(u32, u32, [u8; 32], Vec<u32>)> {
-    subxt::dynamic::tx("Checkpoints", "commit_checkpoint", (pool, round, hash, included))
+pub fn commit_checkpoint(
+    pool: u32,
+    round: u32,
+    hash: [u8; 32],
+    included: Vec<u32>,
+) -> Call<(u32, u32, [u8; 32], Vec<u32>)> {
+    subxt::dynamic::tx(
+        "Checkpoints",
+        "commit_checkpoint",
+        (pool, round, hash, included),
+    )
 }
 
 /// `Rewards.claim_rewards(pool_id)`: pays out everything settled for the caller.

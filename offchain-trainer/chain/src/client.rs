@@ -52,8 +52,18 @@ impl Chain {
         let start = Instant::now();
         loop {
             match OnlineClient::<Config>::from_insecure_url(url).await {
-                Ok(api) => return Ok(Self { url: url.to_string(), api }),
-                Err(e) if start.elapsed() >= wait => return Err(ChainError::Connect { url: url.to_string(), reason: e.to_string() }),
+                Ok(api) => {
+                    return Ok(Self {
+                        url: url.to_string(),
+                        api,
+                    })
+                }
+                Err(e) if start.elapsed() >= wait => {
+                    return Err(ChainError::Connect {
+                        url: url.to_string(),
+                        reason: e.to_string(),
+                    })
+                }
                 Err(e) => tracing::debug!("node at {url} not ready: {e}"),
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
@@ -62,14 +72,24 @@ impl Chain {
 
     async fn fetch<K, V>(&self, pallet: &str, entry: &str, keys: K) -> Result<Option<V>, ChainError>
     where
-        K: subxt::ext::frame_decode::storage::IntoEncodableValues + subxt::ext::frame_decode::storage::IntoDecodableValues + Send,
+        K: subxt::ext::frame_decode::storage::IntoEncodableValues
+            + subxt::ext::frame_decode::storage::IntoDecodableValues
+            + Send,
         V: DecodeAsType,
     {
         let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
         let addr = subxt::dynamic::storage::<K, V>(pallet, entry);
         let what = format!("{pallet}.{entry}");
-        match at.storage().try_fetch(addr, keys).await.map_err(ChainError::rpc)? {
-            Some(v) => Ok(Some(v.decode_as::<V>().map_err(|e| ChainError::decode(&what, e))?)),
+        match at
+            .storage()
+            .try_fetch(addr, keys)
+            .await
+            .map_err(ChainError::rpc)?
+        {
+            Some(v) => Ok(Some(
+                v.decode_as::<V>()
+                    .map_err(|e| ChainError::decode(&what, e))?,
+            )),
             None => Ok(None),
         }
     }
@@ -79,7 +99,12 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`].
     pub async fn finalized_number(&self) -> Result<u64, ChainError> {
-        Ok(self.api.at_current_block().await.map_err(ChainError::rpc)?.block_number())
+        Ok(self
+            .api
+            .at_current_block()
+            .await
+            .map_err(ChainError::rpc)?
+            .block_number())
     }
 
     /// `TrainingPools.Pools(pool)`.
@@ -95,7 +120,10 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn next_pool_id(&self) -> Result<u32, ChainError> {
-        Ok(self.fetch::<(), u32>("TrainingPools", "NextPoolId", ()).await?.unwrap_or(0))
+        Ok(self
+            .fetch::<(), u32>("TrainingPools", "NextPoolId", ())
+            .await?
+            .unwrap_or(0))
     }
 
     /// The pool's current members with their registrations, ascending index.
@@ -103,10 +131,16 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn members(&self, pool: u32) -> Result<Vec<MemberInfo>, ChainError> {
-        let list: Vec<AccountId> = self.fetch("TrainingPools", "MemberList", (pool,)).await?.unwrap_or_default();
+        let list: Vec<AccountId> = self
+            .fetch("TrainingPools", "MemberList", (pool,))
+            .await?
+            .unwrap_or_default();
         let mut out = Vec::with_capacity(list.len());
         for account in list {
-            if let Some(record) = self.fetch::<_, MemberRecord>("TrainingPools", "Members", (pool, account)).await? {
+            if let Some(record) = self
+                .fetch::<_, MemberRecord>("TrainingPools", "Members", (pool, account))
+                .await?
+            {
                 out.push(MemberInfo { account, record });
             }
         }
@@ -118,7 +152,11 @@ impl Chain {
     ///
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn member(&self, pool: u32, who: &AccountId) -> Result<Option<MemberRecord>, ChainError> {
+    pub async fn member(
+        &self,
+        pool: u32,
+        who: &AccountId,
+    ) -> Result<Option<MemberRecord>, ChainError> {
         self.fetch("TrainingPools", "Members", (pool, *who)).await
     }
 
@@ -126,8 +164,13 @@ impl Chain {
     ///
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn final_checkpoint(&self, pool: u32, round: u32) -> Result<Option<FinalCheckpoint>, ChainError> {
-        self.fetch("Checkpoints", "FinalCheckpoints", (pool, round)).await
+    pub async fn final_checkpoint(
+        &self,
+        pool: u32,
+        round: u32,
+    ) -> Result<Option<FinalCheckpoint>, ChainError> {
+        self.fetch("Checkpoints", "FinalCheckpoints", (pool, round))
+            .await
     }
 
     /// `Checkpoints.LastFinal(pool)`: the last final round and its hash.
@@ -143,7 +186,10 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn voided(&self, pool: u32, round: u32) -> Result<bool, ChainError> {
-        Ok(self.fetch::<_, u32>("Checkpoints", "Voided", (pool, round)).await?.is_some())
+        Ok(self
+            .fetch::<_, u32>("Checkpoints", "Voided", (pool, round))
+            .await?
+            .is_some())
     }
 
     /// `Rewards.Claimable(pool, who)`, in planck.
@@ -151,7 +197,10 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn claimable(&self, pool: u32, who: &AccountId) -> Result<u128, ChainError> {
-        Ok(self.fetch("Rewards", "Claimable", (pool, *who)).await?.unwrap_or(0))
+        Ok(self
+            .fetch("Rewards", "Claimable", (pool, *who))
+            .await?
+            .unwrap_or(0))
     }
 
     /// Final rounds of `pool` whose rewards are not settled yet (`Rewards.Unsettled` entries).
@@ -160,8 +209,13 @@ impl Chain {
     /// [`ChainError::Rpc`].
     pub async fn unsettled_rounds(&self, pool: u32) -> Result<usize, ChainError> {
         let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
-        let addr = subxt::dynamic::storage::<(u32, u32), subxt::dynamic::Value>("Rewards", "Unsettled");
-        let mut it = at.storage().iter(addr, (pool,)).await.map_err(ChainError::rpc)?;
+        let addr =
+            subxt::dynamic::storage::<(u32, u32), subxt::dynamic::Value>("Rewards", "Unsettled");
+        let mut it = at
+            .storage()
+            .iter(addr, (pool,))
+            .await
+            .map_err(ChainError::rpc)?;
         let mut n = 0;
         while let Some(e) = it.next().await {
             e.map_err(ChainError::rpc)?;
@@ -175,7 +229,10 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn free_balance(&self, who: &AccountId) -> Result<u128, ChainError> {
-        Ok(self.fetch::<_, AccountInfo>("System", "Account", (*who,)).await?.map_or(0, |a| a.data.free))
+        Ok(self
+            .fetch::<_, AccountInfo>("System", "Account", (*who,))
+            .await?
+            .map_or(0, |a| a.data.free))
     }
 
     /// `who`'s next nonce at the finalized head.
@@ -183,7 +240,10 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn nonce(&self, who: &AccountId) -> Result<u32, ChainError> {
-        Ok(self.fetch::<_, AccountInfo>("System", "Account", (*who,)).await?.map_or(0, |a| a.nonce))
+        Ok(self
+            .fetch::<_, AccountInfo>("System", "Account", (*who,))
+            .await?
+            .map_or(0, |a| a.nonce))
     }
 
     /// `who`'s active bonded stake, in planck.
@@ -191,7 +251,10 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn active_stake(&self, who: &AccountId) -> Result<u128, ChainError> {
-        Ok(self.fetch::<_, Ledger>("TrainerStaking", "Ledger", (*who,)).await?.map_or(0, |l| l.active))
+        Ok(self
+            .fetch::<_, Ledger>("TrainerStaking", "Ledger", (*who,))
+            .await?
+            .map_or(0, |l| l.active))
     }
 
     /// Follows finalized blocks from now on: one [`FinalizedBlock`] per block (with its Synod
@@ -201,7 +264,9 @@ impl Chain {
     ///
     /// # Errors
     /// [`ChainError::Rpc`] if the subscription cannot start.
-    pub async fn follow(&self) -> Result<mpsc::Receiver<Result<FinalizedBlock, ChainError>>, ChainError> {
+    pub async fn follow(
+        &self,
+    ) -> Result<mpsc::Receiver<Result<FinalizedBlock, ChainError>>, ChainError> {
         let mut blocks = self.api.stream_blocks().await.map_err(ChainError::rpc)?;
         let (tx, rx) = mpsc::channel(64);
         tokio::spawn(async move {
@@ -217,7 +282,10 @@ impl Chain {
                             events.push(e);
                         }
                     }
-                    Ok(FinalizedBlock { number: b.number(), events })
+                    Ok(FinalizedBlock {
+                        number: b.number(),
+                        events,
+                    })
                 }
                 .await;
                 let failed = out.is_err();
@@ -235,7 +303,12 @@ impl Chain {
     ///
     /// # Errors
     /// [`ChainError::Timeout`] after `timeout`; errors of `check`.
-    pub async fn wait_for<T, F, Fut>(&self, what: &str, timeout: Duration, mut check: F) -> Result<T, ChainError>
+    pub async fn wait_for<T, F, Fut>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut check: F,
+    ) -> Result<T, ChainError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<Option<T>, ChainError>>,
@@ -248,17 +321,24 @@ impl Chain {
             }
             let left = timeout.saturating_sub(start.elapsed());
             if left.is_zero() {
-                return Err(ChainError::Timeout { what: what.to_string(), secs: timeout.as_secs() });
+                return Err(ChainError::Timeout {
+                    what: what.to_string(),
+                    secs: timeout.as_secs(),
+                });
             }
             match blocks.as_mut() {
-                Some(b) => match tokio::time::timeout(left.min(Duration::from_secs(10)), b.next()).await {
-                    Ok(Some(Ok(_))) | Err(_) => {}
-                    Ok(Some(Err(e))) => {
-                        tracing::debug!("finalized-block subscription failed ({e}); polling instead");
-                        blocks = None;
+                Some(b) => {
+                    match tokio::time::timeout(left.min(Duration::from_secs(10)), b.next()).await {
+                        Ok(Some(Ok(_))) | Err(_) => {}
+                        Ok(Some(Err(e))) => {
+                            tracing::debug!(
+                                "finalized-block subscription failed ({e}); polling instead"
+                            );
+                            blocks = None;
+                        }
+                        Ok(None) => blocks = None,
                     }
-                    Ok(None) => blocks = None,
-                },
+                }
                 None => tokio::time::sleep(Duration::from_millis(500)).await,
             }
         }
@@ -273,13 +353,23 @@ mod tests {
     fn join_pool_rejects_oversized_peer_ids_and_wrong_key_lengths() {
         let key = vec![0u8; calls::ML_DSA_65_PUBLIC_KEY_LEN];
         assert!(calls::join_pool(0, 1, vec![0; calls::MAX_PEER_ID_LEN], &key).is_ok());
-        assert!(matches!(calls::join_pool(0, 1, vec![0; calls::MAX_PEER_ID_LEN + 1], &key), Err(ChainError::Invalid(_))));
-        assert!(matches!(calls::join_pool(0, 1, vec![0; 38], &key[1..]), Err(ChainError::Invalid(_))));
+        assert!(matches!(
+            calls::join_pool(0, 1, vec![0; calls::MAX_PEER_ID_LEN + 1], &key),
+            Err(ChainError::Invalid(_))
+        ));
+        assert!(matches!(
+            calls::join_pool(0, 1, vec![0; 38], &key[1..]),
+            Err(ChainError::Invalid(_))
+        ));
     }
 
     #[test]
     fn module_errors_are_matched_by_pallet_and_name() {
-        let e = ChainError::Module { pallet: "Checkpoints".into(), error: "AlreadyCommitted".into(), docs: String::new() };
+        let e = ChainError::Module {
+            pallet: "Checkpoints".into(),
+            error: "AlreadyCommitted".into(),
+            docs: String::new(),
+        };
         assert!(e.is_module("Checkpoints", "AlreadyCommitted"));
         assert!(!e.is_module("Checkpoints", "RoundClosed"));
         assert!(!ChainError::Rpc("x".into()).is_module("Checkpoints", "AlreadyCommitted"));

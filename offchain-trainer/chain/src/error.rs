@@ -63,6 +63,9 @@ impl ChainError {
     }
 
     pub(crate) fn decode(what: &str, e: impl std::fmt::Display) -> Self {
-        ChainError::Decode { what: what.to_string(), reason: e.to_string() }
+        ChainError::Decode {
+            what: what.to_string(),
+            reason: e.to_string(),
+        }
     }
 }

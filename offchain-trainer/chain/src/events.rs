@@ -97,21 +97,34 @@ struct Claimed {
 ///
 /// # Errors
 /// [`crate::ChainError::Decode`] if a known event has unexpected fields.
-pub fn decode<T: subxt::config::Config>(ev: &subxt::events::Event<'_, T>) -> Result<Option<SynodEvent>, crate::ChainError> {
+pub fn decode<T: subxt::config::Config>(
+    ev: &subxt::events::Event<'_, T>,
+) -> Result<Option<SynodEvent>, crate::ChainError> {
     let what = || format!("{}.{}", ev.pallet_name(), ev.event_name());
     let err = |e: subxt::error::EventsError| crate::ChainError::decode(&what(), e);
     Ok(Some(match (ev.pallet_name(), ev.event_name()) {
         ("Checkpoints", "RoundOpened") => {
             let e: Opened = ev.decode_fields_unchecked_as().map_err(err)?;
-            SynodEvent::RoundOpened { pool: e.pool_id, round: e.round, deadline: e.deadline }
+            SynodEvent::RoundOpened {
+                pool: e.pool_id,
+                round: e.round,
+                deadline: e.deadline,
+            }
         }
         ("Checkpoints", "CheckpointFinalized") => {
             let e: Finalized = ev.decode_fields_unchecked_as().map_err(err)?;
-            SynodEvent::CheckpointFinalized { pool: e.pool_id, round: e.round, hash: e.hash }
+            SynodEvent::CheckpointFinalized {
+                pool: e.pool_id,
+                round: e.round,
+                hash: e.hash,
+            }
         }
         ("Checkpoints", "RoundVoided") => {
             let e: PoolRound = ev.decode_fields_unchecked_as().map_err(err)?;
-            SynodEvent::RoundVoided { pool: e.pool_id, round: e.round }
+            SynodEvent::RoundVoided {
+                pool: e.pool_id,
+                round: e.round,
+            }
         }
         (_, "PoolCompleted") => {
             let e: PoolOnly = ev.decode_fields_unchecked_as().map_err(err)?;
@@ -119,7 +132,11 @@ pub fn decode<T: subxt::config::Config>(ev: &subxt::events::Event<'_, T>) -> Res
         }
         ("Rewards", "RewardsClaimed") => {
             let e: Claimed = ev.decode_fields_unchecked_as().map_err(err)?;
-            SynodEvent::RewardsClaimed { pool: e.pool_id, who: e.who, amount: e.amount }
+            SynodEvent::RewardsClaimed {
+                pool: e.pool_id,
+                who: e.who,
+                amount: e.amount,
+            }
         }
         _ => return Ok(None),
     }))

@@ -8,7 +8,10 @@
 
 use std::time::Duration;
 
-use subxt::error::{DispatchError, TransactionEventsError, TransactionFinalizedSuccessError, TransactionProgressError, TransactionStatusError};
+use subxt::error::{
+    DispatchError, TransactionEventsError, TransactionFinalizedSuccessError,
+    TransactionProgressError, TransactionStatusError,
+};
 use subxt::transactions::{DefaultParams, Payload};
 
 use crate::client::Chain;
@@ -27,7 +30,9 @@ const ATTEMPTS: u32 = 6;
 /// # Errors
 /// [`ChainError::Invalid`] if the URI does not parse.
 pub fn signer_from_suri(suri: &str) -> Result<Signer, ChainError> {
-    let uri: subxt_signer::SecretUri = suri.parse().map_err(|e| ChainError::Invalid(format!("secret uri: {e}")))?;
+    let uri: subxt_signer::SecretUri = suri
+        .parse()
+        .map_err(|e| ChainError::Invalid(format!("secret uri: {e}")))?;
     Signer::from_uri(&uri).map_err(|e| ChainError::Invalid(format!("secret uri: {e}")))
 }
 
@@ -62,7 +67,10 @@ fn dispatch_error(d: DispatchError) -> ChainError {
 /// Whether a pool rejection means an earlier copy of the extrinsic already used the nonce.
 fn nonce_used(msg: &str) -> bool {
     let m = msg.to_ascii_lowercase();
-    m.contains("outdated") || m.contains("stale") || m.contains("already imported") || m.contains("priority is too low")
+    m.contains("outdated")
+        || m.contains("stale")
+        || m.contains("already imported")
+        || m.contains("priority is too low")
 }
 
 enum Attempt {
@@ -78,7 +86,11 @@ impl Chain {
     /// [`ChainError::Module`] / [`ChainError::Dispatch`] if it was included and failed;
     /// [`ChainError::Rejected`] if the pool refused it; [`ChainError::Rpc`] after
     /// `ATTEMPTS` failed sends of the same bytes.
-    pub async fn submit<C: Payload>(&self, call: &C, signer: &Signer) -> Result<Included, ChainError> {
+    pub async fn submit<C: Payload>(
+        &self,
+        call: &C,
+        signer: &Signer,
+    ) -> Result<Included, ChainError> {
         let who = account_of(signer);
         let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
         let mut txc = at.tx();
@@ -87,12 +99,19 @@ impl Chain {
         let tx = txc
             .create_signed(call, signer, DefaultParams::default_params())
             .await
-            .map_err(|e| ChainError::Invalid(format!("{}.{}: {e}", call.pallet_name(), call.call_name())))?;
+            .map_err(|e| {
+                ChainError::Invalid(format!("{}.{}: {e}", call.pallet_name(), call.call_name()))
+            })?;
         let bytes = tx.encoded().to_vec();
         let mut last = String::new();
         for attempt in 0..ATTEMPTS {
             if attempt > 0 {
-                tracing::warn!(attempt, "re-sending the same signed {}.{}: {last}", call.pallet_name(), call.call_name());
+                tracing::warn!(
+                    attempt,
+                    "re-sending the same signed {}.{}: {last}",
+                    call.pallet_name(),
+                    call.call_name()
+                );
                 tokio::time::sleep(Duration::from_millis(500 << attempt.min(4))).await;
             }
             match self.attempt(bytes.clone(), attempt > 0).await {
@@ -108,7 +127,11 @@ impl Chain {
                 }
             }
         }
-        Err(ChainError::Rpc(format!("{}.{} not confirmed after {ATTEMPTS} sends: {last}", call.pallet_name(), call.call_name())))
+        Err(ChainError::Rpc(format!(
+            "{}.{} not confirmed after {ATTEMPTS} sends: {last}",
+            call.pallet_name(),
+            call.call_name()
+        )))
     }
 
     async fn attempt(&self, bytes: Vec<u8>, resend: bool) -> Attempt {
@@ -131,10 +154,12 @@ impl Chain {
         };
         let in_block = match progress.wait_for_finalized().await {
             Ok(b) => b,
-            Err(TransactionProgressError::TransactionStatusError(TransactionStatusError::Invalid(m))) if !resend || !nonce_used(&m) => {
-                return Attempt::Done(Err(ChainError::Rejected(m)))
-            }
-            Err(TransactionProgressError::TransactionStatusError(TransactionStatusError::Invalid(_))) => return Attempt::NonceUsed,
+            Err(TransactionProgressError::TransactionStatusError(
+                TransactionStatusError::Invalid(m),
+            )) if !resend || !nonce_used(&m) => return Attempt::Done(Err(ChainError::Rejected(m))),
+            Err(TransactionProgressError::TransactionStatusError(
+                TransactionStatusError::Invalid(_),
+            )) => return Attempt::NonceUsed,
             Err(e) => return Attempt::Retry(e.to_string()),
         };
         let block_hash = Some(in_block.block_hash().0);
@@ -151,7 +176,9 @@ impl Chain {
                 }
                 Attempt::Done(Ok(Included { block_hash, events }))
             }
-            Err(TransactionEventsError::ExtrinsicFailed(d)) => Attempt::Done(Err(dispatch_error(d))),
+            Err(TransactionEventsError::ExtrinsicFailed(d)) => {
+                Attempt::Done(Err(dispatch_error(d)))
+            }
             Err(e) => Attempt::Retry(TransactionFinalizedSuccessError::from(e).to_string()),
         }
     }
@@ -166,13 +193,21 @@ mod tests {
         assert!(nonce_used("Invalid Transaction: Transaction is outdated"));
         assert!(nonce_used("Transaction Already Imported"));
         assert!(nonce_used("Priority is too low: (1 vs 1)"));
-        assert!(!nonce_used("Invalid Transaction: Inability to pay some fees"));
+        assert!(!nonce_used(
+            "Invalid Transaction: Inability to pay some fees"
+        ));
     }
 
     #[test]
     fn secret_uris_parse_to_the_dev_accounts_and_bad_ones_are_typed_errors() {
         let bob = signer_from_suri("//Bob").unwrap();
-        assert_eq!(account_of(&bob).to_string(), "5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty");
-        assert!(matches!(signer_from_suri("not a uri //"), Err(ChainError::Invalid(_))));
+        assert_eq!(
+            account_of(&bob).to_string(),
+            "5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty"
+        );
+        assert!(matches!(
+            signer_from_suri("not a uri //"),
+            Err(ChainError::Invalid(_))
+        ));
     }
 }

@@ -92,7 +92,9 @@ impl ParamSet {
     pub fn new(mut tensors: Vec<NamedTensor>) -> Result<Self, CheckpointError> {
         tensors.sort_by(|a, b| a.name.cmp(&b.name));
         for (i, t) in tensors.iter().enumerate() {
-            if t.shape.iter().product::<usize>() != t.data.len() || (i > 0 && tensors[i - 1].name == t.name) {
+            if t.shape.iter().product::<usize>() != t.data.len()
+                || (i > 0 && tensors[i - 1].name == t.name)
+            {
                 return Err(CheckpointError::Shape(t.name.clone()));
             }
         }
@@ -117,12 +119,18 @@ impl ParamSet {
     /// Whether `other` has the same names and shapes in the same order.
     pub fn same_layout(&self, other: &ParamSet) -> bool {
         self.tensors.len() == other.tensors.len()
-            && self.tensors.iter().zip(&other.tensors).all(|(a, b)| a.name == b.name && a.shape == b.shape)
+            && self
+                .tensors
+                .iter()
+                .zip(&other.tensors)
+                .all(|(a, b)| a.name == b.name && a.shape == b.shape)
     }
 
     /// Splits off the tensors whose names start with `prefix` (prefix removed), leaving the rest.
     pub fn take_prefixed(&mut self, prefix: &str) -> ParamSet {
-        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.tensors).into_iter().partition(|t| t.name.starts_with(prefix));
+        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.tensors)
+            .into_iter()
+            .partition(|t| t.name.starts_with(prefix));
         self.tensors = kept;
         let tensors = taken
             .into_iter()
@@ -138,8 +146,16 @@ impl ParamSet {
     ///
     /// # Errors
     /// [`CheckpointError::Shape`] if a resulting name repeats.
-    pub fn with_prefixed(mut self, prefix: &str, other: &ParamSet) -> Result<ParamSet, CheckpointError> {
-        self.tensors.extend(other.tensors.iter().map(|t| NamedTensor { name: format!("{prefix}{}", t.name), ..t.clone() }));
+    pub fn with_prefixed(
+        mut self,
+        prefix: &str,
+        other: &ParamSet,
+    ) -> Result<ParamSet, CheckpointError> {
+        self.tensors
+            .extend(other.tensors.iter().map(|t| NamedTensor {
+                name: format!("{prefix}{}", t.name),
+                ..t.clone()
+            }));
         ParamSet::new(self.tensors)
     }
 }
@@ -149,17 +165,24 @@ impl ParamSet {
 /// # Errors
 /// [`CheckpointError::Format`] if safetensors refuses the layout (e.g. header over its size limit).
 pub fn to_bytes(set: &ParamSet) -> Result<Vec<u8>, CheckpointError> {
-    let bytes: Vec<Vec<u8>> = set.tensors.iter().map(|t| t.data.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
+    let bytes: Vec<Vec<u8>> = set
+        .tensors
+        .iter()
+        .map(|t| t.data.iter().flat_map(|v| v.to_le_bytes()).collect())
+        .collect();
     let views = set
         .tensors
         .iter()
         .zip(&bytes)
         .map(|(t, b)| {
-            TensorView::new(Dtype::F32, t.shape.clone(), b).map(|v| (t.name.as_str(), v)).map_err(|e| CheckpointError::Format(e.to_string()))
+            TensorView::new(Dtype::F32, t.shape.clone(), b)
+                .map(|v| (t.name.as_str(), v))
+                .map_err(|e| CheckpointError::Format(e.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let metadata = HashMap::from([("format".to_string(), "pt".to_string())]);
-    safetensors::serialize(views, Some(metadata)).map_err(|e| CheckpointError::Format(e.to_string()))
+    safetensors::serialize(views, Some(metadata))
+        .map_err(|e| CheckpointError::Format(e.to_string()))
 }
 
 /// Parses safetensors bytes holding only F32 tensors.
@@ -171,10 +194,21 @@ pub fn from_bytes(bytes: &[u8]) -> Result<ParamSet, CheckpointError> {
     let mut tensors = Vec::with_capacity(st.len());
     for (name, view) in st.tensors() {
         if view.dtype() != Dtype::F32 {
-            return Err(CheckpointError::Dtype { name, dtype: format!("{:?}", view.dtype()) });
+            return Err(CheckpointError::Dtype {
+                name,
+                dtype: format!("{:?}", view.dtype()),
+            });
         }
-        let data = view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        tensors.push(NamedTensor { name, shape: view.shape().to_vec(), data });
+        let data = view
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        tensors.push(NamedTensor {
+            name,
+            shape: view.shape().to_vec(),
+            data,
+        });
     }
     ParamSet::new(tensors)
 }
@@ -190,7 +224,10 @@ pub fn hex(hash: &CheckpointHash) -> String {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
-    move |source| CheckpointError::Io { path: path.display().to_string(), source }
+    move |source| CheckpointError::Io {
+        path: path.display().to_string(),
+        source,
+    }
 }
 
 /// Writes `set` canonically to `path` (via a temporary file and rename, so a reader never sees
@@ -215,12 +252,18 @@ pub fn write(path: &Path, set: &ParamSet) -> Result<CheckpointHash, CheckpointEr
 /// # Errors
 /// [`CheckpointError::HashMismatch`] if the bytes do not hash to `expected`; otherwise as
 /// [`from_bytes`] and [`CheckpointError::Io`].
-pub fn read(path: &Path, expected: Option<&CheckpointHash>) -> Result<(ParamSet, CheckpointHash), CheckpointError> {
+pub fn read(
+    path: &Path,
+    expected: Option<&CheckpointHash>,
+) -> Result<(ParamSet, CheckpointHash), CheckpointError> {
     let bytes = std::fs::read(path).map_err(io(path))?;
     let actual = hash(&bytes);
     if let Some(e) = expected {
         if *e != actual {
-            return Err(CheckpointError::HashMismatch { expected: hex(e), actual: hex(&actual) });
+            return Err(CheckpointError::HashMismatch {
+                expected: hex(e),
+                actual: hex(&actual),
+            });
         }
     }
     Ok((from_bytes(&bytes)?, actual))

@@ -1,12 +1,26 @@
 //! Canonical bytes and content addressing.
 
-use synod_checkpoint::{from_bytes, hash, read, to_bytes, write, CheckpointError, NamedTensor, ParamSet};
+use synod_checkpoint::{
+    from_bytes, hash, read, to_bytes, write, CheckpointError, NamedTensor, ParamSet,
+};
 
 fn set(order: &[usize]) -> ParamSet {
     let all = [
-        NamedTensor { name: "transformer.wte.weight".into(), shape: vec![4, 3], data: (0..12).map(|i| i as f32 * 0.5).collect() },
-        NamedTensor { name: "transformer.ln_f.bias".into(), shape: vec![3], data: vec![0.0, -1.0, 2.5] },
-        NamedTensor { name: "a.scalar".into(), shape: vec![], data: vec![7.0] },
+        NamedTensor {
+            name: "transformer.wte.weight".into(),
+            shape: vec![4, 3],
+            data: (0..12).map(|i| i as f32 * 0.5).collect(),
+        },
+        NamedTensor {
+            name: "transformer.ln_f.bias".into(),
+            shape: vec![3],
+            data: vec![0.0, -1.0, 2.5],
+        },
+        NamedTensor {
+            name: "a.scalar".into(),
+            shape: vec![],
+            data: vec![7.0],
+        },
     ];
     ParamSet::new(order.iter().map(|i| all[*i].clone()).collect()).unwrap()
 }
@@ -41,26 +55,50 @@ fn write_then_read_verifies_the_hash() {
     assert_eq!(back, set(&[0, 1, 2]));
     let mut wrong = h;
     wrong[0] ^= 1;
-    assert!(matches!(read(&path, Some(&wrong)), Err(CheckpointError::HashMismatch { .. })));
+    assert!(matches!(
+        read(&path, Some(&wrong)),
+        Err(CheckpointError::HashMismatch { .. })
+    ));
 }
 
 #[test]
 fn bad_input_is_a_typed_error() {
-    assert!(matches!(from_bytes(b"not a checkpoint"), Err(CheckpointError::Format(_))));
+    assert!(matches!(
+        from_bytes(b"not a checkpoint"),
+        Err(CheckpointError::Format(_))
+    ));
     let dup = vec![
-        NamedTensor { name: "x".into(), shape: vec![1], data: vec![1.0] },
-        NamedTensor { name: "x".into(), shape: vec![1], data: vec![2.0] },
+        NamedTensor {
+            name: "x".into(),
+            shape: vec![1],
+            data: vec![1.0],
+        },
+        NamedTensor {
+            name: "x".into(),
+            shape: vec![1],
+            data: vec![2.0],
+        },
     ];
     assert!(matches!(ParamSet::new(dup), Err(CheckpointError::Shape(_))));
-    let misshaped = vec![NamedTensor { name: "x".into(), shape: vec![2], data: vec![1.0] }];
-    assert!(matches!(ParamSet::new(misshaped), Err(CheckpointError::Shape(_))));
+    let misshaped = vec![NamedTensor {
+        name: "x".into(),
+        shape: vec![2],
+        data: vec![1.0],
+    }];
+    assert!(matches!(
+        ParamSet::new(misshaped),
+        Err(CheckpointError::Shape(_))
+    ));
 }
 
 #[test]
 fn prefixed_state_splits_back_out() {
     let params = set(&[0, 1]);
     let momentum = set(&[1]);
-    let mut full = params.clone().with_prefixed("outer_momentum.", &momentum).unwrap();
+    let mut full = params
+        .clone()
+        .with_prefixed("outer_momentum.", &momentum)
+        .unwrap();
     assert_eq!(full.tensors().len(), 3);
     let m = full.take_prefixed("outer_momentum.");
     assert_eq!(m, momentum);

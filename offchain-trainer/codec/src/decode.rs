@@ -26,7 +26,8 @@ impl DecodeLimits {
     /// Limits for a model of `params` parameters in at most `tensors` tensors.
     pub fn for_model(params: u64, tensors: u32) -> Self {
         Self {
-            max_input_bytes: usize::try_from(params.saturating_mul(5).saturating_add(1 << 20)).unwrap_or(usize::MAX),
+            max_input_bytes: usize::try_from(params.saturating_mul(5).saturating_add(1 << 20))
+                .unwrap_or(usize::MAX),
             max_tensors: tensors,
             max_rank: 8,
             max_elems: params,
@@ -54,7 +55,10 @@ fn split_checksum<'a>(bytes: &'a [u8], limits: &DecodeLimits) -> Result<&'a [u8]
     }
     if bytes.len() < 4 || bytes[..4] != crate::MAGIC {
         return Err(if bytes.len() < 4 {
-            DecodeError::Truncated { offset: 0, needed: 4 - bytes.len() }
+            DecodeError::Truncated {
+                offset: 0,
+                needed: 4 - bytes.len(),
+            }
         } else {
             DecodeError::BadMagic
         });
@@ -62,7 +66,10 @@ fn split_checksum<'a>(bytes: &'a [u8], limits: &DecodeLimits) -> Result<&'a [u8]
     let split = bytes
         .len()
         .checked_sub(CHECKSUM_LEN)
-        .ok_or(DecodeError::Truncated { offset: bytes.len(), needed: CHECKSUM_LEN })?;
+        .ok_or(DecodeError::Truncated {
+            offset: bytes.len(),
+            needed: CHECKSUM_LEN,
+        })?;
     let (body, sum) = bytes.split_at(split);
     if blake3::hash(body).as_bytes() != sum {
         return Err(DecodeError::ChecksumMismatch);
@@ -114,8 +121,11 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Decoded, DecodeErro
         return Err(DecodeError::TrailingBytes(r.remaining()));
     }
 
-    let mut tensors: Vec<Vec<f32>> =
-        header.shapes.iter().map(|s| vec![0f32; s.iter().product::<usize>()]).collect();
+    let mut tensors: Vec<Vec<f32>> = header
+        .shapes
+        .iter()
+        .map(|s| vec![0f32; s.iter().product::<usize>()])
+        .collect();
     // Pair every frame with the disjoint output slice it fills.
     let mut jobs = Vec::with_capacity(frames.len());
     {
@@ -129,40 +139,58 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Decoded, DecodeErro
     }
     let chunk = header.chunk_size as usize;
     let mode = header.mode;
-    jobs.into_par_iter().enumerate().try_for_each(|(i, (f, out))| {
-        let expected = match mode {
-            Mode::Int8Absmax => f.len.div_ceil(chunk) * 4 + f.len,
-            Mode::Fp32 => f.len * 4,
-        };
-        // An output slice of exactly the block's size: a frame that inflates to more fails
-        // inside zstd instead of allocating (decompression-bomb bound).
-        let mut raw = vec![0u8; expected];
-        let got = zstd::bulk::decompress_to_buffer(f.bytes, raw.as_mut_slice())
-            .map_err(|e| DecodeError::BadBlock { block: i, reason: format!("zstd: {e}") })?;
-        if got != expected {
-            return Err(DecodeError::BadBlock { block: i, reason: format!("decompressed {got} bytes, expected {expected}") });
-        }
-        match mode {
-            Mode::Int8Absmax => {
-                let (s, codes) = raw.split_at(expected - f.len);
-                let scales: Vec<f32> =
-                    s.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-                // A scale above f32::MAX / 127 would decode ±127 to ±∞.
-                if scales.iter().any(|s| !(*s >= 0.0 && *s <= f32::MAX / 127.0)) {
-                    return Err(DecodeError::BadScale { block: i });
-                }
-                quant::dequantize(&scales, codes, chunk, out);
+    jobs.into_par_iter()
+        .enumerate()
+        .try_for_each(|(i, (f, out))| {
+            let expected = match mode {
+                Mode::Int8Absmax => f.len.div_ceil(chunk) * 4 + f.len,
+                Mode::Fp32 => f.len * 4,
+            };
+            // An output slice of exactly the block's size: a frame that inflates to more fails
+            // inside zstd instead of allocating (decompression-bomb bound).
+            let mut raw = vec![0u8; expected];
+            let got =
+                zstd::bulk::decompress_to_buffer(f.bytes, raw.as_mut_slice()).map_err(|e| {
+                    DecodeError::BadBlock {
+                        block: i,
+                        reason: format!("zstd: {e}"),
+                    }
+                })?;
+            if got != expected {
+                return Err(DecodeError::BadBlock {
+                    block: i,
+                    reason: format!("decompressed {got} bytes, expected {expected}"),
+                });
             }
-            Mode::Fp32 => {
-                for (y, b) in out.iter_mut().zip(raw.chunks_exact(4)) {
-                    *y = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            match mode {
+                Mode::Int8Absmax => {
+                    let (s, codes) = raw.split_at(expected - f.len);
+                    let scales: Vec<f32> = s
+                        .chunks_exact(4)
+                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .collect();
+                    // A scale above f32::MAX / 127 would decode ±127 to ±∞.
+                    if scales
+                        .iter()
+                        .any(|s| !(*s >= 0.0 && *s <= f32::MAX / 127.0))
+                    {
+                        return Err(DecodeError::BadScale { block: i });
+                    }
+                    quant::dequantize(&scales, codes, chunk, out);
                 }
-                if out.iter().any(|v| !v.is_finite()) {
-                    return Err(DecodeError::BadBlock { block: i, reason: "non-finite element".into() });
+                Mode::Fp32 => {
+                    for (y, b) in out.iter_mut().zip(raw.chunks_exact(4)) {
+                        *y = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    }
+                    if out.iter().any(|v| !v.is_finite()) {
+                        return Err(DecodeError::BadBlock {
+                            block: i,
+                            reason: "non-finite element".into(),
+                        });
+                    }
                 }
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        })?;
     Ok(Decoded { header, tensors })
 }

@@ -20,14 +20,23 @@ pub struct EncodeOptions {
 
 impl Default for EncodeOptions {
     fn default() -> Self {
-        Self { mode: Mode::Int8Absmax, chunk_size: 1024, block_elems: 1 << 20, zstd_level: 1 }
+        Self {
+            mode: Mode::Int8Absmax,
+            chunk_size: 1024,
+            block_elems: 1 << 20,
+            zstd_level: 1,
+        }
     }
 }
 
 impl EncodeOptions {
     /// The fp32 passthrough baseline with the same blocking.
     pub fn fp32() -> Self {
-        Self { mode: Mode::Fp32, chunk_size: 0, ..Self::default() }
+        Self {
+            mode: Mode::Fp32,
+            chunk_size: 0,
+            ..Self::default()
+        }
     }
 }
 
@@ -49,11 +58,17 @@ pub fn encode(tensors: &[TensorRef<'_>], opts: &EncodeOptions) -> Result<Vec<u8>
     let chunk = opts.chunk_size as usize;
     let block_elems = opts.block_elems as usize;
     match opts.mode {
-        Mode::Int8Absmax if chunk == 0 || block_elems == 0 || !block_elems.is_multiple_of(chunk) => {
-            return Err(EncodeError::InvalidOptions("block_elems must be a non-zero multiple of chunk_size"))
+        Mode::Int8Absmax
+            if chunk == 0 || block_elems == 0 || !block_elems.is_multiple_of(chunk) =>
+        {
+            return Err(EncodeError::InvalidOptions(
+                "block_elems must be a non-zero multiple of chunk_size",
+            ))
         }
         Mode::Fp32 if chunk != 0 || block_elems == 0 => {
-            return Err(EncodeError::InvalidOptions("fp32 mode needs chunk_size 0 and block_elems > 0"))
+            return Err(EncodeError::InvalidOptions(
+                "fp32 mode needs chunk_size 0 and block_elems > 0",
+            ))
         }
         _ => {}
     }
@@ -76,7 +91,11 @@ pub fn encode(tensors: &[TensorRef<'_>], opts: &EncodeOptions) -> Result<Vec<u8>
         let mut start = 0;
         while start < t.data.len() {
             let len = block_elems.min(t.data.len() - start);
-            blocks.push(Block { tensor: index, start, len });
+            blocks.push(Block {
+                tensor: index,
+                start,
+                len,
+            });
             start += len;
         }
     }
@@ -98,16 +117,24 @@ pub fn encode(tensors: &[TensorRef<'_>], opts: &EncodeOptions) -> Result<Vec<u8>
                     x.iter().flat_map(|v| v.to_le_bytes()).collect()
                 }
             };
-            zstd::bulk::compress(&raw, opts.zstd_level).map_err(|e| EncodeError::Compress(e.to_string()))
+            zstd::bulk::compress(&raw, opts.zstd_level)
+                .map_err(|e| EncodeError::Compress(e.to_string()))
         })
         .collect::<Result<_, _>>()?;
 
     let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape).collect();
     let body: usize = frames.iter().map(|f| f.len() + FRAME_PREFIX).sum();
     let mut out = Vec::with_capacity(64 + body + CHECKSUM_LEN);
-    write_header(&mut out, opts.mode, opts.chunk_size, opts.block_elems, &shapes);
+    write_header(
+        &mut out,
+        opts.mode,
+        opts.chunk_size,
+        opts.block_elems,
+        &shapes,
+    );
     for f in &frames {
-        let len = u32::try_from(f.len()).map_err(|_| EncodeError::InvalidOptions("zstd frame above 4 GiB"))?;
+        let len = u32::try_from(f.len())
+            .map_err(|_| EncodeError::InvalidOptions("zstd frame above 4 GiB"))?;
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(f);
     }

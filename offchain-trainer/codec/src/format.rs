@@ -47,12 +47,21 @@ pub struct Header {
 impl Header {
     /// Total number of elements over all tensors.
     pub fn total_elems(&self) -> u64 {
-        self.shapes.iter().map(|s| s.iter().product::<usize>() as u64).sum()
+        self.shapes
+            .iter()
+            .map(|s| s.iter().product::<usize>() as u64)
+            .sum()
     }
 }
 
 /// Appends the header for `shapes` to `out`.
-pub(crate) fn write_header(out: &mut Vec<u8>, mode: Mode, chunk: u32, block: u32, shapes: &[&[usize]]) {
+pub(crate) fn write_header(
+    out: &mut Vec<u8>,
+    mode: Mode,
+    chunk: u32,
+    block: u32,
+    shapes: &[&[usize]],
+) {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&[FORMAT_VERSION, mode.code(), 0, 0]);
     out.extend_from_slice(&chunk.to_le_bytes());
@@ -93,7 +102,10 @@ impl<'a> Reader<'a> {
                 self.pos = end;
                 Ok(s)
             }
-            None => Err(DecodeError::Truncated { offset: self.pos, needed: n.saturating_sub(self.remaining()) }),
+            None => Err(DecodeError::Truncated {
+                offset: self.pos,
+                needed: n.saturating_sub(self.remaining()),
+            }),
         }
     }
 
@@ -136,31 +148,50 @@ pub(crate) fn read_header(body: &[u8], limits: &DecodeLimits) -> Result<Header, 
     let mode = match r.u8()? {
         0 => Mode::Fp32,
         1 => Mode::Int8Absmax,
-        v => return Err(DecodeError::UnknownField { field: "mode", value: v.into() }),
+        v => {
+            return Err(DecodeError::UnknownField {
+                field: "mode",
+                value: v.into(),
+            })
+        }
     };
     let dtype = r.u8()?;
     if dtype != 0 {
-        return Err(DecodeError::UnknownField { field: "dtype", value: dtype.into() });
+        return Err(DecodeError::UnknownField {
+            field: "dtype",
+            value: dtype.into(),
+        });
     }
     let reserved = r.u8()?;
     if reserved != 0 {
-        return Err(DecodeError::UnknownField { field: "reserved", value: reserved.into() });
+        return Err(DecodeError::UnknownField {
+            field: "reserved",
+            value: reserved.into(),
+        });
     }
     let chunk_size = r.u32()?;
     let block_elems = r.u32()?;
     match mode {
         Mode::Int8Absmax => {
             if chunk_size == 0 || block_elems == 0 || block_elems % chunk_size != 0 {
-                return Err(DecodeError::Inconsistent("block_elems must be a non-zero multiple of chunk_size"));
+                return Err(DecodeError::Inconsistent(
+                    "block_elems must be a non-zero multiple of chunk_size",
+                ));
             }
         }
         Mode::Fp32 => {
             if chunk_size != 0 || block_elems == 0 {
-                return Err(DecodeError::Inconsistent("fp32 mode needs chunk_size 0 and block_elems > 0"));
+                return Err(DecodeError::Inconsistent(
+                    "fp32 mode needs chunk_size 0 and block_elems > 0",
+                ));
             }
         }
     }
-    limit("block_elems", block_elems.into(), limits.max_block_elems.into())?;
+    limit(
+        "block_elems",
+        block_elems.into(),
+        limits.max_block_elems.into(),
+    )?;
     let n_tensors = r.u32()?;
     limit("n_tensors", n_tensors.into(), limits.max_tensors.into())?;
     let mut shapes = Vec::with_capacity(n_tensors as usize);
@@ -172,13 +203,26 @@ pub(crate) fn read_header(body: &[u8], limits: &DecodeLimits) -> Result<Header, 
         let mut elems: u64 = 1;
         for _ in 0..rank {
             let d = r.u64()?;
-            elems = elems.checked_mul(d).ok_or(DecodeError::Inconsistent("shape overflows u64"))?;
+            elems = elems
+                .checked_mul(d)
+                .ok_or(DecodeError::Inconsistent("shape overflows u64"))?;
             limit("tensor elements", elems, limits.max_elems)?;
-            shape.push(usize::try_from(d).map_err(|_| DecodeError::Inconsistent("dimension exceeds usize"))?);
+            shape.push(
+                usize::try_from(d)
+                    .map_err(|_| DecodeError::Inconsistent("dimension exceeds usize"))?,
+            );
         }
-        total = total.checked_add(elems).ok_or(DecodeError::Inconsistent("total elements overflow u64"))?;
+        total = total
+            .checked_add(elems)
+            .ok_or(DecodeError::Inconsistent("total elements overflow u64"))?;
         limit("total elements", total, limits.max_elems)?;
         shapes.push(shape);
     }
-    Ok(Header { mode, chunk_size, block_elems, shapes, len: r.pos() })
+    Ok(Header {
+        mode,
+        chunk_size,
+        block_elems,
+        shapes,
+        len: r.pos(),
+    })
 }

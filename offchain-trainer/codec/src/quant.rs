@@ -45,15 +45,28 @@ fn absmax(x: &[f32]) -> Option<f32> {
 pub(crate) fn quantize_into(x: &[f32], chunk: usize, out: &mut [u8]) -> Result<(), ()> {
     let n_chunks = x.len().div_ceil(chunk);
     let (scales, codes) = out.split_at_mut(n_chunks * 4);
-    for ((c, s), q) in x.chunks(chunk).zip(scales.chunks_exact_mut(4)).zip(codes.chunks_mut(chunk)) {
+    for ((c, s), q) in x
+        .chunks(chunk)
+        .zip(scales.chunks_exact_mut(4))
+        .zip(codes.chunks_mut(chunk))
+    {
         let m = absmax(c).ok_or(())?;
         s.copy_from_slice(&(m / 127.0).to_le_bytes());
         let inv = if m > 0.0 { 127.0 / m } else { 0.0 };
         for (o, v) in q.iter_mut().zip(c) {
             // |v · inv| ≤ 127 (up to one rounding); the clamp keeps it so.
             let t = v * inv;
-            #[allow(clippy::manual_clamp, reason = "branch-free min/max that the compiler vectorizes")]
-            let t = if t > 127.0 { 127.0 } else if t < -127.0 { -127.0 } else { t };
+            #[allow(
+                clippy::manual_clamp,
+                reason = "branch-free min/max that the compiler vectorizes"
+            )]
+            let t = if t > 127.0 {
+                127.0
+            } else if t < -127.0 {
+                -127.0
+            } else {
+                t
+            };
             *o = (t + ROUND_MAGIC).to_bits() as u8;
         }
     }
@@ -79,12 +92,19 @@ mod tests {
         let mut out = vec![0u8; n * 4 + x.len()];
         quantize_into(x, chunk, &mut out).unwrap();
         let (s, q) = out.split_at(n * 4);
-        (s.chunks(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(), q.iter().map(|b| *b as i8).collect())
+        (
+            s.chunks(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            q.iter().map(|b| *b as i8).collect(),
+        )
     }
 
     #[test]
     fn rounds_half_to_even_and_saturates() {
-        let x = [127.0f32, -127.0, 0.5, 1.5, 2.5, -0.5, 63.49, 0.0, -1.5, -2.5];
+        let x = [
+            127.0f32, -127.0, 0.5, 1.5, 2.5, -0.5, 63.49, 0.0, -1.5, -2.5,
+        ];
         let (s, q) = quantize(&x, 16);
         assert_eq!(q, vec![127, -127, 0, 2, 2, 0, 63, 0, -2, -2]);
         assert_eq!(s, vec![1.0]);
@@ -93,7 +113,9 @@ mod tests {
     #[test]
     fn absmax_matches_the_scalar_definition_on_every_length() {
         for n in 0..70usize {
-            let x: Vec<f32> = (0..n).map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.5).collect();
+            let x: Vec<f32> = (0..n)
+                .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.5)
+                .collect();
             let want = x.iter().fold(0f32, |m, v| m.max(v.abs()));
             assert_eq!(absmax(&x), Some(want), "n = {n}");
             for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {

@@ -1,7 +1,9 @@
 //! Round-trip properties and hostile-input behaviour of the pseudo-gradient codec.
 
 use proptest::prelude::*;
-use synod_codec::{decode, encode, rel_l2_error, DecodeError, DecodeLimits, EncodeOptions, Mode, TensorRef};
+use synod_codec::{
+    decode, encode, rel_l2_error, DecodeError, DecodeLimits, EncodeOptions, Mode, TensorRef,
+};
 
 fn limits() -> DecodeLimits {
     DecodeLimits::for_model(1 << 22, 64)
@@ -18,7 +20,9 @@ fn tensors_strategy() -> impl Strategy<Value = Vec<(Vec<usize>, Vec<f32>)>> {
 }
 
 fn refs(t: &[(Vec<usize>, Vec<f32>)]) -> Vec<TensorRef<'_>> {
-    t.iter().map(|(s, d)| TensorRef { shape: s, data: d }).collect()
+    t.iter()
+        .map(|(s, d)| TensorRef { shape: s, data: d })
+        .collect()
 }
 
 proptest! {
@@ -75,27 +79,50 @@ fn gaussian_error_is_below_one_and_a_half_percent() {
     // Box–Muller on a fixed LCG: a reproducible Gaussian vector.
     let mut s = 0x2545_f491_4f6c_dd1du64;
     let mut uni = || {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((s >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     };
     let x: Vec<f32> = (0..100_000)
         .map(|_| ((-2.0 * uni().ln()).sqrt() * (std::f64::consts::TAU * uni()).cos()) as f32)
         .collect();
     let shape = [x.len()];
-    let bytes = encode(&[TensorRef { shape: &shape, data: &x }], &EncodeOptions::default()).unwrap();
+    let bytes = encode(
+        &[TensorRef {
+            shape: &shape,
+            data: &x,
+        }],
+        &EncodeOptions::default(),
+    )
+    .unwrap();
     let y = decode(&bytes, &limits()).unwrap().tensors.remove(0);
     let err = rel_l2_error(&x, &y);
     assert!(err < 0.015 && err > 0.0, "rel L2 error {err}");
-    assert!(bytes.len() < x.len() * 4 / 4 + x.len() / 50, "int8 payload {} bytes", bytes.len());
+    assert!(
+        bytes.len() < x.len() * 4 / 4 + x.len() / 50,
+        "int8 payload {} bytes",
+        bytes.len()
+    );
 }
 
 #[test]
 fn every_truncation_is_a_typed_error() {
     let x: Vec<f32> = (0..3000).map(|i| (i as f32).sin()).collect();
     let shape = [30, 100];
-    let bytes = encode(&[TensorRef { shape: &shape, data: &x }], &EncodeOptions::default()).unwrap();
+    let bytes = encode(
+        &[TensorRef {
+            shape: &shape,
+            data: &x,
+        }],
+        &EncodeOptions::default(),
+    )
+    .unwrap();
     for len in 0..bytes.len() {
-        assert!(decode(&bytes[..len], &limits()).is_err(), "prefix of {len} bytes accepted");
+        assert!(
+            decode(&bytes[..len], &limits()).is_err(),
+            "prefix of {len} bytes accepted"
+        );
     }
     let mut longer = bytes.clone();
     longer.push(0);
@@ -107,13 +134,29 @@ fn non_finite_and_misshaped_input_is_refused() {
     let shape = [3];
     let bad = [1.0, f32::NAN, 2.0];
     assert!(matches!(
-        encode(&[TensorRef { shape: &shape, data: &bad }], &EncodeOptions::default()),
+        encode(
+            &[TensorRef {
+                shape: &shape,
+                data: &bad
+            }],
+            &EncodeOptions::default()
+        ),
         Err(synod_codec::EncodeError::NonFinite { index: 0 })
     ));
     let short = [1.0, 2.0];
     assert!(matches!(
-        encode(&[TensorRef { shape: &shape, data: &short }], &EncodeOptions::default()),
-        Err(synod_codec::EncodeError::ShapeMismatch { index: 0, expected: 3, actual: 2 })
+        encode(
+            &[TensorRef {
+                shape: &shape,
+                data: &short
+            }],
+            &EncodeOptions::default()
+        ),
+        Err(synod_codec::EncodeError::ShapeMismatch {
+            index: 0,
+            expected: 3,
+            actual: 2
+        })
     ));
 }
 
@@ -145,7 +188,10 @@ fn decompression_bomb_is_cut_at_the_block_size() {
     let bomb = zstd::bulk::compress(&vec![0u8; 64 << 20], 19).unwrap();
     assert!(bomb.len() < 64 << 10);
     let bytes = forge(&[&[1024]], &[bomb]);
-    assert!(matches!(decode(&bytes, &limits()), Err(DecodeError::BadBlock { block: 0, .. })));
+    assert!(matches!(
+        decode(&bytes, &limits()),
+        Err(DecodeError::BadBlock { block: 0, .. })
+    ));
 }
 
 #[test]
@@ -153,12 +199,21 @@ fn declared_sizes_over_the_limits_are_rejected_before_allocation() {
     let bytes = forge(&[&[1 << 20, 1 << 20]], &[]);
     assert!(matches!(
         decode(&bytes, &limits()),
-        Err(DecodeError::LimitExceeded { what: "tensor elements", .. })
+        Err(DecodeError::LimitExceeded {
+            what: "tensor elements",
+            ..
+        })
     ));
     let overflow = forge(&[&[u64::MAX, 2]], &[]);
     assert!(decode(&overflow, &limits()).is_err());
     let many: Vec<&[u64]> = vec![&[1]; 65];
-    assert!(matches!(decode(&forge(&many, &[]), &limits()), Err(DecodeError::LimitExceeded { what: "n_tensors", .. })));
+    assert!(matches!(
+        decode(&forge(&many, &[]), &limits()),
+        Err(DecodeError::LimitExceeded {
+            what: "n_tensors",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -167,6 +222,12 @@ fn nan_negative_and_overflowing_scales_are_rejected() {
         let mut raw = scale.to_le_bytes().to_vec();
         raw.extend_from_slice(&[127u8; 4]);
         let frame = zstd::bulk::compress(&raw, 1).unwrap();
-        assert!(matches!(decode(&forge(&[&[4]], &[frame]), &limits()), Err(DecodeError::BadScale { block: 0 })), "{scale}");
+        assert!(
+            matches!(
+                decode(&forge(&[&[4]], &[frame]), &limits()),
+                Err(DecodeError::BadScale { block: 0 })
+            ),
+            "{scale}"
+        );
     }
 }

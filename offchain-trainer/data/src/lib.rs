@@ -59,14 +59,20 @@ impl Corpus {
     /// # Errors
     /// [`DataError::Io`] if the file cannot be read.
     pub fn from_file(path: &Path) -> Result<Self, DataError> {
-        let bytes = std::fs::read(path).map_err(|source| DataError::Io { path: path.display().to_string(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| DataError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         Ok(Self::from_bytes(bytes))
     }
 
     /// Tokenizes bytes already in memory.
     pub fn from_bytes(bytes: Vec<u8>) -> Self {
         let hash = *blake3::hash(&bytes).as_bytes();
-        Self { tokens: bytes, hash }
+        Self {
+            tokens: bytes,
+            hash,
+        }
     }
 
     /// Number of tokens.
@@ -123,14 +129,28 @@ impl BatchPlan {
     ///
     /// # Errors
     /// [`DataError::TooShort`] if either split holds fewer than `seq_len + 2` tokens.
-    pub fn new(corpus: Arc<Corpus>, seed: u64, batch: usize, seq_len: usize) -> Result<Self, DataError> {
+    pub fn new(
+        corpus: Arc<Corpus>,
+        seed: u64,
+        batch: usize,
+        seq_len: usize,
+    ) -> Result<Self, DataError> {
         let (train, val) = corpus.split();
         for (split, s) in [("train", train), ("validation", val)] {
             if s.len() <= seq_len + 1 {
-                return Err(DataError::TooShort { split, tokens: s.len(), needed: seq_len + 2 });
+                return Err(DataError::TooShort {
+                    split,
+                    tokens: s.len(),
+                    needed: seq_len + 2,
+                });
             }
         }
-        Ok(Self { corpus, seed, batch, seq_len })
+        Ok(Self {
+            corpus,
+            seed,
+            batch,
+            seq_len,
+        })
     }
 
     /// The corpus this plan draws from.
@@ -156,18 +176,29 @@ impl BatchPlan {
             inputs.extend(window[..t].iter().map(|v| i64::from(*v)));
             targets.extend(window[1..].iter().map(|v| i64::from(*v)));
         }
-        Batch { inputs, targets, batch: b, seq_len: t }
+        Batch {
+            inputs,
+            targets,
+            batch: b,
+            seq_len: t,
+        }
     }
 
     /// The `step`-th training batch (0-based) of `worker` in outer round `round`
     /// (a pure function of `(seed, worker, round, step)`).
     pub fn train_batch(&self, worker: u32, round: u32, step: u32) -> Batch {
-        self.draw(self.corpus.split().0, self.rng("synod/batch/v1", worker.into(), round.into(), step.into()))
+        self.draw(
+            self.corpus.split().0,
+            self.rng("synod/batch/v1", worker.into(), round.into(), step.into()),
+        )
     }
 
     /// The `i`-th fixed validation batch (the same for every worker and round).
     pub fn val_batch(&self, i: u32) -> Batch {
-        self.draw(self.corpus.split().1, self.rng("synod/val/v1", i.into(), 0, 0))
+        self.draw(
+            self.corpus.split().1,
+            self.rng("synod/val/v1", i.into(), 0, 0),
+        )
     }
 }
 
@@ -176,7 +207,9 @@ mod tests {
     use super::*;
 
     fn corpus() -> Arc<Corpus> {
-        Arc::new(Corpus::from_bytes((0..5000u32).map(|i| (i % 251) as u8).collect()))
+        Arc::new(Corpus::from_bytes(
+            (0..5000u32).map(|i| (i % 251) as u8).collect(),
+        ))
     }
 
     #[test]
@@ -214,6 +247,12 @@ mod tests {
     #[test]
     fn too_short_corpus_is_a_typed_error() {
         let c = Arc::new(Corpus::from_bytes(vec![b'a'; 50]));
-        assert!(matches!(BatchPlan::new(c.clone(), 0, 1, 16), Err(DataError::TooShort { split: "validation", .. })));
+        assert!(matches!(
+            BatchPlan::new(c.clone(), 0, 1, 16),
+            Err(DataError::TooShort {
+                split: "validation",
+                ..
+            })
+        ));
     }
 }

@@ -11,7 +11,11 @@ pub trait Aggregator: Send + Sync {
     ///
     /// # Errors
     /// [`DilocoError::Empty`] for no input, [`DilocoError::LayoutMismatch`] for unequal layouts.
-    fn aggregate(&self, round: u32, inputs: &[&PseudoGradient]) -> Result<PseudoGradient, DilocoError>;
+    fn aggregate(
+        &self,
+        round: u32,
+        inputs: &[&PseudoGradient],
+    ) -> Result<PseudoGradient, DilocoError>;
 }
 
 /// The arithmetic mean (DiLoCo Algorithm 1, line 12): Σ Δ_i in input order, then × (1/n).
@@ -19,7 +23,11 @@ pub trait Aggregator: Send + Sync {
 pub struct Mean;
 
 impl Aggregator for Mean {
-    fn aggregate(&self, round: u32, inputs: &[&PseudoGradient]) -> Result<PseudoGradient, DilocoError> {
+    fn aggregate(
+        &self,
+        round: u32,
+        inputs: &[&PseudoGradient],
+    ) -> Result<PseudoGradient, DilocoError> {
         let (first, rest) = inputs.split_first().ok_or(DilocoError::Empty(round))?;
         let mut sum: PseudoGradient = (*first).clone();
         for g in rest {

@@ -26,5 +26,9 @@ pub trait InnerTrainer {
     ///
     /// # Errors
     /// [`DilocoError::Inner`] if the tensor library fails or the loss diverges.
-    fn inner_phase(&mut self, start: &ParamSet, round: u32) -> Result<(ParamSet, InnerReport), DilocoError>;
+    fn inner_phase(
+        &mut self,
+        start: &ParamSet,
+        round: u32,
+    ) -> Result<(ParamSet, InnerReport), DilocoError>;
 }

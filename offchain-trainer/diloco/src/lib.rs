@@ -31,5 +31,7 @@ pub use aggregate::{Aggregator, Mean};
 pub use error::DilocoError;
 pub use inner::{InnerReport, InnerTrainer};
 pub use outer::NesterovSgd;
-pub use pseudograd::{decode_pseudo_gradient, encode_pseudo_gradient, pseudo_gradient, PseudoGradient};
+pub use pseudograd::{
+    decode_pseudo_gradient, encode_pseudo_gradient, pseudo_gradient, PseudoGradient,
+};
 pub use round::{Contribution, Exchange, OuterState, RoundOutcome};

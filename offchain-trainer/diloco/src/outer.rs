@@ -27,7 +27,11 @@ pub struct NesterovSgd {
 impl NesterovSgd {
     /// A fresh optimizer with a zero momentum buffer.
     pub fn new(lr: f32, momentum: f32) -> Self {
-        Self { lr, momentum, buf: Vec::new() }
+        Self {
+            lr,
+            momentum,
+            buf: Vec::new(),
+        }
     }
 
     /// Applies one outer step to `params` with outer gradient `g`.
@@ -35,7 +39,12 @@ impl NesterovSgd {
     /// # Errors
     /// [`DilocoError::LayoutMismatch`] if `g` (or a restored buffer) does not fit `params`.
     pub fn step(&mut self, params: &mut ParamSet, g: &PseudoGradient) -> Result<(), DilocoError> {
-        let fits = |v: &PseudoGradient| v.len() == params.tensors().len() && v.iter().zip(params.tensors()).all(|(a, t)| a.len() == t.numel());
+        let fits = |v: &PseudoGradient| {
+            v.len() == params.tensors().len()
+                && v.iter()
+                    .zip(params.tensors())
+                    .all(|(a, t)| a.len() == t.numel())
+        };
         if !fits(g) {
             return Err(DilocoError::LayoutMismatch);
         }
@@ -61,7 +70,11 @@ impl NesterovSgd {
             .tensors()
             .iter()
             .zip(&self.buf)
-            .map(|(t, m)| NamedTensor { name: t.name.clone(), shape: t.shape.clone(), data: m.clone() })
+            .map(|(t, m)| NamedTensor {
+                name: t.name.clone(),
+                shape: t.shape.clone(),
+                data: m.clone(),
+            })
             .collect();
         ParamSet::new(tensors).unwrap_or_default()
     }

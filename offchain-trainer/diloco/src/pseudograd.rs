@@ -28,12 +28,23 @@ pub fn pseudo_gradient(start: &ParamSet, local: &ParamSet) -> Result<PseudoGradi
 ///
 /// # Errors
 /// As [`synod_codec::encode`]; [`DilocoError::LayoutMismatch`] if Δ does not fit `like`.
-pub fn encode_pseudo_gradient(like: &ParamSet, delta: &PseudoGradient, opts: &EncodeOptions) -> Result<Vec<u8>, DilocoError> {
+pub fn encode_pseudo_gradient(
+    like: &ParamSet,
+    delta: &PseudoGradient,
+    opts: &EncodeOptions,
+) -> Result<Vec<u8>, DilocoError> {
     if delta.len() != like.tensors().len() {
         return Err(DilocoError::LayoutMismatch);
     }
-    let refs: Vec<TensorRef<'_>> =
-        like.tensors().iter().zip(delta).map(|(t, d)| TensorRef { shape: &t.shape, data: d }).collect();
+    let refs: Vec<TensorRef<'_>> = like
+        .tensors()
+        .iter()
+        .zip(delta)
+        .map(|(t, d)| TensorRef {
+            shape: &t.shape,
+            data: d,
+        })
+        .collect();
     Ok(synod_codec::encode(&refs, opts)?)
 }
 
@@ -42,11 +53,24 @@ pub fn encode_pseudo_gradient(like: &ParamSet, delta: &PseudoGradient, opts: &En
 /// # Errors
 /// [`DilocoError::Decode`] for a malformed payload, [`DilocoError::Layout`] for a payload whose
 /// shapes are not the model's.
-pub fn decode_pseudo_gradient(like: &ParamSet, member: u32, payload: &[u8]) -> Result<PseudoGradient, DilocoError> {
-    let limits = DecodeLimits::for_model(like.numel() as u64, u32::try_from(like.tensors().len()).unwrap_or(u32::MAX));
-    let decoded = synod_codec::decode(payload, &limits).map_err(|source| DilocoError::Decode { member, source })?;
+pub fn decode_pseudo_gradient(
+    like: &ParamSet,
+    member: u32,
+    payload: &[u8],
+) -> Result<PseudoGradient, DilocoError> {
+    let limits = DecodeLimits::for_model(
+        like.numel() as u64,
+        u32::try_from(like.tensors().len()).unwrap_or(u32::MAX),
+    );
+    let decoded = synod_codec::decode(payload, &limits)
+        .map_err(|source| DilocoError::Decode { member, source })?;
     let fits = decoded.header.shapes.len() == like.tensors().len()
-        && decoded.header.shapes.iter().zip(like.tensors()).all(|(s, t)| *s == t.shape);
+        && decoded
+            .header
+            .shapes
+            .iter()
+            .zip(like.tensors())
+            .all(|(s, t)| *s == t.shape);
     if !fits {
         return Err(DilocoError::Layout { member });
     }

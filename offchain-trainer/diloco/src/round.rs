@@ -3,7 +3,10 @@
 use synod_checkpoint::{CheckpointHash, ParamSet, OUTER_MOMENTUM_PREFIX};
 use synod_codec::EncodeOptions;
 
-use crate::{decode_pseudo_gradient, encode_pseudo_gradient, pseudo_gradient, Aggregator, DilocoError, InnerReport, InnerTrainer, NesterovSgd};
+use crate::{
+    decode_pseudo_gradient, encode_pseudo_gradient, pseudo_gradient, Aggregator, DilocoError,
+    InnerReport, InnerTrainer, NesterovSgd,
+};
 
 /// A member's encoded pseudo-gradient for one round, as it arrived.
 #[derive(Clone, Debug)]
@@ -21,7 +24,12 @@ pub trait Exchange {
     ///
     /// # Errors
     /// [`DilocoError::Exchange`] if the transport fails as a whole.
-    fn exchange(&mut self, round: u32, me: u32, payload: Vec<u8>) -> Result<Vec<Contribution>, DilocoError>;
+    fn exchange(
+        &mut self,
+        round: u32,
+        me: u32,
+        payload: Vec<u8>,
+    ) -> Result<Vec<Contribution>, DilocoError>;
 }
 
 /// The result of one outer round.
@@ -53,7 +61,11 @@ pub struct OuterState {
 impl OuterState {
     /// State at round 0 from the initial parameters.
     pub fn new(params: ParamSet, opt: NesterovSgd) -> Self {
-        Self { params, opt, round: 0 }
+        Self {
+            params,
+            opt,
+            round: 0,
+        }
     }
 
     /// The tensors a checkpoint holds: θ plus `outer_momentum.*`.
@@ -61,18 +73,30 @@ impl OuterState {
     /// # Errors
     /// [`DilocoError::Checkpoint`] if a momentum name collides with a parameter name.
     pub fn checkpoint_set(&self) -> Result<ParamSet, DilocoError> {
-        Ok(self.params.clone().with_prefixed(OUTER_MOMENTUM_PREFIX, &self.opt.state(&self.params))?)
+        Ok(self
+            .params
+            .clone()
+            .with_prefixed(OUTER_MOMENTUM_PREFIX, &self.opt.state(&self.params))?)
     }
 
     /// Restores the state from a checkpoint's tensors (the output of [`OuterState::checkpoint_set`]).
     ///
     /// # Errors
     /// [`DilocoError::LayoutMismatch`] if the momentum does not match the parameters.
-    pub fn from_checkpoint(mut set: ParamSet, lr: f32, momentum: f32, round: u32) -> Result<Self, DilocoError> {
+    pub fn from_checkpoint(
+        mut set: ParamSet,
+        lr: f32,
+        momentum: f32,
+        round: u32,
+    ) -> Result<Self, DilocoError> {
         let state = set.take_prefixed(OUTER_MOMENTUM_PREFIX);
         let mut opt = NesterovSgd::new(lr, momentum);
         opt.restore(&set, &state)?;
-        Ok(Self { params: set, opt, round })
+        Ok(Self {
+            params: set,
+            opt,
+            round,
+        })
     }
 
     /// Runs `trainer`'s inner phase for the next round from θ and returns member `me`'s encoded
@@ -80,12 +104,23 @@ impl OuterState {
     ///
     /// # Errors
     /// As [`InnerTrainer::inner_phase`] and [`encode_pseudo_gradient`].
-    pub fn contribute(&self, trainer: &mut dyn InnerTrainer, me: u32, opts: &EncodeOptions) -> Result<(Contribution, InnerReport), DilocoError> {
+    pub fn contribute(
+        &self,
+        trainer: &mut dyn InnerTrainer,
+        me: u32,
+        opts: &EncodeOptions,
+    ) -> Result<(Contribution, InnerReport), DilocoError> {
         let round = self.round + 1;
         let (local, report) = trainer.inner_phase(&self.params, round)?;
         let delta = pseudo_gradient(&self.params, &local)?;
         let payload = encode_pseudo_gradient(&self.params, &delta, opts)?;
-        Ok((Contribution { member: me, payload }, report))
+        Ok((
+            Contribution {
+                member: me,
+                payload,
+            },
+            report,
+        ))
     }
 
     /// Decodes the included set (in ascending member order; malformed payloads and repeated
@@ -95,7 +130,11 @@ impl OuterState {
     /// # Errors
     /// [`DilocoError::Empty`] if no payload survives decoding; otherwise as the aggregator and
     /// outer step.
-    pub fn apply(&mut self, contributions: &[Contribution], agg: &dyn Aggregator) -> Result<RoundOutcome, DilocoError> {
+    pub fn apply(
+        &mut self,
+        contributions: &[Contribution],
+        agg: &dyn Aggregator,
+    ) -> Result<RoundOutcome, DilocoError> {
         let round = self.round + 1;
         let mut order: Vec<&Contribution> = contributions.iter().collect();
         order.sort_by_key(|c| c.member);
@@ -119,7 +158,13 @@ impl OuterState {
         self.round = round;
         let checkpoint = synod_checkpoint::to_bytes(&self.checkpoint_set()?)?;
         let hash = synod_checkpoint::hash(&checkpoint);
-        Ok(RoundOutcome { round, included, rejected, checkpoint, hash })
+        Ok(RoundOutcome {
+            round,
+            included,
+            rejected,
+            checkpoint,
+            hash,
+        })
     }
 
     /// One networked round for member `me`: contribute, exchange, apply.

@@ -4,13 +4,22 @@
 use synod_checkpoint::{NamedTensor, ParamSet};
 use synod_codec::EncodeOptions;
 use synod_diloco::{
-    encode_pseudo_gradient, Aggregator, Contribution, DilocoError, InnerReport, InnerTrainer, Mean, NesterovSgd, OuterState,
+    encode_pseudo_gradient, Aggregator, Contribution, DilocoError, InnerReport, InnerTrainer, Mean,
+    NesterovSgd, OuterState,
 };
 
 fn params(a: Vec<f32>, b: Vec<f32>) -> ParamSet {
     ParamSet::new(vec![
-        NamedTensor { name: "a".into(), shape: vec![a.len()], data: a },
-        NamedTensor { name: "b".into(), shape: vec![b.len()], data: b },
+        NamedTensor {
+            name: "a".into(),
+            shape: vec![a.len()],
+            data: a,
+        },
+        NamedTensor {
+            name: "b".into(),
+            shape: vec![b.len()],
+            data: b,
+        },
     ])
     .unwrap()
 }
@@ -22,11 +31,17 @@ fn nesterov_matches_hand_computed_values() {
     opt.step(&mut p, &vec![vec![0.1, -0.2], vec![0.0]]).unwrap();
     // m = g; θ -= 0.7 (g + 0.9 m) = 0.7 · 1.9 g
     let t = &p.tensors()[0].data;
-    assert!((t[0] - 0.867).abs() < 1e-6 && (t[1] - 2.266).abs() < 1e-6, "{t:?}");
+    assert!(
+        (t[0] - 0.867).abs() < 1e-6 && (t[1] - 2.266).abs() < 1e-6,
+        "{t:?}"
+    );
     opt.step(&mut p, &vec![vec![0.2, 0.0], vec![1.0]]).unwrap();
     // m = 0.9·[0.1,-0.2] + [0.2,0] = [0.29,-0.18]; d = g + 0.9 m = [0.461,-0.162]
     let t = &p.tensors()[0].data;
-    assert!((t[0] - (0.867 - 0.7 * 0.461)).abs() < 1e-6 && (t[1] - (2.266 + 0.7 * 0.162)).abs() < 1e-6, "{t:?}");
+    assert!(
+        (t[0] - (0.867 - 0.7 * 0.461)).abs() < 1e-6 && (t[1] - (2.266 + 0.7 * 0.162)).abs() < 1e-6,
+        "{t:?}"
+    );
     // b: m = 1, d = 1 + 0.9·1 = 1.9, θ = −0.7·1.9
     assert!((p.tensors()[1].data[0] + 0.7 * 1.9).abs() < 1e-6);
 }
@@ -48,46 +63,83 @@ fn mean_is_the_element_wise_average() {
     let m = Mean.aggregate(1, &[&a, &b]).unwrap();
     assert_eq!(m, vec![vec![2.0, 0.0], vec![1.5]]);
     assert!(matches!(Mean.aggregate(1, &[]), Err(DilocoError::Empty(1))));
-    assert!(matches!(Mean.aggregate(1, &[&a, &vec![vec![1.0]]]), Err(DilocoError::LayoutMismatch)));
+    assert!(matches!(
+        Mean.aggregate(1, &[&a, &vec![vec![1.0]]]),
+        Err(DilocoError::LayoutMismatch)
+    ));
 }
 
 fn payload(like: &ParamSet, scale: f32) -> Vec<u8> {
-    let delta: Vec<Vec<f32>> = like.tensors().iter().map(|t| (0..t.numel()).map(|i| scale * (i as f32 + 1.0)).collect()).collect();
+    let delta: Vec<Vec<f32>> = like
+        .tensors()
+        .iter()
+        .map(|t| (0..t.numel()).map(|i| scale * (i as f32 + 1.0)).collect())
+        .collect();
     encode_pseudo_gradient(like, &delta, &EncodeOptions::default()).unwrap()
 }
 
 #[test]
 fn survivors_agree_bit_for_bit_whatever_the_arrival_order_and_garbage_is_dropped() {
     let start = params(vec![0.1; 300], vec![0.2; 7]);
-    let good: Vec<Contribution> =
-        (0..3).map(|m| Contribution { member: m, payload: payload(&start, 0.01 * (m as f32 + 1.0)) }).collect();
+    let good: Vec<Contribution> = (0..3)
+        .map(|m| Contribution {
+            member: m,
+            payload: payload(&start, 0.01 * (m as f32 + 1.0)),
+        })
+        .collect();
     let mut garbage = payload(&start, 0.5);
     garbage[40] ^= 0xff;
     let wrong_shape = payload(&params(vec![0.0; 299], vec![0.0; 7]), 0.1);
     let mut a = OuterState::new(start.clone(), NesterovSgd::new(0.7, 0.9));
     let mut b = a.clone();
     let mut set_a = good.clone();
-    set_a.push(Contribution { member: 3, payload: garbage });
-    set_a.push(Contribution { member: 4, payload: wrong_shape });
-    set_a.push(Contribution { member: 1, payload: payload(&start, 9.0) }); // a second payload from member 1
+    set_a.push(Contribution {
+        member: 3,
+        payload: garbage,
+    });
+    set_a.push(Contribution {
+        member: 4,
+        payload: wrong_shape,
+    });
+    set_a.push(Contribution {
+        member: 1,
+        payload: payload(&start, 9.0),
+    }); // a second payload from member 1
     let mut set_b = good.clone();
     set_b.reverse();
     let ra = a.apply(&set_a, &Mean).unwrap();
     let rb = b.apply(&set_b, &Mean).unwrap();
     assert_eq!(ra.included, vec![0, 1, 2]);
-    assert_eq!(ra.rejected.iter().map(|r| r.0).collect::<Vec<_>>(), vec![1, 3, 4]);
+    assert_eq!(
+        ra.rejected.iter().map(|r| r.0).collect::<Vec<_>>(),
+        vec![1, 3, 4]
+    );
     assert_eq!(ra.hash, rb.hash);
     assert_eq!(ra.checkpoint, rb.checkpoint);
     assert_eq!(a.round, 1);
     // Nothing usable: a typed error, not a panic.
     let mut c = OuterState::new(start.clone(), NesterovSgd::new(0.7, 0.9));
-    assert!(matches!(c.apply(&[Contribution { member: 0, payload: vec![1, 2, 3] }], &Mean), Err(DilocoError::Empty(1))));
+    assert!(matches!(
+        c.apply(
+            &[Contribution {
+                member: 0,
+                payload: vec![1, 2, 3]
+            }],
+            &Mean
+        ),
+        Err(DilocoError::Empty(1))
+    ));
 }
 
 #[test]
 fn a_checkpoint_carries_the_outer_momentum_so_resume_is_bit_identical() {
     let start = params(vec![0.1; 50], vec![0.2; 5]);
-    let round = |s: &ParamSet, k: f32| vec![Contribution { member: 0, payload: payload(s, k) }];
+    let round = |s: &ParamSet, k: f32| {
+        vec![Contribution {
+            member: 0,
+            payload: payload(s, k),
+        }]
+    };
     let mut a = OuterState::new(start.clone(), NesterovSgd::new(0.7, 0.9));
     let r1 = a.apply(&round(&start, 0.01), &Mean).unwrap();
     let set = synod_checkpoint::from_bytes(&r1.checkpoint).unwrap();
@@ -97,10 +149,18 @@ fn a_checkpoint_carries_the_outer_momentum_so_resume_is_bit_identical() {
     let r2b = b.apply(&round(&start, 0.02), &Mean).unwrap();
     assert_eq!(r2a.hash, r2b.hash);
     // Without the momentum the second round would differ.
-    let mut fresh = OuterState::new(synod_checkpoint::from_bytes(&r1.checkpoint).unwrap(), NesterovSgd::new(0.7, 0.9));
-    fresh.params.take_prefixed(synod_checkpoint::OUTER_MOMENTUM_PREFIX);
+    let mut fresh = OuterState::new(
+        synod_checkpoint::from_bytes(&r1.checkpoint).unwrap(),
+        NesterovSgd::new(0.7, 0.9),
+    );
+    fresh
+        .params
+        .take_prefixed(synod_checkpoint::OUTER_MOMENTUM_PREFIX);
     fresh.round = 1;
-    assert_ne!(fresh.apply(&round(&start, 0.02), &Mean).unwrap().hash, r2a.hash);
+    assert_ne!(
+        fresh.apply(&round(&start, 0.02), &Mean).unwrap().hash,
+        r2a.hash
+    );
 }
 
 /// A worker minimizing ½‖θ − target‖² with H plain gradient steps.
@@ -110,7 +170,11 @@ struct Quadratic {
 }
 
 impl InnerTrainer for Quadratic {
-    fn inner_phase(&mut self, start: &ParamSet, _round: u32) -> Result<(ParamSet, InnerReport), DilocoError> {
+    fn inner_phase(
+        &mut self,
+        start: &ParamSet,
+        _round: u32,
+    ) -> Result<(ParamSet, InnerReport), DilocoError> {
         let mut p = start.clone();
         for _ in 0..self.steps {
             for t in p.data_mut() {
@@ -125,14 +189,27 @@ impl InnerTrainer for Quadratic {
 
 #[test]
 fn local_rounds_converge_to_the_workers_consensus() {
-    let start = ParamSet::new(vec![NamedTensor { name: "w".into(), shape: vec![4], data: vec![0.0; 4] }]).unwrap();
+    let start = ParamSet::new(vec![NamedTensor {
+        name: "w".into(),
+        shape: vec![4],
+        data: vec![0.0; 4],
+    }])
+    .unwrap();
     let mut workers = vec![
-        Quadratic { target: vec![1.0, 2.0, 3.0, 4.0], steps: 10 },
-        Quadratic { target: vec![3.0, 2.0, 1.0, 0.0], steps: 10 },
+        Quadratic {
+            target: vec![1.0, 2.0, 3.0, 4.0],
+            steps: 10,
+        },
+        Quadratic {
+            target: vec![3.0, 2.0, 1.0, 0.0],
+            steps: 10,
+        },
     ];
     let mut s = OuterState::new(start, NesterovSgd::new(0.7, 0.9));
     for _ in 0..30 {
-        let (out, _, sizes) = s.local_round(&mut workers, &Mean, &EncodeOptions::default()).unwrap();
+        let (out, _, sizes) = s
+            .local_round(&mut workers, &Mean, &EncodeOptions::default())
+            .unwrap();
         assert_eq!(out.included, vec![0, 1]);
         assert!(sizes.iter().all(|b| *b > 0));
     }

@@ -22,12 +22,19 @@ impl DataParallel {
         let h = u64::from(self.replica.cfg.inner_steps.max(1));
         let round = u32::try_from(step / h + 1).unwrap_or(u32::MAX);
         let inner = u32::try_from(step % h).unwrap_or(0);
-        let batches: Vec<_> = (0..self.workers).map(|w| self.replica.plan.train_batch(w, round, inner)).collect();
+        let batches: Vec<_> = (0..self.workers)
+            .map(|w| self.replica.plan.train_batch(w, round, inner))
+            .collect();
         self.replica.train_step(&batches, step)
     }
 
     /// Bytes each worker sends per step: its full f32 gradient (`params · 4`).
     pub fn bytes_per_step(&self) -> u64 {
-        self.replica.vs.variables().values().map(|t| t.numel() as u64 * 4).sum()
+        self.replica
+            .vs
+            .variables()
+            .values()
+            .map(|t| t.numel() as u64 * 4)
+            .sum()
     }
 }

@@ -22,17 +22,35 @@ pub struct GptConfig {
 impl GptConfig {
     /// nanoGPT's CPU "baby GPT" for shakespeare_char: 4 layers, 4 heads, width 128, context 64.
     pub fn baby() -> Self {
-        Self { vocab: 256, ctx: 64, n_layer: 4, n_head: 4, d_model: 128 }
+        Self {
+            vocab: 256,
+            ctx: 64,
+            n_layer: 4,
+            n_head: 4,
+            d_model: 128,
+        }
     }
 
     /// A very small model for tests: 2 layers, 2 heads, width 32, context 32.
     pub fn tiny() -> Self {
-        Self { vocab: 256, ctx: 32, n_layer: 2, n_head: 2, d_model: 32 }
+        Self {
+            vocab: 256,
+            ctx: 32,
+            n_layer: 2,
+            n_head: 2,
+            d_model: 32,
+        }
     }
 
     /// nanoGPT's GPU shakespeare_char model: 6 layers, 6 heads, width 384, context 256.
     pub fn small() -> Self {
-        Self { vocab: 256, ctx: 256, n_layer: 6, n_head: 6, d_model: 384 }
+        Self {
+            vocab: 256,
+            ctx: 256,
+            n_layer: 6,
+            n_head: 6,
+            d_model: 384,
+        }
     }
 
     /// A preset by name: `tiny`, `baby` or `small`.
@@ -44,7 +62,9 @@ impl GptConfig {
             "tiny" => Ok(Self::tiny()),
             "baby" => Ok(Self::baby()),
             "small" => Ok(Self::small()),
-            _ => Err(ModelError::Config(format!("unknown model preset {name:?} (tiny, baby, small)"))),
+            _ => Err(ModelError::Config(format!(
+                "unknown model preset {name:?} (tiny, baby, small)"
+            ))),
         }
     }
 
@@ -53,11 +73,21 @@ impl GptConfig {
     /// # Errors
     /// [`ModelError::Config`] describing the first violated constraint.
     pub fn validate(&self) -> Result<(), ModelError> {
-        if self.vocab <= 0 || self.ctx <= 0 || self.n_layer <= 0 || self.n_head <= 0 || self.d_model <= 0 {
-            return Err(ModelError::Config("all model sizes must be positive".into()));
+        if self.vocab <= 0
+            || self.ctx <= 0
+            || self.n_layer <= 0
+            || self.n_head <= 0
+            || self.d_model <= 0
+        {
+            return Err(ModelError::Config(
+                "all model sizes must be positive".into(),
+            ));
         }
         if self.d_model % self.n_head != 0 {
-            return Err(ModelError::Config(format!("d_model {} is not a multiple of n_head {}", self.d_model, self.n_head)));
+            return Err(ModelError::Config(format!(
+                "d_model {} is not a multiple of n_head {}",
+                self.d_model, self.n_head
+            )));
         }
         Ok(())
     }
@@ -119,7 +149,11 @@ impl InnerConfig {
     /// [`InnerConfig::lr_at`] times the per-round ramp `(inner + 1) / (round_warmup_steps + 1)`.
     pub fn lr_in_round(&self, step: u64, inner: u32) -> f64 {
         let w = self.round_warmup_steps;
-        let ramp = if inner < w { f64::from(inner + 1) / f64::from(w + 1) } else { 1.0 };
+        let ramp = if inner < w {
+            f64::from(inner + 1) / f64::from(w + 1)
+        } else {
+            1.0
+        };
         self.lr_at(step) * ramp
     }
 
@@ -149,8 +183,12 @@ pub fn parse_device(s: &str) -> Result<tch::Device, ModelError> {
         "auto" => Ok(tch::Device::cuda_if_available()),
         "cuda" if tch::Cuda::is_available() => Ok(tch::Device::Cuda(0)),
         _ => match s.strip_prefix("cuda:").map(str::parse::<usize>) {
-            Some(Ok(i)) if tch::Cuda::is_available() && (i as i64) < tch::Cuda::device_count() => Ok(tch::Device::Cuda(i)),
-            _ => Err(ModelError::Config(format!("device {s:?} is not available (cpu, cuda, cuda:N, auto)"))),
+            Some(Ok(i)) if tch::Cuda::is_available() && (i as i64) < tch::Cuda::device_count() => {
+                Ok(tch::Device::Cuda(i))
+            }
+            _ => Err(ModelError::Config(format!(
+                "device {s:?} is not available (cpu, cuda, cuda:N, auto)"
+            ))),
         },
     }
 }
@@ -171,7 +209,10 @@ mod tests {
 
     #[test]
     fn round_warmup_ramps_the_first_inner_steps_of_each_round() {
-        let c = InnerConfig { round_warmup_steps: 4, ..InnerConfig::nanogpt(12, 50, 2000) };
+        let c = InnerConfig {
+            round_warmup_steps: 4,
+            ..InnerConfig::nanogpt(12, 50, 2000)
+        };
         assert!((c.lr_in_round(500, 0) - c.lr_at(500) / 5.0).abs() < 1e-15);
         assert!((c.lr_in_round(503, 3) - c.lr_at(503) * 4.0 / 5.0).abs() < 1e-15);
         assert_eq!(c.lr_in_round(504, 4), c.lr_at(504));
@@ -181,7 +222,12 @@ mod tests {
 
     #[test]
     fn bad_configs_are_rejected() {
-        assert!(GptConfig { d_model: 33, ..GptConfig::tiny() }.validate().is_err());
+        assert!(GptConfig {
+            d_model: 33,
+            ..GptConfig::tiny()
+        }
+        .validate()
+        .is_err());
         assert!(GptConfig::preset("huge").is_err());
         assert!(parse_device("tpu").is_err());
         assert_eq!(parse_device("cpu").unwrap(), tch::Device::Cpu);

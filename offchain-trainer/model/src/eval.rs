@@ -18,7 +18,12 @@ pub fn batch_tensors(b: &Batch, device: Device) -> (Tensor, Tensor) {
 ///
 /// # Errors
 /// As [`Gpt::loss`].
-pub fn eval_loss(model: &Gpt, plan: &BatchPlan, n_batches: u32, device: Device) -> Result<f64, ModelError> {
+pub fn eval_loss(
+    model: &Gpt,
+    plan: &BatchPlan,
+    n_batches: u32,
+    device: Device,
+) -> Result<f64, ModelError> {
     tch::no_grad(|| {
         let mut sum = 0.0;
         for i in 0..n_batches {

@@ -18,8 +18,17 @@ struct Linear {
 impl Linear {
     /// `[out, in]` weight ~ N(0, std²), zero bias (nanoGPT `_init_weights`).
     fn new(p: &Path, d_in: i64, d_out: i64, std: f64) -> Self {
-        let weight = p.set_group(DECAY_GROUP).var("weight", &[d_out, d_in], Init::Randn { mean: 0.0, stdev: std });
-        let bias = p.set_group(NO_DECAY_GROUP).var("bias", &[d_out], Init::Const(0.0));
+        let weight = p.set_group(DECAY_GROUP).var(
+            "weight",
+            &[d_out, d_in],
+            Init::Randn {
+                mean: 0.0,
+                stdev: std,
+            },
+        );
+        let bias = p
+            .set_group(NO_DECAY_GROUP)
+            .var("bias", &[d_out], Init::Const(0.0));
         Self { weight, bias }
     }
 
@@ -37,7 +46,11 @@ struct LayerNorm {
 impl LayerNorm {
     fn new(p: &Path, dim: i64) -> Self {
         let p = p.set_group(NO_DECAY_GROUP);
-        Self { weight: p.var("weight", &[dim], Init::Const(1.0)), bias: p.var("bias", &[dim], Init::Const(0.0)), dim }
+        Self {
+            weight: p.var("weight", &[dim], Init::Const(1.0)),
+            bias: p.var("bias", &[dim], Init::Const(0.0)),
+            dim,
+        }
     }
 
     fn forward(&self, x: &Tensor) -> Tensor {
@@ -78,7 +91,16 @@ impl Block {
         let parts = qkv.split(c, 2);
         let heads = |t_: &Tensor| t_.view([b, t, self.n_head, hs]).transpose(1, 2);
         let (q, k, v) = (heads(&parts[0]), heads(&parts[1]), heads(&parts[2]));
-        let y = Tensor::scaled_dot_product_attention(&q, &k, &v, None::<Tensor>, 0.0, true, None, false);
+        let y = Tensor::scaled_dot_product_attention(
+            &q,
+            &k,
+            &v,
+            None::<Tensor>,
+            0.0,
+            true,
+            None,
+            false,
+        );
         let y = y.transpose(1, 2).contiguous().view([b, t, c]);
         let x = x + self.attn_proj.forward(&y);
         let h = self.c_fc.forward(&self.ln_2.forward(&x)).gelu("none");
@@ -107,11 +129,16 @@ impl Gpt {
         cfg.validate()?;
         let tr = p / "transformer";
         let emb = tr.set_group(DECAY_GROUP);
-        let init = Init::Randn { mean: 0.0, stdev: 0.02 };
+        let init = Init::Randn {
+            mean: 0.0,
+            stdev: 0.02,
+        };
         Ok(Self {
             wte: (&emb / "wte").var("weight", &[cfg.vocab, cfg.d_model], init),
             wpe: (&emb / "wpe").var("weight", &[cfg.ctx, cfg.d_model], init),
-            blocks: (0..cfg.n_layer).map(|i| Block::new(&(&tr / "h" / i), &cfg)).collect(),
+            blocks: (0..cfg.n_layer)
+                .map(|i| Block::new(&(&tr / "h" / i), &cfg))
+                .collect(),
             ln_f: LayerNorm::new(&(&tr / "ln_f"), cfg.d_model),
             cfg,
         })
@@ -127,12 +154,18 @@ impl Gpt {
     /// # Errors
     /// [`ModelError::Config`] if T exceeds the context length or `idx` is not 2-D.
     pub fn forward(&self, idx: &Tensor) -> Result<Tensor, ModelError> {
-        let (_, t) = idx.size2().map_err(|_| ModelError::Config("input must be [batch, time]".into()))?;
+        let (_, t) = idx
+            .size2()
+            .map_err(|_| ModelError::Config("input must be [batch, time]".into()))?;
         if t > self.cfg.ctx {
-            return Err(ModelError::Config(format!("sequence of {t} tokens exceeds context {}", self.cfg.ctx)));
+            return Err(ModelError::Config(format!(
+                "sequence of {t} tokens exceeds context {}",
+                self.cfg.ctx
+            )));
         }
         let pos = Tensor::arange(t, (Kind::Int64, idx.device()));
-        let mut x = Tensor::embedding(&self.wte, idx, -1, false, false) + Tensor::embedding(&self.wpe, &pos, -1, false, false);
+        let mut x = Tensor::embedding(&self.wte, idx, -1, false, false)
+            + Tensor::embedding(&self.wpe, &pos, -1, false, false);
         for b in &self.blocks {
             x = b.forward(&x);
         }
@@ -145,6 +178,8 @@ impl Gpt {
     /// As [`Gpt::forward`].
     pub fn loss(&self, idx: &Tensor, targets: &Tensor) -> Result<Tensor, ModelError> {
         let logits = self.forward(idx)?;
-        Ok(logits.view([-1, self.cfg.vocab]).cross_entropy_loss::<Tensor>(&targets.view([-1]), None, Reduction::Mean, -100, 0.0))
+        Ok(logits
+            .view([-1, self.cfg.vocab])
+            .cross_entropy_loss::<Tensor>(&targets.view([-1]), None, Reduction::Mean, -100, 0.0))
     }
 }

@@ -32,24 +32,44 @@ impl TchInnerTrainer {
     ///
     /// # Errors
     /// [`ModelError::Config`] for an invalid model configuration.
-    pub fn new(model: GptConfig, cfg: InnerConfig, plan: BatchPlan, worker: u32, device: Device, init_seed: i64) -> Result<Self, ModelError> {
+    pub fn new(
+        model: GptConfig,
+        cfg: InnerConfig,
+        plan: BatchPlan,
+        worker: u32,
+        device: Device,
+        init_seed: i64,
+    ) -> Result<Self, ModelError> {
         if plan.seq_len as i64 > model.ctx {
-            return Err(ModelError::Config(format!("sequence length {} exceeds context {}", plan.seq_len, model.ctx)));
+            return Err(ModelError::Config(format!(
+                "sequence length {} exceeds context {}",
+                plan.seq_len, model.ctx
+            )));
         }
         tch::manual_seed(init_seed);
         let vs = VarStore::new(device);
         let model = Gpt::new(&vs.root(), model)?;
-        Ok(Self { vs, model, cfg, plan, worker, opt: None })
+        Ok(Self {
+            vs,
+            model,
+            cfg,
+            plan,
+            worker,
+            opt: None,
+        })
     }
 
     fn optimizer(&mut self) -> Result<&mut nn::Optimizer, ModelError> {
         if self.opt.is_none() {
-            let mut opt = nn::adamw(self.cfg.beta1, self.cfg.beta2, self.cfg.weight_decay).build(&self.vs, self.cfg.lr)?;
+            let mut opt = nn::adamw(self.cfg.beta1, self.cfg.beta2, self.cfg.weight_decay)
+                .build(&self.vs, self.cfg.lr)?;
             opt.set_weight_decay_group(DECAY_GROUP, self.cfg.weight_decay);
             opt.set_weight_decay_group(NO_DECAY_GROUP, 0.0);
             self.opt = Some(opt);
         }
-        self.opt.as_mut().ok_or_else(|| ModelError::Config("optimizer".into()))
+        self.opt
+            .as_mut()
+            .ok_or_else(|| ModelError::Config("optimizer".into()))
     }
 
     /// Drops the AdamW moments (the next step starts a fresh optimizer).
@@ -103,7 +123,11 @@ impl TchInnerTrainer {
 }
 
 impl InnerTrainer for TchInnerTrainer {
-    fn inner_phase(&mut self, start: &ParamSet, round: u32) -> Result<(ParamSet, InnerReport), DilocoError> {
+    fn inner_phase(
+        &mut self,
+        start: &ParamSet,
+        round: u32,
+    ) -> Result<(ParamSet, InnerReport), DilocoError> {
         let t0 = Instant::now();
         load_params(&self.vs, start)?;
         if !self.cfg.keep_state {
@@ -119,7 +143,12 @@ impl InnerTrainer for TchInnerTrainer {
             sum += last;
         }
         let tokens = u64::from(h) * (self.plan.batch * self.plan.seq_len) as u64;
-        let report = InnerReport { mean_loss: sum / f64::from(h.max(1)), last_loss: last, tokens, secs: t0.elapsed().as_secs_f64() };
+        let report = InnerReport {
+            mean_loss: sum / f64::from(h.max(1)),
+            last_loss: last,
+            tokens,
+            secs: t0.elapsed().as_secs_f64(),
+        };
         Ok((self.params()?, report))
     }
 }

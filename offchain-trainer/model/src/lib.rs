@@ -12,12 +12,12 @@
 //! * [`DataParallel`]: the baseline that averages N workers' gradients every step.
 #![deny(missing_docs)]
 
+mod baseline;
 mod config;
 mod error;
 mod eval;
 mod gpt;
 mod inner;
-mod baseline;
 mod params;
 
 pub use baseline::DataParallel;

@@ -14,8 +14,16 @@ pub fn param_set(vs: &VarStore) -> Result<ParamSet, ModelError> {
     let mut tensors = Vec::new();
     for (name, t) in vs.variables() {
         let shape = t.size().iter().map(|d| *d as usize).collect();
-        let flat = t.detach().to_device(Device::Cpu).to_kind(Kind::Float).flatten(0, -1);
-        tensors.push(NamedTensor { name, shape, data: Vec::<f32>::try_from(&flat)? });
+        let flat = t
+            .detach()
+            .to_device(Device::Cpu)
+            .to_kind(Kind::Float)
+            .flatten(0, -1);
+        tensors.push(NamedTensor {
+            name,
+            shape,
+            data: Vec::<f32>::try_from(&flat)?,
+        });
     }
     Ok(ParamSet::new(tensors)?)
 }
@@ -28,17 +36,27 @@ pub fn param_set(vs: &VarStore) -> Result<ParamSet, ModelError> {
 pub fn load_params(vs: &VarStore, set: &ParamSet) -> Result<(), ModelError> {
     let mut vars = vs.variables();
     if vars.len() != set.tensors().len() {
-        let extra = set.tensors().iter().find(|t| !vars.contains_key(&t.name)).map(|t| t.name.clone());
-        return Err(ModelError::Layout(extra.unwrap_or_else(|| "(count differs)".into())));
+        let extra = set
+            .tensors()
+            .iter()
+            .find(|t| !vars.contains_key(&t.name))
+            .map(|t| t.name.clone());
+        return Err(ModelError::Layout(
+            extra.unwrap_or_else(|| "(count differs)".into()),
+        ));
     }
     tch::no_grad(|| {
         for t in set.tensors() {
-            let var = vars.get_mut(&t.name).ok_or_else(|| ModelError::Layout(t.name.clone()))?;
+            let var = vars
+                .get_mut(&t.name)
+                .ok_or_else(|| ModelError::Layout(t.name.clone()))?;
             let shape: Vec<i64> = t.shape.iter().map(|d| *d as i64).collect();
             if var.size() != shape {
                 return Err(ModelError::Layout(t.name.clone()));
             }
-            let src = Tensor::from_slice(&t.data).view(shape.as_slice()).to_device(var.device());
+            let src = Tensor::from_slice(&t.data)
+                .view(shape.as_slice())
+                .to_device(var.device());
             var.f_copy_(&src)?;
         }
         Ok(())

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use synod_codec::EncodeOptions;
 use synod_data::{BatchPlan, Corpus};
 use synod_diloco::{Mean, NesterovSgd, OuterState};
-use synod_model::{eval_loss, load_params, tch, GptConfig, InnerConfig, ModelError, TchInnerTrainer};
+use synod_model::{
+    eval_loss, load_params, tch, GptConfig, InnerConfig, ModelError, TchInnerTrainer,
+};
 use tch::{Device, Kind, Tensor};
 
 fn repo_root() -> PathBuf {
@@ -37,12 +39,19 @@ fn logits_have_the_right_shape_and_initial_loss_is_uniform() {
     let loss = eval_loss(&t.model, &t.plan, 2, Device::Cpu).unwrap();
     assert!((loss - 256f64.ln()).abs() < 0.1, "initial loss {loss}");
     let too_long = Tensor::zeros([1, 33], (Kind::Int64, Device::Cpu));
-    assert!(matches!(t.model.forward(&too_long), Err(ModelError::Config(_))));
+    assert!(matches!(
+        t.model.forward(&too_long),
+        Err(ModelError::Config(_))
+    ));
 }
 
 #[test]
 fn training_on_shakespeare_lowers_validation_loss() {
-    let cfg = InnerConfig { warmup_steps: 5, lr: 3e-3, ..InnerConfig::nanogpt(16, 60, 60) };
+    let cfg = InnerConfig {
+        warmup_steps: 5,
+        lr: 3e-3,
+        ..InnerConfig::nanogpt(16, 60, 60)
+    };
     let mut t = trainer(cfg, 0);
     let before = eval_loss(&t.model, &t.plan, 4, Device::Cpu).unwrap();
     for s in 0..60 {
@@ -55,20 +64,36 @@ fn training_on_shakespeare_lowers_validation_loss() {
 
 #[test]
 fn diloco_with_one_worker_h1_lr1_no_momentum_equals_plain_training() {
-    let cfg = InnerConfig { keep_state: true, inner_steps: 1, warmup_steps: 2, ..InnerConfig::nanogpt(4, 1, 10) };
+    let cfg = InnerConfig {
+        keep_state: true,
+        inner_steps: 1,
+        warmup_steps: 2,
+        ..InnerConfig::nanogpt(4, 1, 10)
+    };
     let mut plain = trainer(cfg, 0);
     let mut workers = vec![trainer(cfg, 0)];
     // Tests run in parallel and libtorch's seed is global: share θ_0 explicitly.
     let mut state = OuterState::new(plain.params().unwrap(), NesterovSgd::new(1.0, 0.0));
     for round in 1..=6u32 {
-        let loss = plain.train_step(&[plain.plan.train_batch(0, round, 0)], u64::from(round - 1)).unwrap();
-        let (_, reports, _) = state.local_round(&mut workers, &Mean, &EncodeOptions::fp32()).unwrap();
+        let loss = plain
+            .train_step(&[plain.plan.train_batch(0, round, 0)], u64::from(round - 1))
+            .unwrap();
+        let (_, reports, _) = state
+            .local_round(&mut workers, &Mean, &EncodeOptions::fp32())
+            .unwrap();
         // Round 1 starts from the same θ₀ bit for bit; later rounds from θ − (θ − θ′), which is θ′
         // up to one f32 rounding per parameter (checked below), so the loss agrees to ~1e-7.
         if round == 1 {
-            assert_eq!(reports[0].last_loss, loss, "round 1: the inner step saw the same parameters and batch");
+            assert_eq!(
+                reports[0].last_loss, loss,
+                "round 1: the inner step saw the same parameters and batch"
+            );
         } else {
-            assert!((reports[0].last_loss - loss).abs() <= 1e-5 * loss.abs(), "round {round}: {} vs {loss}", reports[0].last_loss);
+            assert!(
+                (reports[0].last_loss - loss).abs() <= 1e-5 * loss.abs(),
+                "round {round}: {} vs {loss}",
+                reports[0].last_loss
+            );
         }
         let p = plain.params().unwrap();
         let mut worst = 0f32;
@@ -90,11 +115,17 @@ fn parameters_round_trip_and_foreign_layouts_are_refused() {
         trainer(InnerConfig::nanogpt(2, 1, 1), 1)
     };
     let pa = a.params().unwrap();
-    assert_eq!(pa.numel(), 2 * (12 * 32 * 32 + 13 * 32) + 256 * 32 + 32 * 32 + 2 * 32);
+    assert_eq!(
+        pa.numel(),
+        2 * (12 * 32 * 32 + 13 * 32) + 256 * 32 + 32 * 32 + 2 * 32
+    );
     load_params(&b.vs, &pa).unwrap();
     assert_eq!(b.params().unwrap(), pa);
     let mut with_extra = pa.clone().with_prefixed("outer_momentum.", &pa).unwrap();
-    assert!(matches!(load_params(&b.vs, &with_extra), Err(ModelError::Layout(_))));
+    assert!(matches!(
+        load_params(&b.vs, &with_extra),
+        Err(ModelError::Layout(_))
+    ));
     with_extra.take_prefixed("outer_momentum.");
     load_params(&b.vs, &with_extra).unwrap();
 }
@@ -125,11 +156,18 @@ fn a_synod_checkpoint_loads_in_pytorch_and_gives_the_same_logits() {
         .expect("python3 with torch and safetensors (scripts/setup.sh installs them)");
     assert!(status.success());
     let theirs = synod_checkpoint::read(&out, None).unwrap().0;
-    let ours = t.model.forward(&Tensor::from_slice(&tokens).view([1, -1])).unwrap();
+    let ours = t
+        .model
+        .forward(&Tensor::from_slice(&tokens).view([1, -1]))
+        .unwrap();
     let ours: Vec<f32> = Vec::try_from(ours.flatten(0, -1)).unwrap();
     let theirs = &theirs.tensors()[0].data;
     assert_eq!(ours.len(), theirs.len());
-    let worst = ours.iter().zip(theirs).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    let worst = ours
+        .iter()
+        .zip(theirs)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
     assert!(worst < 1e-4, "max |logit difference| = {worst}");
     std::fs::remove_dir_all(&dir).ok();
 }

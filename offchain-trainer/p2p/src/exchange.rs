@@ -32,7 +32,11 @@ pub struct ExchangeConfig {
 
 impl Default for ExchangeConfig {
     fn default() -> Self {
-        Self { deadline: Duration::from_secs(120), dead_after: Duration::from_secs(10), max_payload_bytes: 1 << 30 }
+        Self {
+            deadline: Duration::from_secs(120),
+            dead_after: Duration::from_secs(10),
+            max_payload_bytes: 1 << 30,
+        }
     }
 }
 
@@ -50,14 +54,20 @@ pub struct ExchangeOutcome {
 /// Whether `member` has announced a later round than `round` and nothing for `round`: it will
 /// not contribute to `round` (a member that re-joins after a restart starts at a later round).
 fn moved_on(snap: &crate::Snapshot, member: u32, round: u32) -> bool {
-    snap.round_of.get(&member).is_some_and(|r| *r > round) && !snap.announced.contains_key(&(round, member))
+    snap.round_of.get(&member).is_some_and(|r| *r > round)
+        && !snap.announced.contains_key(&(round, member))
 }
 
 /// Publishes `payload` as our contribution to `round` and gathers the others'.
 ///
 /// # Errors
 /// [`NetError::Stopped`] if the node has shut down.
-pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: ExchangeConfig) -> Result<ExchangeOutcome, NetError> {
+pub async fn all_gather(
+    client: &Client,
+    round: u32,
+    payload: Vec<u8>,
+    cfg: ExchangeConfig,
+) -> Result<ExchangeOutcome, NetError> {
     let start = Instant::now();
     client.set_round(round).await?;
     let payload = Arc::new(payload);
@@ -76,19 +86,32 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
         let snap = client.snapshot();
         let now = Instant::now();
         for m in members.iter() {
-            if got.contains_key(&m.index) || started.contains_key(&m.index) || retry_at.get(&m.index).is_some_and(|t| now < *t) {
+            if got.contains_key(&m.index)
+                || started.contains_key(&m.index)
+                || retry_at.get(&m.index).is_some_and(|t| now < *t)
+            {
                 continue;
             }
             if let Some(p) = snap.announced.get(&(round, m.index)).copied() {
                 // First from the author, then in turn from the other members (relays).
                 let n = attempts.entry(m.index).or_insert(0usize);
-                let relays: Vec<_> = members.iter().filter(|o| o.index != m.index && o.index != client.me).map(|o| o.peer_id).collect();
-                let peer = if *n == 0 || relays.is_empty() { m.peer_id } else { relays[(*n - 1) % relays.len()] };
+                let relays: Vec<_> = members
+                    .iter()
+                    .filter(|o| o.index != m.index && o.index != client.me)
+                    .map(|o| o.peer_id)
+                    .collect();
+                let peer = if *n == 0 || relays.is_empty() {
+                    m.peer_id
+                } else {
+                    relays[(*n - 1) % relays.len()]
+                };
                 *n += 1;
                 let c = client.clone();
                 let (idx, max) = (m.index, cfg.max_payload_bytes);
                 started.insert(idx, now);
-                inflight.spawn(async move { (idx, c.fetch_payload_from(peer, idx, round, p, max).await) });
+                inflight.spawn(async move {
+                    (idx, c.fetch_payload_from(peer, idx, round, p, max).await)
+                });
             }
         }
         while let Some(done) = inflight.try_join_next() {
@@ -114,8 +137,17 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
             .map(|m| m.index)
             .filter(|i| !got.contains_key(i))
             .filter(|i| !snap.left.contains(i))
-            .filter(|i| members.get(*i).is_some_and(|m| !snap.banned.contains_key(&m.peer_id)))
-            .filter(|i| snap.last_seen.get(i).is_some_and(|t| now.duration_since(*t) < cfg.dead_after) || started.contains_key(i))
+            .filter(|i| {
+                members
+                    .get(*i)
+                    .is_some_and(|m| !snap.banned.contains_key(&m.peer_id))
+            })
+            .filter(|i| {
+                snap.last_seen
+                    .get(i)
+                    .is_some_and(|t| now.duration_since(*t) < cfg.dead_after)
+                    || started.contains_key(i)
+            })
             .filter(|i| !moved_on(&snap, *i, round))
             .collect();
         if waiting.is_empty() || start.elapsed() >= cfg.deadline {
@@ -143,8 +175,15 @@ pub async fn all_gather(client: &Client, round: u32, payload: Vec<u8>, cfg: Exch
             (m.index, why)
         })
         .collect();
-    let included = got.into_iter().map(|(member, payload)| Contribution { member, payload }).collect();
-    Ok(ExchangeOutcome { included, excluded, secs: start.elapsed().as_secs_f64() })
+    let included = got
+        .into_iter()
+        .map(|(member, payload)| Contribution { member, payload })
+        .collect();
+    Ok(ExchangeOutcome {
+        included,
+        excluded,
+        secs: start.elapsed().as_secs_f64(),
+    })
 }
 
 /// After a member's last round: keeps serving until every live member has announced its
@@ -159,7 +198,10 @@ pub async fn finish(client: &Client, last_round: u32, dead_after: Duration, max_
             m.index != client.me
                 && !snap.announced.contains_key(&(last_round, m.index))
                 && !snap.left.contains(&m.index)
-                && snap.last_seen.get(&m.index).is_some_and(|t| t.elapsed() < dead_after)
+                && snap
+                    .last_seen
+                    .get(&m.index)
+                    .is_some_and(|t| t.elapsed() < dead_after)
         });
         if !pending {
             break;

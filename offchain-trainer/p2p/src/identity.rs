@@ -6,7 +6,9 @@
 use ml_dsa::{KeyExport, MlDsa65, Signature, Signer, SigningKey};
 use parity_scale_codec::{Decode, Encode};
 
-pub use synod_protocol::evidence::{EvidenceError as SignatureError, PUBLIC_KEY_LEN, SIGNATURE_LEN};
+pub use synod_protocol::evidence::{
+    EvidenceError as SignatureError, PUBLIC_KEY_LEN, SIGNATURE_LEN,
+};
 
 /// A member's secret ML-DSA-65 key, derived deterministically from a 32-byte seed.
 pub struct MemberKey {
@@ -16,7 +18,9 @@ pub struct MemberKey {
 impl MemberKey {
     /// The key for `seed` (FIPS 204 `ML-DSA.KeyGen_internal`).
     pub fn from_seed(seed: [u8; 32]) -> Self {
-        Self { sk: SigningKey::<MlDsa65>::from_seed(&seed.into()) }
+        Self {
+            sk: SigningKey::<MlDsa65>::from_seed(&seed.into()),
+        }
     }
 
     /// A fresh key from the OS random generator.
@@ -69,9 +73,15 @@ mod tests {
         assert_eq!(sig.len(), SIGNATURE_LEN);
         pk.verify(b"hello", &sig).unwrap();
         assert_eq!(pk.verify(b"hellp", &sig), Err(SignatureError::BadSignature));
-        assert_eq!(pk.verify(b"hello", &sig[1..]), Err(SignatureError::Malformed));
+        assert_eq!(
+            pk.verify(b"hello", &sig[1..]),
+            Err(SignatureError::Malformed)
+        );
         let other = MemberKey::from_seed([8; 32]).public();
-        assert_eq!(other.verify(b"hello", &sig), Err(SignatureError::BadSignature));
+        assert_eq!(
+            other.verify(b"hello", &sig),
+            Err(SignatureError::BadSignature)
+        );
         assert_eq!(MemberKey::from_seed(k.seed()).public(), pk);
     }
 }

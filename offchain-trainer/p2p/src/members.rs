@@ -33,7 +33,10 @@ impl MemberSet {
 
     /// The member with `index`.
     pub fn get(&self, index: u32) -> Option<&Member> {
-        self.members.binary_search_by_key(&index, |m| m.index).ok().and_then(|i| self.members.get(i))
+        self.members
+            .binary_search_by_key(&index, |m| m.index)
+            .ok()
+            .and_then(|i| self.members.get(i))
     }
 
     /// The member registered with `peer`.

@@ -43,14 +43,20 @@ impl Rejection {
     /// Whether the sender provably misbehaved (malformed, forged, impersonating) rather than
     /// being merely early, late or for another pool.
     pub fn penalized(&self) -> bool {
-        !matches!(self, Rejection::Stale(_) | Rejection::NotMember | Rejection::WrongPool(_))
+        !matches!(
+            self,
+            Rejection::Stale(_) | Rejection::NotMember | Rejection::WrongPool(_)
+        )
     }
 }
 
 /// Signs `envelope` with `key`.
 pub fn sign(envelope: Envelope, key: &MemberKey) -> Signed {
     let signature = key.sign(&envelope.signing_bytes());
-    Signed { envelope, signature }
+    Signed {
+        envelope,
+        signature,
+    }
 }
 
 /// Decodes and validates a message: size, shape, pool, membership (index and peer id must
@@ -82,18 +88,37 @@ pub fn open(bytes: &[u8], members: &MemberSet, min_round: u32) -> Result<Envelop
 #[cfg(test)]
 mod tests {
     use super::*;
-    use parity_scale_codec::Encode;
     use crate::{Member, MemberKey};
+    use parity_scale_codec::Encode;
 
     fn setup() -> (MemberKey, PeerId, MemberSet) {
         let key = MemberKey::from_seed([1; 32]);
-        let peer = libp2p::identity::Keypair::ed25519_from_bytes([1; 32]).unwrap().public().to_peer_id();
-        let set = MemberSet::new(9, vec![Member { index: 0, peer_id: peer, key: key.public() }]);
+        let peer = libp2p::identity::Keypair::ed25519_from_bytes([1; 32])
+            .unwrap()
+            .public()
+            .to_peer_id();
+        let set = MemberSet::new(
+            9,
+            vec![Member {
+                index: 0,
+                peer_id: peer,
+                key: key.public(),
+            }],
+        );
         (key, peer, set)
     }
 
     fn env(peer: PeerId, pool: u64, round: u32, member: u32) -> Envelope {
-        Envelope { pool, round, member, peer_id: peer.to_bytes(), body: Body::Alive { seq: 1, payload: None } }
+        Envelope {
+            pool,
+            round,
+            member,
+            peer_id: peer.to_bytes(),
+            body: Body::Alive {
+                seq: 1,
+                payload: None,
+            },
+        }
     }
 
     #[test]
@@ -105,22 +130,45 @@ mod tests {
         assert_eq!(open(&ok, &set, 3).unwrap().round, 5);
         assert_eq!(open(&ok, &set, 6), Err(Rejection::Stale(5)));
         assert_eq!(open(&ok, &set, 2), Err(Rejection::Stale(5)));
-        assert_eq!(open(&ok[..ok.len() - 1], &set, 5), Err(Rejection::Malformed));
-        assert_eq!(open(&[ok.clone(), vec![0]].concat(), &set, 5), Err(Rejection::Malformed));
-        assert_eq!(open(&vec![0; MAX_MESSAGE_BYTES + 1], &set, 5), Err(Rejection::TooLarge(MAX_MESSAGE_BYTES + 1)));
+        assert_eq!(
+            open(&ok[..ok.len() - 1], &set, 5),
+            Err(Rejection::Malformed)
+        );
+        assert_eq!(
+            open(&[ok.clone(), vec![0]].concat(), &set, 5),
+            Err(Rejection::Malformed)
+        );
+        assert_eq!(
+            open(&vec![0; MAX_MESSAGE_BYTES + 1], &set, 5),
+            Err(Rejection::TooLarge(MAX_MESSAGE_BYTES + 1))
+        );
         let other_pool = sign(env(peer, 8, 5, 0), &key).encode();
         assert_eq!(open(&other_pool, &set, 5), Err(Rejection::WrongPool(8)));
         let unknown = sign(env(peer, 9, 5, 1), &key).encode();
         assert_eq!(open(&unknown, &set, 5), Err(Rejection::NotMember));
-        let wrong_peer = libp2p::identity::Keypair::ed25519_from_bytes([2; 32]).unwrap().public().to_peer_id();
+        let wrong_peer = libp2p::identity::Keypair::ed25519_from_bytes([2; 32])
+            .unwrap()
+            .public()
+            .to_peer_id();
         let spoofed = sign(env(wrong_peer, 9, 5, 0), &key).encode();
         assert_eq!(open(&spoofed, &set, 5), Err(Rejection::PeerMismatch));
-        assert!(Rejection::PeerMismatch.penalized() && Rejection::BadSignature.penalized() && Rejection::Malformed.penalized());
-        assert!(!Rejection::NotMember.penalized() && !Rejection::Stale(1).penalized() && !Rejection::WrongPool(1).penalized());
+        assert!(
+            Rejection::PeerMismatch.penalized()
+                && Rejection::BadSignature.penalized()
+                && Rejection::Malformed.penalized()
+        );
+        assert!(
+            !Rejection::NotMember.penalized()
+                && !Rejection::Stale(1).penalized()
+                && !Rejection::WrongPool(1).penalized()
+        );
         let forged = sign(env(peer, 9, 5, 0), &MemberKey::from_seed([3; 32])).encode();
         assert_eq!(open(&forged, &set, 5), Err(Rejection::BadSignature));
         let mut flipped = Signed::decode_wire(&ok).unwrap();
         flipped.envelope.round = 6;
-        assert_eq!(open(&flipped.encode(), &set, 5), Err(Rejection::BadSignature));
+        assert_eq!(
+            open(&flipped.encode(), &set, 5),
+            Err(Rejection::BadSignature)
+        );
     }
 }

@@ -9,13 +9,18 @@ use futures::StreamExt;
 use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport};
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
-use libp2p::{allow_block_list, connection_limits, gossipsub, identify, identity, kad, noise, tcp, yamux, Multiaddr, PeerId, Swarm};
+use libp2p::{
+    allow_block_list, connection_limits, gossipsub, identify, identity, kad, noise, tcp, yamux,
+    Multiaddr, PeerId, Swarm,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::message::{self, Body, Envelope, PayloadRef, Rejection};
-use parity_scale_codec::Encode;
-use crate::protocol::{serve, ChunkCodec, ChunkRequest, ChunkResponse, CHECKPOINT_PROTOCOL, PSEUDOGRAD_PROTOCOL};
+use crate::protocol::{
+    serve, ChunkCodec, ChunkRequest, ChunkResponse, CHECKPOINT_PROTOCOL, PSEUDOGRAD_PROTOCOL,
+};
 use crate::{MemberKey, MemberSet, NetError};
+use parity_scale_codec::Encode;
 
 /// Settings of one trainer's network node.
 pub struct NetConfig {
@@ -39,13 +44,20 @@ pub struct NetConfig {
 
 impl NetConfig {
     /// Defaults: 2 s heartbeat, 64 connections, TCP on an ephemeral loopback port.
-    pub fn new(keypair: identity::Keypair, member_key: Arc<MemberKey>, me: u32, members: MemberSet) -> Self {
+    pub fn new(
+        keypair: identity::Keypair,
+        member_key: Arc<MemberKey>,
+        me: u32,
+        members: MemberSet,
+    ) -> Self {
         Self {
             keypair,
             member_key,
             me,
             members,
-            listen: vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap_or_else(|_| Multiaddr::empty())],
+            listen: vec!["/ip4/127.0.0.1/tcp/0"
+                .parse()
+                .unwrap_or_else(|_| Multiaddr::empty())],
             bootnodes: Vec::new(),
             heartbeat: Duration::from_secs(2),
             max_connections: 64,
@@ -86,13 +98,30 @@ pub struct Snapshot {
 enum Command {
     Dial(Multiaddr),
     SetRound(u32),
-    SetPayload { round: u32, payload: PayloadRef, bytes: Arc<Vec<u8>> },
-    ServeCheckpoint { bytes: Arc<Vec<u8>>, reply: oneshot::Sender<[u8; 32]> },
-    Request { peer: PeerId, checkpoint: bool, req: ChunkRequest, reply: oneshot::Sender<Result<ChunkResponse, String>> },
+    SetPayload {
+        round: u32,
+        payload: PayloadRef,
+        bytes: Arc<Vec<u8>>,
+    },
+    ServeCheckpoint {
+        bytes: Arc<Vec<u8>>,
+        reply: oneshot::Sender<[u8; 32]>,
+    },
+    Request {
+        peer: PeerId,
+        checkpoint: bool,
+        req: ChunkRequest,
+        reply: oneshot::Sender<Result<ChunkResponse, String>>,
+    },
     PublishRaw(Vec<u8>),
     SetMembers(Arc<MemberSet>),
     SetPassive(bool),
-    Relay { round: u32, member: u32, digest: [u8; 32], bytes: Arc<Vec<u8>> },
+    Relay {
+        round: u32,
+        member: u32,
+        digest: [u8; 32],
+        bytes: Arc<Vec<u8>>,
+    },
     Leave(oneshot::Sender<()>),
     Shutdown,
 }
@@ -116,7 +145,10 @@ fn lock(m: &Mutex<Snapshot>) -> MutexGuard<'_, Snapshot> {
 impl Client {
     /// The allowed member set now.
     pub fn members(&self) -> Arc<MemberSet> {
-        self.members.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.members
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Replaces the allowed member set (the chain client calls this when registrations change).
@@ -125,7 +157,10 @@ impl Client {
     /// [`NetError::Stopped`] if the node has shut down.
     pub async fn set_members(&self, set: MemberSet) -> Result<(), NetError> {
         let set = Arc::new(set);
-        *self.members.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = set.clone();
+        *self
+            .members
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = set.clone();
         self.send(Command::SetMembers(set)).await
     }
 
@@ -172,8 +207,16 @@ impl Client {
     /// [`NetError::Stopped`] if the node has shut down.
     pub async fn set_payload(&self, round: u32, bytes: Arc<Vec<u8>>) -> Result<[u8; 32], NetError> {
         let digest = *blake3::hash(&bytes).as_bytes();
-        let payload = PayloadRef { digest, size: bytes.len() as u64 };
-        self.send(Command::SetPayload { round, payload, bytes }).await?;
+        let payload = PayloadRef {
+            digest,
+            size: bytes.len() as u64,
+        };
+        self.send(Command::SetPayload {
+            round,
+            payload,
+            bytes,
+        })
+        .await?;
         Ok(digest)
     }
 
@@ -187,29 +230,58 @@ impl Client {
         rx.await.map_err(|_| NetError::Stopped)
     }
 
-    async fn request(&self, peer: PeerId, checkpoint: bool, req: ChunkRequest) -> Result<ChunkResponse, NetError> {
+    async fn request(
+        &self,
+        peer: PeerId,
+        checkpoint: bool,
+        req: ChunkRequest,
+    ) -> Result<ChunkResponse, NetError> {
         let (reply, rx) = oneshot::channel();
-        self.send(Command::Request { peer, checkpoint, req, reply }).await?;
-        rx.await.map_err(|_| NetError::Stopped)?.map_err(NetError::Request)
+        self.send(Command::Request {
+            peer,
+            checkpoint,
+            req,
+            reply,
+        })
+        .await?;
+        rx.await
+            .map_err(|_| NetError::Stopped)?
+            .map_err(NetError::Request)
     }
 
-    async fn fetch(&self, peer: PeerId, size: u64, expected: &[u8; 32], mk: impl Fn(u64, u32) -> ChunkRequest, checkpoint: bool) -> Result<Vec<u8>, NetError> {
+    async fn fetch(
+        &self,
+        peer: PeerId,
+        size: u64,
+        expected: &[u8; 32],
+        mk: impl Fn(u64, u32) -> ChunkRequest,
+        checkpoint: bool,
+    ) -> Result<Vec<u8>, NetError> {
         use crate::protocol::CHUNK_BYTES;
-        let offsets: Vec<u64> = (0..size.div_ceil(u64::from(CHUNK_BYTES))).map(|i| i * u64::from(CHUNK_BYTES)).collect();
-        let parts: Vec<Result<ChunkResponse, NetError>> = futures::stream::iter(offsets.clone().into_iter().map(|off| {
-            let len = (size - off).min(u64::from(CHUNK_BYTES)) as u32;
-            self.request(peer, checkpoint, mk(off, len))
-        }))
-        .buffered(8)
-        .collect()
-        .await;
-        let mut out = Vec::with_capacity(usize::try_from(size).map_err(|_| NetError::TooLarge(size))?);
+        let offsets: Vec<u64> = (0..size.div_ceil(u64::from(CHUNK_BYTES)))
+            .map(|i| i * u64::from(CHUNK_BYTES))
+            .collect();
+        let parts: Vec<Result<ChunkResponse, NetError>> =
+            futures::stream::iter(offsets.clone().into_iter().map(|off| {
+                let len = (size - off).min(u64::from(CHUNK_BYTES)) as u32;
+                self.request(peer, checkpoint, mk(off, len))
+            }))
+            .buffered(8)
+            .collect()
+            .await;
+        let mut out =
+            Vec::with_capacity(usize::try_from(size).map_err(|_| NetError::TooLarge(size))?);
         for (p, off) in parts.into_iter().zip(&offsets) {
             match p? {
-                ChunkResponse::Data { total, bytes } if total == size && bytes.len() as u64 == (size - off).min(u64::from(CHUNK_BYTES)) => {
+                ChunkResponse::Data { total, bytes }
+                    if total == size
+                        && bytes.len() as u64 == (size - off).min(u64::from(CHUNK_BYTES)) =>
+                {
                     out.extend_from_slice(&bytes)
                 }
-                ChunkResponse::Data { .. } => return Err(NetError::Request("chunk of the wrong size".into())),
+                ChunkResponse::Data { .. } => {
+                    return Err(NetError::Request("chunk of the wrong size".into()))
+                }
                 ChunkResponse::NotFound => return Err(NetError::NotFound),
                 ChunkResponse::Refused => return Err(NetError::Request("refused".into())),
             }
@@ -226,9 +298,20 @@ impl Client {
     /// # Errors
     /// [`NetError::TooLarge`] over `max_bytes`, [`NetError::DigestMismatch`], [`NetError::NotFound`],
     /// [`NetError::Request`] on transport failure, [`NetError::NotMember`].
-    pub async fn fetch_payload(&self, member: u32, round: u32, announced: PayloadRef, max_bytes: u64) -> Result<Vec<u8>, NetError> {
-        let author = self.members().get(member).ok_or(NetError::NotMember(member))?.peer_id;
-        self.fetch_payload_from(author, member, round, announced, max_bytes).await
+    pub async fn fetch_payload(
+        &self,
+        member: u32,
+        round: u32,
+        announced: PayloadRef,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, NetError> {
+        let author = self
+            .members()
+            .get(member)
+            .ok_or(NetError::NotMember(member))?
+            .peer_id;
+        self.fetch_payload_from(author, member, round, announced, max_bytes)
+            .await
     }
 
     /// As [`Client::fetch_payload`], but asks `peer`, which may be the author or any member
@@ -237,7 +320,14 @@ impl Client {
     ///
     /// # Errors
     /// As [`Client::fetch_payload`].
-    pub async fn fetch_payload_from(&self, peer: PeerId, member: u32, round: u32, announced: PayloadRef, max_bytes: u64) -> Result<Vec<u8>, NetError> {
+    pub async fn fetch_payload_from(
+        &self,
+        peer: PeerId,
+        member: u32,
+        round: u32,
+        announced: PayloadRef,
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, NetError> {
         let members = self.members();
         if members.get(member).is_none() {
             return Err(NetError::NotMember(member));
@@ -247,7 +337,21 @@ impl Client {
         }
         let pool = members.pool;
         let digest = announced.digest;
-        self.fetch(peer, announced.size, &digest, |offset, len| ChunkRequest::Pseudograd { pool, round, member, digest, offset, len }, false).await
+        self.fetch(
+            peer,
+            announced.size,
+            &digest,
+            |offset, len| ChunkRequest::Pseudograd {
+                pool,
+                round,
+                member,
+                digest,
+                offset,
+                len,
+            },
+            false,
+        )
+        .await
     }
 
     /// Serves member `member`'s verified payload for `round` to peers that could not get it
@@ -255,17 +359,43 @@ impl Client {
     ///
     /// # Errors
     /// [`NetError::Stopped`] if the node has shut down.
-    pub async fn relay(&self, round: u32, member: u32, bytes: Arc<Vec<u8>>) -> Result<(), NetError> {
+    pub async fn relay(
+        &self,
+        round: u32,
+        member: u32,
+        bytes: Arc<Vec<u8>>,
+    ) -> Result<(), NetError> {
         let digest = *blake3::hash(&bytes).as_bytes();
-        self.send(Command::Relay { round, member, digest, bytes }).await
+        self.send(Command::Relay {
+            round,
+            member,
+            digest,
+            bytes,
+        })
+        .await
     }
 
     /// Fetches the checkpoint whose blake3 is `hash` from `peer` and verifies it (catch-up).
     ///
     /// # Errors
     /// As [`Client::fetch_payload`]; [`NetError::DigestMismatch`] if the bytes do not hash to `hash`.
-    pub async fn fetch_checkpoint(&self, peer: PeerId, hash: [u8; 32], max_bytes: u64) -> Result<Vec<u8>, NetError> {
-        let first = self.request(peer, true, ChunkRequest::Checkpoint { hash, offset: 0, len: 0 }).await?;
+    pub async fn fetch_checkpoint(
+        &self,
+        peer: PeerId,
+        hash: [u8; 32],
+        max_bytes: u64,
+    ) -> Result<Vec<u8>, NetError> {
+        let first = self
+            .request(
+                peer,
+                true,
+                ChunkRequest::Checkpoint {
+                    hash,
+                    offset: 0,
+                    len: 0,
+                },
+            )
+            .await?;
         let size = match first {
             ChunkResponse::Data { total, .. } => total,
             ChunkResponse::NotFound => return Err(NetError::NotFound),
@@ -274,7 +404,14 @@ impl Client {
         if size > max_bytes {
             return Err(NetError::TooLarge(size));
         }
-        self.fetch(peer, size, &hash, |offset, len| ChunkRequest::Checkpoint { hash, offset, len }, true).await
+        self.fetch(
+            peer,
+            size,
+            &hash,
+            |offset, len| ChunkRequest::Checkpoint { hash, offset, len },
+            true,
+        )
+        .await
     }
 
     /// While passive the node publishes no heartbeats, so peers do not wait for it in their
@@ -322,15 +459,21 @@ fn behaviour(key: &identity::Keypair, max_connections: u32) -> Result<Behaviour,
         .mesh_n(4)
         .mesh_n_high(8)
         .mesh_outbound_min(1)
-        .message_id_fn(|m: &gossipsub::Message| gossipsub::MessageId::from(blake3::hash(&m.data).as_bytes().to_vec()))
+        .message_id_fn(|m: &gossipsub::Message| {
+            gossipsub::MessageId::from(blake3::hash(&m.data).as_bytes().to_vec())
+        })
         .build()
         .map_err(|e| NetError::Config(e.to_string()))?;
-    let gossipsub = gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), gcfg).map_err(|e| NetError::Config(e.to_string()))?;
+    let gossipsub =
+        gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), gcfg)
+            .map_err(|e| NetError::Config(e.to_string()))?;
     let rr = |p| {
         request_response::Behaviour::with_codec(
             ChunkCodec,
             [(p, ProtocolSupport::Full)],
-            request_response::Config::default().with_request_timeout(Duration::from_secs(30)).with_max_concurrent_streams(64),
+            request_response::Config::default()
+                .with_request_timeout(Duration::from_secs(30))
+                .with_max_concurrent_streams(64),
         )
     };
     let limits = connection_limits::ConnectionLimits::default()
@@ -340,7 +483,10 @@ fn behaviour(key: &identity::Keypair, max_connections: u32) -> Result<Behaviour,
     Ok(Behaviour {
         blocked: allow_block_list::Behaviour::default(),
         limits: connection_limits::Behaviour::new(limits),
-        identify: identify::Behaviour::new(identify::Config::new("/synod/id/1".into(), key.public())),
+        identify: identify::Behaviour::new(identify::Config::new(
+            "/synod/id/1".into(),
+            key.public(),
+        )),
         kad: kad::Behaviour::new(peer_id, kad::store::MemoryStore::new(peer_id)),
         gossipsub,
         pseudograd: rr(PSEUDOGRAD_PROTOCOL),
@@ -356,7 +502,11 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     let b = behaviour(&cfg.keypair, cfg.max_connections)?;
     let mut swarm = libp2p::SwarmBuilder::with_existing_identity(cfg.keypair.clone())
         .with_tokio()
-        .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)
+        .with_tcp(
+            tcp::Config::default().nodelay(true),
+            noise::Config::new,
+            yamux::Config::default,
+        )
         .map_err(|e| NetError::Config(e.to_string()))?
         .with_quic()
         .with_behaviour(move |_| b)
@@ -366,12 +516,20 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     // Answer DHT queries on loopback and private networks too (no external-address probing).
     swarm.behaviour_mut().kad.set_mode(Some(kad::Mode::Server));
     let topic = gossipsub::IdentTopic::new(format!("synod/pool/{}", cfg.members.pool));
-    swarm.behaviour_mut().gossipsub.subscribe(&topic).map_err(|e| NetError::Config(e.to_string()))?;
+    swarm
+        .behaviour_mut()
+        .gossipsub
+        .subscribe(&topic)
+        .map_err(|e| NetError::Config(e.to_string()))?;
     for a in &cfg.listen {
-        swarm.listen_on(a.clone()).map_err(|e| NetError::Config(e.to_string()))?;
+        swarm
+            .listen_on(a.clone())
+            .map_err(|e| NetError::Config(e.to_string()))?;
     }
     for a in &cfg.bootnodes {
-        swarm.dial(a.clone()).map_err(|e| NetError::Config(e.to_string()))?;
+        swarm
+            .dial(a.clone())
+            .map_err(|e| NetError::Config(e.to_string()))?;
     }
     let (tx, rx) = mpsc::channel(256);
     let shared = Arc::new(Mutex::new(Snapshot::default()));
@@ -397,7 +555,13 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         passive: false,
     };
     tokio::spawn(ev.run());
-    Ok(Client { tx, shared, peer_id, me: cfg.me, members: Arc::new(Mutex::new(members)) })
+    Ok(Client {
+        tx,
+        shared,
+        peer_id,
+        me: cfg.me,
+        members: Arc::new(Mutex::new(members)),
+    })
 }
 
 /// A relayed payload: its blake3 and bytes.
@@ -447,7 +611,13 @@ impl EventLoop {
     }
 
     fn envelope(&self, round: u32, body: Body) -> Vec<u8> {
-        let e = Envelope { pool: self.members.pool, round, member: self.me, peer_id: self.swarm.local_peer_id().to_bytes(), body };
+        let e = Envelope {
+            pool: self.members.pool,
+            round,
+            member: self.me,
+            peer_id: self.swarm.local_peer_id().to_bytes(),
+            body,
+        };
         message::sign(e, &self.key).encode()
     }
 
@@ -470,16 +640,33 @@ impl EventLoop {
         rounds.sort_by_key(|r| r.0);
         for (round, payload) in rounds {
             self.seq += 1;
-            let msg = self.envelope(round, Body::Alive { seq: self.seq, payload });
-            let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), msg);
+            let msg = self.envelope(
+                round,
+                Body::Alive {
+                    seq: self.seq,
+                    payload,
+                },
+            );
+            let _ = self
+                .swarm
+                .behaviour_mut()
+                .gossipsub
+                .publish(self.topic.clone(), msg);
         }
     }
 
     fn dial_missing_members(&mut self) {
         let snap = lock(&self.shared).clone();
         for m in self.members.iter() {
-            if m.index != self.me && !snap.connected.contains(&m.peer_id) && !snap.banned.contains_key(&m.peer_id) {
-                let _ = self.swarm.dial(DialOpts::peer_id(m.peer_id).condition(PeerCondition::DisconnectedAndNotDialing).build());
+            if m.index != self.me
+                && !snap.connected.contains(&m.peer_id)
+                && !snap.banned.contains_key(&m.peer_id)
+            {
+                let _ = self.swarm.dial(
+                    DialOpts::peer_id(m.peer_id)
+                        .condition(PeerCondition::DisconnectedAndNotDialing)
+                        .build(),
+                );
             }
         }
     }
@@ -503,7 +690,11 @@ impl EventLoop {
                 self.relayed.retain(|(k, _), _| *k + 2 > r);
                 lock(&self.shared).announced.retain(|(k, _), _| *k + 2 > r);
             }
-            Command::SetPayload { round, payload, bytes } => {
+            Command::SetPayload {
+                round,
+                payload,
+                bytes,
+            } => {
                 self.payloads.insert(round, (payload, bytes));
                 self.publish_alive();
             }
@@ -512,9 +703,18 @@ impl EventLoop {
                 self.checkpoints.insert(h, bytes);
                 let _ = reply.send(h);
             }
-            Command::Request { peer, checkpoint, req, reply } => {
+            Command::Request {
+                peer,
+                checkpoint,
+                req,
+                reply,
+            } => {
                 let b = self.swarm.behaviour_mut();
-                let id = if checkpoint { b.checkpoint.send_request(&peer, req) } else { b.pseudograd.send_request(&peer, req) };
+                let id = if checkpoint {
+                    b.checkpoint.send_request(&peer, req)
+                } else {
+                    b.pseudograd.send_request(&peer, req)
+                };
                 self.pending.insert(id, reply);
             }
             Command::SetMembers(set) => {
@@ -527,7 +727,11 @@ impl EventLoop {
                 self.members = set;
             }
             Command::PublishRaw(bytes) => {
-                let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), bytes);
+                let _ = self
+                    .swarm
+                    .behaviour_mut()
+                    .gossipsub
+                    .publish(self.topic.clone(), bytes);
             }
             Command::SetPassive(p) => {
                 let waking = self.passive && !p;
@@ -537,26 +741,46 @@ impl EventLoop {
                     self.publish_alive();
                 }
             }
-            Command::Relay { round, member, digest, bytes } => {
+            Command::Relay {
+                round,
+                member,
+                digest,
+                bytes,
+            } => {
                 if round + 2 > self.round {
                     self.relayed.insert((round, member), (digest, bytes));
                 }
             }
             Command::Leave(reply) => {
                 let msg = self.envelope(self.round, Body::Leave);
-                let _ = self.swarm.behaviour_mut().gossipsub.publish(self.topic.clone(), msg);
+                let _ = self
+                    .swarm
+                    .behaviour_mut()
+                    .gossipsub
+                    .publish(self.topic.clone(), msg);
                 let _ = reply.send(());
             }
             Command::Shutdown => {}
         }
     }
 
-    fn on_gossip(&mut self, source: Option<PeerId>, propagation: PeerId, id: gossipsub::MessageId, data: &[u8]) {
+    fn on_gossip(
+        &mut self,
+        source: Option<PeerId>,
+        propagation: PeerId,
+        id: gossipsub::MessageId,
+        data: &[u8],
+    ) {
         use gossipsub::MessageAcceptance::{Accept, Ignore, Reject};
-        let opened = message::open(data, &self.members, self.round.saturating_sub(1)).and_then(|e| {
-            // The gossipsub author signature must come from the same peer the envelope names.
-            if source.map(|s| s.to_bytes()) == Some(e.peer_id.clone()) { Ok(e) } else { Err(Rejection::PeerMismatch) }
-        });
+        let opened =
+            message::open(data, &self.members, self.round.saturating_sub(1)).and_then(|e| {
+                // The gossipsub author signature must come from the same peer the envelope names.
+                if source.map(|s| s.to_bytes()) == Some(e.peer_id.clone()) {
+                    Ok(e)
+                } else {
+                    Err(Rejection::PeerMismatch)
+                }
+            });
         let verdict = match opened {
             Ok(e) => {
                 let mut s = lock(&self.shared);
@@ -566,12 +790,20 @@ impl EventLoop {
                     *r = (*r).max(e.round);
                 }
                 match e.body {
-                    Body::Alive { payload: Some(p), .. } => {
+                    Body::Alive {
+                        payload: Some(p), ..
+                    } => {
                         let prev = *s.announced.entry((e.round, e.member)).or_insert(p);
                         drop(s);
                         if prev != p {
                             // Two different payloads signed for one round: equivocation.
-                            self.ban(source.unwrap_or(propagation), format!("member {} announced two payloads for round {}", e.member, e.round));
+                            self.ban(
+                                source.unwrap_or(propagation),
+                                format!(
+                                    "member {} announced two payloads for round {}",
+                                    e.member, e.round
+                                ),
+                            );
                             Reject
                         } else {
                             Accept
@@ -590,7 +822,11 @@ impl EventLoop {
                 Reject
             }
         };
-        let _ = self.swarm.behaviour_mut().gossipsub.report_message_validation_result(&id, &propagation, verdict);
+        let _ = self
+            .swarm
+            .behaviour_mut()
+            .gossipsub
+            .report_message_validation_result(&id, &propagation, verdict);
     }
 
     fn on_request(&mut self, peer: PeerId, req: ChunkRequest, checkpoint: bool) -> ChunkResponse {
@@ -598,46 +834,79 @@ impl EventLoop {
             return ChunkResponse::Refused;
         }
         match (req, checkpoint) {
-            (ChunkRequest::Pseudograd { pool, round, member, digest, offset, len }, false) => {
+            (
+                ChunkRequest::Pseudograd {
+                    pool,
+                    round,
+                    member,
+                    digest,
+                    offset,
+                    len,
+                },
+                false,
+            ) => {
                 if pool != self.members.pool {
                     return ChunkResponse::NotFound;
                 }
-                let own = self.payloads.get(&round).filter(|_| member == self.me).map(|(p, b)| (p.digest, b));
+                let own = self
+                    .payloads
+                    .get(&round)
+                    .filter(|_| member == self.me)
+                    .map(|(p, b)| (p.digest, b));
                 match own.or_else(|| self.relayed.get(&(round, member)).map(|(d, b)| (*d, b))) {
                     Some((d, bytes)) if d == digest => serve(bytes, offset, len),
                     _ => ChunkResponse::NotFound,
                 }
             }
-            (ChunkRequest::Checkpoint { hash, offset, len }, true) => match self.checkpoints.get(&hash) {
-                Some(c) => serve(c, offset, len),
-                None => ChunkResponse::NotFound,
-            },
+            (ChunkRequest::Checkpoint { hash, offset, len }, true) => {
+                match self.checkpoints.get(&hash) {
+                    Some(c) => serve(c, offset, len),
+                    None => ChunkResponse::NotFound,
+                }
+            }
             _ => ChunkResponse::Refused,
         }
     }
 
-    fn on_rr(&mut self, ev: request_response::Event<ChunkRequest, ChunkResponse>, checkpoint: bool) {
+    fn on_rr(
+        &mut self,
+        ev: request_response::Event<ChunkRequest, ChunkResponse>,
+        checkpoint: bool,
+    ) {
         match ev {
             request_response::Event::Message { peer, message, .. } => match message {
-                request_response::Message::Request { request, channel, .. } => {
+                request_response::Message::Request {
+                    request, channel, ..
+                } => {
                     let resp = self.on_request(peer, request, checkpoint);
                     let b = self.swarm.behaviour_mut();
-                    let _ = if checkpoint { b.checkpoint.send_response(channel, resp) } else { b.pseudograd.send_response(channel, resp) };
+                    let _ = if checkpoint {
+                        b.checkpoint.send_response(channel, resp)
+                    } else {
+                        b.pseudograd.send_response(channel, resp)
+                    };
                 }
-                request_response::Message::Response { request_id, response } => {
+                request_response::Message::Response {
+                    request_id,
+                    response,
+                } => {
                     if let Some(tx) = self.pending.remove(&request_id) {
                         let _ = tx.send(Ok(response));
                     }
                 }
             },
-            request_response::Event::OutboundFailure { request_id, error, .. } => {
+            request_response::Event::OutboundFailure {
+                request_id, error, ..
+            } => {
                 if let Some(tx) = self.pending.remove(&request_id) {
                     let _ = tx.send(Err(error.to_string()));
                 }
             }
-            request_response::Event::InboundFailure { peer, error: request_response::InboundFailure::Io(e), .. }
-                if e.kind() == std::io::ErrorKind::InvalidData =>
-            {
+            request_response::Event::InboundFailure {
+                peer,
+                error: request_response::InboundFailure::Io(e),
+                ..
+            } if e.kind() == std::io::ErrorKind::InvalidData => {
                 self.ban(peer, format!("malformed request: {e}"));
             }
             _ => {}
@@ -649,20 +918,39 @@ impl EventLoop {
             SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => {
                 tracing::debug!(?peer_id, %error, "outgoing connection failed");
             }
-            SwarmEvent::NewListenAddr { address, .. } => lock(&self.shared).listen_addrs.push(address),
+            SwarmEvent::NewListenAddr { address, .. } => {
+                lock(&self.shared).listen_addrs.push(address)
+            }
             SwarmEvent::ConnectionEstablished { peer_id, .. } => {
                 lock(&self.shared).connected.insert(peer_id);
             }
-            SwarmEvent::ConnectionClosed { peer_id, num_established: 0, .. } => {
+            SwarmEvent::ConnectionClosed {
+                peer_id,
+                num_established: 0,
+                ..
+            } => {
                 lock(&self.shared).connected.remove(&peer_id);
             }
-            SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. })) => {
+            SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received {
+                peer_id,
+                info,
+                ..
+            })) => {
                 for a in info.listen_addrs {
                     self.swarm.behaviour_mut().kad.add_address(&peer_id, a);
                 }
             }
-            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message { propagation_source, message_id, message })) => {
-                self.on_gossip(message.source, propagation_source, message_id, &message.data);
+            SwarmEvent::Behaviour(BehaviourEvent::Gossipsub(gossipsub::Event::Message {
+                propagation_source,
+                message_id,
+                message,
+            })) => {
+                self.on_gossip(
+                    message.source,
+                    propagation_source,
+                    message_id,
+                    &message.data,
+                );
             }
             SwarmEvent::Behaviour(BehaviourEvent::Pseudograd(e)) => self.on_rr(e, false),
             SwarmEvent::Behaviour(BehaviourEvent::Checkpoint(e)) => self.on_rr(e, true),

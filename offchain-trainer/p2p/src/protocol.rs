@@ -73,16 +73,21 @@ async fn read_frame<T: AsyncRead + Unpin + Send, V: Decode>(io: &mut T, max: u32
     io.read_exact(&mut len).await?;
     let len = u32::from_le_bytes(len);
     if len > max {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame of {len} bytes over the {max}-byte limit")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes over the {max}-byte limit"),
+        ));
     }
     let mut buf = vec![0u8; len as usize];
     io.read_exact(&mut buf).await?;
-    V::decode_all(&mut buf.as_slice()).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+    V::decode_all(&mut buf.as_slice())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
 }
 
 async fn write_frame<T: AsyncWrite + Unpin + Send, V: Encode>(io: &mut T, v: &V) -> io::Result<()> {
     let bytes = v.encode();
-    let len = u32::try_from(bytes.len()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame too large"))?;
+    let len = u32::try_from(bytes.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame too large"))?;
     io.write_all(&len.to_le_bytes()).await?;
     io.write_all(&bytes).await?;
     io.close().await
@@ -93,19 +98,37 @@ impl libp2p::request_response::Codec for ChunkCodec {
     type Request = ChunkRequest;
     type Response = ChunkResponse;
 
-    async fn read_request<T: AsyncRead + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<ChunkRequest> {
+    async fn read_request<T: AsyncRead + Unpin + Send>(
+        &mut self,
+        _: &StreamProtocol,
+        io: &mut T,
+    ) -> io::Result<ChunkRequest> {
         read_frame(io, MAX_REQUEST_FRAME).await
     }
 
-    async fn read_response<T: AsyncRead + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<ChunkResponse> {
+    async fn read_response<T: AsyncRead + Unpin + Send>(
+        &mut self,
+        _: &StreamProtocol,
+        io: &mut T,
+    ) -> io::Result<ChunkResponse> {
         read_frame(io, MAX_RESPONSE_FRAME).await
     }
 
-    async fn write_request<T: AsyncWrite + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T, req: ChunkRequest) -> io::Result<()> {
+    async fn write_request<T: AsyncWrite + Unpin + Send>(
+        &mut self,
+        _: &StreamProtocol,
+        io: &mut T,
+        req: ChunkRequest,
+    ) -> io::Result<()> {
         write_frame(io, &req).await
     }
 
-    async fn write_response<T: AsyncWrite + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T, res: ChunkResponse) -> io::Result<()> {
+    async fn write_response<T: AsyncWrite + Unpin + Send>(
+        &mut self,
+        _: &StreamProtocol,
+        io: &mut T,
+        res: ChunkResponse,
+    ) -> io::Result<()> {
         write_frame(io, &res).await
     }
 }
@@ -118,7 +141,10 @@ pub fn serve(object: &[u8], offset: u64, len: u32) -> ChunkResponse {
     }
     let start = offset as usize;
     let end = start.saturating_add(len as usize).min(object.len());
-    ChunkResponse::Data { total, bytes: object[start..end].to_vec() }
+    ChunkResponse::Data {
+        total,
+        bytes: object[start..end].to_vec(),
+    }
 }
 
 #[cfg(test)]
@@ -129,21 +155,46 @@ mod tests {
     #[test]
     fn frames_round_trip_and_oversized_or_garbage_frames_are_invalid_data() {
         futures::executor::block_on(async {
-            let req = ChunkRequest::Checkpoint { hash: [3; 32], offset: 7, len: 9 };
+            let req = ChunkRequest::Checkpoint {
+                hash: [3; 32],
+                offset: 7,
+                len: 9,
+            };
             let mut buf = futures::io::Cursor::new(Vec::new());
-            ChunkCodec.write_request(&CHECKPOINT_PROTOCOL, &mut buf, req.clone()).await.unwrap();
+            ChunkCodec
+                .write_request(&CHECKPOINT_PROTOCOL, &mut buf, req.clone())
+                .await
+                .unwrap();
             let mut r = futures::io::Cursor::new(buf.into_inner());
-            assert_eq!(ChunkCodec.read_request(&CHECKPOINT_PROTOCOL, &mut r).await.unwrap(), req);
+            assert_eq!(
+                ChunkCodec
+                    .read_request(&CHECKPOINT_PROTOCOL, &mut r)
+                    .await
+                    .unwrap(),
+                req
+            );
 
             let mut huge = (MAX_REQUEST_FRAME + 1).to_le_bytes().to_vec();
             huge.extend(vec![0; 16]);
-            let e = ChunkCodec.read_request(&CHECKPOINT_PROTOCOL, &mut futures::io::Cursor::new(huge)).await.unwrap_err();
+            let e = ChunkCodec
+                .read_request(&CHECKPOINT_PROTOCOL, &mut futures::io::Cursor::new(huge))
+                .await
+                .unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::InvalidData);
             let mut garbage = 4u32.to_le_bytes().to_vec();
             garbage.extend([0xff; 4]);
-            let e = ChunkCodec.read_request(&CHECKPOINT_PROTOCOL, &mut futures::io::Cursor::new(garbage)).await.unwrap_err();
+            let e = ChunkCodec
+                .read_request(&CHECKPOINT_PROTOCOL, &mut futures::io::Cursor::new(garbage))
+                .await
+                .unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::InvalidData);
-            let e = ChunkCodec.read_response(&CHECKPOINT_PROTOCOL, &mut futures::io::Cursor::new(vec![1, 0])).await.unwrap_err();
+            let e = ChunkCodec
+                .read_response(
+                    &CHECKPOINT_PROTOCOL,
+                    &mut futures::io::Cursor::new(vec![1, 0]),
+                )
+                .await
+                .unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
         });
     }
@@ -151,8 +202,20 @@ mod tests {
     #[test]
     fn serve_bounds_every_range() {
         let obj: Vec<u8> = (0..10).collect();
-        assert_eq!(serve(&obj, 8, 5), ChunkResponse::Data { total: 10, bytes: vec![8, 9] });
-        assert_eq!(serve(&obj, 10, 5), ChunkResponse::Data { total: 10, bytes: vec![] });
+        assert_eq!(
+            serve(&obj, 8, 5),
+            ChunkResponse::Data {
+                total: 10,
+                bytes: vec![8, 9]
+            }
+        );
+        assert_eq!(
+            serve(&obj, 10, 5),
+            ChunkResponse::Data {
+                total: 10,
+                bytes: vec![]
+            }
+        );
         assert_eq!(serve(&obj, 11, 1), ChunkResponse::Refused);
         assert_eq!(serve(&obj, 0, CHUNK_BYTES + 1), ChunkResponse::Refused);
         assert_eq!(serve(&obj, u64::MAX, 1), ChunkResponse::Refused);

@@ -3,28 +3,51 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use parity_scale_codec::Encode;
 use synod_checkpoint::{NamedTensor, ParamSet};
 use synod_codec::EncodeOptions;
 use synod_diloco::{encode_pseudo_gradient, Mean, NesterovSgd, OuterState};
 use synod_p2p::libp2p_identity::Keypair;
-use parity_scale_codec::Encode;
 use synod_p2p::message::{self, Body, Envelope};
-use synod_p2p::{all_gather, spawn, Client, ExchangeConfig, ExchangeOutcome, Member, MemberKey, MemberSet, Multiaddr, NetConfig};
+use synod_p2p::{
+    all_gather, spawn, Client, ExchangeConfig, ExchangeOutcome, Member, MemberKey, MemberSet,
+    Multiaddr, NetConfig,
+};
 
 const POOL: u64 = 3;
 
 fn ids(n: u8) -> Vec<(Keypair, Arc<MemberKey>)> {
-    (0..n).map(|i| (Keypair::ed25519_from_bytes([i + 1; 32]).unwrap(), Arc::new(MemberKey::from_seed([i + 1; 32])))).collect()
+    (0..n)
+        .map(|i| {
+            (
+                Keypair::ed25519_from_bytes([i + 1; 32]).unwrap(),
+                Arc::new(MemberKey::from_seed([i + 1; 32])),
+            )
+        })
+        .collect()
 }
 
 fn member_set(ids: &[(Keypair, Arc<MemberKey>)]) -> MemberSet {
     MemberSet::new(
         POOL,
-        ids.iter().enumerate().map(|(i, (k, m))| Member { index: i as u32, peer_id: k.public().to_peer_id(), key: m.public() }).collect(),
+        ids.iter()
+            .enumerate()
+            .map(|(i, (k, m))| Member {
+                index: i as u32,
+                peer_id: k.public().to_peer_id(),
+                key: m.public(),
+            })
+            .collect(),
     )
 }
 
-async fn start(ids: &[(Keypair, Arc<MemberKey>)], set: &MemberSet, i: usize, key: Arc<MemberKey>, boot: Option<Multiaddr>) -> Client {
+async fn start(
+    ids: &[(Keypair, Arc<MemberKey>)],
+    set: &MemberSet,
+    i: usize,
+    key: Arc<MemberKey>,
+    boot: Option<Multiaddr>,
+) -> Client {
     let mut cfg = NetConfig::new(ids[i].0.clone(), key, i as u32, set.clone());
     cfg.heartbeat = Duration::from_millis(500);
     cfg.bootnodes.extend(boot);
@@ -45,21 +68,39 @@ async fn network(n: u8) -> (Vec<(Keypair, Arc<MemberKey>)>, MemberSet, Vec<Clien
 
 fn theta() -> ParamSet {
     ParamSet::new(vec![
-        NamedTensor { name: "a".into(), shape: vec![64, 33], data: (0..64 * 33).map(|i| (i as f32 * 0.01).sin()).collect() },
-        NamedTensor { name: "b".into(), shape: vec![7], data: vec![0.5; 7] },
+        NamedTensor {
+            name: "a".into(),
+            shape: vec![64, 33],
+            data: (0..64 * 33).map(|i| (i as f32 * 0.01).sin()).collect(),
+        },
+        NamedTensor {
+            name: "b".into(),
+            shape: vec![7],
+            data: vec![0.5; 7],
+        },
     ])
     .unwrap()
 }
 
 fn payload(member: u32) -> Vec<u8> {
     let t = theta();
-    let delta: Vec<Vec<f32>> =
-        t.tensors().iter().map(|x| (0..x.numel()).map(|i| ((i as u32 * 7 + member * 13) % 17) as f32 * 1e-3 - 8e-3).collect()).collect();
+    let delta: Vec<Vec<f32>> = t
+        .tensors()
+        .iter()
+        .map(|x| {
+            (0..x.numel())
+                .map(|i| ((i as u32 * 7 + member * 13) % 17) as f32 * 1e-3 - 8e-3)
+                .collect()
+        })
+        .collect();
     encode_pseudo_gradient(&t, &delta, &EncodeOptions::default()).unwrap()
 }
 
 fn cfg() -> ExchangeConfig {
-    ExchangeConfig { deadline: Duration::from_secs(40), ..ExchangeConfig::default() }
+    ExchangeConfig {
+        deadline: Duration::from_secs(40),
+        ..ExchangeConfig::default()
+    }
 }
 
 /// Runs round `round` on every client at once (client i contributes `payload(first + i)`) and
@@ -70,7 +111,11 @@ async fn gather(clients: &[Client], round: u32, first: u32) -> Vec<ExchangeOutco
         .enumerate()
         .map(|(i, c)| {
             let c = c.clone();
-            tokio::spawn(async move { all_gather(&c, round, payload(first + i as u32), cfg()).await.unwrap() })
+            tokio::spawn(async move {
+                all_gather(&c, round, payload(first + i as u32), cfg())
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
     let mut out = Vec::new();
@@ -86,12 +131,19 @@ async fn four_peers_gather_the_same_set_and_compute_the_same_checkpoint() {
     let outcomes = gather(&clients, 1, 0).await;
     let mut hashes = Vec::new();
     for out in outcomes {
-        assert_eq!(out.included.iter().map(|c| c.member).collect::<Vec<_>>(), vec![0, 1, 2, 3], "{:?}", out.excluded);
+        assert_eq!(
+            out.included.iter().map(|c| c.member).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3],
+            "{:?}",
+            out.excluded
+        );
         assert!(out.excluded.is_empty());
         // Outer step with lr 1, no momentum: θ_new = θ − mean(decoded Δ).
         let mut s = OuterState::new(theta(), NesterovSgd::new(1.0, 0.0));
         let r = s.apply(&out.included, &Mean).unwrap();
-        let decoded: Vec<_> = (0..4).map(|m| synod_diloco::decode_pseudo_gradient(&theta(), m, &payload(m)).unwrap()).collect();
+        let decoded: Vec<_> = (0..4)
+            .map(|m| synod_diloco::decode_pseudo_gradient(&theta(), m, &payload(m)).unwrap())
+            .collect();
         for (ti, t) in theta().tensors().iter().enumerate() {
             for (j, x) in t.data.iter().enumerate() {
                 let mean = decoded.iter().map(|d| d[ti][j]).sum::<f32>() / 4.0;
@@ -116,13 +168,25 @@ async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
     let outcomes = gather(&clients[..3], 1, 0).await;
     let mut sets = Vec::new();
     for out in outcomes {
-        assert_eq!(out.excluded.iter().map(|e| e.0).collect::<Vec<_>>(), vec![3]);
-        sets.push(out.included.iter().map(|c| (c.member, blake3::hash(&c.payload))).collect::<Vec<_>>());
+        assert_eq!(
+            out.excluded.iter().map(|e| e.0).collect::<Vec<_>>(),
+            vec![3]
+        );
+        sets.push(
+            out.included
+                .iter()
+                .map(|c| (c.member, blake3::hash(&c.payload)))
+                .collect::<Vec<_>>(),
+        );
     }
     assert!(sets.windows(2).all(|w| w[0] == w[1]));
     assert_eq!(sets[0].len(), 3);
     // Excluded within the 10 s liveness window (plus scheduling slack), well before the 40 s deadline.
-    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
     for c in &clients[..3] {
         c.shutdown().await;
     }
@@ -142,7 +206,10 @@ async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round()
     }
     // Member 2 registers (on-chain: join_pool) and starts late; the expected hash comes from the chain.
     let expected = *blake3::hash(&ckpt).as_bytes();
-    let hash = clients[0].serve_checkpoint(Arc::new(ckpt.clone())).await.unwrap();
+    let hash = clients[0]
+        .serve_checkpoint(Arc::new(ckpt.clone()))
+        .await
+        .unwrap();
     assert_eq!(hash, expected);
     let all = self::ids(3);
     let set3 = member_set(&all);
@@ -155,25 +222,46 @@ async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round()
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // Not yet in node 0's member set: refused.
-    assert!(late.fetch_checkpoint(seed_peer, expected, 1 << 30).await.is_err());
+    assert!(late
+        .fetch_checkpoint(seed_peer, expected, 1 << 30)
+        .await
+        .is_err());
     for c in &clients {
         c.set_members(set3.clone()).await.unwrap();
     }
-    let got = late.fetch_checkpoint(seed_peer, expected, 1 << 30).await.unwrap();
+    let got = late
+        .fetch_checkpoint(seed_peer, expected, 1 << 30)
+        .await
+        .unwrap();
     assert_eq!(got, ckpt);
     let mut wrong = expected;
     wrong[0] ^= 1;
-    assert!(matches!(late.fetch_checkpoint(seed_peer, wrong, 1 << 30).await, Err(synod_p2p::NetError::NotFound)));
-    assert!(matches!(late.fetch_checkpoint(seed_peer, expected, 1000).await, Err(synod_p2p::NetError::TooLarge(_))));
-    let mut late_state = OuterState::from_checkpoint(synod_checkpoint::from_bytes(&got).unwrap(), 0.7, 0.9, 1).unwrap();
+    assert!(matches!(
+        late.fetch_checkpoint(seed_peer, wrong, 1 << 30).await,
+        Err(synod_p2p::NetError::NotFound)
+    ));
+    assert!(matches!(
+        late.fetch_checkpoint(seed_peer, expected, 1000).await,
+        Err(synod_p2p::NetError::TooLarge(_))
+    ));
+    let mut late_state =
+        OuterState::from_checkpoint(synod_checkpoint::from_bytes(&got).unwrap(), 0.7, 0.9, 1)
+            .unwrap();
     // Round 2 with all three: everyone, the late joiner included, computes the same checkpoint.
     let mut everyone: Vec<Client> = clients.clone();
     everyone.push(late.clone());
     let outcomes = gather(&everyone, 2, 10).await;
     let mut hashes = Vec::new();
     for (i, out) in outcomes.into_iter().enumerate() {
-        assert_eq!(out.included.iter().map(|c| c.member).collect::<Vec<_>>(), vec![0, 1, 2]);
-        let s = if i < 2 { &mut states[i] } else { &mut late_state };
+        assert_eq!(
+            out.included.iter().map(|c| c.member).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+        let s = if i < 2 {
+            &mut states[i]
+        } else {
+            &mut late_state
+        };
         hashes.push(s.apply(&out.included, &Mean).unwrap().hash);
     }
     assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
@@ -193,12 +281,31 @@ async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned
         honest.push(start(&ids, &set, i, ids[i].1.clone(), Some(boot.clone())).await);
     }
     // Member 3's slot is taken by a node signing with a key that is not the registered one.
-    let rogue = start(&ids, &set, 3, Arc::new(MemberKey::from_seed([99; 32])), Some(boot.clone())).await;
+    let rogue = start(
+        &ids,
+        &set,
+        3,
+        Arc::new(MemberKey::from_seed([99; 32])),
+        Some(boot.clone()),
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    rogue.publish_raw(b"\x00garbage that is no SCALE message".to_vec()).await.unwrap();
+    rogue
+        .publish_raw(b"\x00garbage that is no SCALE message".to_vec())
+        .await
+        .unwrap();
     // A replay: member 0's genuine message for round 0 re-sent by someone else.
-    let old = Envelope { pool: POOL, round: 0, member: 0, peer_id: ids[0].0.public().to_peer_id().to_bytes(), body: Body::Leave };
-    rogue.publish_raw(message::sign(old, &ids[0].1).encode()).await.unwrap();
+    let old = Envelope {
+        pool: POOL,
+        round: 0,
+        member: 0,
+        peer_id: ids[0].0.public().to_peer_id().to_bytes(),
+        body: Body::Leave,
+    };
+    rogue
+        .publish_raw(message::sign(old, &ids[0].1).encode())
+        .await
+        .unwrap();
     // The rogue's own (badly signed) announcement, during the honest members' round.
     let r = rogue.clone();
     tokio::spawn(async move { all_gather(&r, 1, payload(3), cfg()).await });
@@ -224,18 +331,39 @@ async fn a_payload_whose_author_died_is_fetched_from_a_peer_that_relays_it() {
     let (_, _, clients) = network(3).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let bytes = Arc::new(payload(0));
-    let announced = synod_p2p::message::PayloadRef { digest: *blake3::hash(&bytes).as_bytes(), size: bytes.len() as u64 };
+    let announced = synod_p2p::message::PayloadRef {
+        digest: *blake3::hash(&bytes).as_bytes(),
+        size: bytes.len() as u64,
+    };
     clients[0].set_round(1).await.unwrap();
     clients[0].set_payload(1, bytes.clone()).await.unwrap();
     // Member 1 gets it from the author and relays it; then the author dies.
-    let got = clients[1].fetch_payload(0, 1, announced, 1 << 20).await.unwrap();
+    let got = clients[1]
+        .fetch_payload(0, 1, announced, 1 << 20)
+        .await
+        .unwrap();
     clients[1].relay(1, 0, Arc::new(got)).await.unwrap();
     clients[0].shutdown().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(clients[2].fetch_payload(0, 1, announced, 1 << 20).await.is_err(), "the author is gone");
-    let relayed = clients[2].fetch_payload_from(clients[1].peer_id, 0, 1, announced, 1 << 20).await.unwrap();
+    assert!(
+        clients[2]
+            .fetch_payload(0, 1, announced, 1 << 20)
+            .await
+            .is_err(),
+        "the author is gone"
+    );
+    let relayed = clients[2]
+        .fetch_payload_from(clients[1].peer_id, 0, 1, announced, 1 << 20)
+        .await
+        .unwrap();
     assert_eq!(relayed, *bytes);
     // A relay cannot pass off other bytes: a wrong digest is not served.
-    let wrong = synod_p2p::message::PayloadRef { digest: [7; 32], size: announced.size };
-    assert!(clients[2].fetch_payload_from(clients[1].peer_id, 0, 1, wrong, 1 << 20).await.is_err());
+    let wrong = synod_p2p::message::PayloadRef {
+        digest: [7; 32],
+        size: announced.size,
+    };
+    assert!(clients[2]
+        .fetch_payload_from(clients[1].peer_id, 0, 1, wrong, 1 << 20)
+        .await
+        .is_err());
 }

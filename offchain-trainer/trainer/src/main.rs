@@ -18,7 +18,12 @@ mod train;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "synod-trainer", version, about = "Synod off-chain trainer: DiLoCo on libtorch", args_override_self = true)]
+#[command(
+    name = "synod-trainer",
+    version,
+    about = "Synod off-chain trainer: DiLoCo on libtorch",
+    args_override_self = true
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -53,19 +58,31 @@ enum Cmd {
 
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let threads = if cli.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { cli.threads };
+    let threads = if cli.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        cli.threads
+    };
     synod_model::tch::set_num_threads(threads as i32);
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build_global()?;
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()?;
     match cli.cmd {
         Cmd::Train(a) => train::run(&a),
         Cmd::Init(a) => train::init(&a),
         Cmd::Stake(a) => pool::stake(&a),
-        Cmd::Pool { cmd: chain_args::PoolCmd::Create(a) } => pool::create(&a),
-        Cmd::Pool { cmd: chain_args::PoolCmd::Show(a) } => pool::show(&a),
+        Cmd::Pool {
+            cmd: chain_args::PoolCmd::Create(a),
+        } => pool::create(&a),
+        Cmd::Pool {
+            cmd: chain_args::PoolCmd::Show(a),
+        } => pool::show(&a),
         Cmd::Run(a) => pool::run(&a),
         Cmd::Claim(a) => pool::claim(&a),
         Cmd::Bench { which } => bench::run(which, threads),

@@ -15,13 +15,20 @@ pub struct Metrics {
 impl Metrics {
     /// Metrics to stdout and `path` (truncated).
     pub fn with_file(path: &Path) -> Result<Self> {
-        Ok(Self { file: Some(BufWriter::new(File::create(path)?)) })
+        Ok(Self {
+            file: Some(BufWriter::new(File::create(path)?)),
+        })
     }
 
     /// Metrics to stdout and appended to `path` (a resumed trainer keeps its history).
     pub fn appending(path: &Path) -> Result<Self> {
-        let f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Self { file: Some(BufWriter::new(f)) })
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(Self {
+            file: Some(BufWriter::new(f)),
+        })
     }
 
     /// Emits one record.

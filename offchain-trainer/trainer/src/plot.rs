@@ -45,10 +45,15 @@ pub fn loss_vs_tokens(path: &Path, title: &str, curves: &[Curve<'_>]) -> Result<
     for (i, c) in curves.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
-            .draw_series(LineSeries::new(c.points.iter().copied(), color.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                c.points.iter().copied(),
+                color.stroke_width(2),
+            ))
             .map_err(|e| anyhow!("{e}"))?
             .label(c.label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
     }
     chart
         .configure_series_labels()

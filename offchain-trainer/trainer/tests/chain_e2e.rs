@@ -20,13 +20,19 @@ const UNIT: u128 = 1_000_000_000_000;
 const SURIS: [&str; 3] = ["//Bob", "//Charlie", "//Dave"];
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 fn data() -> PathBuf {
     std::env::var_os("SYNOD_DATA")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/tinyshakespeare.txt"))
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../../shared/data/tinyshakespeare.txt")
+        })
 }
 
 /// A child process killed on drop.
@@ -48,19 +54,36 @@ struct Net {
 impl Net {
     fn start() -> Self {
         let node_bin = Path::new(env!("CARGO_BIN_EXE_synod-trainer")).with_file_name("synod-node");
-        assert!(node_bin.exists(), "{} is missing: build it first (cargo build -p synod-node)", node_bin.display());
+        assert!(
+            node_bin.exists(),
+            "{} is missing: build it first (cargo build -p synod-node)",
+            node_bin.display()
+        );
         let dir = tempfile::tempdir().unwrap();
         let (rpc_port, p2p_port) = (free_port(), free_port());
         let log = std::fs::File::create(dir.path().join("node.log")).unwrap();
         let child = Command::new(node_bin)
-            .args(["--dev", "--base-path", dir.path().join("node").to_str().unwrap()])
-            .args(["--rpc-port", &rpc_port.to_string(), "--port", &p2p_port.to_string()])
+            .args([
+                "--dev",
+                "--base-path",
+                dir.path().join("node").to_str().unwrap(),
+            ])
+            .args([
+                "--rpc-port",
+                &rpc_port.to_string(),
+                "--port",
+                &p2p_port.to_string(),
+            ])
             .args(["--no-prometheus", "--no-telemetry", "--no-mdns"])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("synod-node starts");
-        Net { rpc: format!("ws://127.0.0.1:{rpc_port}"), _node: Proc(child), dir }
+        Net {
+            rpc: format!("ws://127.0.0.1:{rpc_port}"),
+            _node: Proc(child),
+            dir,
+        }
     }
 
     fn base(&self, i: usize) -> PathBuf {
@@ -74,36 +97,88 @@ impl Net {
             .args(["--rpc", &self.rpc, "--connect-timeout", "180"])
             .output()
             .unwrap();
-        assert!(out.status.success(), "synod-trainer {args:?} failed: {}\nnode log tail:\n{}", String::from_utf8_lossy(&out.stderr), self.node_log_tail());
+        assert!(
+            out.status.success(),
+            "synod-trainer {args:?} failed: {}\nnode log tail:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.node_log_tail()
+        );
         let stdout = String::from_utf8(out.stdout).unwrap();
         serde_json::from_str(stdout.lines().last().unwrap_or("null")).unwrap()
     }
 
     fn node_log_tail(&self) -> String {
         let log = std::fs::read_to_string(self.dir.path().join("node.log")).unwrap_or_default();
-        log.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+        log.lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     fn model_flags() -> Vec<String> {
         let d = data();
-        ["--data", d.to_str().unwrap(), "--model", "tiny", "--batch", "8", "--warmup", "10", "--lr", "3e-3", "--eval-batches", "8", "--device", "cpu"]
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        [
+            "--data",
+            d.to_str().unwrap(),
+            "--model",
+            "tiny",
+            "--batch",
+            "8",
+            "--warmup",
+            "10",
+            "--lr",
+            "3e-3",
+            "--eval-batches",
+            "8",
+            "--device",
+            "cpu",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect()
     }
 
     fn spawn_trainer(&self, i: usize, ports: &[u16; 3]) -> Proc {
         let base = self.base(i);
         std::fs::create_dir_all(&base).unwrap();
-        let err = std::fs::OpenOptions::new().create(true).append(true).open(base.join("trainer.log")).unwrap();
+        let err = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(base.join("trainer.log"))
+            .unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_synod-trainer"));
-        cmd.args(["--threads", "1", "run", "--rpc", &self.rpc, "--suri", SURIS[i], "--pool", "0", "--quiet"])
-            .args(Self::model_flags())
-            .args(["--base-path", base.to_str().unwrap(), "--listen", &format!("/ip4/127.0.0.1/tcp/{}", ports[i])]);
+        cmd.args([
+            "--threads",
+            "1",
+            "run",
+            "--rpc",
+            &self.rpc,
+            "--suri",
+            SURIS[i],
+            "--pool",
+            "0",
+            "--quiet",
+        ])
+        .args(Self::model_flags())
+        .args([
+            "--base-path",
+            base.to_str().unwrap(),
+            "--listen",
+            &format!("/ip4/127.0.0.1/tcp/{}", ports[i]),
+        ]);
         for (_, p) in ports.iter().enumerate().filter(|(j, _)| *j != i) {
             cmd.args(["--bootnode", &format!("/ip4/127.0.0.1/tcp/{p}")]);
         }
-        Proc(cmd.stdout(Stdio::null()).stderr(err).spawn().expect("synod-trainer starts"))
+        Proc(
+            cmd.stdout(Stdio::null())
+                .stderr(err)
+                .spawn()
+                .expect("synod-trainer starts"),
+        )
     }
 
     fn metrics(&self, i: usize) -> Vec<Value> {
@@ -121,14 +196,24 @@ impl Net {
     fn wait(&self, what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
         let start = Instant::now();
         while !ok() {
-            assert!(start.elapsed() < timeout, "timed out waiting for {what}; node log tail:\n{}", self.node_log_tail());
+            assert!(
+                start.elapsed() < timeout,
+                "timed out waiting for {what}; node log tail:\n{}",
+                self.node_log_tail()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
 }
 
 fn final_rounds(show: &Value) -> Vec<Value> {
-    show["final_rounds"].as_array().unwrap().iter().filter(|r| r["status"] == "final").cloned().collect()
+    show["final_rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "final")
+        .cloned()
+        .collect()
 }
 
 fn wait_exit(p: &mut Proc, net: &Net, i: usize, timeout: Duration) {
@@ -136,10 +221,17 @@ fn wait_exit(p: &mut Proc, net: &Net, i: usize, timeout: Duration) {
     loop {
         if let Some(status) = p.0.try_wait().unwrap() {
             let log = std::fs::read_to_string(net.base(i).join("trainer.log")).unwrap_or_default();
-            assert!(status.success(), "trainer {i} failed: {status}\n{}", log.lines().rev().take(30).collect::<Vec<_>>().join("\n"));
+            assert!(
+                status.success(),
+                "trainer {i} failed: {status}\n{}",
+                log.lines().rev().take(30).collect::<Vec<_>>().join("\n")
+            );
             return;
         }
-        assert!(start.elapsed() < timeout, "trainer {i} still running after {timeout:?}");
+        assert!(
+            start.elapsed() < timeout,
+            "trainer {i} still running after {timeout:?}"
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
 }
@@ -147,10 +239,25 @@ fn wait_exit(p: &mut Proc, net: &Net, i: usize, timeout: Duration) {
 #[test]
 fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
     let net = Net::start();
-    let mut create: Vec<String> = ["pool", "create", "--suri", "//Alice", "--inner-steps", "30", "--min-trainers", "3", "--challenge-window", "1", "--reward-per-round", "30", "--round-timeout", "40"]
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let mut create: Vec<String> = [
+        "pool",
+        "create",
+        "--suri",
+        "//Alice",
+        "--inner-steps",
+        "30",
+        "--min-trainers",
+        "3",
+        "--challenge-window",
+        "1",
+        "--reward-per-round",
+        "30",
+        "--round-timeout",
+        "40",
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
     create.extend(["--rounds".to_string(), ROUNDS.to_string()]);
     create.extend(Net::model_flags());
     let created = net.cli(&create.iter().map(String::as_str).collect::<Vec<_>>());
@@ -162,16 +269,26 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
     let t2 = net.spawn_trainer(2, &ports);
 
     // Kill member 2 as soon as it has seen round 1 final.
-    net.wait("round 1 to close at trainer 2", Duration::from_secs(400), || {
-        net.metrics(2).iter().any(|e| e["event"] == "closed" && e["round"] == 1)
-    });
+    net.wait(
+        "round 1 to close at trainer 2",
+        Duration::from_secs(400),
+        || {
+            net.metrics(2)
+                .iter()
+                .any(|e| e["event"] == "closed" && e["round"] == 1)
+        },
+    );
     drop(t2);
     // The pool keeps finalizing with two of three stakes; restart member 2 after round 3.
     let mut k = 0;
-    net.wait("round 3 to be final without trainer 2", Duration::from_secs(400), || {
-        k = final_rounds(&net.show()).len();
-        k >= 3
-    });
+    net.wait(
+        "round 3 to be final without trainer 2",
+        Duration::from_secs(400),
+        || {
+            k = final_rounds(&net.show()).len();
+            k >= 3
+        },
+    );
     let mut t2 = net.spawn_trainer(2, &ports);
     for (i, p) in [(0, &mut t0), (1, &mut t1), (2, &mut t2)] {
         wait_exit(p, &net, i, Duration::from_secs(600));
@@ -183,56 +300,132 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
     assert_eq!(finals.len() as u64, ROUNDS, "every round final: {show}");
     // Member indices follow the order in which the joins landed; map trainers by account.
     let account: Vec<String> = (0..3)
-        .map(|i| net.metrics(i).iter().find(|e| e["event"] == "joined").and_then(|e| e["account"].as_str()).unwrap().to_string())
+        .map(|i| {
+            net.metrics(i)
+                .iter()
+                .find(|e| e["event"] == "joined")
+                .and_then(|e| e["account"].as_str())
+                .unwrap()
+                .to_string()
+        })
         .collect();
-    let contributors = |f: &Value| -> BTreeSet<String> { f["contributors"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_string()).collect() };
+    let contributors = |f: &Value| -> BTreeSet<String> {
+        f["contributors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect()
+    };
     let killed = &account[2];
-    assert!(contributors(&finals[0]).len() == 3, "round 1 has all three contributors");
+    assert!(
+        contributors(&finals[0]).len() == 3,
+        "round 1 has all three contributors"
+    );
     // Rounds the killed trainer computed before the kill (at most round 2, by a race).
     let m2 = net.metrics(2);
     let restart = m2.iter().rposition(|e| e["event"] == "joined").unwrap();
-    let before_kill: BTreeSet<u64> = m2[..restart].iter().filter(|e| e["event"] == "round").filter_map(|e| e["round"].as_u64()).collect();
+    let before_kill: BTreeSet<u64> = m2[..restart]
+        .iter()
+        .filter(|e| e["event"] == "round")
+        .filter_map(|e| e["round"].as_u64())
+        .collect();
     for f in &finals[1..k] {
         let r = f["round"].as_u64().unwrap();
-        assert!(!contributors(f).contains(killed) || before_kill.contains(&r), "killed trainer paid for missed round {r}");
-        assert!(contributors(f).len() >= 2, "quorum of the two live trainers in round {r}");
+        assert!(
+            !contributors(f).contains(killed) || before_kill.contains(&r),
+            "killed trainer paid for missed round {r}"
+        );
+        assert!(
+            contributors(f).len() >= 2,
+            "quorum of the two live trainers in round {r}"
+        );
     }
-    let rejoined: Vec<u64> = finals[k..].iter().filter(|f| contributors(f).contains(killed)).map(|f| f["round"].as_u64().unwrap()).collect();
-    assert!(!rejoined.is_empty(), "the restarted trainer contributes again after round {k}: {show}");
+    let rejoined: Vec<u64> = finals[k..]
+        .iter()
+        .filter(|f| contributors(f).contains(killed))
+        .map(|f| f["round"].as_u64().unwrap())
+        .collect();
+    assert!(
+        !rejoined.is_empty(),
+        "the restarted trainer contributes again after round {k}: {show}"
+    );
 
     // Every honest commit equals the on-chain final hash, and the files are kept and match it.
-    let final_hash: BTreeMap<u64, String> = finals.iter().map(|f| (f["round"].as_u64().unwrap(), f["hash"].as_str().unwrap()[2..].to_string())).collect();
+    let final_hash: BTreeMap<u64, String> = finals
+        .iter()
+        .map(|f| {
+            (
+                f["round"].as_u64().unwrap(),
+                f["hash"].as_str().unwrap()[2..].to_string(),
+            )
+        })
+        .collect();
     for i in 0..3 {
         let mut trained = BTreeSet::new();
-        for e in net.metrics(i).iter().filter(|e| e["event"] == "round" && e["round"].as_u64() != Some(0)) {
+        for e in net
+            .metrics(i)
+            .iter()
+            .filter(|e| e["event"] == "round" && e["round"].as_u64() != Some(0))
+        {
             let r = e["round"].as_u64().unwrap();
             // Trainer 2 may have computed round 2 with a different included set just before the
             // kill, and after the restart a first round the others had already closed without
             // it (it then re-syncs); its last round must match.
             if i < 2 || r == 1 || r == ROUNDS {
                 let h = &final_hash[&r];
-                assert_eq!(e["checkpoint_hash"].as_str().unwrap(), h, "trainer {i} round {r}");
-                let file = net.base(i).join("checkpoints").join(format!("{h}.safetensors"));
-                let bytes = std::fs::read(&file).unwrap_or_else(|e| panic!("trainer {i} lacks the final checkpoint of round {r}: {e}"));
+                assert_eq!(
+                    e["checkpoint_hash"].as_str().unwrap(),
+                    h,
+                    "trainer {i} round {r}"
+                );
+                let file = net
+                    .base(i)
+                    .join("checkpoints")
+                    .join(format!("{h}.safetensors"));
+                let bytes = std::fs::read(&file).unwrap_or_else(|e| {
+                    panic!("trainer {i} lacks the final checkpoint of round {r}: {e}")
+                });
                 assert_eq!(blake3::hash(&bytes).to_hex().as_str(), h);
                 trained.insert(r);
             }
         }
         if i < 2 {
-            assert_eq!(trained, (1..=ROUNDS).collect::<BTreeSet<_>>(), "trainer {i} trained every round");
+            assert_eq!(
+                trained,
+                (1..=ROUNDS).collect::<BTreeSet<_>>(),
+                "trainer {i} trained every round"
+            );
         } else {
-            assert!(trained.contains(&ROUNDS), "the restarted trainer computed the final round");
+            assert!(
+                trained.contains(&ROUNDS),
+                "the restarted trainer computed the final round"
+            );
         }
     }
     // The restarted trainer resumed: no final round recomputed after the restart.
     assert_eq!(m2[restart]["resumed"], true);
-    let redone: Vec<u64> = m2[restart..].iter().filter(|e| e["event"] == "round").map(|e| e["round"].as_u64().unwrap()).collect();
-    assert!(!redone.is_empty() && redone.iter().all(|r| *r > k as u64), "rounds trained after the restart (k = {k}): {redone:?}");
+    let redone: Vec<u64> = m2[restart..]
+        .iter()
+        .filter(|e| e["event"] == "round")
+        .map(|e| e["round"].as_u64().unwrap())
+        .collect();
+    assert!(
+        !redone.is_empty() && redone.iter().all(|r| *r > k as u64),
+        "rounds trained after the restart (k = {k}): {redone:?}"
+    );
 
     // Validation loss falls (trainer 0: θ₀ vs the last round).
     let m0 = net.metrics(0);
-    let losses: Vec<f64> = m0.iter().filter(|e| e["event"] == "round").map(|e| e["val_loss"].as_f64().unwrap()).collect();
-    assert!(losses.last().unwrap() < &(losses[0] - 1.0), "validation loss {losses:?}");
+    let losses: Vec<f64> = m0
+        .iter()
+        .filter(|e| e["event"] == "round")
+        .map(|e| e["val_loss"].as_f64().unwrap())
+        .collect();
+    assert!(
+        losses.last().unwrap() < &(losses[0] - 1.0),
+        "validation loss {losses:?}"
+    );
 
     // Rewards: each final round's reward split equally over its contributors; nobody slashed.
     for i in 0..3 {
@@ -243,7 +436,23 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
             .filter(|f| contributors(f).contains(acct))
             .map(|f| REWARD_PER_ROUND / contributors(f).len() as u128)
             .sum();
-        assert_eq!(claimed["claimed"].as_str().unwrap().parse::<u128>().unwrap(), expected, "trainer {i}: {claimed}");
-        assert_eq!(claimed["active_stake"].as_str().unwrap().parse::<u128>().unwrap(), STAKE, "trainer {i} stake untouched");
+        assert_eq!(
+            claimed["claimed"]
+                .as_str()
+                .unwrap()
+                .parse::<u128>()
+                .unwrap(),
+            expected,
+            "trainer {i}: {claimed}"
+        );
+        assert_eq!(
+            claimed["active_stake"]
+                .as_str()
+                .unwrap()
+                .parse::<u128>()
+                .unwrap(),
+            STAKE,
+            "trainer {i} stake untouched"
+        );
     }
 }

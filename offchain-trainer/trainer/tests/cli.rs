@@ -8,26 +8,60 @@ use serde_json::Value;
 fn data() -> PathBuf {
     std::env::var_os("SYNOD_DATA")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/tinyshakespeare.txt"))
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../../shared/data/tinyshakespeare.txt")
+        })
 }
 
 fn trainer(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer")).args(["--threads", "1"]).args(args).output().unwrap();
-    assert!(out.status.success(), "synod-trainer {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
+        .args(["--threads", "1"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "synod-trainer {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
 fn train(dir: &Path, extra: &[&str]) -> Vec<Value> {
     let d = data();
     let mut args = vec![
-        "train", "--data", d.to_str().unwrap(), "--model", "tiny", "--batch", "8", "--workers", "4",
-        "--inner-steps", "15", "--rounds", "4", "--warmup", "5", "--lr", "3e-3", "--device", "cpu",
-        "--eval-batches", "8", "--quiet", "--out", dir.to_str().unwrap(),
+        "train",
+        "--data",
+        d.to_str().unwrap(),
+        "--model",
+        "tiny",
+        "--batch",
+        "8",
+        "--workers",
+        "4",
+        "--inner-steps",
+        "15",
+        "--rounds",
+        "4",
+        "--warmup",
+        "5",
+        "--lr",
+        "3e-3",
+        "--device",
+        "cpu",
+        "--eval-batches",
+        "8",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
     trainer(&args);
     let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -43,7 +77,10 @@ fn four_local_workers_train_and_commit_content_addressed_checkpoints() {
         assert_eq!(row["included"], serde_json::json!([0, 1, 2, 3]));
         let file = dir.path().join(format!("round-{r:06}.safetensors"));
         let bytes = std::fs::read(&file).unwrap();
-        assert_eq!(row["checkpoint_hash"].as_str().unwrap(), blake3::hash(&bytes).to_hex().as_str());
+        assert_eq!(
+            row["checkpoint_hash"].as_str().unwrap(),
+            blake3::hash(&bytes).to_hex().as_str()
+        );
     }
     // Per-worker bytes grow by one int8 payload (≈ params + scales, < 4·params) per round.
     let b1 = rows[1]["bytes_sent_per_worker"].as_u64().unwrap();
@@ -59,10 +96,18 @@ fn the_same_pool_seed_replays_to_the_same_checkpoint_hashes() {
     let extra = ["--rounds", "2", "--workers", "2"];
     let ra = train(a.path(), &extra);
     let rb = train(b.path(), &extra);
-    let hashes = |rows: &[Value]| rows.iter().skip(1).map(|r| r["checkpoint_hash"].clone()).collect::<Vec<_>>();
+    let hashes = |rows: &[Value]| {
+        rows.iter()
+            .skip(1)
+            .map(|r| r["checkpoint_hash"].clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(hashes(&ra), hashes(&rb));
     let c = tempfile::tempdir().unwrap();
-    let rc = train(c.path(), &["--rounds", "2", "--workers", "2", "--seed", "7"]);
+    let rc = train(
+        c.path(),
+        &["--rounds", "2", "--workers", "2", "--seed", "7"],
+    );
     assert_ne!(hashes(&ra), hashes(&rc));
 }
 
@@ -81,16 +126,35 @@ fn data_parallel_baseline_runs_on_the_same_schedule() {
 fn init_prints_the_hash_of_the_file_it_wrote() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("init.safetensors");
-    let out = trainer(&["init", "--model", "tiny", "--device", "cpu", "--out", path.to_str().unwrap()]);
+    let out = trainer(&[
+        "init",
+        "--model",
+        "tiny",
+        "--device",
+        "cpu",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
     let v: Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(v["checkpoint_hash"].as_str().unwrap(), blake3::hash(&std::fs::read(&path).unwrap()).to_hex().as_str());
+    assert_eq!(
+        v["checkpoint_hash"].as_str().unwrap(),
+        blake3::hash(&std::fs::read(&path).unwrap())
+            .to_hex()
+            .as_str()
+    );
 }
 
 #[test]
 fn codec_benchmark_prints_its_figures() {
     let out = trainer(&["bench", "codec", "--params", "300000", "--reps", "1"]);
     let v: Value = serde_json::from_str(out.trim()).unwrap();
-    for k in ["encode_gbps", "decode_gbps", "memcpy_gbps", "rel_l2_error", "bytes_ratio_vs_fp32"] {
+    for k in [
+        "encode_gbps",
+        "decode_gbps",
+        "memcpy_gbps",
+        "rel_l2_error",
+        "bytes_ratio_vs_fp32",
+    ] {
         assert!(v[k].as_f64().unwrap() > 0.0, "{k}");
     }
     assert!(v["rel_l2_error"].as_f64().unwrap() < 0.015);
@@ -99,12 +163,22 @@ fn codec_benchmark_prints_its_figures() {
 #[test]
 fn bad_arguments_fail_with_a_message() {
     let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
-        .args(["train", "--data", "/nonexistent/corpus.txt", "--device", "cpu", "--quiet"])
+        .args([
+            "train",
+            "--data",
+            "/nonexistent/corpus.txt",
+            "--device",
+            "cpu",
+            "--quiet",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("corpus"));
-    let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer")).args(["train", "--model", "huge"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
+        .args(["train", "--model", "huge"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
 }
 
@@ -114,15 +188,39 @@ fn three_networked_processes_agree_and_match_local_mode() {
     let outs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let d = data();
     let common = [
-        "--data", d.to_str().unwrap(), "--model", "tiny", "--batch", "8", "--inner-steps", "10", "--rounds", "3",
-        "--warmup", "5", "--lr", "3e-3", "--device", "cpu", "--eval-batches", "4", "--quiet",
+        "--data",
+        d.to_str().unwrap(),
+        "--model",
+        "tiny",
+        "--batch",
+        "8",
+        "--inner-steps",
+        "10",
+        "--rounds",
+        "3",
+        "--warmup",
+        "5",
+        "--lr",
+        "3e-3",
+        "--device",
+        "cpu",
+        "--eval-batches",
+        "4",
+        "--quiet",
     ];
     let children: Vec<_> = (0..3)
         .map(|i| {
             Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
                 .args(["--threads", "1", "train"])
                 .args(common)
-                .args(["--members", "3", "--member", &i.to_string(), "--pool-dir", pool.path().to_str().unwrap()])
+                .args([
+                    "--members",
+                    "3",
+                    "--member",
+                    &i.to_string(),
+                    "--pool-dir",
+                    pool.path().to_str().unwrap(),
+                ])
                 .args(["--out", outs[i].path().to_str().unwrap()])
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
@@ -132,13 +230,26 @@ fn three_networked_processes_agree_and_match_local_mode() {
         .collect();
     for c in children {
         let out = c.wait_with_output().unwrap();
-        assert!(out.status.success(), "member failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "member failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let read = |dir: &Path| -> Vec<Value> {
-        std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        std::fs::read_to_string(dir.join("metrics.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     };
     let runs: Vec<Vec<Value>> = outs.iter().map(|o| read(o.path())).collect();
-    let hashes = |rows: &[Value]| rows.iter().skip(1).map(|r| r["checkpoint_hash"].clone()).collect::<Vec<_>>();
+    let hashes = |rows: &[Value]| {
+        rows.iter()
+            .skip(1)
+            .map(|r| r["checkpoint_hash"].clone())
+            .collect::<Vec<_>>()
+    };
     for r in &runs {
         assert_eq!(r.len(), 4);
         assert_eq!(hashes(r), hashes(&runs[0]), "members disagree");

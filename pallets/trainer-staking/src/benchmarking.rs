@@ -38,7 +38,9 @@ mod benchmarks {
 	}
 
 	#[benchmark]
-	fn withdraw_unbonded(c: Linear<1, { T::MaxUnlockingChunks::get() }>) -> Result<(), BenchmarkError> {
+	fn withdraw_unbonded(
+		c: Linear<1, { T::MaxUnlockingChunks::get() }>,
+	) -> Result<(), BenchmarkError> {
 		let who = funded::<T>("trainer");
 		let min = T::MinBond::get();
 		Pallet::<T>::do_bond(&who, min.saturating_mul((c + 1).into()))?;

@@ -1,202 +1,205 @@
 //! Configuration of Synod's pallets. Times are in blocks of [`crate::MILLISECS_PER_BLOCK`].
 
 use frame_support::{
-	parameter_types,
-	traits::{tokens::imbalance::ResolveTo, ConstU32},
-	PalletId,
+    parameter_types,
+    traits::{tokens::imbalance::ResolveTo, ConstU32},
+    PalletId,
 };
 use sp_runtime::{traits::AccountIdConversion, Perbill};
 
 use crate::{
-	AccountId, Balance, Balances, BlockNumber, Challenges, Checkpoints, Rewards, Runtime,
-	RuntimeHoldReason, TrainerStaking, TrainingPools, DAYS, MINUTES, UNIT,
+    AccountId, Balance, Balances, BlockNumber, Challenges, Checkpoints, Rewards, Runtime,
+    RuntimeHoldReason, TrainerStaking, TrainingPools, DAYS, MINUTES, UNIT,
 };
 
 /// Maximum members of one pool (bounds included sets, juries and contributor lists).
 pub const MAX_POOL_MEMBERS: u32 = 32;
 
 parameter_types! {
-	/// Receives slashed stake and failed challengers' bonds.
-	pub TreasuryAccount: AccountId = PalletId(*b"syn/trsy").into_account_truncating();
-	/// Smallest non-zero trainer stake: 1 SYN.
-	pub const MinBond: Balance = UNIT;
-	/// Unbonding takes 10 minutes.
-	pub const UnbondingPeriod: BlockNumber = 10 * MINUTES;
-	/// A member's storage deposit: 0.25 SYN for its record and 1952-byte ML-DSA key
-	/// (~2.1 KB at ~0.1 SYN per KB plus one item), kept while the key can serve as evidence.
-	pub const MemberDeposit: Balance = UNIT / 4;
-	/// A challenger holds 10 SYN.
-	pub const ChallengeBond: Balance = 10 * UNIT;
-	/// A jury is drawn 2 blocks after its challenge was opened (from a block hash that did not
-	/// exist when the challenge was submitted).
-	pub const JuryDelay: BlockNumber = 2;
-	/// Jurors vote within one round timeout plus half a minute (a juror replays one member's
-	/// H inner steps, which fit in a round timeout).
-	pub const VoteMargin: BlockNumber = MINUTES / 2;
-	/// A guilty member loses 10 % of its snapshot stake…
-	pub const SlashFraction: Perbill = Perbill::from_percent(10);
-	/// …half of which goes to the challenger…
-	pub const ChallengerShare: Perbill = Perbill::from_percent(50);
-	/// …a quarter to the jurors who voted guilty (the rest to the treasury).
-	pub const JurorShare: Perbill = Perbill::from_percent(25);
-	/// A drawn juror that does not vote loses 1 % of its drawn stake and its registration.
-	pub const NoShowSlash: Perbill = Perbill::from_percent(1);
-	/// A member silent in a voided round loses 1 % of its snapshot stake.
-	pub const InactivityLeak: Perbill = Perbill::from_percent(1);
-	/// A juror needs 10 SYN bonded…
-	pub const MinJurorStake: Balance = 10 * UNIT;
-	/// …and a drawn jury 50 SYN of stake to give a verdict.
-	pub const MinJuryStake: Balance = 50 * UNIT;
-	/// Bounds on pool specs: `min_stake` ≥ 1 SYN, ≤ 1 000 000 SYN per round, a round times out
-	/// within a day, challenge windows of 1 block to a day.
-	pub const PoolSpecLimits: synod_primitives::protocol::SpecLimits =
-		synod_primitives::protocol::SpecLimits {
-			max_rounds: 100_000,
-			max_inner_steps: 1_000_000,
-			max_members: MAX_POOL_MEMBERS,
-			min_stake_floor: UNIT,
-			max_reward_per_round: 1_000_000 * UNIT,
-			max_round_timeout: DAYS as u64,
-			min_challenge_window: 1,
-			max_challenge_window: DAYS as u64,
-		};
+    /// Receives slashed stake and failed challengers' bonds.
+    pub TreasuryAccount: AccountId = PalletId(*b"syn/trsy").into_account_truncating();
+    /// Smallest non-zero trainer stake: 1 SYN.
+    pub const MinBond: Balance = UNIT;
+    /// Unbonding takes 10 minutes.
+    pub const UnbondingPeriod: BlockNumber = 10 * MINUTES;
+    /// A member's storage deposit: 0.25 SYN for its record and 1952-byte ML-DSA key
+    /// (~2.1 KB at ~0.1 SYN per KB plus one item), kept while the key can serve as evidence.
+    pub const MemberDeposit: Balance = UNIT / 4;
+    /// A challenger holds 10 SYN.
+    pub const ChallengeBond: Balance = 10 * UNIT;
+    /// A jury is drawn 2 blocks after its challenge was opened (from a block hash that did not
+    /// exist when the challenge was submitted).
+    pub const JuryDelay: BlockNumber = 2;
+    /// Jurors vote within one round timeout plus half a minute (a juror replays one member's
+    /// H inner steps, which fit in a round timeout).
+    pub const VoteMargin: BlockNumber = MINUTES / 2;
+    /// A guilty member loses 10 % of its snapshot stake…
+    pub const SlashFraction: Perbill = Perbill::from_percent(10);
+    /// …half of which goes to the challenger…
+    pub const ChallengerShare: Perbill = Perbill::from_percent(50);
+    /// …a quarter to the jurors who voted guilty (the rest to the treasury).
+    pub const JurorShare: Perbill = Perbill::from_percent(25);
+    /// A drawn juror that does not vote loses 1 % of its drawn stake and its registration.
+    pub const NoShowSlash: Perbill = Perbill::from_percent(1);
+    /// A member silent in a voided round loses 1 % of its snapshot stake.
+    pub const InactivityLeak: Perbill = Perbill::from_percent(1);
+    /// A juror needs 10 SYN bonded…
+    pub const MinJurorStake: Balance = 10 * UNIT;
+    /// …and a drawn jury 50 SYN of stake to give a verdict.
+    pub const MinJuryStake: Balance = 50 * UNIT;
+    /// Bounds on pool specs: `min_stake` ≥ 1 SYN, ≤ 1 000 000 SYN per round, a round times out
+    /// within a day, challenge windows of 1 block to a day.
+    pub const PoolSpecLimits: synod_primitives::protocol::SpecLimits =
+        synod_primitives::protocol::SpecLimits {
+            max_rounds: 100_000,
+            max_inner_steps: 1_000_000,
+            max_members: MAX_POOL_MEMBERS,
+            min_stake_floor: UNIT,
+            max_reward_per_round: 1_000_000 * UNIT,
+            max_round_timeout: DAYS as u64,
+            min_challenge_window: 1,
+            max_challenge_window: DAYS as u64,
+        };
 }
 
 type ToTreasury = ResolveTo<TreasuryAccount, Balances>;
 
 impl pallet_trainer_staking::Config for Runtime {
-	type Currency = Balances;
-	type RuntimeHoldReason = RuntimeHoldReason;
-	type MinBond = MinBond;
-	type UnbondingPeriod = UnbondingPeriod;
-	type MaxUnlockingChunks = ConstU32<32>;
-	type Commitments = TrainingPools;
-	type Slash = ToTreasury;
-	type WeightInfo = pallet_trainer_staking::weights::SubstrateWeight<Runtime>;
+    type Currency = Balances;
+    type RuntimeHoldReason = RuntimeHoldReason;
+    type MinBond = MinBond;
+    type UnbondingPeriod = UnbondingPeriod;
+    type MaxUnlockingChunks = ConstU32<32>;
+    type Commitments = TrainingPools;
+    type Slash = ToTreasury;
+    type WeightInfo = pallet_trainer_staking::weights::SubstrateWeight<Runtime>;
 }
 
 impl pallet_training_pools::Config for Runtime {
-	type Currency = Balances;
-	type RuntimeHoldReason = RuntimeHoldReason;
-	type Staking = TrainerStaking;
-	type OnTrainingStarted = Checkpoints;
-	type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
-	type MaxPoolsPerTrainer = ConstU32<8>;
-	type MaxPeerIdLen = ConstU32<64>;
-	type MaxDatasetIdLen = ConstU32<64>;
-	type MaxRounds = ConstU32<100_000>;
-	type SpecLimits = PoolSpecLimits;
-	type JuryDelay = JuryDelay;
-	type VoteMargin = VoteMargin;
-	type MemberDeposit = MemberDeposit;
-	type WeightInfo = pallet_training_pools::weights::SubstrateWeight<Runtime>;
-	#[cfg(feature = "runtime-benchmarks")]
-	type BenchmarkHelper = benchmark_helpers::Helper;
+    type Currency = Balances;
+    type RuntimeHoldReason = RuntimeHoldReason;
+    type Staking = TrainerStaking;
+    type OnTrainingStarted = Checkpoints;
+    type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
+    type MaxPoolsPerTrainer = ConstU32<8>;
+    type MaxPeerIdLen = ConstU32<64>;
+    type MaxDatasetIdLen = ConstU32<64>;
+    type MaxRounds = ConstU32<100_000>;
+    type SpecLimits = PoolSpecLimits;
+    type JuryDelay = JuryDelay;
+    type VoteMargin = VoteMargin;
+    type MemberDeposit = MemberDeposit;
+    type WeightInfo = pallet_training_pools::weights::SubstrateWeight<Runtime>;
+    #[cfg(feature = "runtime-benchmarks")]
+    type BenchmarkHelper = benchmark_helpers::Helper;
 }
 
 impl pallet_checkpoints::Config for Runtime {
-	type Balance = Balance;
-	type Pools = TrainingPools;
-	type OnRoundFinalized = Rewards;
-	type Staking = TrainerStaking;
-	type InactivityLeak = InactivityLeak;
-	type DropAfterMissed = ConstU32<3>;
-	type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
-	// A void costs up to ~14 ms (leak, drop, next snapshot); 8 per block ≈ 112 ms of the 500 ms
-	// block. Rounds beyond it are voided lazily (`void_expired_round`, a late commit).
-	type MaxDeadlinesPerBlock = ConstU32<8>;
-	type WeightInfo = pallet_checkpoints::weights::SubstrateWeight<Runtime>;
-	#[cfg(feature = "runtime-benchmarks")]
-	type BenchmarkHelper = TrainingPools;
+    type Balance = Balance;
+    type Pools = TrainingPools;
+    type OnRoundFinalized = Rewards;
+    type Staking = TrainerStaking;
+    type InactivityLeak = InactivityLeak;
+    type DropAfterMissed = ConstU32<3>;
+    type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
+    // A void costs up to ~14 ms (leak, drop, next snapshot); 8 per block ≈ 112 ms of the 500 ms
+    // block. Rounds beyond it are voided lazily (`void_expired_round`, a late commit).
+    type MaxDeadlinesPerBlock = ConstU32<8>;
+    type WeightInfo = pallet_checkpoints::weights::SubstrateWeight<Runtime>;
+    #[cfg(feature = "runtime-benchmarks")]
+    type BenchmarkHelper = TrainingPools;
 }
 
 impl pallet_challenges::Config for Runtime {
-	type Currency = Balances;
-	type RuntimeHoldReason = RuntimeHoldReason;
-	type Staking = TrainerStaking;
-	type Pools = TrainingPools;
-	type Checkpoints = Checkpoints;
-	type ChallengeBond = ChallengeBond;
-	type JurySize = ConstU32<5>;
-	type SlashFraction = SlashFraction;
-	type ChallengerShare = ChallengerShare;
-	type JurorShare = JurorShare;
-	type NoShowSlash = NoShowSlash;
-	type MaxPoolMembers = ConstU32<MAX_POOL_MEMBERS>;
-	// A draw over 256 jurors ≈ 0.6 ms, an expiry slashing a silent jury ≈ 1.9 ms; each due item
-	// is charged both: 16 per block ≈ 40 ms. The rest advance lazily (`advance_challenge`).
-	type MaxExpiriesPerBlock = ConstU32<16>;
-	type MaxJurors = ConstU32<256>;
-	type MinJurorStake = MinJurorStake;
-	type MinJuryStake = MinJuryStake;
-	type MaxChallengesPerContribution = ConstU32<4>;
-	type Slash = ToTreasury;
-	type WeightInfo = pallet_challenges::weights::SubstrateWeight<Runtime>;
-	#[cfg(feature = "runtime-benchmarks")]
-	type BenchmarkHelper = benchmark_helpers::Helper;
+    type Currency = Balances;
+    type RuntimeHoldReason = RuntimeHoldReason;
+    type Staking = TrainerStaking;
+    type Pools = TrainingPools;
+    type Checkpoints = Checkpoints;
+    type ChallengeBond = ChallengeBond;
+    type JurySize = ConstU32<5>;
+    type SlashFraction = SlashFraction;
+    type ChallengerShare = ChallengerShare;
+    type JurorShare = JurorShare;
+    type NoShowSlash = NoShowSlash;
+    type MaxPoolMembers = ConstU32<MAX_POOL_MEMBERS>;
+    // A draw over 256 jurors ≈ 0.6 ms, an expiry slashing a silent jury ≈ 1.9 ms; each due item
+    // is charged both: 16 per block ≈ 40 ms. The rest advance lazily (`advance_challenge`).
+    type MaxExpiriesPerBlock = ConstU32<16>;
+    type MaxJurors = ConstU32<256>;
+    type MinJurorStake = MinJurorStake;
+    type MinJuryStake = MinJuryStake;
+    type MaxChallengesPerContribution = ConstU32<4>;
+    type Slash = ToTreasury;
+    type WeightInfo = pallet_challenges::weights::SubstrateWeight<Runtime>;
+    #[cfg(feature = "runtime-benchmarks")]
+    type BenchmarkHelper = benchmark_helpers::Helper;
 }
 
 impl pallet_rewards::Config for Runtime {
-	type Balance = Balance;
-	type Pools = TrainingPools;
-	type Checkpoints = Checkpoints;
-	type Challenges = Challenges;
-	type OnRoundSettled = Checkpoints;
-	// A settlement of 32 contributors ≈ 3.3 ms: 16 per block ≈ 53 ms; the rest settle lazily.
-	type MaxSettlementsPerBlock = ConstU32<16>;
-	type MaxContributors = ConstU32<MAX_POOL_MEMBERS>;
-	type WeightInfo = pallet_rewards::weights::SubstrateWeight<Runtime>;
-	#[cfg(feature = "runtime-benchmarks")]
-	type BenchmarkHelper = benchmark_helpers::Helper;
+    type Balance = Balance;
+    type Pools = TrainingPools;
+    type Checkpoints = Checkpoints;
+    type Challenges = Challenges;
+    type OnRoundSettled = Checkpoints;
+    // A settlement of 32 contributors ≈ 3.3 ms: 16 per block ≈ 53 ms; the rest settle lazily.
+    type MaxSettlementsPerBlock = ConstU32<16>;
+    type MaxContributors = ConstU32<MAX_POOL_MEMBERS>;
+    type WeightInfo = pallet_rewards::weights::SubstrateWeight<Runtime>;
+    #[cfg(feature = "runtime-benchmarks")]
+    type BenchmarkHelper = benchmark_helpers::Helper;
 }
 
 #[cfg(feature = "runtime-benchmarks")]
 mod benchmark_helpers {
-	use super::*;
-	use crate::RuntimeOrigin;
-	use alloc::vec::Vec;
-	use synod_primitives::PoolSetup;
+    use super::*;
+    use crate::RuntimeOrigin;
+    use alloc::vec::Vec;
+    use synod_primitives::PoolSetup;
 
-	/// Bonds stake and builds pools with final rounds for the pallets' benchmarks.
-	pub struct Helper;
+    /// Bonds stake and builds pools with final rounds for the pallets' benchmarks.
+    pub struct Helper;
 
-	impl pallet_training_pools::benchmarking::BenchmarkHelper<AccountId, Balance> for Helper {
-		fn bond(who: &AccountId, amount: Balance) {
-			let amount = amount.max(MinBond::get());
-			TrainerStaking::bond(RuntimeOrigin::signed(who.clone()), amount)
-				.expect("benchmark account can bond");
-		}
-	}
+    impl pallet_training_pools::benchmarking::BenchmarkHelper<AccountId, Balance> for Helper {
+        fn bond(who: &AccountId, amount: Balance) {
+            let amount = amount.max(MinBond::get());
+            TrainerStaking::bond(RuntimeOrigin::signed(who.clone()), amount)
+                .expect("benchmark account can bond");
+        }
+    }
 
-	fn final_round(members: u32) -> (u32, Vec<AccountId>) {
-		let (pool, who) = TrainingPools::training_pool(members);
-		let all: Vec<u32> = (0..who.len() as u32).collect();
-		for w in &who {
-			let _ = Checkpoints::commit_checkpoint(
-				RuntimeOrigin::signed(w.clone()),
-				pool,
-				1,
-				[1; 32],
-				frame_support::BoundedVec::truncate_from(all.clone()),
-			);
-		}
-		(pool, who)
-	}
+    fn final_round(members: u32) -> (u32, Vec<AccountId>) {
+        let (pool, who) = TrainingPools::training_pool(members);
+        let all: Vec<u32> = (0..who.len() as u32).collect();
+        for w in &who {
+            let _ = Checkpoints::commit_checkpoint(
+                RuntimeOrigin::signed(w.clone()),
+                pool,
+                1,
+                [1; 32],
+                frame_support::BoundedVec::truncate_from(all.clone()),
+            );
+        }
+        (pool, who)
+    }
 
-	impl pallet_challenges::BenchmarkHelper<AccountId> for Helper {
-		fn final_round(members: u32) -> (u32, Vec<AccountId>) {
-			final_round(members)
-		}
+    impl pallet_challenges::BenchmarkHelper<AccountId> for Helper {
+        fn final_round(members: u32) -> (u32, Vec<AccountId>) {
+            final_round(members)
+        }
 
-		fn bond(who: &AccountId, stake: u128) {
-			TrainerStaking::bond(RuntimeOrigin::signed(who.clone()), stake.max(MinBond::get()))
-				.expect("benchmark account can bond");
-		}
-	}
+        fn bond(who: &AccountId, stake: u128) {
+            TrainerStaking::bond(
+                RuntimeOrigin::signed(who.clone()),
+                stake.max(MinBond::get()),
+            )
+            .expect("benchmark account can bond");
+        }
+    }
 
-	impl pallet_rewards::BenchmarkHelper<AccountId> for Helper {
-		fn final_round(members: u32) -> (u32, Vec<AccountId>) {
-			final_round(members)
-		}
-	}
+    impl pallet_rewards::BenchmarkHelper<AccountId> for Helper {
+        fn final_round(members: u32) -> (u32, Vec<AccountId>) {
+            final_round(members)
+        }
+    }
 }

@@ -55,16 +55,30 @@ async fn raw_tcp(bytes: usize) -> Result<f64> {
 /// Prints `{"bench":"allreduce","secs","ideal_secs","ratio","raw_tcp_gbps","libp2p_gbps",...}`
 /// (GB/s = 10⁹ bytes per second).
 pub fn run(a: &AllreduceArgs) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async {
         let raw = raw_tcp(512 << 20).await?;
         let n = a.peers as usize;
         let ids: Vec<(Keypair, Arc<MemberKey>)> = (0..n)
-            .map(|i| Ok((Keypair::ed25519_from_bytes([i as u8 + 1; 32]).map_err(|e| anyhow!("{e}"))?, Arc::new(MemberKey::from_seed([i as u8 + 1; 32])))))
+            .map(|i| {
+                Ok((
+                    Keypair::ed25519_from_bytes([i as u8 + 1; 32]).map_err(|e| anyhow!("{e}"))?,
+                    Arc::new(MemberKey::from_seed([i as u8 + 1; 32])),
+                ))
+            })
             .collect::<Result<_>>()?;
         let set = MemberSet::new(
             1,
-            ids.iter().enumerate().map(|(i, (k, m))| Member { index: i as u32, peer_id: k.public().to_peer_id(), key: m.public() }).collect(),
+            ids.iter()
+                .enumerate()
+                .map(|(i, (k, m))| Member {
+                    index: i as u32,
+                    peer_id: k.public().to_peer_id(),
+                    key: m.public(),
+                })
+                .collect(),
         );
         let mut clients = Vec::new();
         let mut boot = None;
@@ -80,7 +94,9 @@ pub fn run(a: &AllreduceArgs) -> Result<()> {
         }
         // Wait until the mesh is complete.
         let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(20) && clients.iter().any(|c| c.snapshot().connected.len() < n - 1) {
+        while t.elapsed() < Duration::from_secs(20)
+            && clients.iter().any(|c| c.snapshot().connected.len() < n - 1)
+        {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         // Payloads of the int8 codec's size (≈ 1 byte per parameter + scales), incompressible.

@@ -41,7 +41,11 @@ fn synthetic(n: usize, outliers: f64) -> Vec<f32> {
             scale = 1e-4 * 100f64.powf(uni());
         }
         let g = (-2.0 * uni().ln()).sqrt() * (std::f64::consts::TAU * uni()).cos();
-        let v = if uni() < outliers { 20.0 * g.signum() } else { g };
+        let v = if uni() < outliers {
+            20.0 * g.signum()
+        } else {
+            g
+        };
         out.push((v * scale) as f32);
     }
     out
@@ -85,9 +89,15 @@ pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
         tensors.push((s.to_vec(), &x[off..off + n]));
         off += n;
     }
-    let refs: Vec<TensorRef<'_>> = tensors.iter().map(|(s, d)| TensorRef { shape: s, data: d }).collect();
+    let refs: Vec<TensorRef<'_>> = tensors
+        .iter()
+        .map(|(s, d)| TensorRef { shape: s, data: d })
+        .collect();
     let gb = (a.params * 4) as f64 / 1e9;
-    let opts = EncodeOptions { zstd_level: a.zstd_level, ..EncodeOptions::default() };
+    let opts = EncodeOptions {
+        zstd_level: a.zstd_level,
+        ..EncodeOptions::default()
+    };
     let limits = DecodeLimits::for_model(a.params as u64, u32::try_from(refs.len())?);
 
     let mut dst = vec![0f32; a.params];
@@ -100,7 +110,13 @@ pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
     let (dec1, decoded) = one.install(|| best(a.reps, || Ok(decode(&payload, &limits)?)))?;
     let (enc_n, _) = best(a.reps, || Ok(encode(&refs, &opts)?))?;
     let (dec_n, _) = best(a.reps, || Ok(decode(&payload, &limits)?))?;
-    let fp32 = encode(&refs, &EncodeOptions { zstd_level: a.zstd_level, ..EncodeOptions::fp32() })?;
+    let fp32 = encode(
+        &refs,
+        &EncodeOptions {
+            zstd_level: a.zstd_level,
+            ..EncodeOptions::fp32()
+        },
+    )?;
     let y: Vec<f32> = decoded.tensors.concat();
     let memcpy_gbps = gb / memcpy;
     println!(

@@ -20,16 +20,37 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     let t1 = std::time::Instant::now();
     let dp = run_ddp(a, &setup, theta0, &mut quiet)?;
     let ddp_secs = t1.elapsed().as_secs_f64();
-    let (Some(d), Some(b)) = (dl.last(), dp.last()) else { anyhow::bail!("no rounds ran") };
+    let (Some(d), Some(b)) = (dl.last(), dp.last()) else {
+        anyhow::bail!("no rounds ran")
+    };
     for (x, y) in dl.iter().zip(&dp) {
-        println!("{}", json!({"bench": "diloco", "round": x.round, "tokens": x.tokens, "diloco_val_loss": x.val_loss, "ddp_val_loss": y.val_loss}));
+        println!(
+            "{}",
+            json!({"bench": "diloco", "round": x.round, "tokens": x.tokens, "diloco_val_loss": x.val_loss, "ddp_val_loss": y.val_loss})
+        );
     }
     let pd: Vec<(f64, f64)> = dl.iter().map(|r| (r.tokens as f64, r.val_loss)).collect();
     let pb: Vec<(f64, f64)> = dp.iter().map(|r| (r.tokens as f64, r.val_loss)).collect();
     let png = a.out.join("diloco_vs_ddp.png");
     let dlabel = format!("DiLoCo int8, {} workers, H={}", a.workers, a.inner_steps);
-    let blabel = format!("data parallel, {} workers (f32 gradients every step)", a.workers);
-    loss_vs_tokens(&png, "DiLoCo vs data parallel (equal tokens)", &[Curve { label: &dlabel, points: &pd }, Curve { label: &blabel, points: &pb }])?;
+    let blabel = format!(
+        "data parallel, {} workers (f32 gradients every step)",
+        a.workers
+    );
+    loss_vs_tokens(
+        &png,
+        "DiLoCo vs data parallel (equal tokens)",
+        &[
+            Curve {
+                label: &dlabel,
+                points: &pd,
+            },
+            Curve {
+                label: &blabel,
+                points: &pb,
+            },
+        ],
+    )?;
     println!(
         "{}",
         json!({

@@ -43,7 +43,12 @@ pub fn run(a: &SanityArgs) -> Result<()> {
     }
     pb.finish_and_clear();
     let secs = start.elapsed().as_secs_f64();
-    let val_loss = eval_loss(&replica.model, &replica.plan, a.final_eval_batches, setup.device)?;
+    let val_loss = eval_loss(
+        &replica.model,
+        &replica.plan,
+        a.final_eval_batches,
+        setup.device,
+    )?;
     println!(
         "{}",
         json!({

@@ -46,12 +46,19 @@ fn ours(a: &ThroughputArgs, setup: &Setup) -> Result<f64> {
         let b = r.plan.train_batch(0, 1, s);
         r.train_step(&[b], u64::from(s))?;
     }
-    Ok((a.model.batch * setup.plan.seq_len) as f64 * f64::from(a.steps) / t0.elapsed().as_secs_f64())
+    Ok(
+        (a.model.batch * setup.plan.seq_len) as f64 * f64::from(a.steps)
+            / t0.elapsed().as_secs_f64(),
+    )
 }
 
 fn theirs(a: &ThroughputArgs, seq_len: usize, threads: usize) -> Result<f64> {
     let g = a.model.gpt()?;
-    let python = a.python.clone().or_else(|| std::env::var("SYNOD_PYTHON").ok()).unwrap_or_else(|| "python3".into());
+    let python = a
+        .python
+        .clone()
+        .or_else(|| std::env::var("SYNOD_PYTHON").ok())
+        .unwrap_or_else(|| "python3".into());
     let out = Command::new(&python)
         .arg(a.python_dir.join("bench_throughput.py"))
         .args(["--config", &json!({"vocab": g.vocab, "ctx": g.ctx, "n_layer": g.n_layer, "n_head": g.n_head, "d_model": g.d_model}).to_string()])
@@ -62,10 +69,15 @@ fn theirs(a: &ThroughputArgs, seq_len: usize, threads: usize) -> Result<f64> {
         .output()
         .with_context(|| format!("running {python} (needs torch; scripts/setup.sh installs it)"))?;
     if !out.status.success() {
-        bail!("PyTorch baseline failed: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "PyTorch baseline failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let v: Value = serde_json::from_slice(&out.stdout)?;
-    v["tokens_per_s"].as_f64().context("no tokens_per_s from the PyTorch baseline")
+    v["tokens_per_s"]
+        .as_f64()
+        .context("no tokens_per_s from the PyTorch baseline")
 }
 
 /// Alternates trials of both sides and prints `{"bench":"throughput","ratio",...}`.

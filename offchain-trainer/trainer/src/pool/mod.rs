@@ -19,7 +19,10 @@ use crate::chain_args::{ChainArgs, ClaimArgs, PoolCreateArgs, PoolShowArgs, Stak
 
 /// A tokio runtime for the chain client and the libp2p node (2 worker threads).
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
 }
 
 /// Connects and parses the signer.
@@ -40,11 +43,17 @@ fn planck(syn: u64) -> u128 {
 }
 
 /// Bonds `amount_planck` more if the account's active stake is below it.
-pub(crate) async fn ensure_bonded(chain: &Chain, signer: &Signer, amount_planck: u128) -> Result<u128> {
+pub(crate) async fn ensure_bonded(
+    chain: &Chain,
+    signer: &Signer,
+    amount_planck: u128,
+) -> Result<u128> {
     let who = account_of(signer);
     let active = chain.active_stake(&who).await?;
     if active < amount_planck {
-        chain.submit(&calls::bond(amount_planck - active), signer).await?;
+        chain
+            .submit(&calls::bond(amount_planck - active), signer)
+            .await?;
     }
     Ok(chain.active_stake(&who).await?)
 }
@@ -63,7 +72,13 @@ pub fn stake(a: &StakeArgs) -> Result<()> {
 /// `synod-trainer pool create`.
 pub fn create(a: &PoolCreateArgs) -> Result<()> {
     let recipe = Recipe::load(&a.recipe)?;
-    let dataset_id = a.dataset_id.clone().unwrap_or_else(|| a.recipe.data.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+    let dataset_id = a.dataset_id.clone().unwrap_or_else(|| {
+        a.recipe
+            .data
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
     let spec = PoolSpec {
         model_config_hash: recipe.config_hash,
         initial_weights_hash: recipe.theta0_hash,
@@ -143,11 +158,17 @@ pub fn claim(a: &ClaimArgs) -> Result<()> {
         let pool = a.pool;
         if a.wait > 0 {
             chain
-                .wait_for("the pool to end and its rounds to settle", Duration::from_secs(a.wait), || async {
-                    let p = chain.pool(pool).await?;
-                    let over = p.is_none_or(|p| matches!(p.status, PoolStatus::Completed | PoolStatus::Cancelled));
-                    Ok((over && chain.unsettled_rounds(pool).await? == 0).then_some(()))
-                })
+                .wait_for(
+                    "the pool to end and its rounds to settle",
+                    Duration::from_secs(a.wait),
+                    || async {
+                        let p = chain.pool(pool).await?;
+                        let over = p.is_none_or(|p| {
+                            matches!(p.status, PoolStatus::Completed | PoolStatus::Cancelled)
+                        });
+                        Ok((over && chain.unsettled_rounds(pool).await? == 0).then_some(()))
+                    },
+                )
                 .await?;
         }
         let claimable = chain.claimable(pool, &who).await?;

@@ -57,7 +57,13 @@ impl Recipe {
         let theta0 = initial_params(&setup, &r.model, None)?;
         let theta0_bytes = synod_checkpoint::to_bytes(&theta0)?;
         let theta0_hash = synod_checkpoint::hash(&theta0_bytes);
-        Ok(Self { setup, config_hash, dataset_hash, theta0_bytes, theta0_hash })
+        Ok(Self {
+            setup,
+            config_hash,
+            dataset_hash,
+            theta0_bytes,
+            theta0_hash,
+        })
     }
 
     /// Checks that `spec` is this recipe, corpus and θ₀.
@@ -67,13 +73,28 @@ impl Recipe {
     pub fn check(&self, spec: &PoolSpec, r: &RecipeArgs) -> Result<()> {
         let hex = synod_checkpoint::hex;
         if spec.dataset_hash != self.dataset_hash {
-            bail!("--data {} hashes to {}, the pool expects {}", r.data.display(), hex(&self.dataset_hash), hex(&spec.dataset_hash));
+            bail!(
+                "--data {} hashes to {}, the pool expects {}",
+                r.data.display(),
+                hex(&self.dataset_hash),
+                hex(&spec.dataset_hash)
+            );
         }
         if spec.model_config_hash != self.config_hash {
-            bail!("the recipe {} hashes to {}, the pool expects {}: pass the pool's model flags", recipe_json(r)?, hex(&self.config_hash), hex(&spec.model_config_hash));
+            bail!(
+                "the recipe {} hashes to {}, the pool expects {}: pass the pool's model flags",
+                recipe_json(r)?,
+                hex(&self.config_hash),
+                hex(&spec.model_config_hash)
+            );
         }
         if spec.initial_weights_hash != self.theta0_hash {
-            bail!("θ₀ from --seed {} hashes to {}, the pool expects {}", r.model.seed, hex(&self.theta0_hash), hex(&spec.initial_weights_hash));
+            bail!(
+                "θ₀ from --seed {} hashes to {}, the pool expects {}",
+                r.model.seed,
+                hex(&self.theta0_hash),
+                hex(&spec.initial_weights_hash)
+            );
         }
         Ok(())
     }

@@ -24,12 +24,15 @@ impl Store {
     /// If the directory cannot be created.
     pub fn open(dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        Ok(Self { dir: dir.to_path_buf() })
+        Ok(Self {
+            dir: dir.to_path_buf(),
+        })
     }
 
     /// The file of `hash`.
     pub fn path(&self, hash: &CheckpointHash) -> PathBuf {
-        self.dir.join(format!("{}.safetensors", synod_checkpoint::hex(hash)))
+        self.dir
+            .join(format!("{}.safetensors", synod_checkpoint::hex(hash)))
     }
 
     /// Stores `bytes` (written to a temporary file, then renamed) and returns their blake3.
@@ -71,7 +74,13 @@ impl Store {
     ///
     /// # Errors
     /// If no peer delivered it in time.
-    pub async fn get_or_fetch(&self, client: &Client, peers: &[PeerId], hash: CheckpointHash, timeout: Duration) -> Result<Vec<u8>> {
+    pub async fn get_or_fetch(
+        &self,
+        client: &Client,
+        peers: &[PeerId],
+        hash: CheckpointHash,
+        timeout: Duration,
+    ) -> Result<Vec<u8>> {
         if let Some(b) = self.get(&hash) {
             return Ok(b);
         }
@@ -79,7 +88,12 @@ impl Store {
         let mut last = String::from("no peer to ask");
         while start.elapsed() < timeout {
             for peer in peers {
-                match tokio::time::timeout(Duration::from_secs(60), client.fetch_checkpoint(*peer, hash, MAX_CHECKPOINT_BYTES)).await {
+                match tokio::time::timeout(
+                    Duration::from_secs(60),
+                    client.fetch_checkpoint(*peer, hash, MAX_CHECKPOINT_BYTES),
+                )
+                .await
+                {
                     Ok(Ok(bytes)) => {
                         self.put(&bytes)?;
                         let _ = client.serve_checkpoint(Arc::new(bytes.clone())).await;
@@ -92,6 +106,10 @@ impl Store {
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        Err(anyhow!("checkpoint {} not found at any peer within {} s: {last}", synod_checkpoint::hex(&hash), timeout.as_secs()))
+        Err(anyhow!(
+            "checkpoint {} not found at any peer within {} s: {last}",
+            synod_checkpoint::hex(&hash),
+            timeout.as_secs()
+        ))
     }
 }

@@ -11,12 +11,20 @@ use crate::args::TrainArgs;
 
 /// Runs `a.rounds · a.inner_steps` synchronous steps from `theta0` on the same tokens DiLoCo
 /// would see, evaluating every `a.inner_steps` steps (the same token counts as DiLoCo's rounds).
-pub fn run_ddp(a: &TrainArgs, setup: &Setup, theta0: ParamSet, emit: &mut dyn FnMut(&RoundRecord) -> Result<()>) -> Result<Vec<RoundRecord>> {
+pub fn run_ddp(
+    a: &TrainArgs,
+    setup: &Setup,
+    theta0: ParamSet,
+    emit: &mut dyn FnMut(&RoundRecord) -> Result<()>,
+) -> Result<Vec<RoundRecord>> {
     let m = &a.model;
     let total = a.rounds.saturating_mul(a.inner_steps);
     let replica = setup.replica(m, 0, a.inner_steps, total)?;
     load_params(&replica.vs, &theta0)?;
-    let mut ddp = DataParallel { replica, workers: a.workers };
+    let mut ddp = DataParallel {
+        replica,
+        workers: a.workers,
+    };
     let per_step = ddp.bytes_per_step();
     let tokens_per_step = u64::from(a.workers) * (setup.plan.batch * setup.plan.seq_len) as u64;
     let mut records = Vec::new();
@@ -25,14 +33,23 @@ pub fn run_ddp(a: &TrainArgs, setup: &Setup, theta0: ParamSet, emit: &mut dyn Fn
     for step in 0..=u64::from(total) {
         let h = u64::from(a.inner_steps.max(1));
         if step % h == 0 {
-            let val_loss = eval_loss(&ddp.replica.model, &ddp.replica.plan, m.eval_batches, setup.device)?;
+            let val_loss = eval_loss(
+                &ddp.replica.model,
+                &ddp.replica.plan,
+                m.eval_batches,
+                setup.device,
+            )?;
             let r = RoundRecord {
                 event: "round",
                 method: "ddp",
                 round: u32::try_from(step / h).unwrap_or(u32::MAX),
                 tokens: step * tokens_per_step,
                 val_loss,
-                train_loss: if step == 0 { f64::NAN } else { loss_sum / h as f64 },
+                train_loss: if step == 0 {
+                    f64::NAN
+                } else {
+                    loss_sum / h as f64
+                },
                 bytes_sent_per_worker: step * per_step,
                 checkpoint_hash: None,
                 included: Vec::new(),

@@ -41,16 +41,33 @@ pub fn run_rounds(
         Some(ex) => vec![ex.me],
         None => (0..a.workers).collect(),
     };
-    let mut workers = members.iter().map(|w| setup.replica(m, *w, a.inner_steps, total)).collect::<Result<Vec<_>>>()?;
-    let n_members = if net.is_some() { a.net.members } else { a.workers };
-    let mut state = OuterState::new(theta0, NesterovSgd::new(a.outer.outer_lr, a.outer.outer_momentum));
-    let tokens_per_round = u64::from(n_members) * u64::from(a.inner_steps) * (setup.plan.batch * setup.plan.seq_len) as u64;
+    let mut workers = members
+        .iter()
+        .map(|w| setup.replica(m, *w, a.inner_steps, total))
+        .collect::<Result<Vec<_>>>()?;
+    let n_members = if net.is_some() {
+        a.net.members
+    } else {
+        a.workers
+    };
+    let mut state = OuterState::new(
+        theta0,
+        NesterovSgd::new(a.outer.outer_lr, a.outer.outer_momentum),
+    );
+    let tokens_per_round = u64::from(n_members)
+        * u64::from(a.inner_steps)
+        * (setup.plan.batch * setup.plan.seq_len) as u64;
     let codec = a.outer.codec.options();
     let mut records = Vec::new();
     let mut bytes = 0u64;
 
-    let mut record = |state: &OuterState, workers: &mut [synod_model::TchInnerTrainer], r: RoundRecord| -> Result<RoundRecord> {
-        let eval = workers.first_mut().ok_or_else(|| anyhow::anyhow!("no workers"))?;
+    let mut record = |state: &OuterState,
+                      workers: &mut [synod_model::TchInnerTrainer],
+                      r: RoundRecord|
+     -> Result<RoundRecord> {
+        let eval = workers
+            .first_mut()
+            .ok_or_else(|| anyhow::anyhow!("no workers"))?;
         load_params(&eval.vs, &state.params)?;
         let val_loss = eval_loss(&eval.model, &eval.plan, m.eval_batches, setup.device)?;
         let r = RoundRecord { val_loss, ..r };
@@ -70,9 +87,17 @@ pub fn run_rounds(
             }
             Some(ex) => {
                 let me = ex.me;
-                let w = workers.first_mut().ok_or_else(|| anyhow::anyhow!("no worker"))?;
+                let w = workers
+                    .first_mut()
+                    .ok_or_else(|| anyhow::anyhow!("no worker"))?;
                 let (o, r) = state.run_round(w, ex, me, &Mean, &codec)?;
-                (o, vec![r], vec![ex.last_payload_bytes], ex.last_secs, ex.last_excluded.clone())
+                (
+                    o,
+                    vec![r],
+                    vec![ex.last_payload_bytes],
+                    ex.last_secs,
+                    ex.last_excluded.clone(),
+                )
             }
         };
         if let Some(ex) = net.as_deref_mut() {
@@ -82,9 +107,13 @@ pub fn run_rounds(
         let outer_secs = t0.elapsed().as_secs_f64() - compute - exchange_secs;
         bytes += sizes.iter().sum::<usize>() as u64 / sizes.len().max(1) as u64;
         if let Some(dir) = out {
-            std::fs::write(dir.join(format!("round-{:06}.safetensors", outcome.round)), &outcome.checkpoint)?;
+            std::fs::write(
+                dir.join(format!("round-{:06}.safetensors", outcome.round)),
+                &outcome.checkpoint,
+            )?;
         }
-        let train_loss = reports.iter().map(|r| r.mean_loss).sum::<f64>() / reports.len().max(1) as f64;
+        let train_loss =
+            reports.iter().map(|r| r.mean_loss).sum::<f64>() / reports.len().max(1) as f64;
         let r = RoundRecord {
             train_loss,
             bytes_sent_per_worker: bytes,

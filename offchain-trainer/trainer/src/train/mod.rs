@@ -88,14 +88,33 @@ pub struct Setup {
 impl Setup {
     /// Loads the corpus and plans batches.
     pub fn new(m: &ModelArgs, data: &Path) -> Result<Self> {
-        let corpus = Arc::new(Corpus::from_file(data).with_context(|| format!("loading corpus {}", data.display()))?);
+        let corpus = Arc::new(
+            Corpus::from_file(data)
+                .with_context(|| format!("loading corpus {}", data.display()))?,
+        );
         let plan = BatchPlan::new(corpus, m.seed, m.batch, m.seq_len()?)?;
-        Ok(Self { plan, device: parse_device(&m.device)? })
+        Ok(Self {
+            plan,
+            device: parse_device(&m.device)?,
+        })
     }
 
     /// A replica for `worker` (fresh weights from the pool seed).
-    pub fn replica(&self, m: &ModelArgs, worker: u32, inner_steps: u32, total_steps: u32) -> Result<TchInnerTrainer> {
-        Ok(TchInnerTrainer::new(m.gpt()?, m.inner(inner_steps, total_steps), self.plan.clone(), worker, self.device, m.seed as i64)?)
+    pub fn replica(
+        &self,
+        m: &ModelArgs,
+        worker: u32,
+        inner_steps: u32,
+        total_steps: u32,
+    ) -> Result<TchInnerTrainer> {
+        Ok(TchInnerTrainer::new(
+            m.gpt()?,
+            m.inner(inner_steps, total_steps),
+            self.plan.clone(),
+            worker,
+            self.device,
+            m.seed as i64,
+        )?)
     }
 }
 
@@ -118,7 +137,9 @@ pub fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let pb = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{msg:>8} [{elapsed_precise}] {wide_bar} {pos}/{len} ({eta})") {
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg:>8} [{elapsed_precise}] {wide_bar} {pos}/{len} ({eta})")
+    {
         pb.set_style(style);
     }
     pb.set_message(what.to_string());
@@ -134,20 +155,37 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     let records = match a.method {
         Method::Diloco if a.net.member.is_some() => {
             let mut ex = net::join(a, &theta0)?;
-            let r = diloco::run_rounds(a, &setup, theta0, Some(&a.out), &mut |r| metrics.emit(r), Some(&mut ex))?;
+            let r = diloco::run_rounds(
+                a,
+                &setup,
+                theta0,
+                Some(&a.out),
+                &mut |r| metrics.emit(r),
+                Some(&mut ex),
+            )?;
             ex.finish(r.last().map_or(0, |x| x.round));
             r
         }
         Method::Diloco => run_diloco(a, &setup, theta0, Some(&a.out), &mut |r| metrics.emit(r))?,
         Method::Ddp => run_ddp(a, &setup, theta0, &mut |r| metrics.emit(r))?,
     };
-    let points: Vec<(f64, f64)> = records.iter().map(|r| (r.tokens as f64, r.val_loss)).collect();
+    let points: Vec<(f64, f64)> = records
+        .iter()
+        .map(|r| (r.tokens as f64, r.val_loss))
+        .collect();
     let label = match a.method {
         Method::Diloco => format!("DiLoCo, {} workers, H={}", a.workers, a.inner_steps),
         Method::Ddp => format!("data parallel, {} workers", a.workers),
     };
     let png = a.out.join("loss.png");
-    loss_vs_tokens(&png, "synod-trainer: validation loss", &[Curve { label: &label, points: &points }])?;
+    loss_vs_tokens(
+        &png,
+        "synod-trainer: validation loss",
+        &[Curve {
+            label: &label,
+            points: &points,
+        }],
+    )?;
     tracing::info!("wrote {}", png.display());
     Ok(())
 }
@@ -155,8 +193,20 @@ pub fn run(a: &TrainArgs) -> Result<()> {
 /// `synod-trainer init`: writes θ₀ for the pool seed and prints `{"checkpoint_hash", "path", "params"}`.
 pub fn init(a: &InitArgs) -> Result<()> {
     let device = parse_device(&a.model.device)?;
-    let plan = BatchPlan::new(Arc::new(Corpus::from_bytes(vec![b' '; 4 * 1024])), a.model.seed, 1, 1)?;
-    let replica = TchInnerTrainer::new(a.model.gpt()?, a.model.inner(1, 1), plan, 0, device, a.model.seed as i64)?;
+    let plan = BatchPlan::new(
+        Arc::new(Corpus::from_bytes(vec![b' '; 4 * 1024])),
+        a.model.seed,
+        1,
+        1,
+    )?;
+    let replica = TchInnerTrainer::new(
+        a.model.gpt()?,
+        a.model.inner(1, 1),
+        plan,
+        0,
+        device,
+        a.model.seed as i64,
+    )?;
     if let Some(dir) = a.out.parent() {
         std::fs::create_dir_all(dir)?;
     }

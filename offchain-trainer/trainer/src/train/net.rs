@@ -14,7 +14,10 @@ use serde::{Deserialize, Serialize};
 use synod_checkpoint::ParamSet;
 use synod_diloco::{Contribution, DilocoError, Exchange};
 use synod_p2p::libp2p_identity::Keypair;
-use synod_p2p::{all_gather, spawn, Client, ExchangeConfig, Member, MemberKey, MemberSet, Multiaddr, NetConfig, PeerId, PublicKey};
+use synod_p2p::{
+    all_gather, spawn, Client, ExchangeConfig, Member, MemberKey, MemberSet, Multiaddr, NetConfig,
+    PeerId, PublicKey,
+};
 
 use crate::args::TrainArgs;
 
@@ -35,14 +38,19 @@ fn unhex(s: &str) -> Result<Vec<u8>> {
     if s.len() % 2 != 0 {
         bail!("odd-length hex");
     }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| anyhow!("bad hex: {e}"))).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| anyhow!("bad hex: {e}")))
+        .collect()
 }
 
 /// Loads or creates the 32-byte identity seed at `path` (both keys derive from it).
 pub fn identity_seed(path: &Path) -> Result<[u8; 32]> {
     if let Ok(s) = std::fs::read_to_string(path) {
         let v = unhex(s.trim())?;
-        return v.try_into().map_err(|_| anyhow!("{} must hold 32 hex bytes", path.display()));
+        return v
+            .try_into()
+            .map_err(|_| anyhow!("{} must hold 32 hex bytes", path.display()));
     }
     // A fresh seed from the OS generator (via ml-dsa key generation).
     let seed = MemberKey::generate().seed();
@@ -66,9 +74,17 @@ pub struct NetExchange {
 }
 
 impl Exchange for NetExchange {
-    fn exchange(&mut self, round: u32, _me: u32, payload: Vec<u8>) -> Result<Vec<Contribution>, DilocoError> {
+    fn exchange(
+        &mut self,
+        round: u32,
+        _me: u32,
+        payload: Vec<u8>,
+    ) -> Result<Vec<Contribution>, DilocoError> {
         self.last_payload_bytes = payload.len();
-        let out = self.rt.block_on(all_gather(&self.client, round, payload, self.cfg)).map_err(|e| DilocoError::Exchange(e.to_string()))?;
+        let out = self
+            .rt
+            .block_on(all_gather(&self.client, round, payload, self.cfg))
+            .map_err(|e| DilocoError::Exchange(e.to_string()))?;
         self.last_secs = out.secs;
         self.last_excluded = out.excluded;
         Ok(out.included)
@@ -78,7 +94,10 @@ impl Exchange for NetExchange {
 impl NetExchange {
     /// Serves a round's checkpoint to late joiners over `/synod/checkpoint/1`.
     pub fn serve_checkpoint(&self, bytes: Vec<u8>) {
-        if let Err(e) = self.rt.block_on(self.client.serve_checkpoint(Arc::new(bytes))) {
+        if let Err(e) = self
+            .rt
+            .block_on(self.client.serve_checkpoint(Arc::new(bytes)))
+        {
             tracing::warn!("cannot serve checkpoint: {e}");
         }
     }
@@ -86,7 +105,12 @@ impl NetExchange {
     /// After the last round: keeps serving until every live member has announced its final
     /// payload (so it is fetching ours), lingers 3 s, then says goodbye.
     pub fn finish(&self, last_round: u32) {
-        self.rt.block_on(synod_p2p::finish(&self.client, last_round, self.cfg.dead_after, Duration::from_secs(60)));
+        self.rt.block_on(synod_p2p::finish(
+            &self.client,
+            last_round,
+            self.cfg.dead_after,
+            Duration::from_secs(60),
+        ));
     }
 }
 
@@ -95,7 +119,10 @@ fn read_registrations(dir: &Path, n: u32) -> Result<Option<Vec<Registration>>> {
     for i in 0..n {
         let p = dir.join(format!("member-{i}.json"));
         match std::fs::read(&p) {
-            Ok(b) => regs.push(serde_json::from_slice::<Registration>(&b).with_context(|| format!("parsing {}", p.display()))?),
+            Ok(b) => regs.push(
+                serde_json::from_slice::<Registration>(&b)
+                    .with_context(|| format!("parsing {}", p.display()))?,
+            ),
             Err(_) => return Ok(None),
         }
     }
@@ -104,8 +131,15 @@ fn read_registrations(dir: &Path, n: u32) -> Result<Option<Vec<Registration>>> {
 
 /// Starts the node, registers in the pool directory, waits for all members and connects.
 pub fn join(a: &TrainArgs, theta0: &ParamSet) -> Result<NetExchange> {
-    let me = a.net.member.ok_or_else(|| anyhow!("--member is required in networked mode"))?;
-    let dir: PathBuf = a.net.pool_dir.clone().ok_or_else(|| anyhow!("--pool-dir is required with --member"))?;
+    let me = a
+        .net
+        .member
+        .ok_or_else(|| anyhow!("--member is required in networked mode"))?;
+    let dir: PathBuf = a
+        .net
+        .pool_dir
+        .clone()
+        .ok_or_else(|| anyhow!("--pool-dir is required with --member"))?;
     if me >= a.net.members {
         bail!("--member {me} is not below --members {}", a.net.members);
     }
@@ -114,11 +148,23 @@ pub fn join(a: &TrainArgs, theta0: &ParamSet) -> Result<NetExchange> {
     let seed = identity_seed(&a.out.join("identity.key"))?;
     let keypair = Keypair::ed25519_from_bytes(seed).map_err(|e| anyhow!("identity: {e}"))?;
     let member_key = Arc::new(MemberKey::from_seed(seed));
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let theta_hash = synod_checkpoint::hex(&synod_checkpoint::hash(&synod_checkpoint::to_bytes(theta0)?));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let theta_hash = synod_checkpoint::hex(&synod_checkpoint::hash(&synod_checkpoint::to_bytes(
+        theta0,
+    )?));
     tracing::info!(member = me, theta0 = %theta_hash, "joining pool");
 
-    let placeholder = MemberSet::new(0, vec![Member { index: me, peer_id: keypair.public().to_peer_id(), key: member_key.public() }]);
+    let placeholder = MemberSet::new(
+        0,
+        vec![Member {
+            index: me,
+            peer_id: keypair.public().to_peer_id(),
+            key: member_key.public(),
+        }],
+    );
     let mut cfg = NetConfig::new(keypair.clone(), member_key.clone(), me, placeholder);
     cfg.listen = vec![a.net.listen.parse().context("--listen")?];
     let client = rt.block_on(async { spawn(cfg) })?;
@@ -139,13 +185,21 @@ pub fn join(a: &TrainArgs, theta0: &ParamSet) -> Result<NetExchange> {
             break r;
         }
         if start.elapsed() > Duration::from_secs(300) {
-            bail!("timed out waiting for {} members in {}", a.net.members, dir.display());
+            bail!(
+                "timed out waiting for {} members in {}",
+                a.net.members,
+                dir.display()
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     };
     let mut members = Vec::new();
     for r in &regs {
-        members.push(Member { index: r.index, peer_id: r.peer_id.parse::<PeerId>()?, key: PublicKey(unhex(&r.public_key)?) });
+        members.push(Member {
+            index: r.index,
+            peer_id: r.peer_id.parse::<PeerId>()?,
+            key: PublicKey(unhex(&r.public_key)?),
+        });
     }
     // The pool topic is per pool id; the registration directory is one pool.
     let set = MemberSet::new(0, members);
@@ -160,6 +214,17 @@ pub fn join(a: &TrainArgs, theta0: &ParamSet) -> Result<NetExchange> {
         }
         Ok::<_, synod_p2p::NetError>(())
     })?;
-    let cfg = ExchangeConfig { deadline: Duration::from_secs(a.net.round_deadline), ..ExchangeConfig::default() };
-    Ok(NetExchange { rt, client, cfg, me, last_payload_bytes: 0, last_secs: 0.0, last_excluded: Vec::new() })
+    let cfg = ExchangeConfig {
+        deadline: Duration::from_secs(a.net.round_deadline),
+        ..ExchangeConfig::default()
+    };
+    Ok(NetExchange {
+        rt,
+        client,
+        cfg,
+        me,
+        last_payload_bytes: 0,
+        last_secs: 0.0,
+        last_excluded: Vec::new(),
+    })
 }

@@ -11,7 +11,11 @@ use super::Trainer;
 impl Trainer<'_> {
     /// The state to train the next round from, or `None` if the pool is over. Leaves the
     /// network node active, with its heartbeats naming the round we will contribute to.
-    pub(super) fn catch_up(&mut self, from_round: u32, resumed: bool) -> Result<Option<OuterState>> {
+    pub(super) fn catch_up(
+        &mut self,
+        from_round: u32,
+        resumed: bool,
+    ) -> Result<Option<OuterState>> {
         loop {
             let p = self.pool_info()?;
             if matches!(p.status, PoolStatus::Completed | PoolStatus::Cancelled) {
@@ -26,7 +30,11 @@ impl Trainer<'_> {
             // A resumed member whose peers already announced round c (or c + 1) joins the round
             // after the last one announced. Its heartbeats name that round, so peers still
             // gathering an earlier round do not wait for it, and peers in that round do.
-            let target = match resumed.then(|| self.announced_max(c)).transpose()?.flatten() {
+            let target = match resumed
+                .then(|| self.announced_max(c))
+                .transpose()?
+                .flatten()
+            {
                 Some(a) => a.max(c) + 1,
                 None => c,
             };
@@ -39,7 +47,11 @@ impl Trainer<'_> {
                 self.client.set_passive(false).await
             })?;
             if target > c {
-                tracing::info!(round = target, "peers are already exchanging round {}; joining round {target}", target - 1);
+                tracing::info!(
+                    round = target,
+                    "peers are already exchanging round {}; joining round {target}",
+                    target - 1
+                );
                 self.wait_round_past(target - 1)?;
             }
             let (_, hash) = self.last_final()?;
@@ -53,22 +65,37 @@ impl Trainer<'_> {
         self.block_on(async {
             self.client.set_round(c).await?;
             let start = Instant::now();
-            while self.client.snapshot().connected.is_empty() && start.elapsed() < Duration::from_secs(10) {
+            while self.client.snapshot().connected.is_empty()
+                && start.elapsed() < Duration::from_secs(10)
+            {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             // Heartbeats come every 2 s and repeat the current and previous round's announcement.
             tokio::time::sleep(Duration::from_secs(3)).await;
-            Ok::<_, anyhow::Error>(self.client.snapshot().announced.keys().filter(|(r, m)| *r >= c && *m != self.me).map(|(r, _)| *r).max())
+            Ok::<_, anyhow::Error>(
+                self.client
+                    .snapshot()
+                    .announced
+                    .keys()
+                    .filter(|(r, m)| *r >= c && *m != self.me)
+                    .map(|(r, _)| *r)
+                    .max(),
+            )
         })
     }
 
     /// Waits until the chain's current round is past `round` (or the pool is over).
     fn wait_round_past(&self, round: u32) -> Result<()> {
         let (chain, pool) = (&self.chain, self.pool);
-        self.block_on(chain.wait_for("the round to close", Duration::from_secs(3600), || async {
-            let p = chain.pool(pool).await?;
-            Ok(p.filter(|p| p.current_round > round || p.status != PoolStatus::Training).map(|_| ()))
-        }))?;
+        self.block_on(
+            chain.wait_for("the round to close", Duration::from_secs(3600), || async {
+                let p = chain.pool(pool).await?;
+                Ok(
+                    p.filter(|p| p.current_round > round || p.status != PoolStatus::Training)
+                        .map(|_| ()),
+                )
+            }),
+        )?;
         Ok(())
     }
 }

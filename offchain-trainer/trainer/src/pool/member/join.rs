@@ -5,11 +5,14 @@ use synod_chain::submit::account_of;
 use synod_chain::{calls, Chain, ChainError, FinalizedBlock, Signer};
 use synod_p2p::{MemberKey, PeerId};
 
-use crate::pool::{ensure_bonded, planck};
 use crate::chain_args::RunArgs;
+use crate::pool::{ensure_bonded, planck};
 
 /// Logs the pool's on-chain events as finalized blocks arrive.
-pub(super) async fn log_chain_events(mut rx: tokio::sync::mpsc::Receiver<Result<FinalizedBlock, ChainError>>, pool: u32) {
+pub(super) async fn log_chain_events(
+    mut rx: tokio::sync::mpsc::Receiver<Result<FinalizedBlock, ChainError>>,
+    pool: u32,
+) {
     while let Some(b) = rx.recv().await {
         match b {
             Ok(b) => {
@@ -27,19 +30,41 @@ pub(super) async fn log_chain_events(mut rx: tokio::sync::mpsc::Receiver<Result<
 
 /// Registers in the pool (bonding first if needed) or finds our registration; returns
 /// (member index, first round, whether we were already a member).
-pub(super) async fn register(chain: &Chain, signer: &Signer, a: &RunArgs, peer_id: &PeerId, key: &MemberKey) -> Result<(u32, u32, bool)> {
+pub(super) async fn register(
+    chain: &Chain,
+    signer: &Signer,
+    a: &RunArgs,
+    peer_id: &PeerId,
+    key: &MemberKey,
+) -> Result<(u32, u32, bool)> {
     let who = account_of(signer);
     if let Some(rec) = chain.member(a.pool, &who).await? {
         if rec.peer_id != peer_id.to_bytes() {
             bail!("{who} is member {} of pool {} with another peer id; run with the --base-path that holds its identity.key", rec.index, a.pool);
         }
-        tracing::info!(member = rec.index, "already a member of pool {}: resuming", a.pool);
+        tracing::info!(
+            member = rec.index,
+            "already a member of pool {}: resuming",
+            a.pool
+        );
         return Ok((rec.index, rec.from_round, true));
     }
     ensure_bonded(chain, signer, planck(a.stake)).await?;
-    chain.submit(&calls::join_pool(a.pool, planck(a.stake), peer_id.to_bytes(), &key.public().0)?, signer).await?;
-    let rec = chain.member(a.pool, &who).await?.ok_or_else(|| anyhow!("join_pool succeeded but {who} is not a member"))?;
-    tracing::info!(member = rec.index, from_round = rec.from_round, "joined pool {}", a.pool);
+    chain
+        .submit(
+            &calls::join_pool(a.pool, planck(a.stake), peer_id.to_bytes(), &key.public().0)?,
+            signer,
+        )
+        .await?;
+    let rec = chain
+        .member(a.pool, &who)
+        .await?
+        .ok_or_else(|| anyhow!("join_pool succeeded but {who} is not a member"))?;
+    tracing::info!(
+        member = rec.index,
+        from_round = rec.from_round,
+        "joined pool {}",
+        a.pool
+    );
     Ok((rec.index, rec.from_round, false))
 }
-

@@ -33,7 +33,9 @@ use synod_checkpoint::CheckpointHash;
 use synod_diloco::OuterState;
 use synod_model::{eval_loss, load_params, TchInnerTrainer};
 use synod_p2p::libp2p_identity::Keypair;
-use synod_p2p::{spawn, Client, Member, MemberKey, MemberSet, Multiaddr, NetConfig, PeerId, PublicKey};
+use synod_p2p::{
+    spawn, Client, Member, MemberKey, MemberSet, Multiaddr, NetConfig, PeerId, PublicKey,
+};
 use tokio::runtime::Runtime;
 
 use super::recipe::Recipe;
@@ -69,11 +71,14 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let rt = runtime()?;
     let recipe = Recipe::load(&a.recipe)?;
     let (chain, signer) = rt.block_on(connect(&a.chain))?;
-    let info = rt.block_on(chain.pool(a.pool))?.ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
+    let info = rt
+        .block_on(chain.pool(a.pool))?
+        .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
     let events = rt.block_on(chain.follow())?;
     rt.spawn(log_chain_events(events, a.pool));
     recipe.check(&info.spec, &a.recipe)?;
-    std::fs::create_dir_all(&a.base_path).with_context(|| format!("creating {}", a.base_path.display()))?;
+    std::fs::create_dir_all(&a.base_path)
+        .with_context(|| format!("creating {}", a.base_path.display()))?;
     let store = Store::open(&a.base_path.join("checkpoints"))?;
     store.put(&recipe.theta0_bytes)?;
 
@@ -81,16 +86,35 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let keypair = Keypair::ed25519_from_bytes(seed).map_err(|e| anyhow!("identity: {e}"))?;
     let member_key = Arc::new(MemberKey::from_seed(seed));
     let peer_id = keypair.public().to_peer_id();
-    let (me, from_round, resumed) = rt.block_on(register(&chain, &signer, a, &peer_id, &member_key))?;
+    let (me, from_round, resumed) =
+        rt.block_on(register(&chain, &signer, a, &peer_id, &member_key))?;
 
-    let own = Member { index: me, peer_id, key: member_key.public() };
-    let mut cfg = NetConfig::new(keypair, member_key, me, MemberSet::new(u64::from(a.pool), vec![own]));
+    let own = Member {
+        index: me,
+        peer_id,
+        key: member_key.public(),
+    };
+    let mut cfg = NetConfig::new(
+        keypair,
+        member_key,
+        me,
+        MemberSet::new(u64::from(a.pool), vec![own]),
+    );
     cfg.listen = vec![a.listen.parse().context("--listen")?];
-    cfg.bootnodes = a.bootnode.iter().map(|b| b.parse::<Multiaddr>().with_context(|| format!("--bootnode {b}"))).collect::<Result<_>>()?;
+    cfg.bootnodes = a
+        .bootnode
+        .iter()
+        .map(|b| {
+            b.parse::<Multiaddr>()
+                .with_context(|| format!("--bootnode {b}"))
+        })
+        .collect::<Result<_>>()?;
     let client = rt.block_on(async { spawn(cfg) })?;
     rt.block_on(async {
         client.set_passive(true).await?;
-        client.serve_checkpoint(Arc::new(recipe.theta0_bytes.clone())).await
+        client
+            .serve_checkpoint(Arc::new(recipe.theta0_bytes.clone()))
+            .await
     })?;
     let addrs = rt.block_on(client.listen_addrs());
 
@@ -102,11 +126,21 @@ pub fn run(a: &RunArgs) -> Result<()> {
     }))?;
 
     let pool = a.pool;
-    let started = rt.block_on(chain.wait_for("the pool to start training", Duration::from_secs(3600), || async {
-        Ok(chain.pool(pool).await?.filter(|p| p.status != PoolStatus::Open))
-    }))?;
+    let started = rt.block_on(chain.wait_for(
+        "the pool to start training",
+        Duration::from_secs(3600),
+        || async {
+            Ok(chain
+                .pool(pool)
+                .await?
+                .filter(|p| p.status != PoolStatus::Open))
+        },
+    ))?;
     let total_steps = started.spec.rounds.saturating_mul(started.spec.inner_steps);
-    let worker = recipe.setup.replica(&a.recipe.model, me, started.spec.inner_steps, total_steps)?;
+    let worker =
+        recipe
+            .setup
+            .replica(&a.recipe.model, me, started.spec.inner_steps, total_steps)?;
     let mut t = Trainer {
         a,
         rt,
@@ -143,7 +177,8 @@ impl Trainer<'_> {
     }
 
     fn pool_info(&self) -> Result<PoolInfo> {
-        self.block_on(self.chain.pool(self.pool))?.ok_or_else(|| anyhow!("pool {} disappeared", self.pool))
+        self.block_on(self.chain.pool(self.pool))?
+            .ok_or_else(|| anyhow!("pool {} disappeared", self.pool))
     }
 
     /// Reads the members and gives the network the set allowed in `round`.
@@ -152,38 +187,76 @@ impl Trainer<'_> {
         let mut set = Vec::new();
         for m in self.members.iter().filter(|m| m.record.from_round <= round) {
             match PeerId::from_bytes(&m.record.peer_id) {
-                Ok(peer_id) => set.push(Member { index: m.record.index, peer_id, key: PublicKey(m.record.ml_dsa_key.clone()) }),
+                Ok(peer_id) => set.push(Member {
+                    index: m.record.index,
+                    peer_id,
+                    key: PublicKey(m.record.ml_dsa_key.clone()),
+                }),
                 Err(e) => tracing::warn!(member = m.record.index, "unusable on-chain peer id: {e}"),
             }
         }
-        self.block_on(self.client.set_members(MemberSet::new(u64::from(self.pool), set)))?;
+        self.block_on(
+            self.client
+                .set_members(MemberSet::new(u64::from(self.pool), set)),
+        )?;
         Ok(())
     }
 
     fn peers(&self) -> Vec<PeerId> {
-        self.members.iter().filter(|m| m.record.index != self.me).filter_map(|m| PeerId::from_bytes(&m.record.peer_id).ok()).collect()
+        self.members
+            .iter()
+            .filter(|m| m.record.index != self.me)
+            .filter_map(|m| PeerId::from_bytes(&m.record.peer_id).ok())
+            .collect()
     }
 
     /// The last final checkpoint (round 0: θ₀).
     fn last_final(&self) -> Result<(u32, CheckpointHash)> {
-        Ok(self.block_on(self.chain.last_final(self.pool))?.unwrap_or((0, self.recipe.theta0_hash)))
+        Ok(self
+            .block_on(self.chain.last_final(self.pool))?
+            .unwrap_or((0, self.recipe.theta0_hash)))
     }
 
     /// Outer state from the checkpoint `hash` (local or fetched), numbered as after `round`.
     fn load(&mut self, hash: CheckpointHash, round: u32) -> Result<OuterState> {
         let local = self.store.get(&hash).is_some();
         let peers = self.peers();
-        let bytes = self.block_on(self.store.get_or_fetch(&self.client, &peers, hash, Duration::from_secs(300)))?;
+        let bytes = self.block_on(self.store.get_or_fetch(
+            &self.client,
+            &peers,
+            hash,
+            Duration::from_secs(300),
+        ))?;
         let set = synod_checkpoint::from_bytes(&bytes)?;
         let r = &self.a.recipe;
-        self.metrics.emit(&Event { event: "synced", round, hash: synod_checkpoint::hex(&hash), detail: if local { "local file" } else { "fetched from a peer" }.into() })?;
-        Ok(OuterState::from_checkpoint(set, r.outer.outer_lr, r.outer.outer_momentum, round)?)
+        self.metrics.emit(&Event {
+            event: "synced",
+            round,
+            hash: synod_checkpoint::hex(&hash),
+            detail: if local {
+                "local file"
+            } else {
+                "fetched from a peer"
+            }
+            .into(),
+        })?;
+        Ok(OuterState::from_checkpoint(
+            set,
+            r.outer.outer_lr,
+            r.outer.outer_momentum,
+            round,
+        )?)
     }
 
     /// Evaluates θ and emits the round's record.
     fn record(&mut self, state: &OuterState, r: RoundRecord) -> Result<()> {
         load_params(&self.worker.vs, &state.params)?;
-        let val_loss = eval_loss(&self.worker.model, &self.worker.plan, self.a.recipe.model.eval_batches, self.recipe.setup.device)?;
+        let val_loss = eval_loss(
+            &self.worker.model,
+            &self.worker.plan,
+            self.a.recipe.model.eval_batches,
+            self.recipe.setup.device,
+        )?;
         self.curve.push((r.tokens as f64, val_loss));
         self.metrics.emit(&RoundRecord { val_loss, ..r })
     }

@@ -39,18 +39,29 @@ impl Trainer<'_> {
             Err(e) => tracing::warn!(round = p.round, "commit task failed: {e}"),
         }
         let (chain, pool, round) = (&self.chain, self.pool, p.round);
-        let closed = self.block_on(chain.wait_for("the round to close", Duration::from_secs(3600), || async {
-            if let Some(f) = chain.final_checkpoint(pool, round).await? {
-                return Ok(Some(Closed::Final(f.hash)));
-            }
-            Ok(chain.voided(pool, round).await?.then_some(Closed::Voided))
-        }))?;
+        let closed = self.block_on(chain.wait_for(
+            "the round to close",
+            Duration::from_secs(3600),
+            || async {
+                if let Some(f) = chain.final_checkpoint(pool, round).await? {
+                    return Ok(Some(Closed::Final(f.hash)));
+                }
+                Ok(chain.voided(pool, round).await?.then_some(Closed::Voided))
+            },
+        ))?;
         let detail = match &closed {
             Closed::Final(h) if *h == p.hash => "final: our checkpoint".to_string(),
-            Closed::Final(h) => format!("final at {} (ours lost the vote)", synod_checkpoint::hex(h)),
+            Closed::Final(h) => {
+                format!("final at {} (ours lost the vote)", synod_checkpoint::hex(h))
+            }
             Closed::Voided => "voided".to_string(),
         };
-        self.metrics.emit(&Event { event: "closed", round, hash: synod_checkpoint::hex(&p.hash), detail })?;
+        self.metrics.emit(&Event {
+            event: "closed",
+            round,
+            hash: synod_checkpoint::hex(&p.hash),
+            detail,
+        })?;
         if closed != Closed::Final(p.hash) {
             self.store.remove(&p.hash);
         }
@@ -59,13 +70,24 @@ impl Trainer<'_> {
 
     /// Trains until the pool's last round; returns the last round we computed.
     pub(super) fn train(&mut self, from_round: u32, resumed: bool) -> Result<u32> {
-        let Some(mut state) = self.catch_up(from_round, resumed)? else { return Ok(0) };
+        let Some(mut state) = self.catch_up(from_round, resumed)? else {
+            return Ok(0);
+        };
         if state.round == 0 {
             let r0 = self.blank(0);
-            self.record(&state, RoundRecord { checkpoint_hash: Some(synod_checkpoint::hex(&self.recipe.theta0_hash)), ..r0 })?;
+            self.record(
+                &state,
+                RoundRecord {
+                    checkpoint_hash: Some(synod_checkpoint::hex(&self.recipe.theta0_hash)),
+                    ..r0
+                },
+            )?;
         }
         let codec = self.a.recipe.outer.codec.options();
-        let xcfg = ExchangeConfig { deadline: Duration::from_secs(self.a.round_deadline), ..ExchangeConfig::default() };
+        let xcfg = ExchangeConfig {
+            deadline: Duration::from_secs(self.a.round_deadline),
+            ..ExchangeConfig::default()
+        };
         let batch_tokens = (self.recipe.setup.plan.batch * self.recipe.setup.plan.seq_len) as u64;
         let mut pending: Option<Pending> = None;
         let mut last = 0;
@@ -91,7 +113,8 @@ impl Trainer<'_> {
             self.store.put(&outcome.checkpoint)?;
             self.block_on(self.client.serve_checkpoint(Arc::new(outcome.checkpoint)))?;
             let outer_secs = t_outer.elapsed().as_secs_f64();
-            self.tokens += outcome.included.len() as u64 * u64::from(self.inner_steps) * batch_tokens;
+            self.tokens +=
+                outcome.included.len() as u64 * u64::from(self.inner_steps) * batch_tokens;
             let rec = RoundRecord {
                 train_loss: report.mean_loss,
                 bytes_sent_per_worker: payload_bytes,
@@ -104,22 +127,40 @@ impl Trainer<'_> {
                 ..self.blank(r)
             };
             self.record(&state, rec)?;
-            let (chain, signer, pool, hash, included) = (self.chain.clone(), self.signer.clone(), self.pool, outcome.hash, outcome.included);
+            let (chain, signer, pool, hash, included) = (
+                self.chain.clone(),
+                self.signer.clone(),
+                self.pool,
+                outcome.hash,
+                outcome.included,
+            );
             let commit = self.rt.spawn(async move {
-                match chain.submit(&calls::commit_checkpoint(pool, r, hash, included), &signer).await {
+                match chain
+                    .submit(&calls::commit_checkpoint(pool, r, hash, included), &signer)
+                    .await
+                {
                     Ok(_) => Ok(()),
                     Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => Ok(()),
                     Err(e) => Err(e.to_string()),
                 }
             });
-            pending = Some(Pending { round: r, hash: outcome.hash, commit });
+            pending = Some(Pending {
+                round: r,
+                hash: outcome.hash,
+                commit,
+            });
             last = r;
         }
         if let Some(p) = pending.take() {
             if let Closed::Final(h) = self.settle(p)? {
                 // Keep the final file even if ours lost the vote.
                 let peers = self.peers();
-                self.block_on(self.store.get_or_fetch(&self.client, &peers, h, Duration::from_secs(300)))?;
+                self.block_on(self.store.get_or_fetch(
+                    &self.client,
+                    &peers,
+                    h,
+                    Duration::from_secs(300),
+                ))?;
             }
         }
         Ok(last)
@@ -128,14 +169,28 @@ impl Trainer<'_> {
     /// Waits for the pool to complete, then serves until live peers have our last payload.
     pub(super) fn finish(self, last: u32) -> Result<()> {
         let (chain, pool) = (&self.chain, self.pool);
-        let p = self.block_on(chain.wait_for("the pool to complete", Duration::from_secs(3600), || async {
-            Ok(chain.pool(pool).await?.filter(|p| p.status != PoolStatus::Training))
-        }))?;
+        let p = self.block_on(chain.wait_for(
+            "the pool to complete",
+            Duration::from_secs(3600),
+            || async {
+                Ok(chain
+                    .pool(pool)
+                    .await?
+                    .filter(|p| p.status != PoolStatus::Training))
+            },
+        ))?;
         let (f, h) = self.last_final()?;
         if !self.curve.is_empty() {
             let label = format!("member {} of pool {pool}, H={}", self.me, self.inner_steps);
             let png = self.a.base_path.join("loss.png");
-            loss_vs_tokens(&png, "synod-trainer run: validation loss", &[Curve { label: &label, points: &self.curve }])?;
+            loss_vs_tokens(
+                &png,
+                "synod-trainer run: validation loss",
+                &[Curve {
+                    label: &label,
+                    points: &self.curve,
+                }],
+            )?;
         }
         let mut metrics = self.metrics;
         metrics.emit(&serde_json::json!({
@@ -144,7 +199,12 @@ impl Trainer<'_> {
             "final_checkpoint_file": self.store.path(&h),
         }))?;
         let dead_after = ExchangeConfig::default().dead_after;
-        self.rt.block_on(synod_p2p::finish(&self.client, last, dead_after, Duration::from_secs(30)));
+        self.rt.block_on(synod_p2p::finish(
+            &self.client,
+            last,
+            dead_after,
+            Duration::from_secs(30),
+        ));
         Ok(())
     }
 }
