@@ -7,7 +7,10 @@ use subxt::{OnlineClient, PolkadotConfig};
 use tokio::sync::mpsc;
 
 use crate::events::{decode, SynodEvent};
-use crate::types::{AccountId, FinalCheckpoint, Ledger, MemberInfo, MemberRecord, PoolInfo};
+use crate::types::{
+    AccountId, FinalCheckpoint, FormerMemberRecord, Ledger, MemberInfo, MemberRecord, Participant,
+    PoolInfo,
+};
 use crate::ChainError;
 
 /// The client configuration: the runtime uses Polkadot's address, signature and header types
@@ -94,6 +97,36 @@ impl Chain {
         }
     }
 
+    /// Like `fetch`, for the round protocol's own types (`synod-protocol`): the value's SCALE
+    /// bytes are decoded with the type's `Decode`, the one the runtime encodes with.
+    async fn fetch_scale<K, V>(
+        &self,
+        pallet: &str,
+        entry: &str,
+        keys: K,
+    ) -> Result<Option<V>, ChainError>
+    where
+        K: subxt::ext::frame_decode::storage::IntoEncodableValues
+            + subxt::ext::frame_decode::storage::IntoDecodableValues
+            + Send,
+        V: parity_scale_codec::Decode,
+    {
+        let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
+        let addr = subxt::dynamic::storage::<K, subxt::dynamic::Value>(pallet, entry);
+        let what = format!("{pallet}.{entry}");
+        match at
+            .storage()
+            .try_fetch(addr, keys)
+            .await
+            .map_err(ChainError::rpc)?
+        {
+            Some(v) => Ok(Some(
+                V::decode(&mut v.bytes()).map_err(|e| ChainError::decode(&what, e))?,
+            )),
+            None => Ok(None),
+        }
+    }
+
     /// Number of the last finalized block.
     ///
     /// # Errors
@@ -158,6 +191,34 @@ impl Chain {
         who: &AccountId,
     ) -> Result<Option<MemberRecord>, ChainError> {
         self.fetch("TrainingPools", "Members", (pool, *who)).await
+    }
+
+    /// `TrainingPools.FormerMembers(pool, index)`: the registration of a member that left or
+    /// was dropped, while its key may still be needed.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn former_member(
+        &self,
+        pool: u32,
+        index: u32,
+    ) -> Result<Option<FormerMemberRecord>, ChainError> {
+        self.fetch("TrainingPools", "FormerMembers", (pool, index))
+            .await
+    }
+
+    /// `Checkpoints.Snapshots((pool, round))`: the participants of `round`, frozen when it
+    /// opened (ascending member index); `None` before it opens and after it is pruned.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn round_snapshot(
+        &self,
+        pool: u32,
+        round: u32,
+    ) -> Result<Option<Vec<Participant>>, ChainError> {
+        self.fetch_scale("Checkpoints", "Snapshots", ((pool, round),))
+            .await
     }
 
     /// `Checkpoints.FinalCheckpoints(pool, round)`.

@@ -1,5 +1,11 @@
-//! The chain's types as the client sees them, decoded by name against the runtime metadata
-//! (`scale-decode`): fields the trainer does not need are skipped.
+//! The chain's types as the client sees them.
+//!
+//! * The round protocol's own types (the participant snapshot of a round, its timeline, the
+//!   quorum rule) come from `synod-protocol`, the crate the pallets use: they are never copied
+//!   here, and are decoded from SCALE bytes with the very `Decode` the runtime encodes with.
+//! * The pallets' storage records (`PoolInfo`, `MemberInfo`, …) are decoded by name against the
+//!   runtime metadata (`scale-decode`): fields the trainer does not need are skipped, and a
+//!   renamed or retyped field fails to decode instead of being misread.
 
 use scale_decode::DecodeAsType;
 use scale_encode::EncodeAsType;
@@ -92,6 +98,22 @@ pub struct MemberRecord {
     /// First round it takes part in.
     pub from_round: u32,
 }
+
+/// A former member's registration (`FormerMember` of `pallet-training-pools`): kept while
+/// challenges of the rounds it was in are possible.
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct FormerMemberRecord {
+    /// Its account.
+    pub who: AccountId,
+    /// libp2p peer id (multihash bytes).
+    pub peer_id: Vec<u8>,
+    /// ML-DSA-65 public key (1952 bytes).
+    pub ml_dsa_key: Vec<u8>,
+}
+
+/// A participant of a round's frozen snapshot (`synod_protocol::Participant`): index,
+/// account and weight in planck.
+pub type Participant = synod_protocol::Participant<AccountId>;
 
 /// A member with its account.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,12 @@
-//! Aggregation rules for the included set's pseudo-gradients.
+//! Aggregation rules for the included set's pseudo-gradients (ARCHITECTURE.md, step 4).
+//!
+//! * [`Mean`]: DiLoCo's plain mean. One member can move it anywhere (breakdown point 0).
+//! * [`ClippedTrimmedMean`]: norm clipping to the median norm, then a coordinate-wise trimmed
+//!   mean; tolerates f < n/3 arbitrary inputs (see its docs for the bound).
+//! * [`AggregationRule`]: the rule a pool's recipe names (committed on-chain through the pool
+//!   spec's `model_config_hash`), dispatching to one of the above.
+
+use serde::{Deserialize, Serialize};
 
 use crate::{DilocoError, PseudoGradient};
 
@@ -18,7 +26,23 @@ pub trait Aggregator: Send + Sync {
     ) -> Result<PseudoGradient, DilocoError>;
 }
 
+/// The first input, after checking that every input has its layout.
+fn common_layout<'a>(
+    round: u32,
+    inputs: &[&'a PseudoGradient],
+) -> Result<&'a PseudoGradient, DilocoError> {
+    let first = *inputs.first().ok_or(DilocoError::Empty(round))?;
+    for g in inputs {
+        if g.len() != first.len() || g.iter().zip(first).any(|(a, b)| a.len() != b.len()) {
+            return Err(DilocoError::LayoutMismatch);
+        }
+    }
+    Ok(first)
+}
+
 /// The arithmetic mean (DiLoCo Algorithm 1, line 12): Σ Δ_i in input order, then × (1/n).
+///
+/// Not robust: a single input scaled by 1000 moves the aggregate by 1000/n times its size.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Mean;
 
@@ -28,12 +52,8 @@ impl Aggregator for Mean {
         round: u32,
         inputs: &[&PseudoGradient],
     ) -> Result<PseudoGradient, DilocoError> {
-        let (first, rest) = inputs.split_first().ok_or(DilocoError::Empty(round))?;
-        let mut sum: PseudoGradient = (*first).clone();
-        for g in rest {
-            if g.len() != sum.len() || g.iter().zip(&sum).any(|(a, b)| a.len() != b.len()) {
-                return Err(DilocoError::LayoutMismatch);
-            }
+        let mut sum: PseudoGradient = common_layout(round, inputs)?.clone();
+        for g in inputs.iter().skip(1) {
             for (s, x) in sum.iter_mut().zip(g.iter()) {
                 for (a, b) in s.iter_mut().zip(x) {
                     *a += b;
@@ -47,5 +67,141 @@ impl Aggregator for Mean {
             }
         }
         Ok(sum)
+    }
+}
+
+/// Norm-clipped, coordinate-wise trimmed mean of n pseudo-gradients.
+///
+/// 1. **Clip** (Karimireddy, He & Jaggi 2021, *Learning from History for Byzantine Robust
+///    Optimization*, ICML, §4 "centered clipping", here centred at 0): τ = the lower median of
+///    the n L2 norms (f64); every Δ_i with ‖Δ_i‖ > τ is scaled by τ/‖Δ_i‖ (each element
+///    multiplied in f64 and rounded once to f32).
+/// 2. **Trim** (Yin, Chen, Ramchandran & Bartlett 2018, *Byzantine-Robust Distributed
+///    Learning: Towards Optimal Statistical Rates*, ICML, §3 "coordinate-wise trimmed mean"):
+///    per coordinate, sort the n clipped values (`f32::total_cmp`), drop the b smallest and b
+///    largest, and average the rest (f64 sum in sorted order, rounded once to f32).
+///
+/// b = min(⌊(N − 1)/3⌋, ⌊(n − 1)/2⌋) where N = max(n, `participants`): the round's whole
+/// participant set, not only the included members, decides how many may be Byzantine, so an
+/// attacker that gets honest members excluded (withholding, late delivery) does not lower b.
+///
+/// **Bound** (the ARCHITECTURE.md threat model): with f ≤ b arbitrary inputs, every output
+/// coordinate lies between the smallest and the largest *clipped honest* value of that
+/// coordinate, and τ lies between the smallest and the largest honest norm — so no input can
+/// scale, flip or overflow the aggregate beyond what the honest members themselves span. With
+/// b = 0 (N ≤ 3) the rule is a clipped mean: one input moves the aggregate by at most τ/n in
+/// norm.
+///
+/// **Determinism**: the result depends only on the multiset of inputs (sorting fixes the
+/// order of every sum), so it is bit-identical on every member and independent of arrival
+/// order; no fused multiply-add, no parallel reduction.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClippedTrimmedMean {
+    /// Size of the round's participant set (≥ the number of inputs); `None`: the inputs are
+    /// all the participants (local simulation).
+    pub participants: Option<usize>,
+}
+
+impl ClippedTrimmedMean {
+    /// Values dropped from *each* end of every coordinate for `n` participants: ⌊(n − 1)/3⌋,
+    /// the largest f with f < n/3 (n = 4 → 1, n = 7 → 2, n ≤ 3 → 0).
+    pub fn trimmed(n: usize) -> usize {
+        n.saturating_sub(1) / 3
+    }
+
+    /// b for `n` inputs out of this rule's participant set (see the type's docs).
+    pub fn trim_for(&self, n: usize) -> usize {
+        let participants = self.participants.unwrap_or(n).max(n);
+        Self::trimmed(participants).min(n.saturating_sub(1) / 2)
+    }
+
+    /// The clip threshold τ for these norms: their lower median (`f64`, ≥ 0).
+    pub fn clip_threshold(norms: &[f64]) -> f64 {
+        let mut sorted = norms.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted
+            .get(sorted.len().saturating_sub(1) / 2)
+            .copied()
+            .unwrap_or(0.0)
+    }
+
+    /// The factor an input of norm `norm` is multiplied by under threshold `tau`: τ/‖Δ‖ if
+    /// ‖Δ‖ > τ, else 1.
+    pub fn clip_factor(norm: f64, tau: f64) -> f64 {
+        if norm > tau && norm > 0.0 {
+            tau / norm
+        } else {
+            1.0
+        }
+    }
+}
+
+/// ‖g‖₂ accumulated in f64 in tensor and element order.
+pub fn l2_norm(g: &PseudoGradient) -> f64 {
+    g.iter()
+        .flat_map(|t| t.iter())
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt()
+}
+
+impl Aggregator for ClippedTrimmedMean {
+    fn aggregate(
+        &self,
+        round: u32,
+        inputs: &[&PseudoGradient],
+    ) -> Result<PseudoGradient, DilocoError> {
+        let layout = common_layout(round, inputs)?;
+        let n = inputs.len();
+        let norms: Vec<f64> = inputs.iter().map(|g| l2_norm(g)).collect();
+        let tau = Self::clip_threshold(&norms);
+        let factors: Vec<f64> = norms.iter().map(|&x| Self::clip_factor(x, tau)).collect();
+        let b = self.trim_for(n);
+        let inv = 1.0 / (n - 2 * b) as f64;
+        let mut column = vec![0f32; n];
+        let mut out: PseudoGradient = layout.iter().map(|t| vec![0.0; t.len()]).collect();
+        for (t, out_t) in out.iter_mut().enumerate() {
+            let tensors: Vec<&[f32]> = inputs.iter().map(|g| g[t].as_slice()).collect();
+            for (k, o) in out_t.iter_mut().enumerate() {
+                for ((c, x), f) in column.iter_mut().zip(&tensors).zip(&factors) {
+                    *c = (f64::from(x[k]) * f) as f32;
+                }
+                column.sort_unstable_by(f32::total_cmp);
+                let sum: f64 = column[b..n - b].iter().map(|&v| f64::from(v)).sum();
+                *o = (sum * inv) as f32;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The aggregation rule of a pool (part of its recipe, hence of the on-chain
+/// `model_config_hash`): every member of a pool must use the same one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AggregationRule {
+    /// [`Mean`]: DiLoCo's plain mean; not robust.
+    Mean,
+    /// [`ClippedTrimmedMean`]: tolerates f < n/3 arbitrary pseudo-gradients.
+    #[default]
+    ClippedTrimmedMean,
+}
+
+impl AggregationRule {
+    /// The rule's name in recipes and JSON (`mean`, `clipped_trimmed_mean`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AggregationRule::Mean => "mean",
+            AggregationRule::ClippedTrimmedMean => "clipped_trimmed_mean",
+        }
+    }
+
+    /// The rule for a round with `participants` members in its snapshot (`None`: every
+    /// participant's input is present, as in local simulation).
+    pub fn aggregator(self, participants: Option<usize>) -> Box<dyn Aggregator> {
+        match self {
+            AggregationRule::Mean => Box::new(Mean),
+            AggregationRule::ClippedTrimmedMean => Box::new(ClippedTrimmedMean { participants }),
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! pseudo-gradient Δ_i = θ_{r-1} − θ_i                      (pseudograd)
 //! encode Δ_i (int8 + zstd)                                  (pseudograd, synod-codec)
 //! exchange payloads                                         (Exchange: local, or libp2p)
-//! decode + aggregate in member-index order                  (aggregate)
+//! decode + robust aggregate in member-index order           (aggregate)
 //! outer Nesterov step θ_r = θ_{r-1} − η (g + μ m)           (outer)
 //! canonical checkpoint + blake3 hash                        (round, synod-checkpoint)
 //! ```
@@ -18,16 +18,19 @@
 //! survivor that aggregates the same included set computes **bit-identical** θ_r and the same
 //! checkpoint hash, whatever device ran its inner phase (ARCHITECTURE.md, step 4). Every member
 //! (including the sender) aggregates the *decoded* payloads, never its own unquantized Δ.
+//! The pool's [`AggregationRule`] (default [`ClippedTrimmedMean`]) bounds what members sending
+//! arbitrary pseudo-gradients can do to the aggregate; [`byzantine`] simulates such members.
 #![deny(missing_docs)]
 
 mod aggregate;
+pub mod byzantine;
 mod error;
 mod inner;
 mod outer;
 mod pseudograd;
 mod round;
 
-pub use aggregate::{Aggregator, Mean};
+pub use aggregate::{l2_norm, AggregationRule, Aggregator, ClippedTrimmedMean, Mean};
 pub use error::DilocoError;
 pub use inner::{InnerReport, InnerTrainer};
 pub use outer::NesterovSgd;

@@ -4,8 +4,8 @@ use synod_checkpoint::{CheckpointHash, ParamSet, OUTER_MOMENTUM_PREFIX};
 use synod_codec::EncodeOptions;
 
 use crate::{
-    decode_pseudo_gradient, encode_pseudo_gradient, pseudo_gradient, Aggregator, DilocoError,
-    InnerReport, InnerTrainer, NesterovSgd,
+    byzantine::Adversary, decode_pseudo_gradient, encode_pseudo_gradient, pseudo_gradient,
+    Aggregator, DilocoError, InnerReport, InnerTrainer, NesterovSgd,
 };
 
 /// A member's encoded pseudo-gradient for one round, as it arrived.
@@ -185,16 +185,18 @@ impl OuterState {
     }
 
     /// One round of N workers in this process (local mode): every trainer contributes as member
-    /// `index`, then all payloads are applied once. Returns the outcome, each worker's report
-    /// and each worker's payload size in bytes.
+    /// `index`, `adversary` (if any) replaces its member's payload by its attack, then all
+    /// payloads are applied once. Returns the outcome, each worker's report and each worker's
+    /// payload size in bytes.
     ///
     /// # Errors
-    /// As [`OuterState::contribute`] and [`OuterState::apply`].
+    /// As [`OuterState::contribute`], [`Adversary::tamper`] and [`OuterState::apply`].
     pub fn local_round<T: InnerTrainer>(
         &mut self,
         trainers: &mut [T],
         agg: &dyn Aggregator,
         opts: &EncodeOptions,
+        adversary: Option<&Adversary>,
     ) -> Result<(RoundOutcome, Vec<InnerReport>, Vec<usize>), DilocoError> {
         let mut contributions = Vec::with_capacity(trainers.len());
         let mut reports = Vec::with_capacity(trainers.len());
@@ -204,6 +206,9 @@ impl OuterState {
             reports.push(r);
         }
         let sizes = contributions.iter().map(|c| c.payload.len()).collect();
+        if let Some(adv) = adversary {
+            adv.tamper(&self.params, self.round + 1, &mut contributions, opts)?;
+        }
         Ok((self.apply(&contributions, agg)?, reports, sizes))
     }
 }

@@ -208,7 +208,7 @@ fn local_rounds_converge_to_the_workers_consensus() {
     let mut s = OuterState::new(start, NesterovSgd::new(0.7, 0.9));
     for _ in 0..30 {
         let (out, _, sizes) = s
-            .local_round(&mut workers, &Mean, &EncodeOptions::default())
+            .local_round(&mut workers, &Mean, &EncodeOptions::default(), None)
             .unwrap();
         assert_eq!(out.included, vec![0, 1]);
         assert!(sizes.iter().all(|b| *b > 0));

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use synod_codec::EncodeOptions;
+use synod_diloco::AggregationRule;
 use synod_model::{GptConfig, InnerConfig};
 
 /// Model and inner-optimizer options.
@@ -109,6 +110,30 @@ pub struct OuterArgs {
     /// Pseudo-gradient codec.
     #[arg(long, value_enum, default_value_t = Codec::Int8)]
     pub codec: Codec,
+    /// Aggregation rule of the included set's pseudo-gradients: clipped-trimmed-mean (norm
+    /// clipping to the median norm + coordinate-wise trimmed mean, tolerates f < n/3 Byzantine
+    /// members) or mean (DiLoCo's plain mean, not robust).
+    #[arg(long, value_enum, default_value_t = Aggregation::ClippedTrimmedMean)]
+    pub aggregation: Aggregation,
+}
+
+/// Aggregation rule on the command line (see [`synod_diloco::AggregationRule`]).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aggregation {
+    /// Norm clipping to the median norm, then a coordinate-wise trimmed mean.
+    ClippedTrimmedMean,
+    /// The plain mean (DiLoCo Algorithm 1).
+    Mean,
+}
+
+impl Aggregation {
+    /// The rule.
+    pub fn rule(self) -> AggregationRule {
+        match self {
+            Aggregation::ClippedTrimmedMean => AggregationRule::ClippedTrimmedMean,
+            Aggregation::Mean => AggregationRule::Mean,
+        }
+    }
 }
 
 /// `synod-trainer train`.

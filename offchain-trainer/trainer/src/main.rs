@@ -3,7 +3,7 @@
 //! * `train` — DiLoCo with N workers in this process (or the data-parallel baseline) on a
 //!   local text file; writes per-round canonical checkpoints, JSON-lines metrics and a loss plot.
 //! * `init` — writes a pool's initial weights as a canonical checkpoint and prints its blake3.
-//! * `bench diloco|sanity|throughput|codec` — the benchmarks; each prints one JSON object per line.
+//! * `bench diloco|sanity|throughput|codec|allreduce|byzantine` — the benchmarks; each prints one JSON object per line.
 //! * `stake`, `pool create|show`, `run`, `claim` — the chain-backed main job: bond, create a
 //!   training pool, be one of its members until it completes, claim the rewards.
 

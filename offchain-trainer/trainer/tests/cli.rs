@@ -161,6 +161,62 @@ fn codec_benchmark_prints_its_figures() {
 }
 
 #[test]
+fn byzantine_benchmark_shows_the_robust_rule_holding_where_the_mean_breaks() {
+    let d = data();
+    let out = trainer(&[
+        "bench",
+        "byzantine",
+        "--data",
+        d.to_str().unwrap(),
+        "--model",
+        "tiny",
+        "--batch",
+        "8",
+        "--workers",
+        "4",
+        "--inner-steps",
+        "10",
+        "--rounds",
+        "3",
+        "--warmup",
+        "5",
+        "--lr",
+        "3e-3",
+        "--device",
+        "cpu",
+        "--eval-batches",
+        "4",
+        "--quiet",
+        "--compare-mean",
+    ]);
+    let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(v["rule"], "clipped_trimmed_mean");
+    let clean = v["clean_val_loss"].as_f64().unwrap();
+    assert!(clean.is_finite() && clean > 0.0);
+    for attack in [
+        "sign_flip",
+        "scale_x100",
+        "zeros",
+        "gaussian",
+        "alie",
+        "copy",
+    ] {
+        let a = &v["attacks"][attack];
+        let ratio = a["ratio"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{attack} diverged: {a}"));
+        assert!(ratio < 1.5, "{attack}: robust rule ratio {ratio}");
+    }
+    // The same ×100 attacker wrecks the plain mean (diverged: null, or far worse).
+    let robust = v["attacks"]["scale_x100"]["ratio"].as_f64().unwrap();
+    let mean = v["mean_rule"]["attacks"]["scale_x100"]["ratio"].as_f64();
+    assert!(
+        mean.is_none_or(|m| m > robust * 1.2),
+        "mean {mean:?} vs robust {robust}"
+    );
+}
+
+#[test]
 fn bad_arguments_fail_with_a_message() {
     let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
         .args([

@@ -2,6 +2,7 @@
 //! measured in the same run, never pass/fail assertions.
 
 mod allreduce;
+mod byzantine;
 mod codec;
 mod diloco;
 mod sanity;
@@ -23,6 +24,9 @@ pub enum BenchCmd {
     Codec(codec::CodecArgs),
     /// The libp2p all-gather of one round against raw loopback TCP.
     Allreduce(allreduce::AllreduceArgs),
+    /// One Byzantine worker per attack (sign flip, ×100, zeros, noise, ALIE, copy): final
+    /// validation loss against the clean run under the pool's aggregation rule.
+    Byzantine(byzantine::ByzantineArgs),
 }
 
 /// Runs one benchmark.
@@ -33,5 +37,6 @@ pub fn run(cmd: BenchCmd, threads: usize) -> Result<()> {
         BenchCmd::Throughput(a) => throughput::run(&a, threads),
         BenchCmd::Codec(a) => codec::run(&a, threads),
         BenchCmd::Allreduce(a) => allreduce::run(&a),
+        BenchCmd::Byzantine(a) => byzantine::run(&a),
     }
 }

@@ -24,7 +24,8 @@ pub struct Recipe {
 }
 
 /// The recipe as canonical JSON (keys sorted): model preset, batch, sequence length, inner
-/// AdamW schedule, seed, outer optimizer and codec. Device and evaluation settings are not part
+/// AdamW schedule, seed, outer optimizer, codec and aggregation rule (so the pool spec's
+/// `model_config_hash` fixes the rule every member aggregates with). Device and evaluation settings are not part
 /// of it: they do not change the checkpoints.
 pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
     let m = &r.model;
@@ -41,6 +42,7 @@ pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
         "outer_lr": r.outer.outer_lr.to_string(),
         "outer_momentum": r.outer.outer_momentum.to_string(),
         "codec": match r.outer.codec { Codec::Int8 => "int8", Codec::Fp32 => "fp32" },
+        "aggregation": r.outer.aggregation.rule().name(),
     });
     Ok(serde_json::to_string(&v)?)
 }

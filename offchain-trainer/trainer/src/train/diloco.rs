@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 use synod_checkpoint::ParamSet;
-use synod_diloco::{Mean, NesterovSgd, OuterState};
+use synod_diloco::byzantine::Adversary;
+use synod_diloco::{NesterovSgd, OuterState};
 use synod_model::{eval_loss, load_params};
 
 use super::net::NetExchange;
@@ -20,13 +21,13 @@ pub fn run_diloco(
     out: Option<&Path>,
     emit: &mut dyn FnMut(&RoundRecord) -> Result<()>,
 ) -> Result<Vec<RoundRecord>> {
-    run_rounds(a, setup, theta0, out, emit, None)
+    run_rounds(a, setup, theta0, out, emit, None, None)
 }
 
 /// Runs `a.rounds` DiLoCo rounds from `theta0`, calling `emit` after the initial evaluation and
 /// after every round; writes `round-NNNNNN.safetensors` under `out` when given. With `net`, this
 /// process is the single member `net.me` and exchanges through it; otherwise it runs
-/// `a.workers` workers locally.
+/// `a.workers` workers locally, of which `adversary` (if any) is Byzantine.
 pub fn run_rounds(
     a: &TrainArgs,
     setup: &Setup,
@@ -34,6 +35,7 @@ pub fn run_rounds(
     out: Option<&Path>,
     emit: &mut dyn FnMut(&RoundRecord) -> Result<()>,
     mut net: Option<&mut NetExchange>,
+    adversary: Option<&Adversary>,
 ) -> Result<Vec<RoundRecord>> {
     let m = &a.model;
     let total = a.rounds.saturating_mul(a.inner_steps);
@@ -58,6 +60,9 @@ pub fn run_rounds(
         * u64::from(a.inner_steps)
         * (setup.plan.batch * setup.plan.seq_len) as u64;
     let codec = a.outer.codec.options();
+    // Networked: b counts every member of the pool, not only those whose payload arrived.
+    let participants = net.as_ref().map(|_| a.net.members as usize);
+    let aggregation = a.outer.aggregation.rule().aggregator(participants);
     let mut records = Vec::new();
     let mut bytes = 0u64;
 
@@ -82,7 +87,8 @@ pub fn run_rounds(
         let t0 = Instant::now();
         let (outcome, reports, sizes, exchange_secs, excluded) = match net.as_deref_mut() {
             None => {
-                let (o, r, s) = state.local_round(&mut workers, &Mean, &codec)?;
+                let (o, r, s) =
+                    state.local_round(&mut workers, aggregation.as_ref(), &codec, adversary)?;
                 (o, r, s, 0.0, Vec::new())
             }
             Some(ex) => {
@@ -90,7 +96,7 @@ pub fn run_rounds(
                 let w = workers
                     .first_mut()
                     .ok_or_else(|| anyhow::anyhow!("no worker"))?;
-                let (o, r) = state.run_round(w, ex, me, &Mean, &codec)?;
+                let (o, r) = state.run_round(w, ex, me, aggregation.as_ref(), &codec)?;
                 (
                     o,
                     vec![r],

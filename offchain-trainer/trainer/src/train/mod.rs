@@ -15,7 +15,7 @@ use synod_data::{BatchPlan, Corpus};
 use synod_model::{parse_device, tch::Device, TchInnerTrainer};
 
 pub use ddp::run_ddp;
-pub use diloco::run_diloco;
+pub use diloco::{run_diloco, run_rounds};
 pub use net::identity_seed;
 
 use crate::args::{InitArgs, Method, ModelArgs, TrainArgs};
@@ -162,6 +162,7 @@ pub fn run(a: &TrainArgs) -> Result<()> {
                 Some(&a.out),
                 &mut |r| metrics.emit(r),
                 Some(&mut ex),
+                None,
             )?;
             ex.finish(r.last().map_or(0, |x| x.round));
             r

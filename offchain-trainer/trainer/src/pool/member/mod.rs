@@ -16,11 +16,13 @@
 //!   peers have our last payload.
 
 mod catch_up;
+mod exchange_set;
 mod join;
 mod rounds;
 
 use join::{log_chain_events, register};
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -181,25 +183,45 @@ impl Trainer<'_> {
             .ok_or_else(|| anyhow!("pool {} disappeared", self.pool))
     }
 
-    /// Reads the members and gives the network the set allowed in `round`.
-    fn refresh_members(&mut self, round: u32) -> Result<()> {
-        self.members = self.block_on(self.chain.members(self.pool))?;
-        let mut set = Vec::new();
-        for m in self.members.iter().filter(|m| m.record.from_round <= round) {
-            match PeerId::from_bytes(&m.record.peer_id) {
-                Ok(peer_id) => set.push(Member {
-                    index: m.record.index,
-                    peer_id,
-                    key: PublicKey(m.record.ml_dsa_key.clone()),
-                }),
-                Err(e) => tracing::warn!(member = m.record.index, "unusable on-chain peer id: {e}"),
+    /// Reads the members and gives the network the set whose payloads count in `round`:
+    /// the chain's frozen snapshot of `round` once it is open, the current members with
+    /// `from_round ≤ round` before (see [`exchange_set::exchange_set`]). Returns the set's
+    /// size.
+    fn refresh_members(&mut self, round: u32) -> Result<usize> {
+        let (chain, pool) = (&self.chain, self.pool);
+        let (members, snapshot) = self.block_on(async {
+            Ok::<_, anyhow::Error>((
+                chain.members(pool).await?,
+                chain.round_snapshot(pool, round).await?,
+            ))
+        })?;
+        let mut former = BTreeMap::new();
+        if let Some(snapshot) = &snapshot {
+            for index in exchange_set::former_indices(snapshot, &members) {
+                if let Some(f) = self.block_on(chain.former_member(pool, index))? {
+                    former.insert(index, f);
+                }
             }
         }
+        let registered = exchange_set::exchange_set(round, snapshot.as_deref(), &members, &former);
+        let size = snapshot.as_ref().map_or(registered.len(), Vec::len);
+        let mut set = Vec::new();
+        for m in registered {
+            match PeerId::from_bytes(&m.peer_id) {
+                Ok(peer_id) => set.push(Member {
+                    index: m.index,
+                    peer_id,
+                    key: PublicKey(m.key),
+                }),
+                Err(e) => tracing::warn!(member = m.index, "unusable on-chain peer id: {e}"),
+            }
+        }
+        self.members = members;
         self.block_on(
             self.client
                 .set_members(MemberSet::new(u64::from(self.pool), set)),
         )?;
-        Ok(())
+        Ok(size)
     }
 
     fn peers(&self) -> Vec<PeerId> {

@@ -8,7 +8,6 @@ use anyhow::Result;
 use synod_chain::calls;
 use synod_chain::types::PoolStatus;
 use synod_checkpoint::CheckpointHash;
-use synod_diloco::Mean;
 use synod_p2p::{all_gather, ExchangeConfig};
 use tokio::task::JoinHandle;
 
@@ -84,6 +83,7 @@ impl Trainer<'_> {
             )?;
         }
         let codec = self.a.recipe.outer.codec.options();
+        let rule = self.a.recipe.outer.aggregation.rule();
         let xcfg = ExchangeConfig {
             deadline: Duration::from_secs(self.a.round_deadline),
             ..ExchangeConfig::default()
@@ -106,10 +106,14 @@ impl Trainer<'_> {
                     }
                 }
             }
+            // Round r is open on-chain now (r − 1 closed): gather from its frozen snapshot,
+            // whose size (not the number of payloads that arrive) sets the aggregate's trim.
+            let participants = self.refresh_members(r)?;
             let payload_bytes = mine.payload.len() as u64;
             let ex = self.block_on(all_gather(&self.client, r, mine.payload, xcfg))?;
             let t_outer = Instant::now();
-            let outcome = state.apply(&ex.included, &Mean)?;
+            let outcome =
+                state.apply(&ex.included, rule.aggregator(Some(participants)).as_ref())?;
             self.store.put(&outcome.checkpoint)?;
             self.block_on(self.client.serve_checkpoint(Arc::new(outcome.checkpoint)))?;
             let outer_secs = t_outer.elapsed().as_secs_f64();

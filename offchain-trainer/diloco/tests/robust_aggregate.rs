@@ -1,0 +1,298 @@
+//! The robust aggregation rule against Byzantine pseudo-gradients: every attack of
+//! `synod_diloco::byzantine` on the plain mean and on the clipped trimmed mean, the rule's
+//! bound as a property, its determinism, and an end-to-end local run with a sign-flipping
+//! member.
+
+use proptest::prelude::*;
+use synod_checkpoint::{NamedTensor, ParamSet};
+use synod_codec::EncodeOptions;
+use synod_diloco::byzantine::{Adversary, Attack};
+use synod_diloco::{
+    AggregationRule, Aggregator, ClippedTrimmedMean, DilocoError, InnerReport, InnerTrainer, Mean,
+    NesterovSgd, OuterState, PseudoGradient,
+};
+
+/// Three honest pseudo-gradients of two tensors, all pointing the same way (positive).
+fn honest() -> Vec<PseudoGradient> {
+    vec![
+        vec![vec![0.10, 0.20, 0.30], vec![0.05]],
+        vec![vec![0.12, 0.18, 0.33], vec![0.04]],
+        vec![vec![0.09, 0.21, 0.28], vec![0.06]],
+    ]
+}
+
+/// Per coordinate, [min, max] over `set`.
+fn range(set: &[PseudoGradient]) -> Vec<Vec<(f32, f32)>> {
+    set[0]
+        .iter()
+        .enumerate()
+        .map(|(t, tensor)| {
+            (0..tensor.len())
+                .map(|k| {
+                    set.iter()
+                        .map(|g| g[t][k])
+                        .fold((f32::MAX, f32::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn within(g: &PseudoGradient, r: &[Vec<(f32, f32)>]) -> bool {
+    g.iter()
+        .zip(r)
+        .all(|(t, rt)| t.iter().zip(rt).all(|(v, (lo, hi))| *lo <= *v && *v <= *hi))
+}
+
+/// The honest set plus the attacker's Δ (crafted from honest[0] as its own), attacker last.
+fn with_attack(attack: Attack) -> Vec<PseudoGradient> {
+    let h = honest();
+    let others: Vec<&PseudoGradient> = h[1..].iter().collect();
+    let bad = attack.craft(&h[0], &others, 7);
+    let mut all = h.clone();
+    all.push(bad);
+    all
+}
+
+fn aggregate(rule: &dyn Aggregator, set: &[PseudoGradient]) -> PseudoGradient {
+    let refs: Vec<&PseudoGradient> = set.iter().collect();
+    rule.aggregate(1, &refs).unwrap()
+}
+
+#[test]
+fn scaled_pseudo_gradient_cannot_steer_the_aggregate() {
+    let set = with_attack(Attack::ScaleX100);
+    let r = range(&honest());
+    // The attack works on the plain mean: the aggregate leaves the honest range by far.
+    let mean = aggregate(&Mean, &set);
+    assert!(mean[0][0] > 2.0, "{mean:?}");
+    let robust = aggregate(&ClippedTrimmedMean::default(), &set);
+    assert!(within(&robust, &r), "{robust:?} outside {r:?}");
+}
+
+#[test]
+fn sign_flipped_pseudo_gradient_cannot_reverse_the_aggregate() {
+    let set = with_attack(Attack::SignFlip);
+    let robust = aggregate(&ClippedTrimmedMean::default(), &set);
+    assert!(within(&robust, &range(&honest())), "{robust:?}");
+}
+
+#[test]
+fn every_simulated_attack_stays_within_the_honest_range() {
+    let r = range(&honest());
+    for attack in Attack::ALL {
+        let robust = aggregate(&ClippedTrimmedMean::default(), &with_attack(attack));
+        assert!(
+            within(&robust, &r),
+            "{}: {robust:?} outside {r:?}",
+            attack.name()
+        );
+    }
+}
+
+#[test]
+fn overflowing_pseudo_gradient_cannot_make_the_aggregate_non_finite() {
+    let mut set = honest();
+    set.push(vec![vec![3.0e38, 3.0e38, -3.0e38], vec![3.0e38]]);
+    set.push(vec![vec![3.0e38, 3.0e38, -3.0e38], vec![3.0e38]]);
+    // f32 sums overflow: the plain mean is ∞ and the outer step would write NaN/∞ weights.
+    assert!(aggregate(&Mean, &set)[0][0].is_infinite());
+    // 5 inputs, b = 1: one of the two attackers survives trimming, but clipped to τ.
+    let robust = aggregate(&ClippedTrimmedMean::default(), &set);
+    assert!(robust.iter().flatten().all(|v| v.is_finite()), "{robust:?}");
+    let norm = synod_diloco::l2_norm(&robust);
+    let max_honest = honest()
+        .iter()
+        .map(synod_diloco::l2_norm)
+        .fold(0.0, f64::max);
+    assert!(norm <= max_honest * 1.000_001, "{norm} > {max_honest}");
+}
+
+#[test]
+fn aggregate_is_bit_identical_in_any_arrival_order() {
+    let set = with_attack(Attack::Gaussian);
+    let first = aggregate(&ClippedTrimmedMean::default(), &set);
+    let mut rotated = set.clone();
+    for _ in 0..set.len() {
+        rotated.rotate_left(1);
+        let again = aggregate(&ClippedTrimmedMean::default(), &rotated);
+        let bits =
+            |g: &PseudoGradient| -> Vec<u32> { g.iter().flatten().map(|v| v.to_bits()).collect() };
+        assert_eq!(bits(&again), bits(&first));
+    }
+}
+
+#[test]
+fn trim_count_follows_the_one_third_threat_model() {
+    let b: Vec<usize> = (0..=10).map(ClippedTrimmedMean::trimmed).collect();
+    assert_eq!(b, vec![0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3]);
+    // The snapshot, not the included set, decides b; never more than ⌊(n − 1)/2⌋ inputs.
+    let of = |participants| ClippedTrimmedMean { participants };
+    assert_eq!(of(None).trim_for(4), 1);
+    assert_eq!(of(Some(7)).trim_for(4), 1);
+    assert_eq!(of(Some(7)).trim_for(5), 2);
+    assert_eq!(of(Some(10)).trim_for(3), 1);
+    assert_eq!(of(Some(2)).trim_for(4), 1);
+    assert_eq!(
+        ClippedTrimmedMean::clip_threshold(&[3.0, 1.0, 2.0, 100.0]),
+        2.0
+    );
+    assert_eq!(ClippedTrimmedMean::clip_threshold(&[]), 0.0);
+}
+
+#[test]
+fn clipped_mean_of_few_members_bounds_a_scaled_input() {
+    // n = 2 (b = 0): both are clipped to the smaller norm, so ×100 cannot dominate.
+    let a: PseudoGradient = vec![vec![1.0, 0.0]];
+    let bad: PseudoGradient = vec![vec![0.0, 100.0]];
+    let g = aggregate(&ClippedTrimmedMean::default(), &[a, bad]);
+    assert_eq!(g, vec![vec![0.5, 0.5]]);
+}
+
+#[test]
+fn rules_refuse_empty_and_unequal_layouts() {
+    for rule in [AggregationRule::Mean, AggregationRule::ClippedTrimmedMean] {
+        let rule = rule.aggregator(Some(4));
+        assert!(matches!(rule.aggregate(3, &[]), Err(DilocoError::Empty(3))));
+        let a: PseudoGradient = vec![vec![1.0]];
+        let b: PseudoGradient = vec![vec![1.0, 2.0]];
+        assert!(matches!(
+            rule.aggregate(1, &[&a, &b]),
+            Err(DilocoError::LayoutMismatch)
+        ));
+    }
+    assert_eq!(
+        AggregationRule::default(),
+        AggregationRule::ClippedTrimmedMean
+    );
+}
+
+fn vector(len: usize) -> impl Strategy<Value = Vec<f32>> {
+    prop::collection::vec(-1.0f32..1.0, len)
+}
+
+fn arbitrary(len: usize) -> impl Strategy<Value = Vec<f32>> {
+    prop::collection::vec(
+        prop_oneof![
+            -1.0f32..1.0,
+            -1.0e30f32..1.0e30,
+            Just(f32::MAX),
+            Just(f32::MIN),
+            Just(0.0f32)
+        ],
+        len,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// With f = ⌊(n−1)/3⌋ arbitrary inputs, every output coordinate lies within the clipped
+    /// honest values of that coordinate, and τ within the honest norms.
+    #[test]
+    fn byzantine_minority_keeps_every_coordinate_within_the_honest_range(
+        (honest, byzantine) in (4usize..=10).prop_flat_map(|n| {
+            let f = ClippedTrimmedMean::trimmed(n);
+            (
+                prop::collection::vec(vector(6), n - f),
+                prop::collection::vec(arbitrary(6), f),
+            )
+        })
+    ) {
+        let all: Vec<PseudoGradient> = honest
+            .iter()
+            .chain(&byzantine)
+            .map(|v| vec![v.clone()])
+            .collect();
+        let refs: Vec<&PseudoGradient> = all.iter().collect();
+        let out = ClippedTrimmedMean::default().aggregate(1, &refs).unwrap();
+        let norms: Vec<f64> = all.iter().map(synod_diloco::l2_norm).collect();
+        let tau = ClippedTrimmedMean::clip_threshold(&norms);
+        let honest_norms = &norms[..honest.len()];
+        prop_assert!(honest_norms.iter().any(|n| *n >= tau) && honest_norms.iter().any(|n| *n <= tau));
+        let clipped: Vec<PseudoGradient> = all[..honest.len()]
+            .iter()
+            .zip(honest_norms)
+            .map(|(g, &n)| {
+                let f = ClippedTrimmedMean::clip_factor(n, tau);
+                vec![g[0].iter().map(|&x| (f64::from(x) * f) as f32).collect()]
+            })
+            .collect();
+        let r = range(&clipped);
+        prop_assert!(within(&out, &r), "{:?} outside {:?}", out, r);
+    }
+}
+
+/// A worker minimizing ½‖θ − target‖² with H plain gradient steps.
+struct Quadratic {
+    target: Vec<f32>,
+}
+
+impl InnerTrainer for Quadratic {
+    fn inner_phase(
+        &mut self,
+        start: &ParamSet,
+        _round: u32,
+    ) -> Result<(ParamSet, InnerReport), DilocoError> {
+        let mut p = start.clone();
+        for _ in 0..10 {
+            for t in p.data_mut() {
+                for (x, y) in t.iter_mut().zip(&self.target) {
+                    *x -= 0.1 * (*x - y);
+                }
+            }
+        }
+        Ok((p, InnerReport::default()))
+    }
+}
+
+/// Final distance to the honest target after `rounds` local rounds with member 3 attacking.
+fn distance_after_attack(rule: AggregationRule, attack: Attack, rounds: u32) -> f32 {
+    let start = ParamSet::new(vec![NamedTensor {
+        name: "w".into(),
+        shape: vec![4],
+        data: vec![0.0; 4],
+    }])
+    .unwrap();
+    let target = vec![1.0, -2.0, 3.0, 0.5];
+    let mut workers: Vec<Quadratic> = (0..4)
+        .map(|_| Quadratic {
+            target: target.clone(),
+        })
+        .collect();
+    let adversary = Adversary {
+        member: 3,
+        attack,
+        seed: 1,
+    };
+    let mut s = OuterState::new(start, NesterovSgd::new(0.7, 0.9));
+    let rule = rule.aggregator(None);
+    for _ in 0..rounds {
+        let (out, _, _) = s
+            .local_round(
+                &mut workers,
+                rule.as_ref(),
+                &EncodeOptions::default(),
+                Some(&adversary),
+            )
+            .unwrap();
+        assert_eq!(out.included, vec![0, 1, 2, 3]);
+    }
+    s.params.tensors()[0]
+        .data
+        .iter()
+        .zip(&target)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn byzantine_member_cannot_stop_a_pool_from_converging() {
+    // On the plain mean, one scaled member out of four makes training diverge (×20 a round;
+    // after ~28 rounds its Δ is no longer finite and the codec refuses it).
+    assert!(distance_after_attack(AggregationRule::Mean, Attack::ScaleX100, 8) > 1.0);
+    for attack in Attack::ALL {
+        let d = distance_after_attack(AggregationRule::ClippedTrimmedMean, attack, 30);
+        assert!(d < 0.05, "{}: distance {d}", attack.name());
+    }
+}
