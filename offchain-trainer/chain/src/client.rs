@@ -73,6 +73,39 @@ impl Chain {
         }
     }
 
+    /// Reads `pallet.entry(keys)` at the finalized head and decodes it with `decode`.
+    async fn fetch_with<K, V, T, E>(
+        &self,
+        pallet: &str,
+        entry: &str,
+        keys: K,
+        decode: impl FnOnce(&subxt::storage::StorageValue<'_, V>) -> Result<T, E>,
+    ) -> Result<Option<T>, ChainError>
+    where
+        K: subxt::ext::frame_decode::storage::IntoEncodableValues
+            + subxt::ext::frame_decode::storage::IntoDecodableValues
+            + Send,
+        V: DecodeAsType,
+        E: std::fmt::Display,
+    {
+        let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
+        let addr = subxt::dynamic::storage::<K, V>(pallet, entry);
+        match at
+            .storage()
+            .try_fetch(addr, keys)
+            .await
+            .map_err(ChainError::rpc)?
+        {
+            Some(v) => {
+                Ok(Some(decode(&v).map_err(|e| {
+                    ChainError::decode(&format!("{pallet}.{entry}"), e)
+                })?))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// A pallet record, decoded by field name against the metadata (see [`crate::types`]).
     async fn fetch<K, V>(&self, pallet: &str, entry: &str, keys: K) -> Result<Option<V>, ChainError>
     where
         K: subxt::ext::frame_decode::storage::IntoEncodableValues
@@ -80,25 +113,12 @@ impl Chain {
             + Send,
         V: DecodeAsType,
     {
-        let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
-        let addr = subxt::dynamic::storage::<K, V>(pallet, entry);
-        let what = format!("{pallet}.{entry}");
-        match at
-            .storage()
-            .try_fetch(addr, keys)
+        self.fetch_with::<K, V, V, _>(pallet, entry, keys, |v| v.decode_as::<V>())
             .await
-            .map_err(ChainError::rpc)?
-        {
-            Some(v) => Ok(Some(
-                v.decode_as::<V>()
-                    .map_err(|e| ChainError::decode(&what, e))?,
-            )),
-            None => Ok(None),
-        }
     }
 
-    /// Like `fetch`, for the round protocol's own types (`synod-protocol`): the value's SCALE
-    /// bytes are decoded with the type's `Decode`, the one the runtime encodes with.
+    /// A round-protocol type (`synod-protocol`): the value's SCALE bytes decoded with the
+    /// type's `Decode`, the one the runtime encodes with.
     async fn fetch_scale<K, V>(
         &self,
         pallet: &str,
@@ -111,20 +131,10 @@ impl Chain {
             + Send,
         V: parity_scale_codec::Decode,
     {
-        let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
-        let addr = subxt::dynamic::storage::<K, subxt::dynamic::Value>(pallet, entry);
-        let what = format!("{pallet}.{entry}");
-        match at
-            .storage()
-            .try_fetch(addr, keys)
-            .await
-            .map_err(ChainError::rpc)?
-        {
-            Some(v) => Ok(Some(
-                V::decode(&mut v.bytes()).map_err(|e| ChainError::decode(&what, e))?,
-            )),
-            None => Ok(None),
-        }
+        self.fetch_with::<_, subxt::dynamic::Value, _, _>(pallet, entry, keys, |v| {
+            V::decode(&mut v.bytes())
+        })
+        .await
     }
 
     /// Number of the last finalized block.

@@ -81,38 +81,61 @@ impl Aggregator for Mean {
 ///    per coordinate, sort the n clipped values (`f32::total_cmp`), drop the b smallest and b
 ///    largest, and average the rest (f64 sum in sorted order, rounded once to f32).
 ///
-/// b = min(⌊(N − 1)/3⌋, ⌊(n − 1)/2⌋) where N = max(n, `participants`): the round's whole
-/// participant set, not only the included members, decides how many may be Byzantine, so an
-/// attacker that gets honest members excluded (withholding, late delivery) does not lower b.
+/// b = min(f_max, ⌊(n − 1)/2⌋) for n inputs, where f_max is the most Byzantine members the
+/// round can hold: by default ⌊(n − 1)/3⌋; for a pool round, [`ClippedTrimmedMean::for_stakes`]
+/// of its frozen snapshot — the largest number of participants whose stakes sum to less than a
+/// third of the total (the threat model bounds the attacker's *stake*, not its accounts, so
+/// cheap sybil seats raise b), counted over the whole snapshot, not only the members whose
+/// payload arrived (an attacker that gets honest members excluded does not lower b).
 ///
 /// **Bound** (the ARCHITECTURE.md threat model): with f ≤ b arbitrary inputs, every output
 /// coordinate lies between the smallest and the largest *clipped honest* value of that
 /// coordinate, and τ lies between the smallest and the largest honest norm — so no input can
 /// scale, flip or overflow the aggregate beyond what the honest members themselves span. With
-/// b = 0 (N ≤ 3) the rule is a clipped mean: one input moves the aggregate by at most τ/n in
-/// norm.
+/// b = 0 (e.g. three equal stakes) the rule is a clipped mean: one input moves the aggregate
+/// by at most τ/n in norm.
 ///
 /// **Determinism**: the result depends only on the multiset of inputs (sorting fixes the
 /// order of every sum), so it is bit-identical on every member and independent of arrival
 /// order; no fused multiply-add, no parallel reduction.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClippedTrimmedMean {
-    /// Size of the round's participant set (≥ the number of inputs); `None`: the inputs are
-    /// all the participants (local simulation).
-    pub participants: Option<usize>,
+    /// The most Byzantine members the round can hold (f_max); `None`: ⌊(n − 1)/3⌋ of the n
+    /// inputs (local simulation, equal stakes, everyone included).
+    pub byzantine: Option<usize>,
 }
 
 impl ClippedTrimmedMean {
-    /// Values dropped from *each* end of every coordinate for `n` participants: ⌊(n − 1)/3⌋,
-    /// the largest f with f < n/3 (n = 4 → 1, n = 7 → 2, n ≤ 3 → 0).
+    /// Values dropped from *each* end of every coordinate for `n` equal participants:
+    /// ⌊(n − 1)/3⌋, the largest f with f < n/3 (n = 4 → 1, n = 7 → 2, n ≤ 3 → 0).
     pub fn trimmed(n: usize) -> usize {
         n.saturating_sub(1) / 3
     }
 
-    /// b for `n` inputs out of this rule's participant set (see the type's docs).
+    /// The rule for a round whose participants hold `stakes` (planck): f_max = the largest
+    /// number of participants whose stakes sum to less than a third of the total — the sum of
+    /// the f smallest stakes, compared exactly as 3·Σ < total. Equal stakes give ⌊(N − 1)/3⌋.
+    pub fn for_stakes(stakes: &[u128]) -> Self {
+        let mut sorted = stakes.to_vec();
+        sorted.sort_unstable();
+        let total = sorted.iter().fold(0u128, |a, s| a.saturating_add(*s));
+        let mut sum = 0u128;
+        let mut f = 0;
+        for s in sorted {
+            sum = sum.saturating_add(s);
+            if sum.saturating_mul(3) >= total {
+                break;
+            }
+            f += 1;
+        }
+        Self { byzantine: Some(f) }
+    }
+
+    /// b for `n` inputs (see the type's docs).
     pub fn trim_for(&self, n: usize) -> usize {
-        let participants = self.participants.unwrap_or(n).max(n);
-        Self::trimmed(participants).min(n.saturating_sub(1) / 2)
+        self.byzantine
+            .unwrap_or_else(|| Self::trimmed(n))
+            .min(n.saturating_sub(1) / 2)
     }
 
     /// The clip threshold τ for these norms: their lower median (`f64`, ≥ 0).
@@ -196,12 +219,14 @@ impl AggregationRule {
         }
     }
 
-    /// The rule for a round with `participants` members in its snapshot (`None`: every
-    /// participant's input is present, as in local simulation).
-    pub fn aggregator(self, participants: Option<usize>) -> Box<dyn Aggregator> {
+    /// The rule for a round whose participants hold `stakes` (planck; `None`: every input is
+    /// a participant with equal stake, as in local simulation).
+    pub fn aggregator(self, stakes: Option<&[u128]>) -> Box<dyn Aggregator> {
         match self {
             AggregationRule::Mean => Box::new(Mean),
-            AggregationRule::ClippedTrimmedMean => Box::new(ClippedTrimmedMean { participants }),
+            AggregationRule::ClippedTrimmedMean => Box::new(
+                stakes.map_or_else(ClippedTrimmedMean::default, ClippedTrimmedMean::for_stakes),
+            ),
         }
     }
 }

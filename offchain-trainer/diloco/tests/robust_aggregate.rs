@@ -38,6 +38,22 @@ fn range(set: &[PseudoGradient]) -> Vec<Vec<(f32, f32)>> {
         .collect()
 }
 
+/// The first `honest` inputs of `all`, clipped as the rule clips them (τ from all norms).
+fn clipped_honest(all: &[PseudoGradient], honest: usize) -> Vec<PseudoGradient> {
+    let norms: Vec<f64> = all.iter().map(synod_diloco::l2_norm).collect();
+    let tau = ClippedTrimmedMean::clip_threshold(&norms);
+    all[..honest]
+        .iter()
+        .zip(&norms)
+        .map(|(g, &n)| {
+            let f = ClippedTrimmedMean::clip_factor(n, tau);
+            g.iter()
+                .map(|t| t.iter().map(|&x| (f64::from(x) * f) as f32).collect())
+                .collect()
+        })
+        .collect()
+}
+
 fn within(g: &PseudoGradient, r: &[Vec<(f32, f32)>]) -> bool {
     g.iter()
         .zip(r)
@@ -126,18 +142,50 @@ fn aggregate_is_bit_identical_in_any_arrival_order() {
 fn trim_count_follows_the_one_third_threat_model() {
     let b: Vec<usize> = (0..=10).map(ClippedTrimmedMean::trimmed).collect();
     assert_eq!(b, vec![0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3]);
+    // Equal stakes: the count rule.
+    for n in 1..=10 {
+        let stakes = vec![100u128; n];
+        assert_eq!(
+            ClippedTrimmedMean::for_stakes(&stakes).byzantine,
+            Some(ClippedTrimmedMean::trimmed(n))
+        );
+    }
     // The snapshot, not the included set, decides b; never more than ⌊(n − 1)/2⌋ inputs.
-    let of = |participants| ClippedTrimmedMean { participants };
-    assert_eq!(of(None).trim_for(4), 1);
-    assert_eq!(of(Some(7)).trim_for(4), 1);
-    assert_eq!(of(Some(7)).trim_for(5), 2);
-    assert_eq!(of(Some(10)).trim_for(3), 1);
-    assert_eq!(of(Some(2)).trim_for(4), 1);
+    let seven = ClippedTrimmedMean::for_stakes(&[100; 7]);
+    assert_eq!(seven.trim_for(4), 1);
+    assert_eq!(seven.trim_for(5), 2);
+    assert_eq!(ClippedTrimmedMean::for_stakes(&[100; 10]).trim_for(3), 1);
+    assert_eq!(ClippedTrimmedMean::default().trim_for(4), 1);
     assert_eq!(
         ClippedTrimmedMean::clip_threshold(&[3.0, 1.0, 2.0, 100.0]),
         2.0
     );
     assert_eq!(ClippedTrimmedMean::clip_threshold(&[]), 0.0);
+}
+
+#[test]
+fn sybil_seats_at_minimum_stake_cannot_outnumber_the_trim() {
+    // Four honest members with 100 each, three sybils at the minimum stake 10: the sybils
+    // hold 30 of 430 (< ⅓) but 3 of 7 seats. Counting seats, b = ⌊6/3⌋ = 2 and a sybil value
+    // survives in every coordinate; counting stake, up to 4 seats (the sybils and one honest
+    // seat: 130 < 430/3) may be Byzantine, and b = min(4, ⌊6/2⌋) = 3 trims the sybils away.
+    let rule = ClippedTrimmedMean::for_stakes(&[100, 100, 100, 100, 10, 10, 10]);
+    assert_eq!(rule.byzantine, Some(4));
+    assert_eq!(rule.trim_for(7), 3);
+    let mut set: Vec<PseudoGradient> = honest();
+    set.push(vec![vec![0.11, 0.19, 0.31], vec![0.05]]);
+    let flipped: PseudoGradient = vec![vec![-0.1, -0.1, -0.1], vec![-0.1]];
+    set.extend(std::iter::repeat_n(flipped, 3));
+    let honest_range = range(&clipped_honest(&set, 4));
+    let robust = aggregate(&rule, &set);
+    assert!(within(&robust, &honest_range), "{robust:?}");
+    let by_count = aggregate(&ClippedTrimmedMean::default(), &set);
+    assert!(!within(&by_count, &honest_range), "{by_count:?}");
+    // More sybil stake than that, and b is capped so that at least one value is kept.
+    assert_eq!(
+        ClippedTrimmedMean::for_stakes(&[100, 100, 100, 10, 10, 10]).trim_for(6),
+        2
+    );
 }
 
 #[test]
@@ -152,7 +200,7 @@ fn clipped_mean_of_few_members_bounds_a_scaled_input() {
 #[test]
 fn rules_refuse_empty_and_unequal_layouts() {
     for rule in [AggregationRule::Mean, AggregationRule::ClippedTrimmedMean] {
-        let rule = rule.aggregator(Some(4));
+        let rule = rule.aggregator(Some(&[100; 4]));
         assert!(matches!(rule.aggregate(3, &[]), Err(DilocoError::Empty(3))));
         let a: PseudoGradient = vec![vec![1.0]];
         let b: PseudoGradient = vec![vec![1.0, 2.0]];
@@ -210,14 +258,7 @@ proptest! {
         let tau = ClippedTrimmedMean::clip_threshold(&norms);
         let honest_norms = &norms[..honest.len()];
         prop_assert!(honest_norms.iter().any(|n| *n >= tau) && honest_norms.iter().any(|n| *n <= tau));
-        let clipped: Vec<PseudoGradient> = all[..honest.len()]
-            .iter()
-            .zip(honest_norms)
-            .map(|(g, &n)| {
-                let f = ClippedTrimmedMean::clip_factor(n, tau);
-                vec![g[0].iter().map(|&x| (f64::from(x) * f) as f32).collect()]
-            })
-            .collect();
+        let clipped = clipped_honest(&all, honest.len());
         let r = range(&clipped);
         prop_assert!(within(&out, &r), "{:?} outside {:?}", out, r);
     }

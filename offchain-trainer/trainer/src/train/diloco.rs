@@ -60,9 +60,10 @@ pub fn run_rounds(
         * u64::from(a.inner_steps)
         * (setup.plan.batch * setup.plan.seq_len) as u64;
     let codec = a.outer.codec.options();
-    // Networked: b counts every member of the pool, not only those whose payload arrived.
-    let participants = net.as_ref().map(|_| a.net.members as usize);
-    let aggregation = a.outer.aggregation.rule().aggregator(participants);
+    // Networked: the trim counts every member of the pool (equal stakes), not only those whose
+    // payload arrived.
+    let stakes = net.as_ref().map(|_| vec![1u128; a.net.members as usize]);
+    let aggregation = a.outer.aggregation.rule().aggregator(stakes.as_deref());
     let mut records = Vec::new();
     let mut bytes = 0u64;
 

@@ -13,6 +13,8 @@ pub(super) struct Registered {
     pub peer_id: Vec<u8>,
     /// ML-DSA-65 public key (1952 bytes).
     pub key: Vec<u8>,
+    /// Weight in planck: snapshot stake, or committed stake before the round opens.
+    pub stake: u128,
 }
 
 /// Indices of `snapshot` participants that are not current members under the same account
@@ -53,6 +55,7 @@ pub(super) fn exchange_set(
                 index: m.record.index,
                 peer_id: m.record.peer_id.clone(),
                 key: m.record.ml_dsa_key.clone(),
+                stake: m.record.stake,
             })
             .collect();
     };
@@ -73,6 +76,7 @@ pub(super) fn exchange_set(
                 index: p.index,
                 peer_id,
                 key,
+                stake: p.stake,
             })
         })
         .collect();

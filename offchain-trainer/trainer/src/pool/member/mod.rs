@@ -186,8 +186,8 @@ impl Trainer<'_> {
     /// Reads the members and gives the network the set whose payloads count in `round`:
     /// the chain's frozen snapshot of `round` once it is open, the current members with
     /// `from_round ≤ round` before (see [`exchange_set::exchange_set`]). Returns the set's
-    /// size.
-    fn refresh_members(&mut self, round: u32) -> Result<usize> {
+    /// stakes in planck (snapshot weights; committed stakes before the round opens).
+    fn refresh_members(&mut self, round: u32) -> Result<Vec<u128>> {
         let (chain, pool) = (&self.chain, self.pool);
         let (members, snapshot) = self.block_on(async {
             Ok::<_, anyhow::Error>((
@@ -204,7 +204,10 @@ impl Trainer<'_> {
             }
         }
         let registered = exchange_set::exchange_set(round, snapshot.as_deref(), &members, &former);
-        let size = snapshot.as_ref().map_or(registered.len(), Vec::len);
+        let stakes: Vec<u128> = match &snapshot {
+            Some(s) => s.iter().map(|p| p.stake).collect(),
+            None => registered.iter().map(|m| m.stake).collect(),
+        };
         let mut set = Vec::new();
         for m in registered {
             match PeerId::from_bytes(&m.peer_id) {
@@ -221,7 +224,7 @@ impl Trainer<'_> {
             self.client
                 .set_members(MemberSet::new(u64::from(self.pool), set)),
         )?;
-        Ok(size)
+        Ok(stakes)
     }
 
     fn peers(&self) -> Vec<PeerId> {

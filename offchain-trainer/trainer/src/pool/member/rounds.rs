@@ -107,13 +107,12 @@ impl Trainer<'_> {
                 }
             }
             // Round r is open on-chain now (r − 1 closed): gather from its frozen snapshot,
-            // whose size (not the number of payloads that arrive) sets the aggregate's trim.
-            let participants = self.refresh_members(r)?;
+            // whose stakes (not the payloads that arrive) set the aggregate's trim.
+            let stakes = self.refresh_members(r)?;
             let payload_bytes = mine.payload.len() as u64;
             let ex = self.block_on(all_gather(&self.client, r, mine.payload, xcfg))?;
             let t_outer = Instant::now();
-            let outcome =
-                state.apply(&ex.included, rule.aggregator(Some(participants)).as_ref())?;
+            let outcome = state.apply(&ex.included, rule.aggregator(Some(&stakes)).as_ref())?;
             self.store.put(&outcome.checkpoint)?;
             self.block_on(self.client.serve_checkpoint(Arc::new(outcome.checkpoint)))?;
             let outer_secs = t_outer.elapsed().as_secs_f64();
