@@ -137,6 +137,22 @@ impl Chain {
         .await
     }
 
+    /// The node's chain type (`system_chainType`): `Development`, `Local`, `Live`, or
+    /// `Custom` for any other.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`] if the node cannot be reached.
+    pub async fn chain_type(&self) -> Result<String, ChainError> {
+        let rpc = subxt::rpcs::RpcClient::from_insecure_url(&self.url)
+            .await
+            .map_err(ChainError::rpc)?;
+        // `Custom(name)` is a JSON object, not a string: anything but a plain name is Custom.
+        let kind: Result<String, _> = rpc
+            .request("system_chainType", subxt::rpcs::rpc_params![])
+            .await;
+        Ok(kind.unwrap_or_else(|_| "Custom".to_string()))
+    }
+
     /// Number of the last finalized block.
     ///
     /// # Errors

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
+use synod_diloco::byzantine::Attack;
 
 use crate::args::{ModelArgs, OuterArgs};
 
@@ -135,6 +136,35 @@ pub struct RunArgs {
     /// Hide progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// Fault injection for tests: announce a Byzantine pseudo-gradient instead of the honest
+    /// one every round. Refused unless the node's chain type is Development or Local.
+    #[arg(long, value_enum, hide = true)]
+    pub fault: Option<Fault>,
+}
+
+/// What a `--fault` trainer sends (see [`synod_diloco::byzantine::Attack`]).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// −Δ.
+    SignFlip,
+    /// 100 · Δ.
+    ScaleX100,
+    /// The zero vector.
+    Zeros,
+    /// Gaussian noise, 10× the RMS of Δ.
+    Gaussian,
+}
+
+impl Fault {
+    /// The simulated attack.
+    pub fn attack(self) -> Attack {
+        match self {
+            Fault::SignFlip => Attack::SignFlip,
+            Fault::ScaleX100 => Attack::ScaleX100,
+            Fault::Zeros => Attack::Zeros,
+            Fault::Gaussian => Attack::Gaussian,
+        }
+    }
 }
 
 /// `synod-trainer claim`: waits until every final round is settled, then claims.

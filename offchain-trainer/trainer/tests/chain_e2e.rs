@@ -1,6 +1,9 @@
 //! The main job end to end on loopback: a real `synod-node --dev`, three real `synod-trainer
 //! run` processes (tiny model, tinyshakespeare), one of them killed after round 1 and restarted
 //! later with the same base path; then rewards are claimed and checked against the chain.
+//! A second test runs four trainers, one of which announces 100× scaled pseudo-gradients
+//! (`--fault scale-x100`), and checks that the pool trains as a clean local run does.
+//! The tests take turns (`SERIAL`): each starts a node and several trainers on two cores.
 //!
 //! `synod-node` is taken from the same target directory as `synod-trainer` (`cargo test
 //! --workspace` builds both before running any test).
@@ -17,7 +20,10 @@ const ROUNDS: u64 = 7;
 const REWARD_PER_ROUND: u128 = 30 * UNIT;
 const STAKE: u128 = 100 * UNIT;
 const UNIT: u128 = 1_000_000_000_000;
-const SURIS: [&str; 3] = ["//Bob", "//Charlie", "//Dave"];
+const SURIS: [&str; 4] = ["//Bob", "//Charlie", "//Dave", "//Eve"];
+
+/// One end-to-end test at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -142,7 +148,7 @@ impl Net {
         .collect()
     }
 
-    fn spawn_trainer(&self, i: usize, ports: &[u16; 3]) -> Proc {
+    fn spawn_trainer(&self, i: usize, ports: &[u16], extra: &[&str]) -> Proc {
         let base = self.base(i);
         std::fs::create_dir_all(&base).unwrap();
         let err = std::fs::OpenOptions::new()
@@ -169,7 +175,8 @@ impl Net {
             base.to_str().unwrap(),
             "--listen",
             &format!("/ip4/127.0.0.1/tcp/{}", ports[i]),
-        ]);
+        ])
+        .args(extra);
         for (_, p) in ports.iter().enumerate().filter(|(j, _)| *j != i) {
             cmd.args(["--bootnode", &format!("/ip4/127.0.0.1/tcp/{p}")]);
         }
@@ -238,6 +245,7 @@ fn wait_exit(p: &mut Proc, net: &Net, i: usize, timeout: Duration) {
 
 #[test]
 fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let net = Net::start();
     let mut create: Vec<String> = [
         "pool",
@@ -264,9 +272,9 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
     assert_eq!(created["pool_id"], 0);
 
     let ports = [free_port(), free_port(), free_port()];
-    let mut t0 = net.spawn_trainer(0, &ports);
-    let mut t1 = net.spawn_trainer(1, &ports);
-    let t2 = net.spawn_trainer(2, &ports);
+    let mut t0 = net.spawn_trainer(0, &ports, &[]);
+    let mut t1 = net.spawn_trainer(1, &ports, &[]);
+    let t2 = net.spawn_trainer(2, &ports, &[]);
 
     // Kill member 2 as soon as it has seen round 1 final.
     net.wait(
@@ -289,7 +297,7 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
             k >= 3
         },
     );
-    let mut t2 = net.spawn_trainer(2, &ports);
+    let mut t2 = net.spawn_trainer(2, &ports, &[]);
     for (i, p) in [(0, &mut t0), (1, &mut t1), (2, &mut t2)] {
         wait_exit(p, &net, i, Duration::from_secs(600));
     }
@@ -455,4 +463,107 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
             "trainer {i} stake untouched"
         );
     }
+}
+
+/// Final validation loss of a clean local run (`train`, `workers` workers) of the same recipe.
+fn clean_local_loss(workers: u32, inner_steps: u32, rounds: u32) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> = ["--threads", "1", "train", "--quiet", "--out"]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    args.push(dir.path().to_str().unwrap().to_string());
+    for (k, v) in [
+        ("--workers", workers),
+        ("--inner-steps", inner_steps),
+        ("--rounds", rounds),
+    ] {
+        args.extend([k.to_string(), v.to_string()]);
+    }
+    args.extend(Net::model_flags());
+    let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(dir.path().join("metrics.jsonl")).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "round")
+        .last()
+        .and_then(|e| e["val_loss"].as_f64())
+        .unwrap()
+}
+
+#[test]
+fn scaling_trainer_cannot_derail_training_on_chain() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const R: u32 = 3;
+    const H: u32 = 30;
+    let net = Net::start();
+    let mut create: Vec<String> = [
+        "pool",
+        "create",
+        "--suri",
+        "//Alice",
+        "--min-trainers",
+        "4",
+        "--challenge-window",
+        "1",
+        "--round-timeout",
+        "60",
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    create.extend(["--rounds".to_string(), R.to_string()]);
+    create.extend(["--inner-steps".to_string(), H.to_string()]);
+    create.extend(Net::model_flags());
+    let created = net.cli(&create.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(created["pool_id"], 0);
+
+    let ports = [free_port(), free_port(), free_port(), free_port()];
+    let mut trainers: Vec<Proc> = (0..3).map(|i| net.spawn_trainer(i, &ports, &[])).collect();
+    trainers.push(net.spawn_trainer(3, &ports, &["--fault", "scale-x100"]));
+    for (i, p) in trainers.iter_mut().enumerate() {
+        wait_exit(p, &net, i, Duration::from_secs(600));
+    }
+
+    let show = net.show();
+    assert_eq!(show["status"], "Completed");
+    let finals = final_rounds(&show);
+    assert_eq!(finals.len() as u32, R, "every round final: {show}");
+    // The attacker's payloads are well-formed and signed: they are aggregated (all four in
+    // every included set), and every member, the attacker included, computes the final hash.
+    for f in &finals {
+        assert_eq!(f["included"].as_array().unwrap().len(), 4, "{f}");
+        let r = f["round"].as_u64().unwrap();
+        let h = &f["hash"].as_str().unwrap()[2..];
+        for i in 0..4 {
+            let ours = net
+                .metrics(i)
+                .iter()
+                .find(|e| e["event"] == "round" && e["round"].as_u64() == Some(r))
+                .and_then(|e| e["checkpoint_hash"].as_str().map(str::to_string));
+            assert_eq!(ours.as_deref(), Some(h), "trainer {i} round {r}");
+        }
+    }
+    // The model trains as the clean run of the same recipe does (within 5 %).
+    let loss = |i: usize| -> f64 {
+        net.metrics(i)
+            .iter()
+            .rfind(|e| e["event"] == "round")
+            .and_then(|e| e["val_loss"].as_f64())
+            .unwrap()
+    };
+    let clean = clean_local_loss(4, H, R);
+    let attacked = loss(0);
+    assert!(
+        attacked <= clean * 1.05,
+        "val loss {attacked} with a ×100 member vs {clean} clean"
+    );
 }

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use synod_chain::submit::account_of;
 use synod_chain::types::{MemberInfo, PoolInfo, PoolStatus};
@@ -76,6 +76,13 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let info = rt
         .block_on(chain.pool(a.pool))?
         .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
+    if let Some(fault) = a.fault {
+        let kind = rt.block_on(chain.chain_type())?;
+        if kind != "Development" && kind != "Local" {
+            bail!("--fault {fault:?} is for tests: refused on a {kind} chain");
+        }
+        tracing::warn!("fault injection: this trainer announces {fault:?} pseudo-gradients");
+    }
     let events = rt.block_on(chain.follow())?;
     rt.spawn(log_chain_events(events, a.pool));
     recipe.check(&info.spec, &a.recipe)?;

@@ -8,6 +8,7 @@ use anyhow::Result;
 use synod_chain::calls;
 use synod_chain::types::PoolStatus;
 use synod_checkpoint::CheckpointHash;
+use synod_diloco::byzantine::Adversary;
 use synod_p2p::{all_gather, ExchangeConfig};
 use tokio::task::JoinHandle;
 
@@ -94,7 +95,15 @@ impl Trainer<'_> {
         while state.round < self.spec_rounds {
             let r = state.round + 1;
             self.refresh_members(r)?;
-            let (mine, report) = state.contribute(&mut self.worker, self.me, &codec)?;
+            let (mut mine, report) = state.contribute(&mut self.worker, self.me, &codec)?;
+            if let Some(fault) = self.a.fault {
+                let adversary = Adversary {
+                    member: self.me,
+                    attack: fault.attack(),
+                    seed: self.a.recipe.model.seed,
+                };
+                adversary.tamper(&state.params, r, std::slice::from_mut(&mut mine), &codec)?;
+            }
             if let Some(p) = pending.take() {
                 let ours = p.hash;
                 match self.settle(p)? {
