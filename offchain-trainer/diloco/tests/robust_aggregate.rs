@@ -2,6 +2,7 @@
 //! `synod_diloco::byzantine` on the plain mean and on the clipped trimmed mean, the rule's
 //! bound as a property, its determinism, and an end-to-end local run with a sign-flipping
 //! member.
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
 use proptest::prelude::*;
 use synod_checkpoint::{NamedTensor, ParamSet};
