@@ -182,7 +182,8 @@ fn sybil_seats_at_minimum_stake_cannot_outnumber_the_trim() {
     assert!(within(&robust, &honest_range), "{robust:?}");
     let by_count = aggregate(&ClippedTrimmedMean::default(), &set);
     assert!(!within(&by_count, &honest_range), "{by_count:?}");
-    // More sybil stake than that, and b is capped so that at least one value is kept.
+    // With three honest members, the three sybils (30 of 330) could hold 3 of 6 seats: b is
+    // capped at ⌊(n − 1)/2⌋ = 2 so that a value is kept, and the bound no longer holds.
     assert_eq!(
         ClippedTrimmedMean::for_stakes(&[100, 100, 100, 10, 10, 10]).trim_for(6),
         2

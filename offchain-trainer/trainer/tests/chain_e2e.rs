@@ -465,8 +465,9 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
     }
 }
 
-/// Final validation loss of a clean local run (`train`, `workers` workers) of the same recipe.
-fn clean_local_loss(workers: u32, inner_steps: u32, rounds: u32) -> f64 {
+/// Final validation loss and per-round checkpoint hashes of a clean local run (`train`,
+/// `workers` workers) of the same recipe.
+fn clean_local_run(workers: u32, inner_steps: u32, rounds: u32) -> (f64, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let mut args: Vec<String> = ["--threads", "1", "train", "--quiet", "--out"]
         .iter()
@@ -491,12 +492,19 @@ fn clean_local_loss(workers: u32, inner_steps: u32, rounds: u32) -> f64 {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = std::fs::read_to_string(dir.path().join("metrics.jsonl")).unwrap();
-    text.lines()
+    let rows: Vec<Value> = text
+        .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|e| e["event"] == "round")
-        .last()
-        .and_then(|e| e["val_loss"].as_f64())
-        .unwrap()
+        .collect();
+    let hashes = rows
+        .iter()
+        .filter_map(|e| e["checkpoint_hash"].as_str().map(str::to_string))
+        .collect();
+    (
+        rows.last().and_then(|e| e["val_loss"].as_f64()).unwrap(),
+        hashes,
+    )
 }
 
 #[test]
@@ -560,7 +568,16 @@ fn scaling_trainer_cannot_derail_training_on_chain() {
             .and_then(|e| e["val_loss"].as_f64())
             .unwrap()
     };
-    let clean = clean_local_loss(4, H, R);
+    let (clean, clean_hashes) = clean_local_run(4, H, R);
+    // The fault took effect: no checkpoint equals one of the clean local run of the recipe.
+    for f in &finals {
+        let h = &f["hash"].as_str().unwrap()[2..];
+        assert!(
+            !clean_hashes.iter().any(|c| c == h),
+            "round {} equals the clean run: the fault did nothing",
+            f["round"]
+        );
+    }
     let attacked = loss(0);
     assert!(
         attacked <= clean * 1.05,

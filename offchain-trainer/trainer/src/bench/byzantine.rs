@@ -60,6 +60,11 @@ pub fn run(a: &ByzantineArgs) -> Result<()> {
     let setup = Setup::new(&t.model, &t.data)?;
     let theta0 = initial_params(&setup, &t.model, t.init.as_deref())?;
     let member = a.attacker.unwrap_or(t.workers.saturating_sub(1));
+    anyhow::ensure!(
+        member < t.workers,
+        "--attacker {member} is not one of the {} workers",
+        t.workers
+    );
     let mut rules = vec![t.outer.aggregation];
     if a.compare_mean && t.outer.aggregation != Aggregation::Mean {
         rules.push(Aggregation::Mean);
