@@ -1,5 +1,7 @@
 //! `synod-node`: the Synod validator node.
 #![warn(missing_docs)]
+// `sc_cli::Error` and `sc_service::Error` are Substrate's; boxing them would only add noise.
+#![allow(clippy::result_large_err)]
 
 mod chain_spec;
 mod cli;

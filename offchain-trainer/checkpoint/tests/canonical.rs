@@ -1,4 +1,5 @@
 //! Canonical bytes and content addressing.
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
 use synod_checkpoint::{
     from_bytes, hash, read, to_bytes, write, CheckpointError, NamedTensor, ParamSet,

@@ -2,11 +2,13 @@
 //! hostile payloads and checkpoint resume.
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
+mod common;
+use common::Quadratic;
+
 use synod_checkpoint::{NamedTensor, ParamSet};
 use synod_codec::EncodeOptions;
 use synod_diloco::{
-    encode_pseudo_gradient, Aggregator, Contribution, DilocoError, InnerReport, InnerTrainer, Mean,
-    NesterovSgd, OuterState,
+    encode_pseudo_gradient, Aggregator, Contribution, DilocoError, Mean, NesterovSgd, OuterState,
 };
 
 fn params(a: Vec<f32>, b: Vec<f32>) -> ParamSet {
@@ -162,30 +164,6 @@ fn a_checkpoint_carries_the_outer_momentum_so_resume_is_bit_identical() {
         fresh.apply(&round(&start, 0.02), &Mean).unwrap().hash,
         r2a.hash
     );
-}
-
-/// A worker minimizing ½‖θ − target‖² with H plain gradient steps.
-struct Quadratic {
-    target: Vec<f32>,
-    steps: u32,
-}
-
-impl InnerTrainer for Quadratic {
-    fn inner_phase(
-        &mut self,
-        start: &ParamSet,
-        _round: u32,
-    ) -> Result<(ParamSet, InnerReport), DilocoError> {
-        let mut p = start.clone();
-        for _ in 0..self.steps {
-            for t in p.data_mut() {
-                for (x, y) in t.iter_mut().zip(&self.target) {
-                    *x -= 0.1 * (*x - y);
-                }
-            }
-        }
-        Ok((p, InnerReport::default()))
-    }
 }
 
 #[test]

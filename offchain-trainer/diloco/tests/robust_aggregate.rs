@@ -4,13 +4,16 @@
 //! member.
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
+mod common;
+use common::Quadratic;
+
 use proptest::prelude::*;
 use synod_checkpoint::{NamedTensor, ParamSet};
 use synod_codec::EncodeOptions;
 use synod_diloco::byzantine::{Adversary, Attack};
 use synod_diloco::{
-    AggregationRule, Aggregator, ClippedTrimmedMean, DilocoError, InnerReport, InnerTrainer, Mean,
-    NesterovSgd, OuterState, PseudoGradient,
+    AggregationRule, Aggregator, ClippedTrimmedMean, DilocoError, Mean, NesterovSgd, OuterState,
+    PseudoGradient,
 };
 
 /// Three honest pseudo-gradients of two tensors, all pointing the same way (positive).
@@ -266,29 +269,6 @@ proptest! {
     }
 }
 
-/// A worker minimizing ½‖θ − target‖² with H plain gradient steps.
-struct Quadratic {
-    target: Vec<f32>,
-}
-
-impl InnerTrainer for Quadratic {
-    fn inner_phase(
-        &mut self,
-        start: &ParamSet,
-        _round: u32,
-    ) -> Result<(ParamSet, InnerReport), DilocoError> {
-        let mut p = start.clone();
-        for _ in 0..10 {
-            for t in p.data_mut() {
-                for (x, y) in t.iter_mut().zip(&self.target) {
-                    *x -= 0.1 * (*x - y);
-                }
-            }
-        }
-        Ok((p, InnerReport::default()))
-    }
-}
-
 /// Final distance to the honest target after `rounds` local rounds with member 3 attacking.
 fn distance_after_attack(rule: AggregationRule, attack: Attack, rounds: u32) -> f32 {
     let start = ParamSet::new(vec![NamedTensor {
@@ -301,6 +281,7 @@ fn distance_after_attack(rule: AggregationRule, attack: Attack, rounds: u32) -> 
     let mut workers: Vec<Quadratic> = (0..4)
         .map(|_| Quadratic {
             target: target.clone(),
+            steps: 10,
         })
         .collect();
     let adversary = Adversary {

@@ -1,4 +1,5 @@
 //! Real swarms on 127.0.0.1: all-gather, a killed peer, checkpoint catch-up, hostile peers.
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
 use std::sync::Arc;
 use std::time::Duration;

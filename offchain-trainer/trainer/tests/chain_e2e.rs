@@ -7,6 +7,7 @@
 //!
 //! `synod-node` is taken from the same target directory as `synod-trainer` (`cargo test
 //! --workspace` builds both before running any test).
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
@@ -90,6 +91,28 @@ impl Net {
             _node: Proc(child),
             dir,
         }
+    }
+
+    /// `pool create` by //Alice with the model flags, challenge window 1 and `flags`; checks
+    /// that the pool got id 0.
+    fn create_pool(&self, flags: &[(&str, &str)]) {
+        let mut args: Vec<String> = [
+            "pool",
+            "create",
+            "--suri",
+            "//Alice",
+            "--challenge-window",
+            "1",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        for (k, v) in flags {
+            args.extend([k.to_string(), v.to_string()]);
+        }
+        args.extend(Self::model_flags());
+        let created = self.cli(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(created["pool_id"], 0);
     }
 
     fn base(&self, i: usize) -> PathBuf {
@@ -247,29 +270,13 @@ fn wait_exit(p: &mut Proc, net: &Net, i: usize, timeout: Duration) {
 fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let net = Net::start();
-    let mut create: Vec<String> = [
-        "pool",
-        "create",
-        "--suri",
-        "//Alice",
-        "--inner-steps",
-        "30",
-        "--min-trainers",
-        "3",
-        "--challenge-window",
-        "1",
-        "--reward-per-round",
-        "30",
-        "--round-timeout",
-        "40",
-    ]
-    .iter()
-    .map(ToString::to_string)
-    .collect();
-    create.extend(["--rounds".to_string(), ROUNDS.to_string()]);
-    create.extend(Net::model_flags());
-    let created = net.cli(&create.iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(created["pool_id"], 0);
+    net.create_pool(&[
+        ("--inner-steps", "30"),
+        ("--min-trainers", "3"),
+        ("--reward-per-round", "30"),
+        ("--round-timeout", "40"),
+        ("--rounds", &ROUNDS.to_string()),
+    ]);
 
     let ports = [free_port(), free_port(), free_port()];
     let mut t0 = net.spawn_trainer(0, &ports, &[]);
@@ -513,26 +520,12 @@ fn scaling_trainer_cannot_derail_training_on_chain() {
     const R: u32 = 3;
     const H: u32 = 30;
     let net = Net::start();
-    let mut create: Vec<String> = [
-        "pool",
-        "create",
-        "--suri",
-        "//Alice",
-        "--min-trainers",
-        "4",
-        "--challenge-window",
-        "1",
-        "--round-timeout",
-        "60",
-    ]
-    .iter()
-    .map(ToString::to_string)
-    .collect();
-    create.extend(["--rounds".to_string(), R.to_string()]);
-    create.extend(["--inner-steps".to_string(), H.to_string()]);
-    create.extend(Net::model_flags());
-    let created = net.cli(&create.iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(created["pool_id"], 0);
+    net.create_pool(&[
+        ("--min-trainers", "4"),
+        ("--round-timeout", "60"),
+        ("--rounds", &R.to_string()),
+        ("--inner-steps", &H.to_string()),
+    ]);
 
     let ports = [free_port(), free_port(), free_port(), free_port()];
     let mut trainers: Vec<Proc> = (0..3).map(|i| net.spawn_trainer(i, &ports, &[])).collect();

@@ -1,4 +1,5 @@
 //! Runs the real `synod-trainer` binary on tinyshakespeare.
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,12 +29,11 @@ fn trainer(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn train(dir: &Path, extra: &[&str]) -> Vec<Value> {
-    let d = data();
-    let mut args = vec![
-        "train",
+/// The tiny local recipe every local test runs: 4 workers, H = 15, 4 rounds, CPU.
+fn tiny_recipe(data: &Path) -> Vec<String> {
+    [
         "--data",
-        d.to_str().unwrap(),
+        data.to_str().unwrap(),
         "--model",
         "tiny",
         "--batch",
@@ -53,11 +53,18 @@ fn train(dir: &Path, extra: &[&str]) -> Vec<Value> {
         "--eval-batches",
         "8",
         "--quiet",
-        "--out",
-        dir.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    trainer(&args);
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect()
+}
+
+fn train(dir: &Path, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["train".to_string()];
+    args.extend(tiny_recipe(&data()));
+    args.extend(["--out".to_string(), dir.to_str().unwrap().to_string()]);
+    args.extend(extra.iter().map(ToString::to_string));
+    trainer(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -162,33 +169,10 @@ fn codec_benchmark_prints_its_figures() {
 
 #[test]
 fn byzantine_benchmark_shows_the_robust_rule_holding_where_the_mean_breaks() {
-    let d = data();
-    let out = trainer(&[
-        "bench",
-        "byzantine",
-        "--data",
-        d.to_str().unwrap(),
-        "--model",
-        "tiny",
-        "--batch",
-        "8",
-        "--workers",
-        "4",
-        "--inner-steps",
-        "10",
-        "--rounds",
-        "3",
-        "--warmup",
-        "5",
-        "--lr",
-        "3e-3",
-        "--device",
-        "cpu",
-        "--eval-batches",
-        "4",
-        "--quiet",
-        "--compare-mean",
-    ]);
+    let mut args = vec!["bench".to_string(), "byzantine".to_string()];
+    args.extend(tiny_recipe(&data()));
+    args.push("--compare-mean".to_string());
+    let out = trainer(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(v["rule"], "clipped_trimmed_mean");
     let clean = v["clean_val_loss"].as_f64().unwrap();

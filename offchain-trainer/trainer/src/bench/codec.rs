@@ -74,7 +74,7 @@ pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
         shapes.push([n / 1024, 1024].map(|d| d.max(1)));
         if n < 1024 {
             *shapes.last_mut().ok_or_else(|| anyhow::anyhow!("shape"))? = [1, n];
-        } else if n % 1024 != 0 {
+        } else if !n.is_multiple_of(1024) {
             let rows = n / 1024;
             shapes.pop();
             shapes.push([rows, 1024]);

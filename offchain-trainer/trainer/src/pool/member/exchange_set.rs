@@ -106,6 +106,14 @@ mod tests {
         }
     }
 
+    fn former_record(i: u8) -> FormerMemberRecord {
+        FormerMemberRecord {
+            who: account(i),
+            peer_id: vec![i; 38],
+            ml_dsa_key: vec![i; 1952],
+        }
+    }
+
     fn participant(i: u8, stake: u128) -> Participant {
         Participant {
             index: u32::from(i),
@@ -131,14 +139,7 @@ mod tests {
         let before = [member(0, 1), member(1, 1), member(2, 1)];
         let after = [member(0, 1), member(1, 1)];
         let mut former = BTreeMap::new();
-        former.insert(
-            2,
-            FormerMemberRecord {
-                who: account(2),
-                peer_id: vec![2; 38],
-                ml_dsa_key: vec![2; 1952],
-            },
-        );
+        former.insert(2, former_record(2));
         let a = exchange_set(2, Some(&snapshot), &before, &BTreeMap::new());
         let b = exchange_set(2, Some(&snapshot), &after, &former);
         assert_eq!(a, b);
@@ -166,14 +167,7 @@ mod tests {
         assert!(former_indices(&snapshot, &before).is_empty());
         assert_eq!(former_indices(&snapshot, &after), vec![2]);
         let mut former = BTreeMap::new();
-        former.insert(
-            2,
-            FormerMemberRecord {
-                who: account(2),
-                peer_id: vec![2; 38],
-                ml_dsa_key: vec![2; 1952],
-            },
-        );
+        former.insert(2, former_record(2));
         assert_eq!(
             exchange_set(2, Some(&snapshot), &before, &BTreeMap::new()),
             exchange_set(2, Some(&snapshot), &after, &former)
@@ -200,14 +194,7 @@ mod tests {
         let snapshot = [participant(0, 100), participant(1, 100)];
         let members = [member(0, 1)];
         let mut former = BTreeMap::new();
-        former.insert(
-            1,
-            FormerMemberRecord {
-                who: account(9),
-                peer_id: vec![9; 38],
-                ml_dsa_key: vec![9; 1952],
-            },
-        );
+        former.insert(1, former_record(9));
         let set = exchange_set(2, Some(&snapshot), &members, &former);
         assert_eq!(indices(&set), vec![0]);
     }
