@@ -2,7 +2,8 @@
 //! run` processes (tiny model, tinyshakespeare), one of them killed after round 1 and restarted
 //! later with the same base path; then rewards are claimed and checked against the chain.
 //! A second test runs four trainers, one of which announces 100× scaled pseudo-gradients
-//! (`--fault scale-x100`), and checks that the pool trains as a clean local run does.
+//! (`--fault scale-x100`), and checks that the pool trains as a clean local run does; a third
+//! checks that `--fault` is refused against a node whose chain is declared Live.
 //! The tests take turns (`SERIAL`): each starts a node and several trainers on two cores.
 //!
 //! `synod-node` is taken from the same target directory as `synod-trainer` (`cargo test
@@ -575,5 +576,63 @@ fn scaling_trainer_cannot_derail_training_on_chain() {
     assert!(
         attacked <= clean * 1.05,
         "val loss {attacked} with a ×100 member vs {clean} clean"
+    );
+}
+
+#[test]
+fn fault_injection_is_refused_on_a_live_chain() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node_bin = Path::new(env!("CARGO_BIN_EXE_synod-trainer")).with_file_name("synod-node");
+    let dir = tempfile::tempdir().unwrap();
+    // The local testnet's spec, declared Live (as a production chain's spec is).
+    let spec = Command::new(&node_bin)
+        .args(["build-spec", "--chain", "local"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(spec.status.success());
+    let mut json: Value = serde_json::from_slice(&spec.stdout).unwrap();
+    assert_eq!(json["chainType"], "Local");
+    json["chainType"] = Value::from("Live");
+    let spec_path = dir.path().join("live.json");
+    std::fs::write(&spec_path, serde_json::to_vec(&json).unwrap()).unwrap();
+    let rpc_port = free_port();
+    let log = std::fs::File::create(dir.path().join("node.log")).unwrap();
+    let _node = Proc(
+        Command::new(&node_bin)
+            .args(["--chain", spec_path.to_str().unwrap()])
+            .args(["--base-path", dir.path().join("node").to_str().unwrap()])
+            .args(["--rpc-port", &rpc_port.to_string()])
+            .args(["--port", &free_port().to_string()])
+            .args(["--no-prometheus", "--no-telemetry", "--no-mdns"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
+        .args([
+            "--threads",
+            "1",
+            "run",
+            "--fault",
+            "zeros",
+            "--suri",
+            "//Bob",
+        ])
+        .args(["--rpc", &format!("ws://127.0.0.1:{rpc_port}")])
+        .args(["--connect-timeout", "120", "--quiet"])
+        .args(["--base-path", dir.path().join("trainer").to_str().unwrap()])
+        .args(Net::model_flags())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a --fault trainer ran on a Live chain"
+    );
+    assert!(
+        stderr.contains("refused on a Live chain"),
+        "unexpected failure: {stderr}"
     );
 }

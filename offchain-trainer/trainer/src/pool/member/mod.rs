@@ -73,9 +73,6 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let rt = runtime()?;
     let recipe = Recipe::load(&a.recipe)?;
     let (chain, signer) = rt.block_on(connect(&a.chain))?;
-    let info = rt
-        .block_on(chain.pool(a.pool))?
-        .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
     if let Some(fault) = a.fault {
         let kind = rt.block_on(chain.chain_type())?;
         if kind != "Development" && kind != "Local" {
@@ -83,6 +80,9 @@ pub fn run(a: &RunArgs) -> Result<()> {
         }
         tracing::warn!("fault injection: this trainer announces {fault:?} pseudo-gradients");
     }
+    let info = rt
+        .block_on(chain.pool(a.pool))?
+        .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
     let events = rt.block_on(chain.follow())?;
     rt.spawn(log_chain_events(events, a.pool));
     recipe.check(&info.spec, &a.recipe)?;
