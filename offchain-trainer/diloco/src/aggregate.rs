@@ -6,8 +6,6 @@
 //! * [`AggregationRule`]: the rule a pool's recipe names (committed on-chain through the pool
 //!   spec's `model_config_hash`), dispatching to one of the above.
 
-use serde::{Deserialize, Serialize};
-
 use crate::{DilocoError, PseudoGradient};
 
 /// Combines the decoded pseudo-gradients of the included set into one outer gradient.
@@ -200,8 +198,7 @@ impl Aggregator for ClippedTrimmedMean {
 
 /// The aggregation rule of a pool (part of its recipe, hence of the on-chain
 /// `model_config_hash`): every member of a pool must use the same one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AggregationRule {
     /// [`Mean`]: DiLoCo's plain mean; not robust.
     Mean,

@@ -6,7 +6,6 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 use synod_checkpoint::ParamSet;
 use synod_codec::EncodeOptions;
 
@@ -16,8 +15,7 @@ use crate::{
 };
 
 /// What a Byzantine member sends instead of its honest Δ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attack {
     /// −Δ_own: pushes the model back up the loss.
     SignFlip,
