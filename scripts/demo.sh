@@ -4,9 +4,14 @@
 # exchanging int8 pseudo-gradients over libp2p and committing every round's checkpoint hash
 # on-chain. Prints each final round (on-chain hash, validation loss, contributors), the rewards
 # claimed, a loss plot, and a one-line JSON summary. Cleans up its processes.
+# Every trainer verifies the others (replays a sample of each final round) and serves as a
+# juror. BYZANTINE=1 adds a fourth trainer, //Eve, that announces 100× scaled pseudo-gradients
+# (`--fault scale-x100`): the demo prints its challenge, the jury's votes and the slash next to
+# the honest rounds. The summary always has `challenges`, `convicted` and `slashed` (planck).
 #
 # Knobs (environment): ROUNDS (6), H (inner steps, 50), MODEL (baby), OUT (out/demo),
-# SYNOD_DATA (../shared/data/tinyshakespeare.txt), RPC_PORT (19944), P2P_BASE (41000).
+# SYNOD_DATA (../shared/data/tinyshakespeare.txt), RPC_PORT (19944), P2P_BASE (41000),
+# BYZANTINE (0), CHALLENGE_WINDOW (30 blocks: a round must be verifiable within 2× this).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -18,6 +23,16 @@ ROUNDS="${ROUNDS:-6}"
 H="${H:-50}"
 MODEL="${MODEL:-baby}"
 RPC_PORT="${RPC_PORT:-19944}"
+BYZANTINE="${BYZANTINE:-0}"
+CHALLENGE_WINDOW="${CHALLENGE_WINDOW:-30}"
+SURIS=(//Bob //Charlie //Dave)
+FAULTS=("" "" "")
+if [ "$BYZANTINE" = 1 ]; then
+  SURIS+=(//Eve)
+  FAULTS+=(scale-x100)
+fi
+N=${#SURIS[@]}
+STAKE=100
 P2P_BASE="${P2P_BASE:-41000}"
 RPC="ws://127.0.0.1:$RPC_PORT"
 
@@ -42,22 +57,23 @@ echo "== starting synod-node --dev (log: $OUT/node.log)"
 PIDS+=($!)
 
 RECIPE=(--data "$DATA" --model "$MODEL" --batch 12 --warmup 50 --eval-batches 20)
-echo "== creating pool 0 (Alice): $MODEL GPT, $ROUNDS outer rounds of H=$H inner steps, 3 trainers"
+echo "== creating pool 0 (Alice): $MODEL GPT, $ROUNDS outer rounds of H=$H inner steps, $N trainers"
 "$T" pool create --rpc "$RPC" --suri //Alice "${RECIPE[@]}" --inner-steps "$H" --rounds "$ROUNDS" \
-  --min-trainers 3 --reward-per-round 30 --min-stake 10 --round-timeout 60 --challenge-window 5 \
-  2>"$OUT/create.log" | tee "$OUT/pool.json"
+  --min-trainers "$N" --reward-per-round 30 --min-stake 10 --round-timeout 60 \
+  --challenge-window "$CHALLENGE_WINDOW" 2>"$OUT/create.log" | tee "$OUT/pool.json"
 
-SURIS=(//Bob //Charlie //Dave)
-for i in 0 1 2; do
+for ((i = 0; i < N; i++)); do
   boots=()
-  for j in 0 1 2; do [ "$j" != "$i" ] && boots+=(--bootnode "/ip4/127.0.0.1/tcp/$((P2P_BASE + j))"); done
-  "$T" --threads 1 run --rpc "$RPC" --suri "${SURIS[$i]}" --pool 0 --stake 100 "${RECIPE[@]}" --device auto \
+  for ((j = 0; j < N; j++)); do [ "$j" != "$i" ] && boots+=(--bootnode "/ip4/127.0.0.1/tcp/$((P2P_BASE + j))"); done
+  role=(--juror)
+  [ -n "${FAULTS[$i]}" ] && role=(--fault "${FAULTS[$i]}") && echo "== ${SURIS[$i]} cheats: --fault ${FAULTS[$i]}"
+  "$T" --threads 1 run --rpc "$RPC" --suri "${SURIS[$i]}" --pool 0 --stake "$STAKE" "${RECIPE[@]}" --device auto \
     --base-path "$OUT/trainer-$i" --listen "/ip4/127.0.0.1/tcp/$((P2P_BASE + i))" "${boots[@]}" --quiet \
-    >"$OUT/trainer-$i.jsonl" 2>"$OUT/trainer-$i.log" &
+    "${role[@]}" >"$OUT/trainer-$i.jsonl" 2>"$OUT/trainer-$i.log" &
   PIDS+=($!)
   TRAINERS[$i]=$!
 done
-echo "== 3 trainers started (logs: $OUT/trainer-*.log); following the chain"
+echo "== $N trainers started (logs: $OUT/trainer-*.log); following the chain"
 
 # Print every round as it becomes final on-chain, until the trainers exit.
 python3 - "$T" "$RPC" "$OUT" "${TRAINERS[@]}" <<'PY'
@@ -93,25 +109,37 @@ while True:
                       f"contributors {who} inner {e.get('compute_secs', 0):.1f}s exchange {e.get('exchange_secs', 0):.2f}s", flush=True)
             else:
                 print(f"round {f['round']}: {f['status']}", flush=True)
+        for i in range(len(pids)):
+            for k, e in enumerate(rows(i)):
+                if (i, k) in shown or e.get("event") not in ("challenge", "vote"):
+                    continue
+                shown.add((i, k))
+                if e["event"] == "challenge":
+                    print(f"  trainer {i}: round {e['round']} member {e['member']} replays at distance "
+                          f"{e['distance']:.3g} (tolerance 0.01): challenge {e['outcome']}", flush=True)
+                elif "guilty" in e:
+                    print(f"  trainer {i}: juror on challenge {e['challenge']} (round {e['round']}, member "
+                          f"{e['member']}): replay distance {e['distance']:.3g}, votes "
+                          f"{'guilty' if e['guilty'] else 'innocent'}", flush=True)
     if not running:
         break
     time.sleep(3)
 PY
-for i in 0 1 2; do
+for ((i = 0; i < N; i++)); do
   wait "${TRAINERS[$i]}" || { echo "trainer $i failed; see $OUT/trainer-$i.log" >&2; tail -20 "$OUT/trainer-$i.log" >&2; exit 1; }
 done
 
 echo "== claiming rewards (waits for the challenge window and settlement)"
-for i in 0 1 2; do
+for ((i = 0; i < N; i++)); do
   "$T" claim --rpc "$RPC" --suri "${SURIS[$i]}" --pool 0 --wait 600 2>>"$OUT/claim.log" | tee -a "$OUT/claims.jsonl"
 done
 "$T" pool show --rpc "$RPC" --pool 0 2>/dev/null >"$OUT/pool-final.json"
 cp "$OUT/trainer-0/loss.png" "$OUT/loss.png"
 echo "== loss plot: $OUT/loss.png"
 
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "$N" "$STAKE" <<'PY'
 import json, sys
-out = sys.argv[1]
+out, n, stake = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) * 10**12
 show = json.load(open(f"{out}/pool-final.json"))
 finals = [f for f in show["final_rounds"] if f["status"] == "final"]
 rows = [json.loads(l) for l in open(f"{out}/trainer-0/metrics.jsonl")]
@@ -119,6 +147,11 @@ rounds = [e for e in rows if e.get("event") == "round"]
 done = [e for e in rows if e.get("event") == "done"][-1]
 claims = [json.loads(l) for l in open(f"{out}/claims.jsonl")]
 trained = [e for e in rounds if e["round"] > 0]
+events = [json.loads(l) for i in range(n) for l in open(f"{out}/trainer-{i}/metrics.jsonl")]
+convicted = sorted({who for f in finals for who, v in f.get("verdicts", {}).items() if v == "Guilty"})
+for f in finals:
+    for who, v in f.get("verdicts", {}).items():
+        print(f"round {f['round']}: verdict on {who}: {v}", file=sys.stderr)
 print(json.dumps({
     "rounds_final": len(finals),
     "trainers": len(show["members"]),
@@ -130,5 +163,9 @@ print(json.dumps({
     "inner_secs_per_round": round(sum(e["compute_secs"] for e in trained) / max(len(trained), 1), 3),
     "exchange_secs_per_round": round(sum(e["exchange_secs"] for e in trained) / max(len(trained), 1), 3),
     "plot": f"{out}/loss.png",
+    "challenges": sum(1 for e in events if e.get("event") == "challenge" and e.get("outcome") == "opened"),
+    "convicted": convicted,
+    "slashed": {m["account"]: str(stake - int(m["active_stake"])) for m in show["members"]
+                if int(m["active_stake"]) < stake},
 }))
 PY

@@ -3,7 +3,7 @@
 
 use subxt::transactions::DynamicPayload;
 
-use crate::types::PoolSpec;
+use crate::types::{AccountId, PoolSpec};
 
 /// Largest libp2p peer id the chain accepts (`MaxPeerIdLen`), in bytes.
 pub const MAX_PEER_ID_LEN: usize = 64;
@@ -68,6 +68,44 @@ pub fn commit_checkpoint(
         "commit_checkpoint",
         (pool, round, hash, included),
     )
+}
+
+/// `Challenges.open_challenge(pool_id, round, accused, evidence)`: disputes `accused`'s
+/// contribution to final `round`; `evidence` is its signed announcement of the payload, exactly
+/// as gossiped (at most `synod_protocol::evidence::MAX_MESSAGE_BYTES`). Holds the runtime's
+/// `ChallengeBond` from the caller.
+///
+/// # Errors
+/// [`crate::ChainError::Invalid`] if `evidence` is over the size limit.
+#[allow(clippy::type_complexity)]
+pub fn open_challenge(
+    pool: u32,
+    round: u32,
+    accused: AccountId,
+    evidence: Vec<u8>,
+) -> Result<Call<(u32, u32, AccountId, Vec<u8>)>, crate::ChainError> {
+    let max = synod_protocol::evidence::MAX_MESSAGE_BYTES;
+    if evidence.len() > max {
+        return Err(crate::ChainError::Invalid(format!(
+            "evidence of {} bytes (max {max})",
+            evidence.len()
+        )));
+    }
+    Ok(subxt::dynamic::tx(
+        "Challenges",
+        "open_challenge",
+        (pool, round, accused, evidence),
+    ))
+}
+
+/// `Challenges.vote(challenge_id, guilty)`: a drawn juror's vote.
+pub fn vote(challenge: u32, guilty: bool) -> Call<(u32, bool)> {
+    subxt::dynamic::tx("Challenges", "vote", (challenge, guilty))
+}
+
+/// `Challenges.register_juror()`: opts in to jury duty (active stake ≥ `MinJurorStake`).
+pub fn register_juror() -> Call<()> {
+    subxt::dynamic::tx("Challenges", "register_juror", ())
 }
 
 /// `Rewards.claim_rewards(pool_id)`: pays out everything settled for the caller.

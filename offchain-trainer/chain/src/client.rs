@@ -8,8 +8,8 @@ use tokio::sync::mpsc;
 
 use crate::events::{decode, SynodEvent};
 use crate::types::{
-    AccountId, FinalCheckpoint, FormerMemberRecord, Ledger, MemberInfo, MemberRecord, Participant,
-    PoolInfo,
+    AccountId, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, Ledger, MemberInfo,
+    MemberRecord, Participant, PoolInfo, Verdict,
 };
 use crate::ChainError;
 
@@ -17,12 +17,17 @@ use crate::ChainError;
 /// (`MultiAddress<AccountId32, ()>`, `MultiSignature`, `u32` block numbers, blake2-256).
 pub type Config = PolkadotConfig;
 
-/// A connection to one node. Cheap to clone (the RPC client is shared).
+/// A connection to one node. Cheap to clone (the RPC client and the submission lock are
+/// shared).
 #[derive(Clone)]
 pub struct Chain {
     /// The node's RPC address.
     pub url: String,
     pub(crate) api: OnlineClient<Config>,
+    /// Held by [`Chain::submit`] from signing to finality: one extrinsic of this process in
+    /// flight at a time, so two never take the same nonce (a background commit and a
+    /// challenge, say, would otherwise invalidate each other).
+    pub(crate) submitting: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 /// A finalized block and the Synod events in it.
@@ -59,6 +64,7 @@ impl Chain {
                     return Ok(Self {
                         url: url.to_string(),
                         api,
+                        submitting: Default::default(),
                     })
                 }
                 Err(e) if start.elapsed() >= wait => {
@@ -309,6 +315,74 @@ impl Chain {
             n += 1;
         }
         Ok(n)
+    }
+
+    /// `Challenges.NextChallengeId`: the id the next challenge gets (ids count from 0).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn next_challenge_id(&self) -> Result<u32, ChainError> {
+        Ok(self
+            .fetch::<(), u32>("Challenges", "NextChallengeId", ())
+            .await?
+            .unwrap_or(0))
+    }
+
+    /// `Challenges.OpenChallenges(id)`: `None` once resolved (or never opened).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn challenge(&self, id: u32) -> Result<Option<ChallengeInfo>, ChainError> {
+        self.fetch("Challenges", "OpenChallenges", (id,)).await
+    }
+
+    /// `Challenges.Votes(id, who)`: `who`'s vote on challenge `id` (`true` = guilty).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn vote_of(&self, id: u32, who: &AccountId) -> Result<Option<bool>, ChainError> {
+        self.fetch("Challenges", "Votes", (id, *who)).await
+    }
+
+    /// `Challenges.OpenAgainst((pool, round, who))`: challenges open against that contribution.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn open_against(
+        &self,
+        pool: u32,
+        round: u32,
+        who: &AccountId,
+    ) -> Result<u32, ChainError> {
+        Ok(self
+            .fetch::<_, u32>("Challenges", "OpenAgainst", ((pool, round, *who),))
+            .await?
+            .unwrap_or(0))
+    }
+
+    /// `Challenges.Verdicts((pool, round, who))`: the verdict on that contribution, if any.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn verdict(
+        &self,
+        pool: u32,
+        round: u32,
+        who: &AccountId,
+    ) -> Result<Option<Verdict>, ChainError> {
+        self.fetch_scale("Challenges", "Verdicts", ((pool, round, *who),))
+            .await
+    }
+
+    /// `Challenges.Jurors`: the registered jurors.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn jurors(&self) -> Result<Vec<AccountId>, ChainError> {
+        Ok(self
+            .fetch::<(), Vec<AccountId>>("Challenges", "Jurors", ())
+            .await?
+            .unwrap_or_default())
     }
 
     /// `who`'s free balance, in planck.

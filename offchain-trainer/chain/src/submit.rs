@@ -5,6 +5,8 @@
 //! connection or a dropped subscription is the same extrinsic (same hash, same nonce), which
 //! the chain can include at most once. If the pool answers that the nonce is already used, the
 //! client waits until the finalized nonce has passed ours and reports the extrinsic as landed.
+//! Submissions through one [`Chain`] (and its clones) take turns, so the nonce read at the
+//! finalized head is never one that another extrinsic of this process is still using.
 
 use std::time::Duration;
 
@@ -80,7 +82,8 @@ enum Attempt {
 }
 
 impl Chain {
-    /// Signs `call` as `signer`, submits it and waits until it is in a finalized block.
+    /// Signs `call` as `signer`, submits it and waits until it is in a finalized block; waits
+    /// first for any other submission through this client to finish.
     ///
     /// # Errors
     /// [`ChainError::Module`] / [`ChainError::Dispatch`] if it was included and failed;
@@ -91,6 +94,7 @@ impl Chain {
         call: &C,
         signer: &Signer,
     ) -> Result<Included, ChainError> {
+        let _turn = self.submitting.lock().await;
         let who = account_of(signer);
         let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
         let mut txc = at.tx();

@@ -149,3 +149,25 @@ pub struct Ledger {
     /// Bonded stake that is not unbonding.
     pub active: u128,
 }
+
+/// An open challenge (`Challenge` of `pallet-challenges`).
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct ChallengeInfo {
+    /// Pool.
+    pub pool_id: u32,
+    /// Final round whose contribution is disputed.
+    pub round: u32,
+    /// The contributor accused.
+    pub accused: AccountId,
+    /// Who opened it.
+    pub challenger: AccountId,
+    /// blake3 of the disputed payload (from the verified evidence).
+    pub payload_digest: [u8; 32],
+    /// Block at which it expires without a verdict.
+    pub expires_at: u32,
+    /// Jurors with their stake at the draw (planck); empty until drawn.
+    pub jury: Vec<(AccountId, u128)>,
+}
+
+/// A challenge's outcome (`synod_protocol::Verdict`), decoded with the runtime's own type.
+pub use synod_protocol::Verdict;

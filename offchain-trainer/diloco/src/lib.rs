@@ -29,6 +29,7 @@ mod inner;
 mod outer;
 mod pseudograd;
 mod round;
+pub mod verify;
 
 pub use aggregate::{l2_norm, AggregationRule, Aggregator, ClippedTrimmedMean, Mean};
 pub use error::DilocoError;

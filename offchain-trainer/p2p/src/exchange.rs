@@ -47,6 +47,9 @@ pub struct ExchangeOutcome {
     pub included: Vec<Contribution>,
     /// Members left out, with the reason.
     pub excluded: Vec<(u32, String)>,
+    /// The signed announcement of every included payload but our own, by member index
+    /// (SCALE `synod_protocol::evidence::Signed`): challenge evidence for that payload.
+    pub announcements: BTreeMap<u32, Arc<Vec<u8>>>,
     /// Seconds the exchange took.
     pub secs: f64,
 }
@@ -175,6 +178,10 @@ pub async fn all_gather(
             (m.index, why)
         })
         .collect();
+    let announcements = got
+        .keys()
+        .filter_map(|m| Some((*m, snap.announcements.get(&(round, *m))?.clone())))
+        .collect();
     let included = got
         .into_iter()
         .map(|(member, payload)| Contribution { member, payload })
@@ -182,6 +189,7 @@ pub async fn all_gather(
     Ok(ExchangeOutcome {
         included,
         excluded,
+        announcements,
         secs: start.elapsed().as_secs_f64(),
     })
 }

@@ -81,6 +81,10 @@ struct Behaviour {
 pub struct Snapshot {
     /// Verified announcements: (round, member) → payload.
     pub announced: BTreeMap<(u32, u32), PayloadRef>,
+    /// The first signed gossip message announcing each of `announced`, as received (SCALE
+    /// `synod_protocol::evidence::Signed`, ≤ `MAX_MESSAGE_BYTES`): the evidence an on-chain
+    /// challenge of that payload carries.
+    pub announcements: BTreeMap<(u32, u32), Arc<Vec<u8>>>,
     /// Last verified message time per member.
     pub last_seen: HashMap<u32, Instant>,
     /// Highest round each member's heartbeats have named (the round it is working on).
@@ -688,7 +692,9 @@ impl EventLoop {
                 self.round = r;
                 self.payloads.retain(|k, _| *k + 2 > r);
                 self.relayed.retain(|(k, _), _| *k + 2 > r);
-                lock(&self.shared).announced.retain(|(k, _), _| *k + 2 > r);
+                let mut s = lock(&self.shared);
+                s.announced.retain(|(k, _), _| *k + 2 > r);
+                s.announcements.retain(|(k, _), _| *k + 2 > r);
             }
             Command::SetPayload {
                 round,
@@ -794,6 +800,11 @@ impl EventLoop {
                         payload: Some(p), ..
                     } => {
                         let prev = *s.announced.entry((e.round, e.member)).or_insert(p);
+                        if prev == p {
+                            s.announcements
+                                .entry((e.round, e.member))
+                                .or_insert_with(|| Arc::new(data.to_vec()));
+                        }
                         drop(s);
                         if prev != p {
                             // Two different payloads signed for one round: equivocation.

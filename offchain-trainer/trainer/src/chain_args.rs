@@ -140,6 +140,44 @@ pub struct RunArgs {
     /// one every round. Refused unless the node's chain type is Development or Local.
     #[arg(long, value_enum, hide = true)]
     pub fault: Option<Fault>,
+    /// Share of the other contributors of each final round whose inner phase this trainer
+    /// replays (0..=1; 0 switches verification off). Default: the smallest rate at which a
+    /// contribution escapes every verifier with probability ≤ 1 % (≥ 2 verifiers per
+    /// contribution in expectation from 4 members on). A contribution outside the replay
+    /// tolerance is challenged on-chain with its signed announcement as evidence.
+    #[arg(long)]
+    pub verify_rate: Option<f64>,
+    /// Register as a juror (`Challenges.register_juror`) and vote automatically when drawn:
+    /// replay the disputed contribution, vote guilty iff it is outside the replay tolerance.
+    /// A juror drawn for a pool it does not train cannot replay and does not vote (the
+    /// runtime's no-show penalty applies).
+    #[arg(long)]
+    pub juror: bool,
+}
+
+/// `synod-trainer verify`: replays one member's contribution to a final round from what a
+/// member of that pool kept (`<base>/checkpoints`, `<base>/evidence`).
+#[derive(Args, Clone, Debug)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+    /// Pool id.
+    #[arg(long, default_value_t = 0)]
+    pub pool: u32,
+    /// Final round.
+    #[arg(long)]
+    pub round: u32,
+    /// Member index of the contributor to replay.
+    #[arg(long)]
+    pub member: u32,
+    /// Base path of a trainer of the pool (holds θ_{round−1} and the member's payload).
+    #[arg(long, default_value = "out/trainer")]
+    pub base_path: PathBuf,
+    /// Open a challenge (signed with `--suri`) if the contribution is outside the tolerance.
+    #[arg(long)]
+    pub challenge: bool,
 }
 
 /// What a `--fault` trainer sends (see [`synod_diloco::byzantine::Attack`]).

@@ -5,7 +5,9 @@
 //! * `init` — writes a pool's initial weights as a canonical checkpoint and prints its blake3.
 //! * `bench diloco|sanity|throughput|codec|allreduce|byzantine` — the benchmarks; each prints one JSON object per line.
 //! * `stake`, `pool create|show`, `run`, `claim` — the chain-backed main job: bond, create a
-//!   training pool, be one of its members until it completes, claim the rewards.
+//!   training pool, be one of its members until it completes (verifying the others and serving
+//!   as a juror), claim the rewards.
+//! * `verify` — replay one member's contribution to a final round (a one-off verification).
 
 mod args;
 mod bench;
@@ -47,6 +49,8 @@ enum Cmd {
     },
     /// Be a member of an on-chain pool: join, train every round over libp2p, commit checkpoints.
     Run(chain_args::RunArgs),
+    /// Replay one member's contribution to a final round and compare it with its signed payload.
+    Verify(chain_args::VerifyArgs),
     /// Claim settled rewards of a pool (waits for the pool to end and settle).
     Claim(chain_args::ClaimArgs),
     /// Run a benchmark (prints JSON lines).
@@ -85,6 +89,7 @@ fn main() -> anyhow::Result<()> {
         } => pool::show(&a),
         Cmd::Run(a) => pool::run(&a),
         Cmd::Claim(a) => pool::claim(&a),
+        Cmd::Verify(a) => pool::verify(&a),
         Cmd::Bench { which } => bench::run(which, threads),
     }
 }

@@ -2,7 +2,8 @@
 //! run` processes (tiny model, tinyshakespeare), one of them killed after round 1 and restarted
 //! later with the same base path; then rewards are claimed and checked against the chain.
 //! A second test runs four trainers, one of which announces 100× scaled pseudo-gradients
-//! (`--fault scale-x100`), and checks that the pool trains as a clean local run does; a third
+//! (`--fault scale-x100`), and checks that the pool trains as a clean local run does and that
+//! the three honest ones (jurors) replay, challenge, convict and slash the attacker; a third
 //! checks that `--fault` is refused against a node whose chain is declared Live.
 //! The tests take turns (`SERIAL`): each starts a node and several trainers on two cores.
 //!
@@ -94,20 +95,16 @@ impl Net {
         }
     }
 
-    /// `pool create` by //Alice with the model flags, challenge window 1 and `flags`; checks
-    /// that the pool got id 0.
+    /// `pool create` by //Alice with the model flags and `flags` (challenge window 1 unless
+    /// given); checks that the pool got id 0.
     fn create_pool(&self, flags: &[(&str, &str)]) {
-        let mut args: Vec<String> = [
-            "pool",
-            "create",
-            "--suri",
-            "//Alice",
-            "--challenge-window",
-            "1",
-        ]
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+        let mut args: Vec<String> = ["pool", "create", "--suri", "//Alice"]
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if !flags.iter().any(|(k, _)| *k == "--challenge-window") {
+            args.extend(["--challenge-window".to_string(), "1".to_string()]);
+        }
         for (k, v) in flags {
             args.extend([k.to_string(), v.to_string()]);
         }
@@ -516,7 +513,7 @@ fn clean_local_run(workers: u32, inner_steps: u32, rounds: u32) -> (f64, Vec<Str
 }
 
 #[test]
-fn scaling_trainer_cannot_derail_training_on_chain() {
+fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_training() {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const R: u32 = 3;
     const H: u32 = 30;
@@ -524,15 +521,18 @@ fn scaling_trainer_cannot_derail_training_on_chain() {
     net.create_pool(&[
         ("--min-trainers", "4"),
         ("--round-timeout", "60"),
+        ("--challenge-window", "15"),
         ("--rounds", &R.to_string()),
         ("--inner-steps", &H.to_string()),
     ]);
 
     let ports = [free_port(), free_port(), free_port(), free_port()];
-    let mut trainers: Vec<Proc> = (0..3).map(|i| net.spawn_trainer(i, &ports, &[])).collect();
+    let mut trainers: Vec<Proc> = (0..3)
+        .map(|i| net.spawn_trainer(i, &ports, &["--juror"]))
+        .collect();
     trainers.push(net.spawn_trainer(3, &ports, &["--fault", "scale-x100"]));
     for (i, p) in trainers.iter_mut().enumerate() {
-        wait_exit(p, &net, i, Duration::from_secs(600));
+        wait_exit(p, &net, i, Duration::from_secs(900));
     }
 
     let show = net.show();
@@ -577,6 +577,104 @@ fn scaling_trainer_cannot_derail_training_on_chain() {
         attacked <= clean * 1.05,
         "val loss {attacked} with a ×100 member vs {clean} clean"
     );
+
+    // Verification: the honest members replayed contributions; every honest one is within
+    // the tolerance, every one of the attacker's outside, and someone challenged it.
+    // Trainer i's account (member indices follow the order of joining).
+    let account = |i: usize| -> String {
+        net.metrics(i)
+            .iter()
+            .find(|e| e["event"] == "joined")
+            .and_then(|e| e["account"].as_str().map(str::to_string))
+            .unwrap()
+    };
+    let eve = account(3);
+    let mut replays_of_eve = 0;
+    for i in 0..3 {
+        for e in net.metrics(i).iter().filter(|e| e["event"] == "verified") {
+            let honest = e["honest"].as_bool().unwrap();
+            if e["account"] == eve.as_str() {
+                replays_of_eve += 1;
+                assert!(!honest, "trainer {i} passed the attacker: {e}");
+            } else {
+                assert!(honest, "trainer {i} flagged an honest member: {e}");
+            }
+        }
+    }
+    assert!(replays_of_eve > 0, "nobody replayed the attacker");
+    let opened = (0..3)
+        .flat_map(|i| net.metrics(i))
+        .filter(|e| e["event"] == "challenge" && e["outcome"] == "opened")
+        .count();
+    assert!(opened > 0, "the attacker was never challenged");
+    // The automatic jury convicted it: guilty votes were cast, its contribution to at least
+    // one round has a Guilty verdict, no honest contribution has one, and its stake fell.
+    let guilty_votes = (0..3)
+        .flat_map(|i| net.metrics(i))
+        .filter(|e| e["event"] == "vote" && e["guilty"] == true)
+        .count();
+    assert!(guilty_votes > 0, "no juror voted guilty");
+    let mut convicted = 0;
+    for f in &finals {
+        for (who, verdict) in f["verdicts"].as_object().unwrap() {
+            if *who == eve {
+                convicted += usize::from(verdict == "Guilty");
+            } else {
+                assert_ne!(verdict, "Guilty", "honest {who} convicted in {f}");
+            }
+        }
+    }
+    assert!(convicted > 0, "the attacker was not convicted: {show}");
+    let stake = |i: usize| -> u128 {
+        show["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["account"] == account(i).as_str())
+            .and_then(|m| m["active_stake"].as_str()?.parse().ok())
+            .unwrap()
+    };
+    assert!(
+        stake(3) < STAKE,
+        "the attacker kept its stake: {}",
+        stake(3)
+    );
+    for i in 0..3 {
+        assert_eq!(stake(i), STAKE, "honest member {i} lost stake");
+    }
+}
+
+/// A trainer submits its commit in the background while it opens a challenge or votes: two
+/// extrinsics of one account in flight at once must not take the same nonce (before, the
+/// second one invalidated the first: "rendered invalid by another extrinsic").
+#[test]
+fn concurrent_extrinsics_of_one_account_do_not_invalidate_each_other() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = Net::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let chain = synod_chain::Chain::connect(&net.rpc, Duration::from_secs(180))
+            .await
+            .unwrap();
+        let bob = synod_chain::submit::signer_from_suri("//Bob").unwrap();
+        let who = synod_chain::submit::account_of(&bob);
+        let before = chain.nonce(&who).await.unwrap();
+        let calls: Vec<_> = (1..=3u128)
+            .map(|i| {
+                let (chain, bob) = (chain.clone(), bob.clone());
+                tokio::spawn(async move {
+                    chain
+                        .submit(&synod_chain::calls::bond(i * UNIT), &bob)
+                        .await
+                })
+            })
+            .collect();
+        for c in calls {
+            c.await.unwrap().unwrap();
+        }
+        assert_eq!(chain.nonce(&who).await.unwrap(), before + 3);
+        assert_eq!(chain.active_stake(&who).await.unwrap(), 6 * UNIT);
+    });
 }
 
 #[test]

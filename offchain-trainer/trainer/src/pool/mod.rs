@@ -4,6 +4,7 @@
 mod member;
 mod recipe;
 mod store;
+mod verify;
 
 use std::time::Duration;
 
@@ -15,7 +16,9 @@ use synod_chain::{calls, Chain, Signer, SynodEvent, UNIT};
 pub use member::run;
 pub use recipe::{recipe_json, Recipe};
 
-use crate::chain_args::{ChainArgs, ClaimArgs, PoolCreateArgs, PoolShowArgs, StakeArgs};
+use crate::chain_args::{
+    ChainArgs, ClaimArgs, PoolCreateArgs, PoolShowArgs, StakeArgs, VerifyArgs,
+};
 
 /// A tokio runtime for the chain client and the libp2p node (2 worker threads).
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -122,14 +125,24 @@ pub fn show(a: &PoolShowArgs) -> Result<()> {
         let mut rounds = Vec::new();
         for r in 1..=pool.spec.rounds {
             if let Some(f) = chain.final_checkpoint(a.pool, r).await? {
+                let mut verdicts = serde_json::Map::new();
+                for c in &f.contributors {
+                    if let Some(v) = chain.verdict(a.pool, r, c).await? {
+                        verdicts.insert(c.to_string(), format!("{v:?}").into());
+                    }
+                }
                 rounds.push(serde_json::json!({
                     "round": r, "status": "final", "hash": hex(&f.hash), "parent": hex(&f.parent),
                     "included": f.included, "contributors": f.contributors.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                    "finalized_at": f.finalized_at,
+                    "finalized_at": f.finalized_at, "verdicts": verdicts,
                 }));
             } else if chain.voided(a.pool, r).await? {
                 rounds.push(serde_json::json!({"round": r, "status": "voided"}));
             }
+        }
+        let mut active = Vec::new();
+        for m in &members {
+            active.push(chain.active_stake(&m.account).await?.to_string());
         }
         println!(
             "{}",
@@ -137,9 +150,9 @@ pub fn show(a: &PoolShowArgs) -> Result<()> {
                 "pool_id": a.pool, "status": format!("{:?}", pool.status), "current_round": pool.current_round,
                 "rounds": pool.spec.rounds, "inner_steps": pool.spec.inner_steps,
                 "reward_per_round": pool.spec.reward_per_round.to_string(),
-                "members": members.iter().map(|m| serde_json::json!({
+                "members": members.iter().zip(&active).map(|(m, active)| serde_json::json!({
                     "index": m.record.index, "account": m.account.to_string(), "stake": m.record.stake.to_string(),
-                    "from_round": m.record.from_round,
+                    "from_round": m.record.from_round, "active_stake": active,
                 })).collect::<Vec<_>>(),
                 "final_rounds": rounds,
                 "unsettled_rounds": chain.unsettled_rounds(a.pool).await?,
@@ -147,6 +160,76 @@ pub fn show(a: &PoolShowArgs) -> Result<()> {
         );
         Ok(())
     })
+}
+
+/// `synod-trainer verify`: replays `--member`'s contribution to final `--round` from the
+/// checkpoint and payload a member of the pool kept under `--base-path`, prints the distance
+/// (JSON), and with `--challenge` opens a challenge when it is outside the tolerance.
+pub fn verify(a: &VerifyArgs) -> Result<()> {
+    let recipe = Recipe::load(&a.recipe)?;
+    let rt = runtime()?;
+    let (chain, signer) = rt.block_on(connect(&a.chain))?;
+    let info = rt
+        .block_on(chain.pool(a.pool))?
+        .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
+    recipe.check(&info.spec, &a.recipe)?;
+    let f = rt
+        .block_on(chain.final_checkpoint(a.pool, a.round))?
+        .ok_or_else(|| anyhow!("round {} of pool {} is not final", a.round, a.pool))?;
+    let store = store::Store::open(&a.base_path.join("checkpoints"))?;
+    let parent = store.get(&f.parent).ok_or_else(|| {
+        anyhow!(
+            "θ of round {} ({}) is not under {}",
+            a.round - 1,
+            hex(&f.parent),
+            a.base_path.display()
+        )
+    })?;
+    let kept = verify::Retained::open(&a.base_path.join("evidence"))?;
+    let claimed = kept.payload(a.round, a.member).ok_or_else(|| {
+        anyhow!(
+            "no payload of member {} for round {} under {}",
+            a.member,
+            a.round,
+            a.base_path.display()
+        )
+    })?;
+    let mut replayer = verify::Replayer::new(info.spec.inner_steps, info.spec.rounds);
+    let rep = replayer.check(&recipe, &a.recipe, &parent, a.round, a.member, &claimed)?;
+    let mut challenge = serde_json::Value::Null;
+    if a.challenge && !rep.honest {
+        let snapshot = rt
+            .block_on(chain.round_snapshot(a.pool, a.round))?
+            .ok_or_else(|| {
+                anyhow!(
+                    "round {} is settled: it can no longer be challenged",
+                    a.round
+                )
+            })?;
+        let who = snapshot
+            .iter()
+            .find(|p| p.index == a.member)
+            .map(|p| p.who.clone())
+            .ok_or_else(|| anyhow!("member {} is not in round {}'s snapshot", a.member, a.round))?;
+        let evidence = kept.announcement(a.round, a.member).ok_or_else(|| {
+            anyhow!(
+                "no signed announcement of member {} kept: cannot challenge",
+                a.member
+            )
+        })?;
+        let call = calls::open_challenge(a.pool, a.round, who.clone(), evidence)?;
+        rt.block_on(chain.submit(&call, &signer))?;
+        challenge = serde_json::json!({"accused": who.to_string(), "opened": true});
+    }
+    println!(
+        "{}",
+        serde_json::json!({
+            "pool": a.pool, "round": a.round, "member": a.member, "distance": rep.distance,
+            "tolerance": synod_diloco::verify::REPLAY_TOLERANCE, "honest": rep.honest,
+            "replay_secs": rep.secs, "challenge": challenge,
+        })
+    );
+    Ok(())
 }
 
 /// `synod-trainer claim`: waits (up to `--wait`) until the pool is over and every final round

@@ -68,3 +68,13 @@ pub(super) async fn register(
     );
     Ok((rec.index, rec.from_round, false))
 }
+
+/// Registers as a juror (`Challenges.register_juror`); already being one is fine.
+pub(super) async fn register_juror(chain: &Chain, signer: &Signer) -> Result<()> {
+    match chain.submit(&calls::register_juror(), signer).await {
+        Ok(_) => tracing::info!("registered as a juror"),
+        Err(e) if e.is_module("Challenges", "AlreadyJuror") => {}
+        Err(e) => bail!("register_juror: {e}"),
+    }
+    Ok(())
+}

@@ -12,10 +12,16 @@
 //!   voided, re-sync from the final checkpoint and redo the inner phase, so a wrong payload is
 //!   never announced — then exchange, aggregate, outer step, store and serve θ_r, and commit
 //!   its hash in the background while round r+1's inner phase runs.
-//! * **End**: when the pool completes, write `<base>/loss.png` and keep serving until live
-//!   peers have our last payload.
+//! * **Verify** (between rounds, [`duty`]): keep the included set's payloads and signed
+//!   announcements (`<base>/evidence/`); once a round is final, replay a sample of the other
+//!   contributors' inner phases and challenge on-chain any that is outside the replay
+//!   tolerance; as a juror (`--juror`), replay disputed contributions and vote.
+//! * **End**: when the pool completes, keep verifying and judging until the last round can no
+//!   longer be challenged, write `<base>/loss.png` and keep serving until live peers have our
+//!   last payload.
 
 mod catch_up;
+mod duty;
 mod exchange_set;
 mod join;
 mod rounds;
@@ -29,7 +35,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use synod_chain::submit::account_of;
-use synod_chain::types::{MemberInfo, PoolInfo, PoolStatus};
+use synod_chain::types::{AccountId, MemberInfo, PoolInfo, PoolStatus};
 use synod_chain::{Chain, Signer};
 use synod_checkpoint::CheckpointHash;
 use synod_diloco::OuterState;
@@ -42,6 +48,7 @@ use tokio::runtime::Runtime;
 
 use super::recipe::Recipe;
 use super::store::Store;
+use super::verify::{Replayer, Retained};
 use super::{connect, runtime};
 use crate::chain_args::RunArgs;
 use crate::metrics::Metrics;
@@ -63,6 +70,13 @@ struct Trainer<'a> {
     worker: TchInnerTrainer,
     members: Vec<MemberInfo>,
     metrics: Metrics,
+    /// Our account (the verifier identity in [`synod_diloco::verify::sampled`]).
+    account: AccountId,
+    /// The pool's challenge window, in blocks.
+    challenge_window: u32,
+    retained: Retained,
+    replayer: Replayer,
+    duties: duty::Duties,
     tokens: u64,
     /// (tokens, validation loss) of every round this process evaluated, for `loss.png`.
     curve: Vec<(f64, f64)>,
@@ -97,6 +111,9 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let peer_id = keypair.public().to_peer_id();
     let (me, from_round, resumed) =
         rt.block_on(register(&chain, &signer, a, &peer_id, &member_key))?;
+    if a.juror {
+        rt.block_on(join::register_juror(&chain, &signer))?;
+    }
 
     let own = Member {
         index: me,
@@ -150,6 +167,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         recipe
             .setup
             .replica(&a.recipe.model, me, started.spec.inner_steps, total_steps)?;
+    let account = account_of(&signer);
     let mut t = Trainer {
         a,
         rt,
@@ -165,6 +183,11 @@ pub fn run(a: &RunArgs) -> Result<()> {
         worker,
         members: Vec::new(),
         metrics,
+        account,
+        challenge_window: started.spec.challenge_window,
+        retained: Retained::open(&a.base_path.join("evidence"))?,
+        replayer: Replayer::new(started.spec.inner_steps, started.spec.rounds),
+        duties: duty::Duties::default(),
         tokens: 0,
         curve: Vec::new(),
     };

@@ -9,7 +9,7 @@ use synod_chain::calls;
 use synod_chain::types::PoolStatus;
 use synod_checkpoint::CheckpointHash;
 use synod_diloco::byzantine::Adversary;
-use synod_p2p::{all_gather, ExchangeConfig};
+use synod_p2p::{all_gather, ExchangeConfig, ExchangeOutcome};
 use tokio::task::JoinHandle;
 
 use super::{Event, Trainer};
@@ -68,6 +68,17 @@ impl Trainer<'_> {
         Ok(closed)
     }
 
+    /// Keeps the included set's payloads and signed announcements of `round` for verification.
+    fn retain(&mut self, round: u32, ex: &ExchangeOutcome) {
+        for c in ex.included.iter().filter(|c| c.member != self.me) {
+            let ann = ex.announcements.get(&c.member).map(|a| a.as_slice());
+            if let Err(e) = self.retained.save(round, c.member, &c.payload, ann) {
+                tracing::warn!(round, member = c.member, "cannot keep evidence: {e}");
+            }
+        }
+        self.duties.to_verify.insert(round);
+    }
+
     /// Trains until the pool's last round; returns the last round we computed.
     pub(super) fn train(&mut self, from_round: u32, resumed: bool) -> Result<u32> {
         let Some(mut state) = self.catch_up(from_round, resumed)? else {
@@ -120,6 +131,7 @@ impl Trainer<'_> {
             let stakes = self.refresh_members(r)?;
             let payload_bytes = mine.payload.len() as u64;
             let ex = self.block_on(all_gather(&self.client, r, mine.payload, xcfg))?;
+            self.retain(r, &ex);
             let t_outer = Instant::now();
             let outcome = state.apply(&ex.included, rule.aggregator(Some(&stakes)).as_ref())?;
             self.store.put(&outcome.checkpoint)?;
@@ -162,6 +174,7 @@ impl Trainer<'_> {
                 commit,
             });
             last = r;
+            self.duties();
         }
         if let Some(p) = pending.take() {
             if let Closed::Final(h) = self.settle(p)? {
@@ -179,7 +192,7 @@ impl Trainer<'_> {
     }
 
     /// Waits for the pool to complete, then serves until live peers have our last payload.
-    pub(super) fn finish(self, last: u32) -> Result<()> {
+    pub(super) fn finish(mut self, last: u32) -> Result<()> {
         let (chain, pool) = (&self.chain, self.pool);
         let p = self.block_on(chain.wait_for(
             "the pool to complete",
@@ -191,6 +204,7 @@ impl Trainer<'_> {
                     .filter(|p| p.status != PoolStatus::Training))
             },
         ))?;
+        self.finish_duties(Duration::from_secs(900))?;
         let (f, h) = self.last_final()?;
         if !self.curve.is_empty() {
             let label = format!("member {} of pool {pool}, H={}", self.me, self.inner_steps);

@@ -1,0 +1,135 @@
+//! Replay verification of contributions (ARCHITECTURE.md, step 7): the rules every verifier
+//! and juror apply, so that they agree on what counts as honest.
+//!
+//! A member's inner phase is a pure function of θ_{r−1}, its member index, the round and the
+//! pool's recipe (fresh AdamW each round, batches drawn from `(seed, member, round, step)`): a
+//! verifier re-runs it ([`OuterState::contribute`](crate::OuterState::contribute) with a replica
+//! of the accused's index), encodes it with the pool's codec and compares the two *decoded*
+//! pseudo-gradients with [`replay_distance`]. Replays differ from the original only by
+//! floating-point reassociation (thread counts, devices) and the codec's rounding; anything
+//! above [`REPLAY_TOLERANCE`] is not the accused's honest work. This is the Proof-of-Learning
+//! check of Jia et al. 2021 (§4, "verification by re-execution") applied to whole inner phases.
+//!
+//! Which contributions a verifier replays is drawn with [`sampled`] from the round's final
+//! checkpoint hash and the verifier's own identity: unknown to the accused when it announces
+//! (the hash does not exist yet), different for every verifier (the work spreads), and
+//! checkable by anyone afterwards.
+
+use synod_checkpoint::ParamSet;
+
+use crate::{decode_pseudo_gradient, DilocoError};
+
+/// Largest [`replay_distance`] of an honest contribution. Measured on the tiny model, H = 30,
+/// int8 (`synod-model` tests `replay.rs`, which print the figures): a replay with the same
+/// thread count is bit-identical (0), 1 vs 2 libtorch threads differ by 1.3·10⁻⁷ (margin
+/// ≈ 75 000×); a member that skips 3 of its 30 inner steps is at 0.13 (12.8× the tolerance),
+/// and the attacks of [`crate::byzantine`] at ≥ 0.61 (copy: 0.61, ALIE: 0.63, zeros: 1,
+/// sign flip: 2, Gaussian: 10, ×100: 99). CPU vs CUDA is not measured yet (no GPU here).
+pub const REPLAY_TOLERANCE: f64 = 1e-2;
+
+/// Domain separator of [`sampled`]'s draw.
+const SAMPLE_DOMAIN: &[u8] = b"synod/verify/sample/v1";
+
+/// Relative L2 distance ‖claimed − replayed‖ / ‖replayed‖ between two encoded pseudo-gradients
+/// of `member` for the parameters `params` (θ_{r−1}), both decoded with the codec's own checks.
+/// A zero replay gives ‖claimed‖ (so 0 against 0). Sums in f64 in tensor order: every verifier
+/// computes the same figure.
+///
+/// # Errors
+/// [`DilocoError::Decode`] / [`DilocoError::Layout`] if either payload does not decode against
+/// `params` (a verifier treats a claimed payload that does not decode as a mismatch).
+pub fn replay_distance(
+    params: &ParamSet,
+    member: u32,
+    claimed: &[u8],
+    replayed: &[u8],
+) -> Result<f64, DilocoError> {
+    let c = decode_pseudo_gradient(params, member, claimed)?;
+    let r = decode_pseudo_gradient(params, member, replayed)?;
+    let (mut diff, mut norm) = (0f64, 0f64);
+    if c.len() != r.len() {
+        return Err(DilocoError::LayoutMismatch);
+    }
+    for (a, b) in c.iter().zip(&r) {
+        if a.len() != b.len() {
+            return Err(DilocoError::LayoutMismatch);
+        }
+        for (x, y) in a.iter().zip(b.iter()) {
+            let d = f64::from(*x) - f64::from(*y);
+            diff += d * d;
+            norm += f64::from(*y) * f64::from(*y);
+        }
+    }
+    let diff = diff.sqrt();
+    Ok(if norm > 0.0 { diff / norm.sqrt() } else { diff })
+}
+
+/// Whether a contribution at `distance` from its replay is honest (≤ [`REPLAY_TOLERANCE`];
+/// NaN is not).
+pub fn within_tolerance(distance: f64) -> bool {
+    distance <= REPLAY_TOLERANCE
+}
+
+/// The default share of the other contributors each verifier replays, for `contributors`
+/// members in a round: the smallest rate at which a contribution escapes all `contributors − 1`
+/// other verifiers with probability ≤ 1 % (`1 − 0.01^{1/(n−1)}`, so ≥ 2 verifiers in
+/// expectation from n = 4 on). 1.0 for n ≤ 2, 0.0 for a single member.
+pub fn default_sample_rate(contributors: usize) -> f64 {
+    match contributors {
+        0 | 1 => 0.0,
+        n => 1.0 - 0.01f64.powf(1.0 / (n - 1) as f64),
+    }
+}
+
+/// Whether `verifier` (its account or key bytes) replays `member`'s contribution to `round`,
+/// whose final checkpoint is `final_hash`: blake3 of the inputs read as a uniform number in
+/// [0, 1), below `rate`. Rates ≥ 1 select everything, ≤ 0 nothing.
+pub fn sampled(final_hash: &[u8; 32], verifier: &[u8], round: u32, member: u32, rate: f64) -> bool {
+    let mut h = blake3::Hasher::new();
+    h.update(SAMPLE_DOMAIN);
+    h.update(final_hash);
+    h.update(&(verifier.len() as u64).to_le_bytes());
+    h.update(verifier);
+    h.update(&round.to_le_bytes());
+    h.update(&member.to_le_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&h.finalize().as_bytes()[..8]);
+    let x = u64::from_le_bytes(first) as f64 / (u64::MAX as f64 + 1.0);
+    x < rate
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_rate_leaves_at_most_one_percent_unchecked_and_two_verifiers_expected() {
+        for n in 2..64usize {
+            let p = default_sample_rate(n);
+            let escape = (1.0 - p).powi(n as i32 - 1);
+            assert!(escape <= 0.010_000_1, "n={n}: escapes with {escape}");
+            if n >= 4 {
+                assert!((n - 1) as f64 * p >= 2.0, "n={n}: {p}");
+            }
+        }
+        assert_eq!(default_sample_rate(1), 0.0);
+    }
+
+    #[test]
+    fn sampling_spreads_over_verifiers_and_follows_the_rate() {
+        let hash = [7u8; 32];
+        let hits = (0..10_000u32)
+            .filter(|m| sampled(&hash, b"alice", 3, *m, 0.25))
+            .count();
+        assert!((2300..2700).contains(&hits), "{hits}");
+        let same = (0..1000u32)
+            .filter(|m| sampled(&hash, b"alice", 3, *m, 0.5) == sampled(&hash, b"bob", 3, *m, 0.5))
+            .count();
+        assert!(
+            (400..600).contains(&same),
+            "verifiers must draw independently: {same}"
+        );
+        assert!(sampled(&hash, b"x", 1, 1, 1.0));
+        assert!(!sampled(&hash, b"x", 1, 1, 0.0));
+    }
+}

@@ -1,0 +1,16 @@
+//! Verification (ARCHITECTURE.md, step 7): what a member keeps of every round it took part in,
+//! and the replay of another member's inner phase that verifiers and jurors run.
+//!
+//! * [`retained`]: the payloads and signed announcements of a round's included set, on disk
+//!   under `<base>/evidence/` until the round can no longer be challenged.
+//! * [`replay`]: re-runs a member's inner phase from θ_{r−1} and measures the distance to its
+//!   signed payload ([`synod_diloco::verify`] holds the rules: distance, tolerance, sampling).
+//!
+//! The duties built on them (sampling final rounds, opening challenges, voting as a juror)
+//! run inside `synod-trainer run` (`member::duty`); `synod-trainer verify` is a one-off replay.
+
+pub mod replay;
+pub mod retained;
+
+pub use replay::Replayer;
+pub use retained::Retained;

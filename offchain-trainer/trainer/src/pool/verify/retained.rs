@@ -1,0 +1,121 @@
+//! The evidence a member keeps of each round: `<base>/evidence/<round>/<member>.payload` (the
+//! encoded pseudo-gradient, synod-codec bytes, checked against the author's signed digest when
+//! it was fetched) and `<member>.announcement` (the author's signed gossip message announcing
+//! it, SCALE `synod_protocol::evidence::Signed`, ≤ 8 KiB). Payloads live on disk, not in
+//! memory: a round of N members holds N payloads only while it can be challenged.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// The evidence directory of one trainer.
+pub struct Retained {
+    dir: PathBuf,
+}
+
+impl Retained {
+    /// Opens (creating) `dir`.
+    ///
+    /// # Errors
+    /// If the directory cannot be created.
+    pub fn open(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    fn round_dir(&self, round: u32) -> PathBuf {
+        self.dir.join(round.to_string())
+    }
+
+    /// Keeps `member`'s `payload` for `round` and, when given, its signed `announcement`
+    /// (written to temporary files, then renamed).
+    ///
+    /// # Errors
+    /// File errors.
+    pub fn save(
+        &self,
+        round: u32,
+        member: u32,
+        payload: &[u8],
+        announcement: Option<&[u8]>,
+    ) -> Result<()> {
+        let d = self.round_dir(round);
+        std::fs::create_dir_all(&d)?;
+        let write = |name: String, bytes: &[u8]| -> Result<()> {
+            let tmp = d.join(format!(".{name}.tmp"));
+            std::fs::write(&tmp, bytes)?;
+            std::fs::rename(&tmp, d.join(name))?;
+            Ok(())
+        };
+        write(format!("{member}.payload"), payload)?;
+        if let Some(a) = announcement {
+            write(format!("{member}.announcement"), a)?;
+        }
+        Ok(())
+    }
+
+    /// `member`'s payload of `round`, if kept.
+    pub fn payload(&self, round: u32, member: u32) -> Option<Vec<u8>> {
+        std::fs::read(self.round_dir(round).join(format!("{member}.payload"))).ok()
+    }
+
+    /// `member`'s signed announcement of `round`, if kept.
+    pub fn announcement(&self, round: u32, member: u32) -> Option<Vec<u8>> {
+        std::fs::read(self.round_dir(round).join(format!("{member}.announcement"))).ok()
+    }
+
+    /// The member whose kept payload of `round` hashes (blake3) to `digest`.
+    pub fn member_with_digest(&self, round: u32, digest: &[u8; 32]) -> Option<u32> {
+        let entries = std::fs::read_dir(self.round_dir(round)).ok()?;
+        entries.flatten().find_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let member: u32 = name.strip_suffix(".payload")?.parse().ok()?;
+            let bytes = std::fs::read(e.path()).ok()?;
+            (blake3::hash(&bytes).as_bytes() == digest).then_some(member)
+        })
+    }
+
+    /// Rounds with kept evidence, ascending.
+    pub fn rounds(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = std::fs::read_dir(&self.dir)
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().into_string().ok()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort_unstable();
+        out
+    }
+
+    /// Deletes the evidence of `round` (it can no longer be challenged).
+    pub fn forget(&self, round: u32) {
+        let _ = std::fs::remove_dir_all(self.round_dir(round));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_payloads_are_found_by_their_signed_digest_and_forgotten_per_round() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = Retained::open(dir.path()).unwrap();
+        r.save(3, 0, b"zero", Some(b"sig0")).unwrap();
+        r.save(3, 2, b"two", None).unwrap();
+        r.save(4, 1, b"one", Some(b"sig1")).unwrap();
+        assert_eq!(r.rounds(), vec![3, 4]);
+        assert_eq!(r.payload(3, 2).as_deref(), Some(&b"two"[..]));
+        assert_eq!(r.announcement(3, 0).as_deref(), Some(&b"sig0"[..]));
+        assert_eq!(r.announcement(3, 2), None);
+        let d = *blake3::hash(b"two").as_bytes();
+        assert_eq!(r.member_with_digest(3, &d), Some(2));
+        assert_eq!(r.member_with_digest(4, &d), None);
+        r.forget(3);
+        assert_eq!(r.rounds(), vec![4]);
+        assert_eq!(r.payload(3, 2), None);
+    }
+}
