@@ -1,7 +1,7 @@
 //! The swarm: a cloneable [`Client`] handle, a [`Command`] channel and an event loop task
 //! (the shape of rust-libp2p's `file-sharing` example).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -120,6 +120,7 @@ enum Command {
     PublishRaw(Vec<u8>),
     SetMembers(Arc<MemberSet>),
     SetPassive(bool),
+    ServeOwnTo(Option<BTreeSet<u32>>),
     Relay {
         round: u32,
         member: u32,
@@ -428,6 +429,16 @@ impl Client {
         self.send(Command::SetPassive(passive)).await
     }
 
+    /// Fault injection (tests): serves our own payloads only to the members in `to` (`None`:
+    /// to every member again). Announcements go out as usual, so the others see a payload
+    /// they cannot fetch from its author; only relays can spread it.
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn withhold_own_payloads(&self, to: Option<BTreeSet<u32>>) -> Result<(), NetError> {
+        self.send(Command::ServeOwnTo(to)).await
+    }
+
     /// Publishes bytes on the pool topic without signing or checks (for tools and tests).
     ///
     /// # Errors
@@ -557,6 +568,7 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         pending: HashMap::new(),
         heartbeat: cfg.heartbeat,
         passive: false,
+        serve_own_to: None,
     };
     tokio::spawn(ev.run());
     Ok(Client {
@@ -591,6 +603,9 @@ struct EventLoop {
     heartbeat: Duration,
     /// No heartbeats while set (see [`Client::set_passive`]).
     passive: bool,
+    /// Members our own payloads are served to; `None`: every member (see
+    /// [`Client::withhold_own_payloads`]).
+    serve_own_to: Option<BTreeSet<u32>>,
 }
 
 impl EventLoop {
@@ -747,6 +762,7 @@ impl EventLoop {
                     self.publish_alive();
                 }
             }
+            Command::ServeOwnTo(to) => self.serve_own_to = to,
             Command::Relay {
                 round,
                 member,
@@ -859,10 +875,16 @@ impl EventLoop {
                 if pool != self.members.pool {
                     return ChunkResponse::NotFound;
                 }
+                let asker = self.members.by_peer(&peer).map(|m| m.index);
                 let own = self
                     .payloads
                     .get(&round)
                     .filter(|_| member == self.me)
+                    .filter(|_| {
+                        self.serve_own_to
+                            .as_ref()
+                            .is_none_or(|to| asker.is_some_and(|a| to.contains(&a)))
+                    })
                     .map(|(p, b)| (p.digest, b));
                 match own.or_else(|| self.relayed.get(&(round, member)).map(|(d, b)| (*d, b))) {
                     Some((d, bytes)) if d == digest => serve(bytes, offset, len),

@@ -137,7 +137,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub quiet: bool,
     /// Fault injection for tests: announce a Byzantine pseudo-gradient instead of the honest
-    /// one every round. Refused unless the node's chain type is Development or Local.
+    /// one every round, copy another member's, or withhold ours from most peers. Refused
+    /// unless the node's chain type is Development or Local.
     #[arg(long, value_enum, hide = true)]
     pub fault: Option<Fault>,
     /// Share of the other contributors of each final round whose inner phase this trainer
@@ -191,16 +192,22 @@ pub enum Fault {
     Zeros,
     /// Gaussian noise, 10× the RMS of Δ.
     Gaussian,
+    /// Free-riding: announce another member's payload of the round (fetched after it is
+    /// announced) as our own.
+    Copy,
+    /// Serve our payload only to the lowest-indexed other member: the rest must get it relayed.
+    Withhold,
 }
 
 impl Fault {
-    /// The simulated attack.
-    pub fn attack(self) -> Attack {
+    /// The simulated attack on our own pseudo-gradient, if this fault is one.
+    pub fn attack(self) -> Option<Attack> {
         match self {
-            Fault::SignFlip => Attack::SignFlip,
-            Fault::ScaleX100 => Attack::ScaleX100,
-            Fault::Zeros => Attack::Zeros,
-            Fault::Gaussian => Attack::Gaussian,
+            Fault::SignFlip => Some(Attack::SignFlip),
+            Fault::ScaleX100 => Some(Attack::ScaleX100),
+            Fault::Zeros => Some(Attack::Zeros),
+            Fault::Gaussian => Some(Attack::Gaussian),
+            Fault::Copy | Fault::Withhold => None,
         }
     }
 }

@@ -3,7 +3,9 @@
 //! later with the same base path; then rewards are claimed and checked against the chain.
 //! A second test runs four trainers, one of which announces 100× scaled pseudo-gradients
 //! (`--fault scale-x100`), and checks that the pool trains as a clean local run does and that
-//! the three honest ones (jurors) replay, challenge, convict and slash the attacker; a third
+//! the three honest ones (jurors) replay, challenge, convict and slash the attacker; another
+//! does the same with a free-rider (`--fault copy`) next to a member that withholds its payload
+//! from all but one peer (`--fault withhold`), which must not void a round; a third
 //! checks that `--fault` is refused against a node whose chain is declared Live.
 //! The tests take turns (`SERIAL`): each starts a node and several trainers on two cores.
 //!
@@ -578,70 +580,146 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
         "val loss {attacked} with a ×100 member vs {clean} clean"
     );
 
-    // Verification: the honest members replayed contributions; every honest one is within
-    // the tolerance, every one of the attacker's outside, and someone challenged it.
-    // Trainer i's account (member indices follow the order of joining).
-    let account = |i: usize| -> String {
-        net.metrics(i)
-            .iter()
-            .find(|e| e["event"] == "joined")
-            .and_then(|e| e["account"].as_str().map(str::to_string))
-            .unwrap()
-    };
-    let eve = account(3);
-    let mut replays_of_eve = 0;
-    for i in 0..3 {
+    assert_cheater_convicted(&net, &show, &[0, 1, 2], 3, &[]);
+}
+
+/// Trainer `i`'s account (member indices follow the order of joining).
+fn account(net: &Net, i: usize) -> String {
+    net.metrics(i)
+        .iter()
+        .find(|e| e["event"] == "joined")
+        .and_then(|e| e["account"].as_str().map(str::to_string))
+        .unwrap()
+}
+
+/// Checks the verification of a finished pool with trainers `honest` (run with `--juror`),
+/// one `cheater`, and members in `innocent` that misbehaved on the network only: every replay
+/// of the cheater is outside the tolerance and every other inside; the cheater was challenged,
+/// voted guilty by the automatic jury, convicted in at least one round and slashed; nobody
+/// else was convicted or lost stake.
+fn assert_cheater_convicted(
+    net: &Net,
+    show: &Value,
+    honest: &[usize],
+    cheater: usize,
+    innocent: &[usize],
+) {
+    let cheat = account(net, cheater);
+    let mut replays_of_cheater = 0;
+    for &i in honest {
         for e in net.metrics(i).iter().filter(|e| e["event"] == "verified") {
-            let honest = e["honest"].as_bool().unwrap();
-            if e["account"] == eve.as_str() {
-                replays_of_eve += 1;
-                assert!(!honest, "trainer {i} passed the attacker: {e}");
+            let ok = e["honest"].as_bool().unwrap();
+            if e["account"] == cheat.as_str() {
+                replays_of_cheater += 1;
+                assert!(!ok, "trainer {i} passed the cheater: {e}");
             } else {
-                assert!(honest, "trainer {i} flagged an honest member: {e}");
+                assert!(ok, "trainer {i} flagged an honest member: {e}");
             }
         }
     }
-    assert!(replays_of_eve > 0, "nobody replayed the attacker");
-    let opened = (0..3)
-        .flat_map(|i| net.metrics(i))
-        .filter(|e| e["event"] == "challenge" && e["outcome"] == "opened")
-        .count();
-    assert!(opened > 0, "the attacker was never challenged");
-    // The automatic jury convicted it: guilty votes were cast, its contribution to at least
-    // one round has a Guilty verdict, no honest contribution has one, and its stake fell.
-    let guilty_votes = (0..3)
-        .flat_map(|i| net.metrics(i))
-        .filter(|e| e["event"] == "vote" && e["guilty"] == true)
-        .count();
-    assert!(guilty_votes > 0, "no juror voted guilty");
+    assert!(replays_of_cheater > 0, "nobody replayed the cheater");
+    let events = |kind: &str| -> Vec<Value> {
+        honest
+            .iter()
+            .flat_map(|i| net.metrics(*i))
+            .filter(|e| e["event"] == kind)
+            .collect()
+    };
+    assert!(
+        events("challenge").iter().any(|e| e["outcome"] == "opened"),
+        "the cheater was never challenged"
+    );
+    let votes = events("vote");
+    assert!(
+        votes.iter().any(|e| e["guilty"] == true),
+        "no juror voted guilty"
+    );
+    // Every honest juror's vote on the cheater is guilty (a copier's digest is its victim's:
+    // a juror must replay the accused's index, not whoever else sent the same bytes).
+    for v in votes.iter().filter(|v| v["accused"] == cheat.as_str()) {
+        assert_eq!(
+            v["guilty"], true,
+            "an honest juror acquitted the cheater: {v}"
+        );
+    }
     let mut convicted = 0;
-    for f in &finals {
+    for f in final_rounds(show) {
         for (who, verdict) in f["verdicts"].as_object().unwrap() {
-            if *who == eve {
+            if *who == cheat {
                 convicted += usize::from(verdict == "Guilty");
             } else {
-                assert_ne!(verdict, "Guilty", "honest {who} convicted in {f}");
+                assert_ne!(verdict, "Guilty", "{who} convicted in {f}");
             }
         }
     }
-    assert!(convicted > 0, "the attacker was not convicted: {show}");
+    assert!(convicted > 0, "the cheater was not convicted: {show}");
     let stake = |i: usize| -> u128 {
         show["members"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|m| m["account"] == account(i).as_str())
+            .find(|m| m["account"] == account(net, i).as_str())
             .and_then(|m| m["active_stake"].as_str()?.parse().ok())
             .unwrap()
     };
-    assert!(
-        stake(3) < STAKE,
-        "the attacker kept its stake: {}",
-        stake(3)
-    );
-    for i in 0..3 {
-        assert_eq!(stake(i), STAKE, "honest member {i} lost stake");
+    assert!(stake(cheater) < STAKE, "the cheater kept its stake");
+    for &i in honest.iter().chain(innocent) {
+        assert_eq!(stake(i), STAKE, "member {i} lost stake");
     }
+}
+
+/// A free-rider announcing another member's payload as its own (`--fault copy`) is replayed,
+/// challenged, convicted and slashed; a member that serves its payload to one peer only
+/// (`--fault withhold`) gets it relayed to the others, so no round is voided over it.
+#[test]
+fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const R: u32 = 3;
+    let net = Net::start();
+    net.create_pool(&[
+        ("--min-trainers", "4"),
+        ("--round-timeout", "60"),
+        ("--challenge-window", "15"),
+        ("--rounds", &R.to_string()),
+        ("--inner-steps", "30"),
+    ]);
+    let ports = [free_port(), free_port(), free_port(), free_port()];
+    let mut trainers = vec![
+        net.spawn_trainer(0, &ports, &["--juror"]),
+        net.spawn_trainer(1, &ports, &["--juror"]),
+        net.spawn_trainer(2, &ports, &["--fault", "copy"]),
+        net.spawn_trainer(3, &ports, &["--fault", "withhold"]),
+    ];
+    for (i, p) in trainers.iter_mut().enumerate() {
+        wait_exit(p, &net, i, Duration::from_secs(900));
+    }
+    let show = net.show();
+    assert_eq!(show["status"], "Completed");
+    assert_eq!(
+        final_rounds(&show).len() as u32,
+        R,
+        "a round was voided: {show}"
+    );
+    // The withholder's payload reached everyone through relays: it is in every included set.
+    let withholder = net
+        .metrics(3)
+        .iter()
+        .find(|e| e["event"] == "joined")
+        .and_then(|e| e["member"].as_u64())
+        .unwrap();
+    for f in final_rounds(&show) {
+        let included: Vec<u64> = f["included"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect();
+        assert!(
+            included.contains(&withholder),
+            "withheld payload missing: {f}"
+        );
+    }
+    assert_cheater_convicted(&net, &show, &[0, 1], 2, &[3]);
 }
 
 /// A trainer submits its commit in the background while it opens a challenge or votes: two

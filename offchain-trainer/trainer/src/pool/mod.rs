@@ -209,7 +209,7 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
         let who = snapshot
             .iter()
             .find(|p| p.index == a.member)
-            .map(|p| p.who.clone())
+            .map(|p| p.who)
             .ok_or_else(|| anyhow!("member {} is not in round {}'s snapshot", a.member, a.round))?;
         let evidence = kept.announcement(a.round, a.member).ok_or_else(|| {
             anyhow!(
@@ -217,7 +217,7 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
                 a.member
             )
         })?;
-        let call = calls::open_challenge(a.pool, a.round, who.clone(), evidence)?;
+        let call = calls::open_challenge(a.pool, a.round, who, evidence)?;
         rt.block_on(chain.submit(&call, &signer))?;
         challenge = serde_json::json!({"accused": who.to_string(), "opened": true});
     }

@@ -202,7 +202,7 @@ impl Trainer<'_> {
         let outcome = if verdict == Some(Verdict::Guilty) || open > 0 {
             format!("not opened: {open} open, verdict {verdict:?}")
         } else if let Some(evidence) = self.retained.announcement(round, member) {
-            let call = calls::open_challenge(pool, round, who.clone(), evidence)?;
+            let call = calls::open_challenge(pool, round, *who, evidence)?;
             match self.block_on(self.chain.submit(&call, &self.signer)) {
                 Ok(_) => "opened".to_string(),
                 Err(e) => format!("failed: {e}"),
@@ -299,12 +299,24 @@ impl Trainer<'_> {
                 format!("pool {} is not the pool this trainer replays", c.pool_id),
             );
         }
-        let Some(member) = self.retained.member_with_digest(c.round, &c.payload_digest) else {
+        // The accused's index from the round's snapshot (kept until settlement, hence while a
+        // challenge can exist), then its own kept payload: a copier shares its victim's digest.
+        let snapshot = self.block_on(self.chain.round_snapshot(self.pool, c.round))?;
+        let Some(member) =
+            snapshot.and_then(|s| s.iter().find(|p| p.who == c.accused).map(|p| p.index))
+        else {
+            return abstain(self, "the accused is not in the round's snapshot".into());
+        };
+        if self
+            .retained
+            .payload_with_digest(c.round, member, &c.payload_digest)
+            .is_none()
+        {
             return abstain(
                 self,
                 "the disputed payload is not among the kept ones".into(),
             );
-        };
+        }
         let f = self
             .block_on(self.chain.final_checkpoint(self.pool, c.round))?
             .ok_or_else(|| anyhow!("round {} is not final", c.round))?;

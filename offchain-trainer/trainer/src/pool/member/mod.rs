@@ -23,6 +23,7 @@
 mod catch_up;
 mod duty;
 mod exchange_set;
+mod fault;
 mod join;
 mod rounds;
 

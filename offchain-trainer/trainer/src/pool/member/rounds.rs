@@ -8,7 +8,6 @@ use anyhow::Result;
 use synod_chain::calls;
 use synod_chain::types::PoolStatus;
 use synod_checkpoint::CheckpointHash;
-use synod_diloco::byzantine::Adversary;
 use synod_p2p::{all_gather, ExchangeConfig, ExchangeOutcome};
 use tokio::task::JoinHandle;
 
@@ -107,14 +106,6 @@ impl Trainer<'_> {
             let r = state.round + 1;
             self.refresh_members(r)?;
             let (mut mine, report) = state.contribute(&mut self.worker, self.me, &codec)?;
-            if let Some(fault) = self.a.fault {
-                let adversary = Adversary {
-                    member: self.me,
-                    attack: fault.attack(),
-                    seed: self.a.recipe.model.seed,
-                };
-                adversary.tamper(&state.params, r, std::slice::from_mut(&mut mine), &codec)?;
-            }
             if let Some(p) = pending.take() {
                 let ours = p.hash;
                 match self.settle(p)? {
@@ -129,6 +120,7 @@ impl Trainer<'_> {
             // Round r is open on-chain now (r − 1 closed): gather from its frozen snapshot,
             // whose stakes (not the payloads that arrive) set the aggregate's trim.
             let stakes = self.refresh_members(r)?;
+            self.inject_fault(r, &state, &mut mine, &codec)?;
             let payload_bytes = mine.payload.len() as u64;
             let ex = self.block_on(all_gather(&self.client, r, mine.payload, xcfg))?;
             self.retain(r, &ex);

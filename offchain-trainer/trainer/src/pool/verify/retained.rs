@@ -66,15 +66,17 @@ impl Retained {
         std::fs::read(self.round_dir(round).join(format!("{member}.announcement"))).ok()
     }
 
-    /// The member whose kept payload of `round` hashes (blake3) to `digest`.
-    pub fn member_with_digest(&self, round: u32, digest: &[u8; 32]) -> Option<u32> {
-        let entries = std::fs::read_dir(self.round_dir(round)).ok()?;
-        entries.flatten().find_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let member: u32 = name.strip_suffix(".payload")?.parse().ok()?;
-            let bytes = std::fs::read(e.path()).ok()?;
-            (blake3::hash(&bytes).as_bytes() == digest).then_some(member)
-        })
+    /// `member`'s kept payload of `round` if it hashes (blake3) to `digest`: the payload a
+    /// challenge disputes. Looked up by the accused's index, never by digest alone: a
+    /// free-rider announcing a copy of another member's payload shares its victim's digest.
+    pub fn payload_with_digest(
+        &self,
+        round: u32,
+        member: u32,
+        digest: &[u8; 32],
+    ) -> Option<Vec<u8>> {
+        self.payload(round, member)
+            .filter(|p| blake3::hash(p).as_bytes() == digest)
     }
 
     /// Rounds with kept evidence, ascending.
@@ -101,7 +103,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kept_payloads_are_found_by_their_signed_digest_and_forgotten_per_round() {
+    fn kept_payloads_are_found_by_member_and_digest_and_forgotten_per_round() {
         let dir = tempfile::tempdir().unwrap();
         let r = Retained::open(dir.path()).unwrap();
         r.save(3, 0, b"zero", Some(b"sig0")).unwrap();
@@ -111,9 +113,15 @@ mod tests {
         assert_eq!(r.payload(3, 2).as_deref(), Some(&b"two"[..]));
         assert_eq!(r.announcement(3, 0).as_deref(), Some(&b"sig0"[..]));
         assert_eq!(r.announcement(3, 2), None);
-        let d = *blake3::hash(b"two").as_bytes();
-        assert_eq!(r.member_with_digest(3, &d), Some(2));
-        assert_eq!(r.member_with_digest(4, &d), None);
+        // A copier (member 1) announcing member 0's bytes: each is found under its own index.
+        r.save(3, 1, b"zero", Some(b"sig1")).unwrap();
+        let d = *blake3::hash(b"zero").as_bytes();
+        assert_eq!(
+            r.payload_with_digest(3, 1, &d).as_deref(),
+            Some(&b"zero"[..])
+        );
+        assert_eq!(r.payload_with_digest(3, 2, &d), None);
+        assert_eq!(r.payload_with_digest(4, 1, &d), None);
         r.forget(3);
         assert_eq!(r.rounds(), vec![4]);
         assert_eq!(r.payload(3, 2), None);

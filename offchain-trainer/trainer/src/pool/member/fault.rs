@@ -1,0 +1,89 @@
+//! Fault injection for tests (`run --fault`, refused on Live chains): a real trainer process
+//! that misbehaves the way an attacker would, signed with its own key as usual.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use synod_codec::EncodeOptions;
+use synod_diloco::byzantine::Adversary;
+use synod_diloco::{Contribution, OuterState};
+
+use super::Trainer;
+use crate::chain_args::Fault;
+
+/// Largest payload a copier fetches, in bytes.
+const MAX_COPY_BYTES: u64 = 1 << 30;
+
+impl Trainer<'_> {
+    /// Rewrites our contribution to round `r` (computed from `state`) as `--fault` asks, right
+    /// before the exchange: a crafted pseudo-gradient, another member's payload, or ours
+    /// served to a single peer.
+    pub(super) fn inject_fault(
+        &mut self,
+        r: u32,
+        state: &OuterState,
+        mine: &mut Contribution,
+        codec: &EncodeOptions,
+    ) -> Result<()> {
+        let Some(fault) = self.a.fault else {
+            return Ok(());
+        };
+        if let Some(attack) = fault.attack() {
+            let adversary = Adversary {
+                member: self.me,
+                attack,
+                seed: self.a.recipe.model.seed,
+            };
+            adversary.tamper(&state.params, r, std::slice::from_mut(mine), codec)?;
+            return Ok(());
+        }
+        match fault {
+            Fault::Copy => {
+                if let Some(copied) = self.copy_a_payload(r)? {
+                    mine.payload = copied;
+                }
+            }
+            Fault::Withhold => {
+                let first_peer: BTreeSet<u32> = self
+                    .members
+                    .iter()
+                    .map(|m| m.record.index)
+                    .filter(|i| *i != self.me)
+                    .take(1)
+                    .collect();
+                tracing::warn!(
+                    round = r,
+                    "withholding our payload from all but {first_peer:?}"
+                );
+                self.block_on(self.client.withhold_own_payloads(Some(first_peer)))?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Waits for another member's announcement of round `r` and fetches that payload.
+    fn copy_a_payload(&self, r: u32) -> Result<Option<Vec<u8>>> {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(self.a.round_deadline) {
+            let snap = self.client.snapshot();
+            let others = snap
+                .announced
+                .iter()
+                .filter(|((round, m), _)| *round == r && *m != self.me);
+            for ((_, m), p) in others {
+                match self.block_on(self.client.fetch_payload(*m, r, *p, MAX_COPY_BYTES)) {
+                    Ok(bytes) => {
+                        tracing::warn!(round = r, "announcing member {m}'s payload as ours");
+                        return Ok(Some(bytes));
+                    }
+                    Err(e) => tracing::debug!("copy from member {m}: {e}"),
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        tracing::warn!(round = r, "nothing to copy: announcing our own payload");
+        Ok(None)
+    }
+}
