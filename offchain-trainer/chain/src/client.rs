@@ -17,17 +17,31 @@ use crate::ChainError;
 /// (`MultiAddress<AccountId32, ()>`, `MultiSignature`, `u32` block numbers, blake2-256).
 pub type Config = PolkadotConfig;
 
-/// A connection to one node. Cheap to clone (the RPC client and the submission lock are
-/// shared).
+/// A connection to one of a list of nodes. Cheap to clone (clones share the connection, the
+/// reconnection state and the submission lock).
+///
+/// **Resilience**: every read and every submission that fails with [`ChainError::Rpc`] (a
+/// dropped connection, a restarting node) reconnects — to the next endpoint of the list in
+/// turn, with backoff from 0.5 s doubling to 8 s — and retries, for up to [`Chain::PATIENCE`];
+/// only then does the error reach the caller.
 #[derive(Clone)]
 pub struct Chain {
-    /// The node's RPC address.
+    /// The RPC address connected to first.
     pub url: String,
-    pub(crate) api: OnlineClient<Config>,
+    inner: std::sync::Arc<Shared>,
     /// Held by [`Chain::submit`] from signing to finality: one extrinsic of this process in
     /// flight at a time, so two never take the same nonce (a background commit and a
     /// challenge, say, would otherwise invalidate each other).
     pub(crate) submitting: std::sync::Arc<tokio::sync::Mutex<()>>,
+}
+
+/// The connection shared by a [`Chain`] and its clones.
+struct Shared {
+    endpoints: Vec<String>,
+    /// The client, its generation (incremented at every reconnection) and endpoint index.
+    current: std::sync::RwLock<(OnlineClient<Config>, u64, usize)>,
+    /// Taken while reconnecting, so that concurrent failures reconnect once.
+    reconnecting: tokio::sync::Mutex<()>,
 }
 
 /// A finalized block and the Synod events in it.
@@ -51,31 +65,131 @@ struct AccountData {
 }
 
 impl Chain {
+    /// How long reads and submissions keep reconnecting and retrying after RPC errors before
+    /// returning them.
+    pub const PATIENCE: Duration = Duration::from_secs(300);
+
     /// Connects to `url` (`ws://host:port`; plain ws is accepted), retrying every 500 ms for up
     /// to `wait` while the node starts.
     ///
     /// # Errors
     /// [`ChainError::Connect`] with the last error once `wait` has passed.
     pub async fn connect(url: &str, wait: Duration) -> Result<Self, ChainError> {
+        Self::connect_any(&[url.to_string()], wait).await
+    }
+
+    /// Connects to the first of `urls` that answers (trying them in turn, every 500 ms a round,
+    /// for up to `wait`); later reconnections go round the list.
+    ///
+    /// # Errors
+    /// [`ChainError::Connect`] with the last error once `wait` has passed, or for an empty list.
+    pub async fn connect_any(urls: &[String], wait: Duration) -> Result<Self, ChainError> {
         let start = Instant::now();
+        if urls.is_empty() {
+            return Err(ChainError::Connect {
+                url: String::new(),
+                reason: "no RPC endpoint given".into(),
+            });
+        }
+        let mut i = 0usize;
         loop {
+            let at = i % urls.len();
+            let url = &urls[at];
             match OnlineClient::<Config>::from_insecure_url(url).await {
                 Ok(api) => {
                     return Ok(Self {
-                        url: url.to_string(),
-                        api,
+                        url: url.clone(),
+                        inner: std::sync::Arc::new(Shared {
+                            endpoints: urls.to_vec(),
+                            current: std::sync::RwLock::new((api, 0, at)),
+                            reconnecting: tokio::sync::Mutex::new(()),
+                        }),
                         submitting: Default::default(),
                     })
                 }
                 Err(e) if start.elapsed() >= wait => {
                     return Err(ChainError::Connect {
-                        url: url.to_string(),
+                        url: urls.join(","),
                         reason: e.to_string(),
                     })
                 }
                 Err(e) => tracing::debug!("node at {url} not ready: {e}"),
             }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            i += 1;
+            if i.is_multiple_of(urls.len()) {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+
+    /// The current client and its generation.
+    pub(crate) fn api(&self) -> (OnlineClient<Config>, u64) {
+        let g = self
+            .inner
+            .current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (g.0.clone(), g.1)
+    }
+
+    /// Replaces the client of generation `failed` by a connection to the next endpoint that
+    /// answers (round the list; backoff 0.5 s doubling to 8 s; for at most `PATIENCE`). Does
+    /// nothing if another task already reconnected since `failed`.
+    pub(crate) async fn reconnect(&self, failed: u64) {
+        let _one = self.inner.reconnecting.lock().await;
+        let (generation, from) = {
+            let g = self
+                .inner
+                .current
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (g.1, g.2)
+        };
+        if generation != failed {
+            return;
+        }
+        let eps = &self.inner.endpoints;
+        let start = Instant::now();
+        let mut backoff = Duration::from_millis(500);
+        let mut i = from + 1;
+        while start.elapsed() < Self::PATIENCE {
+            let at = i % eps.len();
+            match OnlineClient::<Config>::from_insecure_url(&eps[at]).await {
+                Ok(api) => {
+                    tracing::info!("reconnected to {}", eps[at]);
+                    let mut g = self
+                        .inner
+                        .current
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    *g = (api, generation + 1, at);
+                    return;
+                }
+                Err(e) => tracing::warn!("reconnecting to {}: {e}", eps[at]),
+            }
+            i += 1;
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(8));
+        }
+    }
+
+    /// Runs `op` on the current client; after a [`ChainError::Rpc`] reconnects and runs it
+    /// again, until it succeeds, fails otherwise, or `PATIENCE` has passed.
+    pub(crate) async fn retrying<T, F, Fut>(&self, what: &str, mut op: F) -> Result<T, ChainError>
+    where
+        F: FnMut(OnlineClient<Config>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, ChainError>>,
+    {
+        let start = Instant::now();
+        loop {
+            let (api, generation) = self.api();
+            match op(api).await {
+                Err(ChainError::Rpc(e)) if start.elapsed() < Self::PATIENCE => {
+                    tracing::warn!("{what}: {e}; reconnecting");
+                    self.reconnect(generation).await;
+                }
+                other => return other,
+            }
         }
     }
 
@@ -85,30 +199,37 @@ impl Chain {
         pallet: &str,
         entry: &str,
         keys: K,
-        decode: impl FnOnce(&subxt::storage::StorageValue<'_, V>) -> Result<T, E>,
+        decode: impl Fn(&subxt::storage::StorageValue<'_, V>) -> Result<T, E>,
     ) -> Result<Option<T>, ChainError>
     where
         K: subxt::ext::frame_decode::storage::IntoEncodableValues
             + subxt::ext::frame_decode::storage::IntoDecodableValues
+            + Clone
             + Send,
         V: DecodeAsType,
         E: std::fmt::Display,
     {
-        let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
-        let addr = subxt::dynamic::storage::<K, V>(pallet, entry);
-        match at
-            .storage()
-            .try_fetch(addr, keys)
-            .await
-            .map_err(ChainError::rpc)?
-        {
-            Some(v) => {
-                Ok(Some(decode(&v).map_err(|e| {
-                    ChainError::decode(&format!("{pallet}.{entry}"), e)
-                })?))
+        self.retrying(entry, |api| {
+            let (keys, decode) = (keys.clone(), &decode);
+            async move {
+                let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+                let addr = subxt::dynamic::storage::<K, V>(pallet, entry);
+                match at
+                    .storage()
+                    .try_fetch(addr, keys)
+                    .await
+                    .map_err(ChainError::rpc)?
+                {
+                    Some(v) => {
+                        Ok(Some(decode(&v).map_err(|e| {
+                            ChainError::decode(&format!("{pallet}.{entry}"), e)
+                        })?))
+                    }
+                    None => Ok(None),
+                }
             }
-            None => Ok(None),
-        }
+        })
+        .await
     }
 
     /// A pallet record, decoded by field name against the metadata (see [`crate::types`]).
@@ -116,6 +237,7 @@ impl Chain {
     where
         K: subxt::ext::frame_decode::storage::IntoEncodableValues
             + subxt::ext::frame_decode::storage::IntoDecodableValues
+            + Clone
             + Send,
         V: DecodeAsType,
     {
@@ -134,6 +256,7 @@ impl Chain {
     where
         K: subxt::ext::frame_decode::storage::IntoEncodableValues
             + subxt::ext::frame_decode::storage::IntoDecodableValues
+            + Clone
             + Send,
         V: parity_scale_codec::Decode,
     {
@@ -149,7 +272,15 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`] if the node cannot be reached.
     pub async fn chain_type(&self) -> Result<String, ChainError> {
-        let rpc = subxt::rpcs::RpcClient::from_insecure_url(&self.url)
+        let url = {
+            let g = self
+                .inner
+                .current
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.inner.endpoints[g.2].clone()
+        };
+        let rpc = subxt::rpcs::RpcClient::from_insecure_url(&url)
             .await
             .map_err(ChainError::rpc)?;
         // `Custom(name)` is a JSON object, not a string: anything but a plain name is Custom.
@@ -164,12 +295,14 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`].
     pub async fn finalized_number(&self) -> Result<u64, ChainError> {
-        Ok(self
-            .api
-            .at_current_block()
-            .await
-            .map_err(ChainError::rpc)?
-            .block_number())
+        self.retrying("finalized head", |api| async move {
+            Ok(api
+                .at_current_block()
+                .await
+                .map_err(ChainError::rpc)?
+                .block_number())
+        })
+        .await
     }
 
     /// `TrainingPools.Pools(pool)`.
@@ -301,20 +434,25 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`].
     pub async fn unsettled_rounds(&self, pool: u32) -> Result<usize, ChainError> {
-        let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
-        let addr =
-            subxt::dynamic::storage::<(u32, u32), subxt::dynamic::Value>("Rewards", "Unsettled");
-        let mut it = at
-            .storage()
-            .iter(addr, (pool,))
-            .await
-            .map_err(ChainError::rpc)?;
-        let mut n = 0;
-        while let Some(e) = it.next().await {
-            e.map_err(ChainError::rpc)?;
-            n += 1;
-        }
-        Ok(n)
+        self.retrying("Rewards.Unsettled", |api| async move {
+            let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+            let addr = subxt::dynamic::storage::<(u32, u32), subxt::dynamic::Value>(
+                "Rewards",
+                "Unsettled",
+            );
+            let mut it = at
+                .storage()
+                .iter(addr, (pool,))
+                .await
+                .map_err(ChainError::rpc)?;
+            let mut n = 0;
+            while let Some(e) = it.next().await {
+                e.map_err(ChainError::rpc)?;
+                n += 1;
+            }
+            Ok(n)
+        })
+        .await
     }
 
     /// `Challenges.NextChallengeId`: the id the next challenge gets (ids count from 0).
@@ -420,38 +558,67 @@ impl Chain {
 
     /// Follows finalized blocks from now on: one [`FinalizedBlock`] per block (with its Synod
     /// events), delivered on a channel of 64. The subscription runs on the current tokio
-    /// runtime and ends (closing the channel) when the connection fails or the receiver is
-    /// dropped; callers re-read state with the getters after reconnecting, so no event is lost.
+    /// runtime; when the connection fails it reconnects and subscribes again (blocks finalized
+    /// meanwhile are skipped: callers re-read state with the getters, so no state is lost). It
+    /// ends when the receiver is dropped or reconnecting fails for `PATIENCE`.
     ///
     /// # Errors
-    /// [`ChainError::Rpc`] if the subscription cannot start.
+    /// [`ChainError::Rpc`] if the first subscription cannot start.
     pub async fn follow(
         &self,
     ) -> Result<mpsc::Receiver<Result<FinalizedBlock, ChainError>>, ChainError> {
-        let mut blocks = self.api.stream_blocks().await.map_err(ChainError::rpc)?;
+        let (api, mut generation) = self.api();
+        let mut blocks = api.stream_blocks().await.map_err(ChainError::rpc)?;
         let (tx, rx) = mpsc::channel(64);
+        let chain = self.clone();
         tokio::spawn(async move {
-            while let Some(b) = blocks.next().await {
-                let out = async {
-                    let b = b.map_err(ChainError::rpc)?;
-                    let at = b.at().await.map_err(ChainError::rpc)?;
-                    let evs = at.events().fetch().await.map_err(ChainError::rpc)?;
-                    let mut events = Vec::new();
-                    for ev in evs.iter() {
-                        let ev = ev.map_err(|e| ChainError::decode("event", e))?;
-                        if let Some(e) = decode(&ev)? {
-                            events.push(e);
+            loop {
+                while let Some(b) = blocks.next().await {
+                    let out = async {
+                        let b = b.map_err(ChainError::rpc)?;
+                        let at = b.at().await.map_err(ChainError::rpc)?;
+                        let evs = at.events().fetch().await.map_err(ChainError::rpc)?;
+                        let mut events = Vec::new();
+                        for ev in evs.iter() {
+                            let ev = ev.map_err(|e| ChainError::decode("event", e))?;
+                            if let Some(e) = decode(&ev)? {
+                                events.push(e);
+                            }
+                        }
+                        Ok(FinalizedBlock {
+                            number: b.number(),
+                            events,
+                        })
+                    }
+                    .await;
+                    match out {
+                        Ok(b) => {
+                            if tx.send(Ok(b)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(ChainError::Rpc(e)) => {
+                            tracing::warn!("finalized-block subscription: {e}");
+                            break;
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e)).await;
+                            return;
                         }
                     }
-                    Ok(FinalizedBlock {
-                        number: b.number(),
-                        events,
-                    })
                 }
-                .await;
-                let failed = out.is_err();
-                if tx.send(out).await.is_err() || failed {
-                    break;
+                if tx.is_closed() {
+                    return;
+                }
+                chain.reconnect(generation).await;
+                let (api, g) = chain.api();
+                generation = g;
+                match api.stream_blocks().await {
+                    Ok(b) => blocks = b,
+                    Err(e) => {
+                        let _ = tx.send(Err(ChainError::rpc(e))).await;
+                        return;
+                    }
                 }
             }
         });
@@ -475,7 +642,7 @@ impl Chain {
         Fut: std::future::Future<Output = Result<Option<T>, ChainError>>,
     {
         let start = Instant::now();
-        let mut blocks = self.api.stream_blocks().await.ok();
+        let mut blocks = self.api().0.stream_blocks().await.ok();
         loop {
             if let Some(v) = check().await? {
                 return Ok(v);

@@ -16,10 +16,11 @@ use subxt::error::{
 };
 use subxt::transactions::{DefaultParams, Payload};
 
-use crate::client::Chain;
+use crate::client::{Chain, Config};
 use crate::events::{decode, SynodEvent};
 use crate::types::AccountId;
 use crate::ChainError;
+use subxt::OnlineClient;
 
 /// An sr25519 signer (`//Alice`, a mnemonic, or a raw seed with derivation paths).
 pub type Signer = subxt_signer::sr25519::Keypair;
@@ -96,17 +97,27 @@ impl Chain {
     ) -> Result<Included, ChainError> {
         let _turn = self.submitting.lock().await;
         let who = account_of(signer);
-        let at = self.api.at_current_block().await.map_err(ChainError::rpc)?;
-        let mut txc = at.tx();
-        // The nonce `create_signed` will use: read at the same block.
-        let nonce = txc.account_nonce(&who).await.map_err(ChainError::rpc)?;
-        let tx = txc
-            .create_signed(call, signer, DefaultParams::default_params())
-            .await
-            .map_err(|e| {
-                ChainError::Invalid(format!("{}.{}: {e}", call.pallet_name(), call.call_name()))
-            })?;
-        let bytes = tx.encoded().to_vec();
+        let (nonce, bytes) = self
+            .retrying("signing", |api| {
+                async move {
+                    let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+                    let mut txc = at.tx();
+                    // The nonce `create_signed` will use: read at the same block.
+                    let nonce = txc.account_nonce(&who).await.map_err(ChainError::rpc)?;
+                    let tx = txc
+                        .create_signed(call, signer, DefaultParams::default_params())
+                        .await
+                        .map_err(|e| {
+                            ChainError::Invalid(format!(
+                                "{}.{}: {e}",
+                                call.pallet_name(),
+                                call.call_name()
+                            ))
+                        })?;
+                    Ok((nonce, tx.encoded().to_vec()))
+                }
+            })
+            .await?;
         let mut last = String::new();
         for attempt in 0..ATTEMPTS {
             if attempt > 0 {
@@ -118,9 +129,14 @@ impl Chain {
                 );
                 tokio::time::sleep(Duration::from_millis(500 << attempt.min(4))).await;
             }
-            match self.attempt(bytes.clone(), attempt > 0).await {
+            let (api, generation) = self.api();
+            match Self::attempt(api, bytes.clone(), attempt > 0).await {
                 Attempt::Done(r) => return r,
-                Attempt::Retry(e) => last = e,
+                Attempt::Retry(e) => {
+                    last = e;
+                    // A lost connection: the next send goes through a fresh one.
+                    self.reconnect(generation).await;
+                }
                 Attempt::NonceUsed => {
                     // An earlier send landed (or sits in the pool): wait for the nonce to pass.
                     self.wait_for("nonce to advance", Duration::from_secs(120), || async {
@@ -138,8 +154,8 @@ impl Chain {
         )))
     }
 
-    async fn attempt(&self, bytes: Vec<u8>, resend: bool) -> Attempt {
-        let at = match self.api.at_current_block().await {
+    async fn attempt(api: OnlineClient<Config>, bytes: Vec<u8>, resend: bool) -> Attempt {
+        let at = match api.at_current_block().await {
             Ok(at) => at,
             Err(e) => return Attempt::Retry(e.to_string()),
         };

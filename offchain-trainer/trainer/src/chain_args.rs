@@ -10,9 +10,11 @@ use crate::args::{ModelArgs, OuterArgs};
 /// Where the chain is and who signs.
 #[derive(Args, Clone, Debug)]
 pub struct ChainArgs {
-    /// The node's JSON-RPC address.
-    #[arg(long, default_value = "ws://127.0.0.1:9944")]
-    pub rpc: String,
+    /// The node's JSON-RPC address; repeat the flag (or separate with commas) to give
+    /// fallbacks: after a lost connection the client reconnects to the next one in turn, with
+    /// backoff, and retries for up to 300 s before a command fails.
+    #[arg(long, default_value = "ws://127.0.0.1:9944", value_delimiter = ',')]
+    pub rpc: Vec<String>,
     /// Secret URI of the signing sr25519 account: `//Alice`, a mnemonic, `0x…` seed, with derivations.
     #[arg(long, default_value = "//Alice")]
     pub suri: String,

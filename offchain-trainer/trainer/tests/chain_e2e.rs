@@ -59,26 +59,39 @@ impl Drop for Proc {
 struct Net {
     dir: tempfile::TempDir,
     rpc: String,
-    _node: Proc,
+    ports: (u16, u16),
+    node: Proc,
 }
 
 impl Net {
     fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ports = (free_port(), free_port());
+        let node = Self::spawn_node(dir.path(), ports);
+        Net {
+            rpc: format!("ws://127.0.0.1:{}", ports.0),
+            ports,
+            node,
+            dir,
+        }
+    }
+
+    /// `synod-node --dev` on `ports` (RPC, p2p) with its database under `dir/node`, logging
+    /// (appending) to `dir/node.log`.
+    fn spawn_node(dir: &Path, (rpc_port, p2p_port): (u16, u16)) -> Proc {
         let node_bin = Path::new(env!("CARGO_BIN_EXE_synod-trainer")).with_file_name("synod-node");
         assert!(
             node_bin.exists(),
             "{} is missing: build it first (cargo build -p synod-node)",
             node_bin.display()
         );
-        let dir = tempfile::tempdir().unwrap();
-        let (rpc_port, p2p_port) = (free_port(), free_port());
-        let log = std::fs::File::create(dir.path().join("node.log")).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("node.log"))
+            .unwrap();
         let child = Command::new(node_bin)
-            .args([
-                "--dev",
-                "--base-path",
-                dir.path().join("node").to_str().unwrap(),
-            ])
+            .args(["--dev", "--base-path", dir.join("node").to_str().unwrap()])
             .args([
                 "--rpc-port",
                 &rpc_port.to_string(),
@@ -90,11 +103,16 @@ impl Net {
             .stderr(log)
             .spawn()
             .expect("synod-node starts");
-        Net {
-            rpc: format!("ws://127.0.0.1:{rpc_port}"),
-            _node: Proc(child),
-            dir,
-        }
+        Proc(child)
+    }
+
+    /// Kills the node (SIGKILL), waits `down`, and starts it again on the same database and
+    /// ports.
+    fn restart_node(&mut self, down: Duration) {
+        let _ = self.node.0.kill();
+        let _ = self.node.0.wait();
+        std::thread::sleep(down);
+        self.node = Self::spawn_node(self.dir.path(), self.ports);
     }
 
     /// `pool create` by //Alice with the model flags and `flags` (challenge window 1 unless
@@ -684,7 +702,7 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
         ("--inner-steps", "30"),
     ]);
     let ports = [free_port(), free_port(), free_port(), free_port()];
-    let mut trainers = vec![
+    let mut trainers = [
         net.spawn_trainer(0, &ports, &["--juror"]),
         net.spawn_trainer(1, &ports, &["--juror"]),
         net.spawn_trainer(2, &ports, &["--fault", "copy"]),
@@ -720,6 +738,41 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
         );
     }
     assert_cheater_convicted(&net, &show, &[0, 1], 2, &[3]);
+}
+
+/// The node every trainer talks to is killed mid-pool and restarted 8 s later: the trainers
+/// reconnect (reads, the background commit and the block subscription) instead of exiting,
+/// and every round becomes final.
+#[test]
+fn trainers_survive_a_node_restart() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const R: u32 = 4;
+    let mut net = Net::start();
+    net.create_pool(&[
+        ("--min-trainers", "3"),
+        ("--round-timeout", "60"),
+        ("--rounds", &R.to_string()),
+        ("--inner-steps", "30"),
+    ]);
+    let ports = [free_port(), free_port(), free_port()];
+    let mut trainers: Vec<Proc> = (0..3).map(|i| net.spawn_trainer(i, &ports, &[])).collect();
+    net.wait("round 1 to close", Duration::from_secs(400), || {
+        net.metrics(0)
+            .iter()
+            .any(|e| e["event"] == "closed" && e["round"] == 1)
+    });
+    net.restart_node(Duration::from_secs(8));
+    for (i, p) in trainers.iter_mut().enumerate() {
+        wait_exit(p, &net, i, Duration::from_secs(900));
+    }
+    let show = net.show();
+    assert_eq!(show["status"], "Completed");
+    assert_eq!(final_rounds(&show).len() as u32, R, "{show}");
+    let log = std::fs::read_to_string(net.base(0).join("trainer.log")).unwrap();
+    assert!(
+        log.contains("reconnected to"),
+        "trainer 0 never lost the node?"
+    );
 }
 
 /// A trainer submits its commit in the background while it opens a challenge or votes: two

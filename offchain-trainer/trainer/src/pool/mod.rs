@@ -31,7 +31,7 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 /// Connects and parses the signer.
 pub(crate) async fn connect(a: &ChainArgs) -> Result<(Chain, Signer)> {
     let signer = signer_from_suri(&a.suri)?;
-    let chain = Chain::connect(&a.rpc, Duration::from_secs(a.connect_timeout)).await?;
+    let chain = Chain::connect_any(&a.rpc, Duration::from_secs(a.connect_timeout)).await?;
     Ok((chain, signer))
 }
 
@@ -119,7 +119,7 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
 /// `synod-trainer pool show`: pool, members and every final round with its contributors.
 pub fn show(a: &PoolShowArgs) -> Result<()> {
     runtime()?.block_on(async {
-        let chain = Chain::connect(&a.chain.rpc, Duration::from_secs(a.chain.connect_timeout)).await?;
+        let chain = Chain::connect_any(&a.chain.rpc, Duration::from_secs(a.chain.connect_timeout)).await?;
         let pool = chain.pool(a.pool).await?.ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
         let members = chain.members(a.pool).await?;
         let mut rounds = Vec::new();
