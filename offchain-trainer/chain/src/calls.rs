@@ -108,6 +108,11 @@ pub fn register_juror() -> Call<()> {
     subxt::dynamic::tx("Challenges", "register_juror", ())
 }
 
+/// `Challenges.unregister_juror()`: leaves jury duty (juries already drawn keep the caller).
+pub fn unregister_juror() -> Call<()> {
+    subxt::dynamic::tx("Challenges", "unregister_juror", ())
+}
+
 /// `Rewards.claim_rewards(pool_id)`: pays out everything settled for the caller.
 pub fn claim_rewards(pool: u32) -> Call<(u32,)> {
     subxt::dynamic::tx("Rewards", "claim_rewards", (pool,))

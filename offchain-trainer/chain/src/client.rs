@@ -181,12 +181,16 @@ impl Chain {
         Fut: std::future::Future<Output = Result<T, ChainError>>,
     {
         let start = Instant::now();
+        let mut backoff = Duration::from_millis(250);
         loop {
             let (api, generation) = self.api();
             match op(api).await {
                 Err(ChainError::Rpc(e)) if start.elapsed() < Self::PATIENCE => {
                     tracing::warn!("{what}: {e}; reconnecting");
                     self.reconnect(generation).await;
+                    // An error that is not the connection's comes back at once: no hot loop.
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(8));
                 }
                 other => return other,
             }
@@ -272,15 +276,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`] if the node cannot be reached.
     pub async fn chain_type(&self) -> Result<String, ChainError> {
-        let url = {
-            let g = self
-                .inner
-                .current
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            self.inner.endpoints[g.2].clone()
-        };
-        let rpc = subxt::rpcs::RpcClient::from_insecure_url(&url)
+        let rpc = subxt::rpcs::RpcClient::from_insecure_url(&self.current_url())
             .await
             .map_err(ChainError::rpc)?;
         // `Custom(name)` is a JSON object, not a string: anything but a plain name is Custom.
@@ -288,6 +284,47 @@ impl Chain {
             .request("system_chainType", subxt::rpcs::rpc_params![])
             .await;
         Ok(kind.unwrap_or_else(|_| "Custom".to_string()))
+    }
+
+    /// Hash of block `number` of the best chain (`chain_getBlockHash`), `None` if unknown.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`] (after reconnecting for `PATIENCE`), [`ChainError::Decode`] for an
+    /// answer that is not a 32-byte hex hash.
+    pub async fn block_hash(&self, number: u64) -> Result<Option<[u8; 32]>, ChainError> {
+        let answer: Option<String> = self
+            .retrying("chain_getBlockHash", |_| async move {
+                let rpc = subxt::rpcs::RpcClient::from_insecure_url(&self.current_url())
+                    .await
+                    .map_err(ChainError::rpc)?;
+                rpc.request("chain_getBlockHash", subxt::rpcs::rpc_params![number])
+                    .await
+                    .map_err(ChainError::rpc)
+            })
+            .await?;
+        let Some(hex) = answer else {
+            return Ok(None);
+        };
+        let digits = hex.trim_start_matches("0x");
+        let bytes: Vec<u8> = (0..digits.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(digits.get(i..i + 2).unwrap_or("zz"), 16))
+            .collect::<Result<_, _>>()
+            .map_err(|e| ChainError::decode("block hash", e))?;
+        let hash: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| ChainError::decode("block hash", "not 32 bytes"))?;
+        Ok(Some(hash))
+    }
+
+    /// The endpoint connected to now.
+    fn current_url(&self) -> String {
+        let g = self
+            .inner
+            .current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.inner.endpoints[g.2].clone()
     }
 
     /// Number of the last finalized block.
@@ -610,6 +647,7 @@ impl Chain {
                 if tx.is_closed() {
                     return;
                 }
+                tokio::time::sleep(Duration::from_secs(1)).await;
                 chain.reconnect(generation).await;
                 let (api, g) = chain.api();
                 generation = g;

@@ -11,9 +11,9 @@
 //! check of Jia et al. 2021 (§4, "verification by re-execution") applied to whole inner phases.
 //!
 //! Which contributions a verifier replays is drawn with [`sampled`] from the round's final
-//! checkpoint hash and the verifier's own identity: unknown to the accused when it announces
-//! (the hash does not exist yet), different for every verifier (the work spreads), and
-//! checkable by anyone afterwards.
+//! checkpoint hash, the hash of the block that made it final, and the verifier's own
+//! identity: unknown to the accused when it announces (the block does not exist yet),
+//! different for every verifier (the work spreads), and checkable by anyone afterwards.
 
 use synod_checkpoint::ParamSet;
 
@@ -82,12 +82,26 @@ pub fn default_sample_rate(contributors: usize) -> f64 {
 }
 
 /// Whether `verifier` (its account or key bytes) replays `member`'s contribution to `round`,
-/// whose final checkpoint is `final_hash`: blake3 of the inputs read as a uniform number in
-/// [0, 1), below `rate`. Rates ≥ 1 select everything, ≤ 0 nothing.
-pub fn sampled(final_hash: &[u8; 32], verifier: &[u8], round: u32, member: u32, rate: f64) -> bool {
+/// whose final checkpoint is `final_hash`, with `seed` the hash of the block in which the round
+/// became final: blake3 of the inputs read as a uniform number in [0, 1), below `rate`. Rates
+/// ≥ 1 select everything, ≤ 0 nothing.
+///
+/// The final hash alone would not do: the aggregate is deterministic, so the last member to
+/// announce could compute it for variants of its own payload and pick one no verifier
+/// samples. The block hash is unknown to every member when it announces (only the block's
+/// author could grind it).
+pub fn sampled(
+    final_hash: &[u8; 32],
+    seed: &[u8; 32],
+    verifier: &[u8],
+    round: u32,
+    member: u32,
+    rate: f64,
+) -> bool {
     let mut h = blake3::Hasher::new();
     h.update(SAMPLE_DOMAIN);
     h.update(final_hash);
+    h.update(seed);
     h.update(&(verifier.len() as u64).to_le_bytes());
     h.update(verifier);
     h.update(&round.to_le_bytes());
@@ -117,19 +131,44 @@ mod tests {
 
     #[test]
     fn sampling_spreads_over_verifiers_and_follows_the_rate() {
-        let hash = [7u8; 32];
+        let (hash, seed) = ([7u8; 32], [9u8; 32]);
         let hits = (0..10_000u32)
-            .filter(|m| sampled(&hash, b"alice", 3, *m, 0.25))
+            .filter(|m| sampled(&hash, &seed, b"alice", 3, *m, 0.25))
             .count();
         assert!((2300..2700).contains(&hits), "{hits}");
         let same = (0..1000u32)
-            .filter(|m| sampled(&hash, b"alice", 3, *m, 0.5) == sampled(&hash, b"bob", 3, *m, 0.5))
+            .filter(|m| {
+                sampled(&hash, &seed, b"alice", 3, *m, 0.5)
+                    == sampled(&hash, &seed, b"bob", 3, *m, 0.5)
+            })
             .count();
+        assert!((400..600).contains(&same), "verifiers must draw independently: {same}");
+        assert!(sampled(&hash, &seed, b"x", 1, 1, 1.0));
+        assert!(!sampled(&hash, &seed, b"x", 1, 1, 0.0));
+    }
+
+    #[test]
+    fn last_announcer_cannot_grind_the_final_hash_to_escape_the_sample() {
+        // With the draw keyed by the final hash alone, a member announcing last tries payload
+        // variants (each gives another final hash) until no verifier samples it: about one
+        // variant in eleven escapes two verifiers at rate 0.7. The finality block's hash,
+        // unknown when it announces, re-draws every sample: the escapes do not carry over.
+        let rate = 0.7;
+        let verifiers: [&[u8]; 2] = [b"v1", b"v2"];
+        let escapes = |h: &[u8; 32], seed: &[u8; 32]| {
+            verifiers.iter().all(|v| !sampled(h, seed, v, 5, 3, rate))
+        };
+        let known_seed = [0u8; 32];
+        let ground: Vec<[u8; 32]> = (0..2000u32)
+            .map(|i| *blake3::hash(&i.to_le_bytes()).as_bytes())
+            .filter(|h| escapes(h, &known_seed))
+            .collect();
+        assert!(ground.len() > 100, "grinding works against a known seed");
+        let still = ground.iter().filter(|h| escapes(h, &[1u8; 32])).count();
         assert!(
-            (400..600).contains(&same),
-            "verifiers must draw independently: {same}"
+            (still as f64) < 0.2 * ground.len() as f64,
+            "{still} of {} ground hashes still escape under the block hash",
+            ground.len()
         );
-        assert!(sampled(&hash, b"x", 1, 1, 1.0));
-        assert!(!sampled(&hash, b"x", 1, 1, 0.0));
     }
 }

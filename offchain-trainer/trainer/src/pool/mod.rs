@@ -185,7 +185,7 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
             a.base_path.display()
         )
     })?;
-    let kept = verify::Retained::open(&a.base_path.join("evidence"))?;
+    let kept = verify::Retained::open(&member::evidence_dir(&a.base_path, a.pool))?;
     let claimed = kept.payload(a.round, a.member).ok_or_else(|| {
         anyhow!(
             "no payload of member {} for round {} under {}",

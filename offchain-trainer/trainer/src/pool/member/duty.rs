@@ -6,7 +6,7 @@
 //! next call. The evidence of a round is deleted once the chain has pruned its snapshot
 //! (settled: nothing can challenge it any more) or voided it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
@@ -17,7 +17,7 @@ use synod_diloco::verify::{default_sample_rate, sampled, REPLAY_TOLERANCE};
 use synod_protocol::Timeline;
 
 use super::Trainer;
-use crate::pool::verify::replay::Replay;
+use crate::pool::verify::replay::{juror_vote, Replay};
 
 /// What a member tracks of its duties.
 #[derive(Default)]
@@ -25,12 +25,20 @@ pub(super) struct Duties {
     /// Rounds whose evidence is kept and that are not verified yet.
     pub to_verify: BTreeSet<u32>,
     /// Replays done: (round, member) → result (a juror reuses its verifier's replay).
-    replays: std::collections::BTreeMap<(u32, u32), Replay>,
+    replays: BTreeMap<(u32, u32), Replay>,
     /// Lowest challenge id not handled yet.
     cursor: u32,
     /// Challenge ids at or above `cursor` already handled (resolved, voted, not ours).
     handled: BTreeSet<u32>,
+    /// Contributions found dishonest whose challenge is not open yet: (round, member) →
+    /// (account, distance). Retried every pass until opened, convicted or out of the window.
+    to_challenge: BTreeMap<(u32, u32), (AccountId, f64)>,
+    /// Failed verification passes per round (a round is given up after [`MAX_TRIES`]).
+    tries: BTreeMap<u32, u32>,
 }
+
+/// Passes a round's verification may fail (RPC, missing parent) before it is given up.
+const MAX_TRIES: u32 = 5;
 
 impl Trainer<'_> {
     /// Whether this member verifies or judges at all.
@@ -43,6 +51,9 @@ impl Trainer<'_> {
         if let Err(e) = self.verify_closed_rounds() {
             tracing::warn!("verification: {e:#}");
         }
+        if let Err(e) = self.open_pending_challenges() {
+            tracing::warn!("challenges: {e:#}");
+        }
         if let Err(e) = self.jury_duty() {
             tracing::warn!("jury duty: {e:#}");
         }
@@ -50,31 +61,48 @@ impl Trainer<'_> {
 
     /// After the pool's last round: keeps doing the duties until the last final round can no
     /// longer be challenged and no challenge of this pool waits for a draw or our vote (at
-    /// most `max_wait`).
-    pub(super) fn finish_duties(&mut self, max_wait: Duration) -> Result<()> {
+    /// most `max_wait`); then, as a juror, unregisters (a juror that has stopped would be
+    /// drawn and slashed as a no-show). Never fails: problems are logged.
+    pub(super) fn finish_duties(&mut self, max_wait: Duration) {
         if !self.verifies() {
-            return Ok(());
+            return;
         }
         let start = Instant::now();
         loop {
             self.duties();
-            let now = self.block_on(self.chain.finalized_number())?;
-            let (last, _) = self.last_final()?;
-            let until = match self.block_on(self.chain.final_checkpoint(self.pool, last))? {
-                // Only the challenge window matters here; the jury timings are the runtime's.
-                Some(f) => self.challenges_until(&f),
-                None => 0,
-            };
-            let pending = self.jury_pending()?;
-            if now > until && self.duties.to_verify.is_empty() && !pending {
-                return Ok(());
+            match self.duties_left() {
+                Ok(false) => break,
+                Ok(true) => {}
+                Err(e) => tracing::warn!("duties: {e:#}"),
             }
             if start.elapsed() > max_wait {
                 tracing::warn!("stopping duties after {max_wait:?} with work left");
-                return Ok(());
+                break;
             }
             std::thread::sleep(Duration::from_secs(2));
         }
+        if self.a.juror {
+            match self.block_on(self.chain.submit(&calls::unregister_juror(), &self.signer)) {
+                Ok(_) => tracing::info!("unregistered as a juror"),
+                Err(e) if e.is_module("Challenges", "NotAJuror") => {}
+                Err(e) => tracing::warn!("unregister_juror: {e}"),
+            }
+        }
+    }
+
+    /// Whether the last final round can still be challenged, a round is still to verify, a
+    /// challenge is still to open, or a challenge of this pool waits for a draw or our vote.
+    fn duties_left(&self) -> Result<bool> {
+        let now = self.block_on(self.chain.finalized_number())?;
+        let (last, _) = self.last_final()?;
+        let until = match self.block_on(self.chain.final_checkpoint(self.pool, last))? {
+            Some(f) => self.challenges_until(&f),
+            None => 0,
+        };
+        Ok(now <= until
+            || !self.duties.to_verify.is_empty()
+            || !self.duties.to_challenge.is_empty()
+            || self.jury_pending()?)
     }
 
     /// Last block in which a challenge of final round `f` can be opened (the protocol's
@@ -89,8 +117,18 @@ impl Trainer<'_> {
         let (pool, rounds) = (self.pool, self.duties.to_verify.clone());
         for round in rounds {
             if let Some(f) = self.block_on(self.chain.final_checkpoint(pool, round))? {
-                self.verify_round(round, &f)?;
+                // A failing round (no parent checkpoint, RPC) is retried a few passes, then
+                // given up: it must not hold the evidence of later rounds forever.
+                if let Err(e) = self.verify_round(round, &f) {
+                    let n = self.duties.tries.entry(round).or_insert(0);
+                    *n += 1;
+                    tracing::warn!(round, tries = *n, "verification failed: {e:#}");
+                    if *n < MAX_TRIES {
+                        continue;
+                    }
+                }
                 self.duties.to_verify.remove(&round);
+                self.duties.tries.remove(&round);
             } else if self.block_on(self.chain.voided(pool, round))? {
                 self.duties.to_verify.remove(&round);
             }
@@ -124,6 +162,12 @@ impl Trainer<'_> {
         let Some(snapshot) = self.block_on(self.chain.round_snapshot(pool, round))? else {
             return Ok(());
         };
+        // The draw's seed includes the hash of the block that made the round final: nobody
+        // knows it when announcing, so an accused cannot grind its payload (or announce last)
+        // to escape every verifier's sample.
+        let seed = self
+            .block_on(self.chain.block_hash(u64::from(f.finalized_at)))?
+            .ok_or_else(|| anyhow!("block {} is unknown", f.finalized_at))?;
         let rate = self
             .a
             .verify_rate
@@ -135,11 +179,16 @@ impl Trainer<'_> {
             let Some(member) = snapshot.iter().find(|p| p.who == *who).map(|p| p.index) else {
                 continue;
             };
-            if !sampled(&f.hash, &self.account.0, round, member, rate) {
+            if !sampled(&f.hash, &seed, &self.account.0, round, member, rate) {
                 continue;
             }
-            let Some(rep) = self.replay(round, member, &f.parent)? else {
-                continue;
+            let rep = match self.replay(round, member, &f.parent) {
+                Ok(Some(rep)) => rep,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(round, member, "replay failed: {e:#}");
+                    continue;
+                }
             };
             self.metrics.emit(&json!({
                 "event": "verified", "round": round, "member": member, "account": who.to_string(),
@@ -147,7 +196,9 @@ impl Trainer<'_> {
                 "replay_secs": rep.secs,
             }))?;
             if !rep.honest {
-                self.challenge(round, member, who, &rep)?;
+                self.duties
+                    .to_challenge
+                    .insert((round, member), (*who, rep.distance));
             }
         }
         Ok(())
@@ -193,33 +244,45 @@ impl Trainer<'_> {
         Ok(Some(rep))
     }
 
-    /// Opens a challenge against `who`'s contribution to `round` unless one is open or it was
-    /// already found guilty.
-    fn challenge(&mut self, round: u32, member: u32, who: &AccountId, rep: &Replay) -> Result<()> {
+    /// Opens the challenges of dishonest contributions found so far. Another challenge being
+    /// open does not stop ours (an accomplice's sham challenge must not shield the cheater);
+    /// a contribution already found guilty, or out of its challenge window, is dropped; one
+    /// that cannot be opened yet (`MaxChallengesPerContribution` open) is retried next pass.
+    fn open_pending_challenges(&mut self) -> Result<()> {
         let pool = self.pool;
-        let verdict = self.block_on(self.chain.verdict(pool, round, who))?;
-        let open = self.block_on(self.chain.open_against(pool, round, who))?;
-        let outcome = if verdict == Some(Verdict::Guilty) || open > 0 {
-            format!("not opened: {open} open, verdict {verdict:?}")
-        } else if let Some(evidence) = self.retained.announcement(round, member) {
-            let call = calls::open_challenge(pool, round, *who, evidence)?;
-            match self.block_on(self.chain.submit(&call, &self.signer)) {
-                Ok(_) => "opened".to_string(),
-                Err(e) => format!("failed: {e}"),
+        for ((round, member), (who, distance)) in self.duties.to_challenge.clone() {
+            let verdict = self.block_on(self.chain.verdict(pool, round, &who))?;
+            let f = self.block_on(self.chain.final_checkpoint(pool, round))?;
+            let now = self.block_on(self.chain.finalized_number())?;
+            let (outcome, done) = if verdict == Some(Verdict::Guilty) {
+                ("not opened: already convicted".to_string(), true)
+            } else if f.is_none_or(|f| now > self.challenges_until(&f)) {
+                ("not opened: challenge window closed".to_string(), true)
+            } else if let Some(evidence) = self.retained.announcement(round, member) {
+                let call = calls::open_challenge(pool, round, who, evidence)?;
+                match self.block_on(self.chain.submit(&call, &self.signer)) {
+                    Ok(_) => ("opened".to_string(), true),
+                    Err(e) if e.is_module("Challenges", "AlreadyChallenged") => {
+                        ("retrying: the contribution's challenge slots are full".into(), false)
+                    }
+                    Err(e) if e.is_module("Challenges", "AlreadyConvicted") => {
+                        ("not opened: already convicted".to_string(), true)
+                    }
+                    Err(e) => (format!("failed: {e}"), true),
+                }
+            } else {
+                ("not opened: no signed announcement kept".to_string(), true)
+            };
+            if done {
+                self.duties.to_challenge.remove(&(round, member));
             }
-        } else {
-            "not opened: no signed announcement kept".to_string()
-        };
-        tracing::warn!(
-            round,
-            member,
-            distance = rep.distance,
-            "challenge: {outcome}"
-        );
-        self.metrics.emit(&json!({
-            "event": "challenge", "round": round, "member": member, "account": who.to_string(),
-            "distance": rep.distance, "outcome": outcome,
-        }))
+            tracing::warn!(round, member, distance, "challenge: {outcome}");
+            self.metrics.emit(&json!({
+                "event": "challenge", "round": round, "member": member, "account": who.to_string(),
+                "distance": distance, "outcome": outcome,
+            }))?;
+        }
+        Ok(())
     }
 
     /// Votes on every drawn jury we sit on.
@@ -243,7 +306,11 @@ impl Trainer<'_> {
                             .block_on(self.chain.vote_of(id, &self.account))?
                             .is_none()
                     {
-                        self.judge(id, &c)?;
+                        // A failed vote is retried next pass; it must not hold up the others.
+                        if let Err(e) = self.judge(id, &c) {
+                            tracing::warn!(challenge = id, "judging failed: {e:#}");
+                            continue;
+                        }
                     }
                     self.duties.handled.insert(id);
                 }
@@ -257,6 +324,9 @@ impl Trainer<'_> {
 
     /// Whether a challenge of our pool about `round` still waits for its draw.
     fn jury_needs(&self, round: u32) -> Result<bool> {
+        if !self.a.juror {
+            return Ok(false);
+        }
         Ok(self.open_challenges()?.iter().any(|c| c.round == round))
     }
 
@@ -307,23 +377,20 @@ impl Trainer<'_> {
         else {
             return abstain(self, "the accused is not in the round's snapshot".into());
         };
-        if self
-            .retained
-            .payload_with_digest(c.round, member, &c.payload_digest)
-            .is_none()
-        {
-            return abstain(
-                self,
-                "the disputed payload is not among the kept ones".into(),
-            );
-        }
-        let f = self
-            .block_on(self.chain.final_checkpoint(self.pool, c.round))?
-            .ok_or_else(|| anyhow!("round {} is not final", c.round))?;
-        let rep = self
-            .replay(c.round, member, &f.parent)?
-            .ok_or_else(|| anyhow!("payload of member {member} vanished"))?;
-        let guilty = !rep.honest;
+        let Some(kept) = self.retained.payload(c.round, member) else {
+            return abstain(self, "no payload of the accused was kept".into());
+        };
+        // Two digests under the accused's key for one round convict without a replay (an
+        // accomplice's sham challenge with a never-gossiped announcement looks like that).
+        let parent = match self.block_on(self.chain.final_checkpoint(self.pool, c.round))? {
+            Some(f) => f.parent,
+            None => return Err(anyhow!("round {} is not final", c.round)),
+        };
+        let (round, digest) = (c.round, c.payload_digest);
+        let (guilty, distance) = juror_vote(&kept, &digest, |_| {
+            self.replay(round, member, &parent)?
+                .ok_or_else(|| anyhow!("payload of member {member} vanished"))
+        })?;
         match self.block_on(self.chain.submit(&calls::vote(id, guilty), &self.signer)) {
             Ok(_) => {}
             Err(e)
@@ -339,13 +406,13 @@ impl Trainer<'_> {
             challenge = id,
             round = c.round,
             member,
-            distance = rep.distance,
+            distance,
             guilty,
             "voted"
         );
         self.metrics.emit(&json!({
             "event": "vote", "challenge": id, "round": c.round, "member": member,
-            "accused": c.accused.to_string(), "distance": rep.distance, "guilty": guilty,
+            "accused": c.accused.to_string(), "distance": distance, "guilty": guilty,
         }))
     }
 }

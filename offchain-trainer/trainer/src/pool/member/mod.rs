@@ -55,6 +55,11 @@ use crate::chain_args::RunArgs;
 use crate::metrics::Metrics;
 use crate::train::{identity_seed, RoundRecord};
 
+/// Where a member of `pool` keeps its evidence: `<base>/evidence/pool-<pool>/`.
+pub(crate) fn evidence_dir(base: &std::path::Path, pool: u32) -> std::path::PathBuf {
+    base.join("evidence").join(format!("pool-{pool}"))
+}
+
 /// Everything a running member holds.
 struct Trainer<'a> {
     a: &'a RunArgs,
@@ -186,7 +191,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         metrics,
         account,
         challenge_window: started.spec.challenge_window,
-        retained: Retained::open(&a.base_path.join("evidence"))?,
+        retained: Retained::open(&evidence_dir(&a.base_path, a.pool))?,
         replayer: Replayer::new(started.spec.inner_steps, started.spec.rounds),
         duties: duty::Duties::default(),
         tokens: 0,

@@ -196,7 +196,7 @@ impl Trainer<'_> {
                     .filter(|p| p.status != PoolStatus::Training))
             },
         ))?;
-        self.finish_duties(Duration::from_secs(900))?;
+        self.finish_duties(Duration::from_secs(3600));
         let (f, h) = self.last_final()?;
         if !self.curve.is_empty() {
             let label = format!("member {} of pool {pool}, H={}", self.me, self.inner_steps);

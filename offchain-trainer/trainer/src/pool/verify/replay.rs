@@ -22,6 +22,26 @@ pub struct Replay {
     pub secs: f64,
 }
 
+/// A juror's vote on a challenge disputing the payload with blake3 `disputed` (from the
+/// on-chain evidence), given `kept`, the accused's payload as this juror fetched it against
+/// the accused's own signed announcement: guilty if the two differ (the accused signed two
+/// payloads for one round, whatever a replay says), otherwise guilty iff `replay(kept)` is
+/// outside the tolerance. Returns (guilty, replay distance; ∞ for two payloads).
+///
+/// # Errors
+/// Those of `replay`.
+pub fn juror_vote(
+    kept: &[u8],
+    disputed: &[u8; 32],
+    replay: impl FnOnce(&[u8]) -> Result<Replay>,
+) -> Result<(bool, f64)> {
+    if blake3::hash(kept).as_bytes() != disputed {
+        return Ok((true, f64::INFINITY));
+    }
+    let r = replay(kept)?;
+    Ok((!r.honest, r.distance))
+}
+
 /// Replays inner phases of one pool's recipe, keeping one model replica between replays.
 pub struct Replayer {
     inner_steps: u32,
@@ -84,5 +104,39 @@ impl Replayer {
             honest: within_tolerance(distance),
             secs: t0.elapsed().as_secs_f64(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn honest(_: &[u8]) -> Result<Replay> {
+        Ok(Replay {
+            distance: 1e-7,
+            honest: true,
+            secs: 0.0,
+        })
+    }
+
+    #[test]
+    fn accomplice_sham_challenge_with_a_second_signed_payload_convicts_the_cheater() {
+        // The cheater gossiped `kept` (honest work) but signed a second payload for the round,
+        // which an accomplice uses as evidence: no juror holds those bytes to replay, yet the
+        // two digests under one key for one round are proof enough.
+        let kept = b"the payload everyone fetched";
+        let other = *blake3::hash(b"a payload never gossiped").as_bytes();
+        assert_eq!(juror_vote(kept, &other, honest).unwrap().0, true);
+        // The same payload is judged by its replay.
+        let same = *blake3::hash(kept).as_bytes();
+        assert_eq!(juror_vote(kept, &same, honest).unwrap(), (false, 1e-7));
+        let bad = |_: &[u8]| {
+            Ok(Replay {
+                distance: 0.6,
+                honest: false,
+                secs: 0.0,
+            })
+        };
+        assert_eq!(juror_vote(kept, &same, bad).unwrap(), (true, 0.6));
     }
 }

@@ -1,4 +1,4 @@
-//! The evidence a member keeps of each round: `<base>/evidence/<round>/<member>.payload` (the
+//! The evidence a member keeps of each round: `<base>/evidence/pool-<p>/<round>/<member>.payload` (the
 //! encoded pseudo-gradient, synod-codec bytes, checked against the author's signed digest when
 //! it was fetched) and `<member>.announcement` (the author's signed gossip message announcing
 //! it, SCALE `synod_protocol::evidence::Signed`, ≤ 8 KiB). Payloads live on disk, not in
