@@ -142,7 +142,10 @@ mod tests {
                     == sampled(&hash, &seed, b"bob", 3, *m, 0.5)
             })
             .count();
-        assert!((400..600).contains(&same), "verifiers must draw independently: {same}");
+        assert!(
+            (400..600).contains(&same),
+            "verifiers must draw independently: {same}"
+        );
         assert!(sampled(&hash, &seed, b"x", 1, 1, 1.0));
         assert!(!sampled(&hash, &seed, b"x", 1, 1, 0.0));
     }

@@ -262,9 +262,10 @@ impl Trainer<'_> {
                 let call = calls::open_challenge(pool, round, who, evidence)?;
                 match self.block_on(self.chain.submit(&call, &self.signer)) {
                     Ok(_) => ("opened".to_string(), true),
-                    Err(e) if e.is_module("Challenges", "AlreadyChallenged") => {
-                        ("retrying: the contribution's challenge slots are full".into(), false)
-                    }
+                    Err(e) if e.is_module("Challenges", "AlreadyChallenged") => (
+                        "retrying: the contribution's challenge slots are full".into(),
+                        false,
+                    ),
                     Err(e) if e.is_module("Challenges", "AlreadyConvicted") => {
                         ("not opened: already convicted".to_string(), true)
                     }

@@ -126,7 +126,7 @@ mod tests {
         // two digests under one key for one round are proof enough.
         let kept = b"the payload everyone fetched";
         let other = *blake3::hash(b"a payload never gossiped").as_bytes();
-        assert_eq!(juror_vote(kept, &other, honest).unwrap().0, true);
+        assert!(juror_vote(kept, &other, honest).unwrap().0);
         // The same payload is judged by its replay.
         let same = *blake3::hash(kept).as_bytes();
         assert_eq!(juror_vote(kept, &same, honest).unwrap(), (false, 1e-7));
