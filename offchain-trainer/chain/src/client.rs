@@ -249,6 +249,24 @@ impl Chain {
             .await
     }
 
+    /// A value-query storage item: its value, or the type's default when absent (as the
+    /// runtime reads it).
+    async fn fetch_or_default<K, V>(
+        &self,
+        pallet: &str,
+        entry: &str,
+        keys: K,
+    ) -> Result<V, ChainError>
+    where
+        K: subxt::ext::frame_decode::storage::IntoEncodableValues
+            + subxt::ext::frame_decode::storage::IntoDecodableValues
+            + Clone
+            + Send,
+        V: DecodeAsType + Default,
+    {
+        Ok(self.fetch(pallet, entry, keys).await?.unwrap_or_default())
+    }
+
     /// A round-protocol type (`synod-protocol`): the value's SCALE bytes decoded with the
     /// type's `Decode`, the one the runtime encodes with.
     async fn fetch_scale<K, V>(
@@ -286,35 +304,20 @@ impl Chain {
         Ok(kind.unwrap_or_else(|_| "Custom".to_string()))
     }
 
-    /// Hash of block `number` of the best chain (`chain_getBlockHash`), `None` if unknown.
+    /// Hash of block `number`, `None` if the node does not know it.
     ///
     /// # Errors
-    /// [`ChainError::Rpc`] (after reconnecting for `PATIENCE`), [`ChainError::Decode`] for an
-    /// answer that is not a 32-byte hex hash.
+    /// [`ChainError::Rpc`] (after reconnecting for `PATIENCE`).
     pub async fn block_hash(&self, number: u64) -> Result<Option<[u8; 32]>, ChainError> {
-        let answer: Option<String> = self
-            .retrying("chain_getBlockHash", |_| async move {
-                let rpc = subxt::rpcs::RpcClient::from_insecure_url(&self.current_url())
-                    .await
-                    .map_err(ChainError::rpc)?;
-                rpc.request("chain_getBlockHash", subxt::rpcs::rpc_params![number])
-                    .await
-                    .map_err(ChainError::rpc)
-            })
-            .await?;
-        let Some(hex) = answer else {
-            return Ok(None);
-        };
-        let digits = hex.trim_start_matches("0x");
-        let bytes: Vec<u8> = (0..digits.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(digits.get(i..i + 2).unwrap_or("zz"), 16))
-            .collect::<Result<_, _>>()
-            .map_err(|e| ChainError::decode("block hash", e))?;
-        let hash: [u8; 32] = bytes
-            .try_into()
-            .map_err(|_| ChainError::decode("block hash", "not 32 bytes"))?;
-        Ok(Some(hash))
+        use subxt::error::OnlineClientAtBlockError as E;
+        self.retrying("block hash", |api| async move {
+            match api.at_block(number).await {
+                Ok(at) => Ok(Some(at.block_hash().0)),
+                Err(E::BlockNotFound { .. }) => Ok(None),
+                Err(e) => Err(ChainError::rpc(e)),
+            }
+        })
+        .await
     }
 
     /// The endpoint connected to now.
@@ -355,10 +358,8 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn next_pool_id(&self) -> Result<u32, ChainError> {
-        Ok(self
-            .fetch::<(), u32>("TrainingPools", "NextPoolId", ())
-            .await?
-            .unwrap_or(0))
+        self.fetch_or_default::<(), u32>("TrainingPools", "NextPoolId", ())
+            .await
     }
 
     /// The pool's current members with their registrations, ascending index.
@@ -367,9 +368,8 @@ impl Chain {
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn members(&self, pool: u32) -> Result<Vec<MemberInfo>, ChainError> {
         let list: Vec<AccountId> = self
-            .fetch("TrainingPools", "MemberList", (pool,))
-            .await?
-            .unwrap_or_default();
+            .fetch_or_default("TrainingPools", "MemberList", (pool,))
+            .await?;
         let mut out = Vec::with_capacity(list.len());
         for account in list {
             if let Some(record) = self
@@ -460,10 +460,8 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn claimable(&self, pool: u32, who: &AccountId) -> Result<u128, ChainError> {
-        Ok(self
-            .fetch("Rewards", "Claimable", (pool, *who))
-            .await?
-            .unwrap_or(0))
+        self.fetch_or_default("Rewards", "Claimable", (pool, *who))
+            .await
     }
 
     /// Final rounds of `pool` whose rewards are not settled yet (`Rewards.Unsettled` entries).
@@ -497,10 +495,8 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn next_challenge_id(&self) -> Result<u32, ChainError> {
-        Ok(self
-            .fetch::<(), u32>("Challenges", "NextChallengeId", ())
-            .await?
-            .unwrap_or(0))
+        self.fetch_or_default::<(), u32>("Challenges", "NextChallengeId", ())
+            .await
     }
 
     /// `Challenges.OpenChallenges(id)`: `None` once resolved (or never opened).
@@ -529,10 +525,8 @@ impl Chain {
         round: u32,
         who: &AccountId,
     ) -> Result<u32, ChainError> {
-        Ok(self
-            .fetch::<_, u32>("Challenges", "OpenAgainst", ((pool, round, *who),))
-            .await?
-            .unwrap_or(0))
+        self.fetch_or_default::<_, u32>("Challenges", "OpenAgainst", ((pool, round, *who),))
+            .await
     }
 
     /// `Challenges.Verdicts((pool, round, who))`: the verdict on that contribution, if any.
@@ -554,10 +548,8 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn jurors(&self) -> Result<Vec<AccountId>, ChainError> {
-        Ok(self
-            .fetch::<(), Vec<AccountId>>("Challenges", "Jurors", ())
-            .await?
-            .unwrap_or_default())
+        self.fetch_or_default::<(), Vec<AccountId>>("Challenges", "Jurors", ())
+            .await
     }
 
     /// `who`'s free balance, in planck.

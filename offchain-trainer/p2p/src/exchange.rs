@@ -95,7 +95,7 @@ pub async fn all_gather(
             {
                 continue;
             }
-            if let Some(p) = snap.announced.get(&(round, m.index)).copied() {
+            if let Some(p) = snap.announced.get(&(round, m.index)).map(|a| a.payload) {
                 // First from the author, then in turn from the other members (relays).
                 let n = attempts.entry(m.index).or_insert(0usize);
                 let relays: Vec<_> = members
@@ -180,7 +180,7 @@ pub async fn all_gather(
         .collect();
     let announcements = got
         .keys()
-        .filter_map(|m| Some((*m, snap.announcements.get(&(round, *m))?.clone())))
+        .filter_map(|m| Some((*m, snap.announced.get(&(round, *m))?.signed.clone())))
         .collect();
     let included = got
         .into_iter()

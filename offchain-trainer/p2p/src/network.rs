@@ -76,15 +76,21 @@ struct Behaviour {
     checkpoint: request_response::Behaviour<ChunkCodec>,
 }
 
+/// A verified announcement of a payload.
+#[derive(Clone, Debug)]
+pub struct Announced {
+    /// The payload announced.
+    pub payload: PayloadRef,
+    /// The signed gossip message as received (SCALE `synod_protocol::evidence::Signed`,
+    /// ≤ `MAX_MESSAGE_BYTES`): the evidence an on-chain challenge of that payload carries.
+    pub signed: Arc<Vec<u8>>,
+}
+
 /// What the event loop has learned, readable through [`Client::snapshot`].
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
-    /// Verified announcements: (round, member) → payload.
-    pub announced: BTreeMap<(u32, u32), PayloadRef>,
-    /// The first signed gossip message announcing each of `announced`, as received (SCALE
-    /// `synod_protocol::evidence::Signed`, ≤ `MAX_MESSAGE_BYTES`): the evidence an on-chain
-    /// challenge of that payload carries.
-    pub announcements: BTreeMap<(u32, u32), Arc<Vec<u8>>>,
+    /// Verified announcements: (round, member) → the first one received.
+    pub announced: BTreeMap<(u32, u32), Announced>,
     /// Last verified message time per member.
     pub last_seen: HashMap<u32, Instant>,
     /// Highest round each member's heartbeats have named (the round it is working on).
@@ -709,7 +715,6 @@ impl EventLoop {
                 self.relayed.retain(|(k, _), _| *k + 2 > r);
                 let mut s = lock(&self.shared);
                 s.announced.retain(|(k, _), _| *k + 2 > r);
-                s.announcements.retain(|(k, _), _| *k + 2 > r);
             }
             Command::SetPayload {
                 round,
@@ -815,12 +820,14 @@ impl EventLoop {
                     Body::Alive {
                         payload: Some(p), ..
                     } => {
-                        let prev = *s.announced.entry((e.round, e.member)).or_insert(p);
-                        if prev == p {
-                            s.announcements
-                                .entry((e.round, e.member))
-                                .or_insert_with(|| Arc::new(data.to_vec()));
-                        }
+                        let prev = s
+                            .announced
+                            .entry((e.round, e.member))
+                            .or_insert_with(|| Announced {
+                                payload: p,
+                                signed: Arc::new(data.to_vec()),
+                            })
+                            .payload;
                         drop(s);
                         if prev != p {
                             // Two different payloads signed for one round: equivocation.

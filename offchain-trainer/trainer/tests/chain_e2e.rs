@@ -133,6 +133,28 @@ impl Net {
         assert_eq!(created["pool_id"], 0);
     }
 
+    /// A pool of four members, `rounds` rounds of `inner_steps`, with a challenge window (15
+    /// blocks) long enough to verify a round between rounds; trainer i runs with `roles[i]`.
+    /// Returns when all four have exited successfully.
+    fn train_four_verified(&self, rounds: u32, inner_steps: u32, roles: [&[&str]; 4]) {
+        self.create_pool(&[
+            ("--min-trainers", "4"),
+            ("--round-timeout", "60"),
+            ("--challenge-window", "15"),
+            ("--rounds", &rounds.to_string()),
+            ("--inner-steps", &inner_steps.to_string()),
+        ]);
+        let ports = [free_port(), free_port(), free_port(), free_port()];
+        let mut trainers: Vec<Proc> = roles
+            .iter()
+            .enumerate()
+            .map(|(i, role)| self.spawn_trainer(i, &ports, role))
+            .collect();
+        for (i, p) in trainers.iter_mut().enumerate() {
+            wait_exit(p, self, i, Duration::from_secs(900));
+        }
+    }
+
     fn base(&self, i: usize) -> PathBuf {
         self.dir.path().join(format!("trainer-{i}"))
     }
@@ -538,22 +560,16 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
     const R: u32 = 3;
     const H: u32 = 30;
     let net = Net::start();
-    net.create_pool(&[
-        ("--min-trainers", "4"),
-        ("--round-timeout", "60"),
-        ("--challenge-window", "15"),
-        ("--rounds", &R.to_string()),
-        ("--inner-steps", &H.to_string()),
-    ]);
-
-    let ports = [free_port(), free_port(), free_port(), free_port()];
-    let mut trainers: Vec<Proc> = (0..3)
-        .map(|i| net.spawn_trainer(i, &ports, &["--juror"]))
-        .collect();
-    trainers.push(net.spawn_trainer(3, &ports, &["--fault", "scale-x100"]));
-    for (i, p) in trainers.iter_mut().enumerate() {
-        wait_exit(p, &net, i, Duration::from_secs(900));
-    }
+    net.train_four_verified(
+        R,
+        H,
+        [
+            &["--juror"],
+            &["--juror"],
+            &["--juror"],
+            &["--fault", "scale-x100"],
+        ],
+    );
 
     let show = net.show();
     assert_eq!(show["status"], "Completed");
@@ -694,23 +710,16 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const R: u32 = 3;
     let net = Net::start();
-    net.create_pool(&[
-        ("--min-trainers", "4"),
-        ("--round-timeout", "60"),
-        ("--challenge-window", "15"),
-        ("--rounds", &R.to_string()),
-        ("--inner-steps", "30"),
-    ]);
-    let ports = [free_port(), free_port(), free_port(), free_port()];
-    let mut trainers = [
-        net.spawn_trainer(0, &ports, &["--juror"]),
-        net.spawn_trainer(1, &ports, &["--juror"]),
-        net.spawn_trainer(2, &ports, &["--fault", "copy"]),
-        net.spawn_trainer(3, &ports, &["--fault", "withhold"]),
-    ];
-    for (i, p) in trainers.iter_mut().enumerate() {
-        wait_exit(p, &net, i, Duration::from_secs(900));
-    }
+    net.train_four_verified(
+        R,
+        30,
+        [
+            &["--juror"],
+            &["--juror"],
+            &["--fault", "copy"],
+            &["--fault", "withhold"],
+        ],
+    );
     let show = net.show();
     assert_eq!(show["status"], "Completed");
     assert_eq!(

@@ -180,7 +180,7 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
     let parent = store.get(&f.parent).ok_or_else(|| {
         anyhow!(
             "θ of round {} ({}) is not under {}",
-            a.round - 1,
+            a.round.saturating_sub(1),
             hex(&f.parent),
             a.base_path.display()
         )

@@ -7,6 +7,7 @@
 //! (settled: nothing can challenge it any more) or voided it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
@@ -30,9 +31,14 @@ pub(super) struct Duties {
     cursor: u32,
     /// Challenge ids at or above `cursor` already handled (resolved, voted, not ours).
     handled: BTreeSet<u32>,
+    /// Rounds with a challenge of our pool that waited for its draw or our vote at the last
+    /// jury pass (their evidence is kept; `finish_duties` waits for them).
+    awaiting: BTreeSet<u32>,
     /// Contributions found dishonest whose challenge is not open yet: (round, member) →
     /// (account, distance). Retried every pass until opened, convicted or out of the window.
     to_challenge: BTreeMap<(u32, u32), (AccountId, f64)>,
+    /// The last parent checkpoint replayed from: (blake3, canonical bytes).
+    parent: Option<([u8; 32], Arc<Vec<u8>>)>,
     /// Failed verification passes per round (a round is given up after [`MAX_TRIES`]).
     tries: BTreeMap<u32, u32>,
 }
@@ -48,14 +54,14 @@ impl Trainer<'_> {
 
     /// One pass of every duty; never fails (problems are logged and retried next time).
     pub(super) fn duties(&mut self) {
+        if let Err(e) = self.jury_duty() {
+            tracing::warn!("jury duty: {e:#}");
+        }
         if let Err(e) = self.verify_closed_rounds() {
             tracing::warn!("verification: {e:#}");
         }
         if let Err(e) = self.open_pending_challenges() {
             tracing::warn!("challenges: {e:#}");
-        }
-        if let Err(e) = self.jury_duty() {
-            tracing::warn!("jury duty: {e:#}");
         }
     }
 
@@ -102,7 +108,7 @@ impl Trainer<'_> {
         Ok(now <= until
             || !self.duties.to_verify.is_empty()
             || !self.duties.to_challenge.is_empty()
-            || self.jury_pending()?)
+            || !self.duties.awaiting.is_empty())
     }
 
     /// Last block in which a challenge of final round `f` can be opened (the protocol's
@@ -140,7 +146,7 @@ impl Trainer<'_> {
             let closed = self
                 .block_on(self.chain.round_snapshot(pool, round))?
                 .is_none();
-            if closed && !self.jury_needs(round)? {
+            if closed && !self.duties.awaiting.contains(&round) {
                 self.retained.forget(round);
                 self.duties.replays.retain(|(r, _), _| *r != round);
             }
@@ -217,13 +223,21 @@ impl Trainer<'_> {
             );
             return Ok(None);
         };
-        let peers = self.peers();
-        let parent = self.block_on(self.store.get_or_fetch(
-            &self.client,
-            &peers,
-            *parent,
-            Duration::from_secs(120),
-        ))?;
+        // θ_{r−1} is read (and its blake3 checked) once for all the replays of a round.
+        let parent = match &self.duties.parent {
+            Some((h, bytes)) if h == parent => bytes.clone(),
+            _ => {
+                let peers = self.peers();
+                let bytes = Arc::new(self.block_on(self.store.get_or_fetch(
+                    &self.client,
+                    &peers,
+                    *parent,
+                    Duration::from_secs(120),
+                ))?);
+                self.duties.parent = Some((*parent, bytes.clone()));
+                bytes
+            }
+        };
         let rep = self.replayer.check(
             &self.recipe,
             &self.a.recipe,
@@ -286,12 +300,14 @@ impl Trainer<'_> {
         Ok(())
     }
 
-    /// Votes on every drawn jury we sit on.
+    /// Votes on every drawn jury we sit on; records in `awaiting` the rounds of our pool's
+    /// challenges that still wait for a draw or our vote.
     fn jury_duty(&mut self) -> Result<()> {
         if !self.a.juror {
             return Ok(());
         }
         let next = self.block_on(self.chain.next_challenge_id())?;
+        let mut awaiting = BTreeSet::new();
         for id in self.duties.cursor..next {
             if self.duties.handled.contains(&id) {
                 continue;
@@ -300,7 +316,11 @@ impl Trainer<'_> {
                 None => {
                     self.duties.handled.insert(id);
                 }
-                Some(c) if c.jury.is_empty() => {}
+                Some(c) if c.jury.is_empty() => {
+                    if c.pool_id == self.pool {
+                        awaiting.insert(c.round);
+                    }
+                }
                 Some(c) => {
                     if c.jury.iter().any(|(j, _)| *j == self.account)
                         && self
@@ -310,6 +330,7 @@ impl Trainer<'_> {
                         // A failed vote is retried next pass; it must not hold up the others.
                         if let Err(e) = self.judge(id, &c) {
                             tracing::warn!(challenge = id, "judging failed: {e:#}");
+                            awaiting.insert(c.round);
                             continue;
                         }
                     }
@@ -320,40 +341,8 @@ impl Trainer<'_> {
         while self.duties.handled.remove(&self.duties.cursor) {
             self.duties.cursor += 1;
         }
+        self.duties.awaiting = awaiting;
         Ok(())
-    }
-
-    /// Whether a challenge of our pool about `round` still waits for its draw.
-    fn jury_needs(&self, round: u32) -> Result<bool> {
-        if !self.a.juror {
-            return Ok(false);
-        }
-        Ok(self.open_challenges()?.iter().any(|c| c.round == round))
-    }
-
-    /// Whether a challenge of our pool still waits for its draw or for our vote.
-    fn jury_pending(&self) -> Result<bool> {
-        if !self.a.juror {
-            return Ok(false);
-        }
-        Ok(!self.open_challenges()?.is_empty())
-    }
-
-    /// Open challenges of our pool not handled yet.
-    fn open_challenges(&self) -> Result<Vec<ChallengeInfo>> {
-        let next = self.block_on(self.chain.next_challenge_id())?;
-        let mut out = Vec::new();
-        for id in self.duties.cursor..next {
-            if self.duties.handled.contains(&id) {
-                continue;
-            }
-            if let Some(c) = self.block_on(self.chain.challenge(id))? {
-                if c.pool_id == self.pool {
-                    out.push(c);
-                }
-            }
-        }
-        Ok(out)
     }
 
     /// Replays the contribution disputed by challenge `id` and votes.

@@ -72,8 +72,8 @@ impl Trainer<'_> {
                 .announced
                 .iter()
                 .filter(|((round, m), _)| *round == r && *m != self.me);
-            for ((_, m), p) in others {
-                match self.block_on(self.client.fetch_payload(*m, r, *p, MAX_COPY_BYTES)) {
+            for ((_, m), a) in others {
+                match self.block_on(self.client.fetch_payload(*m, r, a.payload, MAX_COPY_BYTES)) {
                     Ok(bytes) => {
                         tracing::warn!(round = r, "announcing member {m}'s payload as ours");
                         return Ok(Some(bytes));

@@ -13,7 +13,7 @@
 //!   never announced — then exchange, aggregate, outer step, store and serve θ_r, and commit
 //!   its hash in the background while round r+1's inner phase runs.
 //! * **Verify** (between rounds, [`duty`]): keep the included set's payloads and signed
-//!   announcements (`<base>/evidence/`); once a round is final, replay a sample of the other
+//!   announcements (`<base>/evidence/pool-<id>/`); once a round is final, replay a sample of the other
 //!   contributors' inner phases and challenge on-chain any that is outside the replay
 //!   tolerance; as a juror (`--juror`), replay disputed contributions and vote.
 //! * **End**: when the pool completes, keep verifying and judging until the last round can no
