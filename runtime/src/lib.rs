@@ -66,7 +66,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: alloc::borrow::Cow::Borrowed("synod"),
     impl_name: alloc::borrow::Cow::Borrowed("synod-node"),
     authoring_version: 1,
-    spec_version: 102,
+    spec_version: 103,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,
@@ -135,7 +135,7 @@ pub type SignedPayload = generic::SignedPayload<RuntimeCall, TxExtension>;
 
 /// Migrations of the runtime, aside from the ones declared in the pallets.
 #[allow(unused_parens)]
-type Migrations = ();
+type Migrations = (pallet_challenges::migrations::v1::MigrateV0ToV1<Runtime>,);
 
 /// Executive: dispatches to the various pallets.
 pub type Executive = frame_executive::Executive<

@@ -36,6 +36,7 @@ pub use error::DilocoError;
 pub use inner::{InnerReport, InnerTrainer};
 pub use outer::NesterovSgd;
 pub use pseudograd::{
-    decode_pseudo_gradient, encode_pseudo_gradient, pseudo_gradient, PseudoGradient,
+    decode_pseudo_gradient, encode_pseudo_gradient, max_payload_bytes, pseudo_gradient,
+    PseudoGradient,
 };
-pub use round::{Contribution, Exchange, OuterState, RoundOutcome};
+pub use round::{max_checkpoint_bytes, Contribution, Exchange, OuterState, RoundOutcome};

@@ -48,6 +48,21 @@ pub fn encode_pseudo_gradient(
     Ok(synod_codec::encode(&refs, opts)?)
 }
 
+/// The decoder's limits for payloads of a model laid out like `like`.
+fn limits(like: &ParamSet) -> DecodeLimits {
+    DecodeLimits::for_model(
+        like.numel() as u64,
+        u32::try_from(like.tensors().len()).unwrap_or(u32::MAX),
+    )
+}
+
+/// Largest payload (encoded Δ) of a model laid out like `like`, in bytes: the decoder's own
+/// input limit (5 bytes per parameter + 1 MiB; [`DecodeLimits::for_model`]). A fetch refuses a
+/// larger announced size before a byte is transferred, since no payload of this model decodes.
+pub fn max_payload_bytes(like: &ParamSet) -> u64 {
+    limits(like).max_input_bytes as u64
+}
+
 /// Decodes member `member`'s payload, checking it against the layout of `like`.
 ///
 /// # Errors
@@ -58,11 +73,7 @@ pub fn decode_pseudo_gradient(
     member: u32,
     payload: &[u8],
 ) -> Result<PseudoGradient, DilocoError> {
-    let limits = DecodeLimits::for_model(
-        like.numel() as u64,
-        u32::try_from(like.tensors().len()).unwrap_or(u32::MAX),
-    );
-    let decoded = synod_codec::decode(payload, &limits)
+    let decoded = synod_codec::decode(payload, &limits(like))
         .map_err(|source| DilocoError::Decode { member, source })?;
     let fits = decoded.header.shapes.len() == like.tensors().len()
         && decoded

@@ -58,6 +58,19 @@ pub struct OuterState {
     pub round: u32,
 }
 
+/// Largest checkpoint ([`OuterState::checkpoint_set`] as safetensors: θ and the outer
+/// momentum, f32) of a model laid out like `like`, in bytes: 8 bytes per parameter, plus 1 KiB
+/// of header per tensor of either half and 1 MiB. A peer offering a larger "checkpoint" is
+/// refused before a byte is transferred.
+pub fn max_checkpoint_bytes(like: &ParamSet) -> u64 {
+    let params = like.numel() as u64;
+    let tensors = like.tensors().len() as u64;
+    params
+        .saturating_mul(8)
+        .saturating_add(tensors.saturating_mul(2 << 10))
+        .saturating_add(1 << 20)
+}
+
 impl OuterState {
     /// State at round 0 from the initial parameters.
     pub fn new(params: ParamSet, opt: NesterovSgd) -> Self {

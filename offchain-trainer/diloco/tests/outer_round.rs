@@ -196,3 +196,45 @@ fn local_rounds_converge_to_the_workers_consensus() {
         assert!((x - 2.0).abs() < 0.05, "{:?}", s.params.tensors()[0].data);
     }
 }
+
+#[test]
+fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() {
+    // Incompressible values (fp32 mode, random bits): the largest a payload of this model gets.
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut noise = |n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x as u32 as f32 / u32::MAX as f32) - 0.5
+            })
+            .collect()
+    };
+    let p = params(noise(3000), noise(700));
+    let mut state = OuterState::new(p.clone(), NesterovSgd::new(0.7, 0.9));
+    let delta = vec![noise(3000), noise(700)];
+    state.opt.step(&mut state.params, &delta).unwrap();
+    let ckpt = synod_checkpoint::to_bytes(&state.checkpoint_set().unwrap()).unwrap();
+    let max_ckpt = synod_diloco::max_checkpoint_bytes(&p);
+    assert!(ckpt.len() as u64 <= max_ckpt, "{} > {max_ckpt}", ckpt.len());
+    assert!(
+        max_ckpt <= 8 * 3700 + (1 << 20) + (4 << 10),
+        "tied to the model: {max_ckpt}"
+    );
+    let payload = encode_pseudo_gradient(&p, &delta, &EncodeOptions::fp32()).unwrap();
+    let max_payload = synod_diloco::max_payload_bytes(&p);
+    assert!(
+        payload.len() as u64 <= max_payload,
+        "{} > {max_payload}",
+        payload.len()
+    );
+    assert!(
+        max_payload <= 5 * 3700 + (1 << 20),
+        "tied to the model: {max_payload}"
+    );
+    // A payload just over the limit does not decode either: the two limits are one rule.
+    let mut big = payload.clone();
+    big.resize(max_payload as usize + 1, 0);
+    assert!(synod_diloco::decode_pseudo_gradient(&p, 0, &big).is_err());
+}

@@ -24,7 +24,7 @@ pub mod protocol;
 pub use exchange::{all_gather, finish, ExchangeConfig, ExchangeOutcome};
 pub use identity::{MemberKey, PublicKey, SignatureError};
 pub use members::{Member, MemberSet};
-pub use network::{spawn, Announced, Client, NetConfig, Snapshot};
+pub use network::{spawn, Announced, Client, NetConfig, Snapshot, MAX_SERVED_CHECKPOINTS};
 
 pub use libp2p::{identity as libp2p_identity, Multiaddr, PeerId};
 

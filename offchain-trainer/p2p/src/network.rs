@@ -1,7 +1,7 @@
 //! The swarm: a cloneable [`Client`] handle, a [`Command`] channel and an event loop task
 //! (the shape of rust-libp2p's `file-sharing` example).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -114,8 +114,13 @@ enum Command {
         bytes: Arc<Vec<u8>>,
     },
     ServeCheckpoint {
+        hash: [u8; 32],
         bytes: Arc<Vec<u8>>,
-        reply: oneshot::Sender<[u8; 32]>,
+        reply: oneshot::Sender<()>,
+    },
+    PinCheckpoint {
+        hash: [u8; 32],
+        reply: oneshot::Sender<bool>,
     },
     Request {
         peer: PeerId,
@@ -231,13 +236,35 @@ impl Client {
         Ok(digest)
     }
 
-    /// Serves a checkpoint file over `/synod/checkpoint/1`; returns its blake3.
+    /// Serves a checkpoint file over `/synod/checkpoint/1`; returns its blake3 (hashed on a
+    /// blocking thread, never on the network event loop). Only the
+    /// [`MAX_SERVED_CHECKPOINTS`] most recently served are kept in memory: the oldest is dropped
+    /// (peers asking for it get `NotFound`), so memory does not grow with the rounds.
     ///
     /// # Errors
     /// [`NetError::Stopped`] if the node has shut down.
     pub async fn serve_checkpoint(&self, bytes: Arc<Vec<u8>>) -> Result<[u8; 32], NetError> {
+        let hashed = Arc::clone(&bytes);
+        let hash = tokio::task::spawn_blocking(move || *blake3::hash(&hashed).as_bytes())
+            .await
+            .map_err(|_| NetError::Stopped)?;
         let (reply, rx) = oneshot::channel();
-        self.send(Command::ServeCheckpoint { bytes, reply }).await?;
+        self.send(Command::ServeCheckpoint { hash, bytes, reply })
+            .await?;
+        rx.await.map_err(|_| NetError::Stopped)?;
+        Ok(hash)
+    }
+
+    /// Keeps serving the checkpoint `hash` whatever else is served later (the last final
+    /// checkpoint, which (re)joining members need): it no longer counts as the oldest. One
+    /// checkpoint is pinned at a time; pinning another unpins it. Returns `false` (and pins
+    /// nothing) if `hash` is not served; serve it first.
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn pin_checkpoint(&self, hash: [u8; 32]) -> Result<bool, NetError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::PinCheckpoint { hash, reply }).await?;
         rx.await.map_err(|_| NetError::Stopped)
     }
 
@@ -269,26 +296,26 @@ impl Client {
         checkpoint: bool,
     ) -> Result<Vec<u8>, NetError> {
         use crate::protocol::CHUNK_BYTES;
-        let offsets: Vec<u64> = (0..size.div_ceil(u64::from(CHUNK_BYTES)))
-            .map(|i| i * u64::from(CHUNK_BYTES))
-            .collect();
-        let parts: Vec<Result<ChunkResponse, NetError>> =
-            futures::stream::iter(offsets.clone().into_iter().map(|off| {
-                let len = (size - off).min(u64::from(CHUNK_BYTES)) as u32;
-                self.request(peer, checkpoint, mk(off, len))
-            }))
-            .buffered(8)
-            .collect()
-            .await;
-        let mut out =
-            Vec::with_capacity(usize::try_from(size).map_err(|_| NetError::TooLarge(size))?);
-        for (p, off) in parts.into_iter().zip(&offsets) {
-            match p? {
+        let chunk = u64::from(CHUNK_BYTES);
+        usize::try_from(size).map_err(|_| NetError::TooLarge(size))?;
+        // In order, 8 requests in flight; each chunk is checked, appended and hashed as it
+        // arrives, and the first bad one ends the fetch: memory holds what was received plus
+        // the chunks in flight, never a declared size the peer has not sent.
+        let mut parts = futures::stream::iter((0..size.div_ceil(chunk)).map(|i| {
+            let off = i * chunk;
+            self.request(peer, checkpoint, mk(off, (size - off).min(chunk) as u32))
+        }))
+        .buffered(8);
+        let mut out = Vec::new();
+        let mut hasher = blake3::Hasher::new();
+        while let Some(part) = parts.next().await {
+            let len = (size - out.len() as u64).min(chunk);
+            match part? {
                 ChunkResponse::Data { total, bytes }
-                    if total == size
-                        && bytes.len() as u64 == (size - off).min(u64::from(CHUNK_BYTES)) =>
+                    if total == size && bytes.len() as u64 == len =>
                 {
-                    out.extend_from_slice(&bytes)
+                    hasher.update(&bytes);
+                    out.extend_from_slice(&bytes);
                 }
                 ChunkResponse::Data { .. } => {
                     return Err(NetError::Request("chunk of the wrong size".into()))
@@ -297,7 +324,7 @@ impl Client {
                 ChunkResponse::Refused => return Err(NetError::Request("refused".into())),
             }
         }
-        if blake3::hash(&out).as_bytes() != expected {
+        if hasher.finalize().as_bytes() != expected {
             return Err(NetError::DigestMismatch);
         }
         Ok(out)
@@ -569,7 +596,8 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         round: 0,
         seq: 0,
         payloads: HashMap::new(),
-        checkpoints: HashMap::new(),
+        checkpoints: VecDeque::new(),
+        pinned: None,
         relayed: HashMap::new(),
         pending: HashMap::new(),
         heartbeat: cfg.heartbeat,
@@ -589,6 +617,12 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
 /// A relayed payload: its blake3 and bytes.
 type Relayed = ([u8; 32], Arc<Vec<u8>>);
 
+/// Most checkpoints a node serves at once (θ of the last three rounds, say): serving one more
+/// drops the one served longest ago — never the pinned one ([`Client::pin_checkpoint`]: the
+/// last final checkpoint, all a (re)joining trainer needs) — so a trainer's memory does not
+/// grow with the rounds.
+pub const MAX_SERVED_CHECKPOINTS: usize = 3;
+
 struct EventLoop {
     swarm: Swarm<Behaviour>,
     rx: mpsc::Receiver<Command>,
@@ -601,7 +635,10 @@ struct EventLoop {
     seq: u64,
     /// Our payload per round with its announcement (digest computed once).
     payloads: HashMap<u32, (PayloadRef, Arc<Vec<u8>>)>,
-    checkpoints: HashMap<[u8; 32], Arc<Vec<u8>>>,
+    /// Checkpoints we serve, oldest first; at most [`MAX_SERVED_CHECKPOINTS`].
+    checkpoints: VecDeque<([u8; 32], Arc<Vec<u8>>)>,
+    /// The one served checkpoint never dropped (see [`Client::pin_checkpoint`]).
+    pinned: Option<[u8; 32]>,
     /// Other members' payloads we fetched, served on to peers whose fetch from the author
     /// failed: (round, member) → (digest, bytes); current and previous round only.
     relayed: HashMap<(u32, u32), Relayed>,
@@ -724,10 +761,28 @@ impl EventLoop {
                 self.payloads.insert(round, (payload, bytes));
                 self.publish_alive();
             }
-            Command::ServeCheckpoint { bytes, reply } => {
-                let h = *blake3::hash(&bytes).as_bytes();
-                self.checkpoints.insert(h, bytes);
-                let _ = reply.send(h);
+            Command::ServeCheckpoint { hash, bytes, reply } => {
+                self.checkpoints.retain(|(h, _)| *h != hash);
+                self.checkpoints.push_back((hash, bytes));
+                while self.checkpoints.len() > MAX_SERVED_CHECKPOINTS {
+                    let pinned = self.pinned;
+                    match self
+                        .checkpoints
+                        .iter()
+                        .position(|(h, _)| Some(*h) != pinned)
+                    {
+                        Some(oldest) => drop(self.checkpoints.remove(oldest)),
+                        None => break,
+                    }
+                }
+                let _ = reply.send(());
+            }
+            Command::PinCheckpoint { hash, reply } => {
+                let served = self.checkpoints.iter().any(|(h, _)| *h == hash);
+                if served {
+                    self.pinned = Some(hash);
+                }
+                let _ = reply.send(served);
             }
             Command::Request {
                 peer,
@@ -899,8 +954,8 @@ impl EventLoop {
                 }
             }
             (ChunkRequest::Checkpoint { hash, offset, len }, true) => {
-                match self.checkpoints.get(&hash) {
-                    Some(c) => serve(c, offset, len),
+                match self.checkpoints.iter().find(|(h, _)| *h == hash) {
+                    Some((_, c)) => serve(c, offset, len),
                     None => ChunkResponse::NotFound,
                 }
             }

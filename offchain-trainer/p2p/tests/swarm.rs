@@ -368,3 +368,96 @@ async fn a_payload_whose_author_died_is_fetched_from_a_peer_that_relays_it() {
         .await
         .is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn served_checkpoints_are_bounded_so_memory_does_not_grow_with_the_rounds() {
+    let (ids, _, clients) = network(2).await;
+    let seed_peer = ids[0].0.public().to_peer_id();
+    let t = std::time::Instant::now();
+    while !clients[1].snapshot().connected.contains(&seed_peer)
+        && t.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // One checkpoint per round (2.5 chunks each), more rounds than the node keeps; the first
+    // is the last final one, pinned.
+    let max = synod_p2p::MAX_SERVED_CHECKPOINTS;
+    let n = max + 2;
+    let mut hashes = Vec::new();
+    for r in 0..n {
+        let bytes = vec![r as u8; (5 << 20) / 2];
+        hashes.push(clients[0].serve_checkpoint(Arc::new(bytes)).await.unwrap());
+        if r == 0 {
+            assert!(clients[0].pin_checkpoint(hashes[0]).await.unwrap());
+            assert!(
+                !clients[0].pin_checkpoint([9; 32]).await.unwrap(),
+                "not served"
+            );
+        }
+    }
+    for (r, h) in hashes.iter().enumerate() {
+        let got = clients[1].fetch_checkpoint(seed_peer, *h, 8 << 20).await;
+        if r == 0 || r + max > n {
+            assert_eq!(got.unwrap(), vec![r as u8; (5 << 20) / 2], "round {r}");
+        } else {
+            assert!(
+                matches!(got, Err(synod_p2p::NetError::NotFound)),
+                "round {r}'s checkpoint was dropped"
+            );
+        }
+    }
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_restarted_mid_round_serves_its_kept_payload_again_without_being_banned() {
+    let (ids, set, clients) = network(2).await;
+    let author = ids[0].0.public().to_peer_id();
+    // Member 0 announces its round-1 payload, then dies before anyone fetched it.
+    let kept = payload(0);
+    clients[0].set_round(1).await.unwrap();
+    let digest = clients[0]
+        .set_payload(1, Arc::new(kept.clone()))
+        .await
+        .unwrap();
+    let t = std::time::Instant::now();
+    while !clients[1].snapshot().announced.contains_key(&(1, 0))
+        && t.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(clients[1].snapshot().announced.contains_key(&(1, 0)));
+    clients[0].shutdown().await;
+    // Restarted with the same identity, it has moved on to round 2 and serves the bytes it
+    // kept for round 1 (a fresh `seq`, the same signed digest).
+    let boot = clients[1].listen_addrs().await.into_iter().next().unwrap();
+    let restarted = start(&ids, &set, 0, ids[0].1.clone(), Some(boot)).await;
+    restarted.set_round(2).await.unwrap();
+    assert_eq!(
+        restarted
+            .set_payload(1, Arc::new(kept.clone()))
+            .await
+            .unwrap(),
+        digest
+    );
+    let started = std::time::Instant::now();
+    let out = all_gather(&clients[1], 1, payload(1), cfg()).await.unwrap();
+    assert_eq!(
+        out.included.iter().map(|c| c.member).collect::<Vec<_>>(),
+        vec![0, 1],
+        "excluded: {:?}",
+        out.excluded
+    );
+    assert_eq!(out.included[0].payload, kept);
+    assert!(!clients[1].snapshot().banned.contains_key(&author));
+    // Fetched, not waited out: well inside the 40 s deadline.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+    restarted.shutdown().await;
+    clients[1].shutdown().await;
+}

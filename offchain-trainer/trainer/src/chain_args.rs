@@ -152,10 +152,20 @@ pub struct RunArgs {
     pub verify_rate: Option<f64>,
     /// Register as a juror (`Challenges.register_juror`) and vote automatically when drawn:
     /// replay the disputed contribution, vote guilty iff it is outside the replay tolerance.
-    /// A juror drawn for a pool it does not train cannot replay and does not vote (the
-    /// runtime's no-show penalty applies).
+    /// A juror drawn for a round it did not contribute to may lack what a replay needs; it
+    /// then abstains (the runtime slashes only contributors that do not vote).
     #[arg(long)]
     pub juror: bool,
+    /// Port of the Prometheus exporter (`/metrics`: `synod_trainer_*` rounds, losses, seconds,
+    /// bytes, replays, challenges, votes). A port in use only disables it, with a warning.
+    #[arg(long, default_value_t = crate::prometheus::DEFAULT_PORT)]
+    pub prometheus_port: u16,
+    /// Serve Prometheus metrics on all interfaces (default: 127.0.0.1 only).
+    #[arg(long)]
+    pub prometheus_external: bool,
+    /// Do not serve Prometheus metrics.
+    #[arg(long)]
+    pub no_prometheus: bool,
 }
 
 /// `synod-trainer verify`: replays one member's contribution to a final round from what a

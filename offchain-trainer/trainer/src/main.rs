@@ -15,6 +15,7 @@ mod chain_args;
 mod metrics;
 mod plot;
 mod pool;
+mod prometheus;
 mod train;
 
 use clap::{Parser, Subcommand};

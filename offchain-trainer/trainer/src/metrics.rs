@@ -7,9 +7,13 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-/// Writes each record as one JSON line to stdout and to an optional file.
+use crate::prometheus::Exporter;
+
+/// Writes each record as one JSON line to stdout and to an optional file, and feeds an
+/// optional Prometheus [`Exporter`].
 pub struct Metrics {
     file: Option<BufWriter<File>>,
+    exporter: Option<Exporter>,
 }
 
 impl Metrics {
@@ -17,6 +21,7 @@ impl Metrics {
     pub fn with_file(path: &Path) -> Result<Self> {
         Ok(Self {
             file: Some(BufWriter::new(File::create(path)?)),
+            exporter: None,
         })
     }
 
@@ -28,11 +33,20 @@ impl Metrics {
             .open(path)?;
         Ok(Self {
             file: Some(BufWriter::new(f)),
+            exporter: None,
         })
+    }
+
+    /// Also updates `exporter` from every record.
+    pub fn with_exporter(self, exporter: Option<Exporter>) -> Self {
+        Self { exporter, ..self }
     }
 
     /// Emits one record.
     pub fn emit<T: Serialize>(&mut self, record: &T) -> Result<()> {
+        if let Some(e) = &self.exporter {
+            e.observe(&serde_json::to_value(record)?);
+        }
         let line = serde_json::to_string(record)?;
         println!("{line}");
         if let Some(f) = &mut self.file {

@@ -238,6 +238,8 @@ impl Net {
             base.to_str().unwrap(),
             "--listen",
             &format!("/ip4/127.0.0.1/tcp/{}", ports[i]),
+            "--prometheus-port",
+            &free_port().to_string(),
         ])
         .args(extra);
         for (_, p) in ports.iter().enumerate().filter(|(j, _)| *j != i) {
@@ -259,6 +261,33 @@ impl Net {
             .collect()
     }
 
+    /// Trainer `i`'s Prometheus text exposition (the URL its `joined` event names), fetched
+    /// over plain HTTP/1.1.
+    fn scrape(&self, i: usize) -> String {
+        use std::io::{Read, Write};
+        let url = self
+            .metrics(i)
+            .iter()
+            .rfind(|e| e["event"] == "joined")
+            .and_then(|e| e["prometheus"].as_str().map(str::to_string))
+            .expect("the trainer serves Prometheus metrics");
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/metrics");
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            s,
+            "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        out
+    }
+
     fn show(&self) -> Value {
         self.cli(&["pool", "show", "--pool", "0"])
     }
@@ -274,6 +303,26 @@ impl Net {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// The value of the sample `series` (name and labels, exactly as exposed) in `text`.
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Rounds trainer-side Prometheus metrics counted as closed on-chain (any outcome).
+fn rounds_closed(text: &str) -> f64 {
+    ["final", "lost", "voided"]
+        .iter()
+        .map(|o| {
+            sample(
+                text,
+                &format!("synod_trainer_rounds_total{{outcome=\"{o}\"}}"),
+            )
+        })
+        .sum()
 }
 
 fn final_rounds(show: &Value) -> Vec<Value> {
@@ -334,6 +383,31 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
         },
     );
     drop(t2);
+    // Trainer 0's Prometheus metrics follow the rounds it saw close.
+    net.wait(
+        "round 1 to close at trainer 0",
+        Duration::from_secs(400),
+        || {
+            net.metrics(0)
+                .iter()
+                .any(|e| e["event"] == "closed" && e["round"] == 1)
+        },
+    );
+    let early = net.scrape(0);
+    for kind in [
+        "# TYPE synod_trainer_rounds_total counter",
+        "# TYPE synod_trainer_validation_loss gauge",
+        "# TYPE synod_trainer_inner_seconds_total counter",
+        "# TYPE synod_trainer_payload_bytes_total counter",
+    ] {
+        assert!(
+            early.lines().any(|l| l == kind),
+            "{kind:?} missing:\n{early}"
+        );
+    }
+    assert!(rounds_closed(&early) >= 1.0, "{early}");
+    assert!(sample(&early, "synod_trainer_inner_seconds_total") > 0.0);
+    assert!(sample(&early, "synod_trainer_payload_bytes_total") > 0.0);
     // The pool keeps finalizing with two of three stakes; restart member 2 after round 3.
     let mut k = 0;
     net.wait(
@@ -343,6 +417,25 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
             k = final_rounds(&net.show()).len();
             k >= 3
         },
+    );
+    // Trainer 0 settles round 2 before it exchanges round 3: its counters have moved on.
+    let closed_at_0 = || {
+        net.metrics(0)
+            .iter()
+            .filter(|e| e["event"] == "closed")
+            .count() as f64
+    };
+    net.wait(
+        "trainer 0 to see another round close",
+        Duration::from_secs(400),
+        || closed_at_0() > rounds_closed(&early),
+    );
+    let late = net.scrape(0);
+    assert!(
+        rounds_closed(&late) > rounds_closed(&early),
+        "the counters moved with the rounds: {} then {}",
+        rounds_closed(&early),
+        rounds_closed(&late)
     );
     let mut t2 = net.spawn_trainer(2, &ports, &[]);
     for (i, p) in [(0, &mut t0), (1, &mut t1), (2, &mut t2)] {

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::pallet::{Jurors, OpenChallenges, Verdicts};
+use alloc::vec::Vec;
 use codec::Encode;
 use frame_benchmarking::v2::*;
 use frame_support::traits::{fungible::Mutate, Get, Hooks};
@@ -55,11 +56,19 @@ fn seed_draw<T: Config>(draw_at: BlockNumberFor<T>) {
 }
 
 /// A final round of a full pool, `jurors` registered jurors, and challenge 0 against its first
-/// member opened and its (full) jury drawn; returns the pool and the accused.
+/// member opened and its (full) jury drawn; returns the pool and the accused. The other
+/// contributors register first, with far more stake than the rest, so that the drawn jury is
+/// accountable (the worst case of an expiry: every juror is slashed for not voting).
 fn drawn_challenge<T: Config>(jurors: u32) -> Result<(PoolId, T::AccountId), BenchmarkError> {
 	let (pool, members) = T::BenchmarkHelper::final_round(T::MaxPoolMembers::get());
-	register_jurors::<T>(jurors)?;
 	let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
+	let contributors: Vec<T::AccountId> =
+		members.iter().skip(1).take(jurors as usize).cloned().collect();
+	for who in &contributors {
+		T::BenchmarkHelper::bond(who, juror_stake::<T>().saturating_mul(1_000_000));
+		Pallet::<T>::do_register_juror(who.clone())?;
+	}
+	register_jurors::<T>(jurors.saturating_sub(contributors.len() as u32))?;
 	Pallet::<T>::do_open_challenge(
 		funded::<T>("challenger", 0),
 		pool,
@@ -72,21 +81,25 @@ fn drawn_challenge<T: Config>(jurors: u32) -> Result<(PoolId, T::AccountId), Ben
 	frame_system::Pallet::<T>::set_block_number(draw_at);
 	Pallet::<T>::advance(0, draw_at);
 	assert_eq!(
-		OpenChallenges::<T>::get(0).map(|c| c.jury.len() as u32),
-		Some(T::JurySize::get()),
-		"a full jury is drawn"
+		OpenChallenges::<T>::get(0).map(|c| (c.jury.len() as u32, c.accountable.len() as u32)),
+		Some((T::JurySize::get(), T::JurySize::get())),
+		"a full, accountable jury is drawn"
 	);
 	Ok((pool, accused))
 }
 
-/// Registers `n` jurors, each bonding enough for a jury of one to give a verdict.
-fn register_jurors<T: Config>(n: u32) -> Result<(), BenchmarkError> {
-	let stake: u128 = T::MinJurorStake::get()
+/// Stake of a benchmark juror, in planck: enough for a jury of one to give a verdict.
+fn juror_stake<T: Config>() -> u128 {
+	T::MinJurorStake::get()
 		.saturated_into::<u128>()
-		.max(T::MinJuryStake::get().saturated_into());
+		.max(T::MinJuryStake::get().saturated_into())
+}
+
+/// Registers `n` jurors from outside the pool, each bonding [`juror_stake`].
+fn register_jurors<T: Config>(n: u32) -> Result<(), BenchmarkError> {
 	for i in 0..n {
 		let who = funded::<T>("juror", i);
-		T::BenchmarkHelper::bond(&who, stake);
+		T::BenchmarkHelper::bond(&who, juror_stake::<T>());
 		Pallet::<T>::do_register_juror(who)?;
 	}
 	Ok(())
@@ -165,8 +178,8 @@ mod benchmarks {
 		Ok(())
 	}
 
-	// Worst case: the expiry of a challenge whose whole jury did not vote (each juror slashed
-	// and unregistered from a full list), no verdict.
+	// Worst case: the expiry of a challenge whose whole, accountable jury did not vote (each
+	// juror slashed and unregistered from a full list), no verdict.
 	#[benchmark]
 	fn expire() -> Result<(), BenchmarkError> {
 		let (pool, accused) = drawn_challenge::<T>(T::MaxJurors::get())?;
@@ -185,10 +198,7 @@ mod benchmarks {
 	fn register_juror(j: Linear<1, { T::MaxJurors::get() }>) -> Result<(), BenchmarkError> {
 		register_jurors::<T>(j)?;
 		let who = funded::<T>("newcomer", 0);
-		let stake: u128 = T::MinJurorStake::get()
-			.saturated_into::<u128>()
-			.max(T::MinJuryStake::get().saturated_into());
-		T::BenchmarkHelper::bond(&who, stake.saturating_mul(2));
+		T::BenchmarkHelper::bond(&who, juror_stake::<T>().saturating_mul(2));
 		#[extrinsic_call]
 		_(RawOrigin::Signed(who.clone()));
 		assert!(Jurors::<T>::get().contains(&who));

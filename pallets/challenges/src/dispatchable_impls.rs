@@ -91,6 +91,7 @@ impl<T: Config> Pallet<T> {
 				draw_at,
 				expires_at,
 				jury: BoundedVec::new(),
+				accountable: BoundedVec::new(),
 				votes: JuryVotes::default(),
 			},
 		);
@@ -143,7 +144,7 @@ impl<T: Config> Pallet<T> {
 			return;
 		};
 		if c.jury.is_empty() && now >= c.draw_at {
-			let (jury, jury_stake) = Self::draw(id, &c);
+			let (jury, jury_stake, accountable) = Self::draw(id, &c);
 			if jury.is_empty() || jury_stake < T::MinJuryStake::get().saturated_into::<u128>() {
 				Self::release_bond(&c);
 				Self::close(id, &c, protocol::Verdict::NoJury);
@@ -152,6 +153,7 @@ impl<T: Config> Pallet<T> {
 			}
 			c.votes = JuryVotes { jury_stake, ..JuryVotes::default() };
 			c.jury = jury.clone();
+			c.accountable = accountable;
 			OpenChallenges::<T>::insert(id, &c);
 			Self::deposit_event(Event::JuryDrawn {
 				challenge_id: id,
@@ -316,12 +318,19 @@ impl<T: Config> Pallet<T> {
 		Self::deposit_event(Event::ChallengeExpired { challenge_id });
 	}
 
-	/// Slashes `NoShowSlash` of the drawn stake of every juror of `c` that has not voted, and
-	/// unregisters it.
+	/// Slashes `NoShowSlash` of the drawn stake of every accountable juror of `c` that has not
+	/// voted, and unregisters it: one that contributed to the challenged round, as recorded at
+	/// the draw or — a contributor that committed after the draw, or a challenge drawn before
+	/// storage version 1 — as the round's contributors show now. Jurors that could not replay
+	/// the round abstain without penalty.
 	fn penalize_no_shows(challenge_id: ChallengeId, c: &Challenge<T>) {
+		let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
+			.map(|f| f.contributors)
+			.unwrap_or_default();
 		let absent: Vec<(T::AccountId, u128)> = c
 			.jury
 			.iter()
+			.filter(|(j, _)| c.accountable.contains(j) || contributors.iter().any(|p| p.who == *j))
 			.filter(|(j, _)| !Votes::<T>::contains_key(challenge_id, j))
 			.cloned()
 			.collect();
@@ -342,7 +351,8 @@ impl<T: Config> Pallet<T> {
 
 	/// Invariants: each challenger's bond hold equals its open challenges' bonds; the
 	/// stake-weighted tallies match the recorded votes; juries exclude the parties and sum to
-	/// their stake; open counts match; jurors are registered once.
+	/// their stake; accountable jurors sit on the jury; open counts match; jurors are
+	/// registered once.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		use alloc::collections::btree_map::BTreeMap;
 		use frame_support::traits::fungible::InspectHold;
@@ -375,6 +385,10 @@ impl<T: Config> Pallet<T> {
 			ensure!(
 				c.jury.iter().all(|(j, _)| *j != c.accused && *j != c.challenger),
 				"a party sits on its own jury"
+			);
+			ensure!(
+				c.accountable.iter().all(|a| c.jury.iter().any(|(j, _)| j == a)),
+				"an accountable juror is not on the jury"
 			);
 			let jury_stake = c.jury.iter().fold(0u128, |a, (_, s)| a.saturating_add(*s));
 			ensure!(c.jury.is_empty() || jury_stake == c.votes.jury_stake, "jury stake differs");

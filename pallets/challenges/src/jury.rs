@@ -6,7 +6,7 @@ use codec::Encode;
 use frame_support::pallet_prelude::*;
 use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::traits::{One, SaturatedConversion, Saturating};
-use synod_primitives::{protocol, TrainerStake};
+use synod_primitives::{protocol, CheckpointsInspect, TrainerStake};
 
 impl<T: Config> Pallet<T> {
 	pub(crate) fn do_register_juror(who: T::AccountId) -> DispatchResult {
@@ -44,9 +44,15 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Draws the jury of `c` (stake-weighted, without replacement, never the parties); returns
-	/// the jury and its stake, in planck; an empty jury if the seed is no longer kept.
-	pub(crate) fn draw(id: ChallengeId, c: &Challenge<T>) -> (JuryOf<T>, u128) {
-		let Some(seed) = Self::draw_seed(c.draw_at) else { return (BoundedVec::new(), 0) };
+	/// the jury, its stake in planck, and the jurors accountable for voting (those that
+	/// contributed to the challenged round); an empty jury if the seed is no longer kept.
+	pub(crate) fn draw(
+		id: ChallengeId,
+		c: &Challenge<T>,
+	) -> (JuryOf<T>, u128, BoundedVec<T::AccountId, T::JurySize>) {
+		let Some(seed) = Self::draw_seed(c.draw_at) else {
+			return (BoundedVec::new(), 0, BoundedVec::new());
+		};
 		let eligible: Vec<(T::AccountId, u128)> = Jurors::<T>::get()
 			.into_iter()
 			.filter(|j| j != &c.accused && j != &c.challenger)
@@ -62,6 +68,14 @@ impl<T: Config> Pallet<T> {
 			u128::from_le_bytes(b)
 		});
 		let stake = jury.iter().fold(0u128, |a, (_, s)| a.saturating_add(*s));
-		(BoundedVec::truncate_from(jury), stake)
+		let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
+			.map(|f| f.contributors)
+			.unwrap_or_default();
+		let accountable: Vec<T::AccountId> = jury
+			.iter()
+			.filter(|(j, _)| contributors.iter().any(|p| p.who == *j))
+			.map(|(j, _)| j.clone())
+			.collect();
+		(BoundedVec::truncate_from(jury), stake, BoundedVec::truncate_from(accountable))
 	}
 }

@@ -36,8 +36,14 @@
 //! innocent, pro rata to their stake (dust to `Slash`). A jury undecided when its voting period
 //! (`round_timeout + VoteMargin` blocks, enough to replay one round) ends **expires**: the bond
 //! is released and the accused keeps its reward. A Guilty verdict is never overwritten.
-//! **No-shows**: a drawn juror that has not voted when the voting period ends loses
-//! `NoShowSlash` of its drawn stake and is unregistered (a jury seat is not free to hold).
+//! **No-shows**: a drawn juror that *contributed to the challenged round* and has not voted
+//! when the voting period ends loses `NoShowSlash` of its drawn stake and is unregistered (a
+//! jury seat is not free to hold). A contributor aggregated every included payload from
+//! θ_{r−1}, so it holds all a replay needs; a juror drawn from another pool (or a member that
+//! missed the round) may not, and abstains without penalty: otherwise whoever runs a pool could
+//! open cheap challenges there (the bond comes back when the challenge expires) and bleed the
+//! honest jurors of every other pool out of the list. Which jurors answer for their vote is fixed
+//! at the draw ([`Challenge::accountable`]).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -55,6 +61,7 @@ pub use weights::WeightInfo;
 mod benchmarking;
 mod dispatchable_impls;
 mod jury;
+pub mod migrations;
 // The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
 extern crate self as pallet_challenges;
@@ -133,6 +140,9 @@ pub mod pallet {
 		pub expires_at: BlockNumberFor<T>,
 		/// The jury, empty until drawn.
 		pub jury: JuryOf<T>,
+		/// The jurors who contributed to `round` (they hold θ_{r−1} and every included
+		/// payload): the only ones slashed for not voting. Set at the draw.
+		pub accountable: BoundedVec<T::AccountId, T::JurySize>,
 		/// Stake-weighted votes so far.
 		pub votes: JuryVotes,
 	}
@@ -145,7 +155,11 @@ pub mod pallet {
 		ChallengeBond,
 	}
 
+	/// The in-code storage version (1: [`Challenge::accountable`]; see [`crate::migrations`]).
+	const STORAGE_VERSION: StorageVersion = StorageVersion::new(1);
+
 	#[pallet::pallet]
+	#[pallet::storage_version(STORAGE_VERSION)]
 	pub struct Pallet<T>(_);
 
 	/// Configuration.
@@ -318,8 +332,9 @@ pub mod pallet {
 			/// Planck of it paid to jurors.
 			jurors_paid: BalanceOf<T>,
 		},
-		/// A drawn juror did not vote within the voting period: `slashed` planck of its stake
-		/// were slashed and it is no longer a registered juror.
+		/// A drawn juror that contributed to the challenged round did not vote within the
+		/// voting period: `slashed` planck of its stake were slashed and it is no longer a
+		/// registered juror.
 		JurorNoShow {
 			/// Challenge.
 			challenge_id: ChallengeId,

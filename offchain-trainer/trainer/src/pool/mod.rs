@@ -176,7 +176,10 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
     let f = rt
         .block_on(chain.final_checkpoint(a.pool, a.round))?
         .ok_or_else(|| anyhow!("round {} of pool {} is not final", a.round, a.pool))?;
-    let store = store::Store::open(&a.base_path.join("checkpoints"))?;
+    let store = store::Store::open(
+        &a.base_path.join("checkpoints"),
+        recipe.max_checkpoint_bytes,
+    )?;
     let parent = store.get(&f.parent).ok_or_else(|| {
         anyhow!(
             "θ of round {} ({}) is not under {}",

@@ -21,6 +21,11 @@ pub struct Recipe {
     pub theta0_bytes: Vec<u8>,
     /// blake3 of `theta0_bytes`.
     pub theta0_hash: CheckpointHash,
+    /// Largest checkpoint of this model, in bytes ([`synod_diloco::max_checkpoint_bytes`]):
+    /// larger offers from peers are refused unread.
+    pub max_checkpoint_bytes: u64,
+    /// Largest payload of this model, in bytes ([`synod_diloco::max_payload_bytes`]).
+    pub max_payload_bytes: u64,
 }
 
 /// The recipe as canonical JSON (keys sorted): model preset, batch, sequence length, inner
@@ -65,6 +70,8 @@ impl Recipe {
             dataset_hash,
             theta0_bytes,
             theta0_hash,
+            max_checkpoint_bytes: synod_diloco::max_checkpoint_bytes(&theta0),
+            max_payload_bytes: synod_diloco::max_payload_bytes(&theta0),
         })
     }
 

@@ -9,23 +9,24 @@ use anyhow::{anyhow, Context, Result};
 use synod_checkpoint::CheckpointHash;
 use synod_p2p::{Client, PeerId};
 
-/// Largest checkpoint fetched from a peer, in bytes (4 GiB).
-const MAX_CHECKPOINT_BYTES: u64 = 4 << 30;
-
 /// A content-addressed checkpoint directory.
 pub struct Store {
     dir: PathBuf,
+    /// Largest checkpoint fetched from a peer, in bytes (the pool's model's own bound).
+    max_bytes: u64,
 }
 
 impl Store {
-    /// Opens (creating) `dir`.
+    /// Opens (creating) `dir`; checkpoints of more than `max_bytes` bytes (the model's
+    /// [`synod_diloco::max_checkpoint_bytes`]) are never fetched.
     ///
     /// # Errors
     /// If the directory cannot be created.
-    pub fn open(dir: &Path) -> Result<Self> {
+    pub fn open(dir: &Path, max_bytes: u64) -> Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         Ok(Self {
             dir: dir.to_path_buf(),
+            max_bytes,
         })
     }
 
@@ -90,7 +91,7 @@ impl Store {
             for peer in peers {
                 match tokio::time::timeout(
                     Duration::from_secs(60),
-                    client.fetch_checkpoint(*peer, hash, MAX_CHECKPOINT_BYTES),
+                    client.fetch_checkpoint(*peer, hash, self.max_bytes),
                 )
                 .await
                 {

@@ -1,21 +1,24 @@
 //! Catching up: the first round to train and its parent checkpoint (passive until known).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use synod_chain::types::PoolStatus;
+use synod_checkpoint::CheckpointHash;
 use synod_diloco::OuterState;
 
 use super::Trainer;
 
 impl Trainer<'_> {
-    /// The state to train the next round from, or `None` if the pool is over. Leaves the
-    /// network node active, with its heartbeats naming the round we will contribute to.
+    /// The state to train the next round from and its checkpoint's blake3, or `None` if the
+    /// pool is over. Leaves the network node active, with its heartbeats naming the round we
+    /// will contribute to.
     pub(super) fn catch_up(
         &mut self,
         from_round: u32,
         resumed: bool,
-    ) -> Result<Option<OuterState>> {
+    ) -> Result<Option<(OuterState, CheckpointHash)>> {
         loop {
             let p = self.pool_info()?;
             if matches!(p.status, PoolStatus::Completed | PoolStatus::Cancelled) {
@@ -38,6 +41,9 @@ impl Trainer<'_> {
                 Some(a) => a.max(c) + 1,
                 None => c,
             };
+            if resumed {
+                self.serve_kept_payload(c)?;
+            }
             if target > self.spec_rounds {
                 self.wait_round_past(self.spec_rounds)?;
                 return Ok(None);
@@ -55,8 +61,26 @@ impl Trainer<'_> {
                 self.wait_round_past(target - 1)?;
             }
             let (_, hash) = self.last_final()?;
-            return Ok(Some(self.load(hash, target - 1)?));
+            return Ok(Some((self.load(hash, target - 1)?, hash)));
         }
+    }
+
+    /// Serves again the payload we announced for open round `c` before a restart (kept by
+    /// the round loop before announcing): the same bytes, hence the same signed digest, so
+    /// peers still gathering `c` fetch it instead of waiting out their deadline, and nobody
+    /// sees two payloads from us.
+    fn serve_kept_payload(&self, c: u32) -> Result<()> {
+        let (_, parent) = self.last_final()?;
+        let Some(bytes) = self.retained.own(c, self.me, &parent) else {
+            return Ok(());
+        };
+        let digest = self.block_on(self.client.set_payload(c, Arc::new(bytes)))?;
+        tracing::info!(
+            round = c,
+            digest = %synod_checkpoint::hex(&digest),
+            "serving the payload we announced before the restart"
+        );
+        Ok(())
     }
 
     /// The highest round ≥ `c` another member has announced a payload for, after listening

@@ -68,7 +68,7 @@ impl Trainer<'_> {
     /// After the pool's last round: keeps doing the duties until the last final round can no
     /// longer be challenged and no challenge of this pool waits for a draw or our vote (at
     /// most `max_wait`); then, as a juror, unregisters (a juror that has stopped would be
-    /// drawn and slashed as a no-show). Never fails: problems are logged.
+    /// drawn and, for rounds it contributed to, slashed as a no-show). Never fails: problems are logged.
     pub(super) fn finish_duties(&mut self, max_wait: Duration) {
         if !self.verifies() {
             return;

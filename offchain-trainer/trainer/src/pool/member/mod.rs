@@ -53,6 +53,7 @@ use super::verify::{Replayer, Retained};
 use super::{connect, runtime};
 use crate::chain_args::RunArgs;
 use crate::metrics::Metrics;
+use crate::prometheus::Exporter;
 use crate::train::{identity_seed, RoundRecord};
 
 /// Where a member of `pool` keeps its evidence: `<base>/evidence/pool-<pool>/`.
@@ -108,7 +109,10 @@ pub fn run(a: &RunArgs) -> Result<()> {
     recipe.check(&info.spec, &a.recipe)?;
     std::fs::create_dir_all(&a.base_path)
         .with_context(|| format!("creating {}", a.base_path.display()))?;
-    let store = Store::open(&a.base_path.join("checkpoints"))?;
+    let store = Store::open(
+        &a.base_path.join("checkpoints"),
+        recipe.max_checkpoint_bytes,
+    )?;
     store.put(&recipe.theta0_bytes)?;
 
     let seed = identity_seed(&a.base_path.join("identity.key"))?;
@@ -150,11 +154,23 @@ pub fn run(a: &RunArgs) -> Result<()> {
     })?;
     let addrs = rt.block_on(client.listen_addrs());
 
-    let mut metrics = Metrics::appending(&a.base_path.join("metrics.jsonl"))?;
+    let exporter = if a.no_prometheus {
+        None
+    } else {
+        let e = Exporter::new()?;
+        e.serve(&rt, a.prometheus_port, a.prometheus_external);
+        Some(e)
+    };
+    let mut metrics =
+        Metrics::appending(&a.base_path.join("metrics.jsonl"))?.with_exporter(exporter);
     metrics.emit(&serde_json::json!({
         "event": "joined", "pool": a.pool, "member": me, "from_round": from_round, "resumed": resumed,
         "account": account_of(&signer).to_string(), "peer_id": peer_id.to_string(),
         "listen": addrs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "prometheus": (!a.no_prometheus).then(|| {
+            let host = if a.prometheus_external { "0.0.0.0" } else { "127.0.0.1" };
+            format!("http://{host}:{}/metrics", a.prometheus_port)
+        }),
     }))?;
 
     let pool = a.pool;
@@ -278,6 +294,23 @@ impl Trainer<'_> {
             .unwrap_or((0, self.recipe.theta0_hash)))
     }
 
+    /// Keeps the last final checkpoint `hash` served to members (re)joining the pool, whatever
+    /// else we serve later (p2p serves a bounded number: `MAX_SERVED_CHECKPOINTS`); `bytes`, or
+    /// the stored file, if it is not served yet.
+    fn keep_serving_final(&self, hash: CheckpointHash, bytes: Option<&[u8]>) -> Result<()> {
+        if self.block_on(self.client.pin_checkpoint(hash))? {
+            return Ok(());
+        }
+        let Some(bytes) = bytes.map(<[u8]>::to_vec).or_else(|| self.store.get(&hash)) else {
+            return Ok(());
+        };
+        self.block_on(async {
+            self.client.serve_checkpoint(Arc::new(bytes)).await?;
+            self.client.pin_checkpoint(hash).await
+        })?;
+        Ok(())
+    }
+
     /// Outer state from the checkpoint `hash` (local or fetched), numbered as after `round`.
     fn load(&mut self, hash: CheckpointHash, round: u32) -> Result<OuterState> {
         let local = self.store.get(&hash).is_some();
@@ -288,6 +321,7 @@ impl Trainer<'_> {
             hash,
             Duration::from_secs(300),
         ))?;
+        self.keep_serving_final(hash, Some(&bytes))?;
         let set = synod_checkpoint::from_bytes(&bytes)?;
         let r = &self.a.recipe;
         self.metrics.emit(&Event {

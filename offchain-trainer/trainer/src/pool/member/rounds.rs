@@ -61,7 +61,9 @@ impl Trainer<'_> {
             hash: synod_checkpoint::hex(&p.hash),
             detail,
         })?;
-        if closed != Closed::Final(p.hash) {
+        if closed == Closed::Final(p.hash) {
+            self.keep_serving_final(p.hash, None)?;
+        } else {
             self.store.remove(&p.hash);
         }
         Ok(closed)
@@ -80,7 +82,8 @@ impl Trainer<'_> {
 
     /// Trains until the pool's last round; returns the last round we computed.
     pub(super) fn train(&mut self, from_round: u32, resumed: bool) -> Result<u32> {
-        let Some(mut state) = self.catch_up(from_round, resumed)? else {
+        // θ of the round we train from (its blake3): the last final checkpoint.
+        let Some((mut state, mut parent)) = self.catch_up(from_round, resumed)? else {
             return Ok(0);
         };
         if state.round == 0 {
@@ -97,6 +100,7 @@ impl Trainer<'_> {
         let rule = self.a.recipe.outer.aggregation.rule();
         let xcfg = ExchangeConfig {
             deadline: Duration::from_secs(self.a.round_deadline),
+            max_payload_bytes: self.recipe.max_payload_bytes,
             ..ExchangeConfig::default()
         };
         let batch_tokens = (self.recipe.setup.plan.batch * self.recipe.setup.plan.seq_len) as u64;
@@ -109,10 +113,11 @@ impl Trainer<'_> {
             if let Some(p) = pending.take() {
                 let ours = p.hash;
                 match self.settle(p)? {
-                    Closed::Final(h) if h == ours => {}
+                    Closed::Final(h) if h == ours => parent = ours,
                     _ => {
                         let (_, hash) = self.last_final()?;
                         state = self.load(hash, r - 1)?;
+                        parent = hash;
                         continue;
                     }
                 }
@@ -121,6 +126,19 @@ impl Trainer<'_> {
             // whose stakes (not the payloads that arrive) set the aggregate's trim.
             let stakes = self.refresh_members(r)?;
             self.inject_fault(r, &state, &mut mine, &codec)?;
+            // We sign one payload per round. It is kept before it is announced, so that,
+            // restarted mid-round, we serve these very bytes again (`catch_up`) instead of
+            // leaving peers waiting for a payload nobody holds; and a kept one wins over a
+            // recomputation, which another thread count or device may round differently (two
+            // signed payloads for one round read as equivocation).
+            match self.retained.own(r, self.me, &parent) {
+                Some(kept) => mine.payload = kept,
+                None => {
+                    if let Err(e) = self.retained.save_own(r, self.me, &parent, &mine.payload) {
+                        tracing::warn!(round = r, "cannot keep our payload: {e}");
+                    }
+                }
+            }
             let payload_bytes = mine.payload.len() as u64;
             let ex = self.block_on(all_gather(&self.client, r, mine.payload, xcfg))?;
             self.retain(r, &ex);

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use synod_checkpoint::CheckpointHash;
 
 /// The evidence directory of one trainer.
 pub struct Retained {
@@ -41,19 +42,46 @@ impl Retained {
         payload: &[u8],
         announcement: Option<&[u8]>,
     ) -> Result<()> {
-        let d = self.round_dir(round);
-        std::fs::create_dir_all(&d)?;
-        let write = |name: String, bytes: &[u8]| -> Result<()> {
-            let tmp = d.join(format!(".{name}.tmp"));
-            std::fs::write(&tmp, bytes)?;
-            std::fs::rename(&tmp, d.join(name))?;
-            Ok(())
-        };
-        write(format!("{member}.payload"), payload)?;
+        self.write(round, format!("{member}.payload"), payload)?;
         if let Some(a) = announcement {
-            write(format!("{member}.announcement"), a)?;
+            self.write(round, format!("{member}.announcement"), a)?;
         }
         Ok(())
+    }
+
+    /// Writes `bytes` as file `name` of `round` (a temporary file, then renamed).
+    fn write(&self, round: u32, name: String, bytes: &[u8]) -> Result<()> {
+        let d = self.round_dir(round);
+        std::fs::create_dir_all(&d)?;
+        let tmp = d.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, d.join(name))?;
+        Ok(())
+    }
+
+    /// Keeps our own (member `me`'s) `payload` for `round`, computed from the checkpoint
+    /// `parent` (θ_{r−1}'s blake3, in `<me>.parent`; the payload is written first).
+    ///
+    /// # Errors
+    /// File errors.
+    pub fn save_own(
+        &self,
+        round: u32,
+        me: u32,
+        parent: &CheckpointHash,
+        payload: &[u8],
+    ) -> Result<()> {
+        self.save(round, me, payload, None)?;
+        self.write(round, format!("{me}.parent"), parent)
+    }
+
+    /// Our own payload of `round` if it was computed from `parent` (a payload kept for
+    /// another parent, e.g. by a run against another chain, is not ours to reuse).
+    pub fn own(&self, round: u32, me: u32, parent: &CheckpointHash) -> Option<Vec<u8>> {
+        let kept = std::fs::read(self.round_dir(round).join(format!("{me}.parent"))).ok()?;
+        (kept == parent[..])
+            .then(|| self.payload(round, me))
+            .flatten()
     }
 
     /// `member`'s payload of `round`, if kept.
@@ -108,5 +136,19 @@ mod tests {
         r.forget(3);
         assert_eq!(r.rounds(), vec![4]);
         assert_eq!(r.payload(3, 2), None);
+    }
+
+    #[test]
+    fn own_payload_is_reused_only_for_the_parent_it_was_computed_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = Retained::open(dir.path()).unwrap();
+        assert_eq!(r.own(5, 2, &[1; 32]), None);
+        r.save_own(5, 2, &[1; 32], b"ours").unwrap();
+        assert_eq!(r.own(5, 2, &[1; 32]).as_deref(), Some(&b"ours"[..]));
+        // Another θ_{r−1} (a voided parent, another chain under the same base path): recompute.
+        assert_eq!(r.own(5, 2, &[9; 32]), None);
+        // A payload kept without its parent (another member's evidence) is never "ours".
+        r.save(5, 3, b"theirs", Some(b"sig")).unwrap();
+        assert_eq!(r.own(5, 3, &[1; 32]), None);
     }
 }

@@ -1,0 +1,321 @@
+//! Prometheus metrics of `synod-trainer run`, served over HTTP at `/metrics` by Substrate's own
+//! exporter (`substrate-prometheus-endpoint`, the one `synod-node` serves on port 9615).
+//!
+//! They are fed from the JSON-lines events ([`crate::metrics::Metrics`]), so both views of a
+//! run always agree. Names and units follow Prometheus' conventions: `synod_trainer_` prefix,
+//! `_total` counters, `_seconds` and `_bytes` units.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use anyhow::Result;
+use serde_json::Value;
+use substrate_prometheus_endpoint::{
+    init_prometheus, register, Counter, CounterVec, Gauge, Opts, Registry, F64, U64,
+};
+
+/// Default port of a trainer's exporter (the node's is 9615).
+pub const DEFAULT_PORT: u16 = 9616;
+
+/// The trainer's metrics registry.
+#[derive(Clone)]
+pub struct Exporter {
+    registry: Registry,
+    rounds: CounterVec<U64>,
+    round: Gauge<U64>,
+    inner_loss: Gauge<F64>,
+    validation_loss: Gauge<F64>,
+    tokens: Gauge<U64>,
+    inner_seconds: Counter<F64>,
+    exchange_seconds: Counter<F64>,
+    outer_seconds: Counter<F64>,
+    compute_utilisation: Gauge<F64>,
+    payload_bytes: Counter<U64>,
+    included: Gauge<U64>,
+    excluded: CounterVec<U64>,
+    replays: CounterVec<U64>,
+    replay_seconds: Counter<F64>,
+    challenges: CounterVec<U64>,
+    votes: CounterVec<U64>,
+}
+
+fn counter_vec(r: &Registry, name: &str, help: &str, label: &str) -> Result<CounterVec<U64>> {
+    Ok(register(
+        CounterVec::new(Opts::new(name, help), &[label])?,
+        r,
+    )?)
+}
+
+impl Exporter {
+    /// A registry with every `synod_trainer_*` metric at zero.
+    ///
+    /// # Errors
+    /// Only on a duplicate or malformed metric name (a bug).
+    pub fn new() -> Result<Self> {
+        let r = Registry::new();
+        Ok(Self {
+            rounds: counter_vec(
+                &r,
+                "synod_trainer_rounds_total",
+                "Rounds closed on-chain, by outcome: final (our checkpoint), lost (final, \
+                 another hash), voided",
+                "outcome",
+            )?,
+            round: register(
+                Gauge::new("synod_trainer_round", "Last outer round trained")?,
+                &r,
+            )?,
+            inner_loss: register(
+                Gauge::new(
+                    "synod_trainer_inner_loss",
+                    "Mean training loss of the last inner phase (nats per token)",
+                )?,
+                &r,
+            )?,
+            validation_loss: register(
+                Gauge::new(
+                    "synod_trainer_validation_loss",
+                    "Validation loss of the last checkpoint (nats per token)",
+                )?,
+                &r,
+            )?,
+            tokens: register(
+                Gauge::new(
+                    "synod_trainer_tokens",
+                    "Tokens trained on by the included members of the pool so far",
+                )?,
+                &r,
+            )?,
+            inner_seconds: register(
+                Counter::new(
+                    "synod_trainer_inner_seconds_total",
+                    "Seconds spent in inner phases",
+                )?,
+                &r,
+            )?,
+            exchange_seconds: register(
+                Counter::new(
+                    "synod_trainer_exchange_seconds_total",
+                    "Seconds spent exchanging pseudo-gradients",
+                )?,
+                &r,
+            )?,
+            outer_seconds: register(
+                Counter::new(
+                    "synod_trainer_outer_seconds_total",
+                    "Seconds spent in outer steps (aggregation and checkpoint)",
+                )?,
+                &r,
+            )?,
+            compute_utilisation: register(
+                Gauge::new(
+                    "synod_trainer_compute_utilisation",
+                    "Inner seconds / (inner + exchange + outer seconds) of the last round (0..1)",
+                )?,
+                &r,
+            )?,
+            payload_bytes: register(
+                Counter::new(
+                    "synod_trainer_payload_bytes_total",
+                    "Bytes of the pseudo-gradient payloads we announced",
+                )?,
+                &r,
+            )?,
+            included: register(
+                Gauge::new(
+                    "synod_trainer_included_members",
+                    "Members in the last round's included set",
+                )?,
+                &r,
+            )?,
+            excluded: counter_vec(
+                &r,
+                "synod_trainer_payloads_excluded_total",
+                "Members left out of an included set, by reason",
+                "reason",
+            )?,
+            replays: counter_vec(
+                &r,
+                "synod_trainer_replays_total",
+                "Contributions we replayed (verification), by result: honest, dishonest",
+                "result",
+            )?,
+            replay_seconds: register(
+                Counter::new(
+                    "synod_trainer_replay_seconds_total",
+                    "Seconds spent replaying others' inner phases",
+                )?,
+                &r,
+            )?,
+            challenges: counter_vec(
+                &r,
+                "synod_trainer_challenges_total",
+                "Challenges we tried to open, by outcome",
+                "outcome",
+            )?,
+            votes: counter_vec(
+                &r,
+                "synod_trainer_votes_total",
+                "Jury duties, by vote: guilty, innocent, abstained",
+                "vote",
+            )?,
+            registry: r,
+        })
+    }
+
+    /// Serves `/metrics` on `127.0.0.1:port` (`0.0.0.0:port` if `external`) from a task of
+    /// `rt`. A port in use is logged, not fatal: training goes on without the exporter.
+    pub fn serve(&self, rt: &tokio::runtime::Runtime, port: u16, external: bool) {
+        let ip = if external {
+            Ipv4Addr::UNSPECIFIED
+        } else {
+            Ipv4Addr::LOCALHOST
+        };
+        let addr = SocketAddr::from((ip, port));
+        let registry = self.registry.clone();
+        rt.spawn(async move {
+            tracing::info!(%addr, "serving Prometheus metrics at /metrics");
+            if let Err(e) = init_prometheus(addr, registry).await {
+                tracing::warn!(%addr, "no Prometheus metrics: {e}");
+            }
+        });
+    }
+
+    /// Updates the metrics from one JSON-lines event (`{"event": …}`); others are ignored.
+    pub fn observe(&self, e: &Value) {
+        let f = |k: &str| e[k].as_f64().unwrap_or(0.0);
+        let u = |k: &str| e[k].as_u64().unwrap_or(0);
+        match e["event"].as_str().unwrap_or_default() {
+            "round" => {
+                self.round.set(u("round"));
+                self.inner_loss.set(f("train_loss"));
+                self.validation_loss.set(f("val_loss"));
+                self.tokens.set(u("tokens"));
+                let (inner, exchange, outer) =
+                    (f("compute_secs"), f("exchange_secs"), f("outer_secs"));
+                self.inner_seconds.inc_by(inner);
+                self.exchange_seconds.inc_by(exchange);
+                self.outer_seconds.inc_by(outer);
+                let total = inner + exchange + outer;
+                if total > 0.0 {
+                    self.compute_utilisation.set(inner / total);
+                }
+                self.payload_bytes.inc_by(u("bytes_sent_per_worker"));
+                self.included
+                    .set(e["included"].as_array().map_or(0, |a| a.len() as u64));
+                for x in e["excluded"].as_array().into_iter().flatten() {
+                    let why = x[1].as_str().unwrap_or("unknown");
+                    self.excluded.with_label_values(&[reason(why)]).inc();
+                }
+            }
+            "closed" => {
+                let detail = e["detail"].as_str().unwrap_or_default();
+                let outcome = if detail.starts_with("final: our") {
+                    "final"
+                } else if detail.starts_with("final") {
+                    "lost"
+                } else {
+                    "voided"
+                };
+                self.rounds.with_label_values(&[outcome]).inc();
+            }
+            "verified" => {
+                let result = if e["honest"].as_bool() == Some(true) {
+                    "honest"
+                } else {
+                    "dishonest"
+                };
+                self.replays.with_label_values(&[result]).inc();
+                self.replay_seconds.inc_by(f("replay_secs"));
+            }
+            "challenge" => {
+                // A fixed set, except `failed: <error>`.
+                let outcome = e["outcome"].as_str().unwrap_or("unknown");
+                let label = if outcome.starts_with("failed") {
+                    "failed"
+                } else {
+                    outcome
+                };
+                self.challenges.with_label_values(&[label]).inc();
+            }
+            "vote" => {
+                let vote = match e["guilty"].as_bool() {
+                    Some(true) => "guilty",
+                    Some(false) => "innocent",
+                    None => "abstained",
+                };
+                self.votes.with_label_values(&[vote]).inc();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A bounded label value from a free-text reason: its words before the first `:` or `(`,
+/// at most 64 characters (the details stay in the JSON lines).
+fn reason(text: &str) -> &str {
+    let head = text.split([':', '(']).next().unwrap_or_default().trim();
+    let end = head.char_indices().nth(64).map_or(head.len(), |(i, _)| i);
+    head.get(..end).unwrap_or(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use substrate_prometheus_endpoint::prometheus::{Encoder, TextEncoder};
+
+    fn text(e: &Exporter) -> String {
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&e.registry.gather(), &mut out)
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn events_move_the_counters_with_conventional_names_and_types() {
+        let e = Exporter::new().unwrap();
+        e.observe(
+            &json!({"event": "round", "round": 2, "train_loss": 3.5, "val_loss": 3.25,
+            "tokens": 4096, "compute_secs": 3.0, "exchange_secs": 0.5, "outer_secs": 0.5,
+            "bytes_sent_per_worker": 1000, "included": [0, 1, 2],
+            "excluded": [[3, "fetch failed: timed out (3 tries)"]]}),
+        );
+        e.observe(&json!({"event": "closed", "round": 2, "detail": "final: our checkpoint"}));
+        e.observe(&json!({"event": "closed", "round": 3, "detail": "voided"}));
+        e.observe(&json!({"event": "verified", "honest": false, "replay_secs": 2.0}));
+        e.observe(&json!({"event": "vote", "guilty": true}));
+        e.observe(&json!({"event": "vote", "abstained": "another pool"}));
+        e.observe(&json!({"event": "synced"}));
+        let t = text(&e);
+        for line in [
+            "# TYPE synod_trainer_rounds_total counter",
+            "synod_trainer_rounds_total{outcome=\"final\"} 1",
+            "synod_trainer_rounds_total{outcome=\"voided\"} 1",
+            "# TYPE synod_trainer_validation_loss gauge",
+            "synod_trainer_validation_loss 3.25",
+            "synod_trainer_round 2",
+            "synod_trainer_inner_seconds_total 3",
+            "synod_trainer_compute_utilisation 0.75",
+            "synod_trainer_payload_bytes_total 1000",
+            "synod_trainer_included_members 3",
+            "synod_trainer_payloads_excluded_total{reason=\"fetch failed\"} 1",
+            "synod_trainer_replays_total{result=\"dishonest\"} 1",
+            "synod_trainer_votes_total{vote=\"guilty\"} 1",
+            "synod_trainer_votes_total{vote=\"abstained\"} 1",
+        ] {
+            assert!(t.lines().any(|l| l == line), "missing {line:?} in\n{t}");
+        }
+    }
+
+    #[test]
+    fn reasons_are_short_label_values() {
+        assert_eq!(reason("silent (no announcement)"), "silent");
+        assert_eq!(
+            reason("fetch failed: request failed: timeout"),
+            "fetch failed"
+        );
+        assert_eq!(reason(&"x".repeat(100)).len(), 64);
+        assert_eq!(reason(""), "");
+    }
+}
