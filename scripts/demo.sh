@@ -11,6 +11,7 @@
 #
 # Knobs (environment): ROUNDS (6), H (inner steps, 50), MODEL (baby), OUT (out/demo),
 # SYNOD_DATA (../shared/data/tinyshakespeare.txt), RPC_PORT (19944), P2P_BASE (41000),
+# PROMETHEUS_BASE (9616: trainer i serves http://127.0.0.1:PROMETHEUS_BASE+i/metrics),
 # BYZANTINE (0), CHALLENGE_WINDOW (30 blocks: a round must be verifiable within 2× this).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,7 @@ fi
 N=${#SURIS[@]}
 STAKE=100
 P2P_BASE="${P2P_BASE:-41000}"
+PROMETHEUS_BASE="${PROMETHEUS_BASE:-9616}"
 RPC="ws://127.0.0.1:$RPC_PORT"
 
 cargo build --locked -p synod-node
@@ -69,11 +71,12 @@ for ((i = 0; i < N; i++)); do
   [ -n "${FAULTS[$i]}" ] && role=(--fault "${FAULTS[$i]}") && echo "== ${SURIS[$i]} cheats: --fault ${FAULTS[$i]}"
   "$T" --threads 1 run --rpc "$RPC" --suri "${SURIS[$i]}" --pool 0 --stake "$STAKE" "${RECIPE[@]}" --device auto \
     --base-path "$OUT/trainer-$i" --listen "/ip4/127.0.0.1/tcp/$((P2P_BASE + i))" "${boots[@]}" --quiet \
+    --prometheus-port $((PROMETHEUS_BASE + i)) \
     "${role[@]}" >"$OUT/trainer-$i.jsonl" 2>"$OUT/trainer-$i.log" &
   PIDS+=($!)
   TRAINERS[$i]=$!
 done
-echo "== $N trainers started (logs: $OUT/trainer-*.log); following the chain"
+echo "== $N trainers started (logs: $OUT/trainer-*.log; Prometheus metrics: http://127.0.0.1:$PROMETHEUS_BASE/metrics .. $((PROMETHEUS_BASE + N - 1))); following the chain"
 
 # Print every round as it becomes final on-chain, until the trainers exit.
 python3 - "$T" "$RPC" "$OUT" "${TRAINERS[@]}" <<'PY'
