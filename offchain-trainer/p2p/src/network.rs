@@ -237,9 +237,9 @@ impl Client {
     }
 
     /// Serves a checkpoint file over `/synod/checkpoint/1`; returns its blake3 (hashed on a
-    /// blocking thread, never on the network event loop). Only the
-    /// [`MAX_SERVED_CHECKPOINTS`] most recently served are kept in memory: the oldest is dropped
-    /// (peers asking for it get `NotFound`), so memory does not grow with the rounds.
+    /// blocking thread, never on the network event loop). At most [`MAX_SERVED_CHECKPOINTS`]
+    /// are kept in memory, the pinned one included: the oldest other is dropped (peers asking
+    /// for it get `NotFound`), so memory does not grow with the rounds.
     ///
     /// # Errors
     /// [`NetError::Stopped`] if the node has shut down.
@@ -617,8 +617,8 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
 /// A relayed payload: its blake3 and bytes.
 type Relayed = ([u8; 32], Arc<Vec<u8>>);
 
-/// Most checkpoints a node serves at once (θ of the last three rounds, say): serving one more
-/// drops the one served longest ago — never the pinned one ([`Client::pin_checkpoint`]: the
+/// Most checkpoints a node serves at once, the pinned one included (θ of the last three
+/// rounds, say): serving one more drops the one served longest ago — never the pinned one ([`Client::pin_checkpoint`]: the
 /// last final checkpoint, all a (re)joining trainer needs) — so a trainer's memory does not
 /// grow with the rounds.
 pub const MAX_SERVED_CHECKPOINTS: usize = 3;

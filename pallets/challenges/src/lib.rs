@@ -42,8 +42,10 @@
 //! θ_{r−1}, so it holds all a replay needs; a juror drawn from another pool (or a member that
 //! missed the round) may not, and abstains without penalty: otherwise whoever runs a pool could
 //! open cheap challenges there (the bond comes back when the challenge expires) and bleed the
-//! honest jurors of every other pool out of the list. Which jurors answer for their vote is fixed
-//! at the draw ([`Challenge::accountable`]).
+//! honest jurors of every other pool out of the list. The jurors that answer for their vote are
+//! those recorded at the draw ([`Challenge::accountable`]) plus those the round's contributors
+//! show at expiry (a late committer; a challenge drawn before storage version 1); the record
+//! alone counts once the round's snapshot is pruned.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -140,8 +142,8 @@ pub mod pallet {
 		pub expires_at: BlockNumberFor<T>,
 		/// The jury, empty until drawn.
 		pub jury: JuryOf<T>,
-		/// The jurors who contributed to `round` (they hold θ_{r−1} and every included
-		/// payload): the only ones slashed for not voting. Set at the draw.
+		/// The jurors who had contributed to `round` at the draw (they hold θ_{r−1} and every
+		/// included payload): slashed for not voting, as are jurors that contributed by expiry.
 		pub accountable: BoundedVec<T::AccountId, T::JurySize>,
 		/// Stake-weighted votes so far.
 		pub votes: JuryVotes,

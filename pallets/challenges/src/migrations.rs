@@ -82,8 +82,9 @@ pub mod v1 {
 		#[test]
 		fn open_challenges_survive_the_upgrade() {
 			run_test(|| {
+				// Jurors: outsiders 6 and 7, and contributor 1.
 				final_round();
-				jurors(&[6, 7, 8], 1_000);
+				jurors(&[6, 7, 1], 1_000);
 				assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0xEE; 32]));
 				let now = OpenChallenges::<Test>::get(0).expect("open");
 				run_to_block(now.draw_at);
@@ -114,17 +115,20 @@ pub mod v1 {
 				assert_eq!(migrated.jury, drawn.jury);
 				assert!(migrated.accountable.is_empty());
 				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 1);
-				// It still resolves: the bond comes back at expiry; jurors 6, 7, 8 did not
-				// contribute to the round and keep their stake.
+				// It still resolves: the bond comes back at expiry; the outsiders keep their
+				// stake, and the contributor (found from the round's contributors, the record
+				// being empty) loses 10 % of its drawn stake for not voting.
+				run_to_block(migrated.expires_at - 1);
+				let stake =
+					|j| <TrainerStaking as synod_primitives::TrainerStake<_>>::active_stake(&j);
+				let before = stake(1);
 				run_to_block(migrated.expires_at);
 				assert!(OpenChallenges::<Test>::get(0).is_none());
 				assert_eq!(Balances::free_balance(OUTSIDER), 10_000);
-				for j in [6, 7, 8] {
-					assert_eq!(
-						<TrainerStaking as synod_primitives::TrainerStake<_>>::active_stake(&j),
-						1_000
-					);
-				}
+				assert_eq!((stake(6), stake(7)), (1_000, 1_000));
+				let drawn = migrated.jury.iter().find(|(j, _)| *j == 1).map(|(_, s)| *s);
+				assert_eq!(drawn, Some(2_000), "the jury is all three registered jurors");
+				assert_eq!(stake(1), before - 200);
 			});
 		}
 	}

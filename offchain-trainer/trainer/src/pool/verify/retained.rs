@@ -71,6 +71,8 @@ impl Retained {
         parent: &CheckpointHash,
         payload: &[u8],
     ) -> Result<()> {
+        // A crash between the two writes must not pair this payload with an older parent.
+        let _ = std::fs::remove_file(self.round_dir(round).join(format!("{me}.parent")));
         self.save(round, me, payload, None)?;
         self.write(round, format!("{me}.parent"), parent)
     }
