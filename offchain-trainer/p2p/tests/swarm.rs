@@ -338,7 +338,14 @@ async fn a_payload_whose_author_died_is_fetched_from_a_peer_that_relays_it() {
     };
     clients[0].set_round(1).await.unwrap();
     clients[0].set_payload(1, bytes.clone()).await.unwrap();
-    // Member 1 gets it from the author and relays it; then the author dies.
+    // Member 1 sees the announcement (as a peer fetches only what it saw announced), gets the
+    // payload from the author and relays it; then the author dies.
+    let t = std::time::Instant::now();
+    while !clients[1].snapshot().announced.contains_key(&(1, 0))
+        && t.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let got = clients[1]
         .fetch_payload(0, 1, announced, 1 << 20)
         .await
