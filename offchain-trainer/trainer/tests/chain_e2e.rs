@@ -261,6 +261,13 @@ impl Net {
             .collect()
     }
 
+    /// Whether trainer `i` has seen `round` close on-chain (its `closed` event).
+    fn has_closed(&self, i: usize, round: u64) -> bool {
+        self.metrics(i)
+            .iter()
+            .any(|e| e["event"] == "closed" && e["round"] == round)
+    }
+
     /// Trainer `i`'s Prometheus text exposition (the URL its `joined` event names), fetched
     /// over plain HTTP/1.1.
     fn scrape(&self, i: usize) -> String {
@@ -376,22 +383,14 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
     net.wait(
         "round 1 to close at trainer 2",
         Duration::from_secs(400),
-        || {
-            net.metrics(2)
-                .iter()
-                .any(|e| e["event"] == "closed" && e["round"] == 1)
-        },
+        || net.has_closed(2, 1),
     );
     drop(t2);
     // Trainer 0's Prometheus metrics follow the rounds it saw close.
     net.wait(
         "round 1 to close at trainer 0",
         Duration::from_secs(400),
-        || {
-            net.metrics(0)
-                .iter()
-                .any(|e| e["event"] == "closed" && e["round"] == 1)
-        },
+        || net.has_closed(0, 1),
     );
     let early = net.scrape(0);
     for kind in [
