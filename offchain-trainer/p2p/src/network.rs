@@ -129,7 +129,10 @@ enum Command {
         reply: oneshot::Sender<Result<ChunkResponse, String>>,
     },
     PublishRaw(Vec<u8>),
-    SetMembers(Arc<MemberSet>),
+    SetMembers {
+        set: Arc<MemberSet>,
+        applied: oneshot::Sender<()>,
+    },
     SetPassive(bool),
     ServeOwnTo(Option<BTreeSet<u32>>),
     Relay {
@@ -168,6 +171,8 @@ impl Client {
     }
 
     /// Replaces the allowed member set (the chain client calls this when registrations change).
+    /// Returns once the event loop applies it: a request that arrives afterwards is judged
+    /// against the new set (before, a new member's first fetch could still be refused).
     ///
     /// # Errors
     /// [`NetError::Stopped`] if the node has shut down.
@@ -177,7 +182,9 @@ impl Client {
             .members
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = set.clone();
-        self.send(Command::SetMembers(set)).await
+        let (applied, rx) = oneshot::channel();
+        self.send(Command::SetMembers { set, applied }).await?;
+        rx.await.map_err(|_| NetError::Stopped)
     }
 
     async fn send(&self, c: Command) -> Result<(), NetError> {
@@ -798,7 +805,7 @@ impl EventLoop {
                 };
                 self.pending.insert(id, reply);
             }
-            Command::SetMembers(set) => {
+            Command::SetMembers { set, applied } => {
                 let now = Instant::now();
                 let mut s = lock(&self.shared);
                 for m in set.iter() {
@@ -806,6 +813,7 @@ impl EventLoop {
                 }
                 drop(s);
                 self.members = set;
+                let _ = applied.send(());
             }
             Command::PublishRaw(bytes) => {
                 let _ = self
