@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 
 use crate::format::{read_header, Reader, CHECKSUM_LEN};
-use crate::{quant, DecodeError, Header, Mode};
+use crate::{quant, sparse, DecodeError, Header, Mode};
 
 /// Upper bounds a receiver sets on what it is willing to decode. A payload declaring more is
 /// rejected before any buffer proportional to the declared size is allocated, so a decode
@@ -31,7 +31,7 @@ impl DecodeLimits {
             max_tensors: tensors,
             max_rank: 8,
             max_elems: params,
-            max_block_elems: 1 << 24,
+            max_block_elems: crate::MAX_BLOCK_ELEMS,
         }
     }
 }
@@ -139,11 +139,13 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Decoded, DecodeErro
     }
     let chunk = header.chunk_size as usize;
     let mode = header.mode;
+    let topk = header.topk as usize;
     jobs.into_par_iter()
         .enumerate()
         .try_for_each(|(i, (f, out))| {
             let expected = match mode {
                 Mode::Int8Absmax => f.len.div_ceil(chunk) * 4 + f.len,
+                Mode::SparseTopK => sparse::block_bytes(f.len, topk, chunk),
                 Mode::Fp32 => f.len * 4,
             };
             // An output slice of exactly the block's size: a frame that inflates to more fails
@@ -169,15 +171,18 @@ pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Decoded, DecodeErro
                         .chunks_exact(4)
                         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                         .collect();
-                    // A scale above f32::MAX / 127 would decode ±127 to ±∞.
+                    // |code| ≤ 128 (the encoder writes ±127, a forged byte may hold −128): a
+                    // scale up to f32::MAX / 128 (exact, a power of two) keeps every product
+                    // finite, where f32::MAX / 127 let 127 · s round to +∞.
                     if scales
                         .iter()
-                        .any(|s| !(*s >= 0.0 && *s <= f32::MAX / 127.0))
+                        .any(|s| !(*s >= 0.0 && *s <= f32::MAX / 128.0))
                     {
                         return Err(DecodeError::BadScale { block: i });
                     }
                     quant::dequantize(&scales, codes, chunk, out);
                 }
+                Mode::SparseTopK => sparse::decode_into(&raw, chunk, topk, i, out)?,
                 Mode::Fp32 => {
                     for (y, b) in out.iter_mut().zip(raw.chunks_exact(4)) {
                         *y = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);

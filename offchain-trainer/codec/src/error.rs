@@ -76,7 +76,8 @@ pub enum DecodeError {
         /// What was wrong.
         reason: String,
     },
-    /// A chunk scale is negative, NaN, or so large that a code would decode to ±∞.
+    /// A chunk scale is negative, NaN, or so large that a code could decode to ±∞ (int8: above
+    /// `f32::MAX / 128`; sparse: above `f32::MAX / 7`).
     #[error("block {block}: invalid scale")]
     BadScale {
         /// Index of the block.

@@ -18,6 +18,10 @@ pub enum Mode {
     Fp32,
     /// Per-chunk absmax int8 (1 byte per element + one f32 scale per chunk, before zstd).
     Int8Absmax,
+    /// Per-chunk top-k with 4-bit values: per chunk one f32 scale, `topk` indices of
+    /// ⌈log₂ chunk_size⌉ bits and `topk` 4-bit codes; the rest decodes to 0. Lossy by design:
+    /// pair it with error feedback (`synod_diloco::ErrorFeedback`).
+    SparseTopK,
 }
 
 impl Mode {
@@ -25,6 +29,7 @@ impl Mode {
         match self {
             Mode::Fp32 => 0,
             Mode::Int8Absmax => 1,
+            Mode::SparseTopK => 2,
         }
     }
 }
@@ -34,8 +39,10 @@ impl Mode {
 pub struct Header {
     /// Storage mode.
     pub mode: Mode,
-    /// Elements per scale in int8 mode (0 in fp32 mode).
+    /// Elements per scale in int8 and sparse mode (0 in fp32 mode).
     pub chunk_size: u32,
+    /// Elements kept per chunk in sparse mode (0 otherwise).
+    pub topk: u32,
     /// Elements per zstd frame.
     pub block_elems: u32,
     /// Shape of each tensor, outermost dimension first.
@@ -60,12 +67,16 @@ pub(crate) fn write_header(
     mode: Mode,
     chunk: u32,
     block: u32,
+    topk: u32,
     shapes: &[&[usize]],
 ) {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&[FORMAT_VERSION, mode.code(), 0, 0]);
     out.extend_from_slice(&chunk.to_le_bytes());
     out.extend_from_slice(&block.to_le_bytes());
+    if mode == Mode::SparseTopK {
+        out.extend_from_slice(&topk.to_le_bytes());
+    }
     out.extend_from_slice(&(shapes.len() as u32).to_le_bytes());
     for shape in shapes {
         out.push(shape.len() as u8);
@@ -148,6 +159,7 @@ pub(crate) fn read_header(body: &[u8], limits: &DecodeLimits) -> Result<Header, 
     let mode = match r.u8()? {
         0 => Mode::Fp32,
         1 => Mode::Int8Absmax,
+        2 => Mode::SparseTopK,
         v => {
             return Err(DecodeError::UnknownField {
                 field: "mode",
@@ -171,7 +183,24 @@ pub(crate) fn read_header(body: &[u8], limits: &DecodeLimits) -> Result<Header, 
     }
     let chunk_size = r.u32()?;
     let block_elems = r.u32()?;
+    let topk = if mode == Mode::SparseTopK {
+        r.u32()?
+    } else {
+        0
+    };
     match mode {
+        Mode::SparseTopK => {
+            if chunk_size == 0 || block_elems == 0 || block_elems % chunk_size != 0 {
+                return Err(DecodeError::Inconsistent(
+                    "block_elems must be a non-zero multiple of chunk_size",
+                ));
+            }
+            if topk == 0 || topk > chunk_size {
+                return Err(DecodeError::Inconsistent(
+                    "topk must be within 1..=chunk_size",
+                ));
+            }
+        }
         Mode::Int8Absmax => {
             if chunk_size == 0 || block_elems == 0 || block_elems % chunk_size != 0 {
                 return Err(DecodeError::Inconsistent(
@@ -196,6 +225,7 @@ pub(crate) fn read_header(body: &[u8], limits: &DecodeLimits) -> Result<Header, 
     limit("n_tensors", n_tensors.into(), limits.max_tensors.into())?;
     let mut shapes = Vec::with_capacity(n_tensors as usize);
     let mut total: u64 = 0;
+    let mut frames: u64 = 0;
     for _ in 0..n_tensors {
         let rank = r.u8()?;
         limit("rank", rank.into(), limits.max_rank.into())?;
@@ -216,11 +246,22 @@ pub(crate) fn read_header(body: &[u8], limits: &DecodeLimits) -> Result<Header, 
             .checked_add(elems)
             .ok_or(DecodeError::Inconsistent("total elements overflow u64"))?;
         limit("total elements", total, limits.max_elems)?;
+        frames = frames.saturating_add(elems.div_ceil(u64::from(block_elems)));
         shapes.push(shape);
     }
+    // Every frame costs the decoder a list entry before it is inflated: tiny blocks must not
+    // turn a few input bytes per frame into more memory than the output itself.
+    limit(
+        "frames",
+        frames,
+        (limits.max_elems / 1024)
+            .saturating_add(u64::from(n_tensors))
+            .max(1 << 16),
+    )?;
     Ok(Header {
         mode,
         chunk_size,
+        topk,
         block_elems,
         shapes,
         len: r.pos(),

@@ -15,21 +15,32 @@
 //!   (a block never spans two tensors) and each block is one independent zstd frame, so
 //!   encode and decode run in parallel over blocks and decoding a frame can never allocate
 //!   more than that block's exact expected size.
+//! * **Sparsification** ([`Mode::SparseTopK`]): every chunk of `chunk_size` elements keeps
+//!   its `topk` largest magnitudes (ties: lower index first), as ascending indices of
+//!   ⌈log₂ chunk_size⌉ bits and 4-bit codes `round_half_even(x / s)` in −7..=7 with one f32
+//!   scale `s = max|x_sel| / 7` per chunk; everything else decodes to 0. With chunk 4096 and
+//!   top-64 that is ≈ 0.25 bits per element before zstd (≈ 125× below fp32). The dropped
+//!   mass is meant to be carried to the next round by error feedback (Stich, Cordonnier and
+//!   Jaggi, "Sparsified SGD with Memory", NeurIPS 2018; SparseLoCo, 2025): see
+//!   `synod_diloco::ErrorFeedback`.
 //! * [`Mode::Fp32`] stores raw little-endian f32 through the same zstd blocks (the baseline).
 //!
 //! ## Wire format (version 1, all integers little-endian)
 //! ```text
 //! 0   magic  "SYNG"                         4 bytes
 //! 4   version u8 = 1
-//! 5   mode    u8 (0 = fp32, 1 = int8-absmax)
+//! 5   mode    u8 (0 = fp32, 1 = int8-absmax, 2 = sparse-topk)
 //! 6   source dtype u8 (0 = f32)
 //! 7   reserved u8 = 0
-//! 8   chunk_size  u32   elements per scale (int8 mode; 0 in fp32 mode)
+//! 8   chunk_size  u32   elements per scale / per selection (int8, sparse; 0 in fp32 mode)
 //! 12  block_elems u32   elements per zstd frame (multiple of chunk_size)
-//! 16  n_tensors   u32
-//! 20  shapes: per tensor: rank u8, then rank × u64 dims
+//! 16  topk        u32   sparse mode only: elements kept per chunk (1..=chunk_size)
+//! ..  n_tensors   u32
+//! ..  shapes: per tensor: rank u8, then rank × u64 dims
 //! ..  blocks: per block: frame_len u32, zstd frame (frame_len bytes)
-//!     block content, int8: n_chunks × f32 scale, then n × i8; fp32: n × f32
+//!     block content, int8: n_chunks × f32 scale, then n × i8; fp32: n × f32;
+//!     sparse: per chunk of n elements, k = min(topk, n): f32 scale, k indices (bit-packed,
+//!     LSB first, strictly ascending, padded to a byte), k nibbles q + 8 (padded to a byte)
 //! end blake3 of every preceding byte        32 bytes
 //! ```
 //! Decoding checks, before allocating, that every declared size is within [`DecodeLimits`],
@@ -42,11 +53,16 @@ mod encode;
 mod error;
 mod format;
 mod quant;
+mod sparse;
 
 pub use decode::{decode, peek_header, DecodeLimits, Decoded};
 pub use encode::{encode, EncodeOptions};
 pub use error::{DecodeError, EncodeError};
 pub use format::{Header, Mode, FORMAT_VERSION, MAGIC};
+
+/// Largest block (elements per zstd frame) the encoder writes and
+/// [`DecodeLimits::for_model`] accepts: 2²⁴ elements (64 MiB of f32 output per frame).
+pub const MAX_BLOCK_ELEMS: u32 = 1 << 24;
 
 /// A borrowed f32 tensor: row-major `data` whose length is the product of `shape`.
 #[derive(Clone, Copy, Debug)]

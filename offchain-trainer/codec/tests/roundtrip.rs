@@ -28,7 +28,7 @@ fn refs(t: &[(Vec<usize>, Vec<f32>)]) -> Vec<TensorRef<'_>> {
 proptest! {
     #[test]
     fn int8_roundtrip_error_is_within_half_a_step(t in tensors_strategy(), chunk in 1u32..64, blocks in 1u32..5) {
-        let opts = EncodeOptions { mode: Mode::Int8Absmax, chunk_size: chunk, block_elems: chunk * blocks, zstd_level: 1 };
+        let opts = EncodeOptions { mode: Mode::Int8Absmax, chunk_size: chunk, topk: 0, block_elems: chunk * blocks, zstd_level: 1 };
         let bytes = encode(&refs(&t), &opts).unwrap();
         let d = decode(&bytes, &limits()).unwrap();
         prop_assert_eq!(d.header.shapes.len(), t.len());
@@ -214,6 +214,49 @@ fn declared_sizes_over_the_limits_are_rejected_before_allocation() {
             ..
         })
     ));
+}
+
+#[test]
+fn tiny_blocks_cannot_grow_the_frame_list_past_the_output() {
+    // int8, chunk 1, one element per frame: a 4-byte empty frame prefix per element would
+    // cost the decoder ≈ 90 bytes of frame list per element before anything is inflated.
+    let mut out = b"SYNG".to_vec();
+    out.extend_from_slice(&[1, 1, 0, 0]);
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.push(1);
+    out.extend_from_slice(&(1u64 << 20).to_le_bytes());
+    out.extend_from_slice(&vec![0u8; 4 << 10]);
+    let sum = blake3::hash(&out);
+    out.extend_from_slice(sum.as_bytes());
+    assert!(matches!(
+        decode(&out, &limits()),
+        Err(DecodeError::LimitExceeded { what: "frames", .. })
+    ));
+}
+
+#[test]
+fn int8_codes_at_the_scale_limit_cannot_decode_to_infinity() {
+    // 127 · fl(f32::MAX / 127) rounds to +∞; a forged code −128 overflows sooner.
+    for (scale, code) in [(f32::MAX / 127.0, 127u8), (f32::MAX / 127.5, 0x80)] {
+        let mut raw = scale.to_le_bytes().to_vec();
+        raw.extend_from_slice(&[code; 4]);
+        let frame = zstd::bulk::compress(&raw, 1).unwrap();
+        assert!(
+            matches!(
+                decode(&forge(&[&[4]], &[frame]), &limits()),
+                Err(DecodeError::BadScale { block: 0 })
+            ),
+            "{scale} × {code}"
+        );
+    }
+    // The largest accepted scale with the most negative code is still finite.
+    let mut raw = (f32::MAX / 128.0).to_le_bytes().to_vec();
+    raw.extend_from_slice(&[0x80; 4]);
+    let frame = zstd::bulk::compress(&raw, 1).unwrap();
+    let d = decode(&forge(&[&[4]], &[frame]), &limits()).unwrap();
+    assert!(d.tensors[0].iter().all(|v| v.is_finite()));
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! ```text
 //! inner phase (InnerTrainer, H AdamW steps, e.g. on tch)   -> θ_i
 //! pseudo-gradient Δ_i = θ_{r-1} − θ_i                      (pseudograd)
-//! encode Δ_i (int8 + zstd)                                  (pseudograd, synod-codec)
+//! encode Δ_i (int8, or top-k + error feedback; zstd)       (pseudograd, feedback, synod-codec)
 //! exchange payloads                                         (Exchange: local, or libp2p)
 //! decode + robust aggregate in member-index order           (aggregate)
 //! outer Nesterov step θ_r = θ_{r-1} − η (g + μ m)           (outer)
@@ -25,6 +25,7 @@
 mod aggregate;
 pub mod byzantine;
 mod error;
+mod feedback;
 mod inner;
 mod outer;
 mod pseudograd;
@@ -33,6 +34,7 @@ pub mod verify;
 
 pub use aggregate::{l2_norm, AggregationRule, Aggregator, ClippedTrimmedMean, Mean};
 pub use error::DilocoError;
+pub use feedback::ErrorFeedback;
 pub use inner::{InnerReport, InnerTrainer};
 pub use outer::NesterovSgd;
 pub use pseudograd::{

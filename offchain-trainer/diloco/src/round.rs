@@ -4,8 +4,8 @@ use synod_checkpoint::{CheckpointHash, ParamSet, OUTER_MOMENTUM_PREFIX};
 use synod_codec::EncodeOptions;
 
 use crate::{
-    byzantine::Adversary, decode_pseudo_gradient, encode_pseudo_gradient, pseudo_gradient,
-    Aggregator, DilocoError, InnerReport, InnerTrainer, NesterovSgd,
+    byzantine::Adversary, decode_pseudo_gradient, pseudo_gradient, Aggregator, DilocoError,
+    ErrorFeedback, InnerReport, InnerTrainer, NesterovSgd,
 };
 
 /// A member's encoded pseudo-gradient for one round, as it arrived.
@@ -113,20 +113,22 @@ impl OuterState {
     }
 
     /// Runs `trainer`'s inner phase for the next round from θ and returns member `me`'s encoded
-    /// pseudo-gradient with the phase's report.
+    /// pseudo-gradient with the phase's report. `feedback` is the member's error-feedback
+    /// memory (used by the sparse codec only; pass a fresh one for int8 and fp32).
     ///
     /// # Errors
-    /// As [`InnerTrainer::inner_phase`] and [`encode_pseudo_gradient`].
+    /// As [`InnerTrainer::inner_phase`] and [`ErrorFeedback::encode`].
     pub fn contribute(
         &self,
         trainer: &mut dyn InnerTrainer,
         me: u32,
         opts: &EncodeOptions,
+        feedback: &mut ErrorFeedback,
     ) -> Result<(Contribution, InnerReport), DilocoError> {
         let round = self.round + 1;
         let (local, report) = trainer.inner_phase(&self.params, round)?;
         let delta = pseudo_gradient(&self.params, &local)?;
-        let payload = encode_pseudo_gradient(&self.params, &delta, opts)?;
+        let payload = feedback.encode(&self.params, delta, opts)?;
         Ok((
             Contribution {
                 member: me,
@@ -180,7 +182,9 @@ impl OuterState {
         })
     }
 
-    /// One networked round for member `me`: contribute, exchange, apply.
+    /// One networked round for member `me`: contribute, exchange, apply. If our own payload
+    /// is not in the included set (or the exchange fails), `feedback` takes it back
+    /// ([`ErrorFeedback::undelivered`]).
     ///
     /// # Errors
     /// As [`OuterState::contribute`], [`Exchange::exchange`] and [`OuterState::apply`].
@@ -191,16 +195,29 @@ impl OuterState {
         me: u32,
         agg: &dyn Aggregator,
         opts: &EncodeOptions,
+        feedback: &mut ErrorFeedback,
     ) -> Result<(RoundOutcome, InnerReport), DilocoError> {
-        let (mine, report) = self.contribute(trainer, me, opts)?;
-        let included = exchange.exchange(self.round + 1, me, mine.payload)?;
+        let (mine, report) = self.contribute(trainer, me, opts, feedback)?;
+        // Only a sparse payload has a memory to give it back to (dense ones are not copied).
+        let sent = feedback.residual().map(|_| mine.payload.clone());
+        let included = exchange.exchange(self.round + 1, me, mine.payload);
+        if let Some(p) = sent {
+            if !included
+                .as_ref()
+                .is_ok_and(|set| set.iter().any(|c| c.member == me))
+            {
+                feedback.undelivered(&self.params, &p)?;
+            }
+        }
+        let included = included?;
         Ok((self.apply(&included, agg)?, report))
     }
 
     /// One round of N workers in this process (local mode): every trainer contributes as member
-    /// `index`, `adversary` (if any) replaces its member's payload by its attack, then all
-    /// payloads are applied once. Returns the outcome, each worker's report and each worker's
-    /// payload size in bytes.
+    /// `index` (with its own error-feedback memory, `feedback[index]`, grown to N on first use),
+    /// `adversary` (if any) replaces its member's payload by its attack, then all payloads are
+    /// applied once. Returns the outcome, each worker's report and each worker's payload size
+    /// in bytes.
     ///
     /// # Errors
     /// As [`OuterState::contribute`], [`Adversary::tamper`] and [`OuterState::apply`].
@@ -209,12 +226,17 @@ impl OuterState {
         trainers: &mut [T],
         agg: &dyn Aggregator,
         opts: &EncodeOptions,
+        feedback: &mut Vec<ErrorFeedback>,
         adversary: Option<&Adversary>,
     ) -> Result<(RoundOutcome, Vec<InnerReport>, Vec<usize>), DilocoError> {
+        if feedback.len() < trainers.len() {
+            let decay = feedback.first().map_or(1.0, |f| f.decay);
+            feedback.resize(trainers.len(), ErrorFeedback::new(decay));
+        }
         let mut contributions = Vec::with_capacity(trainers.len());
         let mut reports = Vec::with_capacity(trainers.len());
-        for (i, t) in trainers.iter_mut().enumerate() {
-            let (c, r) = self.contribute(t, u32::try_from(i).unwrap_or(u32::MAX), opts)?;
+        for ((i, t), f) in trainers.iter_mut().enumerate().zip(feedback.iter_mut()) {
+            let (c, r) = self.contribute(t, u32::try_from(i).unwrap_or(u32::MAX), opts, f)?;
             contributions.push(c);
             reports.push(r);
         }

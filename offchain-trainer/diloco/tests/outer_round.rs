@@ -8,7 +8,8 @@ use common::Quadratic;
 use synod_checkpoint::{NamedTensor, ParamSet};
 use synod_codec::EncodeOptions;
 use synod_diloco::{
-    encode_pseudo_gradient, Aggregator, Contribution, DilocoError, Mean, NesterovSgd, OuterState,
+    encode_pseudo_gradient, Aggregator, Contribution, DilocoError, ErrorFeedback, Mean,
+    NesterovSgd, OuterState,
 };
 
 fn params(a: Vec<f32>, b: Vec<f32>) -> ParamSet {
@@ -187,7 +188,13 @@ fn local_rounds_converge_to_the_workers_consensus() {
     let mut s = OuterState::new(start, NesterovSgd::new(0.7, 0.9));
     for _ in 0..30 {
         let (out, _, sizes) = s
-            .local_round(&mut workers, &Mean, &EncodeOptions::default(), None)
+            .local_round(
+                &mut workers,
+                &Mean,
+                &EncodeOptions::default(),
+                &mut Vec::new(),
+                None,
+            )
             .unwrap();
         assert_eq!(out.included, vec![0, 1]);
         assert!(sizes.iter().all(|b| *b > 0));
@@ -195,6 +202,59 @@ fn local_rounds_converge_to_the_workers_consensus() {
     for x in &s.params.tensors()[0].data {
         assert!((x - 2.0).abs() < 0.05, "{:?}", s.params.tensors()[0].data);
     }
+}
+
+/// Max |θ − consensus| after `rounds` sparse rounds (top-8 of 64 per payload) of two quadratic
+/// workers one plain gradient step each, outer SGD with lr 1 and no momentum (the setting of
+/// Stich et al. 2018), error-feedback decay `decay` (0 = plain top-k, no memory).
+fn sparse_consensus_error(decay: f32, rounds: usize) -> f32 {
+    let n = 64;
+    let start = ParamSet::new(vec![NamedTensor {
+        name: "w".into(),
+        shape: vec![n],
+        data: vec![0.0; n],
+    }])
+    .unwrap();
+    let consensus = |i: usize| 1.0 + (i % 3) as f32 / 2.0;
+    // Each worker is ±0.1 off the consensus, by coordinate parity.
+    let mut workers: Vec<Quadratic> = [0.1f32, -0.1]
+        .iter()
+        .map(|o| Quadratic {
+            target: (0..n)
+                .map(|i| consensus(i) + if i % 2 == 0 { *o } else { -o })
+                .collect(),
+            steps: 1,
+        })
+        .collect();
+    let mut s = OuterState::new(start, NesterovSgd::new(1.0, 0.0));
+    let mut feedback = vec![ErrorFeedback::new(decay); 2];
+    for _ in 0..rounds {
+        let (out, _, sizes) = s
+            .local_round(
+                &mut workers,
+                &Mean,
+                &EncodeOptions::sparse(64, 8),
+                &mut feedback,
+                None,
+            )
+            .unwrap();
+        assert_eq!(out.included, vec![0, 1]);
+        assert!(sizes.iter().all(|b| *b < 120), "{sizes:?}");
+    }
+    s.params.tensors()[0]
+        .data
+        .iter()
+        .enumerate()
+        .fold(0f32, |m, (i, x)| m.max((x - consensus(i)).abs()))
+}
+
+#[test]
+fn sparse_rounds_with_error_feedback_reach_the_consensus_that_top_k_alone_is_slow_to() {
+    // Top-8 of 64 sends an eighth of Δ; without memory the rest is dropped every round.
+    let with = sparse_consensus_error(1.0, 30);
+    let without = sparse_consensus_error(0.0, 30);
+    assert!(with < 0.1, "error feedback: max error {with}");
+    assert!(without > 5.0 * with, "with {with}, without {without}");
 }
 
 #[test]

@@ -297,6 +297,7 @@ fn distance_after_attack(rule: AggregationRule, attack: Attack, rounds: u32) -> 
                 &mut workers,
                 rule.as_ref(),
                 &EncodeOptions::default(),
+                &mut Vec::new(),
                 Some(&adversary),
             )
             .unwrap();

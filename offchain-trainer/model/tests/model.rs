@@ -80,7 +80,13 @@ fn diloco_with_one_worker_h1_lr1_no_momentum_equals_plain_training() {
             .train_step(&[plain.plan.train_batch(0, round, 0)], u64::from(round - 1))
             .unwrap();
         let (_, reports, _) = state
-            .local_round(&mut workers, &Mean, &EncodeOptions::fp32(), None)
+            .local_round(
+                &mut workers,
+                &Mean,
+                &EncodeOptions::fp32(),
+                &mut Vec::new(),
+                None,
+            )
             .unwrap();
         // Round 1 starts from the same θ₀ bit for bit; later rounds from θ − (θ − θ′), which is θ′
         // up to one f32 rounding per parameter (checked below), so the loss agrees to ~1e-7.

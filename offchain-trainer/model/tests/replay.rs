@@ -11,7 +11,7 @@ use synod_codec::EncodeOptions;
 use synod_data::{BatchPlan, Corpus};
 use synod_diloco::byzantine::{Adversary, Attack};
 use synod_diloco::verify::{replay_distance, within_tolerance, REPLAY_TOLERANCE};
-use synod_diloco::{Contribution, NesterovSgd, OuterState};
+use synod_diloco::{Contribution, ErrorFeedback, NesterovSgd, OuterState};
 use synod_model::{tch, GptConfig, InnerConfig, TchInnerTrainer};
 use tch::Device;
 
@@ -65,7 +65,12 @@ fn parent() -> OuterState {
 fn contribute(state: &OuterState, worker: u32, inner_steps: u32, threads: i32) -> Vec<u8> {
     let mut t = replica(worker, inner_steps, threads);
     state
-        .contribute(&mut t, worker, &EncodeOptions::default())
+        .contribute(
+            &mut t,
+            worker,
+            &EncodeOptions::default(),
+            &mut ErrorFeedback::default(),
+        )
         .unwrap()
         .0
         .payload

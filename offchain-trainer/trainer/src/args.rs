@@ -86,14 +86,28 @@ pub enum Codec {
     Int8,
     /// f32 + zstd (baseline).
     Fp32,
+    /// Per-chunk top-k, 4-bit values + zstd, with error feedback (`--sparse-chunk`,
+    /// `--sparse-topk`). Local training and benches only: a pool refuses it until replay
+    /// verification reproduces the residual.
+    Sparse,
 }
 
 impl Codec {
-    /// Encoder options.
-    pub fn options(self) -> EncodeOptions {
+    /// The name in the recipe JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Int8 => "int8",
+            Codec::Fp32 => "fp32",
+            Codec::Sparse => "sparse",
+        }
+    }
+
+    /// Encoder options; `sparse_chunk` and `sparse_topk` apply to [`Codec::Sparse`] only.
+    pub fn options(self, sparse_chunk: u32, sparse_topk: u32) -> EncodeOptions {
         match self {
             Codec::Int8 => EncodeOptions::default(),
             Codec::Fp32 => EncodeOptions::fp32(),
+            Codec::Sparse => EncodeOptions::sparse(sparse_chunk, sparse_topk),
         }
     }
 }
@@ -110,11 +124,32 @@ pub struct OuterArgs {
     /// Pseudo-gradient codec.
     #[arg(long, value_enum, default_value_t = Codec::Int8)]
     pub codec: Codec,
+    /// Sparse codec: elements per top-k selection (indices take ⌈log₂⌉ of it in bits).
+    #[arg(long, default_value_t = 4096)]
+    pub sparse_chunk: u32,
+    /// Sparse codec: elements kept per chunk (64 of 4096 ≈ 1.6 %, ≈ 125× below fp32).
+    #[arg(long, default_value_t = 64)]
+    pub sparse_topk: u32,
+    /// Sparse codec: error-feedback decay β in 0..=1 (1 = every dropped element is sent later).
+    #[arg(long, default_value_t = 1.0, value_parser = unit_interval)]
+    pub ef_decay: f32,
     /// Aggregation rule of the included set's pseudo-gradients: clipped-trimmed-mean (norm
     /// clipping to the median norm + coordinate-wise trimmed mean, tolerates f < n/3 Byzantine
     /// members) or mean (DiLoCo's plain mean, not robust).
     #[arg(long, value_enum, default_value_t = Aggregation::ClippedTrimmedMean)]
     pub aggregation: Aggregation,
+}
+
+impl OuterArgs {
+    /// The encoder options of `--codec` (and the sparse settings).
+    pub fn encode_options(&self) -> EncodeOptions {
+        self.codec.options(self.sparse_chunk, self.sparse_topk)
+    }
+
+    /// A member's empty error-feedback memory (used by the sparse codec only).
+    pub fn feedback(&self) -> synod_diloco::ErrorFeedback {
+        synod_diloco::ErrorFeedback::new(self.ef_decay)
+    }
 }
 
 /// Aggregation rule on the command line (see [`synod_diloco::AggregationRule`]).
@@ -200,4 +235,14 @@ pub struct InitArgs {
     /// Where to write the checkpoint.
     #[arg(long, default_value = "out/init.safetensors")]
     pub out: PathBuf,
+}
+
+/// Parses a number in 0..=1.
+fn unit_interval(s: &str) -> Result<f32, String> {
+    let v: f32 = s.parse().map_err(|e| format!("{e}"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not within 0..=1"))
+    }
 }

@@ -7,6 +7,8 @@ use clap::Args;
 use serde_json::json;
 use synod_codec::{decode, encode, rel_l2_error, DecodeLimits, EncodeOptions, TensorRef};
 
+use crate::args::Codec;
+
 /// Arguments of `bench codec`.
 #[derive(Args, Clone, Debug)]
 pub struct CodecArgs {
@@ -22,6 +24,15 @@ pub struct CodecArgs {
     /// Fraction of elements replaced by ±20σ outliers (robustness check; 0 = plain Gaussian).
     #[arg(long, default_value_t = 0.0)]
     pub outliers: f64,
+    /// The codec measured (against fp32 + zstd).
+    #[arg(long, value_enum, default_value_t = Codec::Int8)]
+    pub codec: Codec,
+    /// Sparse codec: elements per top-k selection.
+    #[arg(long, default_value_t = 4096)]
+    pub sparse_chunk: u32,
+    /// Sparse codec: elements kept per chunk.
+    #[arg(long, default_value_t = 64)]
+    pub sparse_topk: u32,
 }
 
 /// A pseudo-gradient-like vector: Gaussian, with per-4096-block magnitudes spread over 100×
@@ -96,7 +107,7 @@ pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
     let gb = (a.params * 4) as f64 / 1e9;
     let opts = EncodeOptions {
         zstd_level: a.zstd_level,
-        ..EncodeOptions::default()
+        ..a.codec.options(a.sparse_chunk, a.sparse_topk)
     };
     let limits = DecodeLimits::for_model(a.params as u64, u32::try_from(refs.len())?);
 
@@ -123,6 +134,9 @@ pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
         "{}",
         json!({
             "bench": "codec",
+            "codec": a.codec.name(),
+            "sparse_chunk": (a.codec == Codec::Sparse).then_some(a.sparse_chunk),
+            "sparse_topk": (a.codec == Codec::Sparse).then_some(a.sparse_topk),
             "params": a.params,
             "zstd_level": a.zstd_level,
             "outliers": a.outliers,
@@ -138,6 +152,7 @@ pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
             "payload_bytes": payload.len(),
             "fp32_zstd_bytes": fp32.len(),
             "bytes_ratio_vs_fp32": (a.params * 4) as f64 / payload.len() as f64,
+            "bytes_ratio_vs_fp32_zstd": fp32.len() as f64 / payload.len() as f64,
         })
     );
     Ok(())

@@ -32,7 +32,12 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     let pd: Vec<(f64, f64)> = dl.iter().map(|r| (r.tokens as f64, r.val_loss)).collect();
     let pb: Vec<(f64, f64)> = dp.iter().map(|r| (r.tokens as f64, r.val_loss)).collect();
     let png = a.out.join("diloco_vs_ddp.png");
-    let dlabel = format!("DiLoCo int8, {} workers, H={}", a.workers, a.inner_steps);
+    let dlabel = format!(
+        "DiLoCo {}, {} workers, H={}",
+        a.outer.codec.name(),
+        a.workers,
+        a.inner_steps
+    );
     let blabel = format!(
         "data parallel, {} workers (f32 gradients every step)",
         a.workers
@@ -55,6 +60,11 @@ pub fn run(a: &TrainArgs) -> Result<()> {
         "{}",
         json!({
             "bench": "diloco",
+            "codec": a.outer.codec.name(),
+            "sparse_topk": (a.outer.codec == crate::args::Codec::Sparse).then_some(a.outer.sparse_topk),
+            "ef_decay": (a.outer.codec == crate::args::Codec::Sparse).then_some(a.outer.ef_decay),
+            "outer_lr": a.outer.outer_lr,
+            "outer_momentum": a.outer.outer_momentum,
             "workers": a.workers,
             "inner_steps": a.inner_steps,
             "rounds": a.rounds,

@@ -30,11 +30,12 @@ pub struct Recipe {
 
 /// The recipe as canonical JSON (keys sorted): model preset, batch, sequence length, inner
 /// AdamW schedule, seed, outer optimizer, codec and aggregation rule (so the pool spec's
-/// `model_config_hash` fixes the rule every member aggregates with). Device and evaluation settings are not part
+/// `model_config_hash` fixes the rule every member aggregates with; the sparse settings only
+/// with `--codec sparse`, so dense recipes hash as before). Device and evaluation settings are not part
 /// of it: they do not change the checkpoints.
 pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
     let m = &r.model;
-    let v = serde_json::json!({
+    let mut v = serde_json::json!({
         "model": m.model,
         "batch": m.batch,
         "seq_len": m.seq_len()?,
@@ -46,9 +47,14 @@ pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
         "seed": m.seed,
         "outer_lr": r.outer.outer_lr.to_string(),
         "outer_momentum": r.outer.outer_momentum.to_string(),
-        "codec": match r.outer.codec { Codec::Int8 => "int8", Codec::Fp32 => "fp32" },
+        "codec": r.outer.codec.name(),
         "aggregation": r.outer.aggregation.rule().name(),
     });
+    if r.outer.codec == Codec::Sparse {
+        v["sparse_chunk"] = r.outer.sparse_chunk.into();
+        v["sparse_topk"] = r.outer.sparse_topk.into();
+        v["ef_decay"] = r.outer.ef_decay.to_string().into();
+    }
     Ok(serde_json::to_string(&v)?)
 }
 
@@ -56,8 +62,18 @@ impl Recipe {
     /// Loads the corpus and builds θ₀.
     ///
     /// # Errors
-    /// Unreadable corpus, unknown model preset, or libtorch errors.
+    /// Unreadable corpus, unknown model preset, or libtorch errors; `--codec sparse` (not
+    /// verifiable in a pool yet).
     pub fn load(r: &RecipeArgs) -> Result<Self> {
+        if r.outer.codec == Codec::Sparse {
+            // A sparse payload is Δ plus the member's private error-feedback residual: a
+            // verifier replaying the round from θ_{r−1} cannot reproduce it, so a cheater's
+            // payload could not be told from an honest one.
+            bail!(
+                "--codec sparse is for local training and benches: replay verification cannot \
+                 reproduce its error-feedback residual yet; pools use int8 or fp32"
+            );
+        }
         let setup = Setup::new(&r.model, &r.data)?;
         let dataset_hash = synod_checkpoint::hash(&std::fs::read(&r.data)?);
         let config_hash = synod_checkpoint::hash(recipe_json(r)?.as_bytes());

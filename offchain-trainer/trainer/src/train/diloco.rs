@@ -59,7 +59,8 @@ pub fn run_rounds(
     let tokens_per_round = u64::from(n_members)
         * u64::from(a.inner_steps)
         * (setup.plan.batch * setup.plan.seq_len) as u64;
-    let codec = a.outer.codec.options();
+    let codec = a.outer.encode_options();
+    let mut feedback = vec![a.outer.feedback(); workers.len()];
     // Networked: the trim counts every member of the pool (equal stakes), not only those whose
     // payload arrived.
     let stakes = net.as_ref().map(|_| vec![1u128; a.net.members as usize]);
@@ -88,8 +89,13 @@ pub fn run_rounds(
         let t0 = Instant::now();
         let (outcome, reports, sizes, exchange_secs, excluded) = match net.as_deref_mut() {
             None => {
-                let (o, r, s) =
-                    state.local_round(&mut workers, aggregation.as_ref(), &codec, adversary)?;
+                let (o, r, s) = state.local_round(
+                    &mut workers,
+                    aggregation.as_ref(),
+                    &codec,
+                    &mut feedback,
+                    adversary,
+                )?;
                 (o, r, s, 0.0, Vec::new())
             }
             Some(ex) => {
@@ -97,7 +103,10 @@ pub fn run_rounds(
                 let w = workers
                     .first_mut()
                     .ok_or_else(|| anyhow::anyhow!("no worker"))?;
-                let (o, r) = state.run_round(w, ex, me, aggregation.as_ref(), &codec)?;
+                let f = feedback
+                    .first_mut()
+                    .ok_or_else(|| anyhow::anyhow!("no worker"))?;
+                let (o, r) = state.run_round(w, ex, me, aggregation.as_ref(), &codec, f)?;
                 (
                     o,
                     vec![r],

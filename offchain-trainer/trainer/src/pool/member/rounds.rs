@@ -96,7 +96,7 @@ impl Trainer<'_> {
                 },
             )?;
         }
-        let codec = self.a.recipe.outer.codec.options();
+        let codec = self.a.recipe.outer.encode_options();
         let rule = self.a.recipe.outer.aggregation.rule();
         let xcfg = ExchangeConfig {
             deadline: Duration::from_secs(self.a.round_deadline),
@@ -109,7 +109,13 @@ impl Trainer<'_> {
         while state.round < self.spec_rounds {
             let r = state.round + 1;
             self.refresh_members(r)?;
-            let (mut mine, report) = state.contribute(&mut self.worker, self.me, &codec)?;
+            let (mut mine, report) = state.contribute(
+                &mut self.worker,
+                self.me,
+                &codec,
+                // A pool's codec is dense (`Recipe::load` refuses sparse): no memory to keep.
+                &mut self.a.recipe.outer.feedback(),
+            )?;
             if let Some(p) = pending.take() {
                 let ours = p.hash;
                 match self.settle(p)? {

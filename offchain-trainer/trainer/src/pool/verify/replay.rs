@@ -96,7 +96,12 @@ impl Replayer {
             )?),
         };
         replica.worker = member;
-        let (replayed, _) = state.contribute(replica, member, &args.outer.codec.options())?;
+        let (replayed, _) = state.contribute(
+            replica,
+            member,
+            &args.outer.encode_options(),
+            &mut args.outer.feedback(),
+        )?;
         let distance = replay_distance(&state.params, member, claimed, &replayed.payload)
             .unwrap_or(f64::INFINITY);
         Ok(Replay {
