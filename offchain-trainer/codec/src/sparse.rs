@@ -148,7 +148,7 @@ pub(crate) fn decode_into(
         let c = &raw[pos..pos + n];
         let s = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         // A scale above f32::MAX / 7 would decode ±7 to ±∞.
-        if !(s >= 0.0 && s <= f32::MAX / LEVELS) {
+        if !(0.0..=f32::MAX / LEVELS).contains(&s) {
             return Err(DecodeError::BadScale { block });
         }
         let (idx, codes) = c[4..].split_at((k * bits as usize).div_ceil(8));
