@@ -205,14 +205,19 @@ pub enum AggregationRule {
     /// [`ClippedTrimmedMean`]: tolerates f < n/3 arbitrary pseudo-gradients.
     #[default]
     ClippedTrimmedMean,
+    /// [`ClippedTrimmedMean`] with no trim (b = 0): norm clipping to the median norm, then
+    /// the mean; each input moves the aggregate by at most τ/n in norm. The rule for sparse
+    /// payloads, where most coordinates are sent by one member only and a trim would drop them.
+    ClippedMean,
 }
 
 impl AggregationRule {
-    /// The rule's name in recipes and JSON (`mean`, `clipped_trimmed_mean`).
+    /// The rule's name in recipes and JSON (`mean`, `clipped_trimmed_mean`, `clipped_mean`).
     pub fn name(self) -> &'static str {
         match self {
             AggregationRule::Mean => "mean",
             AggregationRule::ClippedTrimmedMean => "clipped_trimmed_mean",
+            AggregationRule::ClippedMean => "clipped_mean",
         }
     }
 
@@ -224,6 +229,7 @@ impl AggregationRule {
             AggregationRule::ClippedTrimmedMean => Box::new(
                 stakes.map_or_else(ClippedTrimmedMean::default, ClippedTrimmedMean::for_stakes),
             ),
+            AggregationRule::ClippedMean => Box::new(ClippedTrimmedMean { byzantine: Some(0) }),
         }
     }
 }

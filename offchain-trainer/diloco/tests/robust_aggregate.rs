@@ -321,3 +321,29 @@ fn byzantine_member_cannot_stop_a_pool_from_converging() {
         assert!(d < 0.05, "{}: distance {d}", attack.name());
     }
 }
+
+#[test]
+fn clipped_mean_keeps_the_coordinates_one_sparse_member_sent_and_still_clips_a_scaled_one() {
+    // Four sparse payloads, each member sending its own coordinate only.
+    let sparse: Vec<PseudoGradient> = (0..4)
+        .map(|i| vec![(0..4).map(|k| if k == i { 0.4 } else { 0.0 }).collect()])
+        .collect();
+    let refs: Vec<&PseudoGradient> = sparse.iter().collect();
+    // The trimmed mean (b = 1 of 4) drops every lone value.
+    let trimmed = AggregationRule::ClippedTrimmedMean
+        .aggregator(None)
+        .aggregate(1, &refs)
+        .unwrap();
+    assert_eq!(trimmed[0], vec![0.0; 4]);
+    let rule = AggregationRule::ClippedMean.aggregator(None);
+    assert_eq!(rule.aggregate(1, &refs).unwrap()[0], vec![0.1; 4]);
+    // Member 3 scales its coordinate ×1000: clipped to the median norm 0.4, it moves the
+    // aggregate by at most τ/n = 0.1 (the plain mean: by 100).
+    let mut attacked = sparse.clone();
+    attacked[3][0][3] = 400.0;
+    let refs: Vec<&PseudoGradient> = attacked.iter().collect();
+    let out = rule.aggregate(1, &refs).unwrap();
+    assert!((out[0][3] - 0.1).abs() < 1e-6, "{:?}", out[0]);
+    assert!(Mean.aggregate(1, &refs).unwrap()[0][3] > 99.0);
+    assert_eq!(AggregationRule::ClippedMean.name(), "clipped_mean");
+}

@@ -135,7 +135,8 @@ pub struct OuterArgs {
     pub ef_decay: f32,
     /// Aggregation rule of the included set's pseudo-gradients: clipped-trimmed-mean (norm
     /// clipping to the median norm + coordinate-wise trimmed mean, tolerates f < n/3 Byzantine
-    /// members) or mean (DiLoCo's plain mean, not robust).
+    /// members), clipped-mean (clipping only: each member moves the aggregate by at most τ/n;
+    /// for sparse payloads, which a trim would wipe) or mean (DiLoCo's plain mean, not robust).
     #[arg(long, value_enum, default_value_t = Aggregation::ClippedTrimmedMean)]
     pub aggregation: Aggregation,
 }
@@ -159,6 +160,8 @@ pub enum Aggregation {
     ClippedTrimmedMean,
     /// The plain mean (DiLoCo Algorithm 1).
     Mean,
+    /// Norm clipping to the median norm, then the mean (no trim): for sparse payloads.
+    ClippedMean,
 }
 
 impl Aggregation {
@@ -167,6 +170,7 @@ impl Aggregation {
         match self {
             Aggregation::ClippedTrimmedMean => AggregationRule::ClippedTrimmedMean,
             Aggregation::Mean => AggregationRule::Mean,
+            Aggregation::ClippedMean => AggregationRule::ClippedMean,
         }
     }
 }

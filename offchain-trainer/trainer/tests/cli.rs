@@ -165,6 +165,54 @@ fn codec_benchmark_prints_its_figures() {
         assert!(v[k].as_f64().unwrap() > 0.0, "{k}");
     }
     assert!(v["rel_l2_error"].as_f64().unwrap() < 0.015);
+    // Top-64 of 4096 with 4-bit values: over 100× fewer bytes than fp32 (the target).
+    let out = trainer(&[
+        "bench", "codec", "--params", "300000", "--reps", "1", "--codec", "sparse",
+    ]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["codec"], "sparse");
+    assert!(v["bytes_ratio_vs_fp32"].as_f64().unwrap() >= 100.0, "{v}");
+}
+
+#[test]
+fn sparse_local_training_learns_with_error_feedback_on_a_fraction_of_the_bytes() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let extra = ["--aggregation", "mean"];
+    let int8 = train(a.path(), &extra);
+    let sparse = train(b.path(), &["--aggregation", "mean", "--codec", "sparse"]);
+    let loss = |rows: &[Value], r: usize| rows[r]["val_loss"].as_f64().unwrap();
+    assert!(
+        loss(&sparse, 4) < loss(&sparse, 0) - 0.5,
+        "sparse: {} -> {}",
+        loss(&sparse, 0),
+        loss(&sparse, 4)
+    );
+    let bytes = |rows: &[Value]| rows[4]["bytes_sent_per_worker"].as_u64().unwrap();
+    // The tiny model's small tensors (biases, norms: < 64 elements) are sent whole, so the
+    // ratio here is ≈ 9×, not the ≈ 125× of large matrices.
+    assert!(
+        bytes(&sparse) * 5 < bytes(&int8),
+        "sparse {} bytes, int8 {}",
+        bytes(&sparse),
+        bytes(&int8)
+    );
+}
+
+#[test]
+fn a_pool_refuses_the_sparse_codec_its_verifiers_cannot_replay() {
+    // A sparse payload carries the member's private error-feedback residual: replaying the
+    // round cannot tell a forged payload from an honest one, so no pool may be created with it.
+    let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
+        .args([
+            "pool", "create", "--codec", "sparse", "--device", "cpu", "--data",
+        ])
+        .arg(data())
+        .args(["--rpc", "ws://127.0.0.1:9", "--connect-timeout", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("replay verification"), "{err}");
 }
 
 #[test]
