@@ -91,6 +91,149 @@ struct Frame<'a> {
     bytes: &'a [u8],
 }
 
+/// A checked payload whose tensors decode one at a time: the header and the frame index are
+/// parsed (and the checksum verified) once by [`Decoder::new`]; [`Decoder::tensor`] then
+/// inflates one tensor, so a caller combining N payloads tensor by tensor holds N tensors at a
+/// time, not N models.
+pub struct Decoder<'a> {
+    header: Header,
+    frames: Vec<Frame<'a>>,
+    /// Index of each tensor's first frame in `frames` (plus one past the last).
+    first: Vec<usize>,
+}
+
+impl<'a> Decoder<'a> {
+    /// Verifies size, checksum and header of `bytes` against `limits` and indexes its frames.
+    ///
+    /// # Errors
+    /// As [`decode`], except for errors inside a frame (reported by [`Decoder::tensor`]).
+    pub fn new(bytes: &'a [u8], limits: &DecodeLimits) -> Result<Self, DecodeError> {
+        let body = split_checksum(bytes, limits)?;
+        let header = read_header(body, limits)?;
+        let mut r = Reader::new(body);
+        r.take(header.len)?;
+        // Walk the frame prefixes first (cheap, no allocation beyond the frame list).
+        let block_elems = header.block_elems as usize;
+        let mut frames = Vec::new();
+        let mut first = Vec::with_capacity(header.shapes.len() + 1);
+        for (tensor, shape) in header.shapes.iter().enumerate() {
+            first.push(frames.len());
+            let n: usize = shape.iter().product();
+            let mut start = 0;
+            while start < n {
+                let len = block_elems.min(n - start);
+                let flen = r.u32()? as usize;
+                let bytes = r.take(flen)?;
+                frames.push(Frame { tensor, len, bytes });
+                start += len;
+            }
+        }
+        first.push(frames.len());
+        if r.remaining() != 0 {
+            return Err(DecodeError::TrailingBytes(r.remaining()));
+        }
+        Ok(Self {
+            header,
+            frames,
+            first,
+        })
+    }
+
+    /// The header (mode, sizes, shapes).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Decodes tensor `t` (row-major f32, `shapes[t]`'s product of elements), its frames in
+    /// parallel on the current rayon pool.
+    ///
+    /// # Errors
+    /// [`DecodeError::BadBlock`] / [`DecodeError::BadScale`] for a frame of this tensor;
+    /// [`DecodeError::Inconsistent`] if `t` is not a tensor of the payload.
+    pub fn tensor(&self, t: usize) -> Result<Vec<f32>, DecodeError> {
+        let shape = self
+            .header
+            .shapes
+            .get(t)
+            .ok_or(DecodeError::Inconsistent("no such tensor"))?;
+        let mut out = vec![0f32; shape.iter().product::<usize>()];
+        let (lo, hi) = (self.first[t], self.first[t + 1]);
+        let mut jobs = Vec::with_capacity(hi - lo);
+        let mut rest = out.as_mut_slice();
+        for (i, f) in self.frames[lo..hi].iter().enumerate() {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(f.len);
+            rest = tail;
+            jobs.push((lo + i, f, head));
+        }
+        jobs.into_par_iter()
+            .try_for_each(|(i, f, out)| decode_frame(&self.header, i, f, out))?;
+        Ok(out)
+    }
+}
+
+/// Inflates frame `i` into `out` (exactly its block's elements).
+fn decode_frame(
+    header: &Header,
+    i: usize,
+    f: &Frame<'_>,
+    out: &mut [f32],
+) -> Result<(), DecodeError> {
+    let chunk = header.chunk_size as usize;
+    let topk = header.topk as usize;
+    let expected = match header.mode {
+        Mode::Int8Absmax => f.len.div_ceil(chunk) * 4 + f.len,
+        Mode::SparseTopK => sparse::block_bytes(f.len, topk, chunk),
+        Mode::Fp32 => f.len * 4,
+    };
+    // An output slice of exactly the block's size: a frame that inflates to more fails
+    // inside zstd instead of allocating (decompression-bomb bound).
+    let mut raw = vec![0u8; expected];
+    let got = zstd::bulk::decompress_to_buffer(f.bytes, raw.as_mut_slice()).map_err(|e| {
+        DecodeError::BadBlock {
+            block: i,
+            reason: format!("zstd: {e}"),
+        }
+    })?;
+    if got != expected {
+        return Err(DecodeError::BadBlock {
+            block: i,
+            reason: format!("decompressed {got} bytes, expected {expected}"),
+        });
+    }
+    match header.mode {
+        Mode::Int8Absmax => {
+            let (s, codes) = raw.split_at(expected - f.len);
+            let scales: Vec<f32> = s
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            // |code| ≤ 128 (the encoder writes ±127, a forged byte may hold −128): a
+            // scale up to f32::MAX / 128 (exact, a power of two) keeps every product
+            // finite, where f32::MAX / 127 let 127 · s round to +∞.
+            if scales
+                .iter()
+                .any(|s| !(*s >= 0.0 && *s <= f32::MAX / 128.0))
+            {
+                return Err(DecodeError::BadScale { block: i });
+            }
+            quant::dequantize(&scales, codes, chunk, out);
+        }
+        Mode::SparseTopK => sparse::decode_into(&raw, chunk, topk, i, out)?,
+        Mode::Fp32 => {
+            for (y, b) in out.iter_mut().zip(raw.chunks_exact(4)) {
+                *y = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+            if out.iter().any(|v| !v.is_finite()) {
+                return Err(DecodeError::BadBlock {
+                    block: i,
+                    reason: "non-finite element".into(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Decodes a payload produced by [`crate::encode`].
 ///
 /// # Errors
@@ -98,104 +241,30 @@ struct Frame<'a> {
 /// checksum mismatch, declared counts over the limits, truncated or trailing bytes, a zstd frame
 /// that is corrupt or does not decompress to exactly its block's size, or a NaN/∞/negative scale.
 pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Decoded, DecodeError> {
-    let body = split_checksum(bytes, limits)?;
-    let header = read_header(body, limits)?;
-    let mut r = Reader::new(body);
-    r.take(header.len)?;
-
-    // Walk the frame prefixes first (cheap, no allocation beyond the frame list).
-    let block_elems = header.block_elems as usize;
-    let mut frames = Vec::new();
-    for (tensor, shape) in header.shapes.iter().enumerate() {
-        let n: usize = shape.iter().product();
-        let mut start = 0;
-        while start < n {
-            let len = block_elems.min(n - start);
-            let flen = r.u32()? as usize;
-            let bytes = r.take(flen)?;
-            frames.push(Frame { tensor, len, bytes });
-            start += len;
-        }
-    }
-    if r.remaining() != 0 {
-        return Err(DecodeError::TrailingBytes(r.remaining()));
-    }
-
-    let mut tensors: Vec<Vec<f32>> = header
+    let d = Decoder::new(bytes, limits)?;
+    let mut tensors: Vec<Vec<f32>> = d
+        .header
         .shapes
         .iter()
         .map(|s| vec![0f32; s.iter().product::<usize>()])
         .collect();
-    // Pair every frame with the disjoint output slice it fills.
-    let mut jobs = Vec::with_capacity(frames.len());
+    // Pair every frame with the disjoint output slice it fills: all frames of all tensors in
+    // parallel.
+    let mut jobs = Vec::with_capacity(d.frames.len());
     {
         let mut rest: Vec<&mut [f32]> = tensors.iter_mut().map(|t| t.as_mut_slice()).collect();
-        for f in &frames {
+        for f in &d.frames {
             let slot = std::mem::take(&mut rest[f.tensor]);
             let (head, tail) = slot.split_at_mut(f.len);
             rest[f.tensor] = tail;
             jobs.push((f, head));
         }
     }
-    let chunk = header.chunk_size as usize;
-    let mode = header.mode;
-    let topk = header.topk as usize;
     jobs.into_par_iter()
         .enumerate()
-        .try_for_each(|(i, (f, out))| {
-            let expected = match mode {
-                Mode::Int8Absmax => f.len.div_ceil(chunk) * 4 + f.len,
-                Mode::SparseTopK => sparse::block_bytes(f.len, topk, chunk),
-                Mode::Fp32 => f.len * 4,
-            };
-            // An output slice of exactly the block's size: a frame that inflates to more fails
-            // inside zstd instead of allocating (decompression-bomb bound).
-            let mut raw = vec![0u8; expected];
-            let got =
-                zstd::bulk::decompress_to_buffer(f.bytes, raw.as_mut_slice()).map_err(|e| {
-                    DecodeError::BadBlock {
-                        block: i,
-                        reason: format!("zstd: {e}"),
-                    }
-                })?;
-            if got != expected {
-                return Err(DecodeError::BadBlock {
-                    block: i,
-                    reason: format!("decompressed {got} bytes, expected {expected}"),
-                });
-            }
-            match mode {
-                Mode::Int8Absmax => {
-                    let (s, codes) = raw.split_at(expected - f.len);
-                    let scales: Vec<f32> = s
-                        .chunks_exact(4)
-                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                        .collect();
-                    // |code| ≤ 128 (the encoder writes ±127, a forged byte may hold −128): a
-                    // scale up to f32::MAX / 128 (exact, a power of two) keeps every product
-                    // finite, where f32::MAX / 127 let 127 · s round to +∞.
-                    if scales
-                        .iter()
-                        .any(|s| !(*s >= 0.0 && *s <= f32::MAX / 128.0))
-                    {
-                        return Err(DecodeError::BadScale { block: i });
-                    }
-                    quant::dequantize(&scales, codes, chunk, out);
-                }
-                Mode::SparseTopK => sparse::decode_into(&raw, chunk, topk, i, out)?,
-                Mode::Fp32 => {
-                    for (y, b) in out.iter_mut().zip(raw.chunks_exact(4)) {
-                        *y = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    }
-                    if out.iter().any(|v| !v.is_finite()) {
-                        return Err(DecodeError::BadBlock {
-                            block: i,
-                            reason: "non-finite element".into(),
-                        });
-                    }
-                }
-            }
-            Ok(())
-        })?;
-    Ok(Decoded { header, tensors })
+        .try_for_each(|(i, (f, out))| decode_frame(&d.header, i, f, out))?;
+    Ok(Decoded {
+        header: d.header,
+        tensors,
+    })
 }

@@ -55,7 +55,7 @@ mod format;
 mod quant;
 mod sparse;
 
-pub use decode::{decode, peek_header, DecodeLimits, Decoded};
+pub use decode::{decode, peek_header, DecodeLimits, Decoded, Decoder};
 pub use encode::{encode, EncodeOptions};
 pub use error::{DecodeError, EncodeError};
 pub use format::{Header, Mode, FORMAT_VERSION, MAGIC};

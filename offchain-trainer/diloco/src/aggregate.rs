@@ -10,10 +10,23 @@ use crate::{DilocoError, PseudoGradient};
 
 /// Combines the decoded pseudo-gradients of the included set into one outer gradient.
 ///
-/// Implementations must be deterministic functions of their input *in the order given*
-/// (member-index order), so that all honest survivors get bit-identical results.
+/// A rule is two steps, so that it can run one tensor at a time ([`crate::OuterState::apply`]
+/// holds N tensors, not N models): per-input factors from the inputs' whole-vector L2 norms,
+/// then a per-tensor combination. Implementations must be deterministic functions of their
+/// input *in the order given* (member-index order), so that all honest survivors get
+/// bit-identical results.
 pub trait Aggregator: Send + Sync {
-    /// Aggregates `inputs` (one per included member, ascending member index, equal layouts).
+    /// The factor each input is scaled by, from the inputs' L2 norms ([`l2_norm`], f64, one
+    /// per input, in input order).
+    fn factors(&self, norms: &[f64]) -> Vec<f64>;
+
+    /// Combines one tensor: `inputs[i]` is input i's elements of it (equal lengths, at least
+    /// one input), `factors` from [`Aggregator::factors`]; writes `out` (same length).
+    fn combine(&self, inputs: &[&[f32]], factors: &[f64], out: &mut [f32]);
+
+    /// Aggregates whole pseudo-gradients `inputs` (one per included member, ascending member
+    /// index, equal layouts): [`Aggregator::factors`] of their norms, then
+    /// [`Aggregator::combine`] tensor by tensor.
     ///
     /// # Errors
     /// [`DilocoError::Empty`] for no input, [`DilocoError::LayoutMismatch`] for unequal layouts.
@@ -21,7 +34,17 @@ pub trait Aggregator: Send + Sync {
         &self,
         round: u32,
         inputs: &[&PseudoGradient],
-    ) -> Result<PseudoGradient, DilocoError>;
+    ) -> Result<PseudoGradient, DilocoError> {
+        let layout = common_layout(round, inputs)?;
+        let norms: Vec<f64> = inputs.iter().map(|g| l2_norm(g)).collect();
+        let factors = self.factors(&norms);
+        let mut out: PseudoGradient = layout.iter().map(|t| vec![0.0; t.len()]).collect();
+        for (t, o) in out.iter_mut().enumerate() {
+            let tensors: Vec<&[f32]> = inputs.iter().map(|g| g[t].as_slice()).collect();
+            self.combine(&tensors, &factors, o);
+        }
+        Ok(out)
+    }
 }
 
 /// The first input, after checking that every input has its layout.
@@ -45,26 +68,25 @@ fn common_layout<'a>(
 pub struct Mean;
 
 impl Aggregator for Mean {
-    fn aggregate(
-        &self,
-        round: u32,
-        inputs: &[&PseudoGradient],
-    ) -> Result<PseudoGradient, DilocoError> {
-        let mut sum: PseudoGradient = common_layout(round, inputs)?.clone();
-        for g in inputs.iter().skip(1) {
-            for (s, x) in sum.iter_mut().zip(g.iter()) {
-                for (a, b) in s.iter_mut().zip(x) {
-                    *a += b;
-                }
+    fn factors(&self, norms: &[f64]) -> Vec<f64> {
+        vec![1.0; norms.len()]
+    }
+
+    /// Σ in f32 in input order, then × (1/n) in f32 (factors are not applied: all 1).
+    fn combine(&self, inputs: &[&[f32]], _factors: &[f64], out: &mut [f32]) {
+        let Some(first) = inputs.first() else {
+            return;
+        };
+        out.copy_from_slice(first);
+        for x in inputs.iter().skip(1) {
+            for (a, b) in out.iter_mut().zip(x.iter()) {
+                *a += b;
             }
         }
         let inv = 1.0 / inputs.len() as f32;
-        for s in &mut sum {
-            for a in s.iter_mut() {
-                *a *= inv;
-            }
+        for a in out.iter_mut() {
+            *a *= inv;
         }
-        Ok(sum)
     }
 }
 
@@ -157,42 +179,36 @@ impl ClippedTrimmedMean {
     }
 }
 
+/// Adds Σ x² of `t` (f64, element order) to the running sum `acc`: [`l2_norm`] one tensor at
+/// a time, with the same rounding.
+pub fn sum_of_squares(acc: f64, t: &[f32]) -> f64 {
+    t.iter().fold(acc, |a, &x| a + f64::from(x) * f64::from(x))
+}
+
 /// ‖g‖₂ accumulated in f64 in tensor and element order.
 pub fn l2_norm(g: &PseudoGradient) -> f64 {
-    g.iter()
-        .flat_map(|t| t.iter())
-        .map(|&x| f64::from(x) * f64::from(x))
-        .sum::<f64>()
-        .sqrt()
+    g.iter().fold(0.0, |a, t| sum_of_squares(a, t)).sqrt()
 }
 
 impl Aggregator for ClippedTrimmedMean {
-    fn aggregate(
-        &self,
-        round: u32,
-        inputs: &[&PseudoGradient],
-    ) -> Result<PseudoGradient, DilocoError> {
-        let layout = common_layout(round, inputs)?;
+    fn factors(&self, norms: &[f64]) -> Vec<f64> {
+        let tau = Self::clip_threshold(norms);
+        norms.iter().map(|&x| Self::clip_factor(x, tau)).collect()
+    }
+
+    fn combine(&self, inputs: &[&[f32]], factors: &[f64], out: &mut [f32]) {
         let n = inputs.len();
-        let norms: Vec<f64> = inputs.iter().map(|g| l2_norm(g)).collect();
-        let tau = Self::clip_threshold(&norms);
-        let factors: Vec<f64> = norms.iter().map(|&x| Self::clip_factor(x, tau)).collect();
         let b = self.trim_for(n);
         let inv = 1.0 / (n - 2 * b) as f64;
         let mut column = vec![0f32; n];
-        let mut out: PseudoGradient = layout.iter().map(|t| vec![0.0; t.len()]).collect();
-        for (t, out_t) in out.iter_mut().enumerate() {
-            let tensors: Vec<&[f32]> = inputs.iter().map(|g| g[t].as_slice()).collect();
-            for (k, o) in out_t.iter_mut().enumerate() {
-                for ((c, x), f) in column.iter_mut().zip(&tensors).zip(&factors) {
-                    *c = (f64::from(x[k]) * f) as f32;
-                }
-                column.sort_unstable_by(f32::total_cmp);
-                let sum: f64 = column[b..n - b].iter().map(|&v| f64::from(v)).sum();
-                *o = (sum * inv) as f32;
+        for (k, o) in out.iter_mut().enumerate() {
+            for ((c, x), f) in column.iter_mut().zip(inputs).zip(factors) {
+                *c = (f64::from(x[k]) * f) as f32;
             }
+            column.sort_unstable_by(f32::total_cmp);
+            let sum: f64 = column[b..n - b].iter().map(|&v| f64::from(v)).sum();
+            *o = (sum * inv) as f32;
         }
-        Ok(out)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Pseudo-gradients and their wire encoding.
 
 use synod_checkpoint::ParamSet;
-use synod_codec::{DecodeLimits, EncodeOptions, TensorRef};
+use synod_codec::{DecodeLimits, Decoder, EncodeOptions, Header, TensorRef};
 
 use crate::DilocoError;
 
@@ -75,15 +75,42 @@ pub fn decode_pseudo_gradient(
 ) -> Result<PseudoGradient, DilocoError> {
     let decoded = synod_codec::decode(payload, &limits(like))
         .map_err(|source| DilocoError::Decode { member, source })?;
-    let fits = decoded.header.shapes.len() == like.tensors().len()
-        && decoded
-            .header
+    check_layout(like, member, &decoded.header)?;
+    Ok(decoded.tensors)
+}
+
+fn check_layout(like: &ParamSet, member: u32, header: &Header) -> Result<(), DilocoError> {
+    let fits = header.shapes.len() == like.tensors().len()
+        && header
             .shapes
             .iter()
             .zip(like.tensors())
             .all(|(s, t)| *s == t.shape);
-    if !fits {
-        return Err(DilocoError::Layout { member });
+    if fits {
+        Ok(())
+    } else {
+        Err(DilocoError::Layout { member })
     }
-    Ok(decoded.tensors)
+}
+
+/// Opens member `member`'s payload for decoding one tensor at a time (after the same checks
+/// as [`decode_pseudo_gradient`] on its header and checksum), and returns it with the
+/// payload's L2 norm ([`crate::l2_norm`] of the decoded Δ, computed tensor by tensor, which
+/// also checks every frame). Holds one decoded tensor at a time.
+///
+/// # Errors
+/// As [`decode_pseudo_gradient`].
+pub fn open_pseudo_gradient<'a>(
+    like: &ParamSet,
+    member: u32,
+    payload: &'a [u8],
+) -> Result<(Decoder<'a>, f64), DilocoError> {
+    let err = |source| DilocoError::Decode { member, source };
+    let d = Decoder::new(payload, &limits(like)).map_err(err)?;
+    check_layout(like, member, d.header())?;
+    let mut acc = 0.0;
+    for t in 0..like.tensors().len() {
+        acc = crate::aggregate::sum_of_squares(acc, &d.tensor(t).map_err(err)?);
+    }
+    Ok((d, acc.sqrt()))
 }

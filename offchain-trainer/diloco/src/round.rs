@@ -4,8 +4,8 @@ use synod_checkpoint::{CheckpointHash, ParamSet, OUTER_MOMENTUM_PREFIX};
 use synod_codec::EncodeOptions;
 
 use crate::{
-    byzantine::Adversary, decode_pseudo_gradient, pseudo_gradient, Aggregator, DilocoError,
-    ErrorFeedback, InnerReport, InnerTrainer, NesterovSgd,
+    byzantine::Adversary, open_pseudo_gradient, pseudo_gradient, Aggregator, DilocoError,
+    ErrorFeedback, InnerReport, InnerTrainer, NesterovSgd, PseudoGradient,
 };
 
 /// A member's encoded pseudo-gradient for one round, as it arrived.
@@ -45,6 +45,81 @@ pub struct RoundOutcome {
     pub checkpoint: Vec<u8>,
     /// blake3 of `checkpoint`: the value committed on-chain.
     pub hash: CheckpointHash,
+}
+
+/// The aggregate of one round's payloads ([`aggregate_payloads`]).
+#[derive(Clone, Debug)]
+pub struct Aggregated {
+    /// Members whose payload was aggregated, ascending.
+    pub included: Vec<u32>,
+    /// Members whose payload was rejected, with the reason.
+    pub rejected: Vec<(u32, String)>,
+    /// The outer gradient (f32, the model's layout).
+    pub gradient: PseudoGradient,
+}
+
+/// Decodes `contributions` (ascending member order; malformed payloads and repeated members
+/// are dropped and reported, never fatal) against the layout of `like` and aggregates them.
+///
+/// Streams: a first pass checks every payload and takes its norm
+/// ([`open_pseudo_gradient`]), a second combines the payloads one tensor at a time
+/// ([`Aggregator::combine`]). Beyond the payloads themselves it holds the aggregate (4 bytes
+/// per parameter) and N copies of one tensor, not N decoded models (`bench memory` prints
+/// the peak against decoding everything first); the result is bit-identical to
+/// [`Aggregator::aggregate`] of the decoded set.
+///
+/// # Errors
+/// [`DilocoError::Empty`] (for `round`) if no payload survives decoding.
+pub fn aggregate_payloads(
+    like: &ParamSet,
+    round: u32,
+    contributions: &[Contribution],
+    agg: &dyn Aggregator,
+) -> Result<Aggregated, DilocoError> {
+    let mut order: Vec<&Contribution> = contributions.iter().collect();
+    order.sort_by_key(|c| c.member);
+    let (mut included, mut rejected, mut open, mut norms) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for c in order {
+        if included.last() == Some(&c.member) {
+            rejected.push((c.member, "duplicate contribution".to_string()));
+            continue;
+        }
+        match open_pseudo_gradient(like, c.member, &c.payload) {
+            Ok((d, norm)) => {
+                included.push(c.member);
+                open.push((c.member, d));
+                norms.push(norm);
+            }
+            Err(e) => rejected.push((c.member, e.to_string())),
+        }
+    }
+    if open.is_empty() {
+        return Err(DilocoError::Empty(round));
+    }
+    let factors = agg.factors(&norms);
+    let mut gradient: PseudoGradient = Vec::with_capacity(like.tensors().len());
+    for (t, tensor) in like.tensors().iter().enumerate() {
+        // Every frame decoded in the first pass: a failure here is the same failure.
+        let column = open
+            .iter()
+            .map(|(member, d)| {
+                d.tensor(t).map_err(|source| DilocoError::Decode {
+                    member: *member,
+                    source,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let refs: Vec<&[f32]> = column.iter().map(Vec::as_slice).collect();
+        let mut out = vec![0f32; tensor.data.len()];
+        agg.combine(&refs, &factors, &mut out);
+        gradient.push(out);
+    }
+    Ok(Aggregated {
+        included,
+        rejected,
+        gradient,
+    })
 }
 
 /// The global state every member holds between rounds: θ and the outer optimizer.
@@ -139,8 +214,9 @@ impl OuterState {
     }
 
     /// Decodes the included set (in ascending member order; malformed payloads and repeated
-    /// members are dropped and reported, never fatal), aggregates, applies the outer step and
-    /// writes the checkpoint. Advances `self.round`.
+    /// members are dropped and reported, never fatal), aggregates ([`aggregate_payloads`],
+    /// tensor by tensor), applies the outer step and writes the checkpoint. Advances
+    /// `self.round`.
     ///
     /// # Errors
     /// [`DilocoError::Empty`] if no payload survives decoding; otherwise as the aggregator and
@@ -151,24 +227,11 @@ impl OuterState {
         agg: &dyn Aggregator,
     ) -> Result<RoundOutcome, DilocoError> {
         let round = self.round + 1;
-        let mut order: Vec<&Contribution> = contributions.iter().collect();
-        order.sort_by_key(|c| c.member);
-        let (mut included, mut rejected, mut deltas) = (Vec::new(), Vec::new(), Vec::new());
-        for c in order {
-            if included.last() == Some(&c.member) {
-                rejected.push((c.member, "duplicate contribution".to_string()));
-                continue;
-            }
-            match decode_pseudo_gradient(&self.params, c.member, &c.payload) {
-                Ok(d) => {
-                    included.push(c.member);
-                    deltas.push(d);
-                }
-                Err(e) => rejected.push((c.member, e.to_string())),
-            }
-        }
-        let refs: Vec<_> = deltas.iter().collect();
-        let g = agg.aggregate(round, &refs)?;
+        let Aggregated {
+            included,
+            rejected,
+            gradient: g,
+        } = aggregate_payloads(&self.params, round, contributions, agg)?;
         self.opt.step(&mut self.params, &g)?;
         self.round = round;
         let checkpoint = synod_checkpoint::to_bytes(&self.checkpoint_set()?)?;

@@ -298,3 +298,60 @@ fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() 
     big.resize(max_payload as usize + 1, 0);
     assert!(synod_diloco::decode_pseudo_gradient(&p, 0, &big).is_err());
 }
+
+#[test]
+fn streaming_apply_is_bit_identical_to_aggregating_the_decoded_set() {
+    // Five members, two tensors, int8 payloads of varied scale (member 4's ×50, so the clip
+    // acts), one malformed payload: apply (tensor by tensor) must equal decode-all + aggregate.
+    let start = params(vec![0.5; 300], vec![-0.25; 70]);
+    let mut x = 0x9e37_79b9u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    let deltas: Vec<Vec<Vec<f32>>> = (0..5)
+        .map(|m| {
+            let s = if m == 4 { 50.0 } else { 0.01 * (m + 1) as f32 };
+            vec![
+                (0..300).map(|_| next() * s).collect(),
+                (0..70).map(|_| next() * s).collect(),
+            ]
+        })
+        .collect();
+    let mut contributions: Vec<Contribution> = deltas
+        .iter()
+        .enumerate()
+        .map(|(m, d)| Contribution {
+            member: m as u32,
+            payload: encode_pseudo_gradient(&start, d, &EncodeOptions::default()).unwrap(),
+        })
+        .collect();
+    contributions[2].payload[40] ^= 1;
+    for rule in [
+        synod_diloco::AggregationRule::Mean,
+        synod_diloco::AggregationRule::ClippedTrimmedMean,
+        synod_diloco::AggregationRule::ClippedMean,
+    ] {
+        let agg = rule.aggregator(None);
+        let mut streamed = OuterState::new(start.clone(), NesterovSgd::new(0.7, 0.9));
+        let out = streamed.apply(&contributions, agg.as_ref()).unwrap();
+        assert_eq!(out.included, vec![0, 1, 3, 4]);
+        let decoded: Vec<_> = [0usize, 1, 3, 4]
+            .iter()
+            .map(|m| {
+                synod_diloco::decode_pseudo_gradient(&start, *m as u32, &contributions[*m].payload)
+                    .unwrap()
+            })
+            .collect();
+        let refs: Vec<_> = decoded.iter().collect();
+        let g = agg.aggregate(1, &refs).unwrap();
+        let mut whole = start.clone();
+        NesterovSgd::new(0.7, 0.9).step(&mut whole, &g).unwrap();
+        for (a, b) in streamed.params.tensors().iter().zip(whole.tensors()) {
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&a.data), bits(&b.data), "{}", rule.name());
+        }
+    }
+}

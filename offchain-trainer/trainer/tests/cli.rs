@@ -216,6 +216,17 @@ fn a_pool_refuses_the_sparse_codec_its_verifiers_cannot_replay() {
 }
 
 #[test]
+fn memory_benchmark_prints_both_peaks_of_a_bit_identical_aggregate() {
+    let out = trainer(&["bench", "memory", "--peers", "3", "--params", "3000000"]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["bit_identical"], true);
+    assert_eq!(v["peers"], 3);
+    for k in ["decode_all_peak_mib", "streaming_peak_mib", "payload_mib"] {
+        assert!(v[k].as_f64().unwrap() > 0.0, "{k}: {v}");
+    }
+}
+
+#[test]
 fn byzantine_benchmark_shows_the_robust_rule_holding_where_the_mean_breaks() {
     let mut args = vec!["bench".to_string(), "byzantine".to_string()];
     args.extend(tiny_recipe(&data()));

@@ -37,7 +37,7 @@ pub struct CodecArgs {
 
 /// A pseudo-gradient-like vector: Gaussian, with per-4096-block magnitudes spread over 100×
 /// (layers differ) and a fraction `outliers` of elements at ±20σ.
-fn synthetic(n: usize, outliers: f64) -> Vec<f32> {
+pub(super) fn synthetic(n: usize, outliers: f64) -> Vec<f32> {
     let mut s = 0x9e37_79b9_7f4a_7c15u64;
     let mut uni = move || {
         s ^= s << 13;

@@ -5,6 +5,7 @@ mod allreduce;
 mod byzantine;
 mod codec;
 mod diloco;
+mod memory;
 mod sanity;
 mod throughput;
 
@@ -14,7 +15,8 @@ use clap::Subcommand;
 /// `synod-trainer bench ...`
 #[derive(Subcommand)]
 pub enum BenchCmd {
-    /// DiLoCo (int8) against the data-parallel baseline at equal tokens and compute.
+    /// DiLoCo (int8, or `--codec sparse`) against the data-parallel baseline at equal tokens
+    /// and compute.
     Diloco(crate::args::TrainArgs),
     /// One worker, nanoGPT's CPU baby-GPT recipe: validation loss after 2000 iterations.
     Sanity(sanity::SanityArgs),
@@ -27,6 +29,8 @@ pub enum BenchCmd {
     /// One Byzantine worker per attack (sign flip, ×100, zeros, noise, ALIE, copy): final
     /// validation loss against the clean run under the pool's aggregation rule.
     Byzantine(byzantine::ByzantineArgs),
+    /// Peak memory of aggregating N payloads: decoded all at once against tensor by tensor.
+    Memory(memory::MemoryArgs),
 }
 
 /// Runs one benchmark.
@@ -38,5 +42,6 @@ pub fn run(cmd: BenchCmd, threads: usize) -> Result<()> {
         BenchCmd::Codec(a) => codec::run(&a, threads),
         BenchCmd::Allreduce(a) => allreduce::run(&a),
         BenchCmd::Byzantine(a) => byzantine::run(&a),
+        BenchCmd::Memory(a) => memory::run(&a),
     }
 }
