@@ -1,5 +1,6 @@
 //! One outer round: contribute, exchange, aggregate, outer step, checkpoint.
 
+use rayon::prelude::*;
 use synod_checkpoint::{CheckpointHash, ParamSet, OUTER_MOMENTUM_PREFIX};
 use synod_codec::EncodeOptions;
 
@@ -78,20 +79,29 @@ pub fn aggregate_payloads(
 ) -> Result<Aggregated, DilocoError> {
     let mut order: Vec<&Contribution> = contributions.iter().collect();
     order.sort_by_key(|c| c.member);
+    // The first contribution of each member is opened (in parallel; each norm is a serial
+    // fold, so the result does not depend on the thread count); later ones are duplicates.
+    let first: Vec<bool> = order
+        .iter()
+        .enumerate()
+        .map(|(i, c)| i == 0 || order[i - 1].member != c.member)
+        .collect();
+    let opened: Vec<Option<Result<_, DilocoError>>> = order
+        .par_iter()
+        .zip(&first)
+        .map(|(c, first)| first.then(|| open_pseudo_gradient(like, c.member, &c.payload)))
+        .collect();
     let (mut included, mut rejected, mut open, mut norms) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for c in order {
-        if included.last() == Some(&c.member) {
-            rejected.push((c.member, "duplicate contribution".to_string()));
-            continue;
-        }
-        match open_pseudo_gradient(like, c.member, &c.payload) {
-            Ok((d, norm)) => {
+    for (c, o) in order.iter().zip(opened) {
+        match o {
+            None => rejected.push((c.member, "duplicate contribution".to_string())),
+            Some(Ok((d, norm))) => {
                 included.push(c.member);
                 open.push((c.member, d));
                 norms.push(norm);
             }
-            Err(e) => rejected.push((c.member, e.to_string())),
+            Some(Err(e)) => rejected.push((c.member, e.to_string())),
         }
     }
     if open.is_empty() {
@@ -102,7 +112,7 @@ pub fn aggregate_payloads(
     for (t, tensor) in like.tensors().iter().enumerate() {
         // Every frame decoded in the first pass: a failure here is the same failure.
         let column = open
-            .iter()
+            .par_iter()
             .map(|(member, d)| {
                 d.tensor(t).map_err(|source| DilocoError::Decode {
                     member: *member,

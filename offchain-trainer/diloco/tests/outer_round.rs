@@ -299,10 +299,9 @@ fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() 
     assert!(synod_diloco::decode_pseudo_gradient(&p, 0, &big).is_err());
 }
 
-#[test]
-fn streaming_apply_is_bit_identical_to_aggregating_the_decoded_set() {
-    // Five members, two tensors, int8 payloads of varied scale (member 4's ×50, so the clip
-    // acts), one malformed payload: apply (tensor by tensor) must equal decode-all + aggregate.
+/// Five members, two tensors, int8 payloads of varied scale (member 4's ×50, so the clip
+/// acts), member 2's payload corrupted.
+fn fixed_round() -> (ParamSet, Vec<Contribution>) {
     let start = params(vec![0.5; 300], vec![-0.25; 70]);
     let mut x = 0x9e37_79b9u64;
     let mut next = move || {
@@ -329,6 +328,27 @@ fn streaming_apply_is_bit_identical_to_aggregating_the_decoded_set() {
         })
         .collect();
     contributions[2].payload[40] ^= 1;
+    (start, contributions)
+}
+
+#[test]
+fn the_checkpoint_of_a_fixed_round_is_pinned_across_versions() {
+    // Every member of a pool must hash the same checkpoint whatever version it runs: a change
+    // of rounding anywhere in decode, aggregate or the outer step shows here.
+    let (start, contributions) = fixed_round();
+    let rule = synod_diloco::AggregationRule::ClippedTrimmedMean.aggregator(None);
+    let mut s = OuterState::new(start, NesterovSgd::new(0.7, 0.9));
+    let out = s.apply(&contributions, rule.as_ref()).unwrap();
+    assert_eq!(
+        synod_checkpoint::hex(&out.hash),
+        "295e40cc7ae4d5fa0284e742bf68697ea00c00fafa3a47a21418944c00dbae7a"
+    );
+}
+
+#[test]
+fn streaming_apply_is_bit_identical_to_aggregating_the_decoded_set() {
+    // Apply (tensor by tensor) must equal decode-all + aggregate, for every rule.
+    let (start, contributions) = fixed_round();
     for rule in [
         synod_diloco::AggregationRule::Mean,
         synod_diloco::AggregationRule::ClippedTrimmedMean,
