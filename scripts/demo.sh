@@ -109,7 +109,8 @@ while True:
             if f["status"] == "final":
                 who = sorted(accounts.get(c, -1) for c in f["contributors"])
                 print(f"round {f['round']}: final {f['hash'][:18]}… val_loss {e.get('val_loss', float('nan')):.3f} "
-                      f"contributors {who} inner {e.get('compute_secs', 0):.1f}s exchange {e.get('exchange_secs', 0):.2f}s", flush=True)
+                      f"contributors {who} inner {e.get('compute_secs', 0):.1f}s exchange {e.get('exchange_secs', 0):.2f}s "
+                      f"round {e.get('wall_secs', 0):.1f}s compute utilisation {100 * e.get('compute_utilisation', 0):.0f}%", flush=True)
             else:
                 print(f"round {f['round']}: {f['status']}", flush=True)
         for i in range(len(pids)):
@@ -165,6 +166,8 @@ print(json.dumps({
     "rewards": {c["account"]: c["claimed"] for c in claims},
     "inner_secs_per_round": round(sum(e["compute_secs"] for e in trained) / max(len(trained), 1), 3),
     "exchange_secs_per_round": round(sum(e["exchange_secs"] for e in trained) / max(len(trained), 1), 3),
+    # Inner seconds over wall-clock seconds of trainer 0's rounds (chain waits included).
+    "compute_utilisation": round(sum(e["compute_secs"] for e in trained) / max(sum(e.get("wall_secs", 0) for e in trained), 1e-9), 3),
     "plot": f"{out}/loss.png",
     "challenges": sum(1 for e in events if e.get("event") == "challenge" and e.get("outcome") == "opened"),
     "convicted": convicted,

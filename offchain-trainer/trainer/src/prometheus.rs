@@ -109,7 +109,7 @@ impl Exporter {
             compute_utilisation: register(
                 Gauge::new(
                     "synod_trainer_compute_utilisation",
-                    "Inner seconds / (inner + exchange + outer seconds) of the last round (0..1)",
+                    "Inner seconds / wall-clock seconds of the last round, chain waits included (0..1)",
                 )?,
                 &r,
             )?,
@@ -195,9 +195,9 @@ impl Exporter {
                 self.inner_seconds.inc_by(inner);
                 self.exchange_seconds.inc_by(exchange);
                 self.outer_seconds.inc_by(outer);
-                let total = inner + exchange + outer;
-                if total > 0.0 {
-                    self.compute_utilisation.set(inner / total);
+                // The record's own share of its wall-clock round (chain waits included).
+                if f("wall_secs") > 0.0 {
+                    self.compute_utilisation.set(f("compute_utilisation"));
                 }
                 self.payload_bytes.inc_by(u("bytes_sent_per_worker"));
                 self.included
@@ -281,6 +281,7 @@ mod tests {
         e.observe(
             &json!({"event": "round", "round": 2, "train_loss": 3.5, "val_loss": 3.25,
             "tokens": 4096, "compute_secs": 3.0, "exchange_secs": 0.5, "outer_secs": 0.5,
+            "wall_secs": 4.0, "compute_utilisation": 0.75,
             "bytes_sent_per_worker": 1000, "included": [0, 1, 2],
             "excluded": [[3, "fetch failed: timed out (3 tries)"]]}),
         );

@@ -82,6 +82,17 @@ fn four_local_workers_train_and_commit_content_addressed_checkpoints() {
     for (r, row) in rows.iter().enumerate().skip(1) {
         assert_eq!(row["round"], r);
         assert_eq!(row["included"], serde_json::json!([0, 1, 2, 3]));
+        // The round's wall clock covers its inner phases; utilisation is their share.
+        let (compute, wall) = (
+            row["compute_secs"].as_f64().unwrap(),
+            row["wall_secs"].as_f64().unwrap(),
+        );
+        let u = row["compute_utilisation"].as_f64().unwrap();
+        assert!(wall >= compute && compute > 0.0, "{row}");
+        assert!(
+            (u - compute / wall).abs() < 1e-9 && u > 0.0 && u <= 1.0,
+            "{row}"
+        );
         let file = dir.path().join(format!("round-{r:06}.safetensors"));
         let bytes = std::fs::read(&file).unwrap();
         assert_eq!(

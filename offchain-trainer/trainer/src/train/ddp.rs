@@ -56,8 +56,11 @@ pub fn run_ddp(
                 compute_secs: compute,
                 outer_secs: 0.0,
                 exchange_secs: 0.0,
+                wall_secs: 0.0,
+                compute_utilisation: 0.0,
                 excluded: Vec::new(),
-            };
+            }
+            .with_wall(compute);
             emit(&r)?;
             records.push(r);
             loss_sum = 0.0;

@@ -140,7 +140,8 @@ pub fn run_rounds(
             exchange_secs,
             excluded,
             ..blank(outcome.round)
-        };
+        }
+        .with_wall(t0.elapsed().as_secs_f64());
         records.push(record(&state, &mut workers, r)?);
         pb.inc(1);
     }

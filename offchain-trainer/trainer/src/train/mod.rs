@@ -51,6 +51,13 @@ pub struct RoundRecord {
     pub outer_secs: f64,
     /// Seconds of the peer-to-peer exchange (networked DiLoCo only).
     pub exchange_secs: f64,
+    /// Wall-clock seconds of the round: from the start of its inner phase to its checkpoint
+    /// (in a pool, including the wait for the previous round to settle on-chain).
+    pub wall_secs: f64,
+    /// `compute_secs / wall_secs` (0..1; 0 before any compute): the share of the round the
+    /// inner steps ran. Rounds are sequential, so exchange, aggregation and chain waits are
+    /// idle compute.
+    pub compute_utilisation: f64,
     /// Members left out of the round, with the reason (networked DiLoCo only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub excluded: Vec<(u32, String)>,
@@ -72,7 +79,22 @@ impl RoundRecord {
             compute_secs: 0.0,
             outer_secs: 0.0,
             exchange_secs: 0.0,
+            wall_secs: 0.0,
+            compute_utilisation: 0.0,
             excluded: Vec::new(),
+        }
+    }
+
+    /// Sets `wall_secs` and `compute_utilisation` from the round's wall-clock seconds.
+    pub fn with_wall(self, wall_secs: f64) -> Self {
+        Self {
+            wall_secs,
+            compute_utilisation: if wall_secs > 0.0 {
+                (self.compute_secs / wall_secs).clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
+            ..self
         }
     }
 }

@@ -108,6 +108,7 @@ impl Trainer<'_> {
         let mut last = 0;
         while state.round < self.spec_rounds {
             let r = state.round + 1;
+            let t_round = Instant::now();
             self.refresh_members(r)?;
             let (mut mine, report) = state.contribute(
                 &mut self.worker,
@@ -165,7 +166,8 @@ impl Trainer<'_> {
                 exchange_secs: ex.secs,
                 excluded: ex.excluded,
                 ..self.blank(r)
-            };
+            }
+            .with_wall(t_round.elapsed().as_secs_f64());
             self.record(&state, rec)?;
             let (chain, signer, pool, hash, included) = (
                 self.chain.clone(),
