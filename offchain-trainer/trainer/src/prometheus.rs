@@ -322,4 +322,45 @@ mod tests {
         assert_eq!(reason(&"x".repeat(100)).len(), 64);
         assert_eq!(reason(""), "");
     }
+
+    #[test]
+    fn the_grafana_dashboard_plots_every_trainer_metric_and_only_those() {
+        let dashboard: serde_json::Value =
+            serde_json::from_str(include_str!("../../../scripts/grafana/synod.json")).unwrap();
+        let mut used = std::collections::BTreeSet::new();
+        for p in dashboard["panels"].as_array().unwrap() {
+            for t in p["targets"].as_array().into_iter().flatten() {
+                let expr = t["expr"].as_str().unwrap();
+                let mut rest = expr;
+                while let Some(at) = rest.find("synod_trainer_") {
+                    let name: String = rest[at..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    rest = &rest[at + name.len()..];
+                    used.insert(name);
+                }
+            }
+        }
+        let e = Exporter::new().unwrap();
+        // Labelled families appear with their first label value.
+        for ev in [
+            json!({"event": "round", "round": 1, "excluded": [[3, "fetch failed"]]}),
+            json!({"event": "closed", "round": 1, "detail": "voided"}),
+            json!({"event": "verified", "honest": true, "replay_secs": 1.0}),
+            json!({"event": "challenge", "outcome": "opened"}),
+            json!({"event": "vote", "guilty": false}),
+        ] {
+            e.observe(&ev);
+        }
+        let exported: std::collections::BTreeSet<String> = text(&e)
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| n.starts_with("synod_trainer_"))
+            .map(str::to_string)
+            .collect();
+        assert!(exported.len() >= 10, "{exported:?}");
+        assert_eq!(used, exported, "dashboard vs exporter");
+    }
 }
