@@ -194,6 +194,80 @@ async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_that_heartbeats_but_never_delivers_cannot_hold_the_round_to_its_deadline() {
+    let (_, _, clients) = network(4).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let cfg = ExchangeConfig {
+        deadline: Duration::from_secs(60),
+        straggler_grace: Duration::from_secs(3),
+        ..ExchangeConfig::default()
+    };
+    let honest = |round: u32| {
+        let tasks: Vec<_> = clients[..3]
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let c = c.clone();
+                tokio::spawn(
+                    async move { all_gather(&c, round, payload(i as u32), cfg).await.unwrap() },
+                )
+            })
+            .collect();
+        async move {
+            let mut out = Vec::new();
+            for t in tasks {
+                out.push(t.await.unwrap());
+            }
+            out
+        }
+    };
+    // Round 1: member 3 stays up and heartbeats but announces nothing.
+    let started = std::time::Instant::now();
+    for out in honest(1).await {
+        assert_eq!(
+            out.included.iter().map(|c| c.member).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+        assert_eq!(out.excluded.len(), 1);
+        assert_eq!(out.excluded[0].0, 3);
+    }
+    // Ended by the grace (3 s after the quorum), far before the 60 s deadline.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+    // Round 2: member 3 announces a payload and serves it to nobody.
+    clients[3]
+        .withhold_own_payloads(Some(std::collections::BTreeSet::new()))
+        .await
+        .unwrap();
+    let c3 = clients[3].clone();
+    let withholder =
+        tokio::spawn(async move { all_gather(&c3, 2, payload(3), cfg).await.unwrap() });
+    let started = std::time::Instant::now();
+    for out in honest(2).await {
+        assert_eq!(
+            out.included.iter().map(|c| c.member).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+        assert_eq!(
+            out.excluded.iter().map(|e| e.0).collect::<Vec<_>>(),
+            vec![3]
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+    withholder.abort();
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round() {
     let (ids, set2, clients) = network(2).await;
     // Round 1 between members 0 and 1.
