@@ -8,11 +8,7 @@
 //! signed digest), so the survivors agree on the included set instead of splitting the vote. The round ends for a
 //! member when every other member is included, has said it leaves, has been silent for
 //! `dead_after` (10 s), or has moved on to a later round without announcing this one (a member
-//! re-joining after a restart), or at the deadline. Once ⌈2n/3⌉ of the n members' payloads are
-//! in (ours included, after q seconds), the rest get `max(q, straggler_grace)` more: a member
-//! that keeps heartbeating but never delivers (announces nothing, or serves nobody) delays the
-//! round by that grace, not by the deadline, while an honest member up to twice as slow as the
-//! quorum still makes it. The included set is returned in member order.
+//! re-joining after a restart), or at the deadline. The included set is returned in member order.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,9 +28,6 @@ pub struct ExchangeConfig {
     pub dead_after: Duration,
     /// Largest payload accepted, in bytes.
     pub max_payload_bytes: u64,
-    /// Least extra wait for the remaining members once ⌈2n/3⌉ payloads are in (the wait is
-    /// the larger of this and the time the quorum took). Default 30 s.
-    pub straggler_grace: Duration,
 }
 
 impl Default for ExchangeConfig {
@@ -43,7 +36,6 @@ impl Default for ExchangeConfig {
             deadline: Duration::from_secs(120),
             dead_after: Duration::from_secs(10),
             max_payload_bytes: 1 << 30,
-            straggler_grace: Duration::from_secs(30),
         }
     }
 }
@@ -93,10 +85,6 @@ pub async fn all_gather(
     // Fetch attempts per author: 0 asks the author, later ones go round the relays.
     let mut attempts: BTreeMap<u32, usize> = BTreeMap::new();
     let members = client.members();
-    // ⌈2n/3⌉ payloads (by count: the exchange knows no stakes; a liveness rule, not a vote).
-    let quorum = (2 * members.len()).div_ceil(3).max(1);
-    let mut quorum_at: Option<Duration> = None;
-    let mut by_grace = false;
     loop {
         let snap = client.snapshot();
         let now = Instant::now();
@@ -165,11 +153,7 @@ pub async fn all_gather(
             })
             .filter(|i| !moved_on(&snap, *i, round))
             .collect();
-        if quorum_at.is_none() && got.len() >= quorum {
-            quorum_at = Some(start.elapsed());
-        }
-        by_grace = quorum_at.is_some_and(|q| start.elapsed() >= q + q.max(cfg.straggler_grace));
-        if waiting.is_empty() || start.elapsed() >= cfg.deadline || by_grace {
+        if waiting.is_empty() || start.elapsed() >= cfg.deadline {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -186,10 +170,6 @@ pub async fn all_gather(
                 format!("fetch failed: {e}")
             } else if moved_on(&snap, m.index, round) {
                 "moved past the round without contributing (it is catching up)".to_string()
-            } else if by_grace && snap.announced.contains_key(&(round, m.index)) {
-                "payload not delivered within the straggler grace".to_string()
-            } else if by_grace {
-                "no announcement within the straggler grace".to_string()
             } else if snap.announced.contains_key(&(round, m.index)) {
                 "payload not fetched by the deadline".to_string()
             } else {

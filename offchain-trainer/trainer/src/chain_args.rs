@@ -135,10 +135,6 @@ pub struct RunArgs {
     /// Seconds after which a round's exchange stops waiting.
     #[arg(long, default_value_t = 300)]
     pub round_deadline: u64,
-    /// Least seconds the exchange still waits for the last third of the members once two
-    /// thirds of the payloads are in (at least as long as that took).
-    #[arg(long, default_value_t = 30)]
-    pub straggler_grace: u64,
     /// Hide progress bars.
     #[arg(long)]
     pub quiet: bool,

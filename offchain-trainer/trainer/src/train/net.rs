@@ -216,7 +216,6 @@ pub fn join(a: &TrainArgs, theta0: &ParamSet) -> Result<NetExchange> {
     })?;
     let cfg = ExchangeConfig {
         deadline: Duration::from_secs(a.net.round_deadline),
-        straggler_grace: Duration::from_secs(a.net.straggler_grace),
         ..ExchangeConfig::default()
     };
     Ok(NetExchange {

@@ -100,7 +100,6 @@ impl Trainer<'_> {
         let rule = self.a.recipe.outer.aggregation.rule();
         let xcfg = ExchangeConfig {
             deadline: Duration::from_secs(self.a.round_deadline),
-            straggler_grace: Duration::from_secs(self.a.straggler_grace),
             max_payload_bytes: self.recipe.max_payload_bytes,
             ..ExchangeConfig::default()
         };
