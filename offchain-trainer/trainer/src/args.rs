@@ -112,6 +112,32 @@ impl Codec {
     }
 }
 
+/// The pseudo-gradient codec and its sparse settings (shared by the recipe and `bench codec`).
+#[derive(Args, Clone, Copy, Debug)]
+pub struct WireCodec {
+    /// Pseudo-gradient codec.
+    #[arg(long, value_enum, default_value_t = Codec::Int8)]
+    pub codec: Codec,
+    /// Sparse codec: elements per top-k selection (indices take ⌈log₂⌉ of it in bits).
+    #[arg(long, default_value_t = 4096)]
+    pub sparse_chunk: u32,
+    /// Sparse codec: elements kept per chunk (64 of 4096 ≈ 1.6 %, ≈ 125× below fp32).
+    #[arg(long, default_value_t = 64)]
+    pub sparse_topk: u32,
+}
+
+impl WireCodec {
+    /// The encoder options.
+    pub fn options(&self) -> EncodeOptions {
+        self.codec.options(self.sparse_chunk, self.sparse_topk)
+    }
+
+    /// Whether the sparse codec is chosen.
+    pub fn sparse(&self) -> bool {
+        self.codec == Codec::Sparse
+    }
+}
+
 /// The outer optimizer and the wire codec (shared by `train` and the on-chain recipe).
 #[derive(Args, Clone, Debug)]
 pub struct OuterArgs {
@@ -122,14 +148,8 @@ pub struct OuterArgs {
     #[arg(long, default_value_t = 0.9)]
     pub outer_momentum: f32,
     /// Pseudo-gradient codec.
-    #[arg(long, value_enum, default_value_t = Codec::Int8)]
-    pub codec: Codec,
-    /// Sparse codec: elements per top-k selection (indices take ⌈log₂⌉ of it in bits).
-    #[arg(long, default_value_t = 4096)]
-    pub sparse_chunk: u32,
-    /// Sparse codec: elements kept per chunk (64 of 4096 ≈ 1.6 %, ≈ 125× below fp32).
-    #[arg(long, default_value_t = 64)]
-    pub sparse_topk: u32,
+    #[command(flatten)]
+    pub wire: WireCodec,
     /// Sparse codec: error-feedback decay β in 0..=1 (1 = every dropped element is sent later).
     #[arg(long, default_value_t = 1.0, value_parser = unit_interval)]
     pub ef_decay: f32,
@@ -144,7 +164,7 @@ pub struct OuterArgs {
 impl OuterArgs {
     /// The encoder options of `--codec` (and the sparse settings).
     pub fn encode_options(&self) -> EncodeOptions {
-        self.codec.options(self.sparse_chunk, self.sparse_topk)
+        self.wire.options()
     }
 
     /// A member's empty error-feedback memory (used by the sparse codec only).

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 use synod_codec::{decode, encode, rel_l2_error, DecodeLimits, EncodeOptions, TensorRef};
 
-use crate::args::Codec;
+use crate::args::WireCodec;
 
 /// Arguments of `bench codec`.
 #[derive(Args, Clone, Debug)]
@@ -25,14 +25,8 @@ pub struct CodecArgs {
     #[arg(long, default_value_t = 0.0)]
     pub outliers: f64,
     /// The codec measured (against fp32 + zstd).
-    #[arg(long, value_enum, default_value_t = Codec::Int8)]
-    pub codec: Codec,
-    /// Sparse codec: elements per top-k selection.
-    #[arg(long, default_value_t = 4096)]
-    pub sparse_chunk: u32,
-    /// Sparse codec: elements kept per chunk.
-    #[arg(long, default_value_t = 64)]
-    pub sparse_topk: u32,
+    #[command(flatten)]
+    pub wire: WireCodec,
 }
 
 /// A pseudo-gradient-like vector: Gaussian, with per-4096-block magnitudes spread over 100×
@@ -107,7 +101,7 @@ pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
     let gb = (a.params * 4) as f64 / 1e9;
     let opts = EncodeOptions {
         zstd_level: a.zstd_level,
-        ..a.codec.options(a.sparse_chunk, a.sparse_topk)
+        ..a.wire.options()
     };
     let limits = DecodeLimits::for_model(a.params as u64, u32::try_from(refs.len())?);
 
@@ -134,9 +128,9 @@ pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
         "{}",
         json!({
             "bench": "codec",
-            "codec": a.codec.name(),
-            "sparse_chunk": (a.codec == Codec::Sparse).then_some(a.sparse_chunk),
-            "sparse_topk": (a.codec == Codec::Sparse).then_some(a.sparse_topk),
+            "codec": a.wire.codec.name(),
+            "sparse_chunk": a.wire.sparse().then_some(a.wire.sparse_chunk),
+            "sparse_topk": a.wire.sparse().then_some(a.wire.sparse_topk),
             "params": a.params,
             "zstd_level": a.zstd_level,
             "outliers": a.outliers,

@@ -34,7 +34,7 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     let png = a.out.join("diloco_vs_ddp.png");
     let dlabel = format!(
         "DiLoCo {}, {} workers, H={}",
-        a.outer.codec.name(),
+        a.outer.wire.codec.name(),
         a.workers,
         a.inner_steps
     );
@@ -60,9 +60,9 @@ pub fn run(a: &TrainArgs) -> Result<()> {
         "{}",
         json!({
             "bench": "diloco",
-            "codec": a.outer.codec.name(),
-            "sparse_topk": (a.outer.codec == crate::args::Codec::Sparse).then_some(a.outer.sparse_topk),
-            "ef_decay": (a.outer.codec == crate::args::Codec::Sparse).then_some(a.outer.ef_decay),
+            "codec": a.outer.wire.codec.name(),
+            "sparse_topk": a.outer.wire.sparse().then_some(a.outer.wire.sparse_topk),
+            "ef_decay": a.outer.wire.sparse().then_some(a.outer.ef_decay),
             "outer_lr": a.outer.outer_lr,
             "outer_momentum": a.outer.outer_momentum,
             "workers": a.workers,

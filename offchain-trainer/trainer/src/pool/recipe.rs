@@ -5,7 +5,6 @@ use anyhow::{bail, Result};
 use synod_chain::types::PoolSpec;
 use synod_checkpoint::CheckpointHash;
 
-use crate::args::Codec;
 use crate::chain_args::RecipeArgs;
 use crate::train::{initial_params, Setup};
 
@@ -47,12 +46,12 @@ pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
         "seed": m.seed,
         "outer_lr": r.outer.outer_lr.to_string(),
         "outer_momentum": r.outer.outer_momentum.to_string(),
-        "codec": r.outer.codec.name(),
+        "codec": r.outer.wire.codec.name(),
         "aggregation": r.outer.aggregation.rule().name(),
     });
-    if r.outer.codec == Codec::Sparse {
-        v["sparse_chunk"] = r.outer.sparse_chunk.into();
-        v["sparse_topk"] = r.outer.sparse_topk.into();
+    if r.outer.wire.sparse() {
+        v["sparse_chunk"] = r.outer.wire.sparse_chunk.into();
+        v["sparse_topk"] = r.outer.wire.sparse_topk.into();
         v["ef_decay"] = r.outer.ef_decay.to_string().into();
     }
     Ok(serde_json::to_string(&v)?)
@@ -65,7 +64,7 @@ impl Recipe {
     /// Unreadable corpus, unknown model preset, or libtorch errors; `--codec sparse` (not
     /// verifiable in a pool yet).
     pub fn load(r: &RecipeArgs) -> Result<Self> {
-        if r.outer.codec == Codec::Sparse {
+        if r.outer.wire.sparse() {
             // A sparse payload is Δ plus the member's private error-feedback residual: a
             // verifier replaying the round from θ_{r−1} cannot reproduce it, so a cheater's
             // payload could not be told from an honest one.
