@@ -138,6 +138,8 @@ for ((i = 0; i < N; i++)); do
   "$T" claim --rpc "$RPC" --suri "${SURIS[$i]}" --pool 0 --wait 600 2>>"$OUT/claim.log" | tee -a "$OUT/claims.jsonl"
 done
 "$T" pool show --rpc "$RPC" --pool 0 2>/dev/null >"$OUT/pool-final.json"
+echo "== synod-trainer status --pool 0 --base-path $OUT/trainer-0"
+"$T" status --rpc "$RPC" --pool 0 --base-path "$OUT/trainer-0" 2>>"$OUT/claim.log"
 cp "$OUT/trainer-0/loss.png" "$OUT/loss.png"
 echo "== loss plot: $OUT/loss.png"
 

@@ -108,6 +108,19 @@ pub struct PoolShowArgs {
     pub pool: u32,
 }
 
+/// `synod-trainer status`: a pool's members, stakes and rounds as tables.
+#[derive(Args, Clone, Debug)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    /// Pool id.
+    #[arg(long, default_value_t = 0)]
+    pub pool: u32,
+    /// A member's base path: adds each round's validation loss from its `metrics.jsonl`.
+    #[arg(long)]
+    pub base_path: Option<PathBuf>,
+}
+
 /// `synod-trainer run`: be a member of a pool until it completes.
 #[derive(Args, Clone, Debug)]
 pub struct RunArgs {

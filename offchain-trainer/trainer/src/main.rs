@@ -54,6 +54,8 @@ enum Cmd {
     Verify(chain_args::VerifyArgs),
     /// Claim settled rewards of a pool (waits for the pool to end and settle).
     Claim(chain_args::ClaimArgs),
+    /// A pool's members, stakes and rounds as tables (`pool show` prints the same as JSON).
+    Status(chain_args::StatusArgs),
     /// Run a benchmark (prints JSON lines).
     Bench {
         #[command(subcommand)]
@@ -90,6 +92,7 @@ fn main() -> anyhow::Result<()> {
         } => pool::show(&a),
         Cmd::Run(a) => pool::run(&a),
         Cmd::Claim(a) => pool::claim(&a),
+        Cmd::Status(a) => pool::status(&a),
         Cmd::Verify(a) => pool::verify(&a),
         Cmd::Bench { which } => bench::run(which, threads),
     }

@@ -160,6 +160,11 @@ impl Net {
     }
 
     fn cli(&self, args: &[&str]) -> Value {
+        let stdout = self.cli_text(args);
+        serde_json::from_str(stdout.lines().last().unwrap_or("null")).unwrap()
+    }
+
+    fn cli_text(&self, args: &[&str]) -> String {
         let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
             .args(["--threads", "1"])
             .args(args)
@@ -172,8 +177,7 @@ impl Net {
             String::from_utf8_lossy(&out.stderr),
             self.node_log_tail()
         );
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        serde_json::from_str(stdout.lines().last().unwrap_or("null")).unwrap()
+        String::from_utf8(out.stdout).unwrap()
     }
 
     fn node_log_tail(&self) -> String {
@@ -445,6 +449,27 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
     assert_eq!(show["status"], "Completed");
     let finals = final_rounds(&show);
     assert_eq!(finals.len() as u64, ROUNDS, "every round final: {show}");
+    // `status` renders the same state as tables, with trainer 0's validation losses.
+    let base0 = net.base(0);
+    let table = net.cli_text(&[
+        "status",
+        "--pool",
+        "0",
+        "--base-path",
+        base0.to_str().unwrap(),
+    ]);
+    assert!(table.starts_with("pool 0  Completed  "), "{table}");
+    for r in 1..=ROUNDS {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(&format!("{r:<5} final")))
+            .unwrap_or_else(|| panic!("no final row for round {r}:\n{table}"));
+        let loss = line.split_whitespace().nth(4).unwrap_or_default();
+        assert!(
+            loss.parse::<f64>().is_ok(),
+            "round {r} loss {loss:?}:\n{table}"
+        );
+    }
     // Member indices follow the order in which the joins landed; map trainers by account.
     let account: Vec<String> = (0..3)
         .map(|i| {

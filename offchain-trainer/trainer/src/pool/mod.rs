@@ -3,6 +3,7 @@
 
 mod member;
 mod recipe;
+mod status;
 mod store;
 mod verify;
 
@@ -17,7 +18,7 @@ pub use member::run;
 pub use recipe::{recipe_json, Recipe};
 
 use crate::chain_args::{
-    ChainArgs, ClaimArgs, PoolCreateArgs, PoolShowArgs, StakeArgs, VerifyArgs,
+    ChainArgs, ClaimArgs, PoolCreateArgs, PoolShowArgs, StakeArgs, StatusArgs, VerifyArgs,
 };
 
 /// A tokio runtime for the chain client and the libp2p node (2 worker threads).
@@ -118,48 +119,69 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
 
 /// `synod-trainer pool show`: pool, members and every final round with its contributors.
 pub fn show(a: &PoolShowArgs) -> Result<()> {
-    runtime()?.block_on(async {
-        let chain = Chain::connect_any(&a.chain.rpc, Duration::from_secs(a.chain.connect_timeout)).await?;
-        let pool = chain.pool(a.pool).await?.ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
-        let members = chain.members(a.pool).await?;
-        let mut rounds = Vec::new();
-        for r in 1..=pool.spec.rounds {
-            if let Some(f) = chain.final_checkpoint(a.pool, r).await? {
-                let mut verdicts = serde_json::Map::new();
-                for c in &f.contributors {
-                    if let Some(v) = chain.verdict(a.pool, r, c).await? {
-                        verdicts.insert(c.to_string(), format!("{v:?}").into());
-                    }
+    let state = runtime()?.block_on(pool_state(&a.chain, a.pool))?;
+    println!("{state}");
+    Ok(())
+}
+
+/// `synod-trainer status`: [`show`]'s state as tables, with validation losses from a member's
+/// `--base-path` when given.
+pub fn status(a: &StatusArgs) -> Result<()> {
+    let state = runtime()?.block_on(pool_state(&a.chain, a.pool))?;
+    let losses = a
+        .base_path
+        .as_ref()
+        .map(|p| status::losses(&p.join("metrics.jsonl")))
+        .unwrap_or_default();
+    print!("{}", status::render(&state, &losses));
+    Ok(())
+}
+
+/// The pool's spec, members (bonded and active stake) and every closed round, as JSON.
+async fn pool_state(chain_args: &ChainArgs, pool_id: u32) -> Result<serde_json::Value> {
+    let chain = Chain::connect_any(
+        &chain_args.rpc,
+        Duration::from_secs(chain_args.connect_timeout),
+    )
+    .await?;
+    let pool = chain
+        .pool(pool_id)
+        .await?
+        .ok_or_else(|| anyhow!("pool {pool_id} does not exist"))?;
+    let members = chain.members(pool_id).await?;
+    let mut rounds = Vec::new();
+    for r in 1..=pool.spec.rounds {
+        if let Some(f) = chain.final_checkpoint(pool_id, r).await? {
+            let mut verdicts = serde_json::Map::new();
+            for c in &f.contributors {
+                if let Some(v) = chain.verdict(pool_id, r, c).await? {
+                    verdicts.insert(c.to_string(), format!("{v:?}").into());
                 }
-                rounds.push(serde_json::json!({
-                    "round": r, "status": "final", "hash": hex(&f.hash), "parent": hex(&f.parent),
-                    "included": f.included, "contributors": f.contributors.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                    "finalized_at": f.finalized_at, "verdicts": verdicts,
-                }));
-            } else if chain.voided(a.pool, r).await? {
-                rounds.push(serde_json::json!({"round": r, "status": "voided"}));
             }
+            rounds.push(serde_json::json!({
+                "round": r, "status": "final", "hash": hex(&f.hash), "parent": hex(&f.parent),
+                "included": f.included, "contributors": f.contributors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "finalized_at": f.finalized_at, "verdicts": verdicts,
+            }));
+        } else if chain.voided(pool_id, r).await? {
+            rounds.push(serde_json::json!({"round": r, "status": "voided"}));
         }
-        let mut active = Vec::new();
-        for m in &members {
-            active.push(chain.active_stake(&m.account).await?.to_string());
-        }
-        println!(
-            "{}",
-            serde_json::json!({
-                "pool_id": a.pool, "status": format!("{:?}", pool.status), "current_round": pool.current_round,
-                "rounds": pool.spec.rounds, "inner_steps": pool.spec.inner_steps,
-                "reward_per_round": pool.spec.reward_per_round.to_string(),
-                "members": members.iter().zip(&active).map(|(m, active)| serde_json::json!({
-                    "index": m.record.index, "account": m.account.to_string(), "stake": m.record.stake.to_string(),
-                    "from_round": m.record.from_round, "active_stake": active,
-                })).collect::<Vec<_>>(),
-                "final_rounds": rounds,
-                "unsettled_rounds": chain.unsettled_rounds(a.pool).await?,
-            })
-        );
-        Ok(())
-    })
+    }
+    let mut active = Vec::new();
+    for m in &members {
+        active.push(chain.active_stake(&m.account).await?.to_string());
+    }
+    Ok(serde_json::json!({
+        "pool_id": pool_id, "status": format!("{:?}", pool.status), "current_round": pool.current_round,
+        "rounds": pool.spec.rounds, "inner_steps": pool.spec.inner_steps,
+        "reward_per_round": pool.spec.reward_per_round.to_string(),
+        "members": members.iter().zip(&active).map(|(m, active)| serde_json::json!({
+            "index": m.record.index, "account": m.account.to_string(), "stake": m.record.stake.to_string(),
+            "from_round": m.record.from_round, "active_stake": active,
+        })).collect::<Vec<_>>(),
+        "final_rounds": rounds,
+        "unsettled_rounds": chain.unsettled_rounds(pool_id).await?,
+    }))
 }
 
 /// `synod-trainer verify`: replays `--member`'s contribution to final `--round` from the
