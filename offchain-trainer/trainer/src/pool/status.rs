@@ -114,13 +114,20 @@ pub fn render(state: &Value, losses: &BTreeMap<u64, f64>) -> String {
     );
     for r in &rounds {
         let round = r["round"].as_u64().unwrap_or(0);
-        let who: Vec<String> = r["contributors"]
+        // Member indices ascending (the chain lists contributors in commit order); accounts
+        // that are no longer members, shortened, after them.
+        let mut who: Vec<(u64, String)> = r["contributors"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(|a| a.as_str())
-            .map(|a| index_of.get(a).map_or_else(|| short(a), u64::to_string))
+            .map(|a| match index_of.get(a) {
+                Some(i) => (*i, i.to_string()),
+                None => (u64::MAX, short(a)),
+            })
             .collect();
+        who.sort();
+        let who: Vec<String> = who.into_iter().map(|(_, s)| s).collect();
         let verdicts: Vec<String> = r["verdicts"]
             .as_object()
             .into_iter()
@@ -166,8 +173,8 @@ mod tests {
             ],
             "final_rounds": [
                 {"round": 1, "status": "final", "hash": "0x9e8a7bc40a8ea3d6aa",
-                 "contributors": ["5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty",
-                                  "5DAAnrj7VHTznn2AWBemMuyBwZWs6FNFjdyVXUeYum3PTXFy"],
+                 "contributors": ["5DAAnrj7VHTznn2AWBemMuyBwZWs6FNFjdyVXUeYum3PTXFy",
+                                  "5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty"],
                  "verdicts": {"5DAAnrj7VHTznn2AWBemMuyBwZWs6FNFjdyVXUeYum3PTXFy": "Guilty"}},
                 {"round": 2, "status": "voided"}
             ]
