@@ -1,5 +1,7 @@
 //! Round-trip properties and hostile-input behaviour of the pseudo-gradient codec.
 
+mod common;
+
 use proptest::prelude::*;
 use synod_codec::{
     decode, encode, rel_l2_error, DecodeError, DecodeLimits, EncodeOptions, Mode, TensorRef,
@@ -160,26 +162,9 @@ fn non_finite_and_misshaped_input_is_refused() {
     ));
 }
 
-/// Builds a payload by hand (valid magic and checksum) around the given shapes and frames.
+/// Builds an int8 payload by hand (valid magic and checksum) around the given shapes and frames.
 fn forge(shapes: &[&[u64]], frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = b"SYNG".to_vec();
-    out.extend_from_slice(&[1, 1, 0, 0]);
-    out.extend_from_slice(&1024u32.to_le_bytes());
-    out.extend_from_slice(&(1u32 << 20).to_le_bytes());
-    out.extend_from_slice(&(shapes.len() as u32).to_le_bytes());
-    for s in shapes {
-        out.push(s.len() as u8);
-        for d in *s {
-            out.extend_from_slice(&d.to_le_bytes());
-        }
-    }
-    for f in frames {
-        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        out.extend_from_slice(f);
-    }
-    let sum = blake3::hash(&out);
-    out.extend_from_slice(sum.as_bytes());
-    out
+    common::Forged::INT8.bytes(shapes, frames)
 }
 
 #[test]
@@ -220,16 +205,13 @@ fn declared_sizes_over_the_limits_are_rejected_before_allocation() {
 fn tiny_blocks_cannot_grow_the_frame_list_past_the_output() {
     // int8, chunk 1, one element per frame: a 4-byte empty frame prefix per element would
     // cost the decoder ≈ 90 bytes of frame list per element before anything is inflated.
-    let mut out = b"SYNG".to_vec();
-    out.extend_from_slice(&[1, 1, 0, 0]);
-    out.extend_from_slice(&1u32.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes());
-    out.push(1);
-    out.extend_from_slice(&(1u64 << 20).to_le_bytes());
-    out.extend_from_slice(&vec![0u8; 4 << 10]);
-    let sum = blake3::hash(&out);
-    out.extend_from_slice(sum.as_bytes());
+    let out = common::Forged {
+        mode: 1,
+        chunk: 1,
+        block: 1,
+        topk: 0,
+    }
+    .bytes(&[&[1 << 20]], &vec![Vec::new(); 1024]);
     assert!(matches!(
         decode(&out, &limits()),
         Err(DecodeError::LimitExceeded { what: "frames", .. })

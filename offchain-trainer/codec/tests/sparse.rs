@@ -1,6 +1,8 @@
 //! The sparse top-k mode: what it keeps, how small it is, and hostile input.
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
+mod common;
+
 use proptest::prelude::*;
 use synod_codec::{decode, encode, DecodeError, DecodeLimits, EncodeOptions, Mode, TensorRef};
 
@@ -95,25 +97,18 @@ proptest! {
     }
 }
 
-/// A payload with a valid checksum around a sparse header and the given frames.
+/// A payload with a valid checksum around a sparse header (blocks of 64 chunks), rank-1
+/// tensors of `shapes` elements and the given frames.
 fn forge_sparse(chunk: u32, topk: u32, shapes: &[u64], frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = b"SYNG".to_vec();
-    out.extend_from_slice(&[1, 2, 0, 0]);
-    out.extend_from_slice(&chunk.to_le_bytes());
-    out.extend_from_slice(&(chunk * 64).to_le_bytes());
-    out.extend_from_slice(&topk.to_le_bytes());
-    out.extend_from_slice(&(shapes.len() as u32).to_le_bytes());
-    for n in shapes {
-        out.push(1);
-        out.extend_from_slice(&n.to_le_bytes());
+    let shapes: Vec<[u64; 1]> = shapes.iter().map(|n| [*n]).collect();
+    let refs: Vec<&[u64]> = shapes.iter().map(|s| s.as_slice()).collect();
+    common::Forged {
+        mode: 2,
+        chunk,
+        block: chunk * 64,
+        topk,
     }
-    for f in frames {
-        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        out.extend_from_slice(f);
-    }
-    let sum = blake3::hash(&out);
-    out.extend_from_slice(sum.as_bytes());
-    out
+    .bytes(&refs, frames)
 }
 
 #[test]
