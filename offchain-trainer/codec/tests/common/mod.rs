@@ -47,3 +47,17 @@ impl Forged {
         out
     }
 }
+
+/// Every proper prefix of `bytes` and `bytes` plus one byte are refused with a typed error
+/// (`decode` never panics on them).
+pub fn assert_only_the_whole_payload_decodes(bytes: &[u8], limits: &synod_codec::DecodeLimits) {
+    for len in 0..bytes.len() {
+        assert!(
+            synod_codec::decode(&bytes[..len], limits).is_err(),
+            "prefix of {len} bytes accepted"
+        );
+    }
+    let mut longer = bytes.to_vec();
+    longer.push(0);
+    assert!(synod_codec::decode(&longer, limits).is_err());
+}
