@@ -86,7 +86,6 @@ pub fn peek_header(bytes: &[u8], limits: &DecodeLimits) -> Result<Header, Decode
 }
 
 struct Frame<'a> {
-    tensor: usize,
     len: usize,
     bytes: &'a [u8],
 }
@@ -116,7 +115,7 @@ impl<'a> Decoder<'a> {
         let block_elems = header.block_elems as usize;
         let mut frames = Vec::new();
         let mut first = Vec::with_capacity(header.shapes.len() + 1);
-        for (tensor, shape) in header.shapes.iter().enumerate() {
+        for shape in &header.shapes {
             first.push(frames.len());
             let n: usize = shape.iter().product();
             let mut start = 0;
@@ -124,7 +123,7 @@ impl<'a> Decoder<'a> {
                 let len = block_elems.min(n - start);
                 let flen = r.u32()? as usize;
                 let bytes = r.take(flen)?;
-                frames.push(Frame { tensor, len, bytes });
+                frames.push(Frame { len, bytes });
                 start += len;
             }
         }
@@ -242,27 +241,11 @@ fn decode_frame(
 /// that is corrupt or does not decompress to exactly its block's size, or a NaN/∞/negative scale.
 pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Decoded, DecodeError> {
     let d = Decoder::new(bytes, limits)?;
-    let mut tensors: Vec<Vec<f32>> = d
-        .header
-        .shapes
-        .iter()
-        .map(|s| vec![0f32; s.iter().product::<usize>()])
-        .collect();
-    // Pair every frame with the disjoint output slice it fills: all frames of all tensors in
-    // parallel.
-    let mut jobs = Vec::with_capacity(d.frames.len());
-    {
-        let mut rest: Vec<&mut [f32]> = tensors.iter_mut().map(|t| t.as_mut_slice()).collect();
-        for f in &d.frames {
-            let slot = std::mem::take(&mut rest[f.tensor]);
-            let (head, tail) = slot.split_at_mut(f.len);
-            rest[f.tensor] = tail;
-            jobs.push((f, head));
-        }
-    }
-    jobs.into_par_iter()
-        .enumerate()
-        .try_for_each(|(i, (f, out))| decode_frame(&d.header, i, f, out))?;
+    // Tensors in parallel, each its frames in parallel: every frame of the payload at once.
+    let tensors = (0..d.header.shapes.len())
+        .into_par_iter()
+        .map(|t| d.tensor(t))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Decoded {
         header: d.header,
         tensors,

@@ -101,15 +101,6 @@ impl Codec {
             Codec::Sparse => "sparse",
         }
     }
-
-    /// Encoder options; `sparse_chunk` and `sparse_topk` apply to [`Codec::Sparse`] only.
-    pub fn options(self, sparse_chunk: u32, sparse_topk: u32) -> EncodeOptions {
-        match self {
-            Codec::Int8 => EncodeOptions::default(),
-            Codec::Fp32 => EncodeOptions::fp32(),
-            Codec::Sparse => EncodeOptions::sparse(sparse_chunk, sparse_topk),
-        }
-    }
 }
 
 /// The pseudo-gradient codec and its sparse settings (shared by the recipe and `bench codec`).
@@ -129,7 +120,11 @@ pub struct WireCodec {
 impl WireCodec {
     /// The encoder options.
     pub fn options(&self) -> EncodeOptions {
-        self.codec.options(self.sparse_chunk, self.sparse_topk)
+        match self.codec {
+            Codec::Int8 => EncodeOptions::default(),
+            Codec::Fp32 => EncodeOptions::fp32(),
+            Codec::Sparse => EncodeOptions::sparse(self.sparse_chunk, self.sparse_topk),
+        }
     }
 
     /// Whether the sparse codec is chosen.

@@ -37,18 +37,12 @@ fn syn(planck: &Value) -> String {
 
 /// A long id shortened to its first 6 and last 4 characters.
 fn short(s: &str) -> String {
-    if s.chars().count() <= 12 {
+    let n = s.chars().count();
+    if n <= 12 {
         return s.to_string();
     }
     let head: String = s.chars().take(6).collect();
-    let tail: String = s
-        .chars()
-        .rev()
-        .take(4)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
+    let tail: String = s.chars().skip(n - 4).collect();
     format!("{head}…{tail}")
 }
 
