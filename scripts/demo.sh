@@ -12,6 +12,7 @@
 # Knobs (environment): ROUNDS (6), H (inner steps, 50), MODEL (baby), OUT (out/demo),
 # SYNOD_DATA (../shared/data/tinyshakespeare.txt), RPC_PORT (19944), P2P_BASE (41000),
 # PROMETHEUS_BASE (9616: trainer i serves http://127.0.0.1:PROMETHEUS_BASE+i/metrics),
+# DASHBOARD_PORT (8090: the web dashboard, http://127.0.0.1:DASHBOARD_PORT/),
 # BYZANTINE (0), CHALLENGE_WINDOW (30 blocks: a round must be verifiable within 2× this).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,7 @@ N=${#SURIS[@]}
 STAKE=100
 P2P_BASE="${P2P_BASE:-41000}"
 PROMETHEUS_BASE="${PROMETHEUS_BASE:-9616}"
+DASHBOARD_PORT="${DASHBOARD_PORT:-8090}"
 RPC="ws://127.0.0.1:$RPC_PORT"
 
 cargo build --locked -p synod-node
@@ -63,6 +65,13 @@ echo "== creating pool 0 (Alice): $MODEL GPT, $ROUNDS outer rounds of H=$H inner
 "$T" pool create --rpc "$RPC" --suri //Alice "${RECIPE[@]}" --inner-steps "$H" --rounds "$ROUNDS" \
   --min-trainers "$N" --reward-per-round 30 --min-stake 10 --round-timeout 60 \
   --challenge-window "$CHALLENGE_WINDOW" 2>"$OUT/create.log" | tee "$OUT/pool.json"
+
+METRICS=()
+for ((i = 0; i < N; i++)); do METRICS+=(--metrics "http://127.0.0.1:$((PROMETHEUS_BASE + i))/metrics"); done
+"$T" dashboard --rpc "$RPC" --listen "127.0.0.1:$DASHBOARD_PORT" "${METRICS[@]}" \
+  >"$OUT/dashboard.jsonl" 2>"$OUT/dashboard.log" &
+PIDS+=($!)
+echo "== web dashboard: http://127.0.0.1:$DASHBOARD_PORT/ (pools, rounds, stakes, challenges, live validation loss)"
 
 for ((i = 0; i < N; i++)); do
   boots=()

@@ -5,7 +5,10 @@
 #  - Debian packages: pkg-config and fontconfig/freetype headers (PNG plots); protobuf-compiler,
 #    clang and libclang-dev (Substrate's libp2p and librocksdb-free node build).
 #  - Rust: the wasm32-unknown-unknown target and rust-src (the runtime's wasm build).
-#  - Node.js packages for the Polkadot.js scripts (scripts/polkadot-js, from package-lock.json).
+#  - Node.js packages for the Polkadot.js scripts (scripts/polkadot-js, from package-lock.json):
+#    @polkadot/api (its browser bundles also serve the web dashboard) and playwright-core.
+#  - Debian's chromium: the dashboard's browser test drives it headless (playwright-core's own
+#    browser download does not work here).
 #  - A project virtualenv at $SYNOD_CACHE/venv with torch==2.13.0 (the libtorch that tch 0.26
 #    links, used through LIBTORCH_USE_PYTORCH=1), safetensors and numpy.
 #  - A persistent cargo target dir at $SYNOD_CACHE/target (kept across clones and CI runs).
@@ -16,7 +19,7 @@ TORCH_VERSION=2.13.0
 mkdir -p "$SYNOD_CACHE"
 
 need_apt=()
-for pkg in pkg-config libfontconfig1-dev libfreetype-dev protobuf-compiler clang libclang-dev; do
+for pkg in pkg-config libfontconfig1-dev libfreetype-dev protobuf-compiler clang libclang-dev chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
@@ -36,7 +39,7 @@ if ! rustup component list --installed | grep -q '^rust-src'; then
 fi
 
 JS_DIR="$(cd "$(dirname "$0")" && pwd)/polkadot-js"
-if [ ! -d "$JS_DIR/node_modules/@polkadot/api" ]; then
+if [ ! -d "$JS_DIR/node_modules/@polkadot/api" ] || [ ! -d "$JS_DIR/node_modules/playwright-core" ]; then
   echo "setup: npm ci in $JS_DIR" >&2
   (cd "$JS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 fi

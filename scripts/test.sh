@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up (scripts/setup.sh) and runs every test of the workspace on CPU.
+# Sets up (scripts/setup.sh) and runs every test of the workspace on CPU, then the web
+# dashboard's browser test (scripts/dashboard-test.sh, headless Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -12,3 +13,6 @@ cargo test --workspace --locked "$@"
 pallets=(trainer-staking training-pools checkpoints challenges rewards)
 features=$(printf 'pallet-%s/runtime-benchmarks ' "${pallets[@]}")
 cargo test --locked "${pallets[@]/#/--package=pallet-}" --features "$features" "$@"
+# The web dashboard in headless Chromium, against a dev chain and a trainer (debug binaries
+# from the workspace build above).
+./scripts/dashboard-test.sh

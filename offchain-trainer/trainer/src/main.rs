@@ -8,10 +8,13 @@
 //!   training pool, be one of its members until it completes (verifying the others and serving
 //!   as a juror), claim the rewards.
 //! * `verify` — replay one member's contribution to a final round (a one-off verification).
+//! * `status` — a pool's members, stakes and rounds as tables.
+//! * `dashboard` — a web page of the chain's pools, rounds, stakes, challenges and losses.
 
 mod args;
 mod bench;
 mod chain_args;
+mod dashboard;
 mod metrics;
 mod plot;
 mod pool;
@@ -56,6 +59,8 @@ enum Cmd {
     Claim(chain_args::ClaimArgs),
     /// A pool's members, stakes and rounds as tables (`pool show` prints the same as JSON).
     Status(chain_args::StatusArgs),
+    /// Serve the web dashboard: pools, rounds, stakes, challenges and a live loss chart.
+    Dashboard(dashboard::DashboardArgs),
     /// Run a benchmark (prints JSON lines).
     Bench {
         #[command(subcommand)]
@@ -94,6 +99,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Claim(a) => pool::claim(&a),
         Cmd::Status(a) => pool::status(&a),
         Cmd::Verify(a) => pool::verify(&a),
+        Cmd::Dashboard(a) => dashboard::run(&a),
         Cmd::Bench { which } => bench::run(which, threads),
     }
 }

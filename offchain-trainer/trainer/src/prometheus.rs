@@ -20,6 +20,7 @@ pub const DEFAULT_PORT: u16 = 9616;
 #[derive(Clone)]
 pub struct Exporter {
     registry: Registry,
+    pool: Gauge<U64>,
     rounds: CounterVec<U64>,
     round: Gauge<U64>,
     inner_loss: Gauge<F64>,
@@ -53,6 +54,13 @@ impl Exporter {
     pub fn new() -> Result<Self> {
         let r = Registry::new();
         Ok(Self {
+            pool: register(
+                Gauge::new(
+                    "synod_trainer_pool",
+                    "Id of the pool this trainer is a member of",
+                )?,
+                &r,
+            )?,
             rounds: counter_vec(
                 &r,
                 "synod_trainer_rounds_total",
@@ -185,6 +193,7 @@ impl Exporter {
         let f = |k: &str| e[k].as_f64().unwrap_or(0.0);
         let u = |k: &str| e[k].as_u64().unwrap_or(0);
         match e["event"].as_str().unwrap_or_default() {
+            "joined" => self.pool.set(u("pool")),
             "round" => {
                 self.round.set(u("round"));
                 self.inner_loss.set(f("train_loss"));
@@ -291,6 +300,7 @@ mod tests {
         e.observe(&json!({"event": "vote", "guilty": true}));
         e.observe(&json!({"event": "vote", "abstained": "another pool"}));
         e.observe(&json!({"event": "synced"}));
+        e.observe(&json!({"event": "joined", "pool": 7, "member": 1}));
         let t = text(&e);
         for line in [
             "# TYPE synod_trainer_rounds_total counter",
@@ -299,6 +309,8 @@ mod tests {
             "# TYPE synod_trainer_validation_loss gauge",
             "synod_trainer_validation_loss 3.25",
             "synod_trainer_round 2",
+            "# TYPE synod_trainer_pool gauge",
+            "synod_trainer_pool 7",
             "synod_trainer_inner_seconds_total 3",
             "synod_trainer_compute_utilisation 0.75",
             "synod_trainer_payload_bytes_total 1000",

@@ -1,0 +1,344 @@
+//! `synod-trainer dashboard`: serves a single web page that shows the chain's pools, their
+//! rounds (final / voided, contributors, on-chain hash), stakes, challenges, verdicts and
+//! slashes, and a live validation-loss chart per pool.
+//!
+//! The page reads the chain itself, with `@polkadot/api` in the browser (the Polkadot.js
+//! bundles `scripts/setup.sh` installs, served under `/vendor/`), straight from the node's
+//! JSON-RPC WebSocket. Trainers' metrics endpoints are not readable from another origin, so
+//! this server scrapes them (`--metrics`) and keeps every round they report (`/api/trainers`).
+//!
+//! Routes: `/` (the page), `/app.js`, `/config.json` (`{"rpc", "metrics"}`),
+//! `/api/trainers` (JSON, [`scrape::Trainer`] per endpoint), `/vendor/{util,util-crypto,
+//! keyring,types,api}.js`.
+
+pub mod scrape;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+
+use scrape::{Scraper, Trainer};
+
+const INDEX_HTML: &str = include_str!("page/index.html");
+const APP_JS: &str = include_str!("page/app.js");
+/// The Polkadot.js browser bundles, in load order: (route name, file under `--js-modules`).
+const BUNDLES: [(&str, &str); 5] = [
+    ("util", "@polkadot/util/bundle-polkadot-util.js"),
+    (
+        "util-crypto",
+        "@polkadot/util-crypto/bundle-polkadot-util-crypto.js",
+    ),
+    ("keyring", "@polkadot/keyring/bundle-polkadot-keyring.js"),
+    ("types", "@polkadot/types/bundle-polkadot-types.js"),
+    ("api", "@polkadot/api/bundle-polkadot-api.js"),
+];
+
+/// `synod-trainer dashboard`.
+#[derive(Args, Clone, Debug)]
+pub struct DashboardArgs {
+    /// The node's JSON-RPC WebSocket address, as the browser reaches it.
+    #[arg(long, default_value = "ws://127.0.0.1:9944")]
+    pub rpc: String,
+    /// Address the page is served on.
+    #[arg(long, default_value = "127.0.0.1:8090")]
+    pub listen: SocketAddr,
+    /// Trainers' Prometheus endpoints to chart (repeat or comma-separate), e.g.
+    /// `http://127.0.0.1:9616/metrics` (`synod-trainer run --prometheus-port`).
+    #[arg(long = "metrics", value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// Seconds between two scrapes of each metrics endpoint.
+    #[arg(long, default_value_t = 2)]
+    pub scrape_interval: u64,
+    /// `node_modules` holding the Polkadot.js packages (`scripts/setup.sh` installs them).
+    #[arg(long, default_value = "scripts/polkadot-js/node_modules")]
+    pub js_modules: PathBuf,
+}
+
+/// What the routes serve.
+struct Site {
+    config: String,
+    bundles: Vec<(&'static str, Bytes)>,
+    trainers: Mutex<Vec<Trainer>>,
+}
+
+/// Serves the dashboard until interrupted.
+///
+/// # Errors
+/// A missing Polkadot.js bundle (run `scripts/setup.sh`), a `--listen` address in use.
+pub fn run(a: &DashboardArgs) -> Result<()> {
+    let site = Arc::new(site(a)?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(a.listen)
+            .await
+            .with_context(|| format!("listening on {}", a.listen))?;
+        let addr = listener.local_addr()?;
+        tokio::spawn(scrape_forever(
+            site.clone(),
+            Duration::from_secs(a.scrape_interval.max(1)),
+        ));
+        // The line scripts wait for: the URL to open.
+        println!(
+            "{}",
+            json!({"event": "dashboard", "url": format!("http://{addr}/")})
+        );
+        tracing::info!("dashboard at http://{addr}/ (chain {})", a.rpc);
+        serve(listener, site).await
+    })
+}
+
+fn site(a: &DashboardArgs) -> Result<Site> {
+    let mut bundles = Vec::new();
+    for (name, file) in BUNDLES {
+        let path = a.js_modules.join(file);
+        let Ok(bytes) = std::fs::read(&path) else {
+            bail!(
+                "missing Polkadot.js bundle {} (run scripts/setup.sh, or pass --js-modules)",
+                path.display()
+            );
+        };
+        bundles.push((name, Bytes::from(bytes)));
+    }
+    for url in &a.metrics {
+        url.parse::<hyper::Uri>()
+            .with_context(|| format!("--metrics {url}"))?;
+    }
+    Ok(Site {
+        config: json!({"rpc": a.rpc, "metrics": a.metrics}).to_string(),
+        bundles,
+        trainers: Mutex::new(a.metrics.iter().map(|u| Trainer::new(u)).collect()),
+    })
+}
+
+/// Accepts connections on `listener` forever, one task each.
+async fn serve(listener: tokio::net::TcpListener, site: Arc<Site>) -> Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let site = site.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
+                let resp = route(&site, req.uri().path());
+                async move { Ok::<_, Infallible>(resp) }
+            });
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await
+            {
+                tracing::debug!("dashboard connection: {e}");
+            }
+        });
+    }
+}
+
+fn respond(status: StatusCode, content_type: &str, body: Bytes) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    if let Ok(v) = content_type.parse() {
+        h.insert(hyper::header::CONTENT_TYPE, v);
+    }
+    h.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    r
+}
+
+/// The response to a GET of `path` (every method is answered the same).
+fn route(site: &Site, path: &str) -> Response<Full<Bytes>> {
+    const JS: &str = "text/javascript; charset=utf-8";
+    const JSON: &str = "application/json";
+    match path {
+        "/" | "/index.html" => respond(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            Bytes::from_static(INDEX_HTML.as_bytes()),
+        ),
+        "/app.js" => respond(StatusCode::OK, JS, Bytes::from_static(APP_JS.as_bytes())),
+        "/config.json" => respond(StatusCode::OK, JSON, Bytes::from(site.config.clone())),
+        "/api/trainers" => {
+            let body = match site.trainers.lock() {
+                Ok(t) => serde_json::to_vec(&*t).unwrap_or_default(),
+                Err(_) => b"[]".to_vec(),
+            };
+            respond(StatusCode::OK, JSON, Bytes::from(body))
+        }
+        _ => {
+            let bundle = path
+                .strip_prefix("/vendor/")
+                .and_then(|f| f.strip_suffix(".js"))
+                .and_then(|name| site.bundles.iter().find(|(n, _)| *n == name));
+            match bundle {
+                Some((_, bytes)) => respond(StatusCode::OK, JS, bytes.clone()),
+                None => respond(
+                    StatusCode::NOT_FOUND,
+                    "text/plain",
+                    Bytes::from_static(b"not found\n"),
+                ),
+            }
+        }
+    }
+}
+
+/// Scrapes every trainer every `every`, forever.
+async fn scrape_forever(site: Arc<Site>, every: Duration) {
+    let scraper = Scraper::new(Duration::from_secs(3));
+    let urls: Vec<String> = match site.trainers.lock() {
+        Ok(t) => t.iter().map(|t| t.url.clone()).collect(),
+        Err(_) => return,
+    };
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        for (i, url) in urls.iter().enumerate() {
+            let got = scraper.get(url).await;
+            let Ok(mut trainers) = site.trainers.lock() else {
+                return;
+            };
+            match got {
+                Ok(page) => trainers[i].observe(&page),
+                Err(e) => trainers[i].down(format!("{e:#}")),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    fn args(js: &std::path::Path) -> DashboardArgs {
+        DashboardArgs {
+            rpc: "ws://127.0.0.1:1".into(),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            metrics: vec!["http://127.0.0.1:1/metrics".into()],
+            scrape_interval: 1,
+            js_modules: js.to_path_buf(),
+        }
+    }
+
+    fn fake_modules() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (name, file) in BUNDLES {
+            let p = d.path().join(file);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, format!("/* {name} */")).unwrap();
+        }
+        d
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    fn body(r: Response<Full<Bytes>>) -> (StatusCode, String) {
+        let status = r.status();
+        let b = rt().block_on(r.into_body().collect()).unwrap().to_bytes();
+        (status, String::from_utf8(b.to_vec()).unwrap())
+    }
+
+    #[test]
+    fn the_page_its_script_config_and_bundles_are_served() {
+        let d = fake_modules();
+        let s = site(&args(d.path())).unwrap();
+        let (st, html) = body(route(&s, "/"));
+        assert_eq!(st, StatusCode::OK);
+        for (name, _) in BUNDLES {
+            assert!(html.contains(&format!("/vendor/{name}.js")), "{name}");
+        }
+        assert!(body(route(&s, "/app.js")).1.contains("polkadotApi"));
+        let cfg: serde_json::Value =
+            serde_json::from_str(&body(route(&s, "/config.json")).1).unwrap();
+        assert_eq!(cfg["rpc"], "ws://127.0.0.1:1");
+        assert_eq!(cfg["metrics"][0], "http://127.0.0.1:1/metrics");
+        assert_eq!(body(route(&s, "/vendor/api.js")).1, "/* api */");
+        let trainers: serde_json::Value =
+            serde_json::from_str(&body(route(&s, "/api/trainers")).1).unwrap();
+        assert_eq!(trainers[0]["up"], false);
+    }
+
+    #[test]
+    fn nothing_outside_the_bundles_is_served() {
+        let d = fake_modules();
+        std::fs::write(d.path().join("secret.js"), "x").unwrap();
+        let s = site(&args(d.path())).unwrap();
+        for p in [
+            "/vendor/../secret.js",
+            "/vendor/secret.js",
+            "/vendor/%2e%2e/secret.js",
+            "/vendor/api",
+            "/etc/passwd",
+            "/vendor/",
+        ] {
+            assert_eq!(route(&s, p).status(), StatusCode::NOT_FOUND, "{p}");
+        }
+    }
+
+    #[test]
+    fn the_scraper_charts_what_a_trainer_exporter_serves() {
+        let rt = rt();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = crate::prometheus::Exporter::new().unwrap();
+        e.observe(&json!({"event": "joined", "pool": 3, "member": 0}));
+        e.observe(&json!({"event": "round", "round": 1, "train_loss": 4.0, "val_loss": 3.5}));
+        e.serve(&rt, port, false);
+        let url = format!("http://127.0.0.1:{port}/metrics");
+        let scraper = Scraper::new(Duration::from_secs(2));
+        let page = rt.block_on(async {
+            for _ in 0..100 {
+                if let Ok(p) = scraper.get(&url).await {
+                    return p;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("the exporter never answered");
+        });
+        let mut t = Trainer::new(&url);
+        t.observe(&page);
+        assert_eq!(t.pool, Some(3));
+        assert_eq!(
+            t.points,
+            vec![scrape::Point {
+                round: 1,
+                val_loss: 3.5,
+                inner_loss: 4.0
+            }]
+        );
+        let closed = rt.block_on(scraper.get("http://127.0.0.1:1/metrics"));
+        assert!(closed.is_err());
+    }
+
+    #[test]
+    fn a_missing_bundle_is_a_clear_error_at_start() {
+        let d = tempfile::tempdir().unwrap();
+        let e = site(&args(d.path())).err().unwrap().to_string();
+        assert!(e.contains("scripts/setup.sh"), "{e}");
+        let d = fake_modules();
+        let mut a = args(d.path());
+        a.metrics = vec!["not a url".into()];
+        assert!(site(&a).is_err());
+    }
+}
