@@ -24,7 +24,12 @@ pub struct TchInnerTrainer {
     /// This worker's member index (selects its batches).
     pub worker: u32,
     opt: Option<nn::Optimizer>,
+    on_step: Option<StepHook>,
 }
+
+/// Called after every inner step with (steps done, steps in the phase, the step's mean loss in
+/// nats per token): progress display only, it cannot change the training.
+pub type StepHook = Box<dyn FnMut(u32, u32, f64) + Send>;
 
 impl TchInnerTrainer {
     /// Builds a replica on `device`, initialized from libtorch's generator after
@@ -56,7 +61,14 @@ impl TchInnerTrainer {
             plan,
             worker,
             opt: None,
+            on_step: None,
         })
+    }
+
+    /// Calls `hook` after every inner step of [`InnerTrainer::inner_phase`] (a progress bar).
+    pub fn with_step_hook(mut self, hook: StepHook) -> Self {
+        self.on_step = Some(hook);
+        self
     }
 
     fn optimizer(&mut self) -> Result<&mut nn::Optimizer, ModelError> {
@@ -141,6 +153,9 @@ impl InnerTrainer for TchInnerTrainer {
             let lr = self.cfg.lr_in_round(global, step);
             last = self.train_step_at(std::slice::from_ref(&batch), global, lr)?;
             sum += last;
+            if let Some(hook) = &mut self.on_step {
+                hook(step + 1, h, last);
+            }
         }
         let tokens = u64::from(h) * (self.plan.batch * self.plan.seq_len) as u64;
         let report = InnerReport {

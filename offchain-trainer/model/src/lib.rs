@@ -25,7 +25,7 @@ pub use config::{parse_device, GptConfig, InnerConfig};
 pub use error::ModelError;
 pub use eval::{batch_tensors, eval_loss};
 pub use gpt::Gpt;
-pub use inner::TchInnerTrainer;
+pub use inner::{StepHook, TchInnerTrainer};
 pub use params::{load_params, param_set};
 
 pub use tch;

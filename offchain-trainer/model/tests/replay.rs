@@ -141,3 +141,26 @@ fn every_byzantine_payload_is_outside_the_replay_tolerance() {
         serde_json::json!({"test": "replay_attacks", "distance": distances})
     );
 }
+
+#[test]
+fn a_progress_hook_sees_every_inner_step_and_changes_nothing() {
+    let _turn = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let state = parent();
+    let plain = contribute(&state, 1, 5, 1);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let mut hooked = replica(1, 5, 1).with_step_hook(Box::new(move |done, of, loss| {
+        log.lock().unwrap().push((done, of, loss.is_finite()));
+    }));
+    let (c, _) = state
+        .contribute(
+            &mut hooked,
+            1,
+            &EncodeOptions::default(),
+            &mut ErrorFeedback::default(),
+        )
+        .unwrap();
+    assert_eq!(c.payload, plain, "the hook changed the payload");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, (1..=5).map(|d| (d, 5, true)).collect::<Vec<_>>());
+}

@@ -148,7 +148,7 @@ pub struct RunArgs {
     /// Seconds after which a round's exchange stops waiting.
     #[arg(long, default_value_t = 300)]
     pub round_deadline: u64,
-    /// Hide progress bars.
+    /// Hide the inner-step progress bar (drawn on stderr only when it is a terminal).
     #[arg(long)]
     pub quiet: bool,
     /// Fault injection for tests: announce a Byzantine pseudo-gradient instead of the honest

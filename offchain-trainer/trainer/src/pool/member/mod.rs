@@ -185,10 +185,10 @@ pub fn run(a: &RunArgs) -> Result<()> {
         },
     ))?;
     let total_steps = started.spec.rounds.saturating_mul(started.spec.inner_steps);
-    let worker =
-        recipe
-            .setup
-            .replica(&a.recipe.model, me, started.spec.inner_steps, total_steps)?;
+    let worker = recipe
+        .setup
+        .replica(&a.recipe.model, me, started.spec.inner_steps, total_steps)?
+        .with_step_hook(inner_progress(a.quiet));
     let account = account_of(&signer);
     let mut t = Trainer {
         a,
@@ -359,4 +359,31 @@ impl Trainer<'_> {
     fn blank(&self, round: u32) -> RoundRecord {
         RoundRecord::diloco(round, self.tokens)
     }
+}
+
+/// A progress bar of the inner steps of each round on stderr: drawn only when stderr is a
+/// terminal (indicatif hides it otherwise, leaving the plain log lines) and not `quiet`.
+fn inner_progress(quiet: bool) -> synod_model::StepHook {
+    let pb = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(0)
+    };
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "inner steps [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}) {msg}",
+    ) {
+        pb.set_style(style);
+    }
+    Box::new(move |done, of, loss| {
+        if done == 1 {
+            pb.reset();
+            pb.set_length(u64::from(of));
+        }
+        pb.set_position(u64::from(done));
+        pb.set_message(if done == of {
+            format!("loss {loss:.3}; exchanging")
+        } else {
+            format!("loss {loss:.3}")
+        });
+    })
 }
