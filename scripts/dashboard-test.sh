@@ -5,10 +5,12 @@
 # appears with its round table, timeline and validation-loss chart, then stops the node and
 # checks that the page says the node is unreachable. Screenshots: $OUT/dashboard.png and
 # $OUT/dashboard-node-down.png. Run by scripts/test.sh after `cargo test --workspace`, whose
-# debug binaries it uses (it builds them if they are missing).
+# debug binaries it uses (`cargo test --workspace --no-run` first: a no-op there, a build
+# when run alone).
 #
 # Knobs (environment): OUT (out/dashboard-test), SYNOD_DATA, BASE_PORT (29000: node RPC,
-# p2p, trainer metrics and dashboard on BASE_PORT+0..4).
+# node p2p, trainer p2p and trainer metrics on BASE_PORT+0..3; the dashboard takes a free
+# port), CHROMIUM (the browser binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=/dev/null
@@ -17,13 +19,11 @@ DATA="${SYNOD_DATA:-$(cd .. && pwd)/shared/data/tinyshakespeare.txt}"
 OUT="${OUT:-out/dashboard-test}"
 BASE_PORT="${BASE_PORT:-29000}"
 RPC_PORT=$BASE_PORT NODE_P2P=$((BASE_PORT + 1)) TRAINER_P2P=$((BASE_PORT + 2))
-METRICS_PORT=$((BASE_PORT + 3)) DASHBOARD_PORT=$((BASE_PORT + 4))
+METRICS_PORT=$((BASE_PORT + 3))
 RPC="ws://127.0.0.1:$RPC_PORT"
 NODE="$CARGO_TARGET_DIR/debug/synod-node"
 T="$CARGO_TARGET_DIR/debug/synod-trainer"
-if [ ! -x "$NODE" ] || [ ! -x "$T" ]; then
-  cargo test --workspace --locked --no-run
-fi
+cargo test --workspace --locked --no-run --quiet
 CHROMIUM="${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}"
 test -n "$CHROMIUM" || { echo "dashboard-test: no chromium (scripts/setup.sh installs it)" >&2; exit 1; }
 
@@ -33,7 +33,19 @@ OUT="$(cd "$OUT" && pwd)"
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    alive=0
+    for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+}
+fail() {
+  echo "dashboard-test failed: $*" >&2
+  for f in node trainer dashboard; do echo "--- $OUT/$f.log (tail)" >&2; tail -15 "$OUT/$f.log" >&2 || true; done
+  exit 1
 }
 trap cleanup EXIT INT TERM
 
@@ -45,18 +57,25 @@ PIDS+=("$NODE_PID")
 RECIPE=(--data "$DATA" --model tiny --batch 8 --warmup 10 --lr 3e-3 --eval-batches 8 --device cpu)
 "$T" --threads 1 pool create --rpc "$RPC" --connect-timeout 180 --suri //Alice "${RECIPE[@]}" \
   --inner-steps 10 --rounds 3 --min-trainers 1 --reward-per-round 1 --min-stake 10 \
-  --round-timeout 60 --challenge-window 2 >"$OUT/pool.json" 2>"$OUT/create.log"
+  --round-timeout 300 --challenge-window 2 >"$OUT/pool.json" 2>"$OUT/create.log" || fail "pool create: $(tail -3 "$OUT/create.log")"
 "$T" --threads 1 run --rpc "$RPC" --suri //Bob --pool 0 --stake 100 "${RECIPE[@]}" --quiet \
   --base-path "$OUT/trainer" --listen "/ip4/127.0.0.1/tcp/$TRAINER_P2P" \
   --prometheus-port "$METRICS_PORT" >"$OUT/trainer.jsonl" 2>"$OUT/trainer.log" &
 PIDS+=($!)
-"$T" dashboard --rpc "$RPC" --listen "127.0.0.1:$DASHBOARD_PORT" \
+"$T" dashboard --rpc "$RPC" --listen 127.0.0.1:0 \
   --metrics "http://127.0.0.1:$METRICS_PORT/metrics" >"$OUT/dashboard.jsonl" 2>"$OUT/dashboard.log" &
 PIDS+=($!)
 
-echo "dashboard-test: http://127.0.0.1:$DASHBOARD_PORT/ (logs in $OUT)"
-if ! node scripts/polkadot-js/dashboard-test.mjs "http://127.0.0.1:$DASHBOARD_PORT/" "$OUT" "$NODE_PID" "$CHROMIUM"; then
-  echo "dashboard-test failed; trainer log tail:" >&2
-  tail -20 "$OUT/trainer.log" >&2
-  exit 1
-fi
+DASHBOARD_PID=$!
+# The dashboard prints {"event":"dashboard","url":…} once it listens.
+URL=""
+for _ in $(seq 300); do
+  URL=$(python3 -c 'import json,sys; print(next((json.loads(l)["url"] for l in open(sys.argv[1]) if "dashboard" in l), ""))' "$OUT/dashboard.jsonl" 2>/dev/null || true)
+  [ -n "$URL" ] && break
+  kill -0 "$DASHBOARD_PID" 2>/dev/null || fail "synod-trainer dashboard exited"
+  sleep 0.2
+done
+[ -n "$URL" ] || fail "the dashboard never printed its URL"
+echo "dashboard-test: $URL (logs in $OUT)"
+node scripts/polkadot-js/dashboard-test.mjs "$URL" "$OUT" "$NODE_PID" "$CHROMIUM" || fail "in the browser"
+

@@ -26,7 +26,7 @@ use hyper::body::Bytes;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 
 use scrape::{Scraper, Trainer};
@@ -125,21 +125,44 @@ fn site(a: &DashboardArgs) -> Result<Site> {
     })
 }
 
-/// Accepts connections on `listener` forever, one task each.
+/// Connections served at once; more wait in the listen backlog.
+const MAX_CONNECTIONS: usize = 256;
+/// A connection's request head must arrive within this.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection is closed after this, whatever it does (the page opens new ones).
+const CONNECTION_LIFETIME: Duration = Duration::from_secs(120);
+
+/// Accepts connections on `listener` forever, one task each, at most [`MAX_CONNECTIONS`] at
+/// once; a failed accept (e.g. out of file descriptors) is logged and retried.
 async fn serve(listener: tokio::net::TcpListener, site: Arc<Site>) -> Result<()> {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let (stream, _) = listener.accept().await?;
+        let slot = slots.clone().acquire_owned().await?;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("dashboard: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
         let site = site.clone();
         tokio::spawn(async move {
+            let _slot = slot;
             let svc = service_fn(move |req: Request<hyper::body::Incoming>| {
                 let resp = route(&site, req.uri().path());
                 async move { Ok::<_, Infallible>(resp) }
             });
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
-                .await
-            {
-                tracing::debug!("dashboard connection: {e}");
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), svc);
+            match tokio::time::timeout(CONNECTION_LIFETIME, conn).await {
+                Ok(Err(e)) => tracing::debug!("dashboard connection: {e}"),
+                Err(_) => {
+                    tracing::debug!("dashboard connection closed after {CONNECTION_LIFETIME:?}")
+                }
+                Ok(Ok(())) => {}
             }
         });
     }
@@ -195,26 +218,31 @@ fn route(site: &Site, path: &str) -> Response<Full<Bytes>> {
     }
 }
 
-/// Scrapes every trainer every `every`, forever.
+/// Scrapes every trainer every `every`, forever: one task per endpoint, so a slow one
+/// delays only itself.
 async fn scrape_forever(site: Arc<Site>, every: Duration) {
-    let scraper = Scraper::new(Duration::from_secs(3));
     let urls: Vec<String> = match site.trainers.lock() {
         Ok(t) => t.iter().map(|t| t.url.clone()).collect(),
         Err(_) => return,
     };
-    let mut tick = tokio::time::interval(every);
-    loop {
-        tick.tick().await;
-        for (i, url) in urls.iter().enumerate() {
-            let got = scraper.get(url).await;
-            let Ok(mut trainers) = site.trainers.lock() else {
-                return;
-            };
-            match got {
-                Ok(page) => trainers[i].observe(&page),
-                Err(e) => trainers[i].down(format!("{e:#}")),
+    for (i, url) in urls.into_iter().enumerate() {
+        let site = site.clone();
+        tokio::spawn(async move {
+            let scraper = Scraper::new(Duration::from_secs(3));
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let got = scraper.get(&url).await;
+                let Ok(mut trainers) = site.trainers.lock() else {
+                    return;
+                };
+                match got {
+                    Ok(page) => trainers[i].observe(&page),
+                    Err(e) => trainers[i].down(format!("{e:#}")),
+                }
             }
-        }
+        });
     }
 }
 

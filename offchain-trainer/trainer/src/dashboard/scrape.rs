@@ -58,11 +58,11 @@ impl Trainer {
         let m = parse_exposition(page);
         self.up = true;
         self.error = None;
-        if let Some(p) = m.get("synod_trainer_pool") {
-            self.pool = Some(*p as u64);
+        if let Some(p) = m.get("synod_trainer_pool").and_then(|v| whole(*v)) {
+            self.pool = Some(p);
         }
         let (Some(round), Some(val_loss)) = (
-            m.get("synod_trainer_round"),
+            m.get("synod_trainer_round").and_then(|v| whole(*v)),
             m.get("synod_trainer_validation_loss"),
         ) else {
             return;
@@ -72,7 +72,7 @@ impl Trainer {
             return;
         }
         let point = Point {
-            round: *round as u64,
+            round,
             val_loss: *val_loss,
             inner_loss: m.get("synod_trainer_inner_loss").copied().unwrap_or(0.0),
         };
@@ -90,6 +90,13 @@ impl Trainer {
         self.up = false;
         self.error = Some(error);
     }
+}
+
+/// `v` if it is a whole number in 0..=2⁵³ (exact in JavaScript), else `None`: a pool id or a
+/// round from a broken or hostile endpoint is dropped, not wrapped.
+fn whole(v: f64) -> Option<u64> {
+    (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 9_007_199_254_740_992.0)
+        .then_some(v as u64)
 }
 
 /// The unlabelled samples of a Prometheus text exposition page (`name value` lines), by name.
@@ -186,6 +193,18 @@ mod tests {
         assert_eq!(t.points.len(), 2);
         t.observe(&page(0, 3, f64::NAN, 0.0));
         assert!(t.up && t.points.len() == 2);
+    }
+
+    #[test]
+    fn a_hostile_endpoint_cannot_invent_pools_or_rounds() {
+        let mut t = Trainer::new("u");
+        for bad in ["NaN", "-1", "1.5", "1e300", "+Inf"] {
+            t.observe(&format!(
+                "synod_trainer_pool {bad}\nsynod_trainer_round {bad}\nsynod_trainer_validation_loss 2\n"
+            ));
+            assert_eq!(t.pool, None, "{bad}");
+            assert!(t.points.is_empty(), "{bad}");
+        }
     }
 
     #[test]

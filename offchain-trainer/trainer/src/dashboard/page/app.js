@@ -7,7 +7,8 @@ const { ApiPromise, WsProvider } = window.polkadotApi;
 const UNIT = 10n ** 12n; // planck per SYN
 const COLOURS = ['#1c7ed6', '#e8590c', '#2f9e44', '#ae3ec9', '#f08c00', '#0ca678', '#d6336c', '#5c7cfa'];
 
-const state = { api: null, selected: null, slashes: [], trainers: [], refreshing: false, pending: false };
+const MAX_SLASHES = 200;
+const state = { api: null, selected: null, slashes: [], slashBlocks: new Set(), trainers: [], refreshing: false, pending: false };
 const $ = (id) => document.getElementById(id);
 
 function syn(planck) {
@@ -52,18 +53,26 @@ async function main() {
   setTimeout(() => provider.isConnected || nodeDown(cfg.rpc, 'no answer'), 4000);
   const api = await ApiPromise.create({ provider, throwOnConnect: false, noInitWarn: true });
   state.api = api;
-  if (!api.query.trainingPools || !api.query.checkpoints) {
-    nodeDown(cfg.rpc, 'this chain has no TrainingPools or Checkpoints pallet');
+  const pallets = ['trainingPools', 'checkpoints', 'challenges', 'trainerStaking'];
+  if (pallets.some((p) => !api.query[p])) {
+    nodeDown(cfg.rpc, `not a Synod chain: it lacks one of the pallets ${pallets.join(', ')}`);
     return;
   }
   const [chain, version] = await Promise.all([api.rpc.system.chain(), api.rpc.system.version()]);
   state.chainName = `${chain} (synod-node ${version})`;
-  api.query.system.events((records) => {
-    for (const { event } of records) {
+  // Slashes are events, not storage: collected from finalized blocks while the page is open.
+  api.rpc.chain.subscribeFinalizedHeads(async (head) => {
+    const key = head.hash.toHex();
+    if (state.slashBlocks.has(key)) return;
+    state.slashBlocks.add(key);
+    const records = await (await api.at(head.hash)).query.system.events();
+    records.forEach(({ event }, i) => {
       if (event.section === 'trainerStaking' && event.method === 'Slashed') {
-        state.slashes.push({ who: event.data[0].toString(), amount: event.data[1].toBigInt() });
+        state.slashes.push({ who: event.data[0].toString(), amount: event.data[1].toBigInt(), block: head.number.toNumber(), i });
       }
-    }
+    });
+    state.slashes = state.slashes.slice(-MAX_SLASHES);
+    if (state.slashBlocks.size > 4 * MAX_SLASHES) state.slashBlocks = new Set([key]);
   });
   api.rpc.chain.subscribeNewHeads(() => refresh());
   setInterval(pollTrainers, 2000);
@@ -107,9 +116,10 @@ async function refresh() {
 }
 
 async function readChain() {
-  const api = state.api;
-  const [best, finalizedHash] = await Promise.all([api.rpc.chain.getHeader(), api.rpc.chain.getFinalizedHead()]);
-  const finalized = await api.rpc.chain.getHeader(finalizedHash);
+  const [best, finalizedHash] = await Promise.all([state.api.rpc.chain.getHeader(), state.api.rpc.chain.getFinalizedHead()]);
+  const finalized = await state.api.rpc.chain.getHeader(finalizedHash);
+  // Every read of one refresh is at the same block, so the tables agree with each other.
+  const api = await state.api.at(best.hash);
   $('chain').textContent = `${state.chainName} · best #${best.number.toNumber()} · finalized #${finalized.number.toNumber()}`;
 
   const pools = (await api.query.trainingPools.pools.entries())
@@ -133,11 +143,10 @@ async function readChain() {
 
   const pool = pools.find((p) => p.id === state.selected);
   $('pool-detail').hidden = !pool;
-  if (pool) await readPool(pool);
+  if (pool) await readPool(api, pool);
 }
 
-async function readPool(pool) {
-  const api = state.api;
+async function readPool(api, pool) {
   const id = pool.id;
   const info = pool.info;
   const rounds = info.spec.rounds.toNumber();
@@ -147,8 +156,8 @@ async function readPool(pool) {
   const accounts = (await api.query.trainingPools.memberList(id)).map((a) => a.toString());
   const members = await Promise.all(accounts.map(async (a) => {
     const [m, ledger] = await Promise.all([api.query.trainingPools.members(id, a), api.query.trainerStaking.ledger(a)]);
-    return { account: a, m: m.unwrap(), active: ledger.isSome ? ledger.unwrap().active.toBigInt() : 0n };
-  }));
+    return m.isSome ? { account: a, m: m.unwrap(), active: ledger.isSome ? ledger.unwrap().active.toBigInt() : 0n } : null;
+  })).then((ms) => ms.filter(Boolean));
   const indexOf = new Map(members.map((x) => [x.account, x.m.index.toNumber()]));
   fill($('members').tBodies[0], members.map((x) => row([
     cell(`${x.m.index.toNumber()}`, 'num'), cell(short(x.account)), cell(syn(x.m.stake.toBigInt()), 'num'),
@@ -163,14 +172,19 @@ async function readPool(pool) {
   const byRound = new Map();
   for (const [k, v] of finals) {
     const f = v.unwrap();
+    // Member indices ascending, then accounts that are no longer members.
     const who = f.contributors.map((a) => a.toString())
-      .map((a) => (indexOf.has(a) ? `${indexOf.get(a)}` : short(a)));
+      .map((a) => (indexOf.has(a) ? [indexOf.get(a), `${indexOf.get(a)}`] : [Infinity, short(a)]))
+      .sort((a, b) => a[0] - b[0]).map((x) => x[1]);
     byRound.set(k.args[1].toNumber(), {
-      status: 'final', hash: f.hash.toHex(), who: who.sort((a, b) => a - b).join(', '),
+      // A field named `hash` (every codec's own blake2 getter) is renamed `hash_` by @polkadot/api.
+      status: 'final', hash: f.hash_.toHex(), who: who.join(', '),
       block: f.finalizedAt.toNumber(), stake: `${syn(f.committedStake.toBigInt())} / ${syn(f.roundStake.toBigInt())}`,
     });
   }
-  for (const [k, v] of voided) byRound.set(k.args[1].toNumber(), { status: 'voided', hash: '', who: '', block: v.toNumber(), stake: '' });
+  for (const [k, v] of voided) {
+    if (v.isSome) byRound.set(k.args[1].toNumber(), { status: 'voided', hash: '', who: '', block: v.unwrap().toNumber(), stake: '' });
+  }
   if (open.isSome) {
     const o = open.unwrap();
     if (!byRound.has(o.round.toNumber())) {
@@ -213,7 +227,8 @@ async function readPool(pool) {
   }
   for (const s of state.slashes) {
     if (!indexOf.has(s.who)) continue;
-    rows.push(row([cell('slashed', 'status-voided'), cell(''), cell(short(s.who)), cell(`${syn(s.amount)} SYN`)]));
+    rows.push(row([cell('slashed', 'status-voided'), cell(''), cell(short(s.who)),
+      cell(`${syn(s.amount)} SYN at block ${s.block} (a member of this pool; slashes are shown from the blocks finalized since this page opened)`)]));
   }
   fill($('challenges').tBodies[0], rows, 'no challenges', 4);
   drawChart();
@@ -246,8 +261,10 @@ function drawChart() {
   }
   const W = 520, H = 240, L = 44, B = 24;
   const pts = series.flatMap((t) => t.points);
-  const r0 = Math.min(...pts.map((p) => p.round)), r1 = Math.max(...pts.map((p) => p.round), r0 + 1);
-  const y0 = Math.min(...pts.map((p) => p.val_loss)), y1 = Math.max(...pts.map((p) => p.val_loss), y0 + 1e-3);
+  const lo = (f) => pts.reduce((m, p) => Math.min(m, f(p)), Infinity);
+  const hi = (f) => pts.reduce((m, p) => Math.max(m, f(p)), -Infinity);
+  const r0 = lo((p) => p.round), r1 = Math.max(hi((p) => p.round), r0 + 1);
+  const y0 = lo((p) => p.val_loss), y1 = Math.max(hi((p) => p.val_loss), y0 + 1e-3);
   const x = (r) => L + ((r - r0) / (r1 - r0)) * (W - L - 10);
   const y = (v) => 10 + (1 - (v - y0) / (y1 - y0)) * (H - B - 10);
   const ns = 'http://www.w3.org/2000/svg';
