@@ -7,6 +7,8 @@
 #  - Rust: the wasm32-unknown-unknown target and rust-src (the runtime's wasm build).
 #  - Node.js packages for the Polkadot.js scripts (scripts/polkadot-js, from package-lock.json):
 #    @polkadot/api (its browser bundles also serve the web dashboard) and playwright-core.
+#  - The zombienet CLI (zombienet/package.json, @zombienet/cli with the toml@3.0.0 override) for
+#    the multi-node tests (scripts/zombienet.sh, native provider).
 #  - Debian's chromium: the dashboard's browser test drives it headless (playwright-core's own
 #    browser download does not work here).
 #  - A project virtualenv at $SYNOD_CACHE/venv with torch==2.13.0 (the libtorch that tch 0.26
@@ -42,6 +44,12 @@ JS_DIR="$(cd "$(dirname "$0")" && pwd)/polkadot-js"
 if [ ! -d "$JS_DIR/node_modules/@polkadot/api" ] || [ ! -d "$JS_DIR/node_modules/playwright-core" ]; then
   echo "setup: npm ci in $JS_DIR" >&2
   (cd "$JS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+ZN_DIR="$(cd "$(dirname "$0")/.." && pwd)/zombienet"
+if [ ! -x "$ZN_DIR/node_modules/.bin/zombienet" ]; then
+  echo "setup: npm ci in $ZN_DIR (the zombienet CLI)" >&2
+  (cd "$ZN_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 VENV="$SYNOD_CACHE/venv"

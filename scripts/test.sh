@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh) and runs every test of the workspace on CPU, then the web
-# dashboard's browser test (scripts/dashboard-test.sh, headless Chromium).
+# dashboard's browser test (scripts/dashboard-test.sh, headless Chromium) and the zombienet
+# multi-node tests (scripts/zombienet.sh: validators and trainers as real processes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -16,3 +17,5 @@ cargo test --locked "${pallets[@]/#/--package=pallet-}" --features "$features" "
 # The web dashboard in headless Chromium, against a dev chain and a trainer (debug binaries
 # from the workspace build above).
 ./scripts/dashboard-test.sh
+# Validators (finality, churn, partition) and trainers on a 4-validator network, with zombienet.
+./scripts/zombienet.sh

@@ -5,7 +5,8 @@
 #
 #   ./zombienet/local-testnet.sh [path/to/synod-node]
 #
-# The automated check of this network is node/tests/local_testnet.rs (cargo test).
+# The automated checks of this network are the zombienet tests (zombienet/*.zndsl, run by
+# scripts/zombienet.sh), which start the same four validators from the same chain spec.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NODE=${1:-${CARGO_TARGET_DIR:-$HOME/.cache/synod/target}/debug/synod-node}
