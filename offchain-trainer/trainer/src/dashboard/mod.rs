@@ -7,7 +7,7 @@
 //! JSON-RPC WebSocket. Trainers' metrics endpoints are not readable from another origin, so
 //! this server scrapes them (`--metrics`) and keeps every round they report (`/api/trainers`).
 //!
-//! Routes: `/` (the page), `/app.js`, `/config.json` (`{"rpc", "metrics"}`),
+//! Routes: `/` (the page), `/app.js`, `/shim.js`, `/config.json` (`{"rpc", "metrics"}`),
 //! `/api/trainers` (JSON, [`scrape::Trainer`] per endpoint), `/vendor/{util,util-crypto,
 //! keyring,types,api}.js`.
 
@@ -33,6 +33,7 @@ use scrape::{Scraper, Trainer};
 
 const INDEX_HTML: &str = include_str!("page/index.html");
 const APP_JS: &str = include_str!("page/app.js");
+const SHIM_JS: &str = include_str!("page/shim.js");
 /// The Polkadot.js browser bundles, in load order: (route name, file under `--js-modules`).
 const BUNDLES: [(&str, &str); 5] = [
     ("util", "@polkadot/util/bundle-polkadot-util.js"),
@@ -69,6 +70,10 @@ pub struct DashboardArgs {
 /// What the routes serve.
 struct Site {
     config: String,
+    /// The page's Content-Security-Policy: scripts from this server only (no inline script, so
+    /// chain data that slipped into the page as markup could not run), connections to this
+    /// server and the node's RPC only.
+    csp: String,
     bundles: Vec<(&'static str, Bytes)>,
     trainers: Mutex<Vec<Trainer>>,
 }
@@ -118,8 +123,20 @@ fn site(a: &DashboardArgs) -> Result<Site> {
         url.parse::<hyper::Uri>()
             .with_context(|| format!("--metrics {url}"))?;
     }
+    // A CSP source expression cannot hold spaces, quotes or semicolons.
+    if a.rpc
+        .contains(|c: char| c.is_whitespace() || matches!(c, ';' | ',' | '\'' | '"'))
+    {
+        bail!("--rpc {:?} is not a WebSocket URL", a.rpc);
+    }
     Ok(Site {
         config: json!({"rpc": a.rpc, "metrics": a.metrics}).to_string(),
+        csp: format!(
+            "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; \
+             img-src 'self' data:; connect-src 'self' {}; base-uri 'none'; form-action 'none'; \
+             frame-ancestors 'none'",
+            a.rpc
+        ),
         bundles,
         trainers: Mutex::new(a.metrics.iter().map(|u| Trainer::new(u)).collect()),
     })
@@ -176,6 +193,10 @@ fn respond(status: StatusCode, content_type: &str, body: Bytes) -> Response<Full
         h.insert(hyper::header::CONTENT_TYPE, v);
     }
     h.insert(
+        hyper::header::X_CONTENT_TYPE_OPTIONS,
+        hyper::header::HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
         hyper::header::CACHE_CONTROL,
         hyper::header::HeaderValue::from_static("no-store"),
     );
@@ -187,12 +208,20 @@ fn route(site: &Site, path: &str) -> Response<Full<Bytes>> {
     const JS: &str = "text/javascript; charset=utf-8";
     const JSON: &str = "application/json";
     match path {
-        "/" | "/index.html" => respond(
-            StatusCode::OK,
-            "text/html; charset=utf-8",
-            Bytes::from_static(INDEX_HTML.as_bytes()),
-        ),
+        "/" | "/index.html" => {
+            let mut r = respond(
+                StatusCode::OK,
+                "text/html; charset=utf-8",
+                Bytes::from_static(INDEX_HTML.as_bytes()),
+            );
+            if let Ok(v) = site.csp.parse() {
+                r.headers_mut()
+                    .insert(hyper::header::CONTENT_SECURITY_POLICY, v);
+            }
+            r
+        }
         "/app.js" => respond(StatusCode::OK, JS, Bytes::from_static(APP_JS.as_bytes())),
+        "/shim.js" => respond(StatusCode::OK, JS, Bytes::from_static(SHIM_JS.as_bytes())),
         "/config.json" => respond(StatusCode::OK, JSON, Bytes::from(site.config.clone())),
         "/api/trainers" => {
             let body = match site.trainers.lock() {
@@ -288,8 +317,27 @@ mod tests {
     fn the_page_its_script_config_and_bundles_are_served() {
         let d = fake_modules();
         let s = site(&args(d.path())).unwrap();
-        let (st, html) = body(route(&s, "/"));
+        let page = route(&s, "/");
+        let csp = page.headers()[hyper::header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            csp.contains("script-src 'self' 'wasm-unsafe-eval';"),
+            "{csp}"
+        );
+        assert!(
+            csp.contains("connect-src 'self' ws://127.0.0.1:1;"),
+            "{csp}"
+        );
+        assert_eq!(page.headers()["x-content-type-options"], "nosniff");
+        let (st, html) = body(page);
         assert_eq!(st, StatusCode::OK);
+        assert!(
+            !html.contains("<script>"),
+            "no inline script: the CSP forbids it"
+        );
+        assert!(body(route(&s, "/shim.js")).1.contains("unwrapStorageSi"));
         for (name, _) in BUNDLES {
             assert!(html.contains(&format!("/vendor/{name}.js")), "{name}");
         }
@@ -368,5 +416,8 @@ mod tests {
         let mut a = args(d.path());
         a.metrics = vec!["not a url".into()];
         assert!(site(&a).is_err());
+        let mut a = args(d.path());
+        a.rpc = "ws://x; script-src *".into();
+        assert!(site(&a).is_err(), "an --rpc that would extend the CSP");
     }
 }
