@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# 0002-validator-churn's custom step (run by zombienet in its temp dir, next to the network's raw
+# chain spec): the operator's path as far as it goes before validators come from stake. A new
+# `synod-node` (full node, fresh base path) is started with the network's chain spec and Alice as
+# its bootnode, the standard flags (`--port`, `--rpc-port`, `--prometheus-port`), and must:
+#   - sync to Alice's finalized head and keep importing (its own RPC and Prometheus metrics);
+#   - answer `author_rotateKeys` with fresh Aura (sr25519) + GRANDPA (ed25519) session keys,
+#     64 bytes, that `author_hasSessionKeys` confirms are in its keystore.
+# Exits non-zero with the reason on failure.
+#
+#   full-node-joins.sh ws://127.0.0.1:39944
+set -euo pipefail
+ALICE_WS=${1:-ws://127.0.0.1:39944}
+ALICE_HTTP=${ALICE_WS/ws:/http:}
+SPEC=../local-raw.json
+[ -f "$SPEC" ] || SPEC=$(ls ../*raw*.json 2>/dev/null | head -1)
+[ -f "$SPEC" ] || { echo "full-node-joins: no raw chain spec next to $PWD" >&2; exit 1; }
+BASE="$PWD/operator"
+rm -rf "$BASE"
+RPC=39950 P2P=39951 PROM=39952
+rpc() { # url method [params-json]
+  curl -sf -H 'Content-Type: application/json' \
+    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$2\",\"params\":${3:-[]}}" "$1"
+}
+field() { python3 -c "import json,sys; r=json.load(sys.stdin)['result']; print(eval(sys.argv[1]))" "$1"; }
+finalized() { # url → finalized block number
+  local h
+  h=$(rpc "$1" chain_getFinalizedHead | field 'r')
+  rpc "$1" chain_getHeader "[\"$h\"]" | field 'int(r["number"], 16)'
+}
+
+peer=$(rpc "$ALICE_HTTP" system_localPeerId | field 'r')
+addr=$(rpc "$ALICE_HTTP" system_localListenAddresses | field 'next(a for a in r if "127.0.0.1" in a)')
+case $addr in */p2p/*) ;; *) addr="$addr/p2p/$peer" ;; esac
+target=$(finalized "$ALICE_HTTP")
+echo "full-node-joins: bootnode $addr, Alice finalized #$target" >&2
+
+synod-node --chain "$SPEC" --base-path "$BASE" --name operator --bootnodes "$addr" \
+  --port $P2P --rpc-port $RPC --prometheus-port $PROM --no-mdns --no-telemetry \
+  >"$BASE.log" 2>&1 &
+NODE=$!
+trap 'kill -9 $NODE 2>/dev/null || true' EXIT
+ME="http://127.0.0.1:$RPC"
+fail() { echo "full-node-joins: $*" >&2; tail -15 "$BASE.log" >&2; exit 1; }
+
+deadline=$((SECONDS + 120))
+until [ "$(finalized "$ME" 2>/dev/null || echo 0)" -ge "$target" ]; do
+  [ $SECONDS -lt $deadline ] || fail "did not reach Alice's finalized #$target in 120 s"
+  kill -0 $NODE 2>/dev/null || fail "synod-node exited"
+  sleep 1
+done
+first=$(finalized "$ME")
+peers=$(rpc "$ME" system_health | field 'r["peers"]')
+[ "$peers" -ge 1 ] || fail "no peers"
+# Still following: finality moves on at the new node.
+deadline=$((SECONDS + 60))
+until [ "$(finalized "$ME")" -gt "$first" ]; do
+  [ $SECONDS -lt $deadline ] || fail "finality stalled at #$first on the new node"
+  sleep 1
+done
+metrics=$(curl -sf "http://127.0.0.1:$PROM/metrics") || fail "no Prometheus endpoint on port $PROM"
+grep -qE '^substrate_block_height\{.*status="finalized"' <<<"$metrics" \
+  || fail "no substrate_block_height on its Prometheus endpoint"
+keys=$(rpc "$ME" author_rotateKeys | field 'r')
+[ ${#keys} = 130 ] || fail "author_rotateKeys gave $keys (expected 64 bytes: aura + grandpa)"
+has=$(rpc "$ME" author_hasSessionKeys "[\"$keys\"]" | field 'r')
+[ "$has" = True ] || fail "author_hasSessionKeys($keys) = $has"
+echo "full-node-joins: synced to #$first with $peers peers, finality moving; session keys $keys" >&2
