@@ -21,6 +21,8 @@ pub const DEFAULT_PORT: u16 = 9616;
 pub struct Exporter {
     registry: Registry,
     pool: Gauge<U64>,
+    stake: Gauge<F64>,
+    commits: CounterVec<U64>,
     rounds: CounterVec<U64>,
     round: Gauge<U64>,
     inner_loss: Gauge<F64>,
@@ -60,6 +62,21 @@ impl Exporter {
                     "Id of the pool this trainer is a member of",
                 )?,
                 &r,
+            )?,
+            stake: register(
+                Gauge::new(
+                    "synod_trainer_stake_syn",
+                    "Stake committed to the pool as registered on-chain (its quorum weight), in \
+                     SYN (10^12 planck)",
+                )?,
+                &r,
+            )?,
+            commits: counter_vec(
+                &r,
+                "synod_trainer_commits_total",
+                "Checkpoint commits submitted (Checkpoints.commit_checkpoint), by outcome: ok, \
+                 failed",
+                "outcome",
             )?,
             rounds: counter_vec(
                 &r,
@@ -193,7 +210,17 @@ impl Exporter {
         let f = |k: &str| e[k].as_f64().unwrap_or(0.0);
         let u = |k: &str| e[k].as_u64().unwrap_or(0);
         match e["event"].as_str().unwrap_or_default() {
-            "joined" => self.pool.set(u("pool")),
+            "joined" => {
+                self.pool.set(u("pool"));
+                // Planck as a decimal string (u128).
+                if let Some(p) = e["stake"].as_str().and_then(|s| s.parse::<u128>().ok()) {
+                    self.stake.set(p as f64 / 1e12);
+                }
+            }
+            "commit" => {
+                let outcome = e["outcome"].as_str().unwrap_or("failed");
+                self.commits.with_label_values(&[outcome]).inc();
+            }
             "round" => {
                 self.round.set(u("round"));
                 self.inner_loss.set(f("train_loss"));
@@ -300,7 +327,10 @@ mod tests {
         e.observe(&json!({"event": "vote", "guilty": true}));
         e.observe(&json!({"event": "vote", "abstained": "another pool"}));
         e.observe(&json!({"event": "synced"}));
-        e.observe(&json!({"event": "joined", "pool": 7, "member": 1}));
+        e.observe(&json!({"event": "joined", "pool": 7, "member": 1,
+            "stake": "100000000000000"}));
+        e.observe(&json!({"event": "commit", "round": 2, "outcome": "ok"}));
+        e.observe(&json!({"event": "commit", "round": 3, "outcome": "failed"}));
         let t = text(&e);
         for line in [
             "# TYPE synod_trainer_rounds_total counter",
@@ -311,6 +341,10 @@ mod tests {
             "synod_trainer_round 2",
             "# TYPE synod_trainer_pool gauge",
             "synod_trainer_pool 7",
+            "synod_trainer_stake_syn 100",
+            "# TYPE synod_trainer_commits_total counter",
+            "synod_trainer_commits_total{outcome=\"ok\"} 1",
+            "synod_trainer_commits_total{outcome=\"failed\"} 1",
             "synod_trainer_inner_seconds_total 3",
             "synod_trainer_compute_utilisation 0.75",
             "synod_trainer_payload_bytes_total 1000",
@@ -359,6 +393,7 @@ mod tests {
         for ev in [
             json!({"event": "round", "round": 1, "excluded": [[3, "fetch failed"]]}),
             json!({"event": "closed", "round": 1, "detail": "voided"}),
+            json!({"event": "commit", "round": 1, "outcome": "ok"}),
             json!({"event": "verified", "honest": true, "replay_secs": 1.0}),
             json!({"event": "challenge", "outcome": "opened"}),
             json!({"event": "vote", "guilty": false}),

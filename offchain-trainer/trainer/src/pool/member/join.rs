@@ -29,14 +29,14 @@ pub(super) async fn log_chain_events(
 }
 
 /// Registers in the pool (bonding first if needed) or finds our registration; returns
-/// (member index, first round, whether we were already a member).
+/// (member index, first round, whether we were already a member, committed stake in planck).
 pub(super) async fn register(
     chain: &Chain,
     signer: &Signer,
     a: &RunArgs,
     peer_id: &PeerId,
     key: &MemberKey,
-) -> Result<(u32, u32, bool)> {
+) -> Result<(u32, u32, bool, u128)> {
     let who = account_of(signer);
     if let Some(rec) = chain.member(a.pool, &who).await? {
         if rec.peer_id != peer_id.to_bytes() {
@@ -47,7 +47,7 @@ pub(super) async fn register(
             "already a member of pool {}: resuming",
             a.pool
         );
-        return Ok((rec.index, rec.from_round, true));
+        return Ok((rec.index, rec.from_round, true, rec.stake));
     }
     ensure_bonded(chain, signer, planck(a.stake)).await?;
     chain
@@ -66,7 +66,7 @@ pub(super) async fn register(
         "joined pool {}",
         a.pool
     );
-    Ok((rec.index, rec.from_round, false))
+    Ok((rec.index, rec.from_round, false, rec.stake))
 }
 
 /// Registers as a juror (`Challenges.register_juror`); already being one is fine.

@@ -119,7 +119,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let keypair = Keypair::ed25519_from_bytes(seed).map_err(|e| anyhow!("identity: {e}"))?;
     let member_key = Arc::new(MemberKey::from_seed(seed));
     let peer_id = keypair.public().to_peer_id();
-    let (me, from_round, resumed) =
+    let (me, from_round, resumed, stake) =
         rt.block_on(register(&chain, &signer, a, &peer_id, &member_key))?;
     if a.juror {
         rt.block_on(join::register_juror(&chain, &signer))?;
@@ -165,6 +165,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         Metrics::appending(&a.base_path.join("metrics.jsonl"))?.with_exporter(exporter);
     metrics.emit(&serde_json::json!({
         "event": "joined", "pool": a.pool, "member": me, "from_round": from_round, "resumed": resumed,
+        "stake": stake.to_string(),
         "account": account_of(&signer).to_string(), "peer_id": peer_id.to_string(),
         "listen": addrs.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "prometheus": (!a.no_prometheus).then(|| {

@@ -32,11 +32,18 @@ struct Pending {
 impl Trainer<'_> {
     /// Waits for our commit of `p` to be processed and for the round to close on-chain.
     fn settle(&mut self, p: Pending) -> Result<Closed> {
-        match self.block_on(p.commit) {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(round = p.round, "commit failed: {e}"),
-            Err(e) => tracing::warn!(round = p.round, "commit task failed: {e}"),
+        let failure = match self.block_on(p.commit) {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(format!("commit failed: {e}")),
+            Err(e) => Some(format!("commit task failed: {e}")),
+        };
+        if let Some(e) = &failure {
+            tracing::warn!(round = p.round, "{e}");
         }
+        self.metrics.emit(&serde_json::json!({
+            "event": "commit", "round": p.round, "hash": synod_checkpoint::hex(&p.hash),
+            "outcome": if failure.is_some() { "failed" } else { "ok" }, "error": failure,
+        }))?;
         let (chain, pool, round) = (&self.chain, self.pool, p.round);
         let closed = self.block_on(chain.wait_for(
             "the round to close",
