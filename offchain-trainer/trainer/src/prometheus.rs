@@ -21,6 +21,9 @@ pub const DEFAULT_PORT: u16 = 9616;
 pub struct Exporter {
     registry: Registry,
     pool: Gauge<U64>,
+    finalized_height: Gauge<U64>,
+    peers: Gauge<U64>,
+    received_bytes: Counter<U64>,
     stake: Gauge<F64>,
     commits: CounterVec<U64>,
     rounds: CounterVec<U64>,
@@ -60,6 +63,27 @@ impl Exporter {
                 Gauge::new(
                     "synod_trainer_pool",
                     "Id of the pool this trainer is a member of",
+                )?,
+                &r,
+            )?,
+            finalized_height: register(
+                Gauge::new(
+                    "synod_trainer_finalized_height",
+                    "Number of the last finalized block the trainer has seen",
+                )?,
+                &r,
+            )?,
+            peers: register(
+                Gauge::new(
+                    "synod_trainer_peers_connected",
+                    "libp2p peers connected at the last exchange",
+                )?,
+                &r,
+            )?,
+            received_bytes: register(
+                Counter::new(
+                    "synod_trainer_payload_bytes_received_total",
+                    "Bytes of the other members' pseudo-gradient payloads we aggregated",
                 )?,
                 &r,
             )?,
@@ -205,6 +229,12 @@ impl Exporter {
         });
     }
 
+    /// Sets the last finalized block number seen (from the finalized-block subscription, not
+    /// from an event: one per block).
+    pub fn set_finalized_height(&self, number: u64) {
+        self.finalized_height.set(number);
+    }
+
     /// Updates the metrics from one JSON-lines event (`{"event": …}`); others are ignored.
     pub fn observe(&self, e: &Value) {
         let f = |k: &str| e[k].as_f64().unwrap_or(0.0);
@@ -216,6 +246,10 @@ impl Exporter {
                 if let Some(p) = e["stake"].as_str().and_then(|s| s.parse::<u128>().ok()) {
                     self.stake.set(p as f64 / 1e12);
                 }
+            }
+            "exchange" => {
+                self.peers.set(u("peers_connected"));
+                self.received_bytes.inc_by(u("bytes_received"));
             }
             "commit" => {
                 let outcome = e["outcome"].as_str().unwrap_or("failed");
@@ -330,6 +364,11 @@ mod tests {
         e.observe(&json!({"event": "joined", "pool": 7, "member": 1,
             "stake": "100000000000000"}));
         e.observe(&json!({"event": "commit", "round": 2, "outcome": "ok"}));
+        e.observe(
+            &json!({"event": "exchange", "round": 2, "bytes_received": 2000,
+            "peers_connected": 3}),
+        );
+        e.set_finalized_height(41);
         e.observe(&json!({"event": "commit", "round": 3, "outcome": "failed"}));
         let t = text(&e);
         for line in [
@@ -342,6 +381,10 @@ mod tests {
             "# TYPE synod_trainer_pool gauge",
             "synod_trainer_pool 7",
             "synod_trainer_stake_syn 100",
+            "synod_trainer_peers_connected 3",
+            "# TYPE synod_trainer_payload_bytes_received_total counter",
+            "synod_trainer_payload_bytes_received_total 2000",
+            "synod_trainer_finalized_height 41",
             "# TYPE synod_trainer_commits_total counter",
             "synod_trainer_commits_total{outcome=\"ok\"} 1",
             "synod_trainer_commits_total{outcome=\"failed\"} 1",

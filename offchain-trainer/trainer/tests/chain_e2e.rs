@@ -434,6 +434,19 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
         || closed_at_0() > rounds_closed(&early),
     );
     let late = net.scrape(0);
+    // The chain, network and stake gauges of a member that has exchanged and committed.
+    for (series, at_least) in [
+        ("synod_trainer_finalized_height", 1.0),
+        ("synod_trainer_peers_connected", 1.0),
+        ("synod_trainer_payload_bytes_received_total", 1.0),
+        ("synod_trainer_stake_syn", 100.0),
+        ("synod_trainer_commits_total{outcome=\"ok\"}", 2.0),
+    ] {
+        assert!(
+            sample(&late, series) >= at_least,
+            "{series} below {at_least}:\n{late}"
+        );
+    }
     assert!(
         rounds_closed(&late) > rounds_closed(&early),
         "the counters moved with the rounds: {} then {}",

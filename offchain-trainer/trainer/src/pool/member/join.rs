@@ -7,15 +7,21 @@ use synod_p2p::{MemberKey, PeerId};
 
 use crate::chain_args::RunArgs;
 use crate::pool::{ensure_bonded, planck};
+use crate::prometheus::Exporter;
 
-/// Logs the pool's on-chain events as finalized blocks arrive.
+/// Logs the pool's on-chain events as finalized blocks arrive, and sets the exporter's
+/// finalized height.
 pub(super) async fn log_chain_events(
     mut rx: tokio::sync::mpsc::Receiver<Result<FinalizedBlock, ChainError>>,
     pool: u32,
+    exporter: Option<Exporter>,
 ) {
     while let Some(b) = rx.recv().await {
         match b {
             Ok(b) => {
+                if let Some(x) = &exporter {
+                    x.set_finalized_height(b.number);
+                }
                 for e in b.events.iter().filter(|e| e.pool() == pool) {
                     tracing::info!(block = b.number, "chain: {e:?}");
                 }

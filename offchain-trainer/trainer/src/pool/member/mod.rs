@@ -104,8 +104,15 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let info = rt
         .block_on(chain.pool(a.pool))?
         .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
+    let exporter = if a.no_prometheus {
+        None
+    } else {
+        let e = Exporter::new()?;
+        e.serve(&rt, a.prometheus_port, a.prometheus_external);
+        Some(e)
+    };
     let events = rt.block_on(chain.follow())?;
-    rt.spawn(log_chain_events(events, a.pool));
+    rt.spawn(log_chain_events(events, a.pool, exporter.clone()));
     recipe.check(&info.spec, &a.recipe)?;
     std::fs::create_dir_all(&a.base_path)
         .with_context(|| format!("creating {}", a.base_path.display()))?;
@@ -154,13 +161,6 @@ pub fn run(a: &RunArgs) -> Result<()> {
     })?;
     let addrs = rt.block_on(client.listen_addrs());
 
-    let exporter = if a.no_prometheus {
-        None
-    } else {
-        let e = Exporter::new()?;
-        e.serve(&rt, a.prometheus_port, a.prometheus_external);
-        Some(e)
-    };
     let mut metrics =
         Metrics::appending(&a.base_path.join("metrics.jsonl"))?.with_exporter(exporter);
     metrics.emit(&serde_json::json!({

@@ -155,6 +155,16 @@ impl Trainer<'_> {
             }
             let payload_bytes = mine.payload.len() as u64;
             let ex = self.block_on(all_gather(&self.client, r, mine.payload, xcfg))?;
+            let received: u64 = ex
+                .included
+                .iter()
+                .filter(|c| c.member != self.me)
+                .map(|c| c.payload.len() as u64)
+                .sum();
+            self.metrics.emit(&serde_json::json!({
+                "event": "exchange", "round": r, "bytes_received": received,
+                "peers_connected": self.client.snapshot().connected.len(),
+            }))?;
             self.retain(r, &ex);
             let t_outer = Instant::now();
             let outcome = state.apply(&ex.included, rule.aggregator(Some(&stakes)).as_ref())?;
