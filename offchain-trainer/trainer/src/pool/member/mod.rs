@@ -316,12 +316,25 @@ impl Trainer<'_> {
     fn load(&mut self, hash: CheckpointHash, round: u32) -> Result<OuterState> {
         let local = self.store.get(&hash).is_some();
         let peers = self.peers();
+        let sp = (!local).then(|| {
+            spinner(
+                self.a.quiet,
+                format!(
+                    "catching up: fetching the checkpoint of round {round} ({}…)",
+                    &synod_checkpoint::hex(&hash)[..12]
+                ),
+            )
+        });
         let bytes = self.block_on(self.store.get_or_fetch(
             &self.client,
             &peers,
             hash,
             Duration::from_secs(300),
-        ))?;
+        ));
+        if let Some(sp) = sp {
+            sp.finish_and_clear();
+        }
+        let bytes = bytes?;
         self.keep_serving_final(hash, Some(&bytes))?;
         let set = synod_checkpoint::from_bytes(&bytes)?;
         let r = &self.a.recipe;
@@ -360,6 +373,18 @@ impl Trainer<'_> {
     fn blank(&self, round: u32) -> RoundRecord {
         RoundRecord::diloco(round, self.tokens)
     }
+}
+
+/// A spinner with `what` on stderr until finished: drawn only when stderr is a terminal and
+/// not `quiet`.
+pub(super) fn spinner(quiet: bool, what: String) -> indicatif::ProgressBar {
+    if quiet {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_message(what);
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb
 }
 
 /// A progress bar of the inner steps of each round on stderr: drawn only when stderr is a

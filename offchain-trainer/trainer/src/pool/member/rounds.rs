@@ -154,7 +154,13 @@ impl Trainer<'_> {
                 }
             }
             let payload_bytes = mine.payload.len() as u64;
-            let ex = self.block_on(all_gather(&self.client, r, mine.payload, xcfg))?;
+            let sp = super::spinner(
+                self.a.quiet,
+                format!("round {r}: exchanging pseudo-gradients (fetching the members' payloads)"),
+            );
+            let ex = self.block_on(all_gather(&self.client, r, mine.payload, xcfg));
+            sp.finish_and_clear();
+            let ex = ex?;
             let received: u64 = ex
                 .included
                 .iter()
