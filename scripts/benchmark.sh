@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the FRAME benchmarks (v2) of Synod's five pallets on the dev runtime and regenerates each
+# Runs the FRAME benchmarks (v2) of Synod's six pallets on the dev runtime and regenerates each
 # pallet's src/weights.rs from scripts/weight-template.hbs.
 #
 #   ./scripts/benchmark.sh [steps] [repeat]      (defaults 20 and 10)
@@ -13,7 +13,7 @@ REPEAT=${2:-10}
 # The runtime wasm is always built in release; the dev-profile node only hosts it.
 cargo build --locked -p synod-node --features runtime-benchmarks
 NODE="$CARGO_TARGET_DIR/debug/synod-node"
-for dir in trainer-staking training-pools checkpoints challenges rewards; do
+for dir in ${PALLETS:-trainer-staking training-pools checkpoints challenges rewards validator-set}; do
   pallet="pallet_${dir//-/_}"
   "$NODE" benchmark pallet --chain dev --pallet "$pallet" --extrinsic '*' \
     --steps "$STEPS" --repeat "$REPEAT" --wasm-execution compiled \

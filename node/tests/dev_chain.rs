@@ -1,5 +1,5 @@
 //! `synod-node --dev` produces and finalizes blocks, and the Polkadot.js user path passes
-//! against it: every call of the five Synod pallets submitted, every module error decoded with
+//! against it: every call of the six Synod pallets submitted, every module error decoded with
 //! its doc string, bond → create pool → join → commit → final checkpoint event → challenge →
 //! rewards claimed.
 
@@ -43,6 +43,6 @@ fn dev_chain_finalizes_and_polkadot_js_user_path_passes() {
     let summary: serde_json::Value =
         serde_json::from_str(stdout.lines().last().unwrap_or("{}")).expect("JSON summary line");
     assert_eq!(summary["ok"], true);
-    assert_eq!(summary["calls_submitted"], 17);
+    assert_eq!(summary["calls_submitted"], 19);
     assert!(summary["module_errors_with_docs"].as_u64().unwrap_or(0) > 40);
 }

@@ -11,4 +11,5 @@ frame_benchmarking::define_benchmarks!(
     [pallet_checkpoints, Checkpoints]
     [pallet_challenges, Challenges]
     [pallet_rewards, Rewards]
+    [pallet_validator_set, ValidatorSet]
 );

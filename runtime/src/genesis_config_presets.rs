@@ -1,8 +1,14 @@
-//! Genesis presets: `development` (Alice is the only authority and sudo) and `local_testnet`
-//! (Alice, Bob, Charlie and Dave are Aura + GRANDPA authorities). Both fund the well-known dev
-//! accounts (`//Alice` … `//Ferdie` and their `//stash`) with 2^60 planck each.
+//! Genesis presets: `development` (Alice is the only validator and sudo) and `local_testnet`
+//! (Alice, Bob, Charlie and Dave validate). Both fund the well-known dev accounts (`//Alice` …
+//! `//Ferdie` and their `//stash`) with 2^60 planck each. The validators are validators *from
+//! stake*: each bonds [`VALIDATOR_BOND`] in TrainerStaking, is a ValidatorSet candidate and has
+//! its Aura + GRANDPA session keys (`//Name` sr25519 / ed25519) in `session.keys`. Sessions last
+//! [`SESSION_LENGTH`] blocks.
 
-use crate::{AccountId, BalancesConfig, RuntimeGenesisConfig, SudoConfig};
+use crate::{
+    AccountId, BalancesConfig, RuntimeGenesisConfig, SessionConfig, SessionKeys, SudoConfig,
+    TrainerStakingConfig, ValidatorSetConfig, UNIT,
+};
 use alloc::{vec, vec::Vec};
 use frame_support::build_struct_json_patch;
 use serde_json::Value;
@@ -13,12 +19,17 @@ use sp_keyring::{Ed25519Keyring, Sr25519Keyring};
 
 /// Balance given to each endowed account, in planck (about 1.15 M SYN).
 pub const ENDOWMENT: u128 = 1u128 << 60;
+/// Stake each genesis validator bonds, in planck (1 000 SYN).
+pub const VALIDATOR_BOND: u128 = 1_000 * UNIT;
+/// Blocks per session on the presets (20 s): a new validator authors within three sessions.
+pub const SESSION_LENGTH: u32 = 10;
 
 fn testnet_genesis(
-    initial_authorities: Vec<(AuraId, GrandpaId)>,
+    initial_authorities: Vec<(AccountId, AuraId, GrandpaId)>,
     endowed_accounts: Vec<AccountId>,
     root: AccountId,
 ) -> Value {
+    let validators = || initial_authorities.iter().map(|x| x.0.clone());
     build_struct_json_patch!(RuntimeGenesisConfig {
         balances: BalancesConfig {
             balances: endowed_accounts
@@ -27,24 +38,40 @@ fn testnet_genesis(
                 .map(|k| (k, ENDOWMENT))
                 .collect::<Vec<_>>(),
         },
-        aura: pallet_aura::GenesisConfig {
-            authorities: initial_authorities
-                .iter()
-                .map(|x| x.0.clone())
+        trainer_staking: TrainerStakingConfig {
+            stakers: validators()
+                .map(|v| (v, VALIDATOR_BOND))
                 .collect::<Vec<_>>(),
         },
-        grandpa: pallet_grandpa::GenesisConfig {
-            authorities: initial_authorities
+        validator_set: ValidatorSetConfig {
+            candidates: validators().collect::<Vec<_>>(),
+            session_length: SESSION_LENGTH,
+        },
+        session: SessionConfig {
+            keys: initial_authorities
                 .iter()
-                .map(|x| (x.1.clone(), 1))
+                .map(|(account, aura, grandpa)| {
+                    (
+                        account.clone(),
+                        account.clone(),
+                        SessionKeys {
+                            aura: aura.clone(),
+                            grandpa: grandpa.clone(),
+                        },
+                    )
+                })
                 .collect::<Vec<_>>(),
         },
         sudo: SudoConfig { key: Some(root) },
     })
 }
 
-fn authority(aura: Sr25519Keyring, grandpa: Ed25519Keyring) -> (AuraId, GrandpaId) {
-    (aura.public().into(), grandpa.public().into())
+fn authority(name: Sr25519Keyring, grandpa: Ed25519Keyring) -> (AccountId, AuraId, GrandpaId) {
+    (
+        name.to_account_id(),
+        name.public().into(),
+        grandpa.public().into(),
+    )
 }
 
 /// The `local_testnet` preset: four validators.

@@ -1,10 +1,11 @@
 //! Synod's FRAME runtime.
 //!
 //! An Aura + GRANDPA solochain with the standard System, Timestamp, Aura, Grandpa, Balances,
-//! TransactionPayment and Sudo pallets, plus Synod's training pallets (TrainerStaking,
-//! TrainingPools, Checkpoints, Challenges, Rewards). Genesis presets: `development` (Alice
-//! authors alone) and `local_testnet` (Alice, Bob, Charlie and Dave validate), see
-//! [`genesis_config_presets`].
+//! TransactionPayment, Sudo and Session pallets, plus Synod's pallets: TrainerStaking,
+//! ValidatorSet (validators from stake: `validate`/`chill`, top N by bond at every session),
+//! TrainingPools, Checkpoints, Challenges, Rewards. Genesis presets: `development` (Alice
+//! authors alone) and `local_testnet` (Alice, Bob, Charlie and Dave validate), both with
+//! 10-block sessions, see [`genesis_config_presets`].
 #![cfg_attr(not(feature = "std"), no_std)]
 // `construct_runtime`'s expansion for many pallets recurses deeply.
 #![recursion_limit = "256"]
@@ -66,7 +67,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: alloc::borrow::Cow::Borrowed("synod"),
     impl_name: alloc::borrow::Cow::Borrowed("synod-node"),
     authoring_version: 1,
-    spec_version: 103,
+    spec_version: 104,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,
@@ -190,4 +191,9 @@ mod runtime {
     pub type Challenges = pallet_challenges;
     #[runtime::pallet_index(14)]
     pub type Rewards = pallet_rewards;
+    // Validators from stake. After TrainerStaking: its genesis checks the candidates' bonds.
+    #[runtime::pallet_index(15)]
+    pub type ValidatorSet = pallet_validator_set;
+    #[runtime::pallet_index(7)]
+    pub type Session = pallet_session;
 }

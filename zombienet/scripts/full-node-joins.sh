@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # 0002-validator-churn's custom step (run by zombienet in its temp dir, next to the network's raw
-# chain spec): the operator's path as far as it goes before validators come from stake. A new
-# `synod-node` (full node, fresh base path) is started with the network's chain spec and Alice as
-# its bootnode, the standard flags (`--port`, `--rpc-port`, `--prometheus-port`), and must:
+# chain spec): the operator's path of docs/validator.md. A new `synod-node --validator` (fresh
+# base path) is started with the network's chain spec and Alice as its bootnode, the standard
+# flags (`--port`, `--rpc-port`, `--prometheus-port`), and must:
 #   - sync to Alice's finalized head and keep importing (its own RPC and Prometheus metrics);
-#   - answer `author_rotateKeys` with fresh Aura (sr25519) + GRANDPA (ed25519) session keys,
-#     64 bytes, that `author_hasSessionKeys` confirms are in its keystore.
-# Exits non-zero with the reason on failure.
+#   - become a validator from stake as //Eve with Polkadot.js
+#     (scripts/polkadot-js/become-validator.mjs: author_rotateKeysWithOwner → trainerStaking.bond
+#     → session.setKeys → validatorSet.validate), keys that `author_hasSessionKeys` confirms;
+#   - author blocks after the session change: a block whose Aura author is Eve, the node's
+#     "Prepared block for proposing" log line and its substrate_proposer_block_constructed
+#     metric; finality goes on with five validators.
+# Exits non-zero with the reason on failure. Needs node and SYNOD_ROOT (scripts/zombienet.sh).
 #
 #   full-node-joins.sh ws://127.0.0.1:39944
 set -euo pipefail
@@ -35,7 +39,9 @@ case $addr in */p2p/*) ;; *) addr="$addr/p2p/$peer" ;; esac
 target=$(finalized "$ALICE_HTTP")
 echo "full-node-joins: bootnode $addr, Alice finalized #$target" >&2
 
-synod-node --chain "$SPEC" --base-path "$BASE" --name operator --bootnodes "$addr" \
+# A validator keeps its network identity: generate the node key once, as an operator does.
+synod-node key generate-node-key --chain "$SPEC" --base-path "$BASE" 2>/dev/null
+synod-node --chain "$SPEC" --validator --base-path "$BASE" --name operator --bootnodes "$addr" \
   --port $P2P --rpc-port $RPC --prometheus-port $PROM --no-mdns --no-telemetry \
   >"$BASE.log" 2>&1 &
 NODE=$!
@@ -61,8 +67,22 @@ done
 metrics=$(curl -sf "http://127.0.0.1:$PROM/metrics") || fail "no Prometheus endpoint on port $PROM"
 grep -qE '^substrate_block_height\{.*status="finalized"' <<<"$metrics" \
   || fail "no substrate_block_height on its Prometheus endpoint"
-keys=$(rpc "$ME" author_rotateKeys | field 'r')
-[ ${#keys} = 130 ] || fail "author_rotateKeys gave $keys (expected 64 bytes: aura + grandpa)"
+echo "full-node-joins: synced to #$first with $peers peers, finality moving" >&2
+out=$(node "${SYNOD_ROOT:?}/scripts/polkadot-js/become-validator.mjs" "ws://127.0.0.1:$RPC" //Eve 2>&1) \
+  || fail "become-validator: $(tail -5 <<<"$out")"
+echo "$out" | sed 's/^/  /' >&2
+result=$(tail -1 <<<"$out")
+keys=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['keys'])" "$result")
 has=$(rpc "$ME" author_hasSessionKeys "[\"$keys\"]" | field 'r')
 [ "$has" = True ] || fail "author_hasSessionKeys($keys) = $has"
-echo "full-node-joins: synced to #$first with $peers peers, finality moving; session keys $keys" >&2
+grep -q "Prepared block for proposing" "$BASE.log" || fail "no 'Prepared block for proposing' in its log"
+built=$(curl -sf "http://127.0.0.1:$PROM/metrics" | awk '/^substrate_proposer_block_constructed_count/ {print $2}')
+[ "${built:-0}" -ge 1 ] || fail "substrate_proposer_block_constructed_count = ${built:-none}"
+# Finality goes on with Eve among five validators.
+before=$(finalized "$ALICE_HTTP")
+deadline=$((SECONDS + 60))
+until [ "$(finalized "$ALICE_HTTP")" -gt $((before + 3)) ]; do
+  [ $SECONDS -lt $deadline ] || fail "finality stalled at #$before after Eve joined the set"
+  sleep 1
+done
+echo "full-node-joins: Eve validates ($result); $built blocks built by the new node; finality at #$(finalized "$ALICE_HTTP")" >&2

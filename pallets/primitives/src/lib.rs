@@ -127,6 +127,19 @@ impl<AccountId, Balance: Default> StakeCommitments<AccountId, Balance> for () {
 	}
 }
 
+/// Stake committed to both `A` and `B` (e.g. pool memberships and validation): the sum, so that
+/// `unbond` leaves what each of them relies on.
+impl<AccountId, Balance, A, B> StakeCommitments<AccountId, Balance> for (A, B)
+where
+	Balance: sp_runtime::traits::Saturating,
+	A: StakeCommitments<AccountId, Balance>,
+	B: StakeCommitments<AccountId, Balance>,
+{
+	fn committed(who: &AccountId) -> Balance {
+		A::committed(who).saturating_add(B::committed(who))
+	}
+}
+
 /// Pools as seen by checkpoints, challenges and rewards; implemented by
 /// `pallet-training-pools`.
 pub trait PoolsInterface<AccountId, Balance, BlockNumber> {

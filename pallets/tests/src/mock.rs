@@ -1,5 +1,6 @@
-//! The one test runtime of Synod's pallets: System, Balances and all five training pallets,
-//! wired as in the real runtime but with small bounds so that every limit is reachable.
+//! The one test runtime of Synod's pallets: System, Balances, all five training pallets, Session
+//! and ValidatorSet, wired as in the real runtime but with small bounds so that every limit is
+//! reachable.
 //!
 //! Each pallet's unit tests and benchmark tests include this file (`#[path]`, with
 //! `extern crate self as pallet_…` so that the pallet under test is itself), and the
@@ -52,6 +53,10 @@ mod runtime {
 	pub type Challenges = pallet_challenges;
 	#[runtime::pallet_index(6)]
 	pub type Rewards = pallet_rewards;
+	#[runtime::pallet_index(7)]
+	pub type ValidatorSet = pallet_validator_set;
+	#[runtime::pallet_index(8)]
+	pub type Session = pallet_session;
 }
 
 #[derive_impl(frame_system::config_preludes::TestDefaultConfig)]
@@ -90,6 +95,16 @@ pub const JURY_DELAY: u64 = 1;
 pub const VOTE_MARGIN: u64 = 10;
 /// A member's storage deposit, planck.
 pub const MEMBER_DEPOSIT: Balance = 5;
+/// Active stake a validator candidate needs, planck.
+pub const MIN_VALIDATOR_BOND: Balance = 200;
+/// Size of the active validator set.
+pub const MAX_VALIDATORS: u32 = 3;
+/// Bound on the validator candidate list.
+pub const MAX_CANDIDATES: u32 = 4;
+/// Held when an account first sets session keys, planck.
+pub const KEY_DEPOSIT: Balance = 2;
+/// Blocks per session.
+pub const SESSION_LENGTH: u32 = 5;
 
 parameter_types! {
 	pub const Treasury: AccountId = TREASURY;
@@ -117,9 +132,58 @@ impl pallet_trainer_staking::Config for Test {
 	type MinBond = ConstU128<100>;
 	type UnbondingPeriod = ConstU64<10>;
 	type MaxUnlockingChunks = ConstU32<4>;
-	type Commitments = TrainingPools;
+	type Commitments = (TrainingPools, ValidatorSet);
 	type Slash = ToTreasury;
 	type WeightInfo = ();
+}
+
+impl pallet_validator_set::Config for Test {
+	type Balance = Balance;
+	type Staking = TrainerStaking;
+	type SessionKeys = Session;
+	type MinValidatorBond = ConstU128<MIN_VALIDATOR_BOND>;
+	type MaxValidators = ConstU32<MAX_VALIDATORS>;
+	type MaxCandidates = ConstU32<MAX_CANDIDATES>;
+	type WeightInfo = ();
+	#[cfg(feature = "runtime-benchmarks")]
+	type BenchmarkHelper = BenchHelper;
+}
+
+/// Session keys of the mock: one dummy key, the account id.
+pub type MockKeys = sp_runtime::testing::UintAuthorityId;
+
+/// Hands nothing to consensus (the mock has none); the active set is `Session::validators()`.
+pub struct NoConsensus;
+impl pallet_session::SessionHandler<AccountId> for NoConsensus {
+	const KEY_TYPE_IDS: &'static [sp_runtime::KeyTypeId] = &[sp_runtime::key_types::DUMMY];
+	fn on_genesis_session<Ks: sp_runtime::traits::OpaqueKeys>(_: &[(AccountId, Ks)]) {}
+	fn on_new_session<Ks: sp_runtime::traits::OpaqueKeys>(
+		_: bool,
+		_: &[(AccountId, Ks)],
+		_: &[(AccountId, Ks)],
+	) {
+	}
+	fn on_disabled(_: u32) {}
+}
+
+type Sessions = pallet_session::PeriodicSessions<
+	pallet_validator_set::election::SessionLengthOf<Test>,
+	ConstU64<0>,
+>;
+
+impl pallet_session::Config for Test {
+	type RuntimeEvent = RuntimeEvent;
+	type ValidatorId = AccountId;
+	type ValidatorIdOf = sp_runtime::traits::ConvertInto;
+	type ShouldEndSession = Sessions;
+	type NextSessionRotation = Sessions;
+	type SessionManager = ValidatorSet;
+	type SessionHandler = NoConsensus;
+	type Keys = MockKeys;
+	type DisablingStrategy = ();
+	type WeightInfo = ();
+	type Currency = Balances;
+	type KeyDeposit = ConstU128<KEY_DEPOSIT>;
 }
 
 impl pallet_training_pools::Config for Test {
@@ -231,6 +295,18 @@ impl pallet_challenges::BenchmarkHelper<AccountId> for BenchHelper {
 }
 
 #[cfg(feature = "runtime-benchmarks")]
+impl pallet_validator_set::benchmarking::BenchmarkHelper<AccountId, Balance> for BenchHelper {
+	fn bond_with_keys(who: &AccountId, stake: Balance) {
+		<Balances as frame_support::traits::fungible::Mutate<_>>::set_balance(
+			who,
+			stake * 2 + 1_000,
+		);
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(*who), stake));
+		assert_ok!(Session::set_keys(RuntimeOrigin::signed(*who), MockKeys::from(*who), vec![]));
+	}
+}
+
+#[cfg(feature = "runtime-benchmarks")]
 impl pallet_rewards::BenchmarkHelper<AccountId> for BenchHelper {
 	fn final_round(members: u32) -> (u32, Vec<AccountId>) {
 		bench_final_round(members)
@@ -249,6 +325,15 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
 	pallet_balances::GenesisConfig::<Test> { balances, ..Default::default() }
 		.assimilate_storage(&mut t)
 		.expect("balances genesis");
+	pallet_validator_set::GenesisConfig::<Test> {
+		candidates: vec![],
+		session_length: SESSION_LENGTH,
+	}
+	.assimilate_storage(&mut t)
+	.expect("validator set genesis");
+	pallet_session::GenesisConfig::<Test>::default()
+		.assimilate_storage(&mut t)
+		.expect("session genesis");
 	let mut ext = sp_io::TestExternalities::new(t);
 	ext.execute_with(|| System::set_block_number(1));
 	ext
@@ -262,6 +347,7 @@ pub fn check_invariants() {
 	Checkpoints::do_try_state().expect("checkpoints invariants hold");
 	Challenges::do_try_state().expect("challenges invariants hold");
 	Rewards::do_try_state().expect("rewards invariants hold");
+	ValidatorSet::do_try_state().expect("validator set invariants hold");
 	let sum = frame_system::Account::<Test>::iter()
 		.fold(0u128, |acc, (_, a)| acc + a.data.free + a.data.reserved);
 	assert_eq!(sum, pallet_balances::TotalIssuance::<Test>::get(), "Σ free + held = issuance");
@@ -291,6 +377,7 @@ pub fn run_to_block(n: u64) {
 		Checkpoints::on_initialize(next);
 		Challenges::on_initialize(next);
 		Rewards::on_initialize(next);
+		Session::on_initialize(next);
 	}
 }
 

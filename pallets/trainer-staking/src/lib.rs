@@ -11,6 +11,8 @@
 //!   stake backs a round still open to challenges ([`SlashableUntil`], set by Checkpoints when a
 //!   round's snapshot includes the account): leaving a pool and unbonding cannot dodge a slash.
 //!
+//! Genesis may bond accounts (`stakers`), e.g. the validators of a preset.
+//!
 //! Other pallets read active stake and slash through [`synod_primitives::TrainerStake`]; slashed
 //! funds go to `Config::Slash`, minus the reporter's (successful challenger's) share.
 //!
@@ -144,6 +146,24 @@ pub mod pallet {
 	#[pallet::storage]
 	pub type SlashableUntil<T: Config> =
 		StorageMap<_, Blake2_128Concat, T::AccountId, BlockNumberFor<T>>;
+
+	/// Genesis: accounts bonded from the start (e.g. the genesis validators).
+	#[pallet::genesis_config]
+	#[derive(frame_support::DefaultNoBound)]
+	pub struct GenesisConfig<T: Config> {
+		/// `(account, planck)`: each bonds that much of its genesis balance.
+		pub stakers: alloc::vec::Vec<(T::AccountId, BalanceOf<T>)>,
+	}
+
+	#[pallet::genesis_build]
+	impl<T: Config> BuildGenesisConfig for GenesisConfig<T> {
+		fn build(&self) {
+			for (who, amount) in &self.stakers {
+				Pallet::<T>::do_bond(who, *amount)
+					.expect("a genesis staker must afford its bond (≥ MinBond)");
+			}
+		}
+	}
 
 	/// Events.
 	#[pallet::event]

@@ -21,7 +21,7 @@ use sp_version::RuntimeVersion;
 use super::{
     AccountId, Aura, Balance, Balances, Block, BlockNumber, Hash, Nonce, PalletInfo, Runtime,
     RuntimeCall, RuntimeEvent, RuntimeFreezeReason, RuntimeHoldReason, RuntimeOrigin, RuntimeTask,
-    System, EXISTENTIAL_DEPOSIT, SLOT_DURATION, VERSION,
+    SessionKeys, System, ValidatorSet, EXISTENTIAL_DEPOSIT, SLOT_DURATION, UNIT, VERSION,
 };
 
 const NORMAL_DISPATCH_RATIO: Perbill = Perbill::from_percent(75);
@@ -64,10 +64,13 @@ impl frame_system::Config for Runtime {
     type MaxConsumers = ConstU32<16>;
 }
 
+/// Bound on Aura and GRANDPA authorities; `synod::MAX_VALIDATORS` stays below it.
+pub const MAX_AUTHORITIES: u32 = 32;
+
 impl pallet_aura::Config for Runtime {
     type AuthorityId = AuraId;
     type DisabledValidators = ();
-    type MaxAuthorities = ConstU32<32>;
+    type MaxAuthorities = ConstU32<MAX_AUTHORITIES>;
     type AllowMultipleBlocksPerSlot = ConstBool<false>;
     type SlotDuration = pallet_aura::MinimumPeriodTimesTwo<Runtime>;
 }
@@ -75,11 +78,39 @@ impl pallet_aura::Config for Runtime {
 impl pallet_grandpa::Config for Runtime {
     type RuntimeEvent = RuntimeEvent;
     type WeightInfo = ();
-    type MaxAuthorities = ConstU32<32>;
+    type MaxAuthorities = ConstU32<MAX_AUTHORITIES>;
     type MaxNominators = ConstU32<0>;
     type MaxSetIdSessionEntries = ConstU64<0>;
     type KeyOwnerProof = sp_core::Void;
     type EquivocationReportSystem = ();
+}
+
+/// Sessions rotate every `ValidatorSet::SessionLength` blocks (a genesis parameter).
+type Sessions = pallet_session::PeriodicSessions<
+    pallet_validator_set::election::SessionLengthOf<Runtime>,
+    ConstU32<0>,
+>;
+
+parameter_types! {
+    /// Held while an account has session keys registered: 1 SYN.
+    pub const SessionKeyDeposit: Balance = UNIT;
+}
+
+/// Validators are accounts; the validator set comes from stake (`ValidatorSet`), its keys are
+/// handed to Aura (authoring) and GRANDPA (finality).
+impl pallet_session::Config for Runtime {
+    type RuntimeEvent = RuntimeEvent;
+    type ValidatorId = AccountId;
+    type ValidatorIdOf = sp_runtime::traits::ConvertInto;
+    type ShouldEndSession = Sessions;
+    type NextSessionRotation = Sessions;
+    type SessionManager = ValidatorSet;
+    type SessionHandler = <SessionKeys as sp_runtime::traits::OpaqueKeys>::KeyTypeIdProviders;
+    type Keys = SessionKeys;
+    type DisablingStrategy = ();
+    type WeightInfo = pallet_session::weights::SubstrateWeight<Runtime>;
+    type Currency = Balances;
+    type KeyDeposit = SessionKeyDeposit;
 }
 
 impl pallet_timestamp::Config for Runtime {

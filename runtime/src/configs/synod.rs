@@ -9,11 +9,14 @@ use sp_runtime::{traits::AccountIdConversion, Perbill};
 
 use crate::{
     AccountId, Balance, Balances, BlockNumber, Challenges, Checkpoints, Rewards, Runtime,
-    RuntimeHoldReason, TrainerStaking, TrainingPools, DAYS, MINUTES, UNIT,
+    RuntimeHoldReason, Session, TrainerStaking, TrainingPools, ValidatorSet, DAYS, MINUTES, UNIT,
 };
 
 /// Maximum members of one pool (bounds included sets, juries and contributor lists).
 pub const MAX_POOL_MEMBERS: u32 = 32;
+/// Size of the active validator set (top N candidates by bonded stake).
+pub const MAX_VALIDATORS: u32 = 16;
+const _: () = assert!(MAX_VALIDATORS <= super::MAX_AUTHORITIES);
 
 parameter_types! {
     /// Receives slashed stake and failed challengers' bonds.
@@ -70,9 +73,27 @@ impl pallet_trainer_staking::Config for Runtime {
     type MinBond = MinBond;
     type UnbondingPeriod = UnbondingPeriod;
     type MaxUnlockingChunks = ConstU32<32>;
-    type Commitments = TrainingPools;
+    /// Pool memberships and validation: `unbond` leaves both.
+    type Commitments = (TrainingPools, ValidatorSet);
     type Slash = ToTreasury;
     type WeightInfo = pallet_trainer_staking::weights::SubstrateWeight<Runtime>;
+}
+
+parameter_types! {
+    /// A validator candidate keeps 100 SYN bonded.
+    pub const MinValidatorBond: Balance = 100 * UNIT;
+}
+
+impl pallet_validator_set::Config for Runtime {
+    type Balance = Balance;
+    type Staking = TrainerStaking;
+    type SessionKeys = Session;
+    type MinValidatorBond = MinValidatorBond;
+    type MaxValidators = ConstU32<MAX_VALIDATORS>;
+    type MaxCandidates = ConstU32<64>;
+    type WeightInfo = pallet_validator_set::weights::SubstrateWeight<Runtime>;
+    #[cfg(feature = "runtime-benchmarks")]
+    type BenchmarkHelper = benchmark_helpers::Helper;
 }
 
 impl pallet_training_pools::Config for Runtime {
@@ -200,6 +221,23 @@ mod benchmark_helpers {
     impl pallet_rewards::BenchmarkHelper<AccountId> for Helper {
         fn final_round(members: u32) -> (u32, Vec<AccountId>) {
             final_round(members)
+        }
+    }
+
+    impl pallet_validator_set::benchmarking::BenchmarkHelper<AccountId, Balance> for Helper {
+        /// Keys are written to `Session::NextKeys` directly (what `is_registered` reads): a
+        /// benchmark cannot sign the ownership proof of `session.setKeys`.
+        fn bond_with_keys(who: &AccountId, stake: Balance) {
+            use frame_support::traits::fungible::Mutate;
+            let raw: [u8; 32] = *who.as_ref();
+            Balances::set_balance(who, stake.saturating_mul(2).saturating_add(UNIT));
+            TrainerStaking::bond(RuntimeOrigin::signed(who.clone()), stake)
+                .expect("benchmark account can bond");
+            let keys = crate::SessionKeys {
+                aura: sp_core::sr25519::Public::from_raw(raw).into(),
+                grandpa: sp_core::ed25519::Public::from_raw(raw).into(),
+            };
+            pallet_session::NextKeys::<Runtime>::insert(who, keys);
         }
     }
 }

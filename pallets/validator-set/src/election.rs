@@ -1,0 +1,141 @@
+//! The election rule, as pure functions of the candidates' stakes, and the
+//! [`pallet_session::SessionManager`] that applies it at every session rotation.
+
+use crate::pallet::*;
+use alloc::vec::Vec;
+use frame_support::{pallet_prelude::*, traits::ValidatorRegistration};
+use frame_system::pallet_prelude::BlockNumberFor;
+use pallet_session::SessionManager;
+use sp_runtime::traits::Zero;
+/// Index of a session (`sp_staking::SessionIndex`).
+type SessionIndex = u32;
+use synod_primitives::TrainerStake;
+
+/// Elects at most `max` validators from `candidates` (account, active stake in planck): those
+/// with at least `min_bond`, the largest stakes first (ties: the smaller account id), returned
+/// ordered by account id so that the authority order does not change with stake alone.
+pub fn elect<AccountId: Ord + Clone, Balance: Ord + Copy>(
+	candidates: &[(AccountId, Balance)],
+	max: usize,
+	min_bond: Balance,
+) -> Vec<AccountId> {
+	let mut eligible: Vec<&(AccountId, Balance)> =
+		candidates.iter().filter(|(_, stake)| *stake >= min_bond).collect();
+	eligible.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+	let mut elected: Vec<AccountId> = eligible.into_iter().take(max).map(|c| c.0.clone()).collect();
+	elected.sort();
+	elected.dedup();
+	elected
+}
+
+/// Index and stake of the candidate with the least stake (ties: the latest arrival, so that
+/// earlier candidates keep their place); `None` for an empty list.
+pub fn weakest<AccountId, Balance: Ord + Copy>(
+	candidates: &[AccountId],
+	stake_of: impl Fn(&AccountId) -> Balance,
+) -> Option<(usize, Balance)> {
+	candidates
+		.iter()
+		.enumerate()
+		.map(|(i, c)| (i, stake_of(c)))
+		.min_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+}
+
+impl<T: Config> Pallet<T> {
+	/// Drops the candidates that lost their keys or minimum bond, and elects the set for
+	/// `session`; `None` (and [`Event::ValidatorSetKept`]) when nobody is eligible.
+	///
+	/// Cost: one stake read and one keys read per candidate (≤ `MaxCandidates`), one sort.
+	pub fn elect_for(session: SessionIndex) -> Option<BoundedVec<T::AccountId, T::MaxValidators>> {
+		let min = T::MinValidatorBond::get();
+		let mut kept = BoundedVec::<T::AccountId, T::MaxCandidates>::new();
+		let mut staked = Vec::new();
+		for who in Candidates::<T>::get() {
+			let stake = T::Staking::active_stake(&who);
+			let reason = if stake < min {
+				Some(DropReason::BelowMinBond)
+			} else if !T::SessionKeys::is_registered(&who) {
+				Some(DropReason::NoSessionKeys)
+			} else {
+				None
+			};
+			match reason {
+				Some(reason) => Self::deposit_event(Event::CandidateDropped { who, reason }),
+				None => {
+					staked.push((who.clone(), stake));
+					// Cannot fail: a subset of a list with the same bound.
+					let _ = kept.try_push(who);
+				},
+			}
+		}
+		Candidates::<T>::put(kept);
+		let max = T::MaxValidators::get() as usize;
+		let elected = BoundedVec::truncate_from(elect(&staked, max, min));
+		if elected.is_empty() {
+			Self::deposit_event(Event::ValidatorSetKept { session });
+			return None;
+		}
+		Self::deposit_event(Event::ValidatorsElected { session, validators: elected.clone() });
+		Some(elected)
+	}
+
+	/// Whether `who`'s stake backs validation: a candidate, or in the active or queued set.
+	pub fn is_validating(who: &T::AccountId) -> bool {
+		Candidates::<T>::get().contains(who)
+			|| Active::<T>::get().contains(who)
+			|| Queued::<T>::get().contains(who)
+	}
+}
+
+impl<T: Config> SessionManager<T::AccountId> for Pallet<T> {
+	fn new_session(new_index: SessionIndex) -> Option<Vec<T::AccountId>> {
+		let elected = Self::elect_for(new_index);
+		Queued::<T>::put(elected.clone().unwrap_or_else(Active::<T>::get));
+		elected.map(|v| v.into_inner())
+	}
+
+	/// The genesis validators are `pallet-session`'s genesis keys.
+	fn new_session_genesis(_: SessionIndex) -> Option<Vec<T::AccountId>> {
+		None
+	}
+
+	fn start_session(_: SessionIndex) {
+		Active::<T>::put(Queued::<T>::get());
+	}
+
+	fn end_session(_: SessionIndex) {}
+}
+
+/// Sessions rotate every [`SessionLength`] blocks (block 0 starts session 0):
+/// `pallet_session::PeriodicSessions<SessionLengthOf<Runtime>, ConstU32<0>>`.
+pub struct SessionLengthOf<T>(PhantomData<T>);
+
+impl<T: Config> Get<BlockNumberFor<T>> for SessionLengthOf<T> {
+	fn get() -> BlockNumberFor<T> {
+		let length = SessionLength::<T>::get();
+		if length.is_zero() {
+			// Not reachable after genesis; never divide by zero.
+			BlockNumberFor::<T>::from(600u32)
+		} else {
+			length
+		}
+	}
+}
+
+impl<T: Config> Pallet<T> {
+	/// Checks the bounds and uniqueness of the candidate list and the session length.
+	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
+		let list = Candidates::<T>::get();
+		let mut sorted: Vec<_> = list.iter().collect();
+		sorted.sort();
+		sorted.dedup();
+		ensure!(sorted.len() == list.len(), "duplicate candidate");
+		ensure!(!SessionLength::<T>::get().is_zero(), "zero session length");
+		let active = Active::<T>::get();
+		let mut a: Vec<_> = active.iter().collect();
+		a.sort();
+		a.dedup();
+		ensure!(a.len() == active.len(), "duplicate active validator");
+		Ok(())
+	}
+}
