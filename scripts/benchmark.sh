@@ -3,6 +3,7 @@
 # pallet's src/weights.rs from scripts/weight-template.hbs.
 #
 #   ./scripts/benchmark.sh [steps] [repeat]      (defaults 20 and 10)
+#   PALLETS="validator-set" ./scripts/benchmark.sh   (only these pallets' directories)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh

@@ -40,10 +40,13 @@ PROMETHEUS_BASE="${PROMETHEUS_BASE:-9616}"
 DASHBOARD_PORT="${DASHBOARD_PORT:-8090}"
 RPC="ws://127.0.0.1:$RPC_PORT"
 
-cargo build --locked -p synod-node
-cargo build --release --locked -p synod-trainer
+# One build serves the demo, the tests, the dashboard test and zombienet: the workspace's dev
+# profile (dependencies at opt-level 2, libtorch does the heavy math), built once with the
+# tests' feature set (a `cargo build -p …` would unify features differently and rebuild the
+# runtime; a release trainer would compile the same dependencies a second time).
+cargo test --workspace --locked --no-run --quiet
 NODE="$CARGO_TARGET_DIR/debug/synod-node"
-T="$CARGO_TARGET_DIR/release/synod-trainer"
+T="$CARGO_TARGET_DIR/debug/synod-trainer"
 
 rm -rf "$OUT"
 mkdir -p "$OUT"

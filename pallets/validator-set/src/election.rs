@@ -3,7 +3,10 @@
 
 use crate::pallet::*;
 use alloc::vec::Vec;
-use frame_support::{pallet_prelude::*, traits::ValidatorRegistration};
+use frame_support::{
+	pallet_prelude::*,
+	traits::{ValidatorRegistration, ValidatorSet},
+};
 use frame_system::pallet_prelude::BlockNumberFor;
 use pallet_session::SessionManager;
 use sp_runtime::traits::Zero;
@@ -46,7 +49,7 @@ impl<T: Config> Pallet<T> {
 	/// `session`; `None` (and [`Event::ValidatorSetKept`]) when nobody is eligible.
 	///
 	/// Cost: one stake read and one keys read per candidate (≤ `MaxCandidates`), one sort.
-	pub fn elect_for(session: SessionIndex) -> Option<BoundedVec<T::AccountId, T::MaxValidators>> {
+	pub fn elect_for(session: SessionIndex) -> Option<BoundedVec<Elected<T>, T::MaxValidators>> {
 		let min = T::MinValidatorBond::get();
 		let mut kept = BoundedVec::<T::AccountId, T::MaxCandidates>::new();
 		let mut staked = Vec::new();
@@ -70,28 +73,58 @@ impl<T: Config> Pallet<T> {
 		}
 		Candidates::<T>::put(kept);
 		let max = T::MaxValidators::get() as usize;
-		let elected = BoundedVec::truncate_from(elect(&staked, max, min));
+		let elected: Vec<Elected<T>> = elect(&staked, max, min)
+			.into_iter()
+			.filter_map(|who| staked.iter().find(|(c, _)| *c == who).cloned())
+			.collect();
 		if elected.is_empty() {
 			Self::deposit_event(Event::ValidatorSetKept { session });
 			return None;
 		}
-		Self::deposit_event(Event::ValidatorsElected { session, validators: elected.clone() });
-		Some(elected)
+		Some(BoundedVec::truncate_from(elected))
 	}
 
-	/// Whether `who`'s stake backs validation: a candidate, or in the active or queued set.
-	pub fn is_validating(who: &T::AccountId) -> bool {
-		Candidates::<T>::get().contains(who)
-			|| Active::<T>::get().contains(who)
-			|| Queued::<T>::get().contains(who)
+	/// Stake of `who` that backs validation, in planck: the stake it was elected with if it is
+	/// in the active or queued set, at least `MinValidatorBond` if it is a candidate or a
+	/// validator of the current session; zero otherwise.
+	pub fn validating_stake(who: &T::AccountId) -> T::Balance {
+		let elected = Active::<T>::get()
+			.into_iter()
+			.chain(Queued::<T>::get())
+			.filter(|(v, _)| v == who)
+			.map(|(_, stake)| stake)
+			.max()
+			.unwrap_or_default();
+		let seated =
+			Candidates::<T>::get().contains(who) || T::SessionKeys::validators().contains(who);
+		if seated {
+			elected.max(T::MinValidatorBond::get())
+		} else {
+			elected
+		}
 	}
 }
 
 impl<T: Config> SessionManager<T::AccountId> for Pallet<T> {
+	/// The set for session `new_index`; `None` keeps the current set (nobody eligible, or the
+	/// same accounts elected again: no authority-set change for GRANDPA).
 	fn new_session(new_index: SessionIndex) -> Option<Vec<T::AccountId>> {
-		let elected = Self::elect_for(new_index);
-		Queued::<T>::put(elected.clone().unwrap_or_else(Active::<T>::get));
-		elected.map(|v| v.into_inner())
+		let Some(elected) = Self::elect_for(new_index) else {
+			Queued::<T>::put(Active::<T>::get());
+			return None;
+		};
+		Queued::<T>::put(elected.clone());
+		let accounts: Vec<T::AccountId> = elected.into_iter().map(|(v, _)| v).collect();
+		let mut current = T::SessionKeys::validators();
+		current.sort();
+		if current == accounts {
+			return None;
+		}
+		Self::deposit_event(Event::ValidatorsElected {
+			session: new_index,
+			validators: BoundedVec::truncate_from(accounts.clone()),
+		});
+		Some(accounts)
 	}
 
 	/// The genesis validators are `pallet-session`'s genesis keys.
@@ -132,7 +165,7 @@ impl<T: Config> Pallet<T> {
 		ensure!(sorted.len() == list.len(), "duplicate candidate");
 		ensure!(!SessionLength::<T>::get().is_zero(), "zero session length");
 		let active = Active::<T>::get();
-		let mut a: Vec<_> = active.iter().collect();
+		let mut a: Vec<_> = active.iter().map(|(v, _)| v).collect();
 		a.sort();
 		a.dedup();
 		ensure!(a.len() == active.len(), "duplicate active validator");

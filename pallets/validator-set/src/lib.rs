@@ -18,9 +18,12 @@
 //! - `pallet-session` queues each elected set one session ahead: a `validate` (or `chill`) during
 //!   session `s` takes effect at the start of session `s + 2`. Sessions last [`SessionLength`]
 //!   blocks, a genesis parameter (short on the dev and local presets).
-//! - The stake of a candidate, of the active and of the queued validators is **committed**
-//!   (`StakeCommitments`, `MinValidatorBond` each): `unbond` cannot take it below the minimum
-//!   while the account may still author blocks, so nobody validates on stake already withdrawn.
+//! - Stake is **committed** (`StakeCommitments`) while it may still author: the stake an active
+//!   or queued validator was elected with, and `MinValidatorBond` of a candidate or of a
+//!   validator of the current session (genesis validators, a kept set). `unbond` cannot take it,
+//!   so nobody ranks on stake it withdraws before its seat starts.
+//! - An election that yields the current set again returns `None` to `pallet-session`: GRANDPA
+//!   sees no authority-set change (key rotations are still picked up by `pallet-session`).
 //!
 //! The same stake may also back pool memberships (it is one bond per account); slashes of
 //! `pallet-challenges` reduce it, and the next election drops a validator left below the minimum.
@@ -56,7 +59,10 @@ pub mod weights;
 #[frame_support::pallet]
 pub mod pallet {
 	use super::*;
-	use frame_support::{pallet_prelude::*, traits::ValidatorRegistration};
+	use frame_support::{
+		pallet_prelude::*,
+		traits::{ValidatorRegistration, ValidatorSet},
+	};
 	use frame_system::pallet_prelude::*;
 	use sp_runtime::traits::AtLeast32BitUnsigned;
 	use synod_primitives::TrainerStake;
@@ -93,9 +99,10 @@ pub mod pallet {
 		type Balance: Parameter + MaxEncodedLen + AtLeast32BitUnsigned + Copy + Default;
 		/// Bonded stake (`pallet-trainer-staking`): `active_stake` decides eligibility and rank.
 		type Staking: TrainerStake<Self::AccountId, Balance = Self::Balance>;
-		/// Whether an account has session keys (`pallet-session`, whose validator id is the
-		/// account id).
-		type SessionKeys: ValidatorRegistration<Self::AccountId>;
+		/// `pallet-session` (whose validator id is the account id): whether an account has
+		/// session keys, and the validators of the current session.
+		type SessionKeys: ValidatorRegistration<Self::AccountId>
+			+ ValidatorSet<Self::AccountId, ValidatorId = Self::AccountId>;
 		/// Active stake a candidate needs, in planck.
 		#[pallet::constant]
 		type MinValidatorBond: Get<Self::Balance>;
@@ -118,16 +125,21 @@ pub mod pallet {
 	pub type Candidates<T: Config> =
 		StorageValue<_, BoundedVec<T::AccountId, T::MaxCandidates>, ValueQuery>;
 
-	/// The validators of the current session as elected here (empty until the first election:
-	/// the genesis validators are `pallet-session`'s genesis keys).
+	/// A validator and the active stake (planck) it was elected with.
+	pub type Elected<T> = (<T as frame_system::Config>::AccountId, <T as Config>::Balance);
+
+	/// The validators of the current session as elected here, with their stake at election
+	/// (empty until the first election: the genesis validators are `pallet-session`'s genesis
+	/// keys).
 	#[pallet::storage]
 	pub type Active<T: Config> =
-		StorageValue<_, BoundedVec<T::AccountId, T::MaxValidators>, ValueQuery>;
+		StorageValue<_, BoundedVec<Elected<T>, T::MaxValidators>, ValueQuery>;
 
-	/// The validators elected for the next session (queued by `pallet-session`).
+	/// The validators elected for the next session (queued by `pallet-session`), with their
+	/// stake at election.
 	#[pallet::storage]
 	pub type Queued<T: Config> =
-		StorageValue<_, BoundedVec<T::AccountId, T::MaxValidators>, ValueQuery>;
+		StorageValue<_, BoundedVec<Elected<T>, T::MaxValidators>, ValueQuery>;
 
 	/// Length of a session, in blocks (set at genesis; never zero).
 	#[pallet::storage]
@@ -185,7 +197,7 @@ pub mod pallet {
 			/// Why.
 			reason: DropReason,
 		},
-		/// `validators` will author from session `session` on.
+		/// `validators` will author from session `session` on (emitted when the set changes).
 		ValidatorsElected {
 			/// Session index.
 			session: u32,
@@ -223,7 +235,7 @@ pub mod pallet {
 		/// Errors: [`Error::AlreadyCandidate`], [`Error::BondTooLow`], [`Error::NoSessionKeys`],
 		/// [`Error::TooManyCandidates`].
 		#[pallet::call_index(0)]
-		#[pallet::weight(T::WeightInfo::validate(T::MaxCandidates::get()))]
+		#[pallet::weight(T::WeightInfo::validate())]
 		pub fn validate(origin: OriginFor<T>) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::do_validate(who)

@@ -54,7 +54,7 @@ fn a_candidate_authors_from_the_session_after_next() {
 		assert!(Session::validators().is_empty(), "session 1 was queued at genesis");
 		run_to_session(2);
 		assert_eq!(Session::validators(), vec![1, 2], "ordered by account id");
-		assert_eq!(Active::<Test>::get().into_inner(), vec![1, 2]);
+		assert_eq!(Active::<Test>::get().into_inner(), vec![(1, 300), (2, 300)]);
 	});
 }
 
@@ -138,18 +138,83 @@ fn a_validator_cannot_unbond_the_stake_it_validates_with() {
 		candidate(2, 300);
 		run_to_session(2);
 		let unbond = |v| TrainerStaking::unbond(RuntimeOrigin::signed(2), v);
-		assert_noop!(unbond(101), pallet_trainer_staking::Error::<Test>::StakeCommitted);
-		// What exceeds the minimum bond is free.
-		assert_ok!(unbond(100));
+		assert_noop!(unbond(1), pallet_trainer_staking::Error::<Test>::StakeCommitted);
 		assert_ok!(ValidatorSet::chill(RuntimeOrigin::signed(2)));
-		// Still queued for session 3, then active in it: the minimum stays committed.
+		// Still queued for session 3, then active in it: the elected stake stays committed.
 		assert_noop!(unbond(1), pallet_trainer_staking::Error::<Test>::StakeCommitted);
 		run_to_session(3);
 		assert_noop!(unbond(1), pallet_trainer_staking::Error::<Test>::StakeCommitted);
 		run_to_session(4);
 		assert_eq!(Session::validators(), vec![1]);
-		assert_ok!(unbond(MIN_VALIDATOR_BOND));
+		assert_ok!(unbond(300));
 		assert_eq!(TrainerStaking::active_stake(&2), 0);
+	});
+}
+
+/// Attack: bond a large stake just before an election to take a seat, then unbond all above
+/// the minimum (and withdraw it after the unbonding period) before the seat even starts, and
+/// recycle the same capital for the next election.
+#[test]
+fn a_seat_cannot_be_bought_with_stake_withdrawn_before_it_starts() {
+	run_test(|| {
+		candidate(1, 300);
+		candidate(2, 300);
+		candidate(3, 300);
+		candidate(4, MIN_VALIDATOR_BOND);
+		// 4 outranks 3 with a flash bond just before the rotation into session 1.
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(4), 1_000));
+		run_to_session(1);
+		assert_eq!(Queued::<Test>::get().into_inner(), vec![(1, 300), (2, 300), (4, 1_200)]);
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(4), 1),
+			pallet_trainer_staking::Error::<Test>::StakeCommitted
+		);
+		run_to_session(2);
+		assert_eq!(Session::validators(), vec![1, 2, 4]);
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(4), 1),
+			pallet_trainer_staking::Error::<Test>::StakeCommitted
+		);
+	});
+}
+
+/// Attack: a genesis validator (in `pallet-session`'s genesis keys, never elected here) chills
+/// or is no candidate at all, unbonds and withdraws, and keeps authoring with no stake.
+#[test]
+fn a_genesis_validator_cannot_withdraw_while_it_authors() {
+	run_test(|| {
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(1), 300));
+		pallet_session::Validators::<Test>::put(vec![1]);
+		assert!(Active::<Test>::get().is_empty());
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(1), 101),
+			pallet_trainer_staking::Error::<Test>::StakeCommitted
+		);
+		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 100));
+	});
+}
+
+/// The same accounts elected again are no new authority set: `pallet-session` queues nothing new
+/// (GRANDPA would otherwise change its set, and its set id, every session).
+#[test]
+fn an_unchanged_set_is_not_a_new_authority_set() {
+	run_test(|| {
+		candidate(1, 300);
+		candidate(2, 300);
+		run_to_session(6);
+		assert_eq!(Session::validators(), vec![1, 2]);
+		let queued = System::events()
+			.iter()
+			.filter(|r| matches!(r.event, RuntimeEvent::Session(pallet_session::Event::NewQueued)))
+			.count();
+		assert_eq!(queued, 1, "one new set (session 2), then the same set kept");
+		let elected =
+			events().iter().filter(|e| matches!(e, Event::ValidatorsElected { .. })).count();
+		assert_eq!(elected, 1);
+		// A stake change that does not change the set is still recorded for the commitment.
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(1), 50));
+		run_to_session(7);
+		assert_eq!(Queued::<Test>::get().into_inner(), vec![(1, 350), (2, 300)]);
 	});
 }
 

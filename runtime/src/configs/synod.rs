@@ -80,8 +80,10 @@ impl pallet_trainer_staking::Config for Runtime {
 }
 
 parameter_types! {
-    /// A validator candidate keeps 100 SYN bonded.
-    pub const MinValidatorBond: Balance = 100 * UNIT;
+    /// A validator candidate keeps 1 000 SYN bonded (the presets' validators bond exactly
+    /// that): a GRANDPA seat weighs the same whatever the stake behind it, so seats must not
+    /// be cheap while the set has room (`MAX_VALIDATORS`).
+    pub const MinValidatorBond: Balance = 1_000 * UNIT;
 }
 
 impl pallet_validator_set::Config for Runtime {
