@@ -16,9 +16,15 @@ const suri = process.argv[3] ?? '//Eve';
 const bondSyn = BigInt(process.argv[4] ?? 0);
 const UNIT = 10n ** 12n;
 
+/** Gives up after 10 minutes whatever hangs (an unreachable node, a stuck transaction). */
+const WATCHDOG_MS = 10 * 60 * 1000;
+
 async function main() {
+  setTimeout(() => fail(`gave up after ${WATCHDOG_MS / 60000} minutes`), WATCHDOG_MS).unref();
   await cryptoWaitReady();
   const provider = new WsProvider(url);
+  const health = await provider.send('system_health', []).catch(() => null);
+  if (health?.isSyncing) console.log('  (the node is still syncing: its reads may lag the chain)');
   const api = await ApiPromise.create({ provider, noInitWarn: true });
   const signer = new Keyring({ type: 'sr25519', ss58Format: api.registry.chainSS58 }).addFromUri(suri);
   const length = (await api.query.validatorSet.sessionLength()).toNumber();

@@ -4,7 +4,7 @@
 //   leave/cancel/unbond/withdraw and the permissionless fallbacks (void an expired round, settle
 //   a round, advance a challenge), so that every call of the six Synod pallets is submitted.
 // Every failed call's module error is decoded from the metadata with its doc string, and every
-// module error of the five pallets is checked to carry one. A challenge's evidence is the
+// module error of the six pallets is checked to carry one. A challenge's evidence is the
 // accused's ML-DSA-65 signed announcement, as a trainer gossips it: signed here with
 // @noble/post-quantum (FIPS 204, the same as RustCrypto's ml-dsa) and SCALE-encoded by hand
 // (it is an off-chain message, not a chain type).

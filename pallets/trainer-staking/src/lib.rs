@@ -124,7 +124,8 @@ pub mod pallet {
 		/// Maximum number of unbonding chunks per account.
 		#[pallet::constant]
 		type MaxUnlockingChunks: Get<u32>;
-		/// Stake committed elsewhere (pool memberships) that `unbond` must leave active.
+		/// Stake committed elsewhere (pool memberships, validation) that `unbond` must leave
+		/// active.
 		type Commitments: StakeCommitments<Self::AccountId, BalanceOf<Self>>;
 		/// Where slashed funds go (the reporter's share excepted).
 		type Slash: OnUnbalanced<CreditOf<Self>>;
@@ -218,7 +219,9 @@ pub mod pallet {
 		NotBonded,
 		/// More than the active stake was asked to unbond.
 		UnbondExceedsActive,
-		/// Unbonding would take active stake below what pool memberships committed.
+		/// Unbonding would take active stake below what pool memberships and validation committed
+		/// (a validator's elected stake, or a candidate's minimum bond, until two sessions after
+		/// `chill`).
 		StakeCommitted,
 		/// `MaxUnlockingChunks` unbonding chunks are pending; withdraw first.
 		TooManyUnlockingChunks,

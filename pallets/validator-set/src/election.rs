@@ -46,7 +46,8 @@ pub fn weakest<AccountId, Balance: Ord + Copy>(
 
 impl<T: Config> Pallet<T> {
 	/// Drops the candidates that lost their keys or minimum bond, and elects the set for
-	/// `session`; `None` (and [`Event::ValidatorSetKept`]) when nobody is eligible.
+	/// `session` with each validator's active stake (planck) at election; `None` (and
+	/// [`Event::ValidatorSetKept`]) when nobody is eligible.
 	///
 	/// Cost: one stake read and one keys read per candidate (≤ `MaxCandidates`), one sort.
 	pub fn elect_for(session: SessionIndex) -> Option<BoundedVec<Elected<T>, T::MaxValidators>> {

@@ -16,11 +16,23 @@ export function check(cond, msg) {
   console.log(`  ok: ${msg}`);
 }
 
-/** Signs and submits `tx`, resolves when it is in a block: { events, error }. */
+/** How long a submitted transaction may take to reach a block, in ms. */
+const SUBMIT_TIMEOUT_MS = 120_000;
+
+/**
+ * Signs and submits `tx`, resolves when it is in a block: { events, error }; rejects when the
+ * pool drops it or after SUBMIT_TIMEOUT_MS.
+ */
 export function submit(api, signer, tx) {
   submitted.add(`${tx.method.section}.${tx.method.method}`);
-  return new Promise((resolve, reject) => {
+  return new Promise((resolveTx, rejectTx) => {
     let unsub;
+    const timer = setTimeout(() => {
+      if (unsub) unsub();
+      rejectTx(new Error(`${tx.method.section}.${tx.method.method} not in a block within ${SUBMIT_TIMEOUT_MS / 1000} s`));
+    }, SUBMIT_TIMEOUT_MS);
+    const resolve = (v) => { clearTimeout(timer); resolveTx(v); };
+    const reject = (e) => { clearTimeout(timer); rejectTx(e); };
     tx.signAndSend(signer, { nonce: -1 }, (result) => {
       const { status, events, dispatchError } = result;
       if (status.isInBlock || status.isFinalized) {

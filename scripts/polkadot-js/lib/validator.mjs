@@ -41,16 +41,29 @@ export async function becomeValidator(api, provider, signer, bond = 0n) {
 
 /**
  * Follows new heads until `address` is in session.validators and a block authored by it is
- * imported; fails after `maxBlocks` blocks. Returns { session, block } of that block.
+ * imported; rejects after `maxBlocks` blocks or when the subscription fails. Unsubscribes
+ * when settled. Returns { session, block } of that block.
  */
-export async function waitForAuthoredBlock(api, address, maxBlocks) {
+export function waitForAuthoredBlock(api, address, maxBlocks) {
   return new Promise((resolve, reject) => {
     let start = null;
     let inSet = false;
+    let settled = false;
+    let unsub = null;
+    const settle = (f, v) => {
+      if (settled) return;
+      settled = true;
+      if (unsub) unsub();
+      f(v);
+    };
     api.derive.chain.subscribeNewHeads((header) => {
+      if (settled) return;
       const n = header.number.toNumber();
       start ??= n;
-      if (n - start > maxBlocks) reject(new Error(`no block authored by ${address} within ${maxBlocks} blocks`));
+      if (n - start > maxBlocks) {
+        settle(reject, new Error(`no block authored by ${address} within ${maxBlocks} blocks`));
+        return;
+      }
       (async () => {
         if (!inSet) {
           const validators = (await api.query.session.validators()).map((v) => v.toString());
@@ -61,9 +74,12 @@ export async function waitForAuthoredBlock(api, address, maxBlocks) {
         }
         if (inSet && header.author?.toString() === address) {
           const session = (await api.query.session.currentIndex()).toNumber();
-          resolve({ session, block: n });
+          settle(resolve, { session, block: n });
         }
-      })().catch(reject);
-    }).catch(reject);
+      })().catch((e) => settle(reject, e));
+    }).then((u) => {
+      unsub = u;
+      if (settled) u();
+    }, (e) => settle(reject, e));
   });
 }
