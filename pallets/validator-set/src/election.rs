@@ -1,7 +1,7 @@
 //! The election rule, as pure functions of the candidates' stakes, and the
 //! [`pallet_session::SessionManager`] that applies it at every session rotation.
 
-use crate::pallet::*;
+use crate::{pallet::*, DEFAULT_SESSION_LENGTH};
 use alloc::vec::Vec;
 use frame_support::{
 	pallet_prelude::*,
@@ -16,19 +16,32 @@ use synod_primitives::TrainerStake;
 
 /// Elects at most `max` validators from `candidates` (account, active stake in planck): those
 /// with at least `min_bond`, the largest stakes first (ties: the smaller account id), returned
-/// ordered by account id so that the authority order does not change with stake alone.
+/// with their stakes, ordered by account id so that the authority order does not change with
+/// stake alone.
+pub fn elect_with_stakes<AccountId: Ord + Clone, Balance: Ord + Copy>(
+	candidates: &[(AccountId, Balance)],
+	max: usize,
+	min_bond: Balance,
+) -> Vec<(AccountId, Balance)> {
+	let mut eligible: Vec<(AccountId, Balance)> =
+		candidates.iter().filter(|(_, stake)| *stake >= min_bond).cloned().collect();
+	eligible.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+	eligible.truncate(max);
+	eligible.sort_by(|a, b| a.0.cmp(&b.0));
+	eligible.dedup_by(|a, b| a.0 == b.0);
+	eligible
+}
+
+/// The accounts of [`elect_with_stakes`].
 pub fn elect<AccountId: Ord + Clone, Balance: Ord + Copy>(
 	candidates: &[(AccountId, Balance)],
 	max: usize,
 	min_bond: Balance,
 ) -> Vec<AccountId> {
-	let mut eligible: Vec<&(AccountId, Balance)> =
-		candidates.iter().filter(|(_, stake)| *stake >= min_bond).collect();
-	eligible.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-	let mut elected: Vec<AccountId> = eligible.into_iter().take(max).map(|c| c.0.clone()).collect();
-	elected.sort();
-	elected.dedup();
-	elected
+	elect_with_stakes(candidates, max, min_bond)
+		.into_iter()
+		.map(|(who, _)| who)
+		.collect()
 }
 
 /// Index and stake of the candidate with the least stake (ties: the latest arrival, so that
@@ -74,10 +87,7 @@ impl<T: Config> Pallet<T> {
 		}
 		Candidates::<T>::put(kept);
 		let max = T::MaxValidators::get() as usize;
-		let elected: Vec<Elected<T>> = elect(&staked, max, min)
-			.into_iter()
-			.filter_map(|who| staked.iter().find(|(c, _)| *c == who).cloned())
-			.collect();
+		let elected = elect_with_stakes(&staked, max, min);
 		if elected.is_empty() {
 			Self::deposit_event(Event::ValidatorSetKept { session });
 			return None;
@@ -149,7 +159,7 @@ impl<T: Config> Get<BlockNumberFor<T>> for SessionLengthOf<T> {
 		let length = SessionLength::<T>::get();
 		if length.is_zero() {
 			// Not reachable after genesis; never divide by zero.
-			BlockNumberFor::<T>::from(600u32)
+			BlockNumberFor::<T>::from(DEFAULT_SESSION_LENGTH)
 		} else {
 			length
 		}

@@ -40,6 +40,9 @@
 extern crate alloc;
 
 pub use pallet::*;
+
+/// Blocks per session when genesis gives none (20 minutes of 2-second blocks).
+pub const DEFAULT_SESSION_LENGTH: u32 = 600;
 pub use weights::WeightInfo;
 
 #[cfg(feature = "runtime-benchmarks")]
@@ -152,14 +155,15 @@ pub mod pallet {
 	pub struct GenesisConfig<T: Config> {
 		/// Candidates at genesis, normally the same accounts as `session.keys`.
 		pub candidates: alloc::vec::Vec<T::AccountId>,
-		/// Blocks per session; `0` means the default of 600 blocks.
+		/// Blocks per session; `0` means [`DEFAULT_SESSION_LENGTH`].
 		pub session_length: u32,
 	}
 
 	#[pallet::genesis_build]
 	impl<T: Config> BuildGenesisConfig for GenesisConfig<T> {
 		fn build(&self) {
-			let length = if self.session_length == 0 { 600 } else { self.session_length };
+			let length =
+				if self.session_length == 0 { DEFAULT_SESSION_LENGTH } else { self.session_length };
 			SessionLength::<T>::put(BlockNumberFor::<T>::from(length));
 			let mut list = BoundedVec::<T::AccountId, T::MaxCandidates>::new();
 			for who in &self.candidates {
