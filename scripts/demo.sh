@@ -41,7 +41,7 @@ DASHBOARD_PORT="${DASHBOARD_PORT:-8090}"
 RPC="ws://127.0.0.1:$RPC_PORT"
 
 # One build serves the demo, the tests, the dashboard test and zombienet: the workspace's dev
-# profile (dependencies at opt-level 2, libtorch does the heavy math). `cargo build --workspace
+# profile (hot dependencies optimised, libtorch does the heavy math). `cargo build --workspace
 # --bins` shares every artifact with `cargo test --workspace` (a no-op after it) without
 # compiling the test targets; a `cargo build -p …` would unify features differently and rebuild
 # the runtime, a release trainer would compile the same dependencies a second time.
