@@ -25,7 +25,7 @@ const UNIT = 10n ** 12n;
 const PALLETS = ['TrainerStaking', 'TrainingPools', 'Checkpoints', 'Challenges', 'Rewards', 'ValidatorSet'];
 const CALLS = {
   trainerStaking: ['bond', 'unbond', 'withdrawUnbonded'],
-  trainingPools: ['createPool', 'joinPool', 'leavePool', 'cancelPool', 'releaseMemberDeposit'],
+  trainingPools: ['createPool', 'joinPool', 'leavePool', 'cancelPool', 'releaseMemberDeposit', 'reapPool'],
   checkpoints: ['commitCheckpoint', 'voidExpiredRound'],
   challenges: ['openChallenge', 'vote', 'registerJuror', 'unregisterJuror', 'advanceChallenge'],
   rewards: ['claimRewards', 'settleRound'],
@@ -182,6 +182,8 @@ async function main() {
   await expectError(api, bob, api.tx.trainingPools.cancelPool(pool2), 'trainingPools', 'NotCreator');
   ev = await ok(api, alice, api.tx.trainingPools.cancelPool(pool2), 'Alice cancels pool 2');
   check(!!find(ev, 'trainingPools', 'PoolCancelled'), 'pool 2 cancelled, its budget released');
+  // Reaped (records deleted, storage deposits back) only once nothing of it can be challenged.
+  await expectError(api, ferdie, api.tx.trainingPools.reapPool(pool2), 'trainingPools', 'PoolNotSettled');
   await expectError(api, eve, api.tx.checkpoints.voidExpiredRound(pool2), 'checkpoints', 'NoOpenRound');
   await expectError(api, eve, api.tx.rewards.settleRound(pool2, 1), 'rewards', 'NotUnsettled');
   await ok(api, eve, api.tx.trainerStaking.unbond(50n * UNIT), 'Eve unbonds 50 SYN');

@@ -16,18 +16,8 @@ pub type AccountId = subxt::utils::AccountId32;
 /// 1 SYN in planck (the runtime's `UNIT`, 12 decimals).
 pub const UNIT: u128 = 1_000_000_000_000;
 
-/// `PoolStatus` of `pallet-training-pools`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, DecodeAsType)]
-pub enum PoolStatus {
-    /// Accepting members; no round has started.
-    Open,
-    /// Rounds are running.
-    Training,
-    /// Every round closed (final or voided).
-    Completed,
-    /// Cancelled by its creator or root.
-    Cancelled,
-}
+/// `PoolStatus` of `pallet-training-pools`: the protocol's own type, decoded by variant name.
+pub use synod_protocol::PoolStatus;
 
 /// `Perbill` (parts per billion).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, DecodeAsType, EncodeAsType)]

@@ -144,27 +144,29 @@ mod benchmarks {
 		Ok(())
 	}
 
-	// Worst case: `e` jury draws due in one block, each over `MaxJurors` registered jurors.
+	// Worst case: `e` jury draws due in one block, each over `MaxJurors` registered jurors and
+	// each on a round of a different pool (so every draw reads its own snapshot and final
+	// checkpoint: nothing is cached for the next one).
 	#[benchmark]
 	fn on_initialize_expire(
 		e: Linear<0, { T::MaxExpiriesPerBlock::get() }>,
 	) -> Result<(), BenchmarkError> {
-		let (pool, members) = T::BenchmarkHelper::final_round(T::MaxPoolMembers::get());
+		let pools: Vec<_> = (0..e)
+			.map(|_| T::BenchmarkHelper::final_round(T::MaxPoolMembers::get()))
+			.collect();
 		register_jurors::<T>(T::MaxJurors::get())?;
 		let challenger = funded::<T>("challenger", 0);
-		let per = T::MaxChallengesPerContribution::get().max(1) as usize;
-		for i in 0..e as usize {
-			let accused = members
-				.get((i / per) % members.len())
-				.cloned()
-				.ok_or(BenchmarkError::Weightless)?;
-			let evidence = evidence::<T>(pool, 1, &accused)?;
-			Pallet::<T>::do_open_challenge(challenger.clone(), pool, 1, accused, &evidence)?;
+		for (pool, members) in &pools {
+			let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
+			let evidence = evidence::<T>(*pool, 1, &accused)?;
+			Pallet::<T>::do_open_challenge(challenger.clone(), *pool, 1, accused, &evidence)?;
 		}
-		let at = frame_system::Pallet::<T>::block_number()
-			+ T::Pools::round_params(pool)
-				.map(|p| p.timeline.jury_delay.saturated_into())
-				.unwrap_or_else(|| 1u32.into());
+		let jury_delay = pools
+			.first()
+			.and_then(|(pool, _)| T::Pools::round_params(*pool))
+			.map(|p| p.timeline.jury_delay.saturated_into())
+			.unwrap_or_else(|| 1u32.into());
+		let at = frame_system::Pallet::<T>::block_number() + jury_delay;
 		seed_draw::<T>(at);
 		frame_system::Pallet::<T>::set_block_number(at);
 		#[block]

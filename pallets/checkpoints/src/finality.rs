@@ -258,11 +258,13 @@ impl<T: Config> Pallet<T> {
 					);
 				}
 			}
+			// A pool being reaped has lost `LastFinal` first; its chain is deleted in key order.
+			let reaping = params.status.has_ended() && !LastFinal::<T>::contains_key(pool_id);
 			let previous = (1..round)
 				.rev()
 				.find_map(|r| FinalCheckpoints::<T>::get(pool_id, r).map(|f| f.hash))
 				.unwrap_or(params.initial_checkpoint);
-			ensure!(fin.parent == previous, "parent is not the previous final hash");
+			ensure!(reaping || fin.parent == previous, "parent is not the previous final hash");
 			ensure!(!Voided::<T>::contains_key(pool_id, round), "round both final and voided");
 		}
 		for (pool_id, open) in OpenRounds::<T>::iter() {
@@ -295,6 +297,72 @@ impl<T: Config> Pallet<T> {
 			}
 		}
 		Ok(())
+	}
+}
+
+/// A pool's records here: its open round (in use while it exists) and its round history —
+/// the last final hash, final checkpoints, voided rounds, missed-round counts and commits made
+/// ahead for a round that never opened — deleted when the pool is reaped. `LastFinal` goes
+/// first: a pool without it whose final checkpoints remain is being reaped (`try_state` no
+/// longer checks their parent chain, which is deleted in key order).
+impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
+	fn in_use(pool: PoolId) -> bool {
+		OpenRounds::<T>::contains_key(pool)
+	}
+
+	fn clear(pool: PoolId, limit: u32) -> (u32, bool) {
+		let mut removed = u32::from(LastFinal::<T>::take(pool).is_some());
+		// The round after the last one: members may have committed to it ahead of time.
+		let unopened =
+			T::Pools::round_params(pool).map(|p| p.current_round.saturating_add(1)).unwrap_or(0);
+		// Each step deletes up to its limit and returns (records deleted, whether none are left).
+		let steps: [&dyn Fn(u32) -> (u32, bool); 4] = [
+			&|l| {
+				let r = FinalCheckpoints::<T>::clear_prefix(pool, l, None);
+				(r.unique, r.maybe_cursor.is_none())
+			},
+			&|l| {
+				let r = Voided::<T>::clear_prefix(pool, l, None);
+				(r.unique, r.maybe_cursor.is_none())
+			},
+			&|l| {
+				let r = MissedRounds::<T>::clear_prefix(pool, l, None);
+				(r.unique, r.maybe_cursor.is_none())
+			},
+			&|l| {
+				let r = Commits::<T>::clear_prefix((pool, unopened), l, None);
+				(r.unique, r.maybe_cursor.is_none())
+			},
+		];
+		for step in steps {
+			let left = limit.saturating_sub(removed);
+			if left == 0 {
+				return (removed, !Self::has_history(pool, unopened));
+			}
+			let (n, none_left) = step(left);
+			removed = removed.saturating_add(n);
+			if !none_left {
+				return (removed, false);
+			}
+		}
+		(removed, true)
+	}
+
+	fn clear_weight(limit: u32) -> Weight {
+		// Per record: the key read by the prefix iteration and its deletion; plus LastFinal,
+		// the pool's parameters and the emptiness checks.
+		T::DbWeight::get()
+			.reads_writes(u64::from(limit).saturating_add(6), u64::from(limit).saturating_add(1))
+	}
+}
+
+impl<T: Config> Pallet<T> {
+	/// Whether any of `pool`'s round history is left (`unopened`: the round after its last).
+	fn has_history(pool: PoolId, unopened: RoundIndex) -> bool {
+		FinalCheckpoints::<T>::iter_prefix(pool).next().is_some()
+			|| Voided::<T>::iter_prefix(pool).next().is_some()
+			|| MissedRounds::<T>::iter_prefix(pool).next().is_some()
+			|| Commits::<T>::iter_prefix((pool, unopened)).next().is_some()
 	}
 }
 

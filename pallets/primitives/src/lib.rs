@@ -17,37 +17,14 @@ extern crate alloc;
 
 use alloc::vec::Vec;
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
-use frame_support::pallet_prelude::DispatchResult;
+use frame_support::{pallet_prelude::DispatchResult, weights::Weight};
 use scale_info::TypeInfo;
 use sp_runtime::Perbill;
 
 pub use synod_protocol as protocol;
-pub use synod_protocol::{Hash32, MemberIndex, Participant, PoolId, RoundIndex, Timeline};
-
-/// Lifecycle of a pool: `Open` → `Training` (when `min_trainers` joined) → `Completed` |
-/// `Cancelled`.
-#[derive(
-	Clone,
-	Copy,
-	PartialEq,
-	Eq,
-	Encode,
-	Decode,
-	DecodeWithMemTracking,
-	MaxEncodedLen,
-	TypeInfo,
-	Debug,
-)]
-pub enum PoolStatus {
-	/// Accepting members; no round has started.
-	Open,
-	/// Rounds are running; `current_round` is the round being committed.
-	Training,
-	/// Every outer round closed (final or voided).
-	Completed,
-	/// Cancelled by its creator or root; unreserved budget released.
-	Cancelled,
-}
+pub use synod_protocol::{
+	Hash32, MemberIndex, Participant, PoolId, PoolStatus, RoundIndex, Timeline,
+};
 
 /// What the checkpoint, challenge and reward logic needs to know about a pool.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -230,6 +207,54 @@ pub trait ChallengesInspect<AccountId> {
 impl<AccountId> ChallengesInspect<AccountId> for () {
 	fn is_guilty(_: PoolId, _: RoundIndex, _: &AccountId) -> bool {
 		false
+	}
+}
+
+/// What other pallets keep of a pool, for reaping (`TrainingPools::reap_pool`); implemented by
+/// `pallet-checkpoints` (its open round, its round history) and `pallet-rewards` (unsettled
+/// rounds, unclaimed rewards).
+pub trait PoolRecords {
+	/// Whether records of `pool` still need the pool's own (an open round, an unsettled round,
+	/// an unclaimed reward): the pool is not reaped while they do.
+	fn in_use(pool: PoolId) -> bool;
+	/// Deletes up to `limit` records of `pool` (a reaped pool); returns how many it deleted
+	/// and whether none remain.
+	fn clear(pool: PoolId, limit: u32) -> (u32, bool);
+	/// Upper bound of the weight of `clear` deleting `limit` records.
+	fn clear_weight(limit: u32) -> Weight;
+}
+
+impl PoolRecords for () {
+	fn in_use(_: PoolId) -> bool {
+		false
+	}
+	fn clear(_: PoolId, _: u32) -> (u32, bool) {
+		(0, true)
+	}
+	fn clear_weight(_: u32) -> Weight {
+		Weight::zero()
+	}
+}
+
+/// The records of both `A` and `B`: in use if either's are; cleared `A` first, then `B` with
+/// what is left of the limit.
+impl<A: PoolRecords, B: PoolRecords> PoolRecords for (A, B) {
+	fn in_use(pool: PoolId) -> bool {
+		A::in_use(pool) || B::in_use(pool)
+	}
+	fn clear(pool: PoolId, limit: u32) -> (u32, bool) {
+		let (a, a_done) = A::clear(pool, limit);
+		if !a_done {
+			return (a, false);
+		}
+		let (b, b_done) = B::clear(pool, limit.saturating_sub(a));
+		(a.saturating_add(b), b_done)
+	}
+	/// The records may all be `A`'s or all `B`'s: the larger bound, plus both emptiness checks.
+	fn clear_weight(limit: u32) -> Weight {
+		A::clear_weight(limit).max(B::clear_weight(limit)).saturating_add(
+			A::clear_weight(0).saturating_add(B::clear_weight(0)),
+		)
 	}
 }
 

@@ -15,6 +15,7 @@
 //! | [`rewards`] | splitting a round's reward over its contributors by stake |
 //! | [`jury`] | stake-weighted jury draw and the ⅔-of-stake verdict |
 //! | [`leak`] | the inactivity leak of members who do not commit in voided rounds |
+//! | [`pool`] | a pool's lifecycle, its storage deposit and when it can be reaped |
 //! | [`spec`] | bounds on every pool-spec field |
 //! | [`evidence`] | the signed gossip messages of members and their ML-DSA-65 verification (challenge evidence) |
 //!
@@ -30,6 +31,7 @@ pub mod arith;
 pub mod evidence;
 pub mod jury;
 pub mod leak;
+pub mod pool;
 pub mod quorum;
 pub mod rewards;
 pub mod snapshot;
@@ -41,6 +43,7 @@ pub use arith::{mul_div_floor, PPB};
 pub use evidence::{verify_announcement, Announcement, EvidenceError};
 pub use jury::{draw_jury, JuryVotes, Verdict};
 pub use leak::LeakRule;
+pub use pool::{pool_deposit, PoolStatus};
 pub use quorum::{quorum_threshold, reaches_quorum};
 pub use rewards::split_by_stake;
 pub use snapshot::{snapshot, MemberState, Participant};

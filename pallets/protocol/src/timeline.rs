@@ -88,6 +88,14 @@ impl Timeline {
 		self.settle_at(deadline)
 	}
 
+	/// Block after which nothing of the rounds opened at or before `at` can be challenged,
+	/// judged or slashed any more: `slashable_until(deadline(at))` (a round open at `at` is
+	/// final or voided by its deadline). A member that left at `at` and a pool that ended at
+	/// `at` keep their records (keys, deposits) until then.
+	pub fn settled_by(&self, at: Block) -> Block {
+		self.slashable_until(self.deadline(at))
+	}
+
 	/// The phase of a round with `outcome` at block `now`.
 	pub fn phase(&self, outcome: RoundOutcome, now: Block) -> RoundPhase {
 		match outcome {
@@ -166,6 +174,10 @@ mod tests {
 		// The last challenge (opened at 115) expires before settlement.
 		assert!(t.votes_until(t.challenges_until(105)) < t.settle_at(105));
 		assert!(t.slashable_until(110) >= t.settle_at(110));
+		// A round open at 100 is final by its deadline (110) at the latest: everything of it is
+		// settled by `settled_by(100)`.
+		assert_eq!(t.settled_by(100), t.settle_at(110));
+		assert!(t.settled_by(100) >= t.settle_at(105));
 	}
 
 	#[test]

@@ -166,6 +166,17 @@ pub mod pallet {
 			/// Planck.
 			amount: T::Balance,
 		},
+		/// Reaping `pool_id` could not pay `who`'s unclaimed reward (less than the existential
+		/// deposit to an account that no longer exists): `amount` planck went back to the
+		/// pool's creator.
+		RewardForfeited {
+			/// Pool.
+			pool_id: PoolId,
+			/// Member.
+			who: T::AccountId,
+			/// Planck.
+			amount: T::Balance,
+		},
 	}
 
 	/// Errors.

@@ -1,6 +1,6 @@
 //! Reservation at finality, settlement, claims and `try_state`.
 
-use crate::{pallet::*, Event};
+use crate::{pallet::*, Event, WeightInfo};
 use alloc::vec::Vec;
 use frame_support::pallet_prelude::*;
 use frame_system::pallet_prelude::BlockNumberFor;
@@ -32,6 +32,41 @@ impl<T: Config> OnRoundFinalized<BlockNumberFor<T>> for Pallet<T> {
 		let reserved = T::Pools::reserve_reward(pool_id);
 		Unsettled::<T>::insert(pool_id, round, PendingRound { reserved, settle_at, scheduled });
 		Self::deposit_event(Event::RewardReserved { pool_id, round, reserved, settle_at });
+	}
+}
+
+/// A pool's records here: unsettled rounds (the pool is in use while any is left: anyone can
+/// `settle_round` it) and credited, unclaimed rewards, which reaping pays out to their members
+/// as a claim would (one that cannot be paid is forfeited to the creator): an unclaimed reward
+/// never holds the creator's deposit hostage.
+impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
+	fn in_use(pool: PoolId) -> bool {
+		Unsettled::<T>::iter_prefix(pool).next().is_some()
+	}
+
+	fn clear(pool: PoolId, limit: u32) -> (u32, bool) {
+		let owed: Vec<(T::AccountId, T::Balance)> =
+			Claimable::<T>::iter_prefix(pool).take(limit as usize).collect();
+		let mut paid = 0u32;
+		for (who, amount) in owed {
+			// A payment fails only if it cannot be made (less than the existential deposit to
+			// an account that no longer exists): forfeited to the creator, or it would hold the
+			// pool (and the creator's deposit) forever.
+			if Self::do_claim(who.clone(), pool).is_err() {
+				Claimable::<T>::remove(pool, &who);
+				T::Pools::unreserve(pool, amount);
+				Self::deposit_event(Event::RewardForfeited { pool_id: pool, who, amount });
+			}
+			paid = paid.saturating_add(1);
+		}
+		(paid, Claimable::<T>::iter_prefix(pool).next().is_none())
+	}
+
+	fn clear_weight(limit: u32) -> Weight {
+		// Each record is one claim; plus the prefix read and the emptiness check.
+		T::WeightInfo::claim_rewards()
+			.saturating_mul(u64::from(limit))
+			.saturating_add(T::DbWeight::get().reads(2))
 	}
 }
 

@@ -95,6 +95,12 @@ pub const JURY_DELAY: u64 = 1;
 pub const VOTE_MARGIN: u64 = 10;
 /// A member's storage deposit, planck.
 pub const MEMBER_DEPOSIT: Balance = 5;
+/// A pool's storage deposit: this plus [`ROUND_DEPOSIT`] per round.
+pub const POOL_DEPOSIT: Balance = 20;
+/// A pool's storage deposit per round.
+pub const ROUND_DEPOSIT: Balance = 2;
+/// Records one `reap_pool` call deletes at most (small, so reaping takes several calls).
+pub const REAP_LIMIT: u32 = 3;
 /// Active stake a validator candidate needs, planck.
 pub const MIN_VALIDATOR_BOND: Balance = 200;
 /// Size of the active validator set.
@@ -200,6 +206,10 @@ impl pallet_training_pools::Config for Test {
 	type JuryDelay = ConstU64<JURY_DELAY>;
 	type VoteMargin = ConstU64<VOTE_MARGIN>;
 	type MemberDeposit = ConstU128<MEMBER_DEPOSIT>;
+	type PoolDeposit = ConstU128<POOL_DEPOSIT>;
+	type RoundDeposit = ConstU128<ROUND_DEPOSIT>;
+	type ReapLimit = ConstU32<REAP_LIMIT>;
+	type Records = (Rewards, Checkpoints);
 	type WeightInfo = ();
 	#[cfg(feature = "runtime-benchmarks")]
 	type BenchmarkHelper = BenchHelper;

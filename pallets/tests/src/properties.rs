@@ -29,6 +29,7 @@ enum Op {
 	Leave(usize, u32),
 	ReleaseDeposit(usize, u32, u32),
 	Cancel(usize, u32),
+	Reap(usize, u32),
 	Commit {
 		who: usize,
 		pool: u32,
@@ -98,6 +99,7 @@ fn op() -> impl Strategy<Value = Op> {
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Leave(w, p)),
 		(who.clone(), pool.clone(), 0..6u32).prop_map(|(w, p, i)| Op::ReleaseDeposit(w, p, i)),
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Cancel(w, p)),
+		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Reap(w, p)),
 		(who.clone(), pool.clone(), 0..3u32, 0..3u8, any::<u8>())
 			.prop_map(|(who, pool, ahead, hash, mask)| Op::Commit { who, pool, ahead, hash, mask }),
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::VoidExpired(w, p)),
@@ -135,6 +137,7 @@ fn apply(op: &Op) {
 		Op::ReleaseDeposit(w, p, i) => TrainingPools::release_member_deposit(o(w), p, i),
 		Op::Leave(w, p) => TrainingPools::leave_pool(o(w), p),
 		Op::Cancel(w, p) => TrainingPools::cancel_pool(o(w), p),
+		Op::Reap(w, p) => TrainingPools::reap_pool(o(w), p).map(|_| ()).map_err(|e| e.error),
 		Op::Commit { who, pool, ahead, hash, mask } => {
 			let current = pallet_training_pools::Pools::<Test>::get(pool)
 				.map(|p| p.current_round)

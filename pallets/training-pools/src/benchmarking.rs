@@ -70,9 +70,17 @@ where
 {
 	let who = funded::<T>("trainer", i);
 	T::BenchmarkHelper::bond(&who, stake::<T>());
-	let peer = BoundedVec::truncate_from(alloc::vec![7u8; T::MaxPeerIdLen::get() as usize]);
-	Pallet::<T>::do_join_pool(who.clone(), pool, stake::<T>(), peer, bench_key())?;
+	Pallet::<T>::do_join_pool(who.clone(), pool, stake::<T>(), peer_id::<T>(i), bench_key())?;
 	Ok(who)
+}
+
+/// A peer id of the longest length, distinct for each `i` (peer ids are unique in a pool).
+fn peer_id<T: Config>(i: u32) -> BoundedVec<u8, T::MaxPeerIdLen> {
+	let mut peer = alloc::vec![7u8; T::MaxPeerIdLen::get() as usize];
+	for (b, x) in peer.iter_mut().zip(i.to_le_bytes()) {
+		*b = x;
+	}
+	BoundedVec::truncate_from(peer)
 }
 
 impl<T: Config> synod_primitives::PoolSetup<T::AccountId> for Pallet<T>
@@ -118,13 +126,12 @@ mod benchmarks {
 		}
 		let who = funded::<T>("joiner", 0);
 		T::BenchmarkHelper::bond(&who, stake::<T>());
-		let peer = BoundedVec::truncate_from(alloc::vec![7u8; T::MaxPeerIdLen::get() as usize]);
 		#[extrinsic_call]
 		_(
 			RawOrigin::Signed(who),
 			0,
 			stake::<T>(),
-			peer,
+			peer_id::<T>(max),
 			alloc::boxed::Box::new([9u8; ML_DSA_65_PUBLIC_KEY_LEN]),
 		);
 		assert_eq!(Pools::<T>::get(0).map(|p| p.status), Some(PoolStatus::Training));
@@ -174,6 +181,35 @@ mod benchmarks {
 		#[extrinsic_call]
 		_(RawOrigin::Signed(creator), 0);
 		assert_eq!(Pools::<T>::get(0).map(|p| p.status), Some(PoolStatus::Cancelled));
+		Ok(())
+	}
+
+	// Worst case per record: former members (each a drained record and a released deposit),
+	// `r` of them, besides `m` current members of an ended (cancelled) pool.
+	#[benchmark]
+	fn reap_pool(
+		m: Linear<0, { T::MaxMembers::get().saturating_sub(1) }>,
+		r: Linear<0, { T::ReapLimit::get() }>,
+	) -> Result<(), BenchmarkError> {
+		let creator = funded::<T>("creator", 0);
+		let max = T::MaxMembers::get();
+		Pallet::<T>::do_create_pool(creator.clone(), spec::<T>(max, max))?;
+		for i in 0..r {
+			let who = join::<T>(0, max.saturating_add(i))?;
+			Pallet::<T>::do_leave_pool(who, 0)?;
+		}
+		for i in 0..m {
+			join::<T>(0, i)?;
+		}
+		Pallet::<T>::do_cancel_pool(Some(creator.clone()), 0)?;
+		let pool = Pools::<T>::get(0).ok_or(BenchmarkError::Weightless)?;
+		let ended_at: u64 = pool.ended_at.ok_or(BenchmarkError::Weightless)?.saturated_into();
+		let after = Pallet::<T>::timeline(&pool).settled_by(ended_at).saturating_add(1);
+		frame_system::Pallet::<T>::set_block_number(after.saturated_into());
+		#[extrinsic_call]
+		_(RawOrigin::Signed(creator), 0);
+		assert!(Pools::<T>::get(0).is_none(), "reaped in one call");
+		assert!(FormerMembers::<T>::iter_prefix(0).next().is_none());
 		Ok(())
 	}
 

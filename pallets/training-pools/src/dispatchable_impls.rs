@@ -1,13 +1,16 @@
 //! The logic behind the calls.
 
-use crate::{pallet::*, Event, FormerMember, MemberInfo, MlDsaPublicKey, PoolInfo, PoolSpec};
+use crate::{
+	pallet::*, Event, FormerMember, MemberInfo, MlDsaPublicKey, PoolInfo, PoolSpec, WeightInfo,
+};
 use frame_support::{
 	pallet_prelude::*,
 	traits::{fungible::MutateHold, tokens::Precision},
 };
 use sp_runtime::traits::{CheckedAdd, CheckedMul, SaturatedConversion, Saturating, Zero};
 use synod_primitives::{
-	MemberIndex, OnTrainingStarted, PoolId, PoolStatus, StakeCommitments, Timeline, TrainerStake,
+	protocol, MemberIndex, OnTrainingStarted, PoolId, PoolRecords, PoolStatus, StakeCommitments,
+	Timeline, TrainerStake,
 };
 
 impl<T: Config> Pallet<T> {
@@ -51,10 +54,19 @@ impl<T: Config> Pallet<T> {
 			.reward_per_round
 			.checked_mul(&spec.rounds.into())
 			.ok_or(Error::<T>::Overflow)?;
+		let deposit: BalanceOf<T> = protocol::pool_deposit(
+			T::PoolDeposit::get().saturated_into(),
+			T::RoundDeposit::get().saturated_into(),
+			spec.rounds,
+		)
+		.and_then(|d| d.try_into().ok())
+		.ok_or(Error::<T>::Overflow)?;
 		let pool_id = NextPoolId::<T>::get();
 		let next = pool_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		T::Currency::hold(&Self::budget_reason(), &creator, budget)
 			.map_err(|_| Error::<T>::InsufficientBudget)?;
+		T::Currency::hold(&Self::pool_deposit_reason(), &creator, deposit)
+			.map_err(|_| Error::<T>::InsufficientDeposit)?;
 		Pools::<T>::insert(
 			pool_id,
 			PoolInfo {
@@ -69,6 +81,8 @@ impl<T: Config> Pallet<T> {
 				budget_reserved: Zero::zero(),
 				created_at: frame_system::Pallet::<T>::block_number(),
 				cancel_after: None,
+				deposit,
+				ended_at: None,
 			},
 		);
 		NextPoolId::<T>::put(next);
@@ -92,6 +106,7 @@ impl<T: Config> Pallet<T> {
 		ensure!(!Members::<T>::contains_key(pool_id, &who), Error::<T>::AlreadyMember);
 		ensure!(pool.member_count < pool.spec.max_trainers, Error::<T>::PoolFull);
 		ensure!(!peer_id.is_empty(), Error::<T>::InvalidPeerId);
+		ensure!(!PeerIds::<T>::contains_key(pool_id, &peer_id), Error::<T>::PeerIdTaken);
 		ensure!(stake >= pool.spec.min_stake && !stake.is_zero(), Error::<T>::StakeBelowMinimum);
 		let committed = <Self as StakeCommitments<_, _>>::committed(&who);
 		let needed = committed.checked_add(&stake).ok_or(Error::<T>::Overflow)?;
@@ -120,6 +135,7 @@ impl<T: Config> Pallet<T> {
 			pool.status = PoolStatus::Training;
 			pool.current_round = 1;
 		}
+		PeerIds::<T>::insert(pool_id, &peer_id, &who);
 		Members::<T>::insert(
 			pool_id,
 			&who,
@@ -161,8 +177,11 @@ impl<T: Config> Pallet<T> {
 		pool.total_stake = pool.total_stake.saturating_sub(member.stake);
 		MemberList::<T>::mutate(pool_id, |l| l.retain(|m| m != who));
 		TrainerPools::<T>::mutate(who, |p| p.retain(|id| *id != pool_id));
-		// Every round it is in opened at or before now, so its deadline is at most
-		// `deadline(now)`; its challenges end by `slashable_until` of that.
+		// (A peer id registered before ids were unique may be another member's.)
+		if PeerIds::<T>::get(pool_id, &member.peer_id).as_ref() == Some(who) {
+			PeerIds::<T>::remove(pool_id, &member.peer_id);
+		}
+		// Every round it is in opened at or before now: its challenges end by `settled_by(now)`.
 		let timeline = Self::timeline(&pool);
 		let now: u64 = frame_system::Pallet::<T>::block_number().saturated_into();
 		FormerMembers::<T>::insert(
@@ -173,7 +192,7 @@ impl<T: Config> Pallet<T> {
 				peer_id: member.peer_id,
 				ml_dsa_key: member.ml_dsa_key,
 				deposit: member.deposit,
-				kept_until: timeline.slashable_until(timeline.deadline(now)).saturated_into(),
+				kept_until: timeline.settled_by(now).saturated_into(),
 			},
 		);
 		Pools::<T>::insert(pool_id, pool);
@@ -194,6 +213,10 @@ impl<T: Config> Pallet<T> {
 		HoldReason::MemberDeposit.into()
 	}
 
+	pub(crate) fn pool_deposit_reason() -> T::RuntimeHoldReason {
+		HoldReason::PoolDeposit.into()
+	}
+
 	pub(crate) fn do_release_member_deposit(pool_id: PoolId, index: MemberIndex) -> DispatchResult {
 		let former = FormerMembers::<T>::get(pool_id, index).ok_or(Error::<T>::NoFormerMember)?;
 		ensure!(
@@ -201,19 +224,7 @@ impl<T: Config> Pallet<T> {
 			Error::<T>::DepositStillNeeded
 		);
 		FormerMembers::<T>::remove(pool_id, index);
-		let amount = T::Currency::release(
-			&Self::deposit_reason(),
-			&former.who,
-			former.deposit,
-			Precision::BestEffort,
-		)
-		.unwrap_or_default();
-		Self::deposit_event(Event::MemberDepositReleased {
-			pool_id,
-			index,
-			who: former.who,
-			amount,
-		});
+		Self::release_deposit(pool_id, index, &former.who, former.deposit);
 		Ok(())
 	}
 
@@ -243,13 +254,100 @@ impl<T: Config> Pallet<T> {
 		Ok(())
 	}
 
-	/// Frees the members' commitments and releases the unreserved budget of an ended pool.
-	/// Member records stay (challenges and rewards of past rounds still read them).
+	/// Frees the members' commitments and releases the unreserved budget of an ended pool;
+	/// records when it ended. Member records stay (challenges and rewards of past rounds still
+	/// read them) until the pool is reaped.
 	pub(crate) fn end_pool(pool_id: PoolId, pool: &mut PoolInfo<T>) -> BalanceOf<T> {
 		for who in MemberList::<T>::get(pool_id) {
 			TrainerPools::<T>::mutate(&who, |p| p.retain(|id| *id != pool_id));
 		}
+		pool.ended_at = Some(frame_system::Pallet::<T>::block_number());
 		Self::release_unreserved(pool)
+	}
+
+	/// Weight of `reap_pool` deleting `members` current members, `formers` former members
+	/// (benchmarked) and `others` records of other pallets ([`PoolRecords::clear_weight`]).
+	pub(crate) fn reap_weight(members: u32, formers: u32, others: u32) -> Weight {
+		T::WeightInfo::reap_pool(members, formers).saturating_add(T::Records::clear_weight(others))
+	}
+
+	/// [`Pallet::reap_pool`]: returns how many current members, former members and other
+	/// pallets' records it deleted.
+	pub(crate) fn do_reap_pool(pool_id: PoolId) -> Result<(u32, u32, u32), DispatchError> {
+		let mut pool = Pools::<T>::get(pool_id).ok_or(Error::<T>::PoolNotFound)?;
+		let ended_at = pool.ended_at.filter(|_| pool.status.has_ended());
+		let ended_at: u64 = ended_at.ok_or(Error::<T>::PoolNotEnded)?.saturated_into();
+		let now: u64 = frame_system::Pallet::<T>::block_number().saturated_into();
+		ensure!(now > Self::timeline(&pool).settled_by(ended_at), Error::<T>::PoolNotSettled);
+		ensure!(!T::Records::in_use(pool_id), Error::<T>::PoolRecordsInUse);
+		// Current members (≤ MaxMembers): their commitments ended with the pool.
+		let members = MemberList::<T>::take(pool_id);
+		for who in members.iter() {
+			if let Some(m) = Members::<T>::take(pool_id, who) {
+				PeerIds::<T>::remove(pool_id, &m.peer_id);
+				Self::release_deposit(pool_id, m.index, who, m.deposit);
+			}
+		}
+		pool.member_count = 0;
+		pool.total_stake = Zero::zero();
+		// Former members, then the other pallets' records (unclaimed rewards are paid out of
+		// the budget, the round history deleted), up to `ReapLimit`.
+		let limit = T::ReapLimit::get();
+		let mut formers = 0u32;
+		for (index, former) in FormerMembers::<T>::drain_prefix(pool_id).take(limit as usize) {
+			Self::release_deposit(pool_id, index, &former.who, former.deposit);
+			formers = formers.saturating_add(1);
+		}
+		let (others, done) = if FormerMembers::<T>::iter_prefix(pool_id).next().is_some() {
+			(0, false)
+		} else {
+			T::Records::clear(pool_id, limit.saturating_sub(formers))
+		};
+		let records = formers.saturating_add(others);
+		let members = members.len() as u32;
+		// Paying rewards changed the budget in storage.
+		let budget = Pools::<T>::get(pool_id).map(|p| (p.budget_held, p.budget_reserved));
+		(pool.budget_held, pool.budget_reserved) = budget.unwrap_or_default();
+		if !done {
+			Pools::<T>::insert(pool_id, pool);
+			Self::deposit_event(Event::PoolPartlyReaped { pool_id, records });
+			return Ok((members, formers, others));
+		}
+		Pools::<T>::remove(pool_id);
+		// Every reward is paid: nothing of the budget is owed (released if anything is left).
+		pool.budget_reserved = Zero::zero();
+		Self::release_unreserved(&mut pool);
+		let released = T::Currency::release(
+			&Self::pool_deposit_reason(),
+			&pool.creator,
+			pool.deposit,
+			Precision::BestEffort,
+		)
+		.unwrap_or_default();
+		Self::deposit_event(Event::PoolReaped { pool_id, creator: pool.creator, released });
+		Ok((members, formers, others))
+	}
+
+	/// Releases a (former) member's storage deposit and says so.
+	fn release_deposit(
+		pool_id: PoolId,
+		index: MemberIndex,
+		who: &T::AccountId,
+		deposit: BalanceOf<T>,
+	) {
+		let amount = T::Currency::release(
+			&Self::deposit_reason(),
+			who,
+			deposit,
+			Precision::BestEffort,
+		)
+		.unwrap_or_default();
+		Self::deposit_event(Event::MemberDepositReleased {
+			pool_id,
+			index,
+			who: who.clone(),
+			amount,
+		});
 	}
 
 	/// Releases `budget_held − budget_reserved` to the creator; returns the amount released.
@@ -274,15 +372,30 @@ impl<T: Config> Pallet<T> {
 		use alloc::collections::btree_map::BTreeMap;
 		use frame_support::traits::fungible::InspectHold;
 		let mut held_by_creator: BTreeMap<T::AccountId, BalanceOf<T>> = BTreeMap::new();
+		let mut deposit_by_creator: BTreeMap<T::AccountId, BalanceOf<T>> = BTreeMap::new();
 		for (pool_id, pool) in Pools::<T>::iter() {
 			ensure!(pool.budget_reserved <= pool.budget_held, "reserved budget exceeds held");
+			ensure!(
+				pool.ended_at.is_some() == pool.status.has_ended(),
+				"ended_at set for a pool that has not ended, or missing"
+			);
 			let e = held_by_creator.entry(pool.creator.clone()).or_default();
 			*e = e.saturating_add(pool.budget_held);
+			let e = deposit_by_creator.entry(pool.creator.clone()).or_default();
+			*e = e.saturating_add(pool.deposit);
 			let list = MemberList::<T>::get(pool_id);
 			ensure!(list.len() as u32 == pool.member_count, "member_count differs from MemberList");
+			ensure!(
+				PeerIds::<T>::iter_prefix(pool_id).count() == list.len(),
+				"registered peer ids differ from the members"
+			);
 			let mut stake = BalanceOf::<T>::zero();
 			for who in list.iter() {
 				let m = Members::<T>::get(pool_id, who).ok_or("listed member has no record")?;
+				ensure!(
+					PeerIds::<T>::get(pool_id, &m.peer_id).as_ref() == Some(who),
+					"a member's peer id is not registered to it"
+				);
 				stake = stake.saturating_add(m.stake);
 				let active = matches!(pool.status, PoolStatus::Open | PoolStatus::Training);
 				ensure!(
@@ -311,6 +424,12 @@ impl<T: Config> Pallet<T> {
 			ensure!(
 				T::Currency::balance_on_hold(&Self::budget_reason(), &creator) == held,
 				"budget hold differs from the sum of the creator's pools"
+			);
+		}
+		for (creator, held) in deposit_by_creator {
+			ensure!(
+				T::Currency::balance_on_hold(&Self::pool_deposit_reason(), &creator) == held,
+				"pool deposit hold differs from the sum of the creator's pools"
 			);
 		}
 		Ok(())

@@ -12,14 +12,19 @@
 //! - [`Pallet::leave_pool`] ends a membership and frees its committed stake.
 //! - [`Pallet::cancel_pool`] (creator or root) stops the pool and releases the budget not owed
 //!   to final rounds.
+//! - [`Pallet::reap_pool`] (anyone) deletes an ended pool once every round it ran is settled:
+//!   its record, its members' and former members' registrations (their deposits go back to
+//!   them) and, through [`Config::Records`], unclaimed rewards (paid out) and its round
+//!   history; then the creator's storage deposit ([`HoldReason::PoolDeposit`]) is released. A long
+//!   history takes several calls of at most [`Config::ReapLimit`] records each.
 //!
 //! Checkpoints, Challenges and Rewards use the pool through
 //! [`synod_primitives::PoolsInterface`]. Trainers read pools with the view functions
 //! [`Pallet::pool`] and [`Pallet::pool_members`], or the storage maps directly.
 //!
 //! Invariants (`try_state`): the creator's budget hold equals the sum of `budget_held` of its
-//! pools; `budget_reserved ≤ budget_held`; member counts, total stake and commitments match the
-//! member records.
+//! pools, its deposit hold the sum of their `deposit`; `budget_reserved ≤ budget_held`; member
+//! counts, total stake, commitments and registered peer ids match the member records.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -37,6 +42,7 @@ pub use weights::WeightInfo;
 pub mod benchmarking;
 mod dispatchable_impls;
 mod interface;
+pub mod migrations;
 // The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
 extern crate self as pallet_training_pools;
@@ -73,9 +79,18 @@ pub mod pallet {
 		/// challenges of its rounds are possible; see [`Pallet::release_member_deposit`]).
 		#[codec(index = 1)]
 		MemberDeposit,
+		/// A pool creator's storage deposit, until the pool is reaped
+		/// ([`Pallet::reap_pool`]).
+		#[codec(index = 2)]
+		PoolDeposit,
 	}
 
+	/// The storage version: 1 added `PoolInfo::deposit` and `PoolInfo::ended_at`
+	/// ([`crate::migrations::v1`]).
+	pub(crate) const STORAGE_VERSION: StorageVersion = StorageVersion::new(1);
+
 	#[pallet::pallet]
+	#[pallet::storage_version(STORAGE_VERSION)]
 	pub struct Pallet<T>(_);
 
 	/// Configuration.
@@ -121,6 +136,21 @@ pub mod pallet {
 		/// evidence.
 		#[pallet::constant]
 		type MemberDeposit: Get<BalanceOf<Self>>;
+		/// Storage deposit a creator holds at `create_pool` for the pool's own records, in
+		/// planck ([`synod_primitives::protocol::pool_deposit`]'s base).
+		#[pallet::constant]
+		type PoolDeposit: Get<BalanceOf<Self>>;
+		/// Storage deposit per round of a pool, in planck: each round leaves a final or voided
+		/// record until the pool is reaped.
+		#[pallet::constant]
+		type RoundDeposit: Get<BalanceOf<Self>>;
+		/// Records (former members, other pallets' round history) one `reap_pool` call deletes
+		/// at most; current members (≤ `MaxMembers`) are always deleted in the first call.
+		#[pallet::constant]
+		type ReapLimit: Get<u32>;
+		/// Other pallets' records of a pool (Rewards, Checkpoints): a pool is reaped only when
+		/// none is in use, and reaping clears them (unclaimed rewards are paid out).
+		type Records: synod_primitives::PoolRecords;
 		/// Weights of this pallet's calls.
 		type WeightInfo: WeightInfo;
 		/// Gives benchmark accounts bonded stake.
@@ -152,6 +182,18 @@ pub mod pallet {
 	#[pallet::storage]
 	pub type FormerMembers<T: Config> =
 		StorageDoubleMap<_, Twox64Concat, PoolId, Twox64Concat, MemberIndex, FormerMember<T>>;
+
+	/// The current member that registered each libp2p peer id in a pool: peers are told apart
+	/// by peer id, so no two members of a pool share one.
+	#[pallet::storage]
+	pub type PeerIds<T: Config> = StorageDoubleMap<
+		_,
+		Twox64Concat,
+		PoolId,
+		Blake2_128Concat,
+		BoundedVec<u8, T::MaxPeerIdLen>,
+		T::AccountId,
+	>;
 
 	/// Pools (Open or Training) each account is a member of; their stakes are committed.
 	#[pallet::storage]
@@ -242,6 +284,24 @@ pub mod pallet {
 			/// Trainer.
 			who: T::AccountId,
 		},
+		/// `pool_id` was reaped: its records are gone and its creator's storage deposit
+		/// (`released` planck) went back.
+		PoolReaped {
+			/// Pool.
+			pool_id: PoolId,
+			/// Creator.
+			creator: T::AccountId,
+			/// Planck released to the creator.
+			released: BalanceOf<T>,
+		},
+		/// `reap_pool` deleted `records` records of `pool_id` and stopped at `ReapLimit`; the
+		/// next call goes on.
+		PoolPartlyReaped {
+			/// Pool.
+			pool_id: PoolId,
+			/// Records deleted by this call.
+			records: u32,
+		},
 		/// `pool_id` was cancelled; `released` planck of unreserved budget went back.
 		PoolCancelled {
 			/// Pool.
@@ -294,8 +354,18 @@ pub mod pallet {
 		InvalidPeerId,
 		/// Only the creator or root may cancel.
 		NotCreator,
-		/// The caller's free balance cannot hold `MemberDeposit`.
+		/// The caller's free balance cannot hold the storage deposit (`MemberDeposit` at
+		/// `join_pool`, `PoolDeposit + RoundDeposit × rounds` at `create_pool`).
 		InsufficientDeposit,
+		/// Another member of the pool registered this peer id.
+		PeerIdTaken,
+		/// The pool has not ended (it is `Open` or `Training`).
+		PoolNotEnded,
+		/// A round of the pool may still be challenged or judged (until
+		/// `Timeline::settled_by` of the block it ended in).
+		PoolNotSettled,
+		/// A round of the pool is still open or unsettled (`settle_round` settles it).
+		PoolRecordsInUse,
 		/// No former member with this index in this pool.
 		NoFormerMember,
 		/// The former member's key may still be needed as challenge evidence (see
@@ -312,11 +382,14 @@ pub mod pallet {
 		///
 		/// Every spec field is bounded (`SpecLimits`); the error names the field out of bounds.
 		///
+		/// It also holds the pool's storage deposit, `PoolDeposit + RoundDeposit × rounds`
+		/// planck ([`HoldReason::PoolDeposit`]), returned by [`Pallet::reap_pool`].
+		///
 		/// Errors: [`Error::InvalidRounds`], [`Error::InvalidTrainerBounds`],
 		/// [`Error::InvalidQuorum`], [`Error::InvalidRoundTimeout`],
 		/// [`Error::InvalidInnerSteps`], [`Error::InvalidMinStake`],
 		/// [`Error::InvalidRewardPerRound`], [`Error::InvalidChallengeWindow`],
-		/// [`Error::InsufficientBudget`], [`Error::Overflow`].
+		/// [`Error::InsufficientBudget`], [`Error::InsufficientDeposit`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::create_pool())]
 		pub fn create_pool(origin: OriginFor<T>, spec: PoolSpec<T>) -> DispatchResult {
@@ -328,9 +401,13 @@ pub mod pallet {
 		/// trainer's libp2p `peer_id` (multihash bytes) and ML-DSA-65 public key
 		/// (`ml_dsa_key`, 1952 bytes; boxed to keep `RuntimeCall` small).
 		///
+		/// The peer id must not be another current member's ([`Error::PeerIdTaken`]): trainers
+		/// tell members apart by peer id. Holds `MemberDeposit` ([`HoldReason::MemberDeposit`]).
+		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolClosed`], [`Error::PoolFull`],
 		/// [`Error::AlreadyMember`], [`Error::StakeBelowMinimum`], [`Error::InsufficientStake`],
-		/// [`Error::TooManyPools`], [`Error::InvalidPeerId`], [`Error::Overflow`].
+		/// [`Error::TooManyPools`], [`Error::InvalidPeerId`], [`Error::PeerIdTaken`],
+		/// [`Error::InsufficientDeposit`], [`Error::Overflow`].
 		#[pallet::call_index(1)]
 		#[pallet::weight(T::WeightInfo::join_pool())]
 		pub fn join_pool(
@@ -389,6 +466,28 @@ pub mod pallet {
 			ensure_signed(origin)?;
 			Self::do_release_member_deposit(pool_id, index)
 		}
+
+		/// Reaps the ended pool `pool_id` (any signed account may call it): deletes its current
+		/// members' and former members' registrations, releasing their storage deposits to
+		/// them, and its other records ([`Config::Records`]: the round history), at most
+		/// [`Config::ReapLimit`] records per call besides the current members
+		/// ([`Event::PoolPartlyReaped`]; call again). The call that deletes the last record
+		/// deletes the pool and releases its creator's storage deposit ([`Event::PoolReaped`]).
+		///
+		/// Possible once the pool has ended and every round it ran is settled (after
+		/// `Timeline::settled_by` of the block it ended in: no challenge can be opened,
+		/// judged or slashed; a round left unsettled by a full queue needs `settle_round`
+		/// first). Rewards not yet claimed are paid out to their members on the way.
+		///
+		/// Errors: [`Error::PoolNotFound`], [`Error::PoolNotEnded`], [`Error::PoolNotSettled`],
+		/// [`Error::PoolRecordsInUse`].
+		#[pallet::call_index(5)]
+		#[pallet::weight(Pallet::<T>::reap_weight(T::MaxMembers::get(), T::ReapLimit::get(), T::ReapLimit::get()))]
+		pub fn reap_pool(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResultWithPostInfo {
+			ensure_signed(origin)?;
+			let (members, formers, others) = Self::do_reap_pool(pool_id)?;
+			Ok(Some(Self::reap_weight(members, formers, others)).into())
+		}
 	}
 
 	#[pallet::view_functions]
@@ -409,6 +508,10 @@ pub mod pallet {
 
 	#[pallet::hooks]
 	impl<T: Config> Hooks<BlockNumberFor<T>> for Pallet<T> {
+		fn integrity_test() {
+			assert!(T::ReapLimit::get() >= 1, "reap_pool must delete at least one record a call");
+		}
+
 		#[cfg(feature = "try-runtime")]
 		fn try_state(_n: BlockNumberFor<T>) -> Result<(), sp_runtime::TryRuntimeError> {
 			Self::do_try_state()

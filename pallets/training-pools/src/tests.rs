@@ -37,14 +37,27 @@ fn budget_held(who: AccountId) -> Balance {
 	Balances::balance_on_hold(&RuntimeHoldReason::TrainingPools(HoldReason::PoolBudget), &who)
 }
 
+fn pool_deposit_held(who: AccountId) -> Balance {
+	Balances::balance_on_hold(&RuntimeHoldReason::TrainingPools(HoldReason::PoolDeposit), &who)
+}
+
+fn member_deposit_held(who: AccountId) -> Balance {
+	Balances::balance_on_hold(&RuntimeHoldReason::TrainingPools(HoldReason::MemberDeposit), &who)
+}
+
+/// The deposit of a pool of [`spec`] (3 rounds).
+const SPEC_DEPOSIT: Balance = POOL_DEPOSIT + 3 * ROUND_DEPOSIT;
+
 #[test]
 fn create_pool_holds_the_budget() {
 	run_test(|| {
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
 		assert_eq!(budget_held(CREATOR), 3_000);
+		assert_eq!(pool_deposit_held(CREATOR), SPEC_DEPOSIT);
 		let pool = Pools::<Test>::get(0).unwrap();
 		assert_eq!(pool.status, PoolStatus::Open);
 		assert_eq!(pool.budget_held, 3_000);
+		assert_eq!((pool.deposit, pool.ended_at), (SPEC_DEPOSIT, None));
 		assert_eq!(NextPoolId::<Test>::get(), 1);
 		assert_eq!(
 			events(),
@@ -255,7 +268,7 @@ fn cancel_releases_unreserved_budget_and_commitments() {
 		assert_ok!(<TrainingPools as PoolsInterface<_, _, _>>::pay_reserved(0, &1, 600));
 		<TrainingPools as PoolsInterface<_, _, _>>::unreserve(0, 400);
 		assert_eq!(budget_held(CREATOR), 0);
-		assert_eq!(Balances::free_balance(CREATOR), 1_000_000 - 600);
+		assert_eq!(Balances::free_balance(CREATOR), 1_000_000 - 600 - SPEC_DEPOSIT);
 	});
 }
 
@@ -335,5 +348,100 @@ fn pool_at_member_bound() {
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(2), 0));
 		assert_ok!(TrainingPools::join_pool(RuntimeOrigin::signed(6), 0, 500, peer(6), key(6)));
 		assert_eq!(Members::<Test>::get(0, 6).unwrap().index, 5);
+	});
+}
+
+#[test]
+fn create_pool_needs_the_storage_deposit() {
+	run_test(|| {
+		// POOR (10 planck) can hold neither; an account that can hold the budget but not the
+		// deposit as well is refused and keeps everything.
+		let mut s = spec();
+		s.reward_per_round = 1;
+		assert_noop!(
+			TrainingPools::create_pool(RuntimeOrigin::signed(POOR), s.clone()),
+			Error::<Test>::InsufficientDeposit
+		);
+		assert_eq!((Balances::free_balance(POOR), budget_held(POOR)), (10, 0));
+		s.reward_per_round = 1_000;
+		assert_noop!(
+			TrainingPools::create_pool(RuntimeOrigin::signed(POOR), s),
+			Error::<Test>::InsufficientBudget
+		);
+	});
+}
+
+/// Attack: a member registers another member's libp2p peer id, so that peers attribute the
+/// victim's messages (announcements, payloads) to the wrong member or drop them as forged.
+#[test]
+fn a_member_cannot_register_another_members_peer_id() {
+	run_test(|| {
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		bond_and_join(1, 0, 600);
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(2), 600));
+		assert_noop!(
+			TrainingPools::join_pool(RuntimeOrigin::signed(2), 0, 600, peer(1), key(2)),
+			Error::<Test>::PeerIdTaken
+		);
+		assert_eq!(PeerIds::<Test>::get(0, peer(1)), Some(1));
+		// The same peer id in another pool is someone else's business; once member 1 has left,
+		// its peer id is free (its former registration keeps it for evidence, by index).
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0));
+		assert_ok!(TrainingPools::join_pool(RuntimeOrigin::signed(2), 0, 600, peer(1), key(2)));
+		assert_eq!(PeerIds::<Test>::get(0, peer(1)), Some(2));
+	});
+}
+
+#[test]
+fn reaping_returns_every_deposit_in_bounded_calls() {
+	run_test(|| {
+		// Needs five trainers: it stays Open while four join and leave, then one joins.
+		let mut s = spec();
+		(s.min_trainers, s.max_trainers) = (5, 5);
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s));
+		assert_noop!(
+			TrainingPools::reap_pool(RuntimeOrigin::signed(OUTSIDER), 0),
+			Error::<Test>::PoolNotEnded
+		);
+		for who in 1..=4 {
+			bond_and_join(who, 0, 500);
+			assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(who), 0));
+		}
+		bond_and_join(5, 0, 500);
+		assert_ok!(TrainingPools::cancel_pool(RuntimeOrigin::signed(CREATOR), 0));
+		let pool = Pools::<Test>::get(0).unwrap();
+		let settled = TrainingPools::timeline(&pool).settled_by(pool.ended_at.unwrap());
+		// Keys may still be needed as evidence until every round is settled.
+		System::set_block_number(settled);
+		assert_noop!(
+			TrainingPools::reap_pool(RuntimeOrigin::signed(OUTSIDER), 0),
+			Error::<Test>::PoolNotSettled
+		);
+		System::set_block_number(settled + 1);
+		// REAP_LIMIT (3) of the four former members; the current member goes at once.
+		assert_ok!(TrainingPools::reap_pool(RuntimeOrigin::signed(OUTSIDER), 0));
+		assert_eq!(events().last(), Some(&Event::PoolPartlyReaped { pool_id: 0, records: 3 }));
+		assert!(MemberList::<Test>::get(0).is_empty() && Members::<Test>::get(0, 5).is_none());
+		assert_eq!(FormerMembers::<Test>::iter_prefix(0).count(), 1);
+		assert_eq!(pool_deposit_held(CREATOR), SPEC_DEPOSIT);
+		assert_ok!(TrainingPools::reap_pool(RuntimeOrigin::signed(OUTSIDER), 0));
+		assert_eq!(
+			events().last(),
+			Some(&Event::PoolReaped { pool_id: 0, creator: CREATOR, released: SPEC_DEPOSIT })
+		);
+		assert!(Pools::<Test>::get(0).is_none());
+		assert_eq!(FormerMembers::<Test>::iter_prefix(0).count(), 0);
+		assert_eq!(PeerIds::<Test>::iter_prefix(0).count(), 0);
+		for who in 1..=5 {
+			assert_eq!(member_deposit_held(who), 0);
+			assert_eq!(Balances::free_balance(who), FUNDS - 500, "deposit back; 500 still bonded");
+			assert_eq!(<TrainingPools as StakeCommitments<_, _>>::committed(&who), 0);
+		}
+		assert_eq!((pool_deposit_held(CREATOR), budget_held(CREATOR)), (0, 0));
+		assert_eq!(Balances::free_balance(CREATOR), 1_000_000);
+		assert_noop!(
+			TrainingPools::reap_pool(RuntimeOrigin::signed(OUTSIDER), 0),
+			Error::<Test>::PoolNotFound
+		);
 	});
 }

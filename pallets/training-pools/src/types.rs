@@ -85,6 +85,12 @@ pub struct PoolInfo<T: Config> {
 	/// Set when the creator cancelled while training: the pool ends `Cancelled` when this
 	/// round closes.
 	pub cancel_after: Option<RoundIndex>,
+	/// Storage deposit the creator holds until the pool is reaped
+	/// ([`crate::HoldReason::PoolDeposit`]: `PoolDeposit + RoundDeposit × rounds`), in planck.
+	pub deposit: BalanceOf<T>,
+	/// Block at which the pool ended (`Completed` or `Cancelled`); it can be reaped after
+	/// `Timeline::settled_by(ended_at)`.
+	pub ended_at: Option<BlockNumberFor<T>>,
 }
 
 /// A member of a pool.

@@ -21,6 +21,7 @@ pub trait WeightInfo {
 	fn leave_pool() -> Weight;
 	fn release_member_deposit() -> Weight;
 	fn cancel_pool(m: u32) -> Weight;
+	fn reap_pool(m: u32, r: u32) -> Weight;
 }
 
 /// Weights for `pallet_training_pools` using the runtime's database weights.
@@ -121,6 +122,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 			.saturating_add(T::DbWeight::get().writes((1_u64).saturating_mul(m.into())))
 			.saturating_add(Weight::from_parts(0, 2533).saturating_mul(m.into()))
 	}
+	fn reap_pool(m: u32, r: u32) -> Weight {
+		Weight::from_parts(100_000_000, 10_000)
+			.saturating_add(Weight::from_parts(10_000_000, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(10_000_000, 0).saturating_mul(r.into()))
+			.saturating_add(T::DbWeight::get().reads_writes(8, 8))
+	}
 }
 
 // For tests.
@@ -152,5 +159,11 @@ impl WeightInfo for () {
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(3_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(m.into())))
+	}
+	fn reap_pool(m: u32, r: u32) -> Weight {
+		Weight::from_parts(100_000_000, 10_000)
+			.saturating_add(Weight::from_parts(10_000_000, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(10_000_000, 0).saturating_mul(r.into()))
+			.saturating_add(RocksDbWeight::get().reads_writes(8, 8))
 	}
 }

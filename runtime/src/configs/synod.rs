@@ -28,6 +28,11 @@ parameter_types! {
     /// A member's storage deposit: 0.25 SYN for its record and 1952-byte ML-DSA key
     /// (~2.1 KB at ~0.1 SYN per KB plus one item), kept while the key can serve as evidence.
     pub const MemberDeposit: Balance = UNIT / 4;
+    /// A pool's storage deposit: 0.2 SYN for its record and member list (~1.4 KB)…
+    pub const PoolDeposit: Balance = UNIT / 5;
+    /// …plus 0.1 SYN per round for the final (≤ ~1.3 KB with 32 contributors) or voided record
+    /// each round leaves; all back to the creator when the pool is reaped.
+    pub const RoundDeposit: Balance = UNIT / 10;
     /// A challenger holds 10 SYN.
     pub const ChallengeBond: Balance = 10 * UNIT;
     /// A jury is drawn 2 blocks after its challenge was opened (from a block hash that did not
@@ -112,6 +117,11 @@ impl pallet_training_pools::Config for Runtime {
     type JuryDelay = JuryDelay;
     type VoteMargin = VoteMargin;
     type MemberDeposit = MemberDeposit;
+    type PoolDeposit = PoolDeposit;
+    type RoundDeposit = RoundDeposit;
+    /// 128 records (former members, round history) per `reap_pool` call.
+    type ReapLimit = ConstU32<128>;
+    type Records = (Rewards, Checkpoints);
     type WeightInfo = pallet_training_pools::weights::SubstrateWeight<Runtime>;
     #[cfg(feature = "runtime-benchmarks")]
     type BenchmarkHelper = benchmark_helpers::Helper;

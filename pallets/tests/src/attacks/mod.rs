@@ -10,6 +10,7 @@ mod cross_pool_jurors;
 mod forged_evidence;
 mod free_rewards;
 mod jury_capture;
+mod reaping;
 mod sham_challenge;
 mod slash_dodge;
 mod stalls;

@@ -1,0 +1,78 @@
+//! Reaping ended pools (`reap_pool`). Pools used to stay in storage forever, with no deposit
+//! paying for them; now the creator holds a storage deposit until the pool is reaped. The
+//! attacks: reaping early, to erase the records a challenge of a cheater needs (its key, the
+//! final checkpoint), or to drop rewards still owed to honest members (reaping pays them).
+
+use crate::mock::*;
+use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
+use pallet_checkpoints::{FinalCheckpoints, LastFinal};
+use pallet_rewards::Claimable;
+use pallet_training_pools::{Error, HoldReason, Members, Pools};
+use synod_primitives::PoolStatus;
+
+/// A pool of one round that trainers 1..=3 (1 000 each) finalized at block 1: it completed.
+fn completed_pool() -> (u32, u64) {
+	let pool = training_pool(1, two_thirds(), &[1_000; 3]);
+	for who in 1..=3 {
+		assert_ok!(commit_to(pool, who, 1, 7, &[0, 1, 2]));
+	}
+	let info = Pools::<Test>::get(pool).expect("pool");
+	assert_eq!(info.status, PoolStatus::Completed);
+	let settled = TrainingPools::timeline(&info).settled_by(info.ended_at.expect("ended"));
+	(pool, settled)
+}
+
+fn reap(who: AccountId, pool: u32) -> sp_runtime::DispatchResult {
+	TrainingPools::reap_pool(RuntimeOrigin::signed(who), pool).map(|_| ()).map_err(|e| e.error)
+}
+
+#[test]
+fn reaping_cannot_erase_a_round_that_can_still_be_challenged() {
+	run_test(|| {
+		let (pool, settled) = completed_pool();
+		// The creator tries to wipe the pool the block it completed…
+		assert_noop!(reap(CREATOR, pool), Error::<Test>::PoolNotSettled);
+		// …so a challenge of member 3 can still be opened and judged on the pool's records…
+		jurors(&[6, 7, 8], 1_000);
+		assert_ok!(open_challenge(OUTSIDER, pool, 1, 3, [0x44; 32]));
+		// …and even at the last block a verdict could come, the records stay.
+		run_to_block(settled);
+		assert_noop!(reap(CREATOR, pool), Error::<Test>::PoolNotSettled);
+		assert!(FinalCheckpoints::<Test>::get(pool, 1).is_some());
+		assert!(Members::<Test>::get(pool, 3).is_some());
+	});
+}
+
+#[test]
+fn reaping_cannot_drop_rewards_still_owed() {
+	run_test(|| {
+		let (pool, settled) = completed_pool();
+		run_to_block(settled + 1);
+		assert_eq!(Claimable::<Test>::get(pool, 1), 333, "settled: 1 000 over three");
+		// Member 1 claims; 2 and 3 never do. Reaping pays them what they are owed.
+		let before: Vec<Balance> = (1..=3).map(free).collect();
+		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(1), pool));
+		let creator = free(CREATOR);
+		assert_ok!(reap(OUTSIDER, pool));
+		assert!(rewards_events().contains(&pallet_rewards::Event::RewardsClaimed {
+			pool_id: pool,
+			who: 3,
+			amount: 333
+		}));
+		// Everything of the pool is gone; every deposit is back where it came from.
+		assert!(Pools::<Test>::get(pool).is_none());
+		assert!(Claimable::<Test>::iter_prefix(pool).next().is_none());
+		assert!(FinalCheckpoints::<Test>::get(pool, 1).is_none());
+		assert!(LastFinal::<Test>::get(pool).is_none());
+		assert_eq!(free(CREATOR), creator + POOL_DEPOSIT + ROUND_DEPOSIT);
+		let deposit = RuntimeHoldReason::TrainingPools(HoldReason::MemberDeposit);
+		let budget = RuntimeHoldReason::TrainingPools(HoldReason::PoolBudget);
+		assert_eq!(Balances::balance_on_hold(&budget, &CREATOR), 0);
+		for who in 1..=3u64 {
+			assert!(Members::<Test>::get(pool, who).is_none());
+			assert_eq!(Balances::balance_on_hold(&deposit, &who), 0);
+			let i = who as usize - 1;
+			assert_eq!(free(who), before[i] + 333 + MEMBER_DEPOSIT, "reward and deposit");
+		}
+	});
+}
