@@ -16,9 +16,7 @@
 extern crate alloc;
 
 use alloc::vec::Vec;
-use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use frame_support::{pallet_prelude::DispatchResult, weights::Weight};
-use scale_info::TypeInfo;
 use sp_runtime::Perbill;
 
 pub use synod_protocol as protocol;
@@ -252,9 +250,9 @@ impl<A: PoolRecords, B: PoolRecords> PoolRecords for (A, B) {
 	}
 	/// The records may all be `A`'s or all `B`'s: the larger bound, plus both emptiness checks.
 	fn clear_weight(limit: u32) -> Weight {
-		A::clear_weight(limit).max(B::clear_weight(limit)).saturating_add(
-			A::clear_weight(0).saturating_add(B::clear_weight(0)),
-		)
+		A::clear_weight(limit)
+			.max(B::clear_weight(limit))
+			.saturating_add(A::clear_weight(0).saturating_add(B::clear_weight(0)))
 	}
 }
 

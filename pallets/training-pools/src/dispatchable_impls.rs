@@ -200,7 +200,7 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// The pool's timeline (from its spec and the runtime's jury constants).
-	pub(crate) fn timeline(pool: &PoolInfo<T>) -> Timeline {
+	pub fn timeline(pool: &PoolInfo<T>) -> Timeline {
 		Timeline::for_pool(
 			pool.spec.round_timeout.saturated_into(),
 			pool.spec.challenge_window.saturated_into(),
@@ -335,13 +335,9 @@ impl<T: Config> Pallet<T> {
 		who: &T::AccountId,
 		deposit: BalanceOf<T>,
 	) {
-		let amount = T::Currency::release(
-			&Self::deposit_reason(),
-			who,
-			deposit,
-			Precision::BestEffort,
-		)
-		.unwrap_or_default();
+		let amount =
+			T::Currency::release(&Self::deposit_reason(), who, deposit, Precision::BestEffort)
+				.unwrap_or_default();
 		Self::deposit_event(Event::MemberDepositReleased {
 			pool_id,
 			index,

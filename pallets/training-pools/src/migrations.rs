@@ -139,12 +139,14 @@ pub mod v1 {
 				// the peer-id index, and the pallet as version 0.
 				for (id, p) in before.iter().enumerate() {
 					let reason = crate::HoldReason::PoolDeposit.into();
-					assert_ok!(<Balances as frame_support::traits::fungible::MutateHold<_>>::release(
-						&reason,
-						&CREATOR,
-						p.deposit,
-						frame_support::traits::tokens::Precision::Exact,
-					));
+					assert_ok!(
+						<Balances as frame_support::traits::fungible::MutateHold<_>>::release(
+							&reason,
+							&CREATOR,
+							p.deposit,
+							frame_support::traits::tokens::Precision::Exact,
+						)
+					);
 					frame_support::storage::unhashed::put_raw(
 						&Pools::<Test>::hashed_key_for(id as u32),
 						&as_v0(p.clone()).encode(),

@@ -23,7 +23,9 @@ fn completed_pool() -> (u32, u64) {
 }
 
 fn reap(who: AccountId, pool: u32) -> sp_runtime::DispatchResult {
-	TrainingPools::reap_pool(RuntimeOrigin::signed(who), pool).map(|_| ()).map_err(|e| e.error)
+	TrainingPools::reap_pool(RuntimeOrigin::signed(who), pool)
+		.map(|_| ())
+		.map_err(|e| e.error)
 }
 
 #[test]
@@ -53,12 +55,19 @@ fn reaping_cannot_drop_rewards_still_owed() {
 		let before: Vec<Balance> = (1..=3).map(free).collect();
 		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(1), pool));
 		let creator = free(CREATOR);
+		// Two claims, the last final hash and the final checkpoint: over REAP_LIMIT (3), so
+		// two calls.
 		assert_ok!(reap(OUTSIDER, pool));
+		assert!(pools_events().contains(&pallet_training_pools::Event::PoolPartlyReaped {
+			pool_id: pool,
+			records: 3
+		}));
 		assert!(rewards_events().contains(&pallet_rewards::Event::RewardsClaimed {
 			pool_id: pool,
 			who: 3,
 			amount: 333
 		}));
+		assert_ok!(reap(OUTSIDER, pool));
 		// Everything of the pool is gone; every deposit is back where it came from.
 		assert!(Pools::<Test>::get(pool).is_none());
 		assert!(Claimable::<Test>::iter_prefix(pool).next().is_none());
