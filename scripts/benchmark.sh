@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 source "${SYNOD_CACHE:-$HOME/.cache/synod}/env.sh"
 STEPS=${1:-20}
 REPEAT=${2:-10}
-# The runtime wasm is always built in release; the dev-profile node only hosts it.
+# The runtime wasm is always built in release; the dev-profile node hosts it, with its host side
+# (state machine, host functions, executor) optimised (Cargo.toml) but most dependencies not:
+# weights measured here are ≈ 3× those of an all-optimised node (safe upper bounds).
 cargo build --locked -p synod-node --features runtime-benchmarks
 NODE="$CARGO_TARGET_DIR/debug/synod-node"
 for dir in ${PALLETS:-trainer-staking training-pools checkpoints challenges rewards validator-set}; do
