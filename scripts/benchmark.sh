@@ -22,3 +22,5 @@ for dir in ${PALLETS:-trainer-staking training-pools checkpoints challenges rewa
     --steps "$STEPS" --repeat "$REPEAT" --wasm-execution compiled \
     --template scripts/weight-template.hbs --output "pallets/$dir/src/weights.rs"
 done
+# The template's output is not rustfmt's layout: format it so `cargo fmt --check` stays clean.
+cargo fmt --all
