@@ -157,7 +157,7 @@ impl Adversary {
         let refs: Vec<&PseudoGradient> = others.iter().collect();
         let seed = self.seed ^ u64::from(round).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let crafted = self.attack.craft(&own, &refs, seed);
-        let payload = encode_pseudo_gradient(like, &crafted, opts)?;
+        let payload = std::sync::Arc::new(encode_pseudo_gradient(like, &crafted, opts)?);
         for c in contributions.iter_mut().filter(|c| c.member == self.member) {
             c.payload = payload.clone();
         }

@@ -1,5 +1,7 @@
 //! One outer round: contribute, exchange, aggregate, outer step, checkpoint.
 
+use std::sync::Arc;
+
 use rayon::prelude::*;
 use synod_checkpoint::{CheckpointHash, ParamSet, OUTER_MOMENTUM_PREFIX};
 use synod_codec::EncodeOptions;
@@ -14,8 +16,9 @@ use crate::{
 pub struct Contribution {
     /// Member index in the pool (the chain's order).
     pub member: u32,
-    /// Encoded pseudo-gradient (synod-codec bytes).
-    pub payload: Vec<u8>,
+    /// Encoded pseudo-gradient (synod-codec bytes), shared: the exchange serves and relays
+    /// the same allocation it hands to aggregation, without copying it.
+    pub payload: Arc<Vec<u8>>,
 }
 
 /// The transport of the exchange phase (ARCHITECTURE.md, step 3).
@@ -29,7 +32,7 @@ pub trait Exchange {
         &mut self,
         round: u32,
         me: u32,
-        payload: Vec<u8>,
+        payload: Arc<Vec<u8>>,
     ) -> Result<Vec<Contribution>, DilocoError>;
 }
 
@@ -217,7 +220,7 @@ impl OuterState {
         Ok((
             Contribution {
                 member: me,
-                payload,
+                payload: Arc::new(payload),
             },
             report,
         ))
@@ -271,7 +274,7 @@ impl OuterState {
         feedback: &mut ErrorFeedback,
     ) -> Result<(RoundOutcome, InnerReport), DilocoError> {
         let (mine, report) = self.contribute(trainer, me, opts, feedback)?;
-        // Only a sparse payload has a memory to give it back to (dense ones are not copied).
+        // Only a sparse payload has a memory to give it back to.
         let sent = feedback.residual().map(|_| mine.payload.clone());
         let included = exchange.exchange(self.round + 1, me, mine.payload);
         if let Some(p) = sent {

@@ -4,6 +4,7 @@
 
 mod common;
 use common::Quadratic;
+use std::sync::Arc;
 
 use synod_checkpoint::{NamedTensor, ParamSet};
 use synod_codec::EncodeOptions;
@@ -88,7 +89,7 @@ fn survivors_agree_bit_for_bit_whatever_the_arrival_order_and_garbage_is_dropped
     let good: Vec<Contribution> = (0..3)
         .map(|m| Contribution {
             member: m,
-            payload: payload(&start, 0.01 * (m as f32 + 1.0)),
+            payload: Arc::new(payload(&start, 0.01 * (m as f32 + 1.0))),
         })
         .collect();
     let mut garbage = payload(&start, 0.5);
@@ -99,15 +100,15 @@ fn survivors_agree_bit_for_bit_whatever_the_arrival_order_and_garbage_is_dropped
     let mut set_a = good.clone();
     set_a.push(Contribution {
         member: 3,
-        payload: garbage,
+        payload: Arc::new(garbage),
     });
     set_a.push(Contribution {
         member: 4,
-        payload: wrong_shape,
+        payload: Arc::new(wrong_shape),
     });
     set_a.push(Contribution {
         member: 1,
-        payload: payload(&start, 9.0),
+        payload: Arc::new(payload(&start, 9.0)),
     }); // a second payload from member 1
     let mut set_b = good.clone();
     set_b.reverse();
@@ -127,7 +128,7 @@ fn survivors_agree_bit_for_bit_whatever_the_arrival_order_and_garbage_is_dropped
         c.apply(
             &[Contribution {
                 member: 0,
-                payload: vec![1, 2, 3]
+                payload: Arc::new(vec![1, 2, 3])
             }],
             &Mean
         ),
@@ -141,7 +142,7 @@ fn a_checkpoint_carries_the_outer_momentum_so_resume_is_bit_identical() {
     let round = |s: &ParamSet, k: f32| {
         vec![Contribution {
             member: 0,
-            payload: payload(s, k),
+            payload: Arc::new(payload(s, k)),
         }]
     };
     let mut a = OuterState::new(start.clone(), NesterovSgd::new(0.7, 0.9));
@@ -324,10 +325,12 @@ fn fixed_round() -> (ParamSet, Vec<Contribution>) {
         .enumerate()
         .map(|(m, d)| Contribution {
             member: m as u32,
-            payload: encode_pseudo_gradient(&start, d, &EncodeOptions::default()).unwrap(),
+            payload: Arc::new(
+                encode_pseudo_gradient(&start, d, &EncodeOptions::default()).unwrap(),
+            ),
         })
         .collect();
-    contributions[2].payload[40] ^= 1;
+    Arc::make_mut(&mut contributions[2].payload)[40] ^= 1;
     (start, contributions)
 }
 

@@ -62,7 +62,12 @@ fn parent() -> OuterState {
     s
 }
 
-fn contribute(state: &OuterState, worker: u32, inner_steps: u32, threads: i32) -> Vec<u8> {
+fn contribute(
+    state: &OuterState,
+    worker: u32,
+    inner_steps: u32,
+    threads: i32,
+) -> std::sync::Arc<Vec<u8>> {
     let mut t = replica(worker, inner_steps, threads);
     state
         .contribute(
@@ -160,7 +165,7 @@ fn a_progress_hook_sees_every_inner_step_and_changes_nothing() {
             &mut ErrorFeedback::default(),
         )
         .unwrap();
-    assert_eq!(c.payload, plain, "the hook changed the payload");
+    assert_eq!(*c.payload, *plain, "the hook changed the payload");
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen, (1..=5).map(|d| (d, 5, true)).collect::<Vec<_>>());
 }

@@ -68,17 +68,17 @@ fn moved_on(snap: &crate::Snapshot, member: u32, round: u32) -> bool {
 pub async fn all_gather(
     client: &Client,
     round: u32,
-    payload: Vec<u8>,
+    payload: Arc<Vec<u8>>,
     cfg: ExchangeConfig,
 ) -> Result<ExchangeOutcome, NetError> {
     let start = Instant::now();
     client.set_round(round).await?;
-    let payload = Arc::new(payload);
     client.set_payload(round, payload.clone()).await?;
-    let mut got: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
-    got.insert(client.me, payload.as_ref().clone());
+    // Payloads are shared, never copied: the one fetched is relayed and aggregated as is.
+    let mut got: BTreeMap<u32, Arc<Vec<u8>>> = BTreeMap::new();
+    got.insert(client.me, payload);
     let mut failed: BTreeMap<u32, String> = BTreeMap::new();
-    let mut inflight: JoinSet<(u32, Result<Vec<u8>, NetError>)> = JoinSet::new();
+    let mut inflight: JoinSet<(u32, [u8; 32], Result<Vec<u8>, NetError>)> = JoinSet::new();
     let mut started: BTreeMap<u32, Instant> = BTreeMap::new();
     // After a failed fetch, wait this long before asking the same author again.
     let mut retry_at: BTreeMap<u32, Instant> = BTreeMap::new();
@@ -113,16 +113,21 @@ pub async fn all_gather(
                 let (idx, max) = (m.index, cfg.max_payload_bytes);
                 started.insert(idx, now);
                 inflight.spawn(async move {
-                    (idx, c.fetch_payload_from(peer, idx, round, p, max).await)
+                    (
+                        idx,
+                        p.digest,
+                        c.fetch_payload_from(peer, idx, round, p, max).await,
+                    )
                 });
             }
         }
         while let Some(done) = inflight.try_join_next() {
-            if let Ok((idx, r)) = done {
+            if let Ok((idx, digest, r)) = done {
                 match r {
                     Ok(bytes) => {
                         // Relay it: a peer whose fetch from the author failed can get it from us.
-                        let _ = client.relay(round, idx, Arc::new(bytes.clone())).await;
+                        let bytes = Arc::new(bytes);
+                        client.relay_verified(round, idx, digest, bytes.clone());
                         got.insert(idx, bytes);
                         failed.remove(&idx);
                     }

@@ -5,8 +5,9 @@
 //! * transports TCP and QUIC, Noise, Yamux; identify; Kademlia discovery from bootnodes;
 //! * gossipsub topic `synod/pool/<id>` for small signed messages ([`message`]): heartbeats every
 //!   2 s that also announce `(pool, round, member, peer id, payload digest, size)`, and leaves;
-//! * `/synod/pseudograd/1` and `/synod/checkpoint/1` ([`protocol`]): chunked request-response
-//!   with framed, size-limited SCALE messages;
+//! * `/synod/pseudograd/1` and `/synod/checkpoint/1` ([`protocol`]): one `libp2p-stream`
+//!   stream per payload or checkpoint (a framed request, a framed header, the raw bytes), off
+//!   the swarm's event loop, with stall and rate bounds on both sides;
 //! * ML-DSA-65 identities ([`identity`]): every message is signed over its pool, round, member,
 //!   peer id and digest, and accepted only from the member set the caller supplies (the chain's
 //!   `join_pool` registrations); invalid senders are banned;
@@ -14,6 +15,7 @@
 //!   plugs into `synod_diloco::Exchange`.
 #![deny(missing_docs)]
 
+pub mod baseline;
 pub mod exchange;
 pub mod identity;
 pub mod members;
@@ -24,7 +26,11 @@ pub mod protocol;
 pub use exchange::{all_gather, finish, ExchangeConfig, ExchangeOutcome};
 pub use identity::{MemberKey, PublicKey, SignatureError};
 pub use members::{Member, MemberSet};
-pub use network::{spawn, Announced, Client, NetConfig, Snapshot, MAX_SERVED_CHECKPOINTS};
+pub use network::{
+    spawn, Announced, Client, NetConfig, Snapshot, MAX_SERVED_CHECKPOINTS, MAX_SERVED_PER_PEER,
+    MAX_SERVED_STREAMS,
+};
+pub use protocol::Limits;
 
 pub use libp2p::{identity as libp2p_identity, Multiaddr, PeerId};
 

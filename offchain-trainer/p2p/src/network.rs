@@ -1,12 +1,14 @@
 //! The swarm: a cloneable [`Client`] handle, a [`Command`] channel and an event loop task
-//! (the shape of rust-libp2p's `file-sharing` example).
+//! (the shape of rust-libp2p's `file-sharing` example). Payloads and checkpoints move on
+//! streams of their own ([`crate::protocol`], `libp2p-stream`): the event loop only handles
+//! gossip, discovery and connections, and the objects served live in a [`Served`] store that the
+//! serving tasks read directly.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport};
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::{
@@ -17,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::message::{self, Body, Envelope, PayloadRef, Rejection};
 use crate::protocol::{
-    serve, ChunkCodec, ChunkRequest, ChunkResponse, CHECKPOINT_PROTOCOL, PSEUDOGRAD_PROTOCOL,
+    self, Answer, Expect, FetchRequest, Limits, CHECKPOINT_PROTOCOL, PSEUDOGRAD_PROTOCOL,
 };
 use crate::{MemberKey, MemberSet, NetError};
 use parity_scale_codec::Encode;
@@ -40,6 +42,8 @@ pub struct NetConfig {
     pub heartbeat: Duration,
     /// Most established connections.
     pub max_connections: u32,
+    /// Time bounds of every payload and checkpoint transfer, both directions.
+    pub limits: Limits,
 }
 
 impl NetConfig {
@@ -61,6 +65,7 @@ impl NetConfig {
             bootnodes: Vec::new(),
             heartbeat: Duration::from_secs(2),
             max_connections: 64,
+            limits: Limits::default(),
         }
     }
 }
@@ -72,8 +77,7 @@ struct Behaviour {
     identify: identify::Behaviour,
     kad: kad::Behaviour<kad::store::MemoryStore>,
     gossipsub: gossipsub::Behaviour,
-    pseudograd: request_response::Behaviour<ChunkCodec>,
-    checkpoint: request_response::Behaviour<ChunkCodec>,
+    stream: libp2p_stream::Behaviour,
 }
 
 /// A verified announcement of a payload.
@@ -113,34 +117,13 @@ enum Command {
         payload: PayloadRef,
         bytes: Arc<Vec<u8>>,
     },
-    ServeCheckpoint {
-        hash: [u8; 32],
-        bytes: Arc<Vec<u8>>,
-        reply: oneshot::Sender<()>,
-    },
-    PinCheckpoint {
-        hash: [u8; 32],
-        reply: oneshot::Sender<bool>,
-    },
-    Request {
-        peer: PeerId,
-        checkpoint: bool,
-        req: ChunkRequest,
-        reply: oneshot::Sender<Result<ChunkResponse, String>>,
-    },
+    Ban(PeerId, String),
     PublishRaw(Vec<u8>),
     SetMembers {
         set: Arc<MemberSet>,
         applied: oneshot::Sender<()>,
     },
     SetPassive(bool),
-    ServeOwnTo(Option<BTreeSet<u32>>),
-    Relay {
-        round: u32,
-        member: u32,
-        digest: [u8; 32],
-        bytes: Arc<Vec<u8>>,
-    },
     Leave(oneshot::Sender<()>),
     Shutdown,
 }
@@ -155,9 +138,12 @@ pub struct Client {
     /// This node's member index.
     pub me: u32,
     members: Arc<Mutex<Arc<MemberSet>>>,
+    served: Arc<Mutex<Served>>,
+    control: libp2p_stream::Control,
+    limits: Limits,
 }
 
-fn lock(m: &Mutex<Snapshot>) -> MutexGuard<'_, Snapshot> {
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -182,6 +168,7 @@ impl Client {
             .members
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = set.clone();
+        lock(&self.served).members = set.clone();
         let (applied, rx) = oneshot::channel();
         self.send(Command::SetMembers { set, applied }).await?;
         rx.await.map_err(|_| NetError::Stopped)
@@ -249,16 +236,13 @@ impl Client {
     /// for it get `NotFound`), so memory does not grow with the rounds.
     ///
     /// # Errors
-    /// [`NetError::Stopped`] if the node has shut down.
+    /// [`NetError::Stopped`] if the hashing thread could not run.
     pub async fn serve_checkpoint(&self, bytes: Arc<Vec<u8>>) -> Result<[u8; 32], NetError> {
         let hashed = Arc::clone(&bytes);
         let hash = tokio::task::spawn_blocking(move || *blake3::hash(&hashed).as_bytes())
             .await
             .map_err(|_| NetError::Stopped)?;
-        let (reply, rx) = oneshot::channel();
-        self.send(Command::ServeCheckpoint { hash, bytes, reply })
-            .await?;
-        rx.await.map_err(|_| NetError::Stopped)?;
+        lock(&self.served).add_checkpoint(hash, bytes);
         Ok(hash)
     }
 
@@ -268,81 +252,40 @@ impl Client {
     /// nothing) if `hash` is not served; serve it first.
     ///
     /// # Errors
-    /// [`NetError::Stopped`] if the node has shut down.
+    /// None today; `Result` for symmetry with the other calls.
     pub async fn pin_checkpoint(&self, hash: [u8; 32]) -> Result<bool, NetError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Command::PinCheckpoint { hash, reply }).await?;
-        rx.await.map_err(|_| NetError::Stopped)
+        let mut s = lock(&self.served);
+        let served = s.checkpoints.iter().any(|(h, _)| *h == hash);
+        if served {
+            s.pinned = Some(hash);
+        }
+        Ok(served)
     }
 
-    async fn request(
-        &self,
-        peer: PeerId,
-        checkpoint: bool,
-        req: ChunkRequest,
-    ) -> Result<ChunkResponse, NetError> {
-        let (reply, rx) = oneshot::channel();
-        self.send(Command::Request {
-            peer,
-            checkpoint,
-            req,
-            reply,
-        })
-        .await?;
-        rx.await
-            .map_err(|_| NetError::Stopped)?
-            .map_err(NetError::Request)
-    }
-
+    /// Opens a stream to `peer` and fetches one object (see [`crate::protocol`]).
     async fn fetch(
         &self,
         peer: PeerId,
-        size: u64,
-        expected: &[u8; 32],
-        mk: impl Fn(u64, u32) -> ChunkRequest,
-        checkpoint: bool,
+        protocol: libp2p::StreamProtocol,
+        req: FetchRequest,
+        expect: Expect,
     ) -> Result<Vec<u8>, NetError> {
-        use crate::protocol::CHUNK_BYTES;
-        let chunk = u64::from(CHUNK_BYTES);
-        usize::try_from(size).map_err(|_| NetError::TooLarge(size))?;
-        // In order, 8 requests in flight; each chunk is checked, appended and hashed as it
-        // arrives, and the first bad one ends the fetch: memory holds what was received plus
-        // the chunks in flight, never a declared size the peer has not sent.
-        let mut parts = futures::stream::iter((0..size.div_ceil(chunk)).map(|i| {
-            let off = i * chunk;
-            self.request(peer, checkpoint, mk(off, (size - off).min(chunk) as u32))
-        }))
-        .buffered(8);
-        let mut out = Vec::new();
-        let mut hasher = blake3::Hasher::new();
-        while let Some(part) = parts.next().await {
-            let len = (size - out.len() as u64).min(chunk);
-            match part? {
-                ChunkResponse::Data { total, bytes }
-                    if total == size && bytes.len() as u64 == len =>
-                {
-                    hasher.update(&bytes);
-                    out.extend_from_slice(&bytes);
-                }
-                ChunkResponse::Data { .. } => {
-                    return Err(NetError::Request("chunk of the wrong size".into()))
-                }
-                ChunkResponse::NotFound => return Err(NetError::NotFound),
-                ChunkResponse::Refused => return Err(NetError::Request("refused".into())),
-            }
-        }
-        if hasher.finalize().as_bytes() != expected {
-            return Err(NetError::DigestMismatch);
-        }
-        Ok(out)
+        let mut stream = tokio::time::timeout(
+            self.limits.stall,
+            self.control.clone().open_stream(peer, protocol),
+        )
+        .await
+        .map_err(|_| NetError::Request("opening a stream timed out".into()))?
+        .map_err(|e| NetError::Request(e.to_string()))?;
+        protocol::request(&mut stream, &req, expect, self.limits).await
     }
 
-    /// Fetches member `member`'s payload for `round` from its registered peer, in 1 MiB chunks
-    /// (8 in flight), and checks size and blake3 against the signed announcement.
+    /// Fetches member `member`'s payload for `round` from its registered peer, on one stream,
+    /// and checks size and blake3 against the signed announcement.
     ///
     /// # Errors
     /// [`NetError::TooLarge`] over `max_bytes`, [`NetError::DigestMismatch`], [`NetError::NotFound`],
-    /// [`NetError::Request`] on transport failure, [`NetError::NotMember`].
+    /// [`NetError::Request`] on transport failure or a stalled peer, [`NetError::NotMember`].
     pub async fn fetch_payload(
         &self,
         member: u32,
@@ -380,44 +323,46 @@ impl Client {
         if announced.size > max_bytes {
             return Err(NetError::TooLarge(announced.size));
         }
-        let pool = members.pool;
-        let digest = announced.digest;
-        self.fetch(
-            peer,
-            announced.size,
-            &digest,
-            |offset, len| ChunkRequest::Pseudograd {
-                pool,
-                round,
-                member,
-                digest,
-                offset,
-                len,
-            },
-            false,
-        )
-        .await
+        let req = FetchRequest::Pseudograd {
+            pool: members.pool,
+            round,
+            member,
+            digest: announced.digest,
+        };
+        let expect = Expect {
+            size: Some(announced.size),
+            max: max_bytes,
+            digest: announced.digest,
+        };
+        self.fetch(peer, PSEUDOGRAD_PROTOCOL, req, expect).await
     }
 
     /// Serves member `member`'s verified payload for `round` to peers that could not get it
     /// from its author (kept for the current and the previous round).
     ///
     /// # Errors
-    /// [`NetError::Stopped`] if the node has shut down.
+    /// None today; `Result` for symmetry with the other calls.
     pub async fn relay(
         &self,
         round: u32,
         member: u32,
         bytes: Arc<Vec<u8>>,
     ) -> Result<(), NetError> {
-        let digest = *blake3::hash(&bytes).as_bytes();
-        self.send(Command::Relay {
-            round,
-            member,
-            digest,
-            bytes,
-        })
-        .await
+        let hashed = Arc::clone(&bytes);
+        let digest = tokio::task::spawn_blocking(move || *blake3::hash(&hashed).as_bytes())
+            .await
+            .map_err(|_| NetError::Stopped)?;
+        self.relay_verified(round, member, digest, bytes);
+        Ok(())
+    }
+
+    /// As [`Client::relay`] for bytes the caller has already checked against `digest` (a
+    /// fetch does): no second hash.
+    pub fn relay_verified(&self, round: u32, member: u32, digest: [u8; 32], bytes: Arc<Vec<u8>>) {
+        let mut s = lock(&self.served);
+        if round + 2 > s.round {
+            s.relayed.insert((round, member), (digest, bytes));
+        }
     }
 
     /// Fetches the checkpoint whose blake3 is `hash` from `peer` and verifies it (catch-up).
@@ -430,31 +375,16 @@ impl Client {
         hash: [u8; 32],
         max_bytes: u64,
     ) -> Result<Vec<u8>, NetError> {
-        let first = self
-            .request(
-                peer,
-                true,
-                ChunkRequest::Checkpoint {
-                    hash,
-                    offset: 0,
-                    len: 0,
-                },
-            )
-            .await?;
-        let size = match first {
-            ChunkResponse::Data { total, .. } => total,
-            ChunkResponse::NotFound => return Err(NetError::NotFound),
-            ChunkResponse::Refused => return Err(NetError::Request("refused".into())),
+        let expect = Expect {
+            size: None,
+            max: max_bytes,
+            digest: hash,
         };
-        if size > max_bytes {
-            return Err(NetError::TooLarge(size));
-        }
         self.fetch(
             peer,
-            size,
-            &hash,
-            |offset, len| ChunkRequest::Checkpoint { hash, offset, len },
-            true,
+            CHECKPOINT_PROTOCOL,
+            FetchRequest::Checkpoint { hash },
+            expect,
         )
         .await
     }
@@ -474,9 +404,10 @@ impl Client {
     /// they cannot fetch from its author; only relays can spread it.
     ///
     /// # Errors
-    /// [`NetError::Stopped`] if the node has shut down.
+    /// None today; `Result` for symmetry with the other calls.
     pub async fn withhold_own_payloads(&self, to: Option<BTreeSet<u32>>) -> Result<(), NetError> {
-        self.send(Command::ServeOwnTo(to)).await
+        lock(&self.served).serve_own_to = to;
+        Ok(())
     }
 
     /// Publishes bytes on the pool topic without signing or checks (for tools and tests).
@@ -522,15 +453,6 @@ fn behaviour(key: &identity::Keypair, max_connections: u32) -> Result<Behaviour,
     let gossipsub =
         gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), gcfg)
             .map_err(|e| NetError::Config(e.to_string()))?;
-    let rr = |p| {
-        request_response::Behaviour::with_codec(
-            ChunkCodec,
-            [(p, ProtocolSupport::Full)],
-            request_response::Config::default()
-                .with_request_timeout(Duration::from_secs(30))
-                .with_max_concurrent_streams(64),
-        )
-    };
     let limits = connection_limits::ConnectionLimits::default()
         .with_max_established(Some(max_connections))
         .with_max_established_per_peer(Some(2))
@@ -544,8 +466,7 @@ fn behaviour(key: &identity::Keypair, max_connections: u32) -> Result<Behaviour,
         )),
         kad: kad::Behaviour::new(peer_id, kad::store::MemoryStore::new(peer_id)),
         gossipsub,
-        pseudograd: rr(PSEUDOGRAD_PROTOCOL),
-        checkpoint: rr(CHECKPOINT_PROTOCOL),
+        stream: libp2p_stream::Behaviour::new(),
     })
 }
 
@@ -592,6 +513,20 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     lock(&shared).last_seen = cfg.members.iter().map(|m| (m.index, now)).collect();
     let peer_id = *swarm.local_peer_id();
     let members = Arc::new(cfg.members.clone());
+    let served = Arc::new(Mutex::new(Served::new(cfg.me, members.clone())));
+    let mut control = swarm.behaviour().stream.new_control();
+    for (protocol, checkpoint) in [(PSEUDOGRAD_PROTOCOL, false), (CHECKPOINT_PROTOCOL, true)] {
+        let incoming = control
+            .accept(protocol)
+            .map_err(|e| NetError::Config(e.to_string()))?;
+        tokio::spawn(serve_incoming(
+            incoming,
+            served.clone(),
+            tx.clone(),
+            cfg.limits,
+            checkpoint,
+        ));
+    }
     let ev = EventLoop {
         swarm,
         rx,
@@ -602,14 +537,9 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         me: cfg.me,
         round: 0,
         seq: 0,
-        payloads: HashMap::new(),
-        checkpoints: VecDeque::new(),
-        pinned: None,
-        relayed: HashMap::new(),
-        pending: HashMap::new(),
+        served: served.clone(),
         heartbeat: cfg.heartbeat,
         passive: false,
-        serve_own_to: None,
     };
     tokio::spawn(ev.run());
     Ok(Client {
@@ -618,6 +548,9 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         peer_id,
         me: cfg.me,
         members: Arc::new(Mutex::new(members)),
+        served,
+        control,
+        limits: cfg.limits,
     })
 }
 
@@ -630,6 +563,172 @@ type Relayed = ([u8; 32], Arc<Vec<u8>>);
 /// grow with the rounds.
 pub const MAX_SERVED_CHECKPOINTS: usize = 3;
 
+/// Most transfers a node serves at once, and to one peer: a member that opens streams and never
+/// reads holds at most [`MAX_SERVED_PER_PEER`] of them, each for at most its
+/// [`Limits::body_time`].
+pub const MAX_SERVED_STREAMS: usize = 64;
+/// See [`MAX_SERVED_STREAMS`].
+pub const MAX_SERVED_PER_PEER: usize = 8;
+
+/// What a node serves, shared by the event loop (heartbeats announce the payloads) and the
+/// serving tasks (which answer requests without going through the loop).
+struct Served {
+    me: u32,
+    members: Arc<MemberSet>,
+    /// The current outer round (payloads and relays of older rounds than the previous are dropped).
+    round: u32,
+    /// Our payload per round with its announcement (digest computed once).
+    payloads: HashMap<u32, (PayloadRef, Arc<Vec<u8>>)>,
+    /// Checkpoints we serve, oldest first; at most [`MAX_SERVED_CHECKPOINTS`].
+    checkpoints: VecDeque<([u8; 32], Arc<Vec<u8>>)>,
+    /// The one served checkpoint never dropped (see [`Client::pin_checkpoint`]).
+    pinned: Option<[u8; 32]>,
+    /// Other members' payloads we fetched, served on to peers whose fetch from the author
+    /// failed: (round, member) → (digest, bytes); current and previous round only.
+    relayed: HashMap<(u32, u32), Relayed>,
+    /// Members our own payloads are served to; `None`: every member (see
+    /// [`Client::withhold_own_payloads`]).
+    serve_own_to: Option<BTreeSet<u32>>,
+    /// Transfers being served, per peer.
+    streams: HashMap<PeerId, usize>,
+}
+
+impl Served {
+    fn new(me: u32, members: Arc<MemberSet>) -> Self {
+        Self {
+            me,
+            members,
+            round: 0,
+            payloads: HashMap::new(),
+            checkpoints: VecDeque::new(),
+            pinned: None,
+            relayed: HashMap::new(),
+            serve_own_to: None,
+            streams: HashMap::new(),
+        }
+    }
+
+    fn set_round(&mut self, r: u32) {
+        self.round = r;
+        self.payloads.retain(|k, _| *k + 2 > r);
+        self.relayed.retain(|(k, _), _| *k + 2 > r);
+    }
+
+    fn add_checkpoint(&mut self, hash: [u8; 32], bytes: Arc<Vec<u8>>) {
+        self.checkpoints.retain(|(h, _)| *h != hash);
+        self.checkpoints.push_back((hash, bytes));
+        while self.checkpoints.len() > MAX_SERVED_CHECKPOINTS {
+            let pinned = self.pinned;
+            match self
+                .checkpoints
+                .iter()
+                .position(|(h, _)| Some(*h) != pinned)
+            {
+                Some(oldest) => drop(self.checkpoints.remove(oldest)),
+                None => break,
+            }
+        }
+    }
+
+    /// Takes a serving slot for `peer`, if it is a member and under the limits.
+    fn admit(&mut self, peer: PeerId) -> bool {
+        let total: usize = self.streams.values().sum();
+        let mine = self.streams.entry(peer).or_insert(0);
+        if total >= MAX_SERVED_STREAMS || *mine >= MAX_SERVED_PER_PEER {
+            return false;
+        }
+        *mine += 1;
+        true
+    }
+
+    fn release(&mut self, peer: PeerId) {
+        if let Some(n) = self.streams.get_mut(&peer) {
+            *n -= 1;
+            if *n == 0 {
+                self.streams.remove(&peer);
+            }
+        }
+    }
+
+    /// The answer to `req` from `peer` on the pseudo-gradient (`checkpoint == false`) or the
+    /// checkpoint protocol.
+    fn answer(&self, peer: &PeerId, req: &FetchRequest, checkpoint: bool) -> Answer {
+        let Some(asker) = self.members.by_peer(peer).map(|m| m.index) else {
+            return Answer::Refused;
+        };
+        match (req, checkpoint) {
+            (
+                FetchRequest::Pseudograd {
+                    pool,
+                    round,
+                    member,
+                    digest,
+                },
+                false,
+            ) => {
+                if *pool != self.members.pool {
+                    return Answer::NotFound;
+                }
+                let own = self
+                    .payloads
+                    .get(round)
+                    .filter(|_| *member == self.me)
+                    .filter(|_| {
+                        self.serve_own_to
+                            .as_ref()
+                            .is_none_or(|to| to.contains(&asker))
+                    })
+                    .map(|(p, b)| (p.digest, b));
+                match own.or_else(|| self.relayed.get(&(*round, *member)).map(|(d, b)| (*d, b))) {
+                    Some((d, bytes)) if d == *digest => Answer::Data(bytes.clone()),
+                    _ => Answer::NotFound,
+                }
+            }
+            (FetchRequest::Checkpoint { hash }, true) => {
+                match self.checkpoints.iter().find(|(h, _)| h == hash) {
+                    Some((_, c)) => Answer::Data(c.clone()),
+                    None => Answer::NotFound,
+                }
+            }
+            _ => Answer::Refused,
+        }
+    }
+}
+
+/// Answers the streams opened to us on one protocol, each in a task of its own. A member over
+/// its slots gets its stream dropped; a malformed request bans the peer.
+async fn serve_incoming(
+    mut incoming: libp2p_stream::IncomingStreams,
+    served: Arc<Mutex<Served>>,
+    tx: mpsc::Sender<Command>,
+    limits: Limits,
+    checkpoint: bool,
+) {
+    while let Some((peer, mut stream)) = incoming.next().await {
+        if !lock(&served).admit(peer) {
+            tracing::debug!(%peer, "busy: stream dropped");
+            continue;
+        }
+        let (served, tx) = (served.clone(), tx.clone());
+        tokio::spawn(async move {
+            let r = protocol::respond(&mut stream, limits, |req| {
+                lock(&served).answer(&peer, req, checkpoint)
+            })
+            .await;
+            lock(&served).release(peer);
+            match r {
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    let _ = tx
+                        .send(Command::Ban(peer, format!("malformed request: {e}")))
+                        .await;
+                }
+                Err(e) => tracing::debug!(%peer, "serving failed: {e}"),
+                Ok(()) => {}
+            }
+        });
+    }
+}
+
 struct EventLoop {
     swarm: Swarm<Behaviour>,
     rx: mpsc::Receiver<Command>,
@@ -640,22 +739,11 @@ struct EventLoop {
     me: u32,
     round: u32,
     seq: u64,
-    /// Our payload per round with its announcement (digest computed once).
-    payloads: HashMap<u32, (PayloadRef, Arc<Vec<u8>>)>,
-    /// Checkpoints we serve, oldest first; at most [`MAX_SERVED_CHECKPOINTS`].
-    checkpoints: VecDeque<([u8; 32], Arc<Vec<u8>>)>,
-    /// The one served checkpoint never dropped (see [`Client::pin_checkpoint`]).
-    pinned: Option<[u8; 32]>,
-    /// Other members' payloads we fetched, served on to peers whose fetch from the author
-    /// failed: (round, member) → (digest, bytes); current and previous round only.
-    relayed: HashMap<(u32, u32), Relayed>,
-    pending: HashMap<OutboundRequestId, oneshot::Sender<Result<ChunkResponse, String>>>,
+    /// What we serve (our payloads are announced in heartbeats).
+    served: Arc<Mutex<Served>>,
     heartbeat: Duration,
     /// No heartbeats while set (see [`Client::set_passive`]).
     passive: bool,
-    /// Members our own payloads are served to; `None`: every member (see
-    /// [`Client::withhold_own_payloads`]).
-    serve_own_to: Option<BTreeSet<u32>>,
 }
 
 impl EventLoop {
@@ -698,12 +786,12 @@ impl EventLoop {
             self.seq += 1;
             return;
         }
-        let mut rounds: Vec<(u32, Option<PayloadRef>)> = self
+        let mut rounds: Vec<(u32, Option<PayloadRef>)> = lock(&self.served)
             .payloads
             .iter()
             .map(|(r, (p, _))| (*r, Some(*p)))
             .collect();
-        if !self.payloads.contains_key(&self.round) {
+        if !rounds.iter().any(|(r, _)| *r == self.round) {
             rounds.push((self.round, None));
         }
         rounds.sort_by_key(|r| r.0);
@@ -755,8 +843,7 @@ impl EventLoop {
             }
             Command::SetRound(r) => {
                 self.round = r;
-                self.payloads.retain(|k, _| *k + 2 > r);
-                self.relayed.retain(|(k, _), _| *k + 2 > r);
+                lock(&self.served).set_round(r);
                 let mut s = lock(&self.shared);
                 s.announced.retain(|(k, _), _| *k + 2 > r);
             }
@@ -765,46 +852,10 @@ impl EventLoop {
                 payload,
                 bytes,
             } => {
-                self.payloads.insert(round, (payload, bytes));
+                lock(&self.served).payloads.insert(round, (payload, bytes));
                 self.publish_alive();
             }
-            Command::ServeCheckpoint { hash, bytes, reply } => {
-                self.checkpoints.retain(|(h, _)| *h != hash);
-                self.checkpoints.push_back((hash, bytes));
-                while self.checkpoints.len() > MAX_SERVED_CHECKPOINTS {
-                    let pinned = self.pinned;
-                    match self
-                        .checkpoints
-                        .iter()
-                        .position(|(h, _)| Some(*h) != pinned)
-                    {
-                        Some(oldest) => drop(self.checkpoints.remove(oldest)),
-                        None => break,
-                    }
-                }
-                let _ = reply.send(());
-            }
-            Command::PinCheckpoint { hash, reply } => {
-                let served = self.checkpoints.iter().any(|(h, _)| *h == hash);
-                if served {
-                    self.pinned = Some(hash);
-                }
-                let _ = reply.send(served);
-            }
-            Command::Request {
-                peer,
-                checkpoint,
-                req,
-                reply,
-            } => {
-                let b = self.swarm.behaviour_mut();
-                let id = if checkpoint {
-                    b.checkpoint.send_request(&peer, req)
-                } else {
-                    b.pseudograd.send_request(&peer, req)
-                };
-                self.pending.insert(id, reply);
-            }
+            Command::Ban(peer, reason) => self.ban(peer, reason),
             Command::SetMembers { set, applied } => {
                 let now = Instant::now();
                 let mut s = lock(&self.shared);
@@ -828,17 +879,6 @@ impl EventLoop {
                 if waking {
                     // Tell peers at once which round we are in, not at the next tick.
                     self.publish_alive();
-                }
-            }
-            Command::ServeOwnTo(to) => self.serve_own_to = to,
-            Command::Relay {
-                round,
-                member,
-                digest,
-                bytes,
-            } => {
-                if round + 2 > self.round {
-                    self.relayed.insert((round, member), (digest, bytes));
                 }
             }
             Command::Leave(reply) => {
@@ -926,96 +966,6 @@ impl EventLoop {
             .report_message_validation_result(&id, &propagation, verdict);
     }
 
-    fn on_request(&mut self, peer: PeerId, req: ChunkRequest, checkpoint: bool) -> ChunkResponse {
-        if self.members.by_peer(&peer).is_none() {
-            return ChunkResponse::Refused;
-        }
-        match (req, checkpoint) {
-            (
-                ChunkRequest::Pseudograd {
-                    pool,
-                    round,
-                    member,
-                    digest,
-                    offset,
-                    len,
-                },
-                false,
-            ) => {
-                if pool != self.members.pool {
-                    return ChunkResponse::NotFound;
-                }
-                let asker = self.members.by_peer(&peer).map(|m| m.index);
-                let own = self
-                    .payloads
-                    .get(&round)
-                    .filter(|_| member == self.me)
-                    .filter(|_| {
-                        self.serve_own_to
-                            .as_ref()
-                            .is_none_or(|to| asker.is_some_and(|a| to.contains(&a)))
-                    })
-                    .map(|(p, b)| (p.digest, b));
-                match own.or_else(|| self.relayed.get(&(round, member)).map(|(d, b)| (*d, b))) {
-                    Some((d, bytes)) if d == digest => serve(bytes, offset, len),
-                    _ => ChunkResponse::NotFound,
-                }
-            }
-            (ChunkRequest::Checkpoint { hash, offset, len }, true) => {
-                match self.checkpoints.iter().find(|(h, _)| *h == hash) {
-                    Some((_, c)) => serve(c, offset, len),
-                    None => ChunkResponse::NotFound,
-                }
-            }
-            _ => ChunkResponse::Refused,
-        }
-    }
-
-    fn on_rr(
-        &mut self,
-        ev: request_response::Event<ChunkRequest, ChunkResponse>,
-        checkpoint: bool,
-    ) {
-        match ev {
-            request_response::Event::Message { peer, message, .. } => match message {
-                request_response::Message::Request {
-                    request, channel, ..
-                } => {
-                    let resp = self.on_request(peer, request, checkpoint);
-                    let b = self.swarm.behaviour_mut();
-                    let _ = if checkpoint {
-                        b.checkpoint.send_response(channel, resp)
-                    } else {
-                        b.pseudograd.send_response(channel, resp)
-                    };
-                }
-                request_response::Message::Response {
-                    request_id,
-                    response,
-                } => {
-                    if let Some(tx) = self.pending.remove(&request_id) {
-                        let _ = tx.send(Ok(response));
-                    }
-                }
-            },
-            request_response::Event::OutboundFailure {
-                request_id, error, ..
-            } => {
-                if let Some(tx) = self.pending.remove(&request_id) {
-                    let _ = tx.send(Err(error.to_string()));
-                }
-            }
-            request_response::Event::InboundFailure {
-                peer,
-                error: request_response::InboundFailure::Io(e),
-                ..
-            } if e.kind() == std::io::ErrorKind::InvalidData => {
-                self.ban(peer, format!("malformed request: {e}"));
-            }
-            _ => {}
-        }
-    }
-
     fn on_swarm(&mut self, ev: SwarmEvent<BehaviourEvent>) {
         match ev {
             SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => {
@@ -1055,8 +1005,6 @@ impl EventLoop {
                     &message.data,
                 );
             }
-            SwarmEvent::Behaviour(BehaviourEvent::Pseudograd(e)) => self.on_rr(e, false),
-            SwarmEvent::Behaviour(BehaviourEvent::Checkpoint(e)) => self.on_rr(e, true),
             _ => {}
         }
     }

@@ -83,7 +83,7 @@ fn theta() -> ParamSet {
     .unwrap()
 }
 
-fn payload(member: u32) -> Vec<u8> {
+fn payload(member: u32) -> Arc<Vec<u8>> {
     let t = theta();
     let delta: Vec<Vec<f32>> = t
         .tensors()
@@ -94,7 +94,7 @@ fn payload(member: u32) -> Vec<u8> {
                 .collect()
         })
         .collect();
-    encode_pseudo_gradient(&t, &delta, &EncodeOptions::default()).unwrap()
+    Arc::new(encode_pseudo_gradient(&t, &delta, &EncodeOptions::default()).unwrap())
 }
 
 fn cfg() -> ExchangeConfig {
@@ -331,7 +331,7 @@ async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned
 async fn a_payload_whose_author_died_is_fetched_from_a_peer_that_relays_it() {
     let (_, _, clients) = network(3).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let bytes = Arc::new(payload(0));
+    let bytes = payload(0);
     let announced = synod_p2p::message::PayloadRef {
         digest: *blake3::hash(&bytes).as_bytes(),
         size: bytes.len() as u64,
@@ -364,7 +364,7 @@ async fn a_payload_whose_author_died_is_fetched_from_a_peer_that_relays_it() {
         .fetch_payload_from(clients[1].peer_id, 0, 1, announced, 1 << 20)
         .await
         .unwrap();
-    assert_eq!(relayed, *bytes);
+    assert_eq!(relayed, **bytes);
     // A relay cannot pass off other bytes: a wrong digest is not served.
     let wrong = synod_p2p::message::PayloadRef {
         digest: [7; 32],
@@ -423,7 +423,7 @@ async fn a_member_restarted_mid_round_serves_its_kept_payload_again_without_bein
     let (ids, set, clients) = network(2).await;
     let author = ids[0].0.public().to_peer_id();
     // Member 0 announces its round-1 payload, then dies before anyone fetched it.
-    let kept = payload(0);
+    let kept = payload(0).to_vec();
     clients[0].set_round(1).await.unwrap();
     let digest = clients[0]
         .set_payload(1, Arc::new(kept.clone()))
@@ -457,7 +457,7 @@ async fn a_member_restarted_mid_round_serves_its_kept_payload_again_without_bein
         "excluded: {:?}",
         out.excluded
     );
-    assert_eq!(out.included[0].payload, kept);
+    assert_eq!(*out.included[0].payload, kept);
     assert!(!clients[1].snapshot().banned.contains_key(&author));
     // Fetched, not waited out: well inside the 40 s deadline.
     assert!(

@@ -1,13 +1,18 @@
-//! `bench allreduce`: the libp2p all-gather of one round against raw TCP on loopback.
+//! `bench allreduce`: one round's all-gather over libp2p (TCP + Noise + Yamux, and QUIC)
+//! against the same all-gather over plain TCP and over TCP + Noise, measured in the same run on
+//! loopback (`synod_p2p::baseline`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, ensure, Result};
 use clap::Args;
 use serde_json::json;
+use synod_p2p::baseline::{all_gather_secs, Wire};
 use synod_p2p::libp2p_identity::Keypair;
-use synod_p2p::{all_gather, spawn, ExchangeConfig, Member, MemberKey, MemberSet, NetConfig};
+use synod_p2p::{
+    all_gather, spawn, Client, ExchangeConfig, Member, MemberKey, MemberSet, Multiaddr, NetConfig,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Arguments of `bench allreduce`.
@@ -19,10 +24,13 @@ pub struct AllreduceArgs {
     /// Parameters per pseudo-gradient (int8-encoded: ≈ params bytes on the wire).
     #[arg(long, default_value_t = 25_000_000)]
     pub params: usize,
+    /// Measurements of each transport; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
 }
 
-/// Bytes per second of one loopback TCP stream moving `bytes`.
-async fn raw_tcp(bytes: usize) -> Result<f64> {
+/// Bytes per second of one loopback TCP stream moving `bytes` (the old single-stream ideal).
+async fn single_stream(bytes: usize) -> Result<f64> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let reader = tokio::spawn(async move {
@@ -52,83 +60,133 @@ async fn raw_tcp(bytes: usize) -> Result<f64> {
     Ok(got as f64 / t0.elapsed().as_secs_f64())
 }
 
-/// Prints `{"bench":"allreduce","secs","ideal_secs","ratio","raw_tcp_gbps","libp2p_gbps",...}`
-/// (GB/s = 10⁹ bytes per second).
-pub fn run(a: &AllreduceArgs) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let raw = raw_tcp(512 << 20).await?;
-        let n = a.peers as usize;
-        let ids: Vec<(Keypair, Arc<MemberKey>)> = (0..n)
-            .map(|i| {
-                Ok((
-                    Keypair::ed25519_from_bytes([i as u8 + 1; 32]).map_err(|e| anyhow!("{e}"))?,
-                    Arc::new(MemberKey::from_seed([i as u8 + 1; 32])),
-                ))
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `n` connected libp2p nodes listening on `listen` (a TCP or QUIC multiaddr).
+async fn nodes(n: usize, listen: &str) -> Result<Vec<Client>> {
+    let ids: Vec<(Keypair, Arc<MemberKey>)> = (0..n)
+        .map(|i| {
+            Ok((
+                Keypair::ed25519_from_bytes([i as u8 + 1; 32]).map_err(|e| anyhow!("{e}"))?,
+                Arc::new(MemberKey::from_seed([i as u8 + 1; 32])),
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let set = MemberSet::new(
+        1,
+        ids.iter()
+            .enumerate()
+            .map(|(i, (k, m))| Member {
+                index: i as u32,
+                peer_id: k.public().to_peer_id(),
+                key: m.public(),
             })
-            .collect::<Result<_>>()?;
-        let set = MemberSet::new(
-            1,
-            ids.iter()
-                .enumerate()
-                .map(|(i, (k, m))| Member {
-                    index: i as u32,
-                    peer_id: k.public().to_peer_id(),
-                    key: m.public(),
-                })
-                .collect(),
+            .collect(),
+    );
+    let mut clients = Vec::new();
+    let mut boot: Option<Multiaddr> = None;
+    for (i, (k, m)) in ids.iter().enumerate() {
+        let mut cfg = NetConfig::new(k.clone(), m.clone(), i as u32, set.clone());
+        cfg.listen = vec![listen.parse()?];
+        cfg.bootnodes.extend(boot.clone());
+        cfg.heartbeat = Duration::from_millis(200);
+        let c = spawn(cfg)?;
+        if boot.is_none() {
+            boot = c.listen_addrs().await.into_iter().next();
+        }
+        clients.push(c);
+    }
+    let t = Instant::now();
+    while clients.iter().any(|c| c.snapshot().connected.len() < n - 1) {
+        ensure!(
+            t.elapsed() < Duration::from_secs(30),
+            "the {listen} mesh did not form"
         );
-        let mut clients = Vec::new();
-        let mut boot = None;
-        for (i, (k, m)) in ids.iter().enumerate() {
-            let mut cfg = NetConfig::new(k.clone(), m.clone(), i as u32, set.clone());
-            cfg.bootnodes.extend(boot.clone());
-            cfg.heartbeat = Duration::from_millis(200);
-            let c = spawn(cfg)?;
-            if boot.is_none() {
-                boot = c.listen_addrs().await.into_iter().next();
-            }
-            clients.push(c);
-        }
-        // Wait until the mesh is complete.
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(20)
-            && clients.iter().any(|c| c.snapshot().connected.len() < n - 1)
-        {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        // Payloads of the int8 codec's size (≈ 1 byte per parameter + scales), incompressible.
-        let payload_len = a.params + a.params.div_ceil(1024) * 4;
-        let payloads: Vec<Vec<u8>> = (0..n)
-            .map(|i| {
-                let mut h = blake3::Hasher::new();
-                h.update(&[i as u8]);
-                let mut v = vec![0u8; payload_len];
-                h.finalize_xof().fill(&mut v);
-                v
-            })
-            .collect();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(clients)
+}
+
+/// Seconds of each of `repeat` libp2p exchanges (rounds 1..=repeat) of `payloads`, and whether
+/// every peer included every payload every time.
+async fn libp2p_secs(
+    listen: &str,
+    payloads: &[Arc<Vec<u8>>],
+    repeat: u32,
+) -> Result<(Vec<f64>, bool)> {
+    let clients = nodes(payloads.len(), listen).await?;
+    let mut secs = Vec::new();
+    let mut complete = true;
+    for round in 1..=repeat {
         let t0 = Instant::now();
         let tasks: Vec<_> = clients
             .iter()
             .zip(payloads)
             .map(|(c, p)| {
-                let c = c.clone();
-                tokio::spawn(async move { all_gather(&c, 1, p, ExchangeConfig::default()).await })
+                let (c, p) = (c.clone(), p.clone());
+                tokio::spawn(
+                    async move { all_gather(&c, round, p, ExchangeConfig::default()).await },
+                )
             })
             .collect();
-        let mut included = Vec::new();
         for t in tasks {
-            included.push(t.await??.included.len());
+            let out = t.await??;
+            if out.included.len() != payloads.len() {
+                eprintln!("{listen} round {round}: excluded {:?}", out.excluded);
+                complete = false;
+            }
         }
-        let secs = t0.elapsed().as_secs_f64();
-        for c in &clients {
-            c.shutdown().await;
+        secs.push(t0.elapsed().as_secs_f64());
+    }
+    for c in &clients {
+        c.shutdown().await;
+    }
+    Ok((secs, complete))
+}
+
+/// Prints `{"bench":"allreduce", "raw_tcp_secs", "noise_secs", "libp2p_tcp_secs",
+/// "libp2p_quic_secs", "ratio" (best libp2p ÷ raw TCP), "ratio_vs_noise" (libp2p TCP ÷ Noise),
+/// "…_gbps" (GB/s = 10⁹ bytes/s received per peer), "faster_transport", ...}`: medians of
+/// `repeat` all-gathers of `peers` incompressible payloads of the int8 codec's size, every peer
+/// sending to every other at once. The libp2p figures include the signed announcements.
+pub fn run(a: &AllreduceArgs) -> Result<()> {
+    ensure!(
+        a.peers >= 2 && a.repeat >= 1,
+        "--peers ≥ 2 and --repeat ≥ 1"
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let n = a.peers as usize;
+        // ≈ 1 byte per parameter + one f32 scale per 1024 (int8 codec), incompressible.
+        let payload_len = a.params + a.params.div_ceil(1024) * 4;
+        let payloads: Vec<Arc<Vec<u8>>> = (0..n)
+            .map(|i| {
+                let mut v = vec![0u8; payload_len];
+                blake3::Hasher::new()
+                    .update(&[i as u8])
+                    .finalize_xof()
+                    .fill(&mut v);
+                Arc::new(v)
+            })
+            .collect();
+        let single = single_stream(payload_len.max(1 << 20) * 4).await?;
+        let mut raw = Vec::new();
+        let mut noise = Vec::new();
+        for _ in 0..a.repeat {
+            raw.push(all_gather_secs(&payloads, Wire::Tcp).await?);
+            noise.push(all_gather_secs(&payloads, Wire::Noise).await?);
         }
+        let (tcp, tcp_ok) = libp2p_secs("/ip4/127.0.0.1/tcp/0", &payloads, a.repeat).await?;
+        let (quic, quic_ok) =
+            libp2p_secs("/ip4/127.0.0.1/udp/0/quic-v1", &payloads, a.repeat).await?;
+        let (raw, noise, tcp, quic) = (median(raw), median(noise), median(tcp), median(quic));
         let per_peer = ((n - 1) * payload_len) as f64;
-        let ideal = per_peer / raw;
+        let gbps = |s: f64| per_peer / s / 1e9;
         println!(
             "{}",
             json!({
@@ -137,12 +195,20 @@ pub fn run(a: &AllreduceArgs) -> Result<()> {
                 "params": a.params,
                 "payload_bytes": payload_len,
                 "bytes_per_peer": per_peer,
-                "secs": secs,
-                "ideal_secs": ideal,
-                "ratio": secs / ideal,
-                "raw_tcp_gbps": raw / 1e9,
-                "libp2p_gbps": per_peer / secs / 1e9,
-                "all_included": included.iter().all(|k| *k == n),
+                "repeat": a.repeat,
+                "raw_tcp_secs": raw,
+                "noise_secs": noise,
+                "libp2p_tcp_secs": tcp,
+                "libp2p_quic_secs": quic,
+                "ratio": tcp.min(quic) / raw,
+                "ratio_vs_noise": tcp / noise,
+                "raw_tcp_gbps": gbps(raw),
+                "noise_gbps": gbps(noise),
+                "libp2p_tcp_gbps": gbps(tcp),
+                "libp2p_quic_gbps": gbps(quic),
+                "faster_transport": if tcp <= quic { "tcp" } else { "quic" },
+                "single_stream_tcp_gbps": single / 1e9,
+                "all_included": tcp_ok && quic_ok,
                 "cores": std::thread::available_parallelism().map_or(1, |c| c.get()),
             })
         );

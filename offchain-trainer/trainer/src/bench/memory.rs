@@ -88,7 +88,11 @@ pub fn run(a: &MemoryArgs) -> Result<()> {
         }
         contributions.push(Contribution {
             member: m,
-            payload: encode_pseudo_gradient(&like, &delta, &EncodeOptions::default())?,
+            payload: std::sync::Arc::new(encode_pseudo_gradient(
+                &like,
+                &delta,
+                &EncodeOptions::default(),
+            )?),
         });
     }
     let payload_bytes: usize = contributions.iter().map(|c| c.payload.len()).sum();

@@ -78,7 +78,7 @@ impl Exchange for NetExchange {
         &mut self,
         round: u32,
         _me: u32,
-        payload: Vec<u8>,
+        payload: Arc<Vec<u8>>,
     ) -> Result<Vec<Contribution>, DilocoError> {
         self.last_payload_bytes = payload.len();
         let out = self

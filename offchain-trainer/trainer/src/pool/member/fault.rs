@@ -41,7 +41,7 @@ impl Trainer<'_> {
         match fault {
             Fault::Copy => {
                 if let Some(copied) = self.copy_a_payload(r)? {
-                    mine.payload = copied;
+                    mine.payload = std::sync::Arc::new(copied);
                 }
             }
             Fault::Withhold => {

@@ -146,7 +146,7 @@ impl Trainer<'_> {
             // recomputation, which another thread count or device may round differently (two
             // signed payloads for one round read as equivocation).
             match self.retained.own(r, self.me, &parent) {
-                Some(kept) => mine.payload = kept,
+                Some(kept) => mine.payload = std::sync::Arc::new(kept),
                 None => {
                     if let Err(e) = self.retained.save_own(r, self.me, &parent, &mine.payload) {
                         tracing::warn!(round = r, "cannot keep our payload: {e}");
