@@ -5,9 +5,11 @@
 //! trainers and payloads of tens of MB, each peer uploads (N−1)× and downloads (N−1)× its
 //! payload size). A member that got a payload serves it on: if the author dies mid-round, a
 //! peer whose fetch failed gets it from one that succeeded (checked against the author's
-//! signed digest), so the survivors agree on the included set instead of splitting the vote. The round ends for a
-//! member when every other member is included, has said it leaves, has been silent for
-//! `dead_after` (10 s), or has moved on to a later round without announcing this one (a member
+//! signed digest), so the survivors agree on the included set instead of splitting the vote.
+//! The round ends for a member when every other member is included, has said it leaves, has
+//! been silent for `dead_after` (10 s), has announced a payload that no fetch (from it or any
+//! relay) has delivered for `dead_after` since the first failure (a member that heartbeats but
+//! never delivers), or has moved on to a later round without announcing this one (a member
 //! re-joining after a restart), or at the deadline. The included set is returned in member order.
 
 use std::collections::BTreeMap;
@@ -84,6 +86,10 @@ pub async fn all_gather(
     let mut retry_at: BTreeMap<u32, Instant> = BTreeMap::new();
     // Fetch attempts per author: 0 asks the author, later ones go round the relays.
     let mut attempts: BTreeMap<u32, usize> = BTreeMap::new();
+    // When a fetch of each author's payload first failed: an author that announces and
+    // heartbeats but never delivers (to anyone who could relay it) is dropped `dead_after`
+    // later, not at the deadline.
+    let mut failing_since: BTreeMap<u32, Instant> = BTreeMap::new();
     let members = client.members();
     loop {
         let snap = client.snapshot();
@@ -133,6 +139,7 @@ pub async fn all_gather(
                     }
                     Err(e) => {
                         // Retry on the next pass (the author may still be starting to serve).
+                        failing_since.entry(idx).or_insert_with(Instant::now);
                         failed.insert(idx, e.to_string());
                         started.remove(&idx);
                         retry_at.insert(idx, Instant::now() + Duration::from_millis(250));
@@ -157,6 +164,12 @@ pub async fn all_gather(
                     || started.contains_key(i)
             })
             .filter(|i| !moved_on(&snap, *i, round))
+            .filter(|i| {
+                started.contains_key(i)
+                    || failing_since
+                        .get(i)
+                        .is_none_or(|t| now.duration_since(*t) < cfg.dead_after)
+            })
             .collect();
         if waiting.is_empty() || start.elapsed() >= cfg.deadline {
             break;
@@ -172,7 +185,7 @@ pub async fn all_gather(
             let why = if snap.left.contains(&m.index) {
                 "left".to_string()
             } else if let Some(e) = failed.get(&m.index) {
-                format!("fetch failed: {e}")
+                format!("announced but not delivered (fetches failed, last: {e})")
             } else if moved_on(&snap, m.index, round) {
                 "moved past the round without contributing (it is catching up)".to_string()
             } else if snap.announced.contains_key(&(round, m.index)) {

@@ -194,6 +194,44 @@ async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_that_heartbeats_but_never_delivers_is_dropped_after_the_dead_time_not_at_the_deadline(
+) {
+    // Issue 12's stall: member 2 announces its payload and keeps heartbeating, but serves it to
+    // nobody. Before, its peers retried until the round deadline (40 s here, 300 s in a pool).
+    let (_, _, clients) = network(3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    clients[2]
+        .withhold_own_payloads(Some(std::collections::BTreeSet::new()))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let withholder = clients[2].clone();
+    let withholding =
+        tokio::spawn(async move { all_gather(&withholder, 1, payload(2), cfg()).await });
+    let outcomes = gather(&clients[..2], 1, 0).await;
+    let elapsed = started.elapsed();
+    for out in &outcomes {
+        assert_eq!(
+            out.included.iter().map(|c| c.member).collect::<Vec<_>>(),
+            vec![0, 1]
+        );
+        assert_eq!(out.excluded.len(), 1);
+        assert_eq!(out.excluded[0].0, 2);
+        assert!(
+            out.excluded[0].1.starts_with("announced but not delivered"),
+            "{:?}",
+            out.excluded
+        );
+    }
+    // Dropped 10 s (`dead_after`) after the first failed fetch, well before the 40 s deadline.
+    assert!(elapsed < Duration::from_secs(25), "took {elapsed:?}");
+    let _ = withholding.await;
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round() {
     let (ids, set2, clients) = network(2).await;
     // Round 1 between members 0 and 1.

@@ -227,6 +227,38 @@ fn a_pool_refuses_the_sparse_codec_its_verifiers_cannot_replay() {
 }
 
 #[test]
+fn allreduce_benchmark_prints_every_transport_side_by_side() {
+    let out = trainer(&[
+        "bench",
+        "allreduce",
+        "--peers",
+        "3",
+        "--params",
+        "2000000",
+        "--repeat",
+        "1",
+    ]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["all_included"], true, "{v}");
+    for k in [
+        "raw_tcp_secs",
+        "noise_secs",
+        "libp2p_tcp_secs",
+        "libp2p_quic_secs",
+        "ratio",
+        "ratio_vs_noise",
+        "raw_tcp_gbps",
+        "noise_gbps",
+        "libp2p_tcp_gbps",
+        "libp2p_quic_gbps",
+        "single_stream_tcp_gbps",
+    ] {
+        assert!(v[k].as_f64().unwrap() > 0.0, "{k}: {v}");
+    }
+    assert!(["tcp", "quic"].contains(&v["faster_transport"].as_str().unwrap()));
+}
+
+#[test]
 fn memory_benchmark_prints_both_peaks_of_a_bit_identical_aggregate() {
     let out = trainer(&["bench", "memory", "--peers", "3", "--params", "3000000"]);
     let v: Value = serde_json::from_str(out.trim()).unwrap();
