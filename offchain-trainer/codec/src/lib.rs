@@ -1,7 +1,7 @@
 //! # synod-codec
 //!
 //! Encodes a DiLoCo pseudo-gradient (a list of f32 tensors) into the bytes a trainer publishes
-//! on `/synod/pseudograd/1`, and decodes them back with bounded memory.
+//! on `/synod/pseudograd/2`, and decodes them back with bounded memory.
 //!
 //! ## Scheme
 //! * **Quantization** ([`Mode::Int8Absmax`]): every tensor is cut into chunks of `chunk_size`

@@ -5,7 +5,7 @@
 //! * transports TCP and QUIC, Noise, Yamux; identify; Kademlia discovery from bootnodes;
 //! * gossipsub topic `synod/pool/<id>` for small signed messages ([`message`]): heartbeats every
 //!   2 s that also announce `(pool, round, member, peer id, payload digest, size)`, and leaves;
-//! * `/synod/pseudograd/1` and `/synod/checkpoint/1` ([`protocol`]): one `libp2p-stream`
+//! * `/synod/pseudograd/2` and `/synod/checkpoint/2` ([`protocol`]): one `libp2p-stream`
 //!   stream per payload or checkpoint (a framed request, a framed header, the raw bytes), off
 //!   the swarm's event loop, with stall and rate bounds on both sides;
 //! * ML-DSA-65 identities ([`identity`]): every message is signed over its pool, round, member,

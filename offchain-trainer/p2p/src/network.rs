@@ -230,7 +230,7 @@ impl Client {
         Ok(digest)
     }
 
-    /// Serves a checkpoint file over `/synod/checkpoint/1`; returns its blake3 (hashed on a
+    /// Serves a checkpoint file over `/synod/checkpoint/2`; returns its blake3 (hashed on a
     /// blocking thread, never on the network event loop). At most [`MAX_SERVED_CHECKPOINTS`]
     /// are kept in memory, the pinned one included: the oldest other is dropped (peers asking
     /// for it get `NotFound`), so memory does not grow with the rounds.
@@ -515,6 +515,8 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     let members = Arc::new(cfg.members.clone());
     let served = Arc::new(Mutex::new(Served::new(cfg.me, members.clone())));
     let mut control = swarm.behaviour().stream.new_control();
+    // Dropped when the event loop ends: the serving tasks stop with it.
+    let (stop, stopped) = tokio::sync::watch::channel(());
     for (protocol, checkpoint) in [(PSEUDOGRAD_PROTOCOL, false), (CHECKPOINT_PROTOCOL, true)] {
         let incoming = control
             .accept(protocol)
@@ -522,7 +524,8 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         tokio::spawn(serve_incoming(
             incoming,
             served.clone(),
-            tx.clone(),
+            tx.downgrade(),
+            stopped.clone(),
             cfg.limits,
             checkpoint,
         ));
@@ -540,6 +543,7 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         served: served.clone(),
         heartbeat: cfg.heartbeat,
         passive: false,
+        _stop: stop,
     };
     tokio::spawn(ev.run());
     Ok(Client {
@@ -589,8 +593,10 @@ struct Served {
     /// Members our own payloads are served to; `None`: every member (see
     /// [`Client::withhold_own_payloads`]).
     serve_own_to: Option<BTreeSet<u32>>,
-    /// Transfers being served, per peer.
+    /// Transfers being served, per peer (no entry: none).
     streams: HashMap<PeerId, usize>,
+    /// Sum of `streams`.
+    streaming: usize,
 }
 
 impl Served {
@@ -605,6 +611,7 @@ impl Served {
             relayed: HashMap::new(),
             serve_own_to: None,
             streams: HashMap::new(),
+            streaming: 0,
         }
     }
 
@@ -630,20 +637,25 @@ impl Served {
         }
     }
 
-    /// Takes a serving slot for `peer`, if it is a member and under the limits.
+    /// Takes a serving slot for `peer` if it is a registered member and under the limits (a
+    /// non-member takes none: it cannot crowd members out).
     fn admit(&mut self, peer: PeerId) -> bool {
-        let total: usize = self.streams.values().sum();
-        let mine = self.streams.entry(peer).or_insert(0);
-        if total >= MAX_SERVED_STREAMS || *mine >= MAX_SERVED_PER_PEER {
+        let mine = self.streams.get(&peer).copied().unwrap_or(0);
+        if self.members.by_peer(&peer).is_none()
+            || self.streaming >= MAX_SERVED_STREAMS
+            || mine >= MAX_SERVED_PER_PEER
+        {
             return false;
         }
-        *mine += 1;
+        self.streams.insert(peer, mine + 1);
+        self.streaming += 1;
         true
     }
 
     fn release(&mut self, peer: PeerId) {
         if let Some(n) = self.streams.get_mut(&peer) {
             *n -= 1;
+            self.streaming -= 1;
             if *n == 0 {
                 self.streams.remove(&peer);
             }
@@ -695,32 +707,59 @@ impl Served {
     }
 }
 
-/// Answers the streams opened to us on one protocol, each in a task of its own. A member over
-/// its slots gets its stream dropped; a malformed request bans the peer.
+/// A serving slot, given back when dropped (also if the serving task panics or is aborted).
+struct Slot {
+    served: Arc<Mutex<Served>>,
+    peer: PeerId,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        lock(&self.served).release(self.peer);
+    }
+}
+
+/// Answers the streams opened to us on one protocol, each in a task of its own, until the event
+/// loop stops. A stream from a non-member or over the slots is dropped unanswered; a malformed
+/// request bans the peer.
 async fn serve_incoming(
     mut incoming: libp2p_stream::IncomingStreams,
     served: Arc<Mutex<Served>>,
-    tx: mpsc::Sender<Command>,
+    tx: mpsc::WeakSender<Command>,
+    mut stopped: tokio::sync::watch::Receiver<()>,
     limits: Limits,
     checkpoint: bool,
 ) {
-    while let Some((peer, mut stream)) = incoming.next().await {
+    loop {
+        let (peer, mut stream) = tokio::select! {
+            next = incoming.next() => match next {
+                Some(s) => s,
+                None => return,
+            },
+            _ = stopped.changed() => return,
+        };
         if !lock(&served).admit(peer) {
-            tracing::debug!(%peer, "busy: stream dropped");
+            tracing::debug!(%peer, "not a member, or busy: stream dropped");
             continue;
         }
-        let (served, tx) = (served.clone(), tx.clone());
+        let slot = Slot {
+            served: served.clone(),
+            peer,
+        };
+        let tx = tx.clone();
         tokio::spawn(async move {
             let r = protocol::respond(&mut stream, limits, |req| {
-                lock(&served).answer(&peer, req, checkpoint)
+                lock(&slot.served).answer(&peer, req, checkpoint)
             })
             .await;
-            lock(&served).release(peer);
+            drop(slot);
             match r {
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                    let _ = tx
-                        .send(Command::Ban(peer, format!("malformed request: {e}")))
-                        .await;
+                    if let Some(tx) = tx.upgrade() {
+                        let _ = tx
+                            .send(Command::Ban(peer, format!("malformed request: {e}")))
+                            .await;
+                    }
                 }
                 Err(e) => tracing::debug!(%peer, "serving failed: {e}"),
                 Ok(()) => {}
@@ -744,6 +783,8 @@ struct EventLoop {
     heartbeat: Duration,
     /// No heartbeats while set (see [`Client::set_passive`]).
     passive: bool,
+    /// Dropped with the loop: tells the serving tasks to stop.
+    _stop: tokio::sync::watch::Sender<()>,
 }
 
 impl EventLoop {
@@ -1007,5 +1048,81 @@ impl EventLoop {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Member;
+
+    fn peer(i: u8) -> PeerId {
+        identity::Keypair::ed25519_from_bytes([i; 32])
+            .unwrap()
+            .public()
+            .to_peer_id()
+    }
+
+    /// A store serving `members` peers 1..=members.
+    fn served(members: u8) -> Served {
+        let set = MemberSet::new(
+            7,
+            (1..=members)
+                .map(|i| Member {
+                    index: u32::from(i),
+                    peer_id: peer(i),
+                    key: MemberKey::from_seed([i; 32]).public(),
+                })
+                .collect(),
+        );
+        Served::new(0, Arc::new(set))
+    }
+
+    #[test]
+    fn non_members_take_no_serving_slot_so_they_cannot_crowd_members_out() {
+        let mut s = served(9);
+        // Any number of identities that are not registered: no slot, no bookkeeping.
+        for i in 100..200 {
+            for _ in 0..MAX_SERVED_PER_PEER {
+                assert!(!s.admit(peer(i)));
+            }
+        }
+        assert!(s.streams.is_empty() && s.streaming == 0);
+        assert!(s.admit(peer(1)), "a member is still served");
+    }
+
+    #[test]
+    fn serving_slots_are_bounded_per_member_and_in_all_and_given_back() {
+        let mut s = served(9);
+        for _ in 0..MAX_SERVED_PER_PEER {
+            assert!(s.admit(peer(1)));
+        }
+        assert!(
+            !s.admit(peer(1)),
+            "one member holds at most MAX_SERVED_PER_PEER"
+        );
+        // 8 members × 8 = 64 = MAX_SERVED_STREAMS: the ninth member waits.
+        for i in 2..=8 {
+            for _ in 0..MAX_SERVED_PER_PEER {
+                assert!(s.admit(peer(i)));
+            }
+        }
+        assert_eq!(s.streaming, MAX_SERVED_STREAMS);
+        assert!(!s.admit(peer(9)));
+        // A slot dropped (as a serving task does, even when it panics) is given back.
+        let shared = Arc::new(Mutex::new(s));
+        drop(Slot {
+            served: shared.clone(),
+            peer: peer(1),
+        });
+        let mut s = lock(&shared);
+        assert_eq!(s.streaming, MAX_SERVED_STREAMS - 1);
+        assert!(s.admit(peer(9)));
+        for i in 1..=9 {
+            while s.streams.contains_key(&peer(i)) {
+                s.release(peer(i));
+            }
+        }
+        assert!(s.streams.is_empty() && s.streaming == 0);
     }
 }

@@ -70,7 +70,7 @@ impl Store {
     }
 
     /// The checkpoint `hash` from this store or, failing that, from any of `peers` over
-    /// `/synod/checkpoint/1` (verified against `hash`, then stored and served). Retries for up
+    /// `/synod/checkpoint/2` (verified against `hash`, then stored and served). Retries for up
     /// to `timeout`.
     ///
     /// # Errors

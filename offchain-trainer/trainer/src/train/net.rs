@@ -1,5 +1,5 @@
 //! Networked mode: this process is one member of a pool and exchanges pseudo-gradients with
-//! the others over `/synod/pseudograd/1` (synod-p2p).
+//! the others over `/synod/pseudograd/2` (synod-p2p).
 //!
 //! Until the chain client lands, membership comes from a registration directory: every member
 //! writes `member-<i>.json` (index, libp2p peer id, ML-DSA-65 public key, listen addresses) and
@@ -92,7 +92,7 @@ impl Exchange for NetExchange {
 }
 
 impl NetExchange {
-    /// Serves a round's checkpoint to late joiners over `/synod/checkpoint/1`.
+    /// Serves a round's checkpoint to late joiners over `/synod/checkpoint/2`.
     pub fn serve_checkpoint(&self, bytes: Vec<u8>) {
         if let Err(e) = self
             .rt
