@@ -56,6 +56,9 @@ pub struct ExchangeOutcome {
     pub secs: f64,
 }
 
+/// A finished fetch: the author's member index, the announced digest, the bytes or the error.
+type Fetched = (u32, [u8; 32], Result<Vec<u8>, NetError>);
+
 /// Whether `member` has announced a later round than `round` and nothing for `round`: it will
 /// not contribute to `round` (a member that re-joins after a restart starts at a later round).
 fn moved_on(snap: &crate::Snapshot, member: u32, round: u32) -> bool {
@@ -80,7 +83,7 @@ pub async fn all_gather(
     let mut got: BTreeMap<u32, Arc<Vec<u8>>> = BTreeMap::new();
     got.insert(client.me, payload);
     let mut failed: BTreeMap<u32, String> = BTreeMap::new();
-    let mut inflight: JoinSet<(u32, [u8; 32], Result<Vec<u8>, NetError>)> = JoinSet::new();
+    let mut inflight: JoinSet<Fetched> = JoinSet::new();
     let mut started: BTreeMap<u32, Instant> = BTreeMap::new();
     // After a failed fetch, wait this long before asking the same author again.
     let mut retry_at: BTreeMap<u32, Instant> = BTreeMap::new();
