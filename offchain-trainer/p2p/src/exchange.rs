@@ -7,10 +7,11 @@
 //! peer whose fetch failed gets it from one that succeeded (checked against the author's
 //! signed digest), so the survivors agree on the included set instead of splitting the vote.
 //! The round ends for a member when every other member is included, has said it leaves, has
-//! been silent for `dead_after` (10 s), has announced a payload that no fetch (from it or any
-//! relay) has delivered for `dead_after` since the first failure (a member that heartbeats but
-//! never delivers), or has moved on to a later round without announcing this one (a member
-//! re-joining after a restart), or at the deadline. The included set is returned in member order.
+//! been silent for `dead_after` (10 s), has answered "not found" for the payload it announced
+//! and no relay has delivered it within `dead_after` of that answer (a member that heartbeats
+//! but never delivers), or has moved on to a later round without announcing this one (a member
+//! re-joining after a restart), or at the deadline. A failed fetch is retried from the author
+//! and the relays in turn. The included set is returned in member order.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -56,8 +57,9 @@ pub struct ExchangeOutcome {
     pub secs: f64,
 }
 
-/// A finished fetch: the author's member index, the announced digest, the bytes or the error.
-type Fetched = (u32, [u8; 32], Result<Vec<u8>, NetError>);
+/// A finished fetch: the author's member index, the announced digest, whether the author
+/// itself answered, the bytes or the error.
+type Fetched = (u32, [u8; 32], bool, Result<Vec<u8>, NetError>);
 
 /// Whether `member` has announced a later round than `round` and nothing for `round`: it will
 /// not contribute to `round` (a member that re-joins after a restart starts at a later round).
@@ -89,9 +91,12 @@ pub async fn all_gather(
     let mut retry_at: BTreeMap<u32, Instant> = BTreeMap::new();
     // Fetch attempts per author: 0 asks the author, later ones go round the relays.
     let mut attempts: BTreeMap<u32, usize> = BTreeMap::new();
-    // When a fetch of each author's payload first failed: an author that announces and
-    // heartbeats but never delivers (to anyone who could relay it) is dropped `dead_after`
-    // later, not at the deadline.
+    // When each author first told us it does not have the payload it announced
+    // (`NotFound` from the author itself, which an honest author never answers: its payload
+    // is stored before it is announced, and kept across restarts): such an author is
+    // dropped `dead_after` later unless a relay delivers meanwhile, not at the deadline.
+    // Stalls, dropped streams and relays without the payload do not start the clock: those
+    // befall honest authors too, and they fall under the liveness and deadline rules.
     let mut failing_since: BTreeMap<u32, Instant> = BTreeMap::new();
     let members = client.members();
     loop {
@@ -105,33 +110,36 @@ pub async fn all_gather(
                 continue;
             }
             if let Some(p) = snap.announced.get(&(round, m.index)).map(|a| a.payload) {
-                // First from the author, then in turn from the other members (relays).
+                // First from the author, then in turn from the other members (relays) and
+                // the author again: one failed fetch (a dropped stream, a busy server) does
+                // not stop us asking the one peer sure to hold it.
                 let n = attempts.entry(m.index).or_insert(0usize);
-                let relays: Vec<_> = members
-                    .iter()
-                    .filter(|o| o.index != m.index && o.index != client.me)
-                    .map(|o| o.peer_id)
+                let sources: Vec<_> = std::iter::once(m.peer_id)
+                    .chain(
+                        members
+                            .iter()
+                            .filter(|o| o.index != m.index && o.index != client.me)
+                            .map(|o| o.peer_id),
+                    )
                     .collect();
-                let peer = if *n == 0 || relays.is_empty() {
-                    m.peer_id
-                } else {
-                    relays[(*n - 1) % relays.len()]
-                };
+                let peer = sources[*n % sources.len()];
                 *n += 1;
                 let c = client.clone();
                 let (idx, max) = (m.index, cfg.max_payload_bytes);
+                let direct = peer == m.peer_id;
                 started.insert(idx, now);
                 inflight.spawn(async move {
                     (
                         idx,
                         p.digest,
+                        direct,
                         c.fetch_payload_from(peer, idx, round, p, max).await,
                     )
                 });
             }
         }
         while let Some(done) = inflight.try_join_next() {
-            if let Ok((idx, digest, r)) = done {
+            if let Ok((idx, digest, direct, r)) = done {
                 match r {
                     Ok(bytes) => {
                         // Relay it: a peer whose fetch from the author failed can get it from us.
@@ -142,7 +150,9 @@ pub async fn all_gather(
                     }
                     Err(e) => {
                         // Retry on the next pass (the author may still be starting to serve).
-                        failing_since.entry(idx).or_insert_with(Instant::now);
+                        if direct && matches!(e, NetError::NotFound) {
+                            failing_since.entry(idx).or_insert_with(Instant::now);
+                        }
                         failed.insert(idx, e.to_string());
                         started.remove(&idx);
                         retry_at.insert(idx, Instant::now() + Duration::from_millis(250));
@@ -187,8 +197,11 @@ pub async fn all_gather(
         .map(|m| {
             let why = if snap.left.contains(&m.index) {
                 "left".to_string()
+            } else if failing_since.contains_key(&m.index) {
+                let last = failed.get(&m.index).map_or("", String::as_str);
+                format!("announced but not delivered (the author answered not found; last: {last})")
             } else if let Some(e) = failed.get(&m.index) {
-                format!("announced but not delivered (fetches failed, last: {e})")
+                format!("fetch failed: {e}")
             } else if moved_on(&snap, m.index, round) {
                 "moved past the round without contributing (it is catching up)".to_string()
             } else if snap.announced.contains_key(&(round, m.index)) {

@@ -232,6 +232,36 @@ async fn a_member_that_heartbeats_but_never_delivers_is_dropped_after_the_dead_t
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_author_that_could_not_serve_at_first_is_asked_again_and_included() {
+    // Member 0's first answers are "not found" (it withholds for 2 s), and no relay can have
+    // its payload yet. Before, its peers asked the author once and then only the relays, so
+    // they could never get it; now the author is back in the rotation and everyone includes it.
+    let (_, _, clients) = network(3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    clients[0]
+        .withhold_own_payloads(Some(std::collections::BTreeSet::new()))
+        .await
+        .unwrap();
+    let author = clients[0].clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        author.withhold_own_payloads(None).await.unwrap();
+    });
+    let outcomes = gather(&clients, 1, 0).await;
+    for out in &outcomes {
+        assert_eq!(
+            out.included.iter().map(|c| c.member).collect::<Vec<_>>(),
+            vec![0, 1, 2],
+            "excluded: {:?}",
+            out.excluded
+        );
+    }
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round() {
     let (ids, set2, clients) = network(2).await;
     // Round 1 between members 0 and 1.
