@@ -290,28 +290,37 @@ mod tests {
     use futures::io::Cursor;
     use std::sync::Arc;
 
-    /// An in-memory stream: reads from `input`, collects what is written.
-    struct Duplex {
-        input: Cursor<Vec<u8>>,
+    /// An in-memory stream. Reads come from `input` (`None`: a peer that never sends; every
+    /// read stays pending); writes of at most `max_write` bytes are collected in `output`,
+    /// larger ones stay pending (a peer that stops reading).
+    struct Mock {
+        input: Option<Cursor<Vec<u8>>>,
         output: Vec<u8>,
+        max_write: usize,
     }
 
-    impl AsyncRead for Duplex {
+    impl AsyncRead for Mock {
         fn poll_read(
             mut self: std::pin::Pin<&mut Self>,
             cx: &mut std::task::Context<'_>,
             buf: &mut [u8],
         ) -> std::task::Poll<io::Result<usize>> {
-            std::pin::Pin::new(&mut self.input).poll_read(cx, buf)
+            match self.input.as_mut() {
+                Some(input) => std::pin::Pin::new(input).poll_read(cx, buf),
+                None => std::task::Poll::Pending,
+            }
         }
     }
 
-    impl AsyncWrite for Duplex {
+    impl AsyncWrite for Mock {
         fn poll_write(
             mut self: std::pin::Pin<&mut Self>,
             _: &mut std::task::Context<'_>,
             buf: &[u8],
         ) -> std::task::Poll<io::Result<usize>> {
+            if buf.len() > self.max_write {
+                return std::task::Poll::Pending;
+            }
             self.output.extend_from_slice(buf);
             std::task::Poll::Ready(Ok(buf.len()))
         }
@@ -329,10 +338,21 @@ mod tests {
         }
     }
 
-    fn duplex(input: Vec<u8>) -> Duplex {
-        Duplex {
-            input: Cursor::new(input),
+    /// A peer that sends `input` and reads everything.
+    fn duplex(input: Vec<u8>) -> Mock {
+        Mock {
+            input: Some(Cursor::new(input)),
             output: Vec::new(),
+            max_write: usize::MAX,
+        }
+    }
+
+    /// A peer that reads everything and never sends a byte.
+    fn silent() -> Mock {
+        Mock {
+            input: None,
+            output: Vec::new(),
+            max_write: usize::MAX,
         }
     }
 
@@ -502,46 +522,15 @@ mod tests {
     #[test]
     fn a_peer_that_stalls_costs_the_stall_time_not_the_round() {
         // A stream that never yields a byte: the requester gives up after `stall`.
-        struct Silent;
-        impl AsyncRead for Silent {
-            fn poll_read(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-                _: &mut [u8],
-            ) -> std::task::Poll<io::Result<usize>> {
-                std::task::Poll::Pending
-            }
-        }
-        impl AsyncWrite for Silent {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-                b: &[u8],
-            ) -> std::task::Poll<io::Result<usize>> {
-                std::task::Poll::Ready(Ok(b.len()))
-            }
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<io::Result<()>> {
-                std::task::Poll::Ready(Ok(()))
-            }
-            fn poll_close(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<io::Result<()>> {
-                std::task::Poll::Ready(Ok(()))
-            }
-        }
         let limits = Limits {
             stall: Duration::from_millis(50),
             min_rate: 1,
         };
         rt().block_on(async {
             let t = std::time::Instant::now();
-            let r = request(&mut Silent, &REQ, expect(b"x"), limits).await;
+            let r = request(&mut silent(), &REQ, expect(b"x"), limits).await;
             assert!(matches!(r, Err(NetError::Request(m)) if m.contains("stalled")));
-            let e = respond(&mut Silent, limits, |_| Answer::NotFound)
+            let e = respond(&mut silent(), limits, |_| Answer::NotFound)
                 .await
                 .unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::TimedOut);
@@ -566,49 +555,17 @@ mod tests {
     fn a_requester_that_stops_reading_frees_the_server_within_the_stall_time() {
         // It sends its request, then never reads: every write of the body stays pending. The
         // server gives up after `stall`, not after the body's whole `body_time`.
-        struct Stuck(Cursor<Vec<u8>>);
-        impl AsyncRead for Stuck {
-            fn poll_read(
-                mut self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &mut [u8],
-            ) -> std::task::Poll<io::Result<usize>> {
-                std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
-            }
-        }
-        impl AsyncWrite for Stuck {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-                b: &[u8],
-            ) -> std::task::Poll<io::Result<usize>> {
-                // The header frame (13 bytes) goes out; the body never does.
-                if b.len() < 64 {
-                    std::task::Poll::Ready(Ok(b.len()))
-                } else {
-                    std::task::Poll::Pending
-                }
-            }
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<io::Result<()>> {
-                std::task::Poll::Ready(Ok(()))
-            }
-            fn poll_close(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<io::Result<()>> {
-                std::task::Poll::Ready(Ok(()))
-            }
-        }
         let limits = Limits {
             stall: Duration::from_millis(50),
             min_rate: 1,
         };
         rt().block_on(async {
             let t = std::time::Instant::now();
-            let mut io = Stuck(Cursor::new(frame(&REQ)));
+            // The header frame (13 bytes) goes out; the body's 1 MiB steps never do.
+            let mut io = Mock {
+                max_write: 63,
+                ..duplex(frame(&REQ))
+            };
             let e = respond(&mut io, limits, |_| {
                 Answer::Data(Arc::new(vec![1; 3 << 20]))
             })
