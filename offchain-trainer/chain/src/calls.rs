@@ -98,6 +98,34 @@ pub fn open_challenge(
     ))
 }
 
+/// `Challenges.report_equivocation(pool_id, round, accused, first, second)`: proves that
+/// `accused` signed two different payloads for `round` (its two signed announcements, exactly as
+/// gossiped); the runtime verifies both and slashes it at once, paying the caller a share.
+///
+/// # Errors
+/// [`crate::ChainError::Invalid`] if either message is over the size limit
+/// (`synod_protocol::evidence::MAX_MESSAGE_BYTES`).
+#[allow(clippy::type_complexity)]
+pub fn report_equivocation(
+    pool: u32,
+    round: u32,
+    accused: AccountId,
+    first: Vec<u8>,
+    second: Vec<u8>,
+) -> Result<Call<(u32, u32, AccountId, Vec<u8>, Vec<u8>)>, crate::ChainError> {
+    let max = synod_protocol::evidence::MAX_MESSAGE_BYTES;
+    if let Some(len) = [first.len(), second.len()].into_iter().find(|l| *l > max) {
+        return Err(crate::ChainError::Invalid(format!(
+            "announcement of {len} bytes (max {max})"
+        )));
+    }
+    Ok(subxt::dynamic::tx(
+        "Challenges",
+        "report_equivocation",
+        (pool, round, accused, first, second),
+    ))
+}
+
 /// `Challenges.vote(challenge_id, guilty)`: a drawn juror's vote.
 pub fn vote(challenge: u32, guilty: bool) -> Call<(u32, bool)> {
     subxt::dynamic::tx("Challenges", "vote", (challenge, guilty))

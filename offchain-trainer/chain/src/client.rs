@@ -543,6 +543,21 @@ impl Chain {
             .await
     }
 
+    /// `Challenges.Equivocations((pool, round, who))`: the two payload digests `who` was
+    /// proved to have signed for that round, if reported.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn equivocation(
+        &self,
+        pool: u32,
+        round: u32,
+        who: &AccountId,
+    ) -> Result<Option<([u8; 32], [u8; 32])>, ChainError> {
+        self.fetch_scale("Challenges", "Equivocations", ((pool, round, *who),))
+            .await
+    }
+
     /// `Challenges.Jurors`: the registered jurors.
     ///
     /// # Errors

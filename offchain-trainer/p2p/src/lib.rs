@@ -27,8 +27,8 @@ pub use exchange::{all_gather, finish, ExchangeConfig, ExchangeOutcome};
 pub use identity::{MemberKey, PublicKey, SignatureError};
 pub use members::{Member, MemberSet};
 pub use network::{
-    spawn, Announced, Client, NetConfig, Snapshot, MAX_SERVED_CHECKPOINTS, MAX_SERVED_PER_PEER,
-    MAX_SERVED_STREAMS,
+    spawn, Announced, Client, Equivocation, NetConfig, Snapshot, EQUIVOCATION_ROUNDS,
+    MAX_SERVED_CHECKPOINTS, MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS,
 };
 pub use protocol::Limits;
 

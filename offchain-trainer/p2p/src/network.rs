@@ -90,6 +90,16 @@ pub struct Announced {
     pub signed: Arc<Vec<u8>>,
 }
 
+/// Two different payloads one member signed for one round, both as received (SCALE
+/// `synod_protocol::evidence::Signed`): the proof `Challenges::report_equivocation` takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Equivocation {
+    /// The announcement received first (the one this node kept).
+    pub first: Arc<Vec<u8>>,
+    /// The conflicting one.
+    pub second: Arc<Vec<u8>>,
+}
+
 /// What the event loop has learned, readable through [`Client::snapshot`].
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -99,6 +109,9 @@ pub struct Snapshot {
     pub last_seen: HashMap<u32, Instant>,
     /// Highest round each member's heartbeats have named (the round it is working on).
     pub round_of: HashMap<u32, u32>,
+    /// Equivocations seen: (round, member) → the first two conflicting announcements. Taken
+    /// by [`Client::take_equivocations`]; otherwise kept for [`EQUIVOCATION_ROUNDS`] rounds.
+    pub equivocations: BTreeMap<(u32, u32), Equivocation>,
     /// Members that said they leave.
     pub left: HashSet<u32>,
     /// Peers banned for invalid messages, with the reason.
@@ -119,6 +132,7 @@ enum Command {
     },
     Ban(PeerId, String),
     PublishRaw(Vec<u8>),
+    AnnounceOnce(u32, PayloadRef),
     SetMembers {
         set: Arc<MemberSet>,
         applied: oneshot::Sender<()>,
@@ -176,6 +190,13 @@ impl Client {
 
     async fn send(&self, c: Command) -> Result<(), NetError> {
         self.tx.send(c).await.map_err(|_| NetError::Stopped)
+    }
+
+    /// Takes the equivocations seen so far (each is returned once), oldest round first.
+    pub fn take_equivocations(&self) -> Vec<((u32, u32), Equivocation)> {
+        std::mem::take(&mut lock(&self.shared).equivocations)
+            .into_iter()
+            .collect()
     }
 
     /// A copy of what the node knows now.
@@ -410,6 +431,16 @@ impl Client {
         Ok(())
     }
 
+    /// Fault injection (tests): signs and publishes, once, an announcement of `payload` for
+    /// `round` that this node does not serve. Next to our real announcement of that round it is
+    /// an equivocation: peers ban us and keep both as proof.
+    ///
+    /// # Errors
+    /// [`NetError::Stopped`] if the node has shut down.
+    pub async fn announce_once(&self, round: u32, payload: PayloadRef) -> Result<(), NetError> {
+        self.send(Command::AnnounceOnce(round, payload)).await
+    }
+
     /// Publishes bytes on the pool topic without signing or checks (for tools and tests).
     ///
     /// # Errors
@@ -566,6 +597,10 @@ type Relayed = ([u8; 32], Arc<Vec<u8>>);
 /// last final checkpoint, all a (re)joining trainer needs) — so a trainer's memory does not
 /// grow with the rounds.
 pub const MAX_SERVED_CHECKPOINTS: usize = 3;
+
+/// Rounds an untaken [`Equivocation`] is kept after its own (bounds memory if nobody takes
+/// them; a trainer takes them every round).
+pub const EQUIVOCATION_ROUNDS: u32 = 8;
 
 /// Most transfers a node serves at once, and to one peer: a member that opens streams and never
 /// reads holds at most [`MAX_SERVED_PER_PEER`] of them, each for at most its
@@ -887,6 +922,8 @@ impl EventLoop {
                 lock(&self.served).set_round(r);
                 let mut s = lock(&self.shared);
                 s.announced.retain(|(k, _), _| *k + 2 > r);
+                s.equivocations
+                    .retain(|(k, _), _| k.saturating_add(EQUIVOCATION_ROUNDS) > r);
             }
             Command::SetPayload {
                 round,
@@ -913,6 +950,19 @@ impl EventLoop {
                     .behaviour_mut()
                     .gossipsub
                     .publish(self.topic.clone(), bytes);
+            }
+            Command::AnnounceOnce(round, payload) => {
+                self.seq += 1;
+                let body = Body::Alive {
+                    seq: self.seq,
+                    payload: Some(payload),
+                };
+                let msg = self.envelope(round, body);
+                let _ = self
+                    .swarm
+                    .behaviour_mut()
+                    .gossipsub
+                    .publish(self.topic.clone(), msg);
             }
             Command::SetPassive(p) => {
                 let waking = self.passive && !p;
@@ -971,9 +1021,18 @@ impl EventLoop {
                                 payload: p,
                                 signed: Arc::new(data.to_vec()),
                             })
-                            .payload;
+                            .clone();
+                        if prev.payload != p {
+                            // Keep the first conflicting pair as the on-chain proof.
+                            s.equivocations
+                                .entry((e.round, e.member))
+                                .or_insert_with(|| Equivocation {
+                                    first: prev.signed,
+                                    second: Arc::new(data.to_vec()),
+                                });
+                        }
                         drop(s);
-                        if prev != p {
+                        if prev.payload != p {
                             // Two different payloads signed for one round: equivocation.
                             self.ban(
                                 source.unwrap_or(propagation),

@@ -395,6 +395,60 @@ async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned
     }
 }
 
+/// Equivocation: member 2 signs two payloads for round 1. Every peer that sees both bans it and
+/// keeps the first two signed announcements, which prove it on-chain
+/// (`verify_equivocation`, what `Challenges::report_equivocation` runs); each proof is taken once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_equivocating_member_is_banned_and_its_two_signed_payloads_kept_as_proof() {
+    let (ids, _, clients) = network(3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let announce = |seq: u64, digest: u8| {
+        let e = Envelope {
+            pool: POOL,
+            round: 1,
+            member: 2,
+            peer_id: ids[2].0.public().to_peer_id().to_bytes(),
+            body: Body::Alive {
+                seq,
+                payload: Some(message::PayloadRef {
+                    digest: [digest; 32],
+                    size: 100,
+                }),
+            },
+        };
+        message::sign(e, &ids[2].1).encode()
+    };
+    // Two heartbeats of one payload (distinct messages), then a second payload.
+    for (seq, d) in [(1, 0x11), (2, 0x11), (3, 0x22)] {
+        clients[2].publish_raw(announce(seq, d)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let key = ids[2].1.public().0;
+    let cheater = ids[2].0.public().to_peer_id();
+    for c in &clients[..2] {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !c.snapshot().banned.contains_key(&cheater) {
+            assert!(tokio::time::Instant::now() < deadline, "never banned");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let proofs = c.take_equivocations();
+        assert_eq!(proofs.len(), 1, "{proofs:?}");
+        let ((round, member), proof) = &proofs[0];
+        assert_eq!((*round, *member), (1, 2));
+        let (a, b) =
+            synod_protocol::evidence::verify_equivocation(&proof.first, &proof.second, &key)
+                .unwrap();
+        assert_eq!(
+            (a.payload.digest, b.payload.digest),
+            ([0x11; 32], [0x22; 32])
+        );
+        assert!(c.take_equivocations().is_empty(), "a proof is taken once");
+    }
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_payload_whose_author_died_is_fetched_from_a_peer_that_relays_it() {
     let (_, _, clients) = network(3).await;

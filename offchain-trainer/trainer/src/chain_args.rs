@@ -222,6 +222,9 @@ pub enum Fault {
     Copy,
     /// Serve our payload only to the lowest-indexed other member: the rest must get it relayed.
     Withhold,
+    /// Equivocate: next to our payload, sign and announce a second one (our payload with its
+    /// last byte flipped) for the same round.
+    Equivocate,
 }
 
 impl Fault {
@@ -232,7 +235,7 @@ impl Fault {
             Fault::ScaleX100 => Some(Attack::ScaleX100),
             Fault::Zeros => Some(Attack::Zeros),
             Fault::Gaussian => Some(Attack::Gaussian),
-            Fault::Copy | Fault::Withhold => None,
+            Fault::Copy | Fault::Withhold | Fault::Equivocate => None,
         }
     }
 }

@@ -137,6 +137,18 @@ impl Net {
     /// blocks) long enough to verify a round between rounds; trainer i runs with `roles[i]`.
     /// Returns when all four have exited successfully.
     fn train_four_verified(&self, rounds: u32, inner_steps: u32, roles: [&[&str]; 4]) {
+        self.train_four_tolerating(rounds, inner_steps, roles, &[]);
+    }
+
+    /// [`Net::train_four_verified`], where the trainers in `may_fail` (cheaters the others ban)
+    /// may fail: they are stopped once the others are done.
+    fn train_four_tolerating(
+        &self,
+        rounds: u32,
+        inner_steps: u32,
+        roles: [&[&str]; 4],
+        may_fail: &[usize],
+    ) {
         self.create_pool(&[
             ("--min-trainers", "4"),
             ("--round-timeout", "60"),
@@ -151,7 +163,13 @@ impl Net {
             .map(|(i, role)| self.spawn_trainer(i, &ports, role))
             .collect();
         for (i, p) in trainers.iter_mut().enumerate() {
-            wait_exit(p, self, i, Duration::from_secs(900));
+            if !may_fail.contains(&i) {
+                wait_exit(p, self, i, Duration::from_secs(900));
+            }
+        }
+        for &i in may_fail {
+            let _ = trainers[i].0.kill();
+            let _ = trainers[i].0.wait();
         }
     }
 
@@ -347,16 +365,21 @@ fn final_rounds(show: &Value) -> Vec<Value> {
 }
 
 fn wait_exit(p: &mut Proc, net: &Net, i: usize, timeout: Duration) {
+    let status = wait_done(p, i, timeout);
+    let log = std::fs::read_to_string(net.base(i).join("trainer.log")).unwrap_or_default();
+    assert!(
+        status.success(),
+        "trainer {i} failed: {status}\n{}",
+        log.lines().rev().take(30).collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// Waits for trainer `i` to exit (at most `timeout`), whatever its status.
+fn wait_done(p: &mut Proc, i: usize, timeout: Duration) -> std::process::ExitStatus {
     let start = Instant::now();
     loop {
         if let Some(status) = p.0.try_wait().unwrap() {
-            let log = std::fs::read_to_string(net.base(i).join("trainer.log")).unwrap_or_default();
-            assert!(
-                status.success(),
-                "trainer {i} failed: {status}\n{}",
-                log.lines().rev().take(30).collect::<Vec<_>>().join("\n")
-            );
-            return;
+            return status;
         }
         assert!(
             start.elapsed() < timeout,
@@ -877,6 +900,50 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
         );
     }
     assert_cheater_convicted(&net, &show, &[0, 1], 2, &[3]);
+}
+
+/// Equivocation (`--fault equivocate`): a member announces two signed payloads for each round.
+/// The honest members ban it and report the two announcements on-chain
+/// (`Challenges::report_equivocation`), which slashes it at once, without a jury; nobody honest
+/// loses stake and the pool completes.
+#[test]
+fn equivocating_trainer_is_reported_and_slashed_on_chain() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = Net::start();
+    // The equivocator, banned by every peer, would wait 300 s for the final checkpoint.
+    net.train_four_tolerating(2, 10, [&[], &[], &[], &["--fault", "equivocate"]], &[3]);
+    let show = net.show();
+    assert_eq!(show["status"], "Completed", "{show}");
+    let cheat = account(&net, 3);
+    let reports: Vec<Value> = (0..3)
+        .flat_map(|i| net.metrics(i))
+        .filter(|e| e["event"] == "equivocation")
+        .collect();
+    assert!(
+        reports.iter().any(|e| e["outcome"] == "reported: slashed"),
+        "no honest member reported the equivocation: {reports:?}"
+    );
+    assert!(
+        reports.iter().all(|e| e["account"] == cheat.as_str()),
+        "an honest member was reported: {reports:?}"
+    );
+    let stake = |i: usize| -> u128 {
+        show["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["account"] == account(&net, i).as_str())
+            .and_then(|m| m["active_stake"].as_str()?.parse().ok())
+            .unwrap()
+    };
+    // SlashFraction (10 %) of its snapshot stake, per round it was reported for.
+    assert!(
+        stake(3) <= STAKE - STAKE / 10,
+        "the equivocator kept its stake: {show}"
+    );
+    for i in 0..3 {
+        assert_eq!(stake(i), STAKE, "member {i} lost stake");
+    }
 }
 
 /// The node every trainer talks to is killed mid-pool and restarted 8 s later: the trainers

@@ -1,7 +1,7 @@
 //! Benchmarks (FRAME benchmarking v2).
 
 use super::*;
-use crate::pallet::{Jurors, OpenChallenges, Verdicts};
+use crate::pallet::{Equivocations, Jurors, OpenChallenges, Verdicts};
 use alloc::vec::Vec;
 use codec::Encode;
 use frame_benchmarking::v2::*;
@@ -24,7 +24,6 @@ fn evidence<T: Config>(
 	round: RoundIndex,
 	accused: &T::AccountId,
 ) -> Result<Evidence, BenchmarkError> {
-	use synod_primitives::protocol::evidence::{signing, Body, Envelope, PayloadRef};
 	let fin = T::Checkpoints::final_checkpoint(pool, round).ok_or(BenchmarkError::Weightless)?;
 	let index = fin
 		.contributors
@@ -32,13 +31,26 @@ fn evidence<T: Config>(
 		.find(|p| p.who == *accused)
 		.map(|p| p.index)
 		.ok_or(BenchmarkError::Weightless)?;
-	let key = T::Pools::member_key(pool, index, accused).ok_or(BenchmarkError::Weightless)?;
+	announcement::<T>(pool, round, index, accused, [1; 32])
+}
+
+/// Member `index`'s (`who`'s) signed announcement of a payload with `digest` for `round` of
+/// `pool`, signed with [`synod_primitives::BENCHMARK_KEY_SEED`].
+fn announcement<T: Config>(
+	pool: PoolId,
+	round: RoundIndex,
+	index: u32,
+	who: &T::AccountId,
+	digest: [u8; 32],
+) -> Result<Evidence, BenchmarkError> {
+	use synod_primitives::protocol::evidence::{signing, Body, Envelope, PayloadRef};
+	let key = T::Pools::member_key(pool, index, who).ok_or(BenchmarkError::Weightless)?;
 	let envelope = Envelope {
 		pool: pool.into(),
 		round,
 		member: index,
 		peer_id: key.peer_id,
-		body: Body::Alive { seq: 1, payload: Some(PayloadRef { digest: [1; 32], size: 1 }) },
+		body: Body::Alive { seq: 1, payload: Some(PayloadRef { digest, size: 1 }) },
 	};
 	Evidence::try_from(signing::sign(&synod_primitives::BENCHMARK_KEY_SEED, envelope).encode())
 		.map_err(|_| BenchmarkError::Weightless)
@@ -192,6 +204,29 @@ mod benchmarks {
 			Pallet::<T>::expire(0);
 		}
 		assert_eq!(Verdicts::<T>::get((pool, 1, accused)), Some(Verdict::Expired));
+		Ok(())
+	}
+
+	// Worst case: the accused is the last of `m` snapshot participants (the longest scan) and
+	// has left the pool (its key is read from the former members after missing the current
+	// ones), both announcements verify, the slash pays the reporter.
+	#[benchmark]
+	fn report_equivocation(
+		m: Linear<2, { T::MaxPoolMembers::get() }>,
+	) -> Result<(), BenchmarkError> {
+		let (pool, members) = T::BenchmarkHelper::final_round(m);
+		let accused = members.last().cloned().ok_or(BenchmarkError::Weightless)?;
+		let index = T::Checkpoints::participant(pool, 1, &accused)
+			.ok_or(BenchmarkError::Weightless)?
+			.index;
+		let first = announcement::<T>(pool, 1, index, &accused, [1; 32])?;
+		let second = announcement::<T>(pool, 1, index, &accused, [2; 32])?;
+		T::Pools::drop_member(pool, &accused);
+		assert!(T::Pools::member(pool, &accused).is_none(), "the accused has left");
+		let who = funded::<T>("reporter", 0);
+		#[extrinsic_call]
+		_(RawOrigin::Signed(who), pool, 1, accused.clone(), first, second);
+		assert_eq!(Equivocations::<T>::get((pool, 1, accused)), Some(([1; 32], [2; 32])));
 		Ok(())
 	}
 

@@ -17,7 +17,7 @@ use sp_runtime::{
 };
 use synod_primitives::{
 	protocol::{self, JuryVotes},
-	ChallengesInspect, CheckpointsInspect, Hash32, MemberIndex, PoolId, PoolsInterface, RoundIndex,
+	ChallengesInspect, CheckpointsInspect, MemberIndex, PoolId, PoolsInterface, RoundIndex,
 	TrainerStake,
 };
 
@@ -67,7 +67,7 @@ impl<T: Config> Pallet<T> {
 		let open = OpenAgainst::<T>::get(&key);
 		ensure!(open < T::MaxChallengesPerContribution::get(), Error::<T>::AlreadyChallenged);
 		let payload_digest =
-			Self::check_evidence(pool_id, round, &accused, accused_index, evidence)?;
+			Self::check_evidence(pool_id, round, &accused, accused_index, evidence)?.digest;
 		let challenge_id = NextChallengeId::<T>::get();
 		let next = challenge_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		let bond = T::ChallengeBond::get();
@@ -112,22 +112,42 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Verifies `evidence` as `accused`'s (member `index`) signed announcement for `(pool_id,
-	/// round)` under its registered ML-DSA-65 key; returns the announced payload digest.
-	fn check_evidence(
+	/// round)` under its registered ML-DSA-65 key; returns the announced payload.
+	pub(crate) fn check_evidence(
 		pool_id: PoolId,
 		round: RoundIndex,
 		accused: &T::AccountId,
 		index: MemberIndex,
 		evidence: &[u8],
-	) -> Result<Hash32, DispatchError> {
-		use protocol::EvidenceError as E;
+	) -> Result<protocol::evidence::PayloadRef, DispatchError> {
 		let key =
 			T::Pools::member_key(pool_id, index, accused).ok_or(Error::<T>::AccusedKeyUnknown)?;
-		let a = protocol::verify_announcement(evidence, &key.ml_dsa_key).map_err(|e| match e {
+		let a = protocol::verify_announcement(evidence, &key.ml_dsa_key)
+			.map_err(Self::evidence_error)?;
+		Self::check_context(&a, pool_id, round, index, &key)?;
+		Ok(a.payload)
+	}
+
+	/// The error of a piece of evidence that did not verify.
+	pub(crate) fn evidence_error(e: protocol::EvidenceError) -> Error<T> {
+		use protocol::EvidenceError as E;
+		match e {
 			E::BadSignature | E::KeyLength => Error::<T>::EvidenceSignatureInvalid,
 			E::NotAnAnnouncement => Error::<T>::EvidenceNotAnAnnouncement,
 			E::TooLarge | E::Malformed => Error::<T>::EvidenceMalformed,
-		})?;
+			E::NotAnEquivocation => Error::<T>::NotAnEquivocation,
+		}
+	}
+
+	/// Checks that verified announcement `a` names `(pool_id, round)`, member `index` and the
+	/// peer id it registered (`key`).
+	pub(crate) fn check_context(
+		a: &protocol::Announcement,
+		pool_id: PoolId,
+		round: RoundIndex,
+		index: MemberIndex,
+		key: &synod_primitives::MemberKey,
+	) -> DispatchResult {
 		ensure!(
 			a.pool == u64::from(pool_id)
 				&& a.round == round
@@ -135,7 +155,7 @@ impl<T: Config> Pallet<T> {
 				&& a.peer_id == key.peer_id,
 			Error::<T>::EvidenceOfAnotherContribution
 		);
-		Ok(a.payload.digest)
+		Ok(())
 	}
 
 	/// Whatever is due for challenge `id` at `now`: the draw, then the expiry.
@@ -413,7 +433,10 @@ impl<T: Config> Pallet<T> {
 }
 
 impl<T: Config> ChallengesInspect<T::AccountId> for Pallet<T> {
+	/// Convicted by a jury, or proved to have equivocated, in `(pool, round)`.
 	fn is_guilty(pool: PoolId, round: RoundIndex, who: &T::AccountId) -> bool {
-		Verdicts::<T>::get((pool, round, who.clone())) == Some(protocol::Verdict::Guilty)
+		let key = (pool, round, who.clone());
+		Verdicts::<T>::get(&key) == Some(protocol::Verdict::Guilty)
+			|| Equivocations::<T>::contains_key(&key)
 	}
 }

@@ -13,6 +13,16 @@
 //! index and peer id. The challenge is then about *that* payload digest, which the accused
 //! cannot disown; a challenger cannot accuse a member of a payload it never signed.
 //!
+//! **Equivocation** needs no jury: [`Pallet::report_equivocation`] takes two announcements the
+//! accused signed for one round, of two different payloads (an honest member signs one payload
+//! per round and keeps it across restarts), verifies both against its registered key and slashes
+//! `SlashFraction` of its snapshot stake at once, `ChallengerShare` of it to the reporter; the
+//! accused is unpaid for the round and reported once ([`Equivocations`]). It is a separate
+//! offence from a wrong payload: a jury can still convict the same contribution, so an accused
+//! that reports itself from a second account (keeping the reporter's share) only pays half a
+//! slash and shields nothing. Splitting the included set by showing different payloads to
+//! different peers therefore costs stake.
+//!
 //! **Jurors** are bonded trainers that opted in with [`Pallet::register_juror`] (active stake
 //! ≥ `MinJurorStake`), from every pool, not only the accused's. **The jury is drawn after the
 //! challenge exists**: `jury_delay` blocks after opening, in `on_initialize` (or by anyone with
@@ -62,6 +72,7 @@ pub use weights::WeightInfo;
 #[cfg(feature = "runtime-benchmarks")]
 mod benchmarking;
 mod dispatchable_impls;
+mod equivocation;
 mod jury;
 pub mod migrations;
 // The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
@@ -250,6 +261,13 @@ pub mod pallet {
 	pub type Verdicts<T: Config> =
 		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), Verdict>;
 
+	/// Equivocations proved by `(pool, round, accused)`: the two payload digests it signed.
+	/// The accused is unpaid for the round; a jury can still convict it of a wrong payload
+	/// (a separate offence, slashed separately).
+	#[pallet::storage]
+	pub type Equivocations<T: Config> =
+		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), (Hash32, Hash32)>;
+
 	/// Challenges with a jury draw or an expiry due at a block (best effort; see
 	/// [`Pallet::advance_challenge`]).
 	#[pallet::storage]
@@ -350,6 +368,24 @@ pub mod pallet {
 			/// Challenge.
 			challenge_id: ChallengeId,
 		},
+		/// `accused` signed two different payloads for `round` (equivocation), proved by
+		/// `reporter`'s two signed announcements: `slashed` planck of its snapshot stake were
+		/// slashed (`ChallengerShare` of it paid to the reporter) and it is unpaid for the
+		/// round.
+		EquivocationSlashed {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// The member that equivocated.
+			accused: T::AccountId,
+			/// Who submitted the proof.
+			reporter: T::AccountId,
+			/// blake3 digests of the two payloads it announced.
+			digests: (Hash32, Hash32),
+			/// Planck slashed.
+			slashed: BalanceOf<T>,
+		},
 		/// `who` registered as a juror.
 		JurorRegistered {
 			/// Juror.
@@ -416,6 +452,14 @@ pub mod pallet {
 		EvidenceOfAnotherContribution,
 		/// The accused's registration (key) is no longer kept.
 		AccusedKeyUnknown,
+		/// The accused is not a participant of the round's snapshot, or the snapshot is no
+		/// longer kept (the round was voided or settled).
+		NotAParticipant,
+		/// The two announcements are genuine but announce the same payload (or are about
+		/// different contributions): no equivocation.
+		NotAnEquivocation,
+		/// This member's equivocation in this round was already reported (and slashed).
+		AlreadyReported,
 	}
 
 	#[pallet::call]
@@ -509,6 +553,37 @@ pub mod pallet {
 			ensure!(due, Error::<T>::NothingDue);
 			Self::advance(challenge_id, now);
 			Ok(())
+		}
+
+		/// Proves that `accused` equivocated in `round` of `pool_id`: `first` and `second` are
+		/// two announcements it signed (gossip wire form, at most [`MAX_EVIDENCE_BYTES`] each)
+		/// for that round, of two different payloads. Both signatures are verified against the
+		/// accused's registered ML-DSA-65 key, so no jury is needed: the accused loses
+		/// `SlashFraction` of its snapshot stake at once (`ChallengerShare` of it to the
+		/// caller, the rest to the staking pallet's slash destination), is recorded in
+		/// [`Equivocations`] (unpaid for the round; reported once) and
+		/// [`Event::EquivocationSlashed`] is emitted. A challenge of the same contribution is
+		/// judged and slashed on its own: reporting oneself from a second account does not
+		/// shield a wrong payload from the jury. Possible while the round's snapshot is kept:
+		/// from its opening until it is voided or settled.
+		///
+		/// Errors: [`Error::PoolNotFound`], [`Error::NotAParticipant`],
+		/// [`Error::SelfChallenge`], [`Error::AlreadyReported`],
+		/// [`Error::AccusedKeyUnknown`], [`Error::EvidenceMalformed`],
+		/// [`Error::EvidenceSignatureInvalid`], [`Error::EvidenceNotAnAnnouncement`],
+		/// [`Error::EvidenceOfAnotherContribution`], [`Error::NotAnEquivocation`].
+		#[pallet::call_index(5)]
+		#[pallet::weight(T::WeightInfo::report_equivocation(T::MaxPoolMembers::get()))]
+		pub fn report_equivocation(
+			origin: OriginFor<T>,
+			pool_id: PoolId,
+			round: RoundIndex,
+			accused: T::AccountId,
+			first: Evidence,
+			second: Evidence,
+		) -> DispatchResult {
+			let reporter = ensure_signed(origin)?;
+			Self::do_report_equivocation(reporter, pool_id, round, accused, &first, &second)
 		}
 	}
 

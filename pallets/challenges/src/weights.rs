@@ -21,6 +21,7 @@ pub trait WeightInfo {
 	fn on_initialize_expire(e: u32) -> Weight;
 	fn expire() -> Weight;
 	fn register_juror(j: u32) -> Weight;
+	fn report_equivocation(m: u32) -> Weight;
 }
 
 /// Weights for `pallet_challenges` using the runtime's database weights.
@@ -144,6 +145,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 			.saturating_add(Weight::from_parts(0, 465).saturating_mul(j.into()))
 	}
+	fn report_equivocation(m: u32) -> Weight {
+		Weight::from_parts(2_902_701_800, 6094)
+			.saturating_add(Weight::from_parts(2_087_486, 0).saturating_mul(m.into()))
+			.saturating_add(T::DbWeight::get().reads(8_u64))
+			.saturating_add(T::DbWeight::get().writes(5_u64))
+	}
 }
 
 // For tests.
@@ -177,5 +184,11 @@ impl WeightInfo for () {
 			.saturating_add(Weight::from_parts(3_117_154, 0).saturating_mul(j.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
+	}
+	fn report_equivocation(m: u32) -> Weight {
+		Weight::from_parts(2_902_701_800, 6094)
+			.saturating_add(Weight::from_parts(2_087_486, 0).saturating_mul(m.into()))
+			.saturating_add(RocksDbWeight::get().reads(8_u64))
+			.saturating_add(RocksDbWeight::get().writes(5_u64))
 	}
 }

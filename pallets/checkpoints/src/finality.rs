@@ -392,4 +392,12 @@ impl<T: Config> CheckpointsInspect<T::AccountId, BlockNumberFor<T>> for Pallet<T
 		contributors.sort_by_key(|p| p.index);
 		Some(FinalView { hash: fin.hash, finalized_at: fin.finalized_at, contributors })
 	}
+
+	fn participant(
+		pool: PoolId,
+		round: RoundIndex,
+		who: &T::AccountId,
+	) -> Option<Participant<T::AccountId>> {
+		Snapshots::<T>::get((pool, round))?.into_iter().find(|p| p.who == *who)
+	}
 }

@@ -172,6 +172,14 @@ pub trait CheckpointsInspect<AccountId, BlockNumber> {
 		pool: PoolId,
 		round: RoundIndex,
 	) -> Option<FinalView<AccountId, BlockNumber>>;
+	/// `who`'s entry in the frozen snapshot of `(pool, round)` (member index and snapshot
+	/// stake, planck), while the snapshot is kept: from the round's opening until it is voided
+	/// or settled.
+	fn participant(
+		pool: PoolId,
+		round: RoundIndex,
+		who: &AccountId,
+	) -> Option<Participant<AccountId>>;
 }
 
 /// Called when a round becomes final. Infallible: nothing another pool did may stop a round
@@ -198,7 +206,8 @@ impl OnRoundSettled for () {
 
 /// Challenge verdicts, implemented by `pallet-challenges`.
 pub trait ChallengesInspect<AccountId> {
-	/// Whether `who` was found guilty for `(pool, round)`.
+	/// Whether `who` was found guilty for `(pool, round)`: convicted by a jury or proved to
+	/// have equivocated.
 	fn is_guilty(pool: PoolId, round: RoundIndex, who: &AccountId) -> bool;
 }
 

@@ -40,7 +40,7 @@ pub mod tally;
 pub mod timeline;
 
 pub use arith::{mul_div_floor, PPB};
-pub use evidence::{verify_announcement, Announcement, EvidenceError};
+pub use evidence::{verify_announcement, verify_equivocation, Announcement, EvidenceError};
 pub use jury::{draw_jury, JuryVotes, Verdict};
 pub use leak::LeakRule;
 pub use pool::{pool_deposit, PoolStatus};

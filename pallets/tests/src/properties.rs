@@ -44,6 +44,12 @@ enum Op {
 		round: u32,
 		accused: usize,
 	},
+	Equivocation {
+		who: usize,
+		pool: u32,
+		round: u32,
+		accused: usize,
+	},
 	Vote(usize, u32, bool),
 	RegisterJuror(usize),
 	UnregisterJuror(usize),
@@ -105,6 +111,9 @@ fn op() -> impl Strategy<Value = Op> {
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::VoidExpired(w, p)),
 		(who.clone(), pool.clone(), 0..5u32, who.clone())
 			.prop_map(|(who, pool, round, accused)| Op::Challenge { who, pool, round, accused }),
+		(who.clone(), pool.clone(), 0..5u32, who.clone()).prop_map(
+			|(who, pool, round, accused)| { Op::Equivocation { who, pool, round, accused } }
+		),
 		(who.clone(), 0..6u32, any::<bool>()).prop_map(|(w, c, g)| Op::Vote(w, c, g)),
 		who.clone().prop_map(Op::RegisterJuror),
 		who.clone().prop_map(Op::UnregisterJuror),
@@ -156,6 +165,14 @@ fn apply(op: &Op) {
 		Op::Challenge { who, pool, round, accused } => {
 			open_challenge(ACCOUNTS[who], pool, round, ACCOUNTS[accused], [9; 32])
 		},
+		Op::Equivocation { who, pool, round, accused } => Challenges::report_equivocation(
+			o(who),
+			pool,
+			round,
+			ACCOUNTS[accused],
+			announcement(pool, round, ACCOUNTS[accused], [1; 32]),
+			announcement(pool, round, ACCOUNTS[accused], [2; 32]),
+		),
 		Op::Vote(w, c, g) => Challenges::vote(o(w), c, g),
 		Op::RegisterJuror(w) => Challenges::register_juror(o(w)),
 		Op::UnregisterJuror(w) => Challenges::unregister_juror(o(w)),

@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use serde_json::json;
-use synod_chain::calls;
-use synod_chain::types::{AccountId, ChallengeInfo, FinalCheckpoint, Verdict};
+use synod_chain::types::{AccountId, ChallengeInfo, FinalCheckpoint, PoolStatus, Verdict};
+use synod_chain::{calls, ChainError};
 use synod_diloco::verify::{default_sample_rate, sampled, REPLAY_TOLERANCE};
+use synod_p2p::Equivocation;
 use synod_protocol::Timeline;
 
 use super::Trainer;
@@ -37,6 +38,9 @@ pub(super) struct Duties {
     /// Contributions found dishonest whose challenge is not open yet: (round, member) →
     /// (account, distance). Retried every pass until opened, convicted or out of the window.
     to_challenge: BTreeMap<(u32, u32), (AccountId, f64)>,
+    /// Equivocations seen by the network and not reported yet: (round, member) → (proof,
+    /// failed submissions). See [`Trainer::report_equivocations`].
+    to_report: BTreeMap<(u32, u32), (Equivocation, u32)>,
     /// The last parent checkpoint replayed from: (blake3, canonical bytes).
     parent: Option<([u8; 32], Arc<Vec<u8>>)>,
     /// Failed verification passes per round (a round is given up after [`MAX_TRIES`]).
@@ -54,6 +58,9 @@ impl Trainer<'_> {
 
     /// One pass of every duty; never fails (problems are logged and retried next time).
     pub(super) fn duties(&mut self) {
+        if let Err(e) = self.report_equivocations() {
+            tracing::warn!("equivocation reports: {e:#}");
+        }
         if let Err(e) = self.jury_duty() {
             tracing::warn!("jury duty: {e:#}");
         }
@@ -108,6 +115,7 @@ impl Trainer<'_> {
         Ok(now <= until
             || !self.duties.to_verify.is_empty()
             || !self.duties.to_challenge.is_empty()
+            || !self.duties.to_report.is_empty()
             || !self.duties.awaiting.is_empty())
     }
 
@@ -295,6 +303,84 @@ impl Trainer<'_> {
             self.metrics.emit(&json!({
                 "event": "challenge", "round": round, "member": member, "account": who.to_string(),
                 "distance": distance, "outcome": outcome,
+            }))?;
+        }
+        Ok(())
+    }
+
+    /// Reports on-chain every equivocation the network saw (two payloads signed by one member
+    /// for one round): `Challenges::report_equivocation` slashes it at once. The accused's
+    /// account is read from the round's snapshot (a member that left after it opened is still
+    /// in it). A report is submitted once the round's snapshot exists and only if nobody
+    /// reported it yet; it is dropped when the chain refuses it (any module error), when the
+    /// snapshot is gone (voided or settled round) or was never opened while the pool trains on,
+    /// and after [`MAX_TRIES`] failed submissions (RPC).
+    fn report_equivocations(&mut self) -> Result<()> {
+        for (key, proof) in self.client.take_equivocations() {
+            self.duties.to_report.entry(key).or_insert((proof, 0));
+        }
+        let (chain, pool) = (&self.chain, self.pool);
+        let training = self
+            .block_on(chain.pool(pool))?
+            .filter(|p| p.status == PoolStatus::Training);
+        for ((round, member), (proof, tries)) in self.duties.to_report.clone() {
+            let Some(snapshot) = self.block_on(chain.round_snapshot(pool, round))? else {
+                // Not opened yet (a round ahead of the chain), or no longer kept.
+                let ahead = training.as_ref().is_some_and(|p| round > p.current_round);
+                if !ahead {
+                    self.duties.to_report.remove(&(round, member));
+                    tracing::warn!(round, member, "equivocation not reported: round not kept");
+                }
+                continue;
+            };
+            let Some(who) = snapshot.iter().find(|p| p.index == member).map(|p| p.who) else {
+                self.duties.to_report.remove(&(round, member));
+                continue;
+            };
+            let (outcome, done) = if self
+                .block_on(chain.equivocation(pool, round, &who))?
+                .is_some()
+            {
+                ("not reported: already reported".to_string(), true)
+            } else {
+                let call = calls::report_equivocation(
+                    pool,
+                    round,
+                    who,
+                    proof.first.to_vec(),
+                    proof.second.to_vec(),
+                )?;
+                match self.block_on(chain.submit(&call, &self.signer)) {
+                    // Confirmed by the chain, whoever's report landed.
+                    Ok(_)
+                        if self
+                            .block_on(chain.equivocation(pool, round, &who))?
+                            .is_some() =>
+                    {
+                        ("reported: slashed".to_string(), true)
+                    }
+                    Ok(_) => (
+                        "submitted, not recorded".to_string(),
+                        tries + 1 >= MAX_TRIES,
+                    ),
+                    Err(e) if e.is_module("Challenges", "AlreadyReported") => {
+                        ("not reported: already reported".to_string(), true)
+                    }
+                    Err(e @ (ChainError::Module { .. } | ChainError::Dispatch(_))) => {
+                        (format!("refused: {e}"), true)
+                    }
+                    Err(e) => (format!("failed: {e}"), tries + 1 >= MAX_TRIES),
+                }
+            };
+            if done {
+                self.duties.to_report.remove(&(round, member));
+            } else if let Some(entry) = self.duties.to_report.get_mut(&(round, member)) {
+                entry.1 += 1;
+            }
+            tracing::warn!(round, member, "equivocation: {outcome}");
+            self.metrics.emit(&json!({
+                "event": "equivocation", "round": round, "member": member,
+                "account": who.to_string(), "outcome": outcome,
             }))?;
         }
         Ok(())

@@ -8,6 +8,7 @@ use anyhow::Result;
 use synod_codec::EncodeOptions;
 use synod_diloco::byzantine::Adversary;
 use synod_diloco::{Contribution, OuterState};
+use synod_p2p::message::PayloadRef;
 
 use super::Trainer;
 use crate::chain_args::Fault;
@@ -58,9 +59,31 @@ impl Trainer<'_> {
                 );
                 self.block_on(self.client.withhold_own_payloads(Some(first_peer)))?;
             }
+            Fault::Equivocate => self.equivocate(r, &mine.payload),
             _ => {}
         }
         Ok(())
+    }
+
+    /// Announces, a second after our real announcement of round `r` goes out, a second payload
+    /// for it (`payload` with its last byte flipped, never served): an equivocation.
+    fn equivocate(&self, r: u32, payload: &[u8]) {
+        let mut other = payload.to_vec();
+        if let Some(b) = other.last_mut() {
+            *b ^= 1;
+        }
+        let second = PayloadRef {
+            digest: *blake3::hash(&other).as_bytes(),
+            size: other.len() as u64,
+        };
+        tracing::warn!(round = r, "equivocating: announcing a second payload");
+        let client = self.client.clone();
+        self.rt.spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if let Err(e) = client.announce_once(r, second).await {
+                tracing::warn!("equivocation fault: {e}");
+            }
+        });
     }
 
     /// Waits for another member's announcement of round `r` and fetches that payload.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use synod_chain::calls;
 use synod_chain::types::PoolStatus;
 use synod_checkpoint::CheckpointHash;
@@ -145,13 +145,17 @@ impl Trainer<'_> {
             // leaving peers waiting for a payload nobody holds; and a kept one wins over a
             // recomputation, which another thread count or device may round differently (two
             // signed payloads for one round read as equivocation).
+            // Announcing a payload we could not keep would risk a second, different one after
+            // a restart: an equivocation, slashed on-chain. A member that cannot write its
+            // evidence directory stops instead.
             match self.retained.own(r, self.me, &parent) {
                 Some(kept) => mine.payload = std::sync::Arc::new(kept),
-                None => {
-                    if let Err(e) = self.retained.save_own(r, self.me, &parent, &mine.payload) {
-                        tracing::warn!(round = r, "cannot keep our payload: {e}");
-                    }
-                }
+                None => self
+                    .retained
+                    .save_own(r, self.me, &parent, &mine.payload)
+                    .with_context(|| {
+                        format!("keeping our payload of round {r} before announcing it")
+                    })?,
             }
             let payload_bytes = mine.payload.len() as u64;
             let sp = super::spinner(

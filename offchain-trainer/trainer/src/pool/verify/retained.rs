@@ -51,11 +51,17 @@ impl Retained {
 
     /// Writes `bytes` as file `name` of `round` (a temporary file, then renamed).
     fn write(&self, round: u32, name: String, bytes: &[u8]) -> Result<()> {
+        use std::io::Write;
         let d = self.round_dir(round);
         std::fs::create_dir_all(&d)?;
         let tmp = d.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, bytes)?;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        // On disk before it is named, and the name on disk before we go on: a power loss must
+        // not lose a payload we are about to sign (see `save_own`).
+        f.sync_all()?;
         std::fs::rename(&tmp, d.join(name))?;
+        std::fs::File::open(&d)?.sync_all()?;
         Ok(())
     }
 
