@@ -919,12 +919,17 @@ fn equivocating_trainer_is_reported_and_slashed_on_chain() {
         .flat_map(|i| net.metrics(i))
         .filter(|e| e["event"] == "equivocation")
         .collect();
+    // Either outcome is logged only once the chain has recorded the equivocation.
     assert!(
-        reports.iter().any(|e| e["outcome"] == "reported: slashed"),
+        reports
+            .iter()
+            .any(|e| e["outcome"] == "reported" || e["outcome"] == "already reported"),
         "no honest member reported the equivocation: {reports:?}"
     );
     assert!(
-        reports.iter().all(|e| e["account"] == cheat.as_str()),
+        reports
+            .iter()
+            .all(|e| e["account"].is_null() || e["account"] == cheat.as_str()),
         "an honest member was reported: {reports:?}"
     );
     let stake = |i: usize| -> u128 {

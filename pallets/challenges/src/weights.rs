@@ -2,7 +2,7 @@
 //! (frame-benchmarking-cli 64.0.0, 2026-11-25).
 //!
 //! STEPS: `20`, REPEAT: `10`, WASM-EXECUTION: `Compiled`,
-//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `Intel(R) Xeon(R) Processor`.
+//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `AMD EPYC`.
 
 #![allow(unused_parens)]
 #![allow(unused_imports)]
@@ -20,8 +20,8 @@ pub trait WeightInfo {
 	fn vote() -> Weight;
 	fn on_initialize_expire(e: u32) -> Weight;
 	fn expire() -> Weight;
-	fn register_juror(j: u32) -> Weight;
 	fn report_equivocation(m: u32) -> Weight;
+	fn register_juror(j: u32) -> Weight;
 }
 
 /// Weights for `pallet_challenges` using the runtime's database weights.
@@ -50,10 +50,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::OpenChallenges` (r:0 w:1)
 	/// Proof: `Challenges::OpenChallenges` (`max_values`: None, `max_size`: Some(610), added: 3085, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
-	fn open_challenge(m: u32) -> Weight {
+	fn open_challenge(_m: u32) -> Weight {
 		// Proof size: measured `3373`, estimated `6094` bytes.
-		Weight::from_parts(1_451_350_900, 6094)
-			.saturating_add(Weight::from_parts(2_087_486, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_793_510_385, 6094)
 			.saturating_add(T::DbWeight::get().reads(11_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
@@ -75,7 +74,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OpenAgainst` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	fn vote() -> Weight {
 		// Proof size: measured `3500`, estimated `19211` bytes.
-		Weight::from_parts(1_297_740_000, 19211)
+		Weight::from_parts(1_270_648_000, 19211)
 			.saturating_add(T::DbWeight::get().reads(19_u64))
 			.saturating_add(T::DbWeight::get().writes(18_u64))
 	}
@@ -96,8 +95,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `e` is `[0, 16]`.
 	fn on_initialize_expire(e: u32) -> Weight {
 		// Proof size: measured `27965`, estimated `815070` bytes.
-		Weight::from_parts(2_642_028_233, 815070)
-			.saturating_add(Weight::from_parts(1_570_769_398, 0).saturating_mul(e.into()))
+		Weight::from_parts(2_269_173_396, 815070)
+			.saturating_add(Weight::from_parts(1_663_732_512, 0).saturating_mul(e.into()))
 			.saturating_add(T::DbWeight::get().reads(172_u64))
 			.saturating_add(T::DbWeight::get().reads((11_u64).saturating_mul(e.into())))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
@@ -128,9 +127,34 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::Verdicts` (`max_values`: None, `max_size`: Some(57), added: 2532, mode: `MaxEncodedLen`)
 	fn expire() -> Weight {
 		// Proof size: measured `19700`, estimated `19211` bytes.
-		Weight::from_parts(1_466_206_000, 19211)
+		Weight::from_parts(1_392_499_000, 19211)
 			.saturating_add(T::DbWeight::get().reads(30_u64))
 			.saturating_add(T::DbWeight::get().writes(23_u64))
+	}
+	/// Storage: `TrainingPools::Pools` (r:1 w:0)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(357), added: 2832, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Snapshots` (r:1 w:0)
+	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Equivocations` (r:1 w:1)
+	/// Proof: `Challenges::Equivocations` (`max_values`: None, `max_size`: Some(120), added: 2595, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Members` (r:1 w:0)
+	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::FormerMembers` (r:1 w:0)
+	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::Ledger` (r:1 w:1)
+	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
+	/// Storage: `Balances::Holds` (r:1 w:1)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Storage: `System::Account` (r:3 w:3)
+	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
+	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
+	/// The range of component `m` is `[2, 32]`.
+	fn report_equivocation(_m: u32) -> Weight {
+		// Proof size: measured `3860`, estimated `8799` bytes.
+		Weight::from_parts(2_867_633_459, 8799)
+			.saturating_add(T::DbWeight::get().reads(11_u64))
+			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
 	/// Storage: `TrainerStaking::Ledger` (r:257 w:0)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
@@ -139,56 +163,48 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `j` is `[1, 256]`.
 	fn register_juror(j: u32) -> Weight {
 		// Proof size: measured `650`, estimated `9679` bytes.
-		Weight::from_parts(79_464_000, 9679)
-			.saturating_add(Weight::from_parts(3_117_154, 0).saturating_mul(j.into()))
+		Weight::from_parts(80_179_000, 9679)
+			.saturating_add(Weight::from_parts(2_915_569, 0).saturating_mul(j.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 			.saturating_add(Weight::from_parts(0, 465).saturating_mul(j.into()))
-	}
-	fn report_equivocation(m: u32) -> Weight {
-		Weight::from_parts(2_902_701_800, 6094)
-			.saturating_add(Weight::from_parts(2_087_486, 0).saturating_mul(m.into()))
-			.saturating_add(T::DbWeight::get().reads(8_u64))
-			.saturating_add(T::DbWeight::get().writes(5_u64))
 	}
 }
 
 // For tests.
 impl WeightInfo for () {
-	fn open_challenge(m: u32) -> Weight {
-		Weight::from_parts(1_451_350_900, 6094)
-			.saturating_add(Weight::from_parts(2_087_486, 0).saturating_mul(m.into()))
+	fn open_challenge(_m: u32) -> Weight {
+		Weight::from_parts(1_793_510_385, 6094)
 			.saturating_add(RocksDbWeight::get().reads(11_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn vote() -> Weight {
-		Weight::from_parts(1_297_740_000, 19211)
+		Weight::from_parts(1_270_648_000, 19211)
 			.saturating_add(RocksDbWeight::get().reads(19_u64))
 			.saturating_add(RocksDbWeight::get().writes(18_u64))
 	}
 	fn on_initialize_expire(e: u32) -> Weight {
-		Weight::from_parts(2_642_028_233, 815070)
-			.saturating_add(Weight::from_parts(1_570_769_398, 0).saturating_mul(e.into()))
+		Weight::from_parts(2_269_173_396, 815070)
+			.saturating_add(Weight::from_parts(1_663_732_512, 0).saturating_mul(e.into()))
 			.saturating_add(RocksDbWeight::get().reads(172_u64))
 			.saturating_add(RocksDbWeight::get().reads((11_u64).saturating_mul(e.into())))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(e.into())))
 	}
 	fn expire() -> Weight {
-		Weight::from_parts(1_466_206_000, 19211)
+		Weight::from_parts(1_392_499_000, 19211)
 			.saturating_add(RocksDbWeight::get().reads(30_u64))
 			.saturating_add(RocksDbWeight::get().writes(23_u64))
 	}
+	fn report_equivocation(_m: u32) -> Weight {
+		Weight::from_parts(2_867_633_459, 8799)
+			.saturating_add(RocksDbWeight::get().reads(11_u64))
+			.saturating_add(RocksDbWeight::get().writes(7_u64))
+	}
 	fn register_juror(j: u32) -> Weight {
-		Weight::from_parts(79_464_000, 9679)
-			.saturating_add(Weight::from_parts(3_117_154, 0).saturating_mul(j.into()))
+		Weight::from_parts(80_179_000, 9679)
+			.saturating_add(Weight::from_parts(2_915_569, 0).saturating_mul(j.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
-	}
-	fn report_equivocation(m: u32) -> Weight {
-		Weight::from_parts(2_902_701_800, 6094)
-			.saturating_add(Weight::from_parts(2_087_486, 0).saturating_mul(m.into()))
-			.saturating_add(RocksDbWeight::get().reads(8_u64))
-			.saturating_add(RocksDbWeight::get().writes(5_u64))
 	}
 }

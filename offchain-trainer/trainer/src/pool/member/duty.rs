@@ -78,6 +78,9 @@ impl Trainer<'_> {
     /// drawn and, for rounds it contributed to, slashed as a no-show). Never fails: problems are logged.
     pub(super) fn finish_duties(&mut self, max_wait: Duration) {
         if !self.verifies() {
+            if let Err(e) = self.report_equivocations() {
+                tracing::warn!("equivocation reports: {e:#}");
+            }
             return;
         }
         let start = Instant::now();
@@ -312,65 +315,25 @@ impl Trainer<'_> {
     /// for one round): `Challenges::report_equivocation` slashes it at once. The accused's
     /// account is read from the round's snapshot (a member that left after it opened is still
     /// in it). A report is submitted once the round's snapshot exists and only if nobody
-    /// reported it yet; it is dropped when the chain refuses it (any module error), when the
-    /// snapshot is gone (voided or settled round) or was never opened while the pool trains on,
-    /// and after [`MAX_TRIES`] failed submissions (RPC).
+    /// reported it yet; it is dropped when the chain refuses it (the call failed in a block),
+    /// when the snapshot is gone (voided or settled round) or was never opened while the pool
+    /// trains on, and after [`MAX_TRIES`] passes that failed otherwise (RPC).
     fn report_equivocations(&mut self) -> Result<()> {
         for (key, proof) in self.client.take_equivocations() {
             self.duties.to_report.entry(key).or_insert((proof, 0));
         }
-        let (chain, pool) = (&self.chain, self.pool);
-        let training = self
-            .block_on(chain.pool(pool))?
-            .filter(|p| p.status == PoolStatus::Training);
         for ((round, member), (proof, tries)) in self.duties.to_report.clone() {
-            let Some(snapshot) = self.block_on(chain.round_snapshot(pool, round))? else {
-                // Not opened yet (a round ahead of the chain), or no longer kept.
-                let ahead = training.as_ref().is_some_and(|p| round > p.current_round);
-                if !ahead {
+            let (outcome, done, who) = match self.report_equivocation(round, member, &proof) {
+                // Waiting for the round to open (no accused yet) costs no try.
+                Ok(Some((outcome, done, who))) => {
+                    let out_of_tries = who.is_some() && tries + 1 >= MAX_TRIES;
+                    (outcome, done || out_of_tries, who)
+                }
+                Ok(None) => {
                     self.duties.to_report.remove(&(round, member));
-                    tracing::warn!(round, member, "equivocation not reported: round not kept");
+                    continue;
                 }
-                continue;
-            };
-            let Some(who) = snapshot.iter().find(|p| p.index == member).map(|p| p.who) else {
-                self.duties.to_report.remove(&(round, member));
-                continue;
-            };
-            let (outcome, done) = if self
-                .block_on(chain.equivocation(pool, round, &who))?
-                .is_some()
-            {
-                ("not reported: already reported".to_string(), true)
-            } else {
-                let call = calls::report_equivocation(
-                    pool,
-                    round,
-                    who,
-                    proof.first.to_vec(),
-                    proof.second.to_vec(),
-                )?;
-                match self.block_on(chain.submit(&call, &self.signer)) {
-                    // Confirmed by the chain, whoever's report landed.
-                    Ok(_)
-                        if self
-                            .block_on(chain.equivocation(pool, round, &who))?
-                            .is_some() =>
-                    {
-                        ("reported: slashed".to_string(), true)
-                    }
-                    Ok(_) => (
-                        "submitted, not recorded".to_string(),
-                        tries + 1 >= MAX_TRIES,
-                    ),
-                    Err(e) if e.is_module("Challenges", "AlreadyReported") => {
-                        ("not reported: already reported".to_string(), true)
-                    }
-                    Err(e @ (ChainError::Module { .. } | ChainError::Dispatch(_))) => {
-                        (format!("refused: {e}"), true)
-                    }
-                    Err(e) => (format!("failed: {e}"), tries + 1 >= MAX_TRIES),
-                }
+                Err(e) => (format!("failed: {e:#}"), tries + 1 >= MAX_TRIES, None),
             };
             if done {
                 self.duties.to_report.remove(&(round, member));
@@ -380,10 +343,62 @@ impl Trainer<'_> {
             tracing::warn!(round, member, "equivocation: {outcome}");
             self.metrics.emit(&json!({
                 "event": "equivocation", "round": round, "member": member,
-                "account": who.to_string(), "outcome": outcome,
+                "account": who.map(|w| w.to_string()), "outcome": outcome,
             }))?;
         }
         Ok(())
+    }
+
+    /// One pass of [`Trainer::report_equivocations`] for member `member`'s equivocation in
+    /// `round`: `None` to drop it silently (the round is not kept, or the member is not in it);
+    /// else (outcome, whether it is done, the accused).
+    #[allow(clippy::type_complexity)]
+    fn report_equivocation(
+        &self,
+        round: u32,
+        member: u32,
+        proof: &Equivocation,
+    ) -> Result<Option<(String, bool, Option<AccountId>)>> {
+        let (chain, pool) = (&self.chain, self.pool);
+        let Some(snapshot) = self.block_on(chain.round_snapshot(pool, round))? else {
+            // Not opened yet (a round ahead of the chain): kept while the pool trains on.
+            let ahead = self
+                .block_on(chain.pool(pool))?
+                .filter(|p| p.status == PoolStatus::Training)
+                .is_some_and(|p| round > p.current_round);
+            return Ok(ahead.then(|| ("waiting for the round to open".to_string(), false, None)));
+        };
+        let Some(who) = snapshot.iter().find(|p| p.index == member).map(|p| p.who) else {
+            return Ok(None);
+        };
+        let recorded = || -> Result<bool> {
+            Ok(self
+                .block_on(chain.equivocation(pool, round, &who))?
+                .is_some())
+        };
+        if recorded()? {
+            return Ok(Some(("already reported".into(), true, Some(who))));
+        }
+        let call = calls::report_equivocation(
+            pool,
+            round,
+            who,
+            proof.first.to_vec(),
+            proof.second.to_vec(),
+        )?;
+        let (outcome, done) = match self.block_on(chain.submit(&call, &self.signer)) {
+            // Confirmed by the chain, whoever's report landed.
+            Ok(_) if recorded()? => ("reported".to_string(), true),
+            Ok(_) => ("submitted, not recorded".to_string(), false),
+            Err(e) if e.is_module("Challenges", "AlreadyReported") => {
+                ("already reported".to_string(), true)
+            }
+            Err(e @ (ChainError::Module { .. } | ChainError::Dispatch(_))) => {
+                (format!("refused: {e}"), true)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Some((outcome, done, Some(who))))
     }
 
     /// Votes on every drawn jury we sit on; records in `awaiting` the rounds of our pool's

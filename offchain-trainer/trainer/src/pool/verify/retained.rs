@@ -42,26 +42,32 @@ impl Retained {
         payload: &[u8],
         announcement: Option<&[u8]>,
     ) -> Result<()> {
-        self.write(round, format!("{member}.payload"), payload)?;
+        self.write(round, format!("{member}.payload"), payload, false)?;
         if let Some(a) = announcement {
-            self.write(round, format!("{member}.announcement"), a)?;
+            self.write(round, format!("{member}.announcement"), a, false)?;
         }
         Ok(())
     }
 
-    /// Writes `bytes` as file `name` of `round` (a temporary file, then renamed).
-    fn write(&self, round: u32, name: String, bytes: &[u8]) -> Result<()> {
+    /// Writes `bytes` as file `name` of `round` (a temporary file, then renamed). `durable`:
+    /// the bytes, the name and the round directory's own entry are on disk when this returns
+    /// (fsync of the file, the round directory and the evidence directory), so a power loss
+    /// cannot lose a payload we are about to sign (see [`Retained::save_own`]).
+    fn write(&self, round: u32, name: String, bytes: &[u8], durable: bool) -> Result<()> {
         use std::io::Write;
         let d = self.round_dir(round);
         std::fs::create_dir_all(&d)?;
         let tmp = d.join(format!(".{name}.tmp"));
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        // On disk before it is named, and the name on disk before we go on: a power loss must
-        // not lose a payload we are about to sign (see `save_own`).
-        f.sync_all()?;
+        if durable {
+            f.sync_all()?;
+        }
         std::fs::rename(&tmp, d.join(name))?;
-        std::fs::File::open(&d)?.sync_all()?;
+        if durable {
+            std::fs::File::open(&d)?.sync_all()?;
+            std::fs::File::open(&self.dir)?.sync_all()?;
+        }
         Ok(())
     }
 
@@ -79,8 +85,8 @@ impl Retained {
     ) -> Result<()> {
         // A crash between the two writes must not pair this payload with an older parent.
         let _ = std::fs::remove_file(self.round_dir(round).join(format!("{me}.parent")));
-        self.save(round, me, payload, None)?;
-        self.write(round, format!("{me}.parent"), parent)
+        self.write(round, format!("{me}.payload"), payload, true)?;
+        self.write(round, format!("{me}.parent"), parent, true)
     }
 
     /// Our own payload of `round` if it was computed from `parent` (a payload kept for
