@@ -177,38 +177,22 @@ fn leaving_does_not_dodge_an_equivocation_report() {
 fn equivocation_needs_the_round_snapshot() {
 	run_test(|| {
 		training_pool(3, two_thirds(), &[1_000; 5]);
-		// Round 2 has not opened: nobody's stake backs it yet.
-		assert_noop!(
-			report(
-				OUTSIDER,
-				2,
-				3,
-				announcement(0, 2, 3, [0x11; 32]),
-				announcement(0, 2, 3, [0x22; 32])
-			),
-			Error::<Test>::NotAParticipant
-		);
-		// Not a member of the pool at all.
-		assert_noop!(
-			report(
-				1,
-				1,
-				OUTSIDER,
-				announcement(0, 1, 3, [0x11; 32]),
-				announcement(0, 1, 3, [0x22; 32])
-			),
-			Error::<Test>::NotAParticipant
-		);
-		assert_noop!(
+		// Member 3's two payloads of `round`, reported by OUTSIDER against `accused` in `pool`.
+		let try_report = |pool: u32, round: u32, accused: AccountId| {
 			Challenges::report_equivocation(
 				RuntimeOrigin::signed(OUTSIDER),
-				7,
-				1,
-				3,
-				announcement(0, 1, 3, [0x11; 32]),
-				announcement(0, 1, 3, [0x22; 32])
-			),
-			Error::<Test>::PoolNotFound
-		);
+				pool,
+				round,
+				accused,
+				announcement(0, round, 3, [0x11; 32]),
+				announcement(0, round, 3, [0x22; 32]),
+			)
+		};
+		// Round 2 has not opened: nobody's stake backs it yet.
+		assert_noop!(try_report(0, 2, 3), Error::<Test>::NotAParticipant);
+		// Not a member of the pool at all.
+		assert_noop!(try_report(0, 1, 1_000), Error::<Test>::NotAParticipant);
+		assert_noop!(try_report(7, 1, 3), Error::<Test>::PoolNotFound);
+		assert_ok!(try_report(0, 1, 3));
 	});
 }
