@@ -843,7 +843,8 @@ impl EventLoop {
         }
     }
 
-    fn envelope(&self, round: u32, body: Body) -> Vec<u8> {
+    /// Signs `body` about `round` as us and publishes it on the pool topic.
+    fn publish(&mut self, round: u32, body: Body) {
         let e = Envelope {
             pool: self.members.pool,
             round,
@@ -851,7 +852,19 @@ impl EventLoop {
             peer_id: self.swarm.local_peer_id().to_bytes(),
             body,
         };
-        message::sign(e, &self.key).encode()
+        let msg = message::sign(e, &self.key).encode();
+        let _ = self
+            .swarm
+            .behaviour_mut()
+            .gossipsub
+            .publish(self.topic.clone(), msg);
+    }
+
+    /// A heartbeat (with the next `seq`) about `round`, announcing `payload` if any.
+    fn publish_heartbeat(&mut self, round: u32, payload: Option<PayloadRef>) {
+        self.seq += 1;
+        let seq = self.seq;
+        self.publish(round, Body::Alive { seq, payload });
     }
 
     /// One heartbeat per round we still serve a payload for (the current and the previous one),
@@ -872,19 +885,7 @@ impl EventLoop {
         }
         rounds.sort_by_key(|r| r.0);
         for (round, payload) in rounds {
-            self.seq += 1;
-            let msg = self.envelope(
-                round,
-                Body::Alive {
-                    seq: self.seq,
-                    payload,
-                },
-            );
-            let _ = self
-                .swarm
-                .behaviour_mut()
-                .gossipsub
-                .publish(self.topic.clone(), msg);
+            self.publish_heartbeat(round, payload);
         }
     }
 
@@ -951,19 +952,7 @@ impl EventLoop {
                     .gossipsub
                     .publish(self.topic.clone(), bytes);
             }
-            Command::AnnounceOnce(round, payload) => {
-                self.seq += 1;
-                let body = Body::Alive {
-                    seq: self.seq,
-                    payload: Some(payload),
-                };
-                let msg = self.envelope(round, body);
-                let _ = self
-                    .swarm
-                    .behaviour_mut()
-                    .gossipsub
-                    .publish(self.topic.clone(), msg);
-            }
+            Command::AnnounceOnce(round, payload) => self.publish_heartbeat(round, Some(payload)),
             Command::SetPassive(p) => {
                 let waking = self.passive && !p;
                 self.passive = p;
@@ -973,12 +962,7 @@ impl EventLoop {
                 }
             }
             Command::Leave(reply) => {
-                let msg = self.envelope(self.round, Body::Leave);
-                let _ = self
-                    .swarm
-                    .behaviour_mut()
-                    .gossipsub
-                    .publish(self.topic.clone(), msg);
+                self.publish(self.round, Body::Leave);
                 let _ = reply.send(());
             }
             Command::Shutdown => {}
@@ -1014,25 +998,26 @@ impl EventLoop {
                     Body::Alive {
                         payload: Some(p), ..
                     } => {
-                        let prev = s
-                            .announced
-                            .entry((e.round, e.member))
-                            .or_insert_with(|| Announced {
-                                payload: p,
-                                signed: Arc::new(data.to_vec()),
-                            })
-                            .clone();
-                        if prev.payload != p {
-                            // Keep the first conflicting pair as the on-chain proof.
+                        let prev =
+                            s.announced
+                                .entry((e.round, e.member))
+                                .or_insert_with(|| Announced {
+                                    payload: p,
+                                    signed: Arc::new(data.to_vec()),
+                                });
+                        // Two different payloads signed for one round: keep the first
+                        // conflicting pair as the on-chain proof.
+                        let conflict = (prev.payload != p).then(|| prev.signed.clone());
+                        if let Some(first) = conflict.clone() {
                             s.equivocations
                                 .entry((e.round, e.member))
                                 .or_insert_with(|| Equivocation {
-                                    first: prev.signed,
+                                    first,
                                     second: Arc::new(data.to_vec()),
                                 });
                         }
                         drop(s);
-                        if prev.payload != p {
+                        if conflict.is_some() {
                             // Two different payloads signed for one round: equivocation.
                             self.ban(
                                 source.unwrap_or(propagation),

@@ -402,25 +402,13 @@ async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned
 async fn an_equivocating_member_is_banned_and_its_two_signed_payloads_kept_as_proof() {
     let (ids, _, clients) = network(3).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let announce = |seq: u64, digest: u8| {
-        let e = Envelope {
-            pool: POOL,
-            round: 1,
-            member: 2,
-            peer_id: ids[2].0.public().to_peer_id().to_bytes(),
-            body: Body::Alive {
-                seq,
-                payload: Some(message::PayloadRef {
-                    digest: [digest; 32],
-                    size: 100,
-                }),
-            },
-        };
-        message::sign(e, &ids[2].1).encode()
+    let payload_ref = |digest: u8| message::PayloadRef {
+        digest: [digest; 32],
+        size: 100,
     };
     // Two heartbeats of one payload (distinct messages), then a second payload.
-    for (seq, d) in [(1, 0x11), (2, 0x11), (3, 0x22)] {
-        clients[2].publish_raw(announce(seq, d)).await.unwrap();
+    for d in [0x11, 0x11, 0x22] {
+        clients[2].announce_once(1, payload_ref(d)).await.unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     let key = ids[2].1.public().0;

@@ -770,6 +770,17 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
     assert_cheater_convicted(&net, &show, &[0, 1, 2], 3, &[]);
 }
 
+/// Trainer `i`'s active stake in planck, as `pool show` printed it.
+fn active_stake(net: &Net, show: &Value, i: usize) -> u128 {
+    show["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["account"] == account(net, i).as_str())
+        .and_then(|m| m["active_stake"].as_str()?.parse().ok())
+        .unwrap()
+}
+
 /// Trainer `i`'s account (member indices follow the order of joining).
 fn account(net: &Net, i: usize) -> String {
     net.metrics(i)
@@ -840,15 +851,7 @@ fn assert_cheater_convicted(
         }
     }
     assert!(convicted > 0, "the cheater was not convicted: {show}");
-    let stake = |i: usize| -> u128 {
-        show["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["account"] == account(net, i).as_str())
-            .and_then(|m| m["active_stake"].as_str()?.parse().ok())
-            .unwrap()
-    };
+    let stake = |i: usize| active_stake(net, show, i);
     assert!(stake(cheater) < STAKE, "the cheater kept its stake");
     for &i in honest.iter().chain(innocent) {
         assert_eq!(stake(i), STAKE, "member {i} lost stake");
@@ -932,15 +935,7 @@ fn equivocating_trainer_is_reported_and_slashed_on_chain() {
             .all(|e| e["account"].is_null() || e["account"] == cheat.as_str()),
         "an honest member was reported: {reports:?}"
     );
-    let stake = |i: usize| -> u128 {
-        show["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["account"] == account(&net, i).as_str())
-            .and_then(|m| m["active_stake"].as_str()?.parse().ok())
-            .unwrap()
-    };
+    let stake = |i: usize| active_stake(&net, &show, i);
     // SlashFraction (10 %) of its snapshot stake, per round it was reported for.
     assert!(
         stake(3) <= STAKE - STAKE / 10,
