@@ -410,7 +410,9 @@ impl Chain {
     }
 
     /// `Checkpoints.Snapshots((pool, round))`: the participants of `round`, frozen when it
-    /// opened (ascending member index); `None` before it opens and after it is pruned.
+    /// opened (ascending member index); `None` before it opens and after it is pruned (at
+    /// settlement; a voided round's is kept while its stake is slashable, see
+    /// `Checkpoints.KeptSnapshots`).
     ///
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
@@ -453,6 +455,19 @@ impl Chain {
             .fetch::<_, u32>("Checkpoints", "Voided", (pool, round))
             .await?
             .is_some())
+    }
+
+    /// `Checkpoints.KeptSnapshots(pool)`: the voided rounds whose snapshot is kept for
+    /// equivocation reports, each with the block from which it no longer counts (its stake may
+    /// be withdrawn), oldest first; empty if none.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn kept_snapshots(&self, pool: u32) -> Result<Vec<(u32, u32)>, ChainError> {
+        Ok(self
+            .fetch_scale("Checkpoints", "KeptSnapshots", (pool,))
+            .await?
+            .unwrap_or_default())
     }
 
     /// `Rewards.Claimable(pool, who)`, in planck.

@@ -207,14 +207,15 @@ mod benchmarks {
 		Ok(())
 	}
 
-	// Worst case: the accused is the last of `m` snapshot participants (the longest scan) and
-	// has left the pool (its key is read from the former members after missing the current
+	// Worst case: the round was voided (its kept snapshot is checked against the pool's list of
+	// kept snapshots), the accused is the last of `m` snapshot participants (the longest scan)
+	// and has left the pool (its key is read from the former members after missing the current
 	// ones), both announcements verify, the slash pays the reporter.
 	#[benchmark]
 	fn report_equivocation(
 		m: Linear<2, { T::MaxPoolMembers::get() }>,
 	) -> Result<(), BenchmarkError> {
-		let (pool, members) = T::BenchmarkHelper::final_round(m);
+		let (pool, members) = T::BenchmarkHelper::voided_round(m);
 		let accused = members.last().cloned().ok_or(BenchmarkError::Weightless)?;
 		let index = T::Checkpoints::participant(pool, 1, &accused)
 			.ok_or(BenchmarkError::Weightless)?

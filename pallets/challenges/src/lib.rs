@@ -453,7 +453,7 @@ pub mod pallet {
 		/// The accused's registration (key) is no longer kept.
 		AccusedKeyUnknown,
 		/// The accused is not a participant of the round's snapshot, or the snapshot is no
-		/// longer kept (the round was voided or settled).
+		/// longer kept (the round was settled, or voided and its stake is no longer slashable).
 		NotAParticipant,
 		/// The two announcements are genuine but announce the same payload (or are about
 		/// different contributions): no equivocation.
@@ -565,7 +565,8 @@ pub mod pallet {
 		/// [`Event::EquivocationSlashed`] is emitted. A challenge of the same contribution is
 		/// judged and slashed on its own: reporting oneself from a second account does not
 		/// shield a wrong payload from the jury. Possible while the round's snapshot is kept:
-		/// from its opening until it is voided or settled.
+		/// from its opening until it is settled, or, voided (an equivocation may be what voided
+		/// it), until its stake may be withdrawn (`Timeline::slashable_until` of its deadline).
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::NotAParticipant`],
 		/// [`Error::SelfChallenge`], [`Error::AlreadyReported`],
@@ -607,12 +608,15 @@ pub mod pallet {
 	}
 }
 
-/// Creates a pool with a final round and its contributors, for benchmarks.
+/// Creates pools with a final or a voided round, for benchmarks.
 #[cfg(feature = "runtime-benchmarks")]
 pub trait BenchmarkHelper<AccountId> {
 	/// A Training pool with `members` members whose round 1 is final with every member a
 	/// contributor; returns the pool id and the members.
 	fn final_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
+	/// A Training pool with `members` members whose round 1 was voided (nobody committed), its
+	/// snapshot kept for equivocation reports; returns the pool id and the members.
+	fn voided_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
 	/// Bonds `stake` planck for `who` (a juror candidate).
 	fn bond(who: &AccountId, stake: u128);
 }

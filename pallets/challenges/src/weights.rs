@@ -52,7 +52,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn open_challenge(_m: u32) -> Weight {
 		// Proof size: measured `3373`, estimated `6094` bytes.
-		Weight::from_parts(1_793_510_385, 6094)
+		Weight::from_parts(1_596_300_769, 6094)
 			.saturating_add(T::DbWeight::get().reads(11_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
@@ -74,7 +74,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OpenAgainst` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	fn vote() -> Weight {
 		// Proof size: measured `3500`, estimated `19211` bytes.
-		Weight::from_parts(1_270_648_000, 19211)
+		Weight::from_parts(1_220_213_000, 19211)
 			.saturating_add(T::DbWeight::get().reads(19_u64))
 			.saturating_add(T::DbWeight::get().writes(18_u64))
 	}
@@ -95,8 +95,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `e` is `[0, 16]`.
 	fn on_initialize_expire(e: u32) -> Weight {
 		// Proof size: measured `27965`, estimated `815070` bytes.
-		Weight::from_parts(2_269_173_396, 815070)
-			.saturating_add(Weight::from_parts(1_663_732_512, 0).saturating_mul(e.into()))
+		Weight::from_parts(2_235_205_287, 815070)
+			.saturating_add(Weight::from_parts(1_655_791_883, 0).saturating_mul(e.into()))
 			.saturating_add(T::DbWeight::get().reads(172_u64))
 			.saturating_add(T::DbWeight::get().reads((11_u64).saturating_mul(e.into())))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
@@ -127,7 +127,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::Verdicts` (`max_values`: None, `max_size`: Some(57), added: 2532, mode: `MaxEncodedLen`)
 	fn expire() -> Weight {
 		// Proof size: measured `19700`, estimated `19211` bytes.
-		Weight::from_parts(1_392_499_000, 19211)
+		Weight::from_parts(1_381_623_000, 19211)
 			.saturating_add(T::DbWeight::get().reads(30_u64))
 			.saturating_add(T::DbWeight::get().writes(23_u64))
 	}
@@ -135,6 +135,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(357), added: 2832, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Snapshots` (r:1 w:0)
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Voided` (r:1 w:0)
+	/// Proof: `Checkpoints::Voided` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::KeptSnapshots` (r:1 w:0)
+	/// Proof: `Checkpoints::KeptSnapshots` (`max_values`: None, `max_size`: Some(141), added: 2616, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Equivocations` (r:1 w:1)
 	/// Proof: `Challenges::Equivocations` (`max_values`: None, `max_size`: Some(120), added: 2595, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Members` (r:1 w:0)
@@ -150,10 +154,11 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
-	fn report_equivocation(_m: u32) -> Weight {
-		// Proof size: measured `3860`, estimated `8799` bytes.
-		Weight::from_parts(2_867_633_459, 8799)
-			.saturating_add(T::DbWeight::get().reads(11_u64))
+	fn report_equivocation(m: u32) -> Weight {
+		// Proof size: measured `4024`, estimated `8799` bytes.
+		Weight::from_parts(2_907_234_953, 8799)
+			.saturating_add(Weight::from_parts(2_282_827, 0).saturating_mul(m.into()))
+			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
 	/// Storage: `TrainerStaking::Ledger` (r:257 w:0)
@@ -163,8 +168,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `j` is `[1, 256]`.
 	fn register_juror(j: u32) -> Weight {
 		// Proof size: measured `650`, estimated `9679` bytes.
-		Weight::from_parts(80_179_000, 9679)
-			.saturating_add(Weight::from_parts(2_915_569, 0).saturating_mul(j.into()))
+		Weight::from_parts(80_900_000, 9679)
+			.saturating_add(Weight::from_parts(2_901_797, 0).saturating_mul(j.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 			.saturating_add(Weight::from_parts(0, 465).saturating_mul(j.into()))
@@ -174,36 +179,37 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn open_challenge(_m: u32) -> Weight {
-		Weight::from_parts(1_793_510_385, 6094)
+		Weight::from_parts(1_596_300_769, 6094)
 			.saturating_add(RocksDbWeight::get().reads(11_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn vote() -> Weight {
-		Weight::from_parts(1_270_648_000, 19211)
+		Weight::from_parts(1_220_213_000, 19211)
 			.saturating_add(RocksDbWeight::get().reads(19_u64))
 			.saturating_add(RocksDbWeight::get().writes(18_u64))
 	}
 	fn on_initialize_expire(e: u32) -> Weight {
-		Weight::from_parts(2_269_173_396, 815070)
-			.saturating_add(Weight::from_parts(1_663_732_512, 0).saturating_mul(e.into()))
+		Weight::from_parts(2_235_205_287, 815070)
+			.saturating_add(Weight::from_parts(1_655_791_883, 0).saturating_mul(e.into()))
 			.saturating_add(RocksDbWeight::get().reads(172_u64))
 			.saturating_add(RocksDbWeight::get().reads((11_u64).saturating_mul(e.into())))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(e.into())))
 	}
 	fn expire() -> Weight {
-		Weight::from_parts(1_392_499_000, 19211)
+		Weight::from_parts(1_381_623_000, 19211)
 			.saturating_add(RocksDbWeight::get().reads(30_u64))
 			.saturating_add(RocksDbWeight::get().writes(23_u64))
 	}
-	fn report_equivocation(_m: u32) -> Weight {
-		Weight::from_parts(2_867_633_459, 8799)
-			.saturating_add(RocksDbWeight::get().reads(11_u64))
+	fn report_equivocation(m: u32) -> Weight {
+		Weight::from_parts(2_907_234_953, 8799)
+			.saturating_add(Weight::from_parts(2_282_827, 0).saturating_mul(m.into()))
+			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn register_juror(j: u32) -> Weight {
-		Weight::from_parts(80_179_000, 9679)
-			.saturating_add(Weight::from_parts(2_915_569, 0).saturating_mul(j.into()))
+		Weight::from_parts(80_900_000, 9679)
+			.saturating_add(Weight::from_parts(2_901_797, 0).saturating_mul(j.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}

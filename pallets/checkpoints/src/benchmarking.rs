@@ -1,7 +1,7 @@
 //! Benchmarks (FRAME benchmarking v2).
 
 use super::*;
-use crate::pallet::{Deadlines, FinalCheckpoints, Voided};
+use crate::pallet::{Deadlines, FinalCheckpoints, KeptSnapshots, Snapshots, Voided};
 use alloc::vec::Vec;
 use frame_benchmarking::v2::*;
 use frame_support::{
@@ -55,10 +55,24 @@ mod benchmarks {
 	fn on_initialize_void(
 		v: Linear<0, { T::MaxDeadlinesPerBlock::get() }>,
 	) -> Result<(), BenchmarkError> {
+		// Each pool keeps as many voided rounds' snapshots as it may, all expired: the void
+		// deletes two of them before keeping its own.
 		let mut due = None;
 		for _ in 0..v {
 			let (pool, _) = T::BenchmarkHelper::training_pool(T::MaxMembers::get());
-			due = crate::pallet::OpenRounds::<T>::get(pool).map(|o| o.deadline);
+			let open =
+				crate::pallet::OpenRounds::<T>::get(pool).ok_or(BenchmarkError::Weightless)?;
+			let snapshot = Snapshots::<T>::get((pool, open.round)).unwrap_or_default();
+			let old = 1_000..1_000 + crate::KEPT_VOIDED_SNAPSHOTS;
+			for round in old.clone() {
+				Snapshots::<T>::insert((pool, round), snapshot.clone());
+				Voided::<T>::insert(pool, round, BlockNumberFor::<T>::from(1u32));
+			}
+			KeptSnapshots::<T>::insert(
+				pool,
+				BoundedVec::truncate_from(old.map(|r| (r, 1u32.into())).collect::<Vec<_>>()),
+			);
+			due = Some(open.deadline);
 		}
 		let at: BlockNumberFor<T> = due.unwrap_or_else(|| 100u32.into());
 		#[block]
@@ -68,6 +82,8 @@ mod benchmarks {
 		assert!(Deadlines::<T>::get(at).is_empty());
 		if v > 0 {
 			assert!(Voided::<T>::iter().count() > 0);
+			assert!(KeptSnapshots::<T>::iter()
+				.all(|(_, k)| k.len() as u32 == crate::KEPT_VOIDED_SNAPSHOTS - 1));
 		}
 		Ok(())
 	}

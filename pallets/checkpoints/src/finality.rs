@@ -168,24 +168,77 @@ impl<T: Config> Pallet<T> {
 		now: BlockNumberFor<T>,
 	) -> DispatchResult {
 		with_storage_layer(|| {
-			let is_open = OpenRounds::<T>::get(pool_id).is_some_and(|o| o.round == round);
-			if !is_open || FinalCheckpoints::<T>::contains_key(pool_id, round) {
+			let Some(open) = OpenRounds::<T>::get(pool_id).filter(|o| o.round == round) else {
+				return Ok(());
+			};
+			if FinalCheckpoints::<T>::contains_key(pool_id, round) {
 				return Ok(());
 			}
 			Voided::<T>::insert(pool_id, round, now);
 			Candidates::<T>::remove((pool_id, round));
 			Self::deposit_event(Event::RoundVoided { pool_id, round });
 			Self::leak_inactive(pool_id, round);
-			Self::prune(pool_id, round);
+			Self::prune_commits(pool_id, round);
+			Self::keep_voided_snapshot(pool_id, round, open.deadline, now);
 			Self::close(pool_id, round)
 		})
 	}
 
-	/// Removes a closed round's per-member records (snapshot, commits, divergent commits),
-	/// once nothing can challenge it: at voiding, or at settlement of a final round. The final
-	/// record ([`FinalCheckpoints`]) stays: it is the checkpoint chain.
+	/// Keeps voided `round`'s snapshot until its stake stops being slashable (the block
+	/// `Timeline::slashable_until(deadline)`, excluded), so that an equivocation in it can still
+	/// be reported; first deletes at most two kept snapshots of the pool: expired ones, or the
+	/// oldest if [`KEPT_VOIDED_SNAPSHOTS`](crate::KEPT_VOIDED_SNAPSHOTS) are kept.
+	fn keep_voided_snapshot(
+		pool_id: PoolId,
+		round: RoundIndex,
+		deadline: BlockNumberFor<T>,
+		now: BlockNumberFor<T>,
+	) {
+		let Some(params) = T::Pools::round_params(pool_id) else {
+			Snapshots::<T>::remove((pool_id, round));
+			return;
+		};
+		let until = runtime_block::<T>(params.timeline.slashable_until(block::<T>(deadline)));
+		KeptSnapshots::<T>::mutate(pool_id, |kept| {
+			for _ in 0..2 {
+				let expired = kept.first().is_some_and(|(_, u)| *u <= now);
+				if !expired && !kept.is_full() {
+					break;
+				}
+				let (old, _) = kept.remove(0);
+				Snapshots::<T>::remove((pool_id, old));
+			}
+			if kept.try_push((round, until)).is_err() {
+				Snapshots::<T>::remove((pool_id, round));
+			}
+		});
+	}
+
+	/// The snapshot of `round` while something can still be charged against it: an open round's,
+	/// a final round's until it is settled, a voided round's while its stake is slashable.
+	pub(crate) fn live_snapshot(pool_id: PoolId, round: RoundIndex) -> Option<SnapshotOf<T>> {
+		let snapshot = Snapshots::<T>::get((pool_id, round))?;
+		if Voided::<T>::contains_key(pool_id, round) {
+			let now = frame_system::Pallet::<T>::block_number();
+			let kept = KeptSnapshots::<T>::get(pool_id);
+			// From `until` on, the stake may be withdrawn (`TrainerStake::keep_slashable`).
+			if !kept.iter().any(|(r, until)| *r == round && now < *until) {
+				return None;
+			}
+		}
+		Some(snapshot)
+	}
+
+	/// Removes a settled round's per-member records (snapshot, commits, divergent commits):
+	/// nothing can challenge it any more. The final record ([`FinalCheckpoints`]) stays: it is
+	/// the checkpoint chain.
 	pub(crate) fn prune(pool_id: PoolId, round: RoundIndex) {
 		Snapshots::<T>::remove((pool_id, round));
+		Self::prune_commits(pool_id, round);
+	}
+
+	/// Removes a closed round's commits and divergent commits.
+	fn prune_commits(pool_id: PoolId, round: RoundIndex) {
 		Divergent::<T>::remove((pool_id, round));
 		// Participants, plus members who committed ahead of time and left: bounded in practice;
 		// whatever exceeds the limit stays, harmlessly.
@@ -231,7 +284,8 @@ impl<T: Config> Pallet<T> {
 	/// Invariants: every final checkpoint held quorum (rounded up) of its snapshot, its
 	/// contributors are snapshot participants that committed its hash, its parent is the
 	/// previous final hash; open rounds have a snapshot whose stake is their `round_stake`,
-	/// candidates only of its participants, and a scheduled deadline when they say so.
+	/// candidates only of its participants, and a scheduled deadline when they say so; kept
+	/// snapshots are of voided rounds, in round order, and exist.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		for (pool_id, round, fin) in FinalCheckpoints::<T>::iter() {
 			let params =
@@ -296,13 +350,35 @@ impl<T: Config> Pallet<T> {
 				);
 			}
 		}
+		for ((pool_id, round), _) in Snapshots::<T>::iter() {
+			if Voided::<T>::contains_key(pool_id, round) {
+				ensure!(
+					KeptSnapshots::<T>::get(pool_id).iter().any(|(r, _)| *r == round),
+					"snapshot of a voided round outside the kept list"
+				);
+			}
+		}
+		for (pool_id, kept) in KeptSnapshots::<T>::iter() {
+			ensure!(
+				kept.windows(2).all(|w| matches!(w, [a, b] if a.0 < b.0)),
+				"kept snapshots out of round order"
+			);
+			for (round, _) in kept.iter() {
+				ensure!(
+					Voided::<T>::contains_key(pool_id, round),
+					"kept snapshot of a round not voided"
+				);
+				ensure!(Snapshots::<T>::contains_key((pool_id, *round)), "kept snapshot missing");
+			}
+		}
 		Ok(())
 	}
 }
 
 /// A pool's records here: its open round (in use while it exists) and its round history —
-/// the last final hash, final checkpoints, voided rounds, missed-round counts and commits made
-/// ahead for a round that never opened — deleted when the pool is reaped. `LastFinal` goes
+/// the last final hash, voided rounds' kept snapshots, final checkpoints, voided rounds,
+/// missed-round counts and commits made ahead for a round that never opened — deleted when the
+/// pool is reaped. `LastFinal` goes
 /// first: a pool without it whose final checkpoints remain is being reaped (`try_state` no
 /// longer checks their parent chain, which is deleted in key order).
 impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
@@ -317,7 +393,22 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 			.map(|p| p.current_round.saturating_add(1))
 			.unwrap_or(0);
 		// Each step deletes up to its limit and returns (records deleted, whether none are left).
-		let steps: [&dyn Fn(u32) -> (u32, bool); 4] = [
+		let steps: [&dyn Fn(u32) -> (u32, bool); 5] = [
+			&|l| {
+				// Voided rounds' kept snapshots: one record each (the list itself goes last).
+				let mut kept = KeptSnapshots::<T>::get(pool);
+				let n = (l as usize).min(kept.len());
+				for (round, _) in kept.drain(..n) {
+					Snapshots::<T>::remove((pool, round));
+				}
+				let none_left = kept.is_empty();
+				if none_left {
+					KeptSnapshots::<T>::remove(pool);
+				} else {
+					KeptSnapshots::<T>::insert(pool, kept);
+				}
+				(n as u32, none_left)
+			},
 			&|l| {
 				let r = FinalCheckpoints::<T>::clear_prefix(pool, l, None);
 				(r.unique, r.maybe_cursor.is_none())
@@ -351,16 +442,17 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 
 	fn clear_weight(limit: u32) -> Weight {
 		// Per record: the key read by the prefix iteration and its deletion; plus LastFinal,
-		// the pool's parameters and the emptiness checks.
+		// the kept-snapshot list, the pool's parameters and the emptiness checks.
 		T::DbWeight::get()
-			.reads_writes(u64::from(limit).saturating_add(6), u64::from(limit).saturating_add(1))
+			.reads_writes(u64::from(limit).saturating_add(7), u64::from(limit).saturating_add(2))
 	}
 }
 
 impl<T: Config> Pallet<T> {
 	/// Whether any of `pool`'s round history is left (`unopened`: the round after its last).
 	fn has_history(pool: PoolId, unopened: RoundIndex) -> bool {
-		FinalCheckpoints::<T>::iter_prefix(pool).next().is_some()
+		KeptSnapshots::<T>::contains_key(pool)
+			|| FinalCheckpoints::<T>::iter_prefix(pool).next().is_some()
 			|| Voided::<T>::iter_prefix(pool).next().is_some()
 			|| MissedRounds::<T>::iter_prefix(pool).next().is_some()
 			|| Commits::<T>::iter_prefix((pool, unopened)).next().is_some()
@@ -398,6 +490,6 @@ impl<T: Config> CheckpointsInspect<T::AccountId, BlockNumberFor<T>> for Pallet<T
 		round: RoundIndex,
 		who: &T::AccountId,
 	) -> Option<Participant<T::AccountId>> {
-		Snapshots::<T>::get((pool, round))?.into_iter().find(|p| p.who == *who)
+		Self::live_snapshot(pool, round)?.into_iter().find(|p| p.who == *who)
 	}
 }

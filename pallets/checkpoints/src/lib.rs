@@ -28,6 +28,16 @@
 //! snapshot stake and are dropped from the pool after `DropAfterMissed` such rounds in a row
 //! ([`synod_primitives::protocol::LeakRule`]), so a withholding minority cannot stall a pool
 //! for ever. Voiding runs in its own storage layer: it happens entirely or not at all.
+//!
+//! **Voided rounds stay reportable.** A voided round's commits are deleted at once, but its
+//! snapshot is kept ([`KeptSnapshots`]) until its stake stops being slashable
+//! (`Timeline::slashable_until` of its deadline): an equivocation in a voided round (two payloads
+//! signed for it, the very thing that splits the included set and voids it) is still reported
+//! with `Challenges::report_equivocation`, which needs the accused's index and snapshot stake.
+//! Each void deletes at most two kept snapshots: expired ones, or the oldest if
+//! [`KEPT_VOIDED_SNAPSHOTS`] are kept — which pool specs rule out (`create_pool` refuses a
+//! challenge window too long for the round timeout: `Timeline::keeps_voided_snapshots`) — so
+//! its weight stays bounded.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -38,6 +48,11 @@
 extern crate alloc;
 
 pub use pallet::*;
+
+/// The most voided rounds per pool whose snapshot is kept for equivocation reports
+/// ([`KeptSnapshots`]); a void beyond it deletes the oldest kept one early, which a pool spec
+/// accepted by `create_pool` never causes (`Timeline::keeps_voided_snapshots`).
+pub use synod_primitives::protocol::KEPT_VOIDED_SNAPSHOTS;
 pub use weights::WeightInfo;
 
 #[cfg(feature = "runtime-benchmarks")]
@@ -201,7 +216,8 @@ pub mod pallet {
 	pub type OpenRounds<T: Config> =
 		StorageMap<_, Twox64Concat, PoolId, OpenRound<T::Balance, BlockNumberFor<T>>>;
 
-	/// Participants of each opened round (kept while the round can be challenged).
+	/// Participants of each opened round: kept while the round can be challenged (until
+	/// settlement) or, voided, while its stake is slashable ([`KeptSnapshots`]).
 	#[pallet::storage]
 	pub type Snapshots<T: Config> =
 		StorageMap<_, Twox64Concat, (PoolId, RoundIndex), SnapshotOf<T>, OptionQuery>;
@@ -241,6 +257,18 @@ pub mod pallet {
 	/// The last final round of each pool and its hash.
 	#[pallet::storage]
 	pub type LastFinal<T: Config> = StorageMap<_, Twox64Concat, PoolId, (RoundIndex, Hash32)>;
+
+	/// Voided rounds of each pool whose snapshot is still kept, oldest first: `(round, block
+	/// after which it is deleted)`; the block is `Timeline::slashable_until` of the round's
+	/// deadline. At most [`KEPT_VOIDED_SNAPSHOTS`].
+	#[pallet::storage]
+	pub type KeptSnapshots<T: Config> = StorageMap<
+		_,
+		Twox64Concat,
+		PoolId,
+		BoundedVec<(RoundIndex, BlockNumberFor<T>), ConstU32<KEPT_VOIDED_SNAPSHOTS>>,
+		ValueQuery,
+	>;
 
 	/// Voided rounds and the block they were voided in.
 	#[pallet::storage]
@@ -388,14 +416,18 @@ pub mod pallet {
 		/// finality. A commit at or after the open round's deadline voids the round instead.
 		///
 		/// Weight: the worst path, a commit that finalizes the round, schedules its settlement
-		/// and opens the next round (snapshot of `MaxMembers`, early commits counted).
+		/// and opens the next round (snapshot of `MaxMembers`, early commits counted), or a
+		/// commit after the deadline that voids the round (as `void_expired_round`).
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolNotTraining`], [`Error::NotMember`],
 		/// [`Error::NotYetMember`], [`Error::NotInSnapshot`], [`Error::RoundNotOpen`],
 		/// [`Error::RoundClosed`], [`Error::AlreadyCommitted`], [`Error::InvalidIncludedSet`],
 		/// [`Error::Overflow`].
 		#[pallet::call_index(0)]
-		#[pallet::weight(T::WeightInfo::commit_checkpoint(T::MaxMembers::get()))]
+		#[pallet::weight(
+			T::WeightInfo::commit_checkpoint(T::MaxMembers::get())
+				.max(T::WeightInfo::on_initialize_void(1))
+		)]
 		pub fn commit_checkpoint(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
@@ -437,14 +469,13 @@ pub mod pallet {
 		}
 
 		/// The participants of `round` of `pool_id` (index, account, stake in planck), frozen
-		/// when it opened; empty if it has not opened or was voided.
+		/// when it opened; empty if it has not opened, or was settled, or was voided and its
+		/// stake is no longer slashable ([`KeptSnapshots`]).
 		pub fn round_snapshot(
 			pool_id: PoolId,
 			round: RoundIndex,
 		) -> Vec<Participant<T::AccountId>> {
-			Snapshots::<T>::get((pool_id, round))
-				.map(|s| s.into_inner())
-				.unwrap_or_default()
+			Self::live_snapshot(pool_id, round).map(|s| s.into_inner()).unwrap_or_default()
 		}
 	}
 

@@ -173,8 +173,9 @@ pub trait CheckpointsInspect<AccountId, BlockNumber> {
 		round: RoundIndex,
 	) -> Option<FinalView<AccountId, BlockNumber>>;
 	/// `who`'s entry in the frozen snapshot of `(pool, round)` (member index and snapshot
-	/// stake, planck), while the snapshot is kept: from the round's opening until it is voided
-	/// or settled.
+	/// stake, planck), while something can be charged against the round: from its opening until
+	/// it is settled, or, voided, until its stake stops being slashable
+	/// (`Timeline::slashable_until` of its deadline).
 	fn participant(
 		pool: PoolId,
 		round: RoundIndex,

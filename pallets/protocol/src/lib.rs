@@ -49,7 +49,7 @@ pub use rewards::split_by_stake;
 pub use snapshot::{snapshot, MemberState, Participant};
 pub use spec::{check_spec, SpecField, SpecLimits, SpecView};
 pub use tally::{contributors, tally, winner, Tallied};
-pub use timeline::{RoundOutcome, RoundPhase, Timeline};
+pub use timeline::{RoundOutcome, RoundPhase, Timeline, KEPT_VOIDED_SNAPSHOTS};
 
 /// Identifier of a training pool, assigned in creation order from 0.
 pub type PoolId = u32;

@@ -18,6 +18,10 @@
 
 use crate::Block;
 
+/// The most voided rounds per pool whose participant snapshot the chain keeps for equivocation
+/// reports (`pallet-checkpoints::KeptSnapshots`); see [`Timeline::keeps_voided_snapshots`].
+pub const KEPT_VOIDED_SNAPSHOTS: u32 = 16;
+
 /// A pool's timing rules, in blocks.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Timeline {
@@ -86,6 +90,17 @@ impl Timeline {
 	/// slashable).
 	pub fn slashable_until(&self, deadline: Block) -> Block {
 		self.settle_at(deadline)
+	}
+
+	/// Whether a voided round's snapshot outlives the window in which its stake is slashable
+	/// although a pool keeps only [`KEPT_VOIDED_SNAPSHOTS`] of them (`pallet-checkpoints`): rounds
+	/// are voided at most once per `round_timeout` blocks, and a kept snapshot is displaced only
+	/// by the `KEPT_VOIDED_SNAPSHOTS`-th void after its own, so the window
+	/// (`slashable_until(d) − d`, blocks) must not exceed `KEPT_VOIDED_SNAPSHOTS × round_timeout`.
+	/// A pool spec for which this is false is refused.
+	pub fn keeps_voided_snapshots(&self) -> bool {
+		self.slashable_until(0)
+			<= self.round_timeout.max(1).saturating_mul(u64::from(KEPT_VOIDED_SNAPSHOTS))
 	}
 
 	/// Block after which nothing of the rounds opened at or before `at` can be challenged,
@@ -174,6 +189,10 @@ mod tests {
 		// The last challenge (opened at 115) expires before settlement.
 		assert!(t.votes_until(t.challenges_until(105)) < t.settle_at(105));
 		assert!(t.slashable_until(110) >= t.settle_at(110));
+		// A voided round's window: 2W + jury delay + voting period + 1 = 10 + 2 + 30 + 1 ≤ 16 × 10.
+		assert!(t.keeps_voided_snapshots());
+		let long = Timeline::for_pool(20, 200, 1, 10);
+		assert!(!long.keeps_voided_snapshots(), "400 + 1 + 30 + 1 > 16 × 20");
 		// A round open at 100 is final by its deadline (110) at the latest: everything of it is
 		// settled by `settled_by(100)`.
 		assert_eq!(t.settled_by(100), t.settle_at(110));

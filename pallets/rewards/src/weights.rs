@@ -35,7 +35,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	fn claim_rewards() -> Weight {
 		// Proof size: measured `2392`, estimated `6196` bytes.
-		Weight::from_parts(385_993_000, 6196)
+		Weight::from_parts(383_640_000, 6196)
 			.saturating_add(T::DbWeight::get().reads(6_u64))
 			.saturating_add(T::DbWeight::get().writes(5_u64))
 	}
@@ -63,9 +63,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `c` is `[1, 32]`.
 	fn on_initialize_settle(s: u32, c: u32) -> Weight {
 		// Proof size: measured `0`, estimated `44190` bytes.
-		Weight::from_parts(21_272_000, 44190)
-			.saturating_add(Weight::from_parts(529_294_776, 0).saturating_mul(s.into()))
-			.saturating_add(Weight::from_parts(192_774_975, 0).saturating_mul(c.into()))
+		Weight::from_parts(21_793_000, 44190)
+			.saturating_add(Weight::from_parts(497_793_569, 0).saturating_mul(s.into()))
+			.saturating_add(Weight::from_parts(184_244_870, 0).saturating_mul(c.into()))
 			.saturating_add(T::DbWeight::get().reads(1_u64))
 			.saturating_add(T::DbWeight::get().reads((52_u64).saturating_mul(s.into())))
 			.saturating_add(T::DbWeight::get().reads((21_u64).saturating_mul(c.into())))
@@ -79,14 +79,14 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn claim_rewards() -> Weight {
-		Weight::from_parts(385_993_000, 6196)
+		Weight::from_parts(383_640_000, 6196)
 			.saturating_add(RocksDbWeight::get().reads(6_u64))
 			.saturating_add(RocksDbWeight::get().writes(5_u64))
 	}
 	fn on_initialize_settle(s: u32, c: u32) -> Weight {
-		Weight::from_parts(21_272_000, 44190)
-			.saturating_add(Weight::from_parts(529_294_776, 0).saturating_mul(s.into()))
-			.saturating_add(Weight::from_parts(192_774_975, 0).saturating_mul(c.into()))
+		Weight::from_parts(21_793_000, 44190)
+			.saturating_add(Weight::from_parts(497_793_569, 0).saturating_mul(s.into()))
+			.saturating_add(Weight::from_parts(184_244_870, 0).saturating_mul(c.into()))
 			.saturating_add(RocksDbWeight::get().reads(1_u64))
 			.saturating_add(RocksDbWeight::get().reads((52_u64).saturating_mul(s.into())))
 			.saturating_add(RocksDbWeight::get().reads((21_u64).saturating_mul(c.into())))

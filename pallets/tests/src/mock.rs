@@ -288,6 +288,16 @@ fn bench_final_round(members: u32) -> (u32, Vec<AccountId>) {
 }
 
 #[cfg(feature = "runtime-benchmarks")]
+fn bench_voided_round(members: u32) -> (u32, Vec<AccountId>) {
+	use synod_primitives::PoolSetup;
+	let (pool, who) = TrainingPools::training_pool(members);
+	let deadline = Checkpoints::open_round(pool).expect("round 1 is open").deadline;
+	System::set_block_number(deadline);
+	assert_ok!(Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), pool));
+	(pool, who)
+}
+
+#[cfg(feature = "runtime-benchmarks")]
 impl pallet_training_pools::benchmarking::BenchmarkHelper<AccountId, Balance> for BenchHelper {
 	fn bond(who: &AccountId, amount: Balance) {
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(*who), amount.max(100)));
@@ -298,6 +308,9 @@ impl pallet_training_pools::benchmarking::BenchmarkHelper<AccountId, Balance> fo
 impl pallet_challenges::BenchmarkHelper<AccountId> for BenchHelper {
 	fn final_round(members: u32) -> (u32, Vec<AccountId>) {
 		bench_final_round(members)
+	}
+	fn voided_round(members: u32) -> (u32, Vec<AccountId>) {
+		bench_voided_round(members)
 	}
 	fn bond(who: &AccountId, stake: u128) {
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(*who), stake.max(100)));

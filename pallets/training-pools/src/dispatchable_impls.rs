@@ -18,7 +18,8 @@ impl<T: Config> Pallet<T> {
 		HoldReason::PoolBudget.into()
 	}
 
-	/// Checks every spec field against `SpecLimits` (capped by `MaxRounds` / `MaxMembers`).
+	/// Checks every spec field against `SpecLimits` (capped by `MaxRounds` / `MaxMembers`), and
+	/// the challenge window against the round timeout (`Timeline::keeps_voided_snapshots`).
 	fn validate_spec(spec: &PoolSpec<T>) -> DispatchResult {
 		use synod_primitives::protocol::{check_spec, SpecField, SpecView};
 		let mut limits = T::SpecLimits::get();
@@ -45,6 +46,14 @@ impl<T: Config> Pallet<T> {
 			SpecField::RoundTimeout => Error::<T>::InvalidRoundTimeout,
 			SpecField::ChallengeWindow => Error::<T>::InvalidChallengeWindow,
 		})?;
+		// A voided round's snapshot must outlive its slashable window (equivocation reports).
+		let timeline = Timeline::for_pool(
+			view.round_timeout,
+			view.challenge_window,
+			T::JuryDelay::get().saturated_into(),
+			T::VoteMargin::get().saturated_into(),
+		);
+		ensure!(timeline.keeps_voided_snapshots(), Error::<T>::InvalidChallengeWindow);
 		Ok(())
 	}
 

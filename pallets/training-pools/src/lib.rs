@@ -330,7 +330,9 @@ pub mod pallet {
 		InvalidMinStake,
 		/// `reward_per_round` is above the chain's limit, or the budget overflows.
 		InvalidRewardPerRound,
-		/// `challenge_window` is outside the chain's bounds.
+		/// `challenge_window` is outside the chain's bounds, or too long for `round_timeout`:
+		/// more than `KEPT_VOIDED_SNAPSHOTS` rounds could be voided while one voided round's
+		/// stake is slashable (`Timeline::keeps_voided_snapshots`).
 		InvalidChallengeWindow,
 		/// The creator's free balance cannot hold `reward_per_round × rounds`.
 		InsufficientBudget,

@@ -2,7 +2,7 @@
 //! (frame-benchmarking-cli 64.0.0, 2026-11-25).
 //!
 //! STEPS: `20`, REPEAT: `10`, WASM-EXECUTION: `Compiled`,
-//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `Intel(R) Xeon(R) Processor`.
+//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `AMD EPYC`.
 
 #![allow(unused_parens)]
 #![allow(unused_imports)]
@@ -37,7 +37,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(357), added: 2832, mode: `MaxEncodedLen`)
 	fn create_pool() -> Weight {
 		// Proof size: measured `164`, estimated `3622` bytes.
-		Weight::from_parts(285_768_000, 3622)
+		Weight::from_parts(286_706_000, 3622)
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -71,7 +71,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
 	fn join_pool() -> Weight {
 		// Proof size: measured `71425`, estimated `148094` bytes.
-		Weight::from_parts(2_625_215_000, 148094)
+		Weight::from_parts(2_428_269_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(135_u64))
 			.saturating_add(T::DbWeight::get().writes(43_u64))
 	}
@@ -89,7 +89,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
 	fn leave_pool() -> Weight {
 		// Proof size: measured `5222`, estimated `5587` bytes.
-		Weight::from_parts(280_485_000, 5587)
+		Weight::from_parts(236_332_000, 5587)
 			.saturating_add(T::DbWeight::get().reads(5_u64))
 			.saturating_add(T::DbWeight::get().writes(6_u64))
 	}
@@ -101,7 +101,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
 	fn release_member_deposit() -> Weight {
 		// Proof size: measured `2514`, estimated `5559` bytes.
-		Weight::from_parts(213_420_000, 5559)
+		Weight::from_parts(200_988_000, 5559)
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().writes(3_u64))
 	}
@@ -118,8 +118,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[1, 32]`.
 	fn cancel_pool(m: u32) -> Weight {
 		// Proof size: measured `799`, estimated `4502` bytes.
-		Weight::from_parts(242_660_325, 4502)
-			.saturating_add(Weight::from_parts(21_402_390, 0).saturating_mul(m.into()))
+		Weight::from_parts(228_533_289, 4502)
+			.saturating_add(Weight::from_parts(18_910_914, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(3_u64))
@@ -146,6 +146,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Rewards::Claimable` (`max_values`: None, `max_size`: Some(76), added: 2551, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::LastFinal` (r:1 w:0)
 	/// Proof: `Checkpoints::LastFinal` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::KeptSnapshots` (r:1 w:0)
+	/// Proof: `Checkpoints::KeptSnapshots` (`max_values`: None, `max_size`: Some(141), added: 2616, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::FinalCheckpoints` (r:1 w:0)
 	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Voided` (r:1 w:0)
@@ -160,13 +162,13 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `r` is `[0, 128]`.
 	fn reap_pool(m: u32, r: u32) -> Weight {
 		// Proof size: measured `1320`, estimated `5559` bytes.
-		Weight::from_parts(231_449_439, 5559)
-			.saturating_add(Weight::from_parts(164_299_767, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(181_901_851, 0).saturating_mul(r.into()))
-			.saturating_add(T::DbWeight::get().reads(10_u64))
+		Weight::from_parts(5_446_083_000, 5559)
+			.saturating_add(Weight::from_parts(74_994_726, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(150_797_418, 0).saturating_mul(r.into()))
+			.saturating_add(T::DbWeight::get().reads(11_u64))
 			.saturating_add(T::DbWeight::get().reads((3_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().reads((3_u64).saturating_mul(r.into())))
-			.saturating_add(T::DbWeight::get().writes(4_u64))
+			.saturating_add(T::DbWeight::get().writes(5_u64))
 			.saturating_add(T::DbWeight::get().writes((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes((3_u64).saturating_mul(r.into())))
 			.saturating_add(Weight::from_parts(0, 4597).saturating_mul(m.into()))
@@ -177,41 +179,41 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn create_pool() -> Weight {
-		Weight::from_parts(285_768_000, 3622)
+		Weight::from_parts(286_706_000, 3622)
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn join_pool() -> Weight {
-		Weight::from_parts(2_625_215_000, 148094)
+		Weight::from_parts(2_428_269_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(135_u64))
 			.saturating_add(RocksDbWeight::get().writes(43_u64))
 	}
 	fn leave_pool() -> Weight {
-		Weight::from_parts(280_485_000, 5587)
+		Weight::from_parts(236_332_000, 5587)
 			.saturating_add(RocksDbWeight::get().reads(5_u64))
 			.saturating_add(RocksDbWeight::get().writes(6_u64))
 	}
 	fn release_member_deposit() -> Weight {
-		Weight::from_parts(213_420_000, 5559)
+		Weight::from_parts(200_988_000, 5559)
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().writes(3_u64))
 	}
 	fn cancel_pool(m: u32) -> Weight {
-		Weight::from_parts(242_660_325, 4502)
-			.saturating_add(Weight::from_parts(21_402_390, 0).saturating_mul(m.into()))
+		Weight::from_parts(228_533_289, 4502)
+			.saturating_add(Weight::from_parts(18_910_914, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(3_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(m.into())))
 	}
 	fn reap_pool(m: u32, r: u32) -> Weight {
-		Weight::from_parts(231_449_439, 5559)
-			.saturating_add(Weight::from_parts(164_299_767, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(181_901_851, 0).saturating_mul(r.into()))
-			.saturating_add(RocksDbWeight::get().reads(10_u64))
+		Weight::from_parts(5_446_083_000, 5559)
+			.saturating_add(Weight::from_parts(74_994_726, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(150_797_418, 0).saturating_mul(r.into()))
+			.saturating_add(RocksDbWeight::get().reads(11_u64))
 			.saturating_add(RocksDbWeight::get().reads((3_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().reads((3_u64).saturating_mul(r.into())))
-			.saturating_add(RocksDbWeight::get().writes(4_u64))
+			.saturating_add(RocksDbWeight::get().writes(5_u64))
 			.saturating_add(RocksDbWeight::get().writes((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes((3_u64).saturating_mul(r.into())))
 	}

@@ -221,6 +221,17 @@ mod benchmark_helpers {
             final_round(members)
         }
 
+        fn voided_round(members: u32) -> (u32, Vec<AccountId>) {
+            let (pool, who) = TrainingPools::training_pool(members);
+            let deadline = Checkpoints::open_round(pool)
+                .expect("round 1 is open")
+                .deadline;
+            frame_system::Pallet::<Runtime>::set_block_number(deadline);
+            Checkpoints::void_expired_round(RuntimeOrigin::signed(who[0].clone()), pool)
+                .expect("the deadline has passed");
+            (pool, who)
+        }
+
         fn bond(who: &AccountId, stake: u128) {
             TrainerStaking::bond(
                 RuntimeOrigin::signed(who.clone()),

@@ -10,8 +10,9 @@ use super::{all_vote, challenge};
 use crate::mock::*;
 use frame_support::{assert_noop, assert_ok};
 use pallet_challenges::{Equivocations, Error, Event, Evidence, Verdicts};
+use pallet_checkpoints::{KeptSnapshots, Snapshots, Voided};
 use pallet_rewards::Claimable;
-use synod_primitives::protocol::Verdict;
+use synod_primitives::{protocol::Verdict, PoolsInterface};
 
 fn report(
 	reporter: AccountId,
@@ -194,5 +195,97 @@ fn equivocation_needs_the_round_snapshot() {
 		assert_noop!(try_report(0, 1, 1_000), Error::<Test>::NotAParticipant);
 		assert_noop!(try_report(7, 1, 3), Error::<Test>::PoolNotFound);
 		assert_ok!(try_report(0, 1, 3));
+	});
+}
+
+/// Round `round` of pool 0 splits as an equivocation splits it: members 1 and 2 include one of
+/// member 3's payloads, 3, 4 and 5 the other; neither pair reaches ⅔ and the round is voided
+/// at its deadline, nobody silent (no inactivity leak).
+fn split(round: u32) {
+	for who in [1, 2] {
+		assert_ok!(commit(who, round, 7, &[0, 1, 2, 3, 4]));
+	}
+	for who in [3, 4, 5] {
+		assert_ok!(commit(who, round, 8, &[0, 1, 2, 3, 4]));
+	}
+	run_to_block(u64::from(round) * 10 + 1);
+	assert!(Voided::<Test>::get(0, round).is_some());
+}
+
+#[test]
+fn equivocating_in_a_round_that_is_then_voided_is_still_slashed() {
+	run_test(|| {
+		training_pool(10, two_thirds(), &[1_000; 5]);
+		// The split its two payloads caused voided the round; before, voiding deleted the
+		// round's snapshot and with it the basis of the report (`NotAParticipant`).
+		split(1);
+		let (a, b) = (announcement(0, 1, 3, [0x11; 32]), announcement(0, 1, 3, [0x22; 32]));
+		assert_ok!(report(OUTSIDER, 1, 3, a, b));
+		assert_eq!(staked(3), 500, "SlashFraction of its snapshot stake");
+		assert!(Equivocations::<Test>::contains_key((0, 1, 3)));
+	});
+}
+
+#[test]
+fn a_voided_rounds_snapshot_is_kept_while_its_stake_is_slashable() {
+	run_test(|| {
+		training_pool(10, two_thirds(), &[1_000; 5]);
+		let try_report = |member: AccountId| {
+			report(
+				OUTSIDER,
+				1,
+				member,
+				announcement(0, 1, member, [0x11; 32]),
+				announcement(0, 1, member, [0x22; 32]),
+			)
+		};
+		split(1);
+		// Round 1 opened at block 1: deadline 11; its stake is held until slashable_until(11).
+		let until = TrainingPools::round_params(0).expect("pool").timeline.slashable_until(11);
+		assert_eq!(KeptSnapshots::<Test>::get(0).into_inner(), vec![(1, until)]);
+		split(2);
+		split(3);
+		run_to_block(until - 1);
+		assert_ok!(try_report(4));
+		// From `until` on the stake may be withdrawn: nothing can be charged any more.
+		run_to_block(until);
+		assert_noop!(try_report(5), Error::<Test>::NotAParticipant);
+		assert!(Checkpoints::round_snapshot(0, 1).is_empty());
+		// The next void deletes the expired snapshot.
+		assert!(Snapshots::<Test>::contains_key((0, 1)));
+		split(5);
+		assert!(!Snapshots::<Test>::contains_key((0, 1)));
+		assert_eq!(KeptSnapshots::<Test>::get(0).first().map(|(r, _)| *r), Some(2));
+	});
+}
+
+#[test]
+fn forced_voids_cannot_evict_a_voided_rounds_snapshot_while_it_is_slashable() {
+	run_test(|| {
+		// Holders of more than ⅓ of the stake can void every round by committing their own
+		// hash (no inactivity leak: they committed). The chain keeps 16 voided rounds'
+		// snapshots per pool, so a pool whose slashable window (2W + jury delay + voting period
+		// + 1 = 2W + 22 blocks here) spans more than 16 timeouts (160 blocks) is refused.
+		let mut s = spec(20, 5, two_thirds());
+		s.challenge_window = 70;
+		assert_noop!(
+			TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s.clone()),
+			pallet_training_pools::Error::<Test>::InvalidChallengeWindow
+		);
+		s.challenge_window = 69;
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s));
+		for who in 1..=5 {
+			bond_and_join(who, 0, 1_000);
+		}
+		// Member 3 equivocates in round 1; the round and the 15 after it are voided.
+		for round in 1..=16 {
+			split(round);
+		}
+		assert_eq!(KeptSnapshots::<Test>::get(0).len(), 16);
+		let until = TrainingPools::round_params(0).expect("pool").timeline.slashable_until(11);
+		run_to_block(until - 1);
+		let (a, b) = (announcement(0, 1, 3, [0x11; 32]), announcement(0, 1, 3, [0x22; 32]));
+		assert_ok!(report(OUTSIDER, 1, 3, a, b));
+		assert_eq!(staked(3), 500);
 	});
 }

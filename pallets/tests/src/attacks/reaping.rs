@@ -5,7 +5,7 @@
 
 use crate::mock::*;
 use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
-use pallet_checkpoints::{FinalCheckpoints, LastFinal};
+use pallet_checkpoints::{FinalCheckpoints, KeptSnapshots, LastFinal, Snapshots, Voided};
 use pallet_rewards::Claimable;
 use pallet_training_pools::{Error, HoldReason, Members, Pools};
 use synod_primitives::PoolStatus;
@@ -83,5 +83,34 @@ fn reaping_cannot_drop_rewards_still_owed() {
 			let i = who as usize - 1;
 			assert_eq!(free(who), before[i] + 333 + MEMBER_DEPOSIT, "reward and deposit");
 		}
+	});
+}
+
+#[test]
+fn reaping_deletes_the_snapshots_kept_for_equivocation_reports() {
+	run_test(|| {
+		// Both rounds split (2 against 3 of five equal stakes, quorum ⅔) and are voided.
+		let pool = training_pool(2, two_thirds(), &[1_000; 5]);
+		for round in 1..=2u32 {
+			for who in 1..=5 {
+				let hash = if who <= 2 { 7 } else { 8 };
+				assert_ok!(commit_to(pool, who, round, hash, &[0, 1, 2, 3, 4]));
+			}
+			run_to_block(u64::from(round) * 10 + 1);
+			assert!(Voided::<Test>::get(pool, round).is_some());
+		}
+		assert_eq!(KeptSnapshots::<Test>::get(pool).len(), 2);
+		let info = Pools::<Test>::get(pool).expect("pool");
+		run_to_block(TrainingPools::timeline(&info).settled_by(info.ended_at.expect("ended")) + 1);
+		for _ in 0..10 {
+			if Pools::<Test>::get(pool).is_none() {
+				break;
+			}
+			assert_ok!(reap(OUTSIDER, pool));
+		}
+		assert!(Pools::<Test>::get(pool).is_none());
+		assert!(!KeptSnapshots::<Test>::contains_key(pool));
+		assert!(!Snapshots::<Test>::contains_key((pool, 1)));
+		assert!(!Snapshots::<Test>::contains_key((pool, 2)));
 	});
 }

@@ -4,7 +4,7 @@
 //!
 //! Nothing here ends `run`: a failed read, replay or extrinsic is logged and retried at the
 //! next call. The evidence of a round is deleted once the chain has pruned its snapshot
-//! (settled: nothing can challenge it any more) or voided it.
+//! (settled: nothing can challenge it any more) or voided the round.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -154,9 +154,12 @@ impl Trainer<'_> {
             if self.duties.to_verify.contains(&round) {
                 continue;
             }
+            // A voided round's snapshot is kept for equivocation reports, but nothing of ours
+            // (verification, jury) concerns it any more.
             let closed = self
                 .block_on(self.chain.round_snapshot(pool, round))?
-                .is_none();
+                .is_none()
+                || self.block_on(self.chain.voided(pool, round))?;
             if closed && !self.duties.awaiting.contains(&round) {
                 self.retained.forget(round);
                 self.duties.replays.retain(|(r, _), _| *r != round);
@@ -316,8 +319,9 @@ impl Trainer<'_> {
     /// account is read from the round's snapshot (a member that left after it opened is still
     /// in it). A report is submitted once the round's snapshot exists and only if nobody
     /// reported it yet; it is dropped when the chain refuses it (the call failed in a block),
-    /// when the snapshot is gone (voided or settled round) or was never opened while the pool
-    /// trains on, and after [`MAX_TRIES`] passes that failed otherwise (RPC).
+    /// when the snapshot is gone (settled round, or voided and no longer slashable) or was never
+    /// opened while the pool trains on, and after [`MAX_TRIES`] passes that failed otherwise
+    /// (RPC). A voided round stays reportable: the equivocation may be what voided it.
     fn report_equivocations(&mut self) -> Result<()> {
         for (key, proof) in self.client.take_equivocations() {
             self.duties.to_report.entry(key).or_insert((proof, 0));
@@ -371,6 +375,20 @@ impl Trainer<'_> {
         let Some(who) = snapshot.iter().find(|p| p.index == member).map(|p| p.who) else {
             return Ok(None);
         };
+        // A voided round's snapshot stays in storage after its stake may be withdrawn (until
+        // the pool's next voids delete it); the chain refuses reports from then on.
+        if self.block_on(chain.voided(pool, round))? {
+            let now = self.block_on(chain.finalized_number())?;
+            let kept = self.block_on(chain.kept_snapshots(pool))?;
+            // The report lands a block or two after the finalized head.
+            if !kept
+                .iter()
+                .any(|&(r, until)| r == round && now + 2 < u64::from(until))
+            {
+                let outcome = "not reported: the voided round's stake is no longer slashable";
+                return Ok(Some((outcome.into(), true, Some(who))));
+            }
+        }
         let recorded = || -> Result<bool> {
             Ok(self
                 .block_on(chain.equivocation(pool, round, &who))?
