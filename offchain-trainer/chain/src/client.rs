@@ -438,6 +438,17 @@ impl Chain {
             .await
     }
 
+    /// `Checkpoints.AgreedSets((pool, round))`: the included set the chain fixed for open
+    /// `round` after its members' sets split (`synod_protocol::agreement`), ascending member
+    /// indices; `None` if the round has not split (or is closed).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn agreed_set(&self, pool: u32, round: u32) -> Result<Option<Vec<u32>>, ChainError> {
+        self.fetch_scale("Checkpoints", "AgreedSets", ((pool, round),))
+            .await
+    }
+
     /// `Checkpoints.LastFinal(pool)`: the last final round and its hash.
     ///
     /// # Errors

@@ -225,7 +225,14 @@ pub enum Fault {
     /// Equivocate: next to our payload, sign and announce a second one (our payload with its
     /// last byte flipped) for the same round.
     Equivocate,
+    /// Announce our (honest) payload [`LATE_SECS`] after our inner phase ends, and commit
+    /// nothing: members whose exchange deadline passes before it arrives leave it out, the
+    /// others include it, and their checkpoints split (`synod_protocol::agreement`).
+    Late,
 }
+
+/// How late `--fault late` announces its payload, in seconds after its inner phase.
+pub const LATE_SECS: u64 = 20;
 
 impl Fault {
     /// The simulated attack on our own pseudo-gradient, if this fault is one.
@@ -235,7 +242,7 @@ impl Fault {
             Fault::ScaleX100 => Some(Attack::ScaleX100),
             Fault::Zeros => Some(Attack::Zeros),
             Fault::Gaussian => Some(Attack::Gaussian),
-            Fault::Copy | Fault::Withhold | Fault::Equivocate => None,
+            Fault::Copy | Fault::Withhold | Fault::Equivocate | Fault::Late => None,
         }
     }
 }

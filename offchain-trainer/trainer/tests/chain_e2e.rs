@@ -905,6 +905,66 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
     assert_cheater_convicted(&net, &show, &[0, 1], 2, &[3]);
 }
 
+/// Splitting the included set (`--fault late`): trainer 3 announces its honest payload 20 s
+/// after its inner phase and commits nothing. Trainer 0's exchange deadline (8 s) passes
+/// before, trainers 1 and 2 (300 s) wait for it: ¼ of the stake commits one set, ½ another,
+/// nothing reaches the ⅔ quorum, and before the agreed set (`synod_protocol::agreement`) every
+/// round was voided. Now the chain fixes the set every member of which ⅓ of the stake attests
+/// (trainer 3's payload: ½), trainer 0 fetches what it lacks, aggregates that set and commits
+/// again, and every round is final with the late payload in it.
+#[test]
+fn late_announcer_cannot_void_rounds_by_splitting_the_included_set() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const R: u32 = 2;
+    let net = Net::start();
+    net.train_four_verified(
+        R,
+        10,
+        [&["--round-deadline", "8"], &[], &[], &["--fault", "late"]],
+    );
+    let show = net.show();
+    assert_eq!(show["status"], "Completed", "{show}");
+    assert_eq!(
+        final_rounds(&show).len() as u32,
+        R,
+        "a round was voided: {show}"
+    );
+    let member = |i: usize| {
+        net.metrics(i)
+            .iter()
+            .find(|e| e["event"] == "joined")
+            .and_then(|e| e["member"].as_u64())
+            .unwrap()
+    };
+    let (late, early) = (member(3), member(0));
+    for f in final_rounds(&show) {
+        let included: Vec<u64> = f["included"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect();
+        assert!(included.contains(&late), "the late payload is missing: {f}");
+    }
+    // Trainer 0 left the late payload out, then fetched it and committed the agreed set.
+    let recommits: Vec<Value> = net
+        .metrics(0)
+        .into_iter()
+        .filter(|e| e["event"] == "recommit")
+        .collect();
+    assert!(
+        recommits.iter().any(|e| e["outcome"] == "ok"
+            && e["fetched"]
+                .as_array()
+                .is_some_and(|f| f.contains(&late.into()))),
+        "trainer 0 (member {early}) never committed over the agreed set: {recommits:?}"
+    );
+    // Nobody lost stake: the late payload is honest, only late.
+    for i in 0..4 {
+        assert_eq!(active_stake(&net, &show, i), STAKE, "member {i} lost stake");
+    }
+}
+
 /// Equivocation (`--fault equivocate`): a member announces two signed payloads for each round.
 /// The honest members ban it and report the two announcements on-chain
 /// (`Challenges::report_equivocation`), which slashes it at once, without a jury; nobody honest

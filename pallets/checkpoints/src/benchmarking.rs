@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::pallet::{Deadlines, FinalCheckpoints, KeptSnapshots, Snapshots, Voided};
-use alloc::vec::Vec;
+use alloc::{vec, vec::Vec};
 use frame_benchmarking::v2::*;
 use frame_support::{
 	traits::{Get, Hooks},
@@ -19,11 +19,13 @@ fn all_included<T: Config>(m: u32) -> IncludedSet<T> {
 mod benchmarks {
 	use super::*;
 
-	// Worst case: `m` members, every earlier member committed a different included set (m
-	// candidates), every member committed round 2 ahead of time (each its own hash), and this
-	// commit brings the largest candidate to quorum, which finalizes the round, schedules its
-	// settlement and opens round 2 (snapshot of `m`, `m` slashable horizons, `m` early commits
-	// tallied).
+	// Worst case: `m` members; every earlier member committed, most of them a different
+	// included set (up to `m` candidates), so the round split and its agreed set (every member)
+	// is fixed; every member committed round 2 ahead of time (each its own hash). The measured
+	// call is the last member's second commit, over the agreed set: its stake moves from its
+	// first commit to the largest candidate, which reaches quorum, finalizes the round,
+	// schedules its settlement and opens round 2 (snapshot of `m`, `m` slashable horizons, `m`
+	// early commits tallied).
 	#[benchmark]
 	fn commit_checkpoint(m: Linear<2, { T::MaxMembers::get() }>) -> Result<(), BenchmarkError> {
 		let (pool, members) = T::BenchmarkHelper::training_pool(m);
@@ -41,6 +43,14 @@ mod benchmarks {
 			};
 			Pallet::<T>::do_commit(who.clone(), pool, 1, [1; 32], set)?;
 		}
+		Pallet::<T>::do_commit(
+			last.clone(),
+			pool,
+			1,
+			[0xEE; 32],
+			BoundedVec::truncate_from(vec![0]),
+		)?;
+		assert_eq!(crate::pallet::AgreedSets::<T>::get((pool, 1)), Some(full.clone()));
 		for (i, who) in members.iter().enumerate() {
 			Pallet::<T>::do_commit(who.clone(), pool, 2, [i as u8; 32], full.clone())?;
 		}

@@ -2,7 +2,7 @@
 
 use crate::{finality::block, pallet::*, Event};
 use frame_support::pallet_prelude::*;
-use sp_runtime::traits::{CheckedAdd, SaturatedConversion};
+use sp_runtime::traits::{CheckedAdd, SaturatedConversion, Saturating};
 use synod_primitives::{protocol, Hash32, PoolId, PoolStatus, PoolsInterface, RoundIndex};
 
 impl<T: Config> Pallet<T> {
@@ -15,7 +15,15 @@ impl<T: Config> Pallet<T> {
 	) -> DispatchResult {
 		let params = T::Pools::round_params(pool_id).ok_or(Error::<T>::PoolNotFound)?;
 		ensure!(protocol::tally::is_valid_included_set(&included), Error::<T>::InvalidIncludedSet);
-		ensure!(!Commits::<T>::contains_key((pool_id, round), &who), Error::<T>::AlreadyCommitted);
+		let previous = Commits::<T>::get((pool_id, round), &who);
+		if let Some(prev) = &previous {
+			// A second commit only over a split round's agreed set, from a committer of
+			// another set (so at most once): `protocol::agreement`.
+			let agreed =
+				AgreedSets::<T>::get((pool_id, round)).ok_or(Error::<T>::AlreadyCommitted)?;
+			ensure!(prev.included != agreed, Error::<T>::AlreadyCommitted);
+			ensure!(included == agreed, Error::<T>::NotTheAgreedSet);
+		}
 		let now = frame_system::Pallet::<T>::block_number();
 
 		// A final round: late contributors and divergent commits of its participants, for
@@ -88,6 +96,20 @@ impl<T: Config> Pallet<T> {
 		};
 		let stake: T::Balance = participant.stake.saturated_into();
 		let mut candidates = Candidates::<T>::get((pool_id, round));
+		if let Some(prev) = previous {
+			// Its stake moves from its first commit to this one.
+			if let Some(pos) = candidates
+				.iter()
+				.position(|c| c.hash == prev.hash && c.included == prev.included)
+			{
+				let c = &mut candidates[pos];
+				c.committers.retain(|i| *i != participant.index);
+				c.stake = c.stake.saturating_sub(stake);
+				if c.committers.is_empty() {
+					candidates.remove(pos);
+				}
+			}
+		}
 		match candidates.iter_mut().find(|c| c.hash == hash && c.included == included) {
 			Some(c) => {
 				c.stake = c.stake.checked_add(&stake).ok_or(Error::<T>::Overflow)?;

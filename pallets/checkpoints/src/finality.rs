@@ -8,8 +8,8 @@ use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::traits::{One, SaturatedConversion, Saturating};
 use synod_primitives::{
 	protocol::{self, LeakRule, Timeline},
-	CheckpointsInspect, FinalView, OnRoundFinalized, OnTrainingStarted, Participant, PoolId,
-	PoolsInterface, RoundIndex, TrainerStake,
+	CheckpointsInspect, FinalView, MemberIndex, OnRoundFinalized, OnTrainingStarted, Participant,
+	PoolId, PoolsInterface, RoundIndex, TrainerStake,
 };
 
 /// A block number as the protocol crate's `u64`.
@@ -99,6 +99,7 @@ impl<T: Config> Pallet<T> {
 			.find(|c| protocol::reaches_quorum(c.stake.saturated_into(), total, quorum))
 			.cloned()
 		else {
+			Self::agree_if_split(pool_id, round, total, quorum, &candidates);
 			return Ok(());
 		};
 		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
@@ -135,6 +136,7 @@ impl<T: Config> Pallet<T> {
 		);
 		LastFinal::<T>::insert(pool_id, (round, winner.hash));
 		Candidates::<T>::remove((pool_id, round));
+		AgreedSets::<T>::remove((pool_id, round));
 		// Its deadline slot is free again for other pools.
 		if let Some(at) = open.scheduled_at {
 			Deadlines::<T>::mutate(at, |d| d.retain(|e| *e != (pool_id, round)));
@@ -148,6 +150,35 @@ impl<T: Config> Pallet<T> {
 		});
 		T::OnRoundFinalized::round_finalized(pool_id, round, now);
 		Self::close(pool_id, round)
+	}
+
+	/// Fixes the agreed included set of open `round` if its commits split
+	/// ([`protocol::agreement::split_included_set`]): once, with [`Event::IncludedSetAgreed`].
+	fn agree_if_split(
+		pool_id: PoolId,
+		round: RoundIndex,
+		total: u128,
+		quorum: u32,
+		candidates: &[Candidate<T>],
+	) {
+		if AgreedSets::<T>::contains_key((pool_id, round)) {
+			return;
+		}
+		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
+		let participants: Vec<MemberIndex> = snapshot.iter().map(|p| p.index).collect();
+		let support: Vec<(&[MemberIndex], u128)> = candidates
+			.iter()
+			.map(|c| (c.included.as_slice(), c.stake.saturated_into()))
+			.collect();
+		let Some(agreed) =
+			protocol::agreement::split_included_set(total, &participants, &support, quorum)
+		else {
+			return;
+		};
+		// Snapshot indices only: never more than `MaxMembers`.
+		let included: IncludedSet<T> = BoundedVec::truncate_from(agreed);
+		AgreedSets::<T>::insert((pool_id, round), included.clone());
+		Self::deposit_event(Event::IncludedSetAgreed { pool_id, round, included });
 	}
 
 	/// Closes `round` in the pools pallet and opens the next one, if any.
@@ -176,6 +207,7 @@ impl<T: Config> Pallet<T> {
 			}
 			Voided::<T>::insert(pool_id, round, now);
 			Candidates::<T>::remove((pool_id, round));
+			AgreedSets::<T>::remove((pool_id, round));
 			Self::deposit_event(Event::RoundVoided { pool_id, round });
 			Self::leak_inactive(pool_id, round);
 			Self::prune_commits(pool_id, round);
@@ -284,7 +316,8 @@ impl<T: Config> Pallet<T> {
 	/// Invariants: every final checkpoint held quorum (rounded up) of its snapshot, its
 	/// contributors are snapshot participants that committed its hash, its parent is the
 	/// previous final hash; open rounds have a snapshot whose stake is their `round_stake`,
-	/// candidates only of its participants, and a scheduled deadline when they say so; kept
+	/// candidates only of its participants, an agreed set (only while open) of its
+	/// participants, and a scheduled deadline when they say so; kept
 	/// snapshots are of voided rounds, in round order, and exist.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		for (pool_id, round, fin) in FinalCheckpoints::<T>::iter() {
@@ -343,12 +376,25 @@ impl<T: Config> Pallet<T> {
 					"candidate stake differs from its committers'"
 				);
 			}
+			if let Some(agreed) = AgreedSets::<T>::get((pool_id, open.round)) {
+				ensure!(
+					protocol::tally::is_valid_included_set(&agreed)
+						&& agreed.iter().all(|i| snapshot.iter().any(|p| p.index == *i)),
+					"agreed set not an included set of snapshot participants"
+				);
+			}
 			if let Some(at) = open.scheduled_at {
 				ensure!(
 					at >= open.deadline && Deadlines::<T>::get(at).contains(&(pool_id, open.round)),
 					"open round's deadline is not scheduled where it says"
 				);
 			}
+		}
+		for ((pool_id, round), _) in AgreedSets::<T>::iter() {
+			ensure!(
+				OpenRounds::<T>::get(pool_id).is_some_and(|o| o.round == round),
+				"agreed set of a round that is not open"
+			);
 		}
 		for ((pool_id, round), _) in Snapshots::<T>::iter() {
 			if Voided::<T>::contains_key(pool_id, round) {

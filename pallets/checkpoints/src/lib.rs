@@ -238,6 +238,14 @@ pub mod pallet {
 		ValueQuery,
 	>;
 
+	/// The included set fixed for a split open round (`synod_protocol::agreement`): once
+	/// participants holding ⅔ of the snapshot's stake have committed and no candidate reaches
+	/// quorum, the members attested by ≥ ⅓ of the stake. A committer whose set differs may
+	/// commit once more over it. Removed when the round closes.
+	#[pallet::storage]
+	pub type AgreedSets<T: Config> =
+		StorageMap<_, Twox64Concat, (PoolId, RoundIndex), IncludedSet<T>, OptionQuery>;
+
 	/// Who committed what for `(pool, round)`.
 	#[pallet::storage]
 	pub type Commits<T: Config> = StorageDoubleMap<
@@ -354,6 +362,17 @@ pub mod pallet {
 			/// Its hash.
 			hash: Hash32,
 		},
+		/// The members' included sets of open `round` split (⅔ of its stake committed, no
+		/// candidate at quorum): `included` is the set fixed for it; committers of another set
+		/// may commit once more over this one.
+		IncludedSetAgreed {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Member indices attested by ≥ ⅓ of the round's stake, ascending.
+			included: IncludedSet<T>,
+		},
 		/// `round` of `pool_id` missed quorum by its deadline.
 		RoundVoided {
 			/// Pool.
@@ -398,8 +417,11 @@ pub mod pallet {
 		RoundNotOpen,
 		/// The round was voided, or its challenge window has closed.
 		RoundClosed,
-		/// The caller already committed for this round.
+		/// The caller already committed for this round (a second commit is accepted only over
+		/// the agreed set of a split round, from a committer of another set).
 		AlreadyCommitted,
+		/// A second commit whose included set is not the round's agreed set.
+		NotTheAgreedSet,
 		/// The included set is empty or not strictly increasing.
 		InvalidIncludedSet,
 		/// A stake sum overflowed.
@@ -414,15 +436,18 @@ pub mod pallet {
 		/// participants for the open round, from members for the next one (counted when it
 		/// opens), and from participants of a final round for `challenge_window` blocks after
 		/// finality. A commit at or after the open round's deadline voids the round instead.
+		/// If the open round's included sets split ([`AgreedSets`], event
+		/// [`Event::IncludedSetAgreed`]), a participant that committed another set may commit
+		/// once more, over the agreed set; its stake moves to that commit.
 		///
-		/// Weight: the worst path, a commit that finalizes the round, schedules its settlement
+		/// Weight: the worst path, a second commit over the agreed set that finalizes the round, schedules its settlement
 		/// and opens the next round (snapshot of `MaxMembers`, early commits counted), or a
 		/// commit after the deadline that voids the round (as `void_expired_round`).
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolNotTraining`], [`Error::NotMember`],
 		/// [`Error::NotYetMember`], [`Error::NotInSnapshot`], [`Error::RoundNotOpen`],
-		/// [`Error::RoundClosed`], [`Error::AlreadyCommitted`], [`Error::InvalidIncludedSet`],
-		/// [`Error::Overflow`].
+		/// [`Error::RoundClosed`], [`Error::AlreadyCommitted`], [`Error::NotTheAgreedSet`],
+		/// [`Error::InvalidIncludedSet`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(
 			T::WeightInfo::commit_checkpoint(T::MaxMembers::get())
@@ -466,6 +491,12 @@ pub mod pallet {
 		/// The round `pool_id` is committing now.
 		pub fn open_round(pool_id: PoolId) -> Option<OpenRound<T::Balance, BlockNumberFor<T>>> {
 			OpenRounds::<T>::get(pool_id)
+		}
+
+		/// The included set fixed for open `round` of `pool_id` after its members' sets split,
+		/// if any ([`AgreedSets`]).
+		pub fn agreed_set(pool_id: PoolId, round: RoundIndex) -> Option<Vec<MemberIndex>> {
+			AgreedSets::<T>::get((pool_id, round)).map(|s| s.into_inner())
 		}
 
 		/// The participants of `round` of `pool_id` (index, account, stake in planck), frozen

@@ -12,6 +12,7 @@
 //! | [`snapshot`] | the participant set of a round, frozen when it opens |
 //! | [`quorum`] | the quorum threshold, rounded **up** |
 //! | [`tally`] | counting commits of snapshot participants, the winner, the contributors |
+//! | [`agreement`] | the one included set S* the chain fixes when honest members' sets split |
 //! | [`rewards`] | splitting a round's reward over its contributors by stake |
 //! | [`jury`] | stake-weighted jury draw and the ⅔-of-stake verdict |
 //! | [`leak`] | the inactivity leak of members who do not commit in voided rounds |
@@ -27,6 +28,7 @@
 
 extern crate alloc;
 
+pub mod agreement;
 pub mod arith;
 pub mod evidence;
 pub mod jury;

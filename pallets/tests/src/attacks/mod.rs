@@ -14,6 +14,7 @@ mod jury_capture;
 mod reaping;
 mod sham_challenge;
 mod slash_dodge;
+mod split_included_set;
 mod stalls;
 mod withholding;
 

@@ -11,15 +11,15 @@ use synod_diloco::{Contribution, OuterState};
 use synod_p2p::message::PayloadRef;
 
 use super::Trainer;
-use crate::chain_args::Fault;
+use crate::chain_args::{Fault, LATE_SECS};
 
 /// Largest payload a copier fetches, in bytes.
 const MAX_COPY_BYTES: u64 = 1 << 30;
 
 impl Trainer<'_> {
     /// Rewrites our contribution to round `r` (computed from `state`) as `--fault` asks, right
-    /// before the exchange: a crafted pseudo-gradient, another member's payload, or ours
-    /// served to a single peer.
+    /// before the exchange: a crafted pseudo-gradient, another member's payload, ours served
+    /// to a single peer, or ours announced late.
     pub(super) fn inject_fault(
         &mut self,
         r: u32,
@@ -60,6 +60,10 @@ impl Trainer<'_> {
                 self.block_on(self.client.withhold_own_payloads(Some(first_peer)))?;
             }
             Fault::Equivocate => self.equivocate(r, &mine.payload),
+            Fault::Late => {
+                tracing::warn!(round = r, "announcing our payload {LATE_SECS} s late");
+                std::thread::sleep(Duration::from_secs(LATE_SECS));
+            }
             _ => {}
         }
         Ok(())

@@ -11,7 +11,10 @@
 //!   wait until round r−1 is closed on-chain — if our θ_{r−1} lost the vote or the round was
 //!   voided, re-sync from the final checkpoint and redo the inner phase, so a wrong payload is
 //!   never announced — then exchange, aggregate, outer step, store and serve θ_r, and commit
-//!   its hash in the background while round r+1's inner phase runs.
+//!   its hash in the background while round r+1's inner phase runs. If the members' included
+//!   sets split (a member withheld its payload from some, or announced it late) and the chain
+//!   fixes another set than ours, fetch what we lack, aggregate that set and commit once more
+//!   ([`agreed`]).
 //! * **Verify** (between rounds, [`duty`]): keep the included set's payloads and signed
 //!   announcements (`<base>/evidence/pool-<id>/`); once a round is final, replay a sample of the other
 //!   contributors' inner phases and challenge on-chain any that is outside the replay
@@ -20,6 +23,7 @@
 //!   longer be challenged, write `<base>/loss.png` and keep serving until live peers have our
 //!   last payload.
 
+mod agreed;
 mod catch_up;
 mod duty;
 mod exchange_set;

@@ -12,6 +12,7 @@ use synod_p2p::{all_gather, ExchangeConfig, ExchangeOutcome};
 use tokio::task::JoinHandle;
 
 use super::{Event, Trainer};
+use crate::chain_args::Fault;
 use crate::plot::{loss_vs_tokens, Curve};
 use crate::train::RoundRecord;
 
@@ -23,16 +24,31 @@ enum Closed {
 }
 
 /// Our checkpoint of a round whose commit is in flight.
-struct Pending {
-    round: u32,
-    hash: CheckpointHash,
+pub(super) struct Pending {
+    pub round: u32,
+    pub hash: CheckpointHash,
     commit: JoinHandle<Result<(), String>>,
+    /// The included set we aggregated and committed (ascending member indices).
+    pub included: Vec<u32>,
+    /// blake3 of θ_{round−1}, the checkpoint the outer step was applied to.
+    pub parent: CheckpointHash,
+    /// The round's snapshot stakes (planck), the aggregation rule's weights.
+    pub stakes: Vec<u128>,
+}
+
+/// What the chain says of a round we committed.
+enum Step {
+    Closed(Closed),
+    /// The members' included sets split and the chain fixed this one, which is not ours.
+    Agreed(Vec<u32>),
 }
 
 impl Trainer<'_> {
-    /// Waits for our commit of `p` to be processed and for the round to close on-chain.
-    fn settle(&mut self, p: Pending) -> Result<Closed> {
-        let failure = match self.block_on(p.commit) {
+    /// Waits for our commit of `p` to be processed and for the round to close on-chain; if the
+    /// members' included sets split and the chain fixes another set than ours, aggregates that
+    /// one and commits again ([`Trainer::recommit`]).
+    fn settle(&mut self, mut p: Pending) -> Result<Closed> {
+        let failure = match self.block_on(&mut p.commit) {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(format!("commit failed: {e}")),
             Err(e) => Some(format!("commit task failed: {e}")),
@@ -44,17 +60,46 @@ impl Trainer<'_> {
             "event": "commit", "round": p.round, "hash": synod_checkpoint::hex(&p.hash),
             "outcome": if failure.is_some() { "failed" } else { "ok" }, "error": failure,
         }))?;
-        let (chain, pool, round) = (&self.chain, self.pool, p.round);
-        let closed = self.block_on(chain.wait_for(
-            "the round to close",
-            Duration::from_secs(3600),
-            || async {
-                if let Some(f) = chain.final_checkpoint(pool, round).await? {
-                    return Ok(Some(Closed::Final(f.hash)));
+        let (pool, round) = (self.pool, p.round);
+        // A member of `--fault late` withholds its commit: it does not commit again either.
+        let mut may_recommit = self.a.fault != Some(Fault::Late);
+        let closed = loop {
+            let chain = &self.chain;
+            let step = self.block_on(chain.wait_for(
+                "the round to close",
+                Duration::from_secs(3600),
+                || async {
+                    if let Some(f) = chain.final_checkpoint(pool, round).await? {
+                        return Ok(Some(Step::Closed(Closed::Final(f.hash))));
+                    }
+                    if chain.voided(pool, round).await? {
+                        return Ok(Some(Step::Closed(Closed::Voided)));
+                    }
+                    if may_recommit {
+                        if let Some(agreed) = chain.agreed_set(pool, round).await? {
+                            if agreed != p.included {
+                                return Ok(Some(Step::Agreed(agreed)));
+                            }
+                        }
+                    }
+                    Ok(None)
+                },
+            ))?;
+            match step {
+                Step::Closed(c) => break c,
+                Step::Agreed(agreed) => {
+                    // Once: the chain accepts one more commit from us, over its set.
+                    may_recommit = false;
+                    if let Err(e) = self.recommit(&p, &agreed) {
+                        tracing::warn!(round, "cannot commit over the agreed set: {e:#}");
+                        self.metrics.emit(&serde_json::json!({
+                            "event": "recommit", "round": round, "agreed": agreed,
+                            "outcome": "failed", "error": format!("{e:#}"),
+                        }))?;
+                    }
                 }
-                Ok(chain.voided(pool, round).await?.then_some(Closed::Voided))
-            },
-        ))?;
+            }
+        };
         let detail = match &closed {
             Closed::Final(h) if *h == p.hash => "final: our checkpoint".to_string(),
             Closed::Final(h) => {
@@ -201,9 +246,13 @@ impl Trainer<'_> {
                 self.signer.clone(),
                 self.pool,
                 outcome.hash,
-                outcome.included,
+                outcome.included.clone(),
             );
+            let withhold = self.a.fault == Some(Fault::Late);
             let commit = self.rt.spawn(async move {
+                if withhold {
+                    return Ok(());
+                }
                 match chain
                     .submit(&calls::commit_checkpoint(pool, r, hash, included), &signer)
                     .await
@@ -217,6 +266,9 @@ impl Trainer<'_> {
                 round: r,
                 hash: outcome.hash,
                 commit,
+                included: outcome.included,
+                parent,
+                stakes,
             });
             last = r;
             self.duties();
