@@ -781,6 +781,28 @@ fn active_stake(net: &Net, show: &Value, i: usize) -> u128 {
         .unwrap()
 }
 
+/// Trainer `i`'s member index (from its `joined` event).
+fn member_of(net: &Net, i: usize) -> u64 {
+    net.metrics(i)
+        .iter()
+        .find(|e| e["event"] == "joined")
+        .and_then(|e| e["member"].as_u64())
+        .unwrap()
+}
+
+/// Asserts that `member` is in the included set of every final round of `show`.
+fn assert_in_every_included_set(show: &Value, member: u64, what: &str) {
+    for f in final_rounds(show) {
+        let included: Vec<u64> = f["included"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect();
+        assert!(included.contains(&member), "{what}: {f}");
+    }
+}
+
 /// Trainer `i`'s account (member indices follow the order of joining).
 fn account(net: &Net, i: usize) -> String {
     net.metrics(i)
@@ -884,24 +906,7 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
         "a round was voided: {show}"
     );
     // The withholder's payload reached everyone through relays: it is in every included set.
-    let withholder = net
-        .metrics(3)
-        .iter()
-        .find(|e| e["event"] == "joined")
-        .and_then(|e| e["member"].as_u64())
-        .unwrap();
-    for f in final_rounds(&show) {
-        let included: Vec<u64> = f["included"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(Value::as_u64)
-            .collect();
-        assert!(
-            included.contains(&withholder),
-            "withheld payload missing: {f}"
-        );
-    }
+    assert_in_every_included_set(&show, member_of(&net, 3), "withheld payload missing");
     assert_cheater_convicted(&net, &show, &[0, 1], 2, &[3]);
 }
 
@@ -909,7 +914,7 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
 /// after its inner phase and commits nothing. Trainer 0's exchange deadline (8 s) passes
 /// before, trainers 1 and 2 (300 s) wait for it: ¼ of the stake commits one set, ½ another,
 /// nothing reaches the ⅔ quorum, and before the agreed set (`synod_protocol::agreement`) every
-/// round was voided. Now the chain fixes the set every member of which ⅓ of the stake attests
+/// round was voided. Now the chain fixes the set every member of which more than ⅓ of the stake attests
 /// (trainer 3's payload: ½), trainer 0 fetches what it lacks, aggregates that set and commits
 /// again, and every round is final with the late payload in it.
 #[test]
@@ -929,23 +934,8 @@ fn late_announcer_cannot_void_rounds_by_splitting_the_included_set() {
         R,
         "a round was voided: {show}"
     );
-    let member = |i: usize| {
-        net.metrics(i)
-            .iter()
-            .find(|e| e["event"] == "joined")
-            .and_then(|e| e["member"].as_u64())
-            .unwrap()
-    };
-    let (late, early) = (member(3), member(0));
-    for f in final_rounds(&show) {
-        let included: Vec<u64> = f["included"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(Value::as_u64)
-            .collect();
-        assert!(included.contains(&late), "the late payload is missing: {f}");
-    }
+    let (late, early) = (member_of(&net, 3), member_of(&net, 0));
+    assert_in_every_included_set(&show, late, "the late payload is missing");
     // Trainer 0 left the late payload out, then fetched it and committed the agreed set.
     let recommits: Vec<Value> = net
         .metrics(0)

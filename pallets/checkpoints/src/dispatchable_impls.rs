@@ -16,19 +16,30 @@ impl<T: Config> Pallet<T> {
 		let params = T::Pools::round_params(pool_id).ok_or(Error::<T>::PoolNotFound)?;
 		ensure!(protocol::tally::is_valid_included_set(&included), Error::<T>::InvalidIncludedSet);
 		let previous = Commits::<T>::get((pool_id, round), &who);
+		let final_record = FinalCheckpoints::<T>::get(pool_id, round);
 		if let Some(prev) = &previous {
-			// A second commit only over a split round's agreed set, from a committer of
-			// another set (so at most once): `protocol::agreement`.
-			let agreed =
-				AgreedSets::<T>::get((pool_id, round)).ok_or(Error::<T>::AlreadyCommitted)?;
+			// A second commit, at most once (its included set is then the agreed or final one),
+			// from a committer of another included set: over a split open round's agreed set
+			// (`protocol::agreement`), or, once final, the final checkpoint itself (a split round
+			// is final as soon as quorum has committed again; the rest are paid late).
+			let (agreed, expected_hash) = match &final_record {
+				Some(fin) => (fin.included.clone(), Some(fin.hash)),
+				None => (
+					AgreedSets::<T>::get((pool_id, round)).ok_or(Error::<T>::AlreadyCommitted)?,
+					None,
+				),
+			};
 			ensure!(prev.included != agreed, Error::<T>::AlreadyCommitted);
-			ensure!(included == agreed, Error::<T>::NotTheAgreedSet);
+			ensure!(
+				included == agreed && expected_hash.is_none_or(|h| h == hash),
+				Error::<T>::NotTheAgreedSet
+			);
 		}
 		let now = frame_system::Pallet::<T>::block_number();
 
 		// A final round: late contributors and divergent commits of its participants, for
 		// `challenge_window` blocks (challenges stay open for twice that).
-		if let Some(mut fin) = FinalCheckpoints::<T>::get(pool_id, round) {
+		if let Some(mut fin) = final_record {
 			ensure!(
 				block::<T>(now) <= params.timeline.late_commits_until(block::<T>(fin.finalized_at)),
 				Error::<T>::RoundClosed
@@ -50,6 +61,10 @@ impl<T: Config> Pallet<T> {
 				hash,
 			});
 			if fin.hash == hash && fin.included == included {
+				if previous.is_some() {
+					// Its first commit was recorded as divergent at finality.
+					Divergent::<T>::mutate((pool_id, round), |d| d.retain(|(w, _)| *w != who));
+				}
 				if fin.included.contains(&index) && fin.contributors.try_push(who.clone()).is_ok() {
 					FinalCheckpoints::<T>::insert(pool_id, round, fin);
 					Self::deposit_event(Event::LateContributorAdded { pool_id, round, who });

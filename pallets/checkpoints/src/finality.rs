@@ -376,6 +376,21 @@ impl<T: Config> Pallet<T> {
 					"candidate stake differs from its committers'"
 				);
 			}
+			// Each participant backs at most one candidate: the one equal to its commit.
+			for p in snapshot.iter() {
+				let backed: Vec<_> = Candidates::<T>::get((pool_id, open.round))
+					.into_iter()
+					.filter(|c| c.committers.contains(&p.index))
+					.collect();
+				ensure!(backed.len() <= 1, "a participant backs two candidates");
+				if let Some(c) = backed.first() {
+					ensure!(
+						Commits::<T>::get((pool_id, open.round), &p.who)
+							.is_some_and(|r| r.hash == c.hash && r.included == c.included),
+						"a candidate's committer committed something else"
+					);
+				}
+			}
 			if let Some(agreed) = AgreedSets::<T>::get((pool_id, open.round)) {
 				ensure!(
 					protocol::tally::is_valid_included_set(&agreed)

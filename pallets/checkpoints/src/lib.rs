@@ -240,7 +240,7 @@ pub mod pallet {
 
 	/// The included set fixed for a split open round (`synod_protocol::agreement`): once
 	/// participants holding ⅔ of the snapshot's stake have committed and no candidate reaches
-	/// quorum, the members attested by ≥ ⅓ of the stake. A committer whose set differs may
+	/// quorum, the members attested by more than ⅓ of the stake. A committer whose set differs may
 	/// commit once more over it. Removed when the round closes.
 	#[pallet::storage]
 	pub type AgreedSets<T: Config> =
@@ -362,17 +362,6 @@ pub mod pallet {
 			/// Its hash.
 			hash: Hash32,
 		},
-		/// The members' included sets of open `round` split (⅔ of its stake committed, no
-		/// candidate at quorum): `included` is the set fixed for it; committers of another set
-		/// may commit once more over this one.
-		IncludedSetAgreed {
-			/// Pool.
-			pool_id: PoolId,
-			/// Round.
-			round: RoundIndex,
-			/// Member indices attested by ≥ ⅓ of the round's stake, ascending.
-			included: IncludedSet<T>,
-		},
 		/// `round` of `pool_id` missed quorum by its deadline.
 		RoundVoided {
 			/// Pool.
@@ -392,6 +381,17 @@ pub mod pallet {
 			leaked: T::Balance,
 			/// Voided rounds in a row it missed.
 			missed: u32,
+		},
+		/// The members' included sets of open `round` split (⅔ of its stake committed, no
+		/// candidate at quorum): `included` is the set fixed for it; committers of another set
+		/// may commit once more over this one.
+		IncludedSetAgreed {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Member indices attested by more than ⅓ of the round's stake, ascending.
+			included: IncludedSet<T>,
 		},
 	}
 
@@ -420,12 +420,13 @@ pub mod pallet {
 		/// The caller already committed for this round (a second commit is accepted only over
 		/// the agreed set of a split round, from a committer of another set).
 		AlreadyCommitted,
-		/// A second commit whose included set is not the round's agreed set.
-		NotTheAgreedSet,
 		/// The included set is empty or not strictly increasing.
 		InvalidIncludedSet,
 		/// A stake sum overflowed.
 		Overflow,
+		/// A second commit that is not over the round's agreed set (open round) or not the
+		/// final checkpoint with its included set (final round).
+		NotTheAgreedSet,
 	}
 
 	#[pallet::call]
@@ -438,7 +439,9 @@ pub mod pallet {
 		/// finality. A commit at or after the open round's deadline voids the round instead.
 		/// If the open round's included sets split ([`AgreedSets`], event
 		/// [`Event::IncludedSetAgreed`]), a participant that committed another set may commit
-		/// once more, over the agreed set; its stake moves to that commit.
+		/// once more, over the agreed set; its stake moves to that commit. After finality, a
+		/// participant whose committed included set differs from the final one may commit the
+		/// final `(hash, included)` once (a late contributor if it is in the set).
 		///
 		/// Weight: the worst path, a second commit over the agreed set that finalizes the round, schedules its settlement
 		/// and opens the next round (snapshot of `MaxMembers`, early commits counted), or a

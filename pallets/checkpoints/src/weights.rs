@@ -29,6 +29,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Commits` (`max_values`: None, `max_size`: Some(225), added: 2700, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::FinalCheckpoints` (r:1 w:1)
 	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::AgreedSets` (r:2 w:2)
+	/// Proof: `Checkpoints::AgreedSets` (`max_values`: None, `max_size`: Some(145), added: 2620, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Voided` (r:1 w:0)
 	/// Proof: `Checkpoints::Voided` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::OpenRounds` (r:1 w:1)
@@ -59,12 +61,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Rewards::Unsettled` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
 	fn commit_checkpoint(m: u32) -> Weight {
-		// Proof size: measured `124`, estimated `13274` bytes.
-		Weight::from_parts(446_042_899, 13274)
-			.saturating_add(Weight::from_parts(89_610_949, 0).saturating_mul(m.into()))
-			.saturating_add(T::DbWeight::get().reads(13_u64))
+		// Proof size: measured `296`, estimated `13274` bytes.
+		Weight::from_parts(295_891_366, 13274)
+			.saturating_add(Weight::from_parts(255_648_543, 0).saturating_mul(m.into()))
+			.saturating_add(T::DbWeight::get().reads(15_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
-			.saturating_add(T::DbWeight::get().writes(14_u64))
+			.saturating_add(T::DbWeight::get().writes(16_u64))
 			.saturating_add(T::DbWeight::get().writes((1_u64).saturating_mul(m.into())))
 			.saturating_add(Weight::from_parts(0, 4597).saturating_mul(m.into()))
 	}
@@ -98,6 +100,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::SlashableUntil` (r:256 w:256)
 	/// Proof: `TrainerStaking::SlashableUntil` (`max_values`: None, `max_size`: Some(52), added: 2527, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::AgreedSets` (r:8 w:8)
+	/// Proof: `Checkpoints::AgreedSets` (`max_values`: None, `max_size`: Some(145), added: 2620, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Divergent` (r:0 w:8)
 	/// Proof: `Checkpoints::Divergent` (`max_values`: None, `max_size`: Some(2065), added: 4540, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Candidates` (r:0 w:16)
@@ -107,12 +111,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `v` is `[0, 8]`.
 	fn on_initialize_void(v: u32) -> Weight {
 		// Proof size: measured `496`, estimated `4913` bytes.
-		Weight::from_parts(13_981_000, 4913)
-			.saturating_add(Weight::from_parts(8_094_712_667, 0).saturating_mul(v.into()))
+		Weight::from_parts(47_468_000, 4913)
+			.saturating_add(Weight::from_parts(18_878_509_643, 0).saturating_mul(v.into()))
 			.saturating_add(T::DbWeight::get().reads(3_u64))
-			.saturating_add(T::DbWeight::get().reads((262_u64).saturating_mul(v.into())))
+			.saturating_add(T::DbWeight::get().reads((263_u64).saturating_mul(v.into())))
 			.saturating_add(T::DbWeight::get().writes(2_u64))
-			.saturating_add(T::DbWeight::get().writes((170_u64).saturating_mul(v.into())))
+			.saturating_add(T::DbWeight::get().writes((171_u64).saturating_mul(v.into())))
 			.saturating_add(Weight::from_parts(0, 172800).saturating_mul(v.into()))
 	}
 }
@@ -120,19 +124,19 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn commit_checkpoint(m: u32) -> Weight {
-		Weight::from_parts(446_042_899, 13274)
-			.saturating_add(Weight::from_parts(89_610_949, 0).saturating_mul(m.into()))
-			.saturating_add(RocksDbWeight::get().reads(13_u64))
+		Weight::from_parts(295_891_366, 13274)
+			.saturating_add(Weight::from_parts(255_648_543, 0).saturating_mul(m.into()))
+			.saturating_add(RocksDbWeight::get().reads(15_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
-			.saturating_add(RocksDbWeight::get().writes(14_u64))
+			.saturating_add(RocksDbWeight::get().writes(16_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(m.into())))
 	}
 	fn on_initialize_void(v: u32) -> Weight {
-		Weight::from_parts(13_981_000, 4913)
-			.saturating_add(Weight::from_parts(8_094_712_667, 0).saturating_mul(v.into()))
+		Weight::from_parts(47_468_000, 4913)
+			.saturating_add(Weight::from_parts(18_878_509_643, 0).saturating_mul(v.into()))
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
-			.saturating_add(RocksDbWeight::get().reads((262_u64).saturating_mul(v.into())))
+			.saturating_add(RocksDbWeight::get().reads((263_u64).saturating_mul(v.into())))
 			.saturating_add(RocksDbWeight::get().writes(2_u64))
-			.saturating_add(RocksDbWeight::get().writes((170_u64).saturating_mul(v.into())))
+			.saturating_add(RocksDbWeight::get().writes((171_u64).saturating_mul(v.into())))
 	}
 }

@@ -11,7 +11,7 @@
 //! **⅔** of the snapshot's stake have committed and no candidate reaches quorum, the chain fixes
 //!
 //! ```text
-//! S* = { j ∈ snapshot : stake of committers whose included set contains j ≥ ⅓ of the snapshot }
+//! S* = { j ∈ snapshot : stake of committers whose included set contains j > ⅓ of the snapshot }
 //! ```
 //!
 //! and every committer whose set differs may commit once more, over S*. Under the threat model
@@ -20,26 +20,33 @@
 //!   serves it, so every honest member can fetch it and aggregate S* bit for bit;
 //! - a payload only the adversary attests (< ⅓) never enters S*;
 //! - if all honest members agree on S, then S* = S: ⅔ committed means honest committers hold
-//!   > ⅓, so every j ∈ S is attested by ≥ ⅓, and a j ∉ S only by the adversary. An early
+//!   > ⅓, so every j ∈ S is attested by > ⅓, and a j ∉ S only by the adversary. An early
 //!   trigger (the adversary commits garbage before the last honest member commits) changes
 //!   nothing.
 //! - Honest members hold > ⅔ ≥ quorum (for quorum ≤ ⅔): once they recommit over S* the round is
-//!   final.
+//!   final. It is final as soon as quorum has committed again; a committer of another set may
+//!   still commit the final `(hash, S*)` afterwards (within the late-commit window) and is paid
+//!   as a late contributor, so no honest member beyond quorum loses its reward.
 //!
 //! What it does not settle: a member that signed two payloads for one round (equivocation) can
 //! still make honest members aggregate different bytes for the same index; that is slashed on
 //! its own (`Challenges::report_equivocation`).
 
-use crate::{arith::ppb_ceil, quorum::reaches_quorum, MemberIndex, Planck};
+use crate::{quorum::reaches_quorum, MemberIndex, Planck};
 use alloc::vec::Vec;
 
-/// Share of the snapshot's stake that must have committed before the chain fixes S*
-/// (⅔, in parts per billion, rounded up as every threshold here).
-pub const SPLIT_COMMITTED_PPB: u32 = 666_666_667;
+/// Whether `committed` planck of a snapshot of `total` planck is at least ⅔ of it, exactly
+/// (`3 · committed ≥ 2 · total`, without overflow): the point from which the chain fixes S*.
+pub fn split_may_be_fixed(committed: Planck, total: Planck) -> bool {
+	// ⌈2T/3⌉ = T − ⌊T/3⌋.
+	committed >= total - total / 3
+}
 
-/// Share of the snapshot's stake whose committed sets must contain a member for it to be in
-/// S* (⅓, in parts per billion, rounded up): more than the adversary can hold alone.
-pub const ATTESTED_PPB: u32 = 333_333_334;
+/// Whether `attested` planck is more than ⅓ of a snapshot of `total` planck, exactly
+/// (`3 · attested > total`): more than an adversary below ⅓ can attest alone.
+pub fn attested_by_more_than_a_third(attested: Planck, total: Planck) -> bool {
+	attested > total / 3
+}
 
 /// The included set S* the chain fixes for a split round, or `None` if there is none to fix.
 ///
@@ -49,9 +56,11 @@ pub const ATTESTED_PPB: u32 = 333_333_334;
 ///   in planck);
 /// - `quorum_ppb`: the pool's quorum.
 ///
-/// Returns `Some(S*)` (ascending, non-empty) when committed stake ≥ [`SPLIT_COMMITTED_PPB`] of
-/// `total`, no candidate reaches quorum, and at least one participant is attested by ≥
-/// [`ATTESTED_PPB`] of `total`; `None` otherwise (including `total == 0`). Never panics.
+/// Returns `Some(S*)` (ascending, non-empty) when the committed stake is at least ⅔ of `total`
+/// ([`split_may_be_fixed`]), no candidate reaches quorum, and at least one participant is
+/// included by commits holding more than ⅓ of `total` ([`attested_by_more_than_a_third`]);
+/// `None` otherwise (including `total == 0`). Both thresholds are exact: with an adversary
+/// holding `3A < T`, ⅔ committed means the honest committers hold `3H > T`. Never panics.
 pub fn split_included_set(
 	total: Planck,
 	participants: &[MemberIndex],
@@ -62,19 +71,18 @@ pub fn split_included_set(
 		return None;
 	}
 	let committed = candidates.iter().fold(0u128, |a, (_, s)| a.saturating_add(*s));
-	if committed < ppb_ceil(total, SPLIT_COMMITTED_PPB) {
+	if !split_may_be_fixed(committed, total) {
 		return None;
 	}
-	let attested_min = ppb_ceil(total, ATTESTED_PPB).max(1);
 	let mut agreed: Vec<MemberIndex> = participants
 		.iter()
 		.copied()
 		.filter(|j| {
-			candidates
+			let attested = candidates
 				.iter()
 				.filter(|(included, _)| included.contains(j))
-				.fold(0u128, |a, (_, s)| a.saturating_add(*s))
-				>= attested_min
+				.fold(0u128, |a, (_, s)| a.saturating_add(*s));
+			attested_by_more_than_a_third(attested, total)
 		})
 		.collect();
 	agreed.sort_unstable();
@@ -125,6 +133,22 @@ mod tests {
 		assert_eq!(split_included_set(100, &[0, 1], &c, TWO_THIRDS), None);
 	}
 
+	#[test]
+	fn thresholds_are_exact_at_large_stakes() {
+		// Rounded-up ppb thresholds let this adversary (just below ⅓) drop an honest member's
+		// index: ⅔ was reached while the honest committers' stake was below the rounded ⅓.
+		let total = 3_000_000_000_000_000u128;
+		let adversary = 999_999_999_999_999u128;
+		let honest = 1_000_000_001_000_001u128;
+		let (s, other) = ([0u32, 1], [1u32, 2]);
+		let c: [(&[u32], u128); 2] = [(&s, honest), (&other, adversary)];
+		assert!(split_may_be_fixed(honest + adversary, total));
+		assert_eq!(split_included_set(total, &[0, 1, 2], &c, TWO_THIRDS), Some(vec![0, 1]));
+		assert!(split_may_be_fixed(2, 3) && !split_may_be_fixed(1, 3));
+		assert!(attested_by_more_than_a_third(2, 3) && !attested_by_more_than_a_third(1, 3));
+		assert!(split_may_be_fixed(u128::MAX, u128::MAX));
+	}
+
 	/// Random honest views and an adversary below ⅓ of the stake committing arbitrary sets.
 	fn view() -> impl Strategy<Value = Vec<u32>> {
 		proptest::collection::btree_set(0u32..8, 0..8).prop_map(|s| s.into_iter().collect())
@@ -135,8 +159,8 @@ mod tests {
 		/// whatever the adversary commits.
 		#[test]
 		fn agreeing_honest_members_are_never_overruled(
-			honest in proptest::collection::vec(1u128..1_000, 3..8),
-			adversary in proptest::collection::vec((1u128..1_000, view()), 0..3),
+			honest in proptest::collection::vec(1u128..1u128 << 100, 3..8),
+			adversary in proptest::collection::vec((1u128..1u128 << 100, view()), 0..3),
 			s in view(), committed in proptest::collection::vec(any::<bool>(), 8),
 		) {
 			let h: u128 = honest.iter().sum();
@@ -166,8 +190,8 @@ mod tests {
 		/// its payload to serve).
 		#[test]
 		fn every_agreed_member_has_an_honest_holder(
-			honest in proptest::collection::vec((1u128..1_000, view()), 3..8),
-			adversary in proptest::collection::vec((1u128..1_000, view()), 0..3),
+			honest in proptest::collection::vec((1u128..1u128 << 100, view()), 3..8),
+			adversary in proptest::collection::vec((1u128..1u128 << 100, view()), 0..3),
 		) {
 			let h: u128 = honest.iter().map(|(x, _)| x).sum();
 			let a: u128 = adversary.iter().map(|(x, _)| x).sum();

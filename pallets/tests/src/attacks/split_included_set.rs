@@ -82,3 +82,36 @@ fn garbage_commits_cannot_overrule_agreeing_honest_members() {
 		assert_eq!((fin.hash, fin.contributors.into_inner()), ([7; 32], vec![1, 2, 3]));
 	});
 }
+
+#[test]
+fn honest_members_that_recommit_after_finality_are_still_paid() {
+	run_test(|| {
+		// Honest 1..=4, attacker 5 (a fifth). 5 announced late: 1 and 2 included it, 3 and 4 did
+		// not; 5 commits with 1 and 2 so that their candidate is closer to quorum.
+		training_pool(3, two_thirds(), &[1_000; 5]);
+		assert_ok!(commit(1, 1, 8, &[0, 1, 2, 3, 4]));
+		assert_ok!(commit(2, 1, 8, &[0, 1, 2, 3, 4]));
+		assert_ok!(commit(5, 1, 8, &[0, 1, 2, 3, 4]));
+		assert_ok!(commit(3, 1, 7, &[0, 1, 2, 3]));
+		assert_ok!(commit(4, 1, 7, &[0, 1, 2, 3]));
+		assert_eq!(
+			AgreedSets::<Test>::get((0, 1)).map(|s| s.into_inner()),
+			Some(vec![0, 1, 2, 3, 4])
+		);
+		// Trainer 3's second commit brings the agreed candidate to quorum before trainer 4's.
+		assert_ok!(commit(3, 1, 8, &[0, 1, 2, 3, 4]));
+		let fin = FinalCheckpoints::<Test>::get(0, 1).expect("final");
+		assert_eq!(fin.contributors.into_inner(), vec![1, 2, 3, 5]);
+		// Trainer 4 commits the final checkpoint after finality: a late contributor, no longer
+		// divergent. Anything else stays refused.
+		assert_noop!(commit(4, 1, 9, &[0, 1, 2, 3, 4]), Error::<Test>::NotTheAgreedSet);
+		assert_ok!(commit(4, 1, 8, &[0, 1, 2, 3, 4]));
+		let fin = FinalCheckpoints::<Test>::get(0, 1).expect("final");
+		assert_eq!(fin.contributors.into_inner(), vec![1, 2, 3, 5, 4]);
+		assert!(pallet_checkpoints::Divergent::<Test>::get((0, 1)).is_empty());
+		assert_noop!(commit(4, 1, 8, &[0, 1, 2, 3, 4]), Error::<Test>::AlreadyCommitted);
+		// A member whose commit already named the final set cannot commit again (with another
+		// hash it diverged on the computation, not on what it received).
+		assert_noop!(commit(1, 1, 8, &[0, 1, 2, 3, 4]), Error::<Test>::AlreadyCommitted);
+	});
+}

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use synod_chain::calls;
 use synod_diloco::{Contribution, OuterState};
-use synod_p2p::PeerId;
 
 use super::rounds::Pending;
 use super::Trainer;
@@ -18,15 +17,24 @@ const FETCH_SECS: u64 = 60;
 
 impl Trainer<'_> {
     /// Recomputes round `p.round` over `agreed` from θ_{round−1} (`p.parent`) with the round's
-    /// stakes, stores and serves the checkpoint, keeps the payloads fetched for it as evidence,
-    /// and commits `(hash, agreed)`; returns the new hash.
+    /// stakes, stores and serves the checkpoint, keeps (and relays) the payloads fetched for
+    /// it, and commits `(hash, agreed)`; returns the new hash. `expect`: the final hash when
+    /// the round is already final over `agreed` (we then commit only that hash, late).
     ///
     /// # Errors
     /// If θ_{round−1} or our own payload is not kept, a payload of `agreed` cannot be fetched
-    /// within [`FETCH_SECS`] (its announcement unseen, or no peer serves it), the aggregate or
-    /// the commit fails.
-    pub(super) fn recommit(&mut self, p: &Pending, agreed: &[u32]) -> Result<[u8; 32]> {
+    /// within [`FETCH_SECS`] (its announcement unseen, or no peer serves it), the aggregate
+    /// differs from `expect`, or the commit fails.
+    pub(super) fn recommit(
+        &mut self,
+        p: &Pending,
+        agreed: &[u32],
+        expect: Option<[u8; 32]>,
+    ) -> Result<[u8; 32]> {
         let round = p.round;
+        // The round's own participants (a member that left since is in its snapshot), so that
+        // its payload can still be fetched and verified.
+        self.refresh_members(round)?;
         let mut contributions = Vec::with_capacity(agreed.len());
         let mut fetched = Vec::new();
         for &j in agreed {
@@ -36,7 +44,7 @@ impl Trainer<'_> {
                 self.retained.payload(round, j)
             };
             let payload = match kept {
-                Some(bytes) => bytes,
+                Some(bytes) => Arc::new(bytes),
                 None if j == self.me => bail!("our own payload of round {round} is not kept"),
                 None => {
                     let bytes = self.fetch_agreed(round, j)?;
@@ -44,10 +52,7 @@ impl Trainer<'_> {
                     bytes
                 }
             };
-            contributions.push(Contribution {
-                member: j,
-                payload: Arc::new(payload),
-            });
+            contributions.push(Contribution { member: j, payload });
         }
         let parent = self
             .store
@@ -68,6 +73,13 @@ impl Trainer<'_> {
                 outcome.included
             );
         }
+        if let Some(h) = expect.filter(|h| *h != outcome.hash) {
+            bail!(
+                "our aggregate of the final set is {}, not the final {}",
+                synod_checkpoint::hex(&outcome.hash),
+                synod_checkpoint::hex(&h)
+            );
+        }
         self.store.put(&outcome.checkpoint)?;
         self.block_on(
             self.client
@@ -86,18 +98,14 @@ impl Trainer<'_> {
 
     /// Fetches member `j`'s payload of `round` (announced on gossip; we left it out) from its
     /// author or any member that holds it, and keeps it with its signed announcement.
-    fn fetch_agreed(&self, round: u32, j: u32) -> Result<Vec<u8>> {
+    fn fetch_agreed(&self, round: u32, j: u32) -> Result<Arc<Vec<u8>>> {
         let start = Instant::now();
         let max = self.recipe.max_payload_bytes;
         let mut last = String::from("its announcement was never seen");
         while start.elapsed() < Duration::from_secs(FETCH_SECS) {
             let announced = self.client.snapshot().announced.get(&(round, j)).cloned();
             if let Some(a) = announced {
-                let author = self
-                    .members
-                    .iter()
-                    .find(|m| m.record.index == j)
-                    .and_then(|m| PeerId::from_bytes(&m.record.peer_id).ok());
+                let author = self.client.members().get(j).map(|m| m.peer_id);
                 for peer in author.into_iter().chain(self.peers()) {
                     match self.block_on(
                         self.client
@@ -105,6 +113,10 @@ impl Trainer<'_> {
                     ) {
                         Ok(bytes) => {
                             self.retained.save(round, j, &bytes, Some(&a.signed))?;
+                            // Others that lack it can get it from us too.
+                            let bytes = Arc::new(bytes);
+                            self.client
+                                .relay_verified(round, j, a.payload.digest, bytes.clone());
                             return Ok(bytes);
                         }
                         Err(e) => last = e.to_string(),

@@ -39,9 +39,13 @@ pub(super) struct Pending {
 /// What the chain says of a round we committed.
 enum Step {
     Closed(Closed),
-    /// The members' included sets split and the chain fixed this one, which is not ours.
-    Agreed(Vec<u32>),
+    /// The members' included sets split and the chain fixed this one, which is not ours; with
+    /// the final hash when the round is already final over it (we commit it late).
+    Agreed(Vec<u32>, Option<CheckpointHash>),
 }
+
+/// How many times we try to commit over an agreed (or final) set other than ours.
+const RECOMMIT_TRIES: u32 = 3;
 
 impl Trainer<'_> {
     /// Waits for our commit of `p` to be processed and for the round to close on-chain; if the
@@ -60,25 +64,41 @@ impl Trainer<'_> {
             "event": "commit", "round": p.round, "hash": synod_checkpoint::hex(&p.hash),
             "outcome": if failure.is_some() { "failed" } else { "ok" }, "error": failure,
         }))?;
-        let (pool, round) = (self.pool, p.round);
+        let (pool, round, me) = (self.pool, p.round, self.me);
         // A member of `--fault late` withholds its commit: it does not commit again either.
-        let mut may_recommit = self.a.fault != Some(Fault::Late);
+        let mut tries_left = if self.a.fault == Some(Fault::Late) {
+            0
+        } else {
+            RECOMMIT_TRIES
+        };
+        // Our second commit's checkpoint, once the chain took it.
+        let mut second: Option<CheckpointHash> = None;
         let closed = loop {
             let chain = &self.chain;
+            let may = tries_left > 0 && second.is_none();
             let step = self.block_on(chain.wait_for(
                 "the round to close",
                 Duration::from_secs(3600),
                 || async {
                     if let Some(f) = chain.final_checkpoint(pool, round).await? {
+                        // Final over another set that holds our payload (a split round is
+                        // final once quorum has committed again): commit it late, to be paid.
+                        if may
+                            && f.hash != p.hash
+                            && f.included != p.included
+                            && f.included.contains(&me)
+                        {
+                            return Ok(Some(Step::Agreed(f.included, Some(f.hash))));
+                        }
                         return Ok(Some(Step::Closed(Closed::Final(f.hash))));
                     }
                     if chain.voided(pool, round).await? {
                         return Ok(Some(Step::Closed(Closed::Voided)));
                     }
-                    if may_recommit {
+                    if may {
                         if let Some(agreed) = chain.agreed_set(pool, round).await? {
                             if agreed != p.included {
-                                return Ok(Some(Step::Agreed(agreed)));
+                                return Ok(Some(Step::Agreed(agreed, None)));
                             }
                         }
                     }
@@ -87,21 +107,26 @@ impl Trainer<'_> {
             ))?;
             match step {
                 Step::Closed(c) => break c,
-                Step::Agreed(agreed) => {
-                    // Once: the chain accepts one more commit from us, over its set.
-                    may_recommit = false;
-                    if let Err(e) = self.recommit(&p, &agreed) {
-                        tracing::warn!(round, "cannot commit over the agreed set: {e:#}");
-                        self.metrics.emit(&serde_json::json!({
-                            "event": "recommit", "round": round, "agreed": agreed,
-                            "outcome": "failed", "error": format!("{e:#}"),
-                        }))?;
+                Step::Agreed(set, expect) => {
+                    tries_left -= 1;
+                    match self.recommit(&p, &set, expect) {
+                        Ok(h) => second = Some(h),
+                        Err(e) => {
+                            tracing::warn!(round, "cannot commit over the agreed set: {e:#}");
+                            self.metrics.emit(&serde_json::json!({
+                                "event": "recommit", "round": round, "agreed": set,
+                                "outcome": "failed", "error": format!("{e:#}"),
+                            }))?;
+                        }
                     }
                 }
             }
         };
         let detail = match &closed {
             Closed::Final(h) if *h == p.hash => "final: our checkpoint".to_string(),
+            Closed::Final(h) if Some(*h) == second => {
+                "final: our checkpoint over the agreed included set".to_string()
+            }
             Closed::Final(h) => {
                 format!("final at {} (ours lost the vote)", synod_checkpoint::hex(h))
             }
@@ -113,10 +138,12 @@ impl Trainer<'_> {
             hash: synod_checkpoint::hex(&p.hash),
             detail,
         })?;
-        if closed == Closed::Final(p.hash) {
-            self.keep_serving_final(p.hash, None)?;
-        } else {
-            self.store.remove(&p.hash);
+        for ours in std::iter::once(p.hash).chain(second) {
+            if closed == Closed::Final(ours) {
+                self.keep_serving_final(ours, None)?;
+            } else {
+                self.store.remove(&ours);
+            }
         }
         Ok(closed)
     }
