@@ -113,17 +113,14 @@ impl<T: Config> Pallet<T> {
 		let mut candidates = Candidates::<T>::get((pool_id, round));
 		if let Some(prev) = previous {
 			// Its stake moves from its first commit to this one.
-			if let Some(pos) = candidates
-				.iter()
-				.position(|c| c.hash == prev.hash && c.included == prev.included)
+			if let Some(c) = candidates
+				.iter_mut()
+				.find(|c| c.hash == prev.hash && c.included == prev.included)
 			{
-				let c = &mut candidates[pos];
 				c.committers.retain(|i| *i != participant.index);
 				c.stake = c.stake.saturating_sub(stake);
-				if c.committers.is_empty() {
-					candidates.remove(pos);
-				}
 			}
+			candidates.retain(|c| !c.committers.is_empty());
 		}
 		match candidates.iter_mut().find(|c| c.hash == hash && c.included == included) {
 			Some(c) => {

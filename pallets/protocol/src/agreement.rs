@@ -20,7 +20,7 @@
 //!   serves it, so every honest member can fetch it and aggregate S* bit for bit;
 //! - a payload only the adversary attests (< ⅓) never enters S*;
 //! - if all honest members agree on S, then S* = S: ⅔ committed means honest committers hold
-//!   > ⅓, so every j ∈ S is attested by > ⅓, and a j ∉ S only by the adversary. An early
+//!   more than ⅓, so every j ∈ S is attested by more than ⅓, and a j ∉ S only by the adversary. An early
 //!   trigger (the adversary commits garbage before the last honest member commits) changes
 //!   nothing.
 //! - Honest members hold > ⅔ ≥ quorum (for quorum ≤ ⅔): once they recommit over S* the round is
