@@ -35,6 +35,14 @@ pub enum DilocoError {
     /// The exchange (transport) failed.
     #[error("exchange failed: {0}")]
     Exchange(String),
+    /// A payload's Proof-of-Learning trace prefix is malformed.
+    #[error("member {member}: payload rejected: {source}")]
+    Trace {
+        /// Member index of the sender.
+        member: u32,
+        /// What is wrong with it.
+        source: crate::trace::TraceError,
+    },
     /// Writing or hashing the checkpoint failed.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),

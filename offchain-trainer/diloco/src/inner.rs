@@ -31,4 +31,30 @@ pub trait InnerTrainer {
         start: &ParamSet,
         round: u32,
     ) -> Result<(ParamSet, InnerReport), DilocoError>;
+
+    /// The inner phase of [`InnerTrainer::inner_phase`], also handing `state(j, s)` the
+    /// phase's full state `s` (θ and the inner optimizer's state, as named tensors) after `j`
+    /// steps for every `j` of `boundaries` (ascending, ≤ H): the Proof-of-Learning trace. The
+    /// default records none: it runs the plain phase when `boundaries` is empty and refuses
+    /// otherwise.
+    ///
+    /// # Errors
+    /// As [`InnerTrainer::inner_phase`]; whatever `state` returns; [`DilocoError::Inner`] from
+    /// the default for a trainer that cannot expose its state.
+    fn inner_phase_traced(
+        &mut self,
+        start: &ParamSet,
+        round: u32,
+        boundaries: &[u32],
+        state: &mut dyn FnMut(u32, ParamSet) -> Result<(), DilocoError>,
+    ) -> Result<(ParamSet, InnerReport), DilocoError> {
+        let _ = state;
+        if boundaries.is_empty() {
+            self.inner_phase(start, round)
+        } else {
+            Err(DilocoError::Inner(
+                "this inner trainer records no Proof-of-Learning trace".into(),
+            ))
+        }
+    }
 }

@@ -8,6 +8,7 @@
 //! inner phase (InnerTrainer, H AdamW steps, e.g. on tch)   -> θ_i
 //! pseudo-gradient Δ_i = θ_{r-1} − θ_i                      (pseudograd)
 //! encode Δ_i (int8, or top-k + error feedback; zstd)       (pseudograd, feedback, synod-codec)
+//! + the inner phase's state hashes (PoL trace)             (trace, verify)
 //! exchange payloads                                         (Exchange: local, or libp2p)
 //! decode + robust aggregate in member-index order           (aggregate)
 //! outer Nesterov step θ_r = θ_{r-1} − η (g + μ m)           (outer)
@@ -30,6 +31,7 @@ mod inner;
 mod outer;
 mod pseudograd;
 mod round;
+pub mod trace;
 pub mod verify;
 
 pub use aggregate::{l2_norm, AggregationRule, Aggregator, ClippedTrimmedMean, Mean};

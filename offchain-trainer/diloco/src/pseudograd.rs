@@ -48,6 +48,13 @@ pub fn encode_pseudo_gradient(
     Ok(synod_codec::encode(&refs, opts)?)
 }
 
+/// The encoded pseudo-gradient inside `payload`, after its trace prefix if any.
+fn codec_bytes(member: u32, payload: &[u8]) -> Result<&[u8], DilocoError> {
+    crate::trace::split_trace(payload)
+        .map(|(_, codec)| codec)
+        .map_err(|source| DilocoError::Trace { member, source })
+}
+
 /// The decoder's limits for payloads of a model laid out like `like`.
 fn limits(like: &ParamSet) -> DecodeLimits {
     DecodeLimits::for_model(
@@ -56,24 +63,26 @@ fn limits(like: &ParamSet) -> DecodeLimits {
     )
 }
 
-/// Largest payload (encoded Δ) of a model laid out like `like`, in bytes: the decoder's own
-/// input limit (5 bytes per parameter + 1 MiB; [`DecodeLimits::for_model`]). A fetch refuses a
-/// larger announced size before a byte is transferred, since no payload of this model decodes.
+/// Largest payload (encoded Δ and its trace) of a model laid out like `like`, in bytes: the
+/// decoder's own input limit (5 bytes per parameter + 1 MiB; [`DecodeLimits::for_model`]) plus
+/// [`crate::trace::MAX_TRACE_BYTES`]. A fetch refuses a larger announced size before a byte is
+/// transferred, since no payload of this model decodes.
 pub fn max_payload_bytes(like: &ParamSet) -> u64 {
-    limits(like).max_input_bytes as u64
+    (limits(like).max_input_bytes + crate::trace::MAX_TRACE_BYTES) as u64
 }
 
-/// Decodes member `member`'s payload, checking it against the layout of `like`.
+/// Decodes member `member`'s payload (its trace, if any, skipped), checking it against the
+/// layout of `like`.
 ///
 /// # Errors
-/// [`DilocoError::Decode`] for a malformed payload, [`DilocoError::Layout`] for a payload whose
+/// [`DilocoError::Trace`] for a malformed trace prefix, [`DilocoError::Decode`] for a malformed payload, [`DilocoError::Layout`] for a payload whose
 /// shapes are not the model's.
 pub fn decode_pseudo_gradient(
     like: &ParamSet,
     member: u32,
     payload: &[u8],
 ) -> Result<PseudoGradient, DilocoError> {
-    let decoded = synod_codec::decode(payload, &limits(like))
+    let decoded = synod_codec::decode(codec_bytes(member, payload)?, &limits(like))
         .map_err(|source| DilocoError::Decode { member, source })?;
     check_layout(like, member, &decoded.header)?;
     Ok(decoded.tensors)
@@ -106,7 +115,7 @@ pub fn open_pseudo_gradient<'a>(
     payload: &'a [u8],
 ) -> Result<(Decoder<'a>, f64), DilocoError> {
     let err = |source| DilocoError::Decode { member, source };
-    let d = Decoder::new(payload, &limits(like)).map_err(err)?;
+    let d = Decoder::new(codec_bytes(member, payload)?, &limits(like)).map_err(err)?;
     check_layout(like, member, d.header())?;
     let mut acc = 0.0;
     for t in 0..like.tensors().len() {

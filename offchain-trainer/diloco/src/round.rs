@@ -213,10 +213,49 @@ impl OuterState {
         opts: &EncodeOptions,
         feedback: &mut ErrorFeedback,
     ) -> Result<(Contribution, InnerReport), DilocoError> {
+        self.contribute_traced(trainer, me, opts, feedback, &[], &mut |_, _, _| Ok(()))
+    }
+
+    /// [`OuterState::contribute`] with a Proof-of-Learning trace: the phase's full state at
+    /// every step of `boundaries` (normally [`crate::verify::segment_boundaries`] of H) is
+    /// serialized (`synod_checkpoint::to_bytes`, 12 bytes per parameter) and hashed, handed to
+    /// `keep(j, bytes, blake3)` (the member stores and serves them to verifiers), and the
+    /// hashes go in front of the payload ([`crate::trace`]). No boundaries: no trace, the
+    /// payload of [`OuterState::contribute`].
+    ///
+    /// # Errors
+    /// As [`OuterState::contribute`] and [`InnerTrainer::inner_phase_traced`]; whatever `keep`
+    /// returns; [`DilocoError::Inner`] if the trainer skipped a boundary.
+    pub fn contribute_traced(
+        &self,
+        trainer: &mut dyn InnerTrainer,
+        me: u32,
+        opts: &EncodeOptions,
+        feedback: &mut ErrorFeedback,
+        boundaries: &[u32],
+        keep: &mut dyn FnMut(u32, Vec<u8>, [u8; 32]) -> Result<(), DilocoError>,
+    ) -> Result<(Contribution, InnerReport), DilocoError> {
         let round = self.round + 1;
-        let (local, report) = trainer.inner_phase(&self.params, round)?;
+        let mut trace = Vec::with_capacity(boundaries.len());
+        let (local, report) =
+            trainer.inner_phase_traced(&self.params, round, boundaries, &mut |j, state| {
+                let bytes = synod_checkpoint::to_bytes(&state)?;
+                let hash = synod_checkpoint::hash(&bytes);
+                trace.push(hash);
+                keep(j, bytes, hash)
+            })?;
+        if trace.len() != boundaries.len() {
+            return Err(DilocoError::Inner(format!(
+                "the inner phase recorded {} of {} trace states",
+                trace.len(),
+                boundaries.len()
+            )));
+        }
         let delta = pseudo_gradient(&self.params, &local)?;
-        let payload = feedback.encode(&self.params, delta, opts)?;
+        let mut payload = feedback.encode(&self.params, delta, opts)?;
+        if !trace.is_empty() {
+            payload = crate::trace::with_trace(&trace, &payload);
+        }
         Ok((
             Contribution {
                 member: me,

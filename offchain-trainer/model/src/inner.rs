@@ -5,13 +5,15 @@ use std::time::Instant;
 use synod_checkpoint::ParamSet;
 use synod_data::{Batch, BatchPlan};
 use synod_diloco::{DilocoError, InnerReport, InnerTrainer};
-use tch::nn::{self, OptimizerConfig, VarStore};
+use tch::nn::VarStore;
 use tch::Device;
 
-use crate::gpt::{DECAY_GROUP, NO_DECAY_GROUP};
-use crate::{batch_tensors, load_params, param_set, Gpt, GptConfig, InnerConfig, ModelError};
+use crate::{
+    batch_tensors, load_params, param_set, AdamW, Gpt, GptConfig, InnerConfig, ModelError,
+};
 
-/// One worker: a model replica, its AdamW optimizer and its deterministic batch sequence.
+/// One worker: a model replica, its AdamW optimizer ([`AdamW`], whose state Proof-of-Learning
+/// segments record) and its deterministic batch sequence.
 pub struct TchInnerTrainer {
     /// The replica's variables.
     pub vs: VarStore,
@@ -23,7 +25,7 @@ pub struct TchInnerTrainer {
     pub plan: BatchPlan,
     /// This worker's member index (selects its batches).
     pub worker: u32,
-    opt: Option<nn::Optimizer>,
+    opt: Option<AdamW>,
     on_step: Option<StepHook>,
 }
 
@@ -71,17 +73,17 @@ impl TchInnerTrainer {
         self
     }
 
-    fn optimizer(&mut self) -> Result<&mut nn::Optimizer, ModelError> {
-        if self.opt.is_none() {
-            let mut opt = nn::adamw(self.cfg.beta1, self.cfg.beta2, self.cfg.weight_decay)
-                .build(&self.vs, self.cfg.lr)?;
-            opt.set_weight_decay_group(DECAY_GROUP, self.cfg.weight_decay);
-            opt.set_weight_decay_group(NO_DECAY_GROUP, 0.0);
-            self.opt = Some(opt);
-        }
-        self.opt
-            .as_mut()
-            .ok_or_else(|| ModelError::Config("optimizer".into()))
+    pub(crate) fn optimizer(&mut self) -> Result<&mut AdamW, ModelError> {
+        let opt = match self.opt.take() {
+            Some(opt) => opt,
+            None => AdamW::new(
+                &self.vs,
+                self.cfg.beta1,
+                self.cfg.beta2,
+                self.cfg.weight_decay,
+            )?,
+        };
+        Ok(self.opt.insert(opt))
     }
 
     /// Drops the AdamW moments (the next step starts a fresh optimizer).
@@ -118,10 +120,9 @@ impl TchInnerTrainer {
         }
         let opt = self.optimizer()?;
         if clip > 0.0 {
-            opt.clip_grad_norm(clip);
+            opt.clip_grad_norm(clip)?;
         }
-        opt.set_lr(lr);
-        opt.step();
+        opt.step(lr)?;
         Ok(mean)
     }
 
@@ -134,20 +135,22 @@ impl TchInnerTrainer {
     }
 }
 
-impl InnerTrainer for TchInnerTrainer {
-    fn inner_phase(
+impl TchInnerTrainer {
+    /// Runs inner steps `from..to` (0-based, within the phase) of outer round `round` on the
+    /// replica's current parameters and optimizer state. Returns the sum of the steps' losses
+    /// and the last one (nats per token).
+    ///
+    /// # Errors
+    /// As [`TchInnerTrainer::train_step`].
+    pub(crate) fn run_steps(
         &mut self,
-        start: &ParamSet,
         round: u32,
-    ) -> Result<(ParamSet, InnerReport), DilocoError> {
-        let t0 = Instant::now();
-        load_params(&self.vs, start)?;
-        if !self.cfg.keep_state {
-            self.reset_optimizer();
-        }
+        from: u32,
+        to: u32,
+    ) -> Result<(f64, f64), ModelError> {
         let h = self.cfg.inner_steps;
         let (mut sum, mut last) = (0.0, 0.0);
-        for step in 0..h {
+        for step in from..to {
             let batch = self.plan.train_batch(self.worker, round, step);
             let global = u64::from(round.saturating_sub(1)) * u64::from(h) + u64::from(step);
             let lr = self.cfg.lr_in_round(global, step);
@@ -157,6 +160,41 @@ impl InnerTrainer for TchInnerTrainer {
                 hook(step + 1, h, last);
             }
         }
+        Ok((sum, last))
+    }
+
+    /// The inner phase of [`InnerTrainer::inner_phase`], calling `boundary(j, state)` with the
+    /// phase's full state ([`TchInnerTrainer::phase_state`]) after `j` steps for every
+    /// boundary `j` in `boundaries` (ascending, each ≤ H; `0` is the start). With no
+    /// boundaries it is the plain inner phase.
+    ///
+    /// # Errors
+    /// As [`InnerTrainer::inner_phase`]; whatever `boundary` returns.
+    pub fn traced_phase<E: From<ModelError>>(
+        &mut self,
+        start: &ParamSet,
+        round: u32,
+        boundaries: &[u32],
+        boundary: &mut dyn FnMut(u32, ParamSet) -> Result<(), E>,
+    ) -> Result<(ParamSet, InnerReport), E> {
+        let t0 = Instant::now();
+        load_params(&self.vs, start)?;
+        if !self.cfg.keep_state {
+            self.reset_optimizer();
+        }
+        let h = self.cfg.inner_steps;
+        let (mut sum, mut last, mut done) = (0.0, 0.0, 0);
+        for &j in boundaries.iter().filter(|j| **j <= h) {
+            if j > done {
+                let (s, l) = self.run_steps(round, done, j)?;
+                (sum, last, done) = (sum + s, l, j);
+            }
+            boundary(j, self.phase_state()?)?;
+        }
+        if done < h {
+            let (s, l) = self.run_steps(round, done, h)?;
+            (sum, last) = (sum + s, l);
+        }
         let tokens = u64::from(h) * (self.plan.batch * self.plan.seq_len) as u64;
         let report = InnerReport {
             mean_loss: sum / f64::from(h.max(1)),
@@ -165,5 +203,25 @@ impl InnerTrainer for TchInnerTrainer {
             secs: t0.elapsed().as_secs_f64(),
         };
         Ok((self.params()?, report))
+    }
+}
+
+impl InnerTrainer for TchInnerTrainer {
+    fn inner_phase(
+        &mut self,
+        start: &ParamSet,
+        round: u32,
+    ) -> Result<(ParamSet, InnerReport), DilocoError> {
+        self.traced_phase(start, round, &[], &mut |_, _| Ok(()))
+    }
+
+    fn inner_phase_traced(
+        &mut self,
+        start: &ParamSet,
+        round: u32,
+        boundaries: &[u32],
+        state: &mut dyn FnMut(u32, ParamSet) -> Result<(), DilocoError>,
+    ) -> Result<(ParamSet, InnerReport), DilocoError> {
+        self.traced_phase(start, round, boundaries, state)
     }
 }

@@ -4,54 +4,23 @@
 //! Prints the measured distances as one JSON line (the tolerance's margin).
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use synod_codec::EncodeOptions;
-use synod_data::{BatchPlan, Corpus};
 use synod_diloco::byzantine::{Adversary, Attack};
 use synod_diloco::verify::{replay_distance, within_tolerance, REPLAY_TOLERANCE};
 use synod_diloco::{Contribution, ErrorFeedback, NesterovSgd, OuterState};
-use synod_model::{tch, GptConfig, InnerConfig, TchInnerTrainer};
-use tch::Device;
+use synod_model::TchInnerTrainer;
 
-/// libtorch's thread count is process-wide: the tests of this file take turns.
-static THREADS: Mutex<()> = Mutex::new(());
+mod common;
+
+use common::THREADS;
 
 const H: u32 = 30;
 const ROUND: u32 = 3;
 
-fn corpus() -> Arc<Corpus> {
-    let path = std::env::var_os("SYNOD_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../../shared/data/tinyshakespeare.txt")
-        });
-    Arc::new(Corpus::from_file(&path).expect("tinyshakespeare.txt (set SYNOD_DATA)"))
-}
-
-fn cfg(inner_steps: u32) -> InnerConfig {
-    InnerConfig {
-        warmup_steps: 10,
-        lr: 3e-3,
-        inner_steps,
-        ..InnerConfig::nanogpt(8, H, 4 * H)
-    }
-}
-
 fn replica(worker: u32, inner_steps: u32, threads: i32) -> TchInnerTrainer {
-    tch::set_num_threads(threads);
-    let plan = BatchPlan::new(corpus(), 1337, 8, 32).unwrap();
-    TchInnerTrainer::new(
-        GptConfig::tiny(),
-        cfg(inner_steps),
-        plan,
-        worker,
-        Device::Cpu,
-        7,
-    )
-    .unwrap()
+    common::replica(common::cfg(inner_steps, 4 * H), worker, threads)
 }
 
 /// θ_{ROUND−1}: the seed's weights, numbered as after round ROUND − 1.

@@ -28,7 +28,7 @@ pub use identity::{MemberKey, PublicKey, SignatureError};
 pub use members::{Member, MemberSet};
 pub use network::{
     spawn, Announced, Client, Equivocation, NetConfig, Snapshot, EQUIVOCATION_ROUNDS,
-    MAX_SERVED_CHECKPOINTS, MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS,
+    MAX_SERVED_CHECKPOINTS, MAX_SERVED_FILES, MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS,
 };
 pub use protocol::Limits;
 

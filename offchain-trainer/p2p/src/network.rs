@@ -267,6 +267,20 @@ impl Client {
         Ok(hash)
     }
 
+    /// Serves the file at `path` to members asking for blake3 `hash` on the checkpoint protocol
+    /// (read from disk per request, on a blocking thread; never held in memory). For
+    /// Proof-of-Learning trace states, which verifiers fetch by the hashes in our payload.
+    /// At most [`MAX_SERVED_FILES`] are served: the oldest is dropped. The caller wrote `path`
+    /// with content hashing to `hash`; the fetcher checks it.
+    pub fn serve_file(&self, hash: [u8; 32], path: std::path::PathBuf) {
+        lock(&self.served).add_file(hash, path);
+    }
+
+    /// Stops serving the file of `hash` ([`Client::serve_file`]).
+    pub fn unserve_file(&self, hash: &[u8; 32]) {
+        lock(&self.served).files.retain(|(h, _)| h != hash);
+    }
+
     /// Keeps serving the checkpoint `hash` whatever else is served later (the last final
     /// checkpoint, which (re)joining members need): it no longer counts as the oldest. One
     /// checkpoint is pinned at a time; pinning another unpins it. Returns `false` (and pins
@@ -602,6 +616,9 @@ pub const MAX_SERVED_CHECKPOINTS: usize = 3;
 /// them; a trainer takes them every round).
 pub const EQUIVOCATION_ROUNDS: u32 = 8;
 
+/// Most files served at once ([`Client::serve_file`]): 64 rounds of a 16-segment trace.
+pub const MAX_SERVED_FILES: usize = 64 * 17;
+
 /// Most transfers a node serves at once, and to one peer: a member that opens streams and never
 /// reads holds at most [`MAX_SERVED_PER_PEER`] of them, each for at most its
 /// [`Limits::body_time`].
@@ -622,6 +639,9 @@ struct Served {
     checkpoints: VecDeque<([u8; 32], Arc<Vec<u8>>)>,
     /// The one served checkpoint never dropped (see [`Client::pin_checkpoint`]).
     pinned: Option<[u8; 32]>,
+    /// Objects served from disk by blake3 on the checkpoint protocol (Proof-of-Learning trace
+    /// states, [`Client::serve_file`]), oldest first; at most [`MAX_SERVED_FILES`].
+    files: VecDeque<([u8; 32], std::path::PathBuf)>,
     /// Other members' payloads we fetched, served on to peers whose fetch from the author
     /// failed: (round, member) → (digest, bytes); current and previous round only.
     relayed: HashMap<(u32, u32), Relayed>,
@@ -643,6 +663,7 @@ impl Served {
             payloads: HashMap::new(),
             checkpoints: VecDeque::new(),
             pinned: None,
+            files: VecDeque::new(),
             relayed: HashMap::new(),
             serve_own_to: None,
             streams: HashMap::new(),
@@ -654,6 +675,14 @@ impl Served {
         self.round = r;
         self.payloads.retain(|k, _| *k + 2 > r);
         self.relayed.retain(|(k, _), _| *k + 2 > r);
+    }
+
+    fn add_file(&mut self, hash: [u8; 32], path: std::path::PathBuf) {
+        self.files.retain(|(h, _)| *h != hash);
+        self.files.push_back((hash, path));
+        while self.files.len() > MAX_SERVED_FILES {
+            self.files.pop_front();
+        }
     }
 
     fn add_checkpoint(&mut self, hash: [u8; 32], bytes: Arc<Vec<u8>>) {
@@ -734,7 +763,10 @@ impl Served {
             (FetchRequest::Checkpoint { hash }, true) => {
                 match self.checkpoints.iter().find(|(h, _)| h == hash) {
                     Some((_, c)) => Answer::Data(c.clone()),
-                    None => Answer::NotFound,
+                    None => match self.files.iter().find(|(h, _)| h == hash) {
+                        Some((_, path)) => Answer::File(path.clone()),
+                        None => Answer::NotFound,
+                    },
                 }
             }
             _ => Answer::Refused,
@@ -1133,6 +1165,38 @@ mod tests {
         }
         assert!(s.streams.is_empty() && s.streaming == 0);
         assert!(s.admit(peer(1)), "a member is still served");
+    }
+
+    #[test]
+    fn served_files_answer_members_by_hash_within_a_bound() {
+        let mut s = served(2);
+        let req = |hash| FetchRequest::Checkpoint { hash };
+        let path = |i: usize| std::path::PathBuf::from(format!("/states/{i}"));
+        s.add_file([1; 32], path(1));
+        assert!(matches!(s.answer(&peer(1), &req([1; 32]), true), Answer::File(p) if p == path(1)));
+        assert!(matches!(
+            s.answer(&peer(1), &req([2; 32]), true),
+            Answer::NotFound
+        ));
+        assert!(matches!(
+            s.answer(&peer(9), &req([1; 32]), true),
+            Answer::Refused
+        ));
+        // Not on the pseudo-gradient protocol.
+        assert!(matches!(
+            s.answer(&peer(1), &req([1; 32]), false),
+            Answer::Refused
+        ));
+        for i in 0..MAX_SERVED_FILES {
+            let mut h = [0u8; 32];
+            h[..8].copy_from_slice(&(i as u64 + 10).to_le_bytes());
+            s.add_file(h, path(i));
+        }
+        assert_eq!(s.files.len(), MAX_SERVED_FILES);
+        assert!(
+            matches!(s.answer(&peer(1), &req([1; 32]), true), Answer::NotFound),
+            "oldest dropped"
+        );
     }
 
     #[test]

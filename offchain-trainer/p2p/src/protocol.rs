@@ -241,6 +241,8 @@ async fn read_body<T: AsyncRead + Unpin>(
 pub enum Answer {
     /// Serve these bytes.
     Data(std::sync::Arc<Vec<u8>>),
+    /// Serve the content of this file, read on a blocking thread (`NotFound` if unreadable).
+    File(std::path::PathBuf),
     /// Not held here.
     NotFound,
     /// Not for this requester or this protocol.
@@ -259,7 +261,18 @@ pub async fn respond<T: AsyncRead + AsyncWrite + Unpin>(
     lookup: impl FnOnce(&FetchRequest) -> Answer,
 ) -> io::Result<()> {
     let req: FetchRequest = timed(limits.stall, read_frame(io, MAX_REQUEST_FRAME)).await?;
-    match lookup(&req) {
+    let mut answer = lookup(&req);
+    if let Answer::File(path) = answer {
+        answer = match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
+            Ok(Ok(bytes)) => Answer::Data(std::sync::Arc::new(bytes)),
+            _ => Answer::NotFound,
+        };
+    }
+    match answer {
+        Answer::File(_) | Answer::NotFound => {
+            timed(limits.stall, write_frame(io, &FetchHeader::NotFound)).await?;
+            timed(limits.stall, io.close()).await
+        }
         Answer::Data(bytes) => {
             let total = bytes.len() as u64;
             timed(limits.stall, write_frame(io, &FetchHeader::Data { total })).await?;
@@ -272,10 +285,6 @@ pub async fn respond<T: AsyncRead + AsyncWrite + Unpin>(
                 timed(limits.stall, io.close()).await
             })
             .await
-        }
-        Answer::NotFound => {
-            timed(limits.stall, write_frame(io, &FetchHeader::NotFound)).await?;
-            timed(limits.stall, io.close()).await
         }
         Answer::Refused => {
             timed(limits.stall, write_frame(io, &FetchHeader::Refused)).await?;
@@ -422,6 +431,24 @@ mod tests {
             fetch(served(Answer::Refused), expect(&object)),
             Err(NetError::Request(m)) if m == "refused"
         ));
+    }
+
+    #[test]
+    fn a_file_answer_serves_the_file_and_a_missing_file_is_not_found() {
+        let dir = std::env::temp_dir().join(format!("synod-p2p-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let object: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let path = dir.join("state");
+        std::fs::write(&path, &object).unwrap();
+        assert_eq!(
+            fetch(served(Answer::File(path)), expect(&object)).unwrap(),
+            object
+        );
+        assert!(matches!(
+            fetch(served(Answer::File(dir.join("gone"))), expect(&object)),
+            Err(NetError::NotFound)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -163,6 +163,13 @@ pub struct RunArgs {
     /// tolerance is challenged on-chain with its signed announcement as evidence.
     #[arg(long)]
     pub verify_rate: Option<f64>,
+    /// Segments of each sampled contribution's Proof-of-Learning trace this trainer replays
+    /// (of up to 16 per inner phase, each ⌈H/16⌉ inner steps), after checking the trace's
+    /// start and end against θ_{r−1} and the payload. A contribution without a trace, whose
+    /// states its author does not serve, or that fails a check is replayed whole before any
+    /// challenge. 16 or more: every segment (the cost of a whole replay).
+    #[arg(long, default_value_t = 2)]
+    pub verify_segments: u32,
     /// Register as a juror (`Challenges.register_juror`) and vote automatically when drawn:
     /// replay the disputed contribution, vote guilty iff it is outside the replay tolerance.
     /// A juror drawn for a round it did not contribute to may lack what a replay needs; it

@@ -25,6 +25,9 @@ pub struct Recipe {
     pub max_checkpoint_bytes: u64,
     /// Largest payload of this model, in bytes ([`synod_diloco::max_payload_bytes`]).
     pub max_payload_bytes: u64,
+    /// Largest Proof-of-Learning trace state of this model, in bytes
+    /// ([`synod_diloco::trace::max_state_bytes`]).
+    pub max_state_bytes: u64,
 }
 
 /// The recipe as canonical JSON (keys sorted): model preset, batch, sequence length, inner
@@ -87,6 +90,7 @@ impl Recipe {
             theta0_hash,
             max_checkpoint_bytes: synod_diloco::max_checkpoint_bytes(&theta0),
             max_payload_bytes: synod_diloco::max_payload_bytes(&theta0),
+            max_state_bytes: synod_diloco::trace::max_state_bytes(&theta0),
         })
     }
 

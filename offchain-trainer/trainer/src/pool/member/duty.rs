@@ -14,11 +14,17 @@ use anyhow::{anyhow, Result};
 use serde_json::json;
 use synod_chain::types::{AccountId, ChallengeInfo, FinalCheckpoint, PoolStatus, Verdict};
 use synod_chain::{calls, ChainError};
-use synod_diloco::verify::{default_sample_rate, sampled, REPLAY_TOLERANCE};
+use synod_diloco::verify::{
+    default_sample_rate, sampled, sampled_segments, segment_boundaries, REPLAY_TOLERANCE,
+};
 use synod_p2p::Equivocation;
 use synod_protocol::Timeline;
 
 use super::Trainer;
+
+/// How long a verifier waits for one Proof-of-Learning trace state before it replays the
+/// whole phase instead.
+const STATE_FETCH: Duration = Duration::from_secs(20);
 use crate::pool::verify::replay::{juror_vote, Replay};
 
 /// What a member tracks of its duties.
@@ -161,6 +167,7 @@ impl Trainer<'_> {
                 .is_none()
                 || self.block_on(self.chain.voided(pool, round))?;
             if closed && !self.duties.awaiting.contains(&round) {
+                self.drop_trace(round);
                 self.retained.forget(round);
                 self.duties.replays.retain(|(r, _), _| *r != round);
             }
@@ -192,6 +199,7 @@ impl Trainer<'_> {
             .a
             .verify_rate
             .unwrap_or_else(|| default_sample_rate(f.contributors.len()));
+        let segment_count = segment_boundaries(self.inner_steps).len() as u32 - 1;
         for who in &f.contributors {
             if *who == self.account {
                 continue;
@@ -202,7 +210,16 @@ impl Trainer<'_> {
             if !sampled(&f.hash, &seed, &self.account.0, round, member, rate) {
                 continue;
             }
-            let rep = match self.replay(round, member, &f.parent) {
+            let segments = sampled_segments(
+                &f.hash,
+                &seed,
+                &self.account.0,
+                round,
+                member,
+                segment_count,
+                self.a.verify_segments,
+            );
+            let rep = match self.replay(round, member, &f.parent, Some(&segments)) {
                 Ok(Some(rep)) => rep,
                 Ok(None) => continue,
                 Err(e) => {
@@ -213,7 +230,7 @@ impl Trainer<'_> {
             self.metrics.emit(&json!({
                 "event": "verified", "round": round, "member": member, "account": who.to_string(),
                 "distance": rep.distance, "tolerance": REPLAY_TOLERANCE, "honest": rep.honest,
-                "replay_secs": rep.secs,
+                "replay_secs": rep.secs, "segments": rep.segments,
             }))?;
             if !rep.honest {
                 self.duties
@@ -224,8 +241,18 @@ impl Trainer<'_> {
         Ok(())
     }
 
-    /// `member`'s replay of `round` (cached), or `None` when its payload was not kept.
-    fn replay(&mut self, round: u32, member: u32, parent: &[u8; 32]) -> Result<Option<Replay>> {
+    /// `member`'s replay of `round`, or `None` when its payload was not kept. `segments`:
+    /// check these segments of its Proof-of-Learning trace first
+    /// ([`Replayer::check_segments`](crate::pool::verify::Replayer::check_segments), states
+    /// fetched from the accused, then any member); `None`: replay the whole inner phase, as
+    /// jurors do. Whole replays are cached (a verifier drawn as juror replays once).
+    fn replay(
+        &mut self,
+        round: u32,
+        member: u32,
+        parent: &[u8; 32],
+        segments: Option<&[u32]>,
+    ) -> Result<Option<Replay>> {
         if let Some(r) = self.duties.replays.get(&(round, member)) {
             return Ok(Some(*r));
         }
@@ -252,23 +279,67 @@ impl Trainer<'_> {
                 bytes
             }
         };
-        let rep = self.replayer.check(
-            &self.recipe,
-            &self.a.recipe,
-            &parent,
-            round,
-            member,
-            &claimed,
-        )?;
+        let rep = match segments {
+            None => self.replayer.check(
+                &self.recipe,
+                &self.a.recipe,
+                &parent,
+                round,
+                member,
+                &claimed,
+            )?,
+            Some(segments) => {
+                // The accused serves its states; any member that fetched them may too.
+                let mut peers = self.peers();
+                if let Some(pos) = self.members.iter().position(|m| m.record.index == member) {
+                    if let Ok(p) = synod_p2p::PeerId::from_bytes(&self.members[pos].record.peer_id)
+                    {
+                        peers.retain(|q| *q != p);
+                        peers.insert(0, p);
+                    }
+                }
+                let (store, client, rt) = (&self.store, &self.client, &self.rt);
+                let max = self.recipe.max_state_bytes;
+                let mut fetched = Vec::new();
+                let mut fetch = |h: &[u8; 32]| {
+                    if store.path(h).exists() {
+                        return store.get(h); // ours (never removed here)
+                    }
+                    let got = rt
+                        .block_on(store.get_or_fetch_state(client, &peers, *h, STATE_FETCH, max))
+                        .map_err(|e| tracing::info!(round, member, "trace state: {e:#}"))
+                        .ok();
+                    fetched.push(*h);
+                    got
+                };
+                let rep = self.replayer.check_segments(
+                    &self.recipe,
+                    &self.a.recipe,
+                    &parent,
+                    round,
+                    member,
+                    &claimed,
+                    segments,
+                    &mut fetch,
+                );
+                for h in fetched {
+                    self.store.remove(&h);
+                }
+                rep?
+            }
+        };
         tracing::info!(
             round,
             member,
             distance = rep.distance,
             honest = rep.honest,
             secs = rep.secs,
+            segments = rep.segments,
             "replayed"
         );
-        self.duties.replays.insert((round, member), rep);
+        if rep.segments == 0 {
+            self.duties.replays.insert((round, member), rep);
+        }
         Ok(Some(rep))
     }
 
@@ -497,7 +568,7 @@ impl Trainer<'_> {
         };
         let (round, digest) = (c.round, c.payload_digest);
         let (guilty, distance) = juror_vote(&kept, &digest, |_| {
-            self.replay(round, member, &parent)?
+            self.replay(round, member, &parent, None)?
                 .ok_or_else(|| anyhow!("payload of member {member} vanished"))
         })?;
         match self.block_on(self.chain.submit(&calls::vote(id, guilty), &self.signer)) {

@@ -292,6 +292,33 @@ impl Trainer<'_> {
             .collect()
     }
 
+    /// Serves the trace states of our `payload` that the store still holds (a payload kept
+    /// before a restart: verifiers fetch its states by the hashes it carries).
+    fn serve_trace(&self, payload: &[u8]) {
+        if let Ok((Some(trace), _)) = synod_diloco::trace::split_trace(payload) {
+            for h in trace {
+                let path = self.store.path(&h);
+                if path.exists() {
+                    self.client.serve_file(h, path);
+                }
+            }
+        }
+    }
+
+    /// Stops serving and deletes the trace states of our payload of `round` (called when its
+    /// evidence is forgotten: nobody can challenge it any more).
+    fn drop_trace(&self, round: u32) {
+        let Some(payload) = self.retained.payload(round, self.me) else {
+            return;
+        };
+        if let Ok((Some(trace), _)) = synod_diloco::trace::split_trace(&payload) {
+            for h in trace {
+                self.client.unserve_file(&h);
+                self.store.remove(&h);
+            }
+        }
+    }
+
     /// The last final checkpoint (round 0: θ₀).
     fn last_final(&self) -> Result<(u32, CheckpointHash)> {
         Ok(self

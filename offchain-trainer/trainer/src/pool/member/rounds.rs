@@ -8,6 +8,8 @@ use anyhow::{Context, Result};
 use synod_chain::calls;
 use synod_chain::types::PoolStatus;
 use synod_checkpoint::CheckpointHash;
+use synod_diloco::verify::segment_boundaries;
+use synod_diloco::DilocoError;
 use synod_p2p::{all_gather, ExchangeConfig, ExchangeOutcome};
 use tokio::task::JoinHandle;
 
@@ -183,18 +185,34 @@ impl Trainer<'_> {
             ..ExchangeConfig::default()
         };
         let batch_tokens = (self.recipe.setup.plan.batch * self.recipe.setup.plan.seq_len) as u64;
+        let boundaries = if self.a.recipe.model.keep_inner_state {
+            Vec::new() // not replayable from θ alone: no trace either
+        } else {
+            segment_boundaries(self.inner_steps)
+        };
         let mut pending: Option<Pending> = None;
         let mut last = 0;
         while state.round < self.spec_rounds {
             let r = state.round + 1;
             let t_round = Instant::now();
             self.refresh_members(r)?;
-            let (mut mine, report) = state.contribute(
+            // Our Proof-of-Learning trace: every boundary state is kept on disk and served to
+            // verifiers by its blake3 (the hashes go in front of our payload).
+            let (store, client) = (&self.store, &self.client);
+            let (mut mine, report) = state.contribute_traced(
                 &mut self.worker,
                 self.me,
                 &codec,
                 // A pool's codec is dense (`Recipe::load` refuses sparse): no memory to keep.
                 &mut self.a.recipe.outer.feedback(),
+                &boundaries,
+                &mut |_, bytes, hash| {
+                    store
+                        .put(&bytes)
+                        .map_err(|e| DilocoError::Inner(format!("keeping a trace state: {e:#}")))?;
+                    client.serve_file(hash, store.path(&hash));
+                    Ok(())
+                },
             )?;
             if let Some(p) = pending.take() {
                 let ours = p.hash;
@@ -221,7 +239,10 @@ impl Trainer<'_> {
             // a restart: an equivocation, slashed on-chain. A member that cannot write its
             // evidence directory stops instead.
             match self.retained.own(r, self.me, &parent) {
-                Some(kept) => mine.payload = std::sync::Arc::new(kept),
+                Some(kept) => {
+                    self.serve_trace(&kept);
+                    mine.payload = std::sync::Arc::new(kept);
+                }
                 None => self
                     .retained
                     .save_own(r, self.me, &parent, &mine.payload)

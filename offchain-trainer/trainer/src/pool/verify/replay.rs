@@ -1,11 +1,20 @@
-//! Replaying a member's inner phase (Proof-of-Learning re-execution, Jia et al. 2021, §4).
+//! Replaying a member's inner phase (Proof-of-Learning re-execution, Jia et al. 2021, §4):
+//! whole ([`Replayer::check`], what jurors run) or a sample of its trace's segments
+//! ([`Replayer::check_segments`], what verifiers run first).
 
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use synod_diloco::verify::{replay_distance, within_tolerance};
-use synod_diloco::OuterState;
-use synod_model::TchInnerTrainer;
+use synod_checkpoint::ParamSet;
+use synod_diloco::trace::split_trace;
+use synod_diloco::verify::{
+    replay_distance, segment_boundaries, within_tolerance, SEGMENT_TOLERANCE,
+};
+use synod_diloco::{pseudo_gradient, OuterState};
+use synod_model::segment::state_distance;
+use synod_model::{
+    load_params, TchInnerTrainer, FIRST_MOMENT_PREFIX, SECOND_MOMENT_PREFIX, STEP_NAME,
+};
 
 use crate::chain_args::RecipeArgs;
 use crate::pool::recipe::Recipe;
@@ -20,6 +29,32 @@ pub struct Replay {
     pub honest: bool,
     /// Wall-clock seconds of the replay.
     pub secs: f64,
+    /// Segments of the accused's trace replayed; 0 for a whole inner phase (a payload
+    /// without a trace, a state nobody served, or the confirmation of a failed segment).
+    pub segments: u32,
+}
+
+/// How a verifier gets the state a trace hash names: the bytes, already checked against the
+/// hash (from its store or a member), or `None` if nobody served them in time.
+pub type FetchState<'a> = dyn FnMut(&[u8; 32]) -> Option<Vec<u8>> + 'a;
+
+/// What checking a trace found.
+enum TraceCheck {
+    /// Start, end and every sampled segment within tolerance (the largest distance).
+    Passed(f64),
+    /// A check failed.
+    Failed,
+    /// A state was not served.
+    Unserved,
+}
+
+/// The parameters of a full inner state (its optimizer's tensors removed).
+fn params_of(state: &ParamSet) -> ParamSet {
+    let mut p = state.clone();
+    for prefix in [FIRST_MOMENT_PREFIX, SECOND_MOMENT_PREFIX, STEP_NAME] {
+        let _ = p.take_prefixed(prefix);
+    }
+    p
 }
 
 /// A juror's vote on a challenge disputing the payload with blake3 `disputed` (from the
@@ -59,6 +94,42 @@ impl Replayer {
         }
     }
 
+    /// θ_{round−1} from `parent` (checkpoint bytes with the outer momentum) and the replica,
+    /// set to replay `member`'s batches.
+    fn prepare(
+        &mut self,
+        recipe: &Recipe,
+        args: &RecipeArgs,
+        parent: &[u8],
+        round: u32,
+        member: u32,
+    ) -> Result<(OuterState, &mut TchInnerTrainer)> {
+        if args.model.keep_inner_state {
+            bail!("the recipe keeps inner optimizer state across rounds: replay is impossible");
+        }
+        let set = synod_checkpoint::from_bytes(parent)?;
+        let state = OuterState::from_checkpoint(
+            set,
+            args.outer.outer_lr,
+            args.outer.outer_momentum,
+            round.saturating_sub(1),
+        )?;
+        if self.replica.is_none() {
+            self.replica = Some(recipe.setup.replica(
+                &args.model,
+                member,
+                self.inner_steps,
+                self.total_steps,
+            )?);
+        }
+        let replica = self
+            .replica
+            .as_mut()
+            .ok_or_else(|| anyhow::anyhow!("no replica"))?;
+        replica.worker = member;
+        Ok((state, replica))
+    }
+
     /// Re-runs `member`'s inner phase of `round` from `parent` (the canonical checkpoint bytes
     /// of θ_{round−1} with its outer momentum), encodes it with the recipe's codec and compares
     /// it with `claimed` (the member's signed payload).
@@ -75,27 +146,8 @@ impl Replayer {
         member: u32,
         claimed: &[u8],
     ) -> Result<Replay> {
-        if args.model.keep_inner_state {
-            bail!("the recipe keeps inner optimizer state across rounds: replay is impossible");
-        }
         let t0 = Instant::now();
-        let set = synod_checkpoint::from_bytes(parent)?;
-        let state = OuterState::from_checkpoint(
-            set,
-            args.outer.outer_lr,
-            args.outer.outer_momentum,
-            round.saturating_sub(1),
-        )?;
-        let replica = match &mut self.replica {
-            Some(r) => r,
-            None => self.replica.insert(recipe.setup.replica(
-                &args.model,
-                member,
-                self.inner_steps,
-                self.total_steps,
-            )?),
-        };
-        replica.worker = member;
+        let (state, replica) = self.prepare(recipe, args, parent, round, member)?;
         let (replayed, _) = state.contribute(
             replica,
             member,
@@ -108,7 +160,110 @@ impl Replayer {
             distance,
             honest: within_tolerance(distance),
             secs: t0.elapsed().as_secs_f64(),
+            segments: 0,
         })
+    }
+
+    /// Checks `member`'s contribution to `round` by its Proof-of-Learning trace (Jia et al.
+    /// 2021, §4.2; [`synod_diloco::trace`]): the trace's first state must be θ_{r−1} with a
+    /// fresh optimizer (rebuilt here bit for bit), its last state's θ must encode to the
+    /// claimed payload, and each of `segments` (indices drawn by
+    /// [`synod_diloco::verify::sampled_segments`]) must replay from its start state to its end
+    /// state within [`SEGMENT_TOLERANCE`]. States come from `fetch`. Without a trace, with a
+    /// state nobody serves, or when any check fails, it replays the whole phase
+    /// ([`Replayer::check`]) and returns that: a challenge always rests on the replay jurors
+    /// run, so a member's wrong trace alone costs it nothing but never frames it.
+    ///
+    /// # Errors
+    /// As [`Replayer::check`].
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the replay's inputs, each used once"
+    )]
+    pub fn check_segments(
+        &mut self,
+        recipe: &Recipe,
+        args: &RecipeArgs,
+        parent: &[u8],
+        round: u32,
+        member: u32,
+        claimed: &[u8],
+        segments: &[u32],
+        fetch: &mut FetchState<'_>,
+    ) -> Result<Replay> {
+        let t0 = Instant::now();
+        let bounds = segment_boundaries(self.inner_steps);
+        let trace = match split_trace(claimed) {
+            Ok((Some(t), _)) if t.len() == bounds.len() => t,
+            _ => return self.check(recipe, args, parent, round, member, claimed),
+        };
+        let opts = args.outer.encode_options();
+        let mut feedback = args.outer.feedback();
+        let (state, replica) = self.prepare(recipe, args, parent, round, member)?;
+        let outcome = (|| -> Result<TraceCheck> {
+            let mut load = |h: &[u8; 32]| -> Result<Option<ParamSet>> {
+                Ok(match fetch(h) {
+                    Some(bytes) => Some(synod_checkpoint::from_bytes(&bytes)?),
+                    None => None,
+                })
+            };
+            load_params(&replica.vs, &state.params)?;
+            replica.reset_optimizer();
+            let start = replica.phase_state()?;
+            if synod_checkpoint::hash(&synod_checkpoint::to_bytes(&start)?) != trace[0] {
+                return Ok(TraceCheck::Failed);
+            }
+            let last = trace.len() - 1;
+            let Some(end) = load(&trace[last])? else {
+                return Ok(TraceCheck::Unserved);
+            };
+            let delta = pseudo_gradient(&state.params, &params_of(&end))?;
+            let encoded = feedback.encode(&state.params, delta, &opts)?;
+            let mut worst =
+                replay_distance(&state.params, member, claimed, &encoded).unwrap_or(f64::INFINITY);
+            if !within_tolerance(worst) {
+                return Ok(TraceCheck::Failed);
+            }
+            for &i in segments.iter().filter(|i| (**i as usize) < last) {
+                let i = i as usize;
+                let from = if i == 0 {
+                    Some(start.clone())
+                } else {
+                    load(&trace[i])?
+                };
+                let to = if i + 1 == last {
+                    Some(end.clone())
+                } else {
+                    load(&trace[i + 1])?
+                };
+                let (Some(from), Some(to)) = (from, to) else {
+                    return Ok(TraceCheck::Unserved);
+                };
+                let replayed = replica.replay_segment(&from, round, bounds[i], bounds[i + 1])?;
+                let d = state_distance(&from, &to, &replayed);
+                if d.is_nan() || d > SEGMENT_TOLERANCE {
+                    return Ok(TraceCheck::Failed);
+                }
+                worst = worst.max(d);
+            }
+            Ok(TraceCheck::Passed(worst))
+        })();
+        match outcome {
+            Ok(TraceCheck::Passed(d)) => Ok(Replay {
+                distance: d,
+                honest: true,
+                secs: t0.elapsed().as_secs_f64(),
+                segments: segments.len() as u32,
+            }),
+            Ok(TraceCheck::Failed | TraceCheck::Unserved) => {
+                self.check(recipe, args, parent, round, member, claimed)
+            }
+            // A state that does not parse or fit the model is the accused's fault: replay whole.
+            Err(e) => {
+                tracing::info!(round, member, "trace check failed ({e:#}): replaying whole");
+                self.check(recipe, args, parent, round, member, claimed)
+            }
+        }
     }
 }
 
@@ -121,6 +276,7 @@ mod tests {
             distance: 1e-7,
             honest: true,
             secs: 0.0,
+            segments: 0,
         })
     }
 
@@ -140,8 +296,192 @@ mod tests {
                 distance: 0.6,
                 honest: false,
                 secs: 0.0,
+                segments: 0,
             })
         };
         assert_eq!(juror_vote(kept, &same, bad).unwrap(), (true, 0.6));
+    }
+
+    /// Replays on the tiny model of contributions with Proof-of-Learning traces.
+    mod traced {
+        use super::super::*;
+        use clap::Parser;
+        use std::collections::HashMap;
+        use std::sync::Arc;
+        use synod_diloco::byzantine::{Adversary, Attack};
+        use synod_diloco::trace::with_trace;
+        use synod_diloco::{encode_pseudo_gradient, Contribution};
+
+        const H: u32 = 8;
+
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            recipe: RecipeArgs,
+        }
+
+        type States = HashMap<[u8; 32], Vec<u8>>;
+
+        fn setup() -> (Recipe, RecipeArgs, ParamSet) {
+            let data = std::env::var("SYNOD_DATA").unwrap_or_else(|_| {
+                concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../../../shared/data/tinyshakespeare.txt"
+                )
+                .into()
+            });
+            let args = Cli::parse_from([
+                "t", "--model", "tiny", "--batch", "4", "--device", "cpu", "--warmup", "2",
+                "--data", &data,
+            ])
+            .recipe;
+            let recipe = Recipe::load(&args).unwrap();
+            let theta0 = synod_checkpoint::from_bytes(&recipe.theta0_bytes).unwrap();
+            (recipe, args, theta0)
+        }
+
+        /// Member `m`'s honest traced contribution to round 1: (payload, states by hash).
+        fn honest(recipe: &Recipe, a: &RecipeArgs, theta0: &ParamSet, m: u32) -> (Vec<u8>, States) {
+            let state = OuterState::new(
+                theta0.clone(),
+                synod_diloco::NesterovSgd::new(a.outer.outer_lr, a.outer.outer_momentum),
+            );
+            let mut w = recipe.setup.replica(&a.model, m, H, 4 * H).unwrap();
+            let mut states = States::new();
+            let (c, _) = state
+                .contribute_traced(
+                    &mut w,
+                    m,
+                    &a.outer.encode_options(),
+                    &mut a.outer.feedback(),
+                    &segment_boundaries(H),
+                    &mut |_, bytes, hash| {
+                        states.insert(hash, bytes);
+                        Ok(())
+                    },
+                )
+                .unwrap();
+            (c.payload.to_vec(), states)
+        }
+
+        fn check(
+            (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
+            payload: &[u8],
+            segments: &[u32],
+            states: Option<&States>,
+        ) -> Replay {
+            Replayer::new(H, 4)
+                .check_segments(
+                    recipe,
+                    a,
+                    &recipe.theta0_bytes,
+                    1,
+                    1,
+                    payload,
+                    segments,
+                    &mut |h| states.and_then(|s| s.get(h).cloned()),
+                )
+                .unwrap()
+        }
+
+        #[test]
+        fn an_honest_trace_passes_by_its_segments_and_withheld_states_mean_a_whole_replay() {
+            let f = setup();
+            let (payload, states) = honest(&f.0, &f.1, &f.2, 1);
+            let all: Vec<u32> = (0..H).collect();
+            let rep = check(&f, &payload, &all, Some(&states));
+            assert!(rep.honest, "{rep:?}");
+            assert_eq!(
+                rep.segments, H,
+                "checked by its segments, not replayed whole"
+            );
+            assert!(rep.distance <= SEGMENT_TOLERANCE);
+            // The author serves nothing: the verifier pays a whole replay, the member is honest.
+            let rep = check(&f, &payload, &[3], None);
+            assert!(rep.honest && rep.segments == 0, "{rep:?}");
+        }
+
+        #[test]
+        fn a_payload_that_is_not_its_traces_end_is_replayed_whole_and_caught() {
+            let f = setup();
+            let (payload, states) = honest(&f.0, &f.1, &f.2, 1);
+            let other = honest(&f.0, &f.1, &f.2, 2).0;
+            let set = vec![
+                Contribution {
+                    member: 1,
+                    payload: Arc::new(payload.clone()),
+                },
+                Contribution {
+                    member: 2,
+                    payload: Arc::new(other),
+                },
+            ];
+            let opts = f.1.outer.encode_options();
+            for attack in [Attack::ScaleX100, Attack::Copy, Attack::Zeros] {
+                let mut set = set.clone();
+                Adversary {
+                    member: 1,
+                    attack,
+                    seed: 3,
+                }
+                .tamper(&f.2, 1, &mut set, &opts)
+                .unwrap();
+                assert_eq!(
+                    split_trace(&set[0].payload).unwrap().0,
+                    split_trace(&payload).unwrap().0,
+                    "the attacker keeps its honest trace"
+                );
+                // Not even one segment is drawn: the end check alone catches it.
+                let rep = check(&f, &set[0].payload, &[], Some(&states));
+                assert!(
+                    !rep.honest && rep.segments == 0,
+                    "{}: {rep:?}",
+                    attack.name()
+                );
+            }
+        }
+
+        #[test]
+        fn a_member_that_skips_a_step_is_caught_by_the_segment_that_holds_it() {
+            let f = setup();
+            let (recipe, a, theta0) = &f;
+            let bounds = segment_boundaries(H);
+            let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+            load_params(&w.vs, theta0).unwrap();
+            w.reset_optimizer();
+            let mut s = w.phase_state().unwrap();
+            let (mut trace, mut states) = (Vec::new(), States::new());
+            let mut keep = |s: &ParamSet, trace: &mut Vec<[u8; 32]>| {
+                let bytes = synod_checkpoint::to_bytes(s).unwrap();
+                trace.push(synod_checkpoint::hash(&bytes));
+                states.insert(synod_checkpoint::hash(&bytes), bytes);
+            };
+            keep(&s, &mut trace);
+            for i in 0..bounds.len() - 1 {
+                s = if i == 3 {
+                    // Segment 3's step is never computed: only the counter moves on.
+                    let mut t = s.tensors().to_vec();
+                    let c = t.iter_mut().find(|t| t.name == STEP_NAME).unwrap();
+                    c.data = vec![bounds[i + 1] as f32];
+                    ParamSet::new(t).unwrap()
+                } else {
+                    w.replay_segment(&s, 1, bounds[i], bounds[i + 1]).unwrap()
+                };
+                keep(&s, &mut trace);
+            }
+            let delta = pseudo_gradient(theta0, &params_of(&s)).unwrap();
+            let codec = encode_pseudo_gradient(theta0, &delta, &a.outer.encode_options()).unwrap();
+            let payload = with_trace(&trace, &codec);
+
+            let caught = check(&f, &payload, &[3], Some(&states));
+            assert!(
+                !caught.honest && caught.segments == 0,
+                "confirmed by a whole replay: {caught:?}"
+            );
+            // A verifier that draws another segment sees a consistent trace: why the draw is
+            // secret until the trace is committed, and why several verifiers draw.
+            let missed = check(&f, &payload, &[5], Some(&states));
+            assert!(missed.honest && missed.segments == 1, "{missed:?}");
+        }
     }
 }
