@@ -30,6 +30,9 @@ pub fn max_state_bytes(like: &synod_checkpoint::ParamSet) -> u64 {
         .saturating_add(1 << 20)
 }
 
+/// The boundary hashes of a trace, start first.
+pub type Trace = Vec<[u8; 32]>;
+
 /// Why a payload's trace prefix is malformed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TraceError {
@@ -62,7 +65,7 @@ pub fn with_trace(trace: &[[u8; 32]], codec: &[u8]) -> Vec<u8> {
 ///
 /// # Errors
 /// [`TraceError`] for a prefix that is truncated or holds a count out of range.
-pub fn split_trace(payload: &[u8]) -> Result<(Option<Vec<[u8; 32]>>, &[u8]), TraceError> {
+pub fn split_trace(payload: &[u8]) -> Result<(Option<Trace>, &[u8]), TraceError> {
     let Some(rest) = payload.strip_prefix(&TRACE_MAGIC) else {
         return Ok((None, payload));
     };

@@ -291,8 +291,36 @@ fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() 
         payload.len()
     );
     assert!(
-        max_payload <= 5 * 3700 + (1 << 20),
+        max_payload <= 5 * 3700 + (1 << 20) + synod_diloco::trace::MAX_TRACE_BYTES as u64,
         "tied to the model: {max_payload}"
+    );
+    // The largest trace in front still fits.
+    let hashes = [[9u8; 32]; synod_diloco::trace::MAX_TRACE_HASHES];
+    let traced = synod_diloco::trace::with_trace(&hashes, &payload);
+    assert!(traced.len() as u64 <= max_payload);
+    assert_eq!(
+        synod_diloco::decode_pseudo_gradient(&p, 0, &traced).unwrap(),
+        delta
+    );
+    // A trace state (θ, two moments, the step count) fits its own limit, tied to the model.
+    let mut with_state = p.clone().with_prefixed("adamw.m.", &p).unwrap();
+    with_state = with_state.with_prefixed("adamw.v.", &p).unwrap();
+    let mut tensors = with_state.tensors().to_vec();
+    tensors.push(synod_checkpoint::NamedTensor {
+        name: "adamw.step".into(),
+        shape: vec![1],
+        data: vec![3.0],
+    });
+    let state_bytes = synod_checkpoint::to_bytes(&ParamSet::new(tensors).unwrap()).unwrap();
+    let max_state = synod_diloco::trace::max_state_bytes(&p);
+    assert!(
+        state_bytes.len() as u64 <= max_state,
+        "{} > {max_state}",
+        state_bytes.len()
+    );
+    assert!(
+        max_state <= 12 * 3700 + (1 << 20) + (12 << 10),
+        "tied to the model: {max_state}"
     );
     // A payload just over the limit does not decode either: the two limits are one rule.
     let mut big = payload.clone();

@@ -270,6 +270,43 @@ fn memory_benchmark_prints_both_peaks_of_a_bit_identical_aggregate() {
 }
 
 #[test]
+fn verify_benchmark_prices_segment_checks_against_whole_replays_and_catches_a_lazy_member() {
+    let data = data();
+    let out = trainer(&[
+        "bench",
+        "verify",
+        "--model",
+        "tiny",
+        "--device",
+        "cpu",
+        "--inner-steps",
+        "16",
+        "--segments",
+        "4",
+        "--trials",
+        "12",
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(v["bench"], "verify");
+    assert_eq!(
+        (v["segments"].as_u64(), v["segment_len"].as_u64()),
+        (Some(16), Some(1))
+    );
+    let (segment, whole) = (
+        v["segment_check_secs"].as_f64().unwrap(),
+        v["whole_replay_secs"].as_f64().unwrap(),
+    );
+    assert!(segment > 0.0 && whole > 0.0);
+    // 2 of 16 one-step segments skipped, 4 drawn: caught by ≈ 45 % of verifiers (12 trials).
+    assert_eq!(v["bad_segments"], 2);
+    let caught = v["caught_measured"].as_f64().unwrap();
+    assert!(caught > 0.0, "no verifier caught the lazy member: {v}");
+    assert!(v["escape_one_round"].as_f64().unwrap() < 1.0);
+}
+
+#[test]
 fn byzantine_benchmark_shows_the_robust_rule_holding_where_the_mean_breaks() {
     let mut args = vec!["bench".to_string(), "byzantine".to_string()];
     args.extend(tiny_recipe(&data()));

@@ -8,6 +8,7 @@ mod diloco;
 mod memory;
 mod sanity;
 mod throughput;
+mod verify;
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -31,6 +32,9 @@ pub enum BenchCmd {
     Byzantine(byzantine::ByzantineArgs),
     /// Peak memory of aggregating N payloads: decoded all at once against tensor by tensor.
     Memory(memory::MemoryArgs),
+    /// Verification: Proof-of-Learning segment checks against whole replays (seconds, share
+    /// of training compute) and how often a member skipping steps is caught.
+    Verify(verify::VerifyArgs),
 }
 
 /// Runs one benchmark.
@@ -43,5 +47,6 @@ pub fn run(cmd: BenchCmd, threads: usize) -> Result<()> {
         BenchCmd::Allreduce(a) => allreduce::run(&a),
         BenchCmd::Byzantine(a) => byzantine::run(&a),
         BenchCmd::Memory(a) => memory::run(&a),
+        BenchCmd::Verify(a) => verify::run(&a),
     }
 }

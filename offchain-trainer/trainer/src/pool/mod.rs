@@ -5,7 +5,7 @@ mod member;
 mod recipe;
 mod status;
 mod store;
-mod verify;
+pub(crate) mod verify;
 
 use std::time::Duration;
 

@@ -267,6 +267,53 @@ impl Replayer {
     }
 }
 
+/// States of a trace by their blake3 (a verifier's view of what its author serves).
+pub(crate) type TraceStates = std::collections::HashMap<[u8; 32], Vec<u8>>;
+
+/// A lazy member's traced contribution to `round` from θ `start` (the attack segment checks
+/// exist for; a test and bench fixture): `replica` (set to the member's batches) computes
+/// every segment of the phase except those in `skip`, whose steps it never runs — only the
+/// step counter moves on — then signs that trace with its Δ, honestly encoded with `opts`.
+/// Returns the payload and its states. With `skip` empty, the honest contribution.
+///
+/// # Errors
+/// libtorch and encoding errors.
+pub(crate) fn lazy_contribution(
+    replica: &mut TchInnerTrainer,
+    start: &ParamSet,
+    round: u32,
+    skip: &[u32],
+    opts: &synod_codec::EncodeOptions,
+) -> Result<(Vec<u8>, TraceStates)> {
+    let bounds = segment_boundaries(replica.cfg.inner_steps);
+    load_params(&replica.vs, start)?;
+    replica.reset_optimizer();
+    let mut s = replica.phase_state()?;
+    let (mut trace, mut states) = (Vec::new(), TraceStates::new());
+    let mut keep = |s: &ParamSet| -> Result<()> {
+        let bytes = synod_checkpoint::to_bytes(s)?;
+        trace.push(synod_checkpoint::hash(&bytes));
+        states.insert(synod_checkpoint::hash(&bytes), bytes);
+        Ok(())
+    };
+    keep(&s)?;
+    for (i, w) in bounds.windows(2).enumerate() {
+        s = if skip.contains(&(i as u32)) {
+            let mut t = s.tensors().to_vec();
+            if let Some(c) = t.iter_mut().find(|t| t.name == STEP_NAME) {
+                c.data = vec![w[1] as f32];
+            }
+            ParamSet::new(t)?
+        } else {
+            replica.replay_segment(&s, round, w[0], w[1])?
+        };
+        keep(&s)?;
+    }
+    let delta = pseudo_gradient(start, &params_of(&s))?;
+    let codec = synod_diloco::encode_pseudo_gradient(start, &delta, opts)?;
+    Ok((synod_diloco::trace::with_trace(&trace, &codec), states))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,11 +353,9 @@ mod tests {
     mod traced {
         use super::super::*;
         use clap::Parser;
-        use std::collections::HashMap;
         use std::sync::Arc;
         use synod_diloco::byzantine::{Adversary, Attack};
-        use synod_diloco::trace::with_trace;
-        use synod_diloco::{encode_pseudo_gradient, Contribution};
+        use synod_diloco::Contribution;
 
         const H: u32 = 8;
 
@@ -320,7 +365,7 @@ mod tests {
             recipe: RecipeArgs,
         }
 
-        type States = HashMap<[u8; 32], Vec<u8>>;
+        type States = TraceStates;
 
         fn setup() -> (Recipe, RecipeArgs, ParamSet) {
             let data = std::env::var("SYNOD_DATA").unwrap_or_else(|_| {
@@ -445,33 +490,10 @@ mod tests {
         fn a_member_that_skips_a_step_is_caught_by_the_segment_that_holds_it() {
             let f = setup();
             let (recipe, a, theta0) = &f;
-            let bounds = segment_boundaries(H);
             let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
-            load_params(&w.vs, theta0).unwrap();
-            w.reset_optimizer();
-            let mut s = w.phase_state().unwrap();
-            let (mut trace, mut states) = (Vec::new(), States::new());
-            let mut keep = |s: &ParamSet, trace: &mut Vec<[u8; 32]>| {
-                let bytes = synod_checkpoint::to_bytes(s).unwrap();
-                trace.push(synod_checkpoint::hash(&bytes));
-                states.insert(synod_checkpoint::hash(&bytes), bytes);
-            };
-            keep(&s, &mut trace);
-            for i in 0..bounds.len() - 1 {
-                s = if i == 3 {
-                    // Segment 3's step is never computed: only the counter moves on.
-                    let mut t = s.tensors().to_vec();
-                    let c = t.iter_mut().find(|t| t.name == STEP_NAME).unwrap();
-                    c.data = vec![bounds[i + 1] as f32];
-                    ParamSet::new(t).unwrap()
-                } else {
-                    w.replay_segment(&s, 1, bounds[i], bounds[i + 1]).unwrap()
-                };
-                keep(&s, &mut trace);
-            }
-            let delta = pseudo_gradient(theta0, &params_of(&s)).unwrap();
-            let codec = encode_pseudo_gradient(theta0, &delta, &a.outer.encode_options()).unwrap();
-            let payload = with_trace(&trace, &codec);
+            // Segment 3's step is never computed: only the counter moves on.
+            let (payload, states) =
+                lazy_contribution(&mut w, theta0, 1, &[3], &a.outer.encode_options()).unwrap();
 
             let caught = check(&f, &payload, &[3], Some(&states));
             assert!(

@@ -1,0 +1,201 @@
+//! `bench verify`: what verification costs and catches, Proof-of-Learning segments against
+//! whole replays, on the pool code path ([`Replayer::check_segments`] and
+//! [`Replayer::check`]).
+//!
+//! Measured in one run: the inner phase with and without its trace (the trace's overhead),
+//! a whole replay, and a segment check (start, end and `--segments` sampled segments); a lazy
+//! member that skips `--fake-fraction` of its steps (whole segments, contiguous: the hardest
+//! to find) checked by `--trials` verifiers drawing their segments as in a pool. From those:
+//! each verifier's share of its own training compute at the default sample rate for
+//! `--members`, and the probability that a lazy member escapes a round.
+
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use serde_json::json;
+use synod_diloco::verify::{
+    default_sample_rate, sampled_segments, segment_boundaries, segment_escape_probability,
+    segment_len,
+};
+use synod_diloco::OuterState;
+
+use crate::chain_args::RecipeArgs;
+use crate::pool::verify::replay::{lazy_contribution, TraceStates};
+use crate::pool::verify::Replayer;
+use crate::pool::Recipe;
+
+/// Arguments of `bench verify`.
+#[derive(Args, Clone, Debug)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+    /// Inner steps per round (H).
+    #[arg(long, default_value_t = 50)]
+    pub inner_steps: u32,
+    /// Members of the pool (each verifies the others at the default sample rate).
+    #[arg(long, default_value_t = 4)]
+    pub members: u32,
+    /// Segments each verifier replays per sampled contribution (`run --verify-segments`).
+    #[arg(long, default_value_t = 2)]
+    pub segments: u32,
+    /// Share of its inner steps the lazy member skips.
+    #[arg(long, default_value_t = 0.1)]
+    pub fake_fraction: f64,
+    /// Verifiers that check the lazy member (each draws its own segments).
+    #[arg(long, default_value_t = 100)]
+    pub trials: u32,
+}
+
+/// Prints `{"bench":"verify",...}`.
+pub fn run(a: &VerifyArgs) -> Result<()> {
+    if a.members < 2 || a.inner_steps == 0 {
+        bail!("--members must be ≥ 2 and --inner-steps ≥ 1");
+    }
+    let (h, round, accused) = (a.inner_steps, 1, 1);
+    let recipe = Recipe::load(&a.recipe)?;
+    let args = &a.recipe;
+    let theta0 = synod_checkpoint::from_bytes(&recipe.theta0_bytes)?;
+    let state = OuterState::new(
+        theta0.clone(),
+        synod_diloco::NesterovSgd::new(args.outer.outer_lr, args.outer.outer_momentum),
+    );
+    let opts = args.outer.encode_options();
+    let mut worker = recipe.setup.replica(&args.model, accused, h, 4 * h)?;
+    let bounds = segment_boundaries(h);
+    let segments = bounds.len() as u32 - 1;
+
+    // The accused's phase: plain (after one untimed warm-up phase), then traced (states kept
+    // as a member keeps them, on disk).
+    state.contribute(&mut worker, accused, &opts, &mut args.outer.feedback())?;
+    let t = Instant::now();
+    state.contribute(&mut worker, accused, &opts, &mut args.outer.feedback())?;
+    let inner_secs = t.elapsed().as_secs_f64();
+    let dir = std::env::temp_dir().join(format!("synod-bench-verify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let mut states = TraceStates::new();
+    let mut state_bytes = 0;
+    let t = Instant::now();
+    let (honest, _) = state.contribute_traced(
+        &mut worker,
+        accused,
+        &opts,
+        &mut args.outer.feedback(),
+        &bounds,
+        &mut |_, bytes, hash| {
+            std::fs::write(dir.join(synod_checkpoint::hex(&hash)), &bytes)
+                .map_err(|e| synod_diloco::DilocoError::Inner(e.to_string()))?;
+            state_bytes = bytes.len();
+            states.insert(hash, bytes);
+            Ok(())
+        },
+    )?;
+    let traced_secs = t.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // A verifier: a whole replay, then the segment check of the same payload.
+    let mut replayer = Replayer::new(h, 4);
+    let whole = replayer.check(
+        &recipe,
+        args,
+        &recipe.theta0_bytes,
+        round,
+        accused,
+        &honest.payload,
+    )?;
+    let drawn = sampled_segments(
+        &[0; 32], &[1; 32], b"bench", round, accused, segments, a.segments,
+    );
+    let checked = replayer.check_segments(
+        &recipe,
+        args,
+        &recipe.theta0_bytes,
+        round,
+        accused,
+        &honest.payload,
+        &drawn,
+        &mut |h| states.get(h).cloned(),
+    )?;
+    if !whole.honest || !checked.honest || checked.segments == 0 {
+        bail!("the honest contribution failed its check: {whole:?} {checked:?}");
+    }
+
+    // The lazy member: contiguous whole segments, the fewest bad segments for its share.
+    let k = segment_len(h);
+    let skipped_steps = (a.fake_fraction * f64::from(h)).ceil() as u32;
+    let bad = skipped_steps.div_ceil(k).clamp(1, segments);
+    let skip: Vec<u32> = (segments - bad..segments).collect();
+    let (lazy, lazy_states) = lazy_contribution(&mut worker, &theta0, round, &skip, &opts)?;
+    let mut caught = 0u32;
+    for v in 0..a.trials {
+        let drawn = sampled_segments(
+            &[0; 32],
+            &[1; 32],
+            &v.to_le_bytes(),
+            round,
+            accused,
+            segments,
+            a.segments,
+        );
+        if !drawn.iter().any(|i| skip.contains(i)) {
+            continue; // its trace passes: no replay needed to know the verifier missed it
+        }
+        let rep = replayer.check_segments(
+            &recipe,
+            args,
+            &recipe.theta0_bytes,
+            round,
+            accused,
+            &lazy,
+            &drawn,
+            &mut |h| lazy_states.get(h).cloned(),
+        )?;
+        caught += u32::from(!rep.honest);
+    }
+
+    // Per round: each of the other members samples the contribution with the default rate.
+    let n = a.members;
+    let rate = default_sample_rate(n as usize);
+    let checks_per_verifier = f64::from(n - 1) * rate;
+    let escape_check = segment_escape_probability(segments, bad, a.segments);
+    let escape_round = (1.0 - rate * (1.0 - escape_check)).powi(n as i32 - 1);
+    let rounds_99 = (0.01f64.ln() / escape_round.ln()).ceil();
+    // Samples of one contribution needed to catch it in one round with 99 %.
+    let samples_99 = (1..=segments)
+        .find(|s| segment_escape_probability(segments, bad, *s) <= 0.01)
+        .unwrap_or(segments);
+    println!(
+        "{}",
+        json!({
+            "bench": "verify",
+            "inner_steps": h,
+            "segments": segments,
+            "segment_len": k,
+            "state_bytes": state_bytes,
+            "trace_bytes_on_disk_per_round": state_bytes * bounds.len(),
+            "inner_secs": inner_secs,
+            "traced_inner_secs": traced_secs,
+            "trace_overhead": traced_secs / inner_secs - 1.0,
+            "whole_replay_secs": whole.secs,
+            "segment_check_secs": checked.secs,
+            "segments_per_check": a.segments,
+            "segment_check_vs_whole_replay": checked.secs / whole.secs,
+            "members": n,
+            "verify_rate": rate,
+            "contributions_checked_per_verifier": checks_per_verifier,
+            "cost_share_whole_replays": checks_per_verifier * whole.secs / inner_secs,
+            "cost_share_segments": checks_per_verifier * checked.secs / inner_secs,
+            "fake_fraction": a.fake_fraction,
+            "bad_segments": bad,
+            "escape_one_check": escape_check,
+            "caught_measured": f64::from(caught) / f64::from(a.trials.max(1)),
+            "caught_expected": 1.0 - escape_check,
+            "escape_one_round": escape_round,
+            "rounds_to_catch_99pct": rounds_99,
+            "segments_for_99pct_in_one_check": samples_99,
+            // Steps replayed over steps trained, for one contribution.
+            "cost_share_for_99pct_in_one_round": f64::from(samples_99 * k) / f64::from(h),
+        })
+    );
+    Ok(())
+}
