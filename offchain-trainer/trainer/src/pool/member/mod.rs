@@ -308,14 +308,24 @@ impl Trainer<'_> {
     /// Stops serving and deletes the trace states of our payload of `round` (called when its
     /// evidence is forgotten: nobody can challenge it any more).
     fn drop_trace(&self, round: u32) {
-        let Some(payload) = self.retained.payload(round, self.me) else {
-            return;
+        if let Some(payload) = self.retained.payload(round, self.me) {
+            self.forget_trace(&payload, None);
+        }
+    }
+
+    /// Stops serving and deletes the trace states of `payload`, except those `kept`'s trace
+    /// also names (a recomputed phase shares its start state with the kept one).
+    fn forget_trace(&self, payload: &[u8], kept: Option<&[u8]>) {
+        let trace = |p: &[u8]| {
+            synod_diloco::trace::split_trace(p)
+                .ok()
+                .and_then(|(t, _)| t)
+                .unwrap_or_default()
         };
-        if let Ok((Some(trace), _)) = synod_diloco::trace::split_trace(&payload) {
-            for h in trace {
-                self.client.unserve_file(&h);
-                self.store.remove(&h);
-            }
+        let keep = kept.map(trace).unwrap_or_default();
+        for h in trace(payload).into_iter().filter(|h| !keep.contains(h)) {
+            self.client.unserve_file(&h);
+            self.store.remove(&h);
         }
     }
 

@@ -219,6 +219,8 @@ impl Trainer<'_> {
                 match self.settle(p)? {
                     Closed::Final(h) if h == ours => parent = ours,
                     _ => {
+                        // That phase started from a θ_{r−1} that lost: its trace is dead.
+                        self.forget_trace(&mine.payload, None);
                         let (_, hash) = self.last_final()?;
                         state = self.load(hash, r - 1)?;
                         parent = hash;
@@ -240,15 +242,20 @@ impl Trainer<'_> {
             // evidence directory stops instead.
             match self.retained.own(r, self.me, &parent) {
                 Some(kept) => {
+                    // Recomputed after a restart: the kept payload's trace is the one we serve.
+                    self.forget_trace(&mine.payload, Some(&kept));
                     self.serve_trace(&kept);
                     mine.payload = std::sync::Arc::new(kept);
                 }
-                None => self
-                    .retained
-                    .save_own(r, self.me, &parent, &mine.payload)
-                    .with_context(|| {
-                        format!("keeping our payload of round {r} before announcing it")
-                    })?,
+                None => {
+                    // A payload kept for r from another θ_{r−1} is dead: so is its trace.
+                    self.drop_trace(r);
+                    self.retained
+                        .save_own(r, self.me, &parent, &mine.payload)
+                        .with_context(|| {
+                            format!("keeping our payload of round {r} before announcing it")
+                        })?;
+                }
             }
             let payload_bytes = mine.payload.len() as u64;
             let sp = super::spinner(
