@@ -70,18 +70,62 @@ impl TchInnerTrainer {
     }
 }
 
-/// How far a claimed segment end state is from its replay, both reached from `start`:
-/// the largest of three relative L2 distances, each summed in f64 in canonical order —
-/// the parameter *updates* over the segment (‖(claimed − start) − (replayed − start)‖ /
-/// ‖replayed − start‖, so the distance measures the segment's work, not θ's size), the first
-/// moments and the second moments (‖claimed − replayed‖ / ‖replayed‖). A different step count
-/// or layout is `f64::INFINITY`; NaN anywhere is NaN (never within a tolerance).
+/// Whether `state` can be an AdamW state reached by honest steps with these β: every value
+/// finite, second moments ≥ 0, and per element |m| ≤ C·√v with
+/// C = (1 − β₁) / √((1 − β₂)(1 − β₁²/β₂)) (Cauchy–Schwarz on m = (1−β₁)Σβ₁ᵏg, v = (1−β₂)Σβ₂ᵏg²;
+/// 10⁻³ relative slack for rounding). A verifier refuses to replay from a state outside it: an
+/// arbitrary start state (one huge first moment, say) could make the replay's own updates huge
+/// and hide a lazy member's missing work inside the tolerance. With β₁² ≥ β₂ only finiteness
+/// and v ≥ 0 are checked.
+pub fn plausible_state(state: &ParamSet, beta1: f64, beta2: f64) -> bool {
+    let tensors = state.tensors();
+    if tensors
+        .iter()
+        .any(|t| t.data.iter().any(|x| !x.is_finite()))
+    {
+        return false;
+    }
+    let ratio = beta1 * beta1 / beta2;
+    let bound = (ratio < 1.0).then(|| (1.0 - beta1) / ((1.0 - beta2) * (1.0 - ratio)).sqrt());
+    for m in tensors
+        .iter()
+        .filter(|t| t.name.starts_with(FIRST_MOMENT_PREFIX))
+    {
+        let name = format!(
+            "{SECOND_MOMENT_PREFIX}{}",
+            &m.name[FIRST_MOMENT_PREFIX.len()..]
+        );
+        let Some(v) = tensors.iter().find(|t| t.name == name) else {
+            return false;
+        };
+        if v.data.len() != m.data.len() || v.data.iter().any(|x| *x < 0.0) {
+            return false;
+        }
+        if let Some(c) = bound {
+            let fits = m.data.iter().zip(&v.data).all(|(m, v)| {
+                f64::from(m.abs()) <= c * f64::from(*v).sqrt() * (1.0 + 1e-3) + 1e-30
+            });
+            if !fits {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// How far a claimed segment end state is from its replay, both reached from `start`: the
+/// largest relative L2 distance over the tensors, each against its own reference and summed in
+/// f64 — for a parameter, the segment's *update* (‖(claimed − start) − (replayed − start)‖ /
+/// ‖replayed − start‖, so the distance measures the segment's work, not θ's size), for a moment
+/// the replayed moment (‖claimed − replayed‖ / ‖replayed‖); a zero reference gives the
+/// absolute distance. Per tensor, so that no one tensor's scale hides another's difference. A
+/// different step count or layout is `f64::INFINITY`; NaN anywhere is NaN (never within a
+/// tolerance). Check the start state with [`plausible_state`] first.
 pub fn state_distance(start: &ParamSet, claimed: &ParamSet, replayed: &ParamSet) -> f64 {
     if !claimed.same_layout(replayed) || !start.same_layout(replayed) {
         return f64::INFINITY;
     }
-    // [params, m, v]: (‖difference‖², ‖reference‖²)
-    let mut sums = [(0f64, 0f64); 3];
+    let mut worst = 0f64;
     for ((s, c), r) in start
         .tensors()
         .iter()
@@ -94,34 +138,24 @@ pub fn state_distance(start: &ParamSet, claimed: &ParamSet, replayed: &ParamSet)
             }
             continue;
         }
-        let group = if r.name.starts_with(FIRST_MOMENT_PREFIX) {
-            1
-        } else if r.name.starts_with(SECOND_MOMENT_PREFIX) {
-            2
-        } else {
-            0
-        };
-        let (diff, norm) = &mut sums[group];
+        let moment =
+            r.name.starts_with(FIRST_MOMENT_PREFIX) || r.name.starts_with(SECOND_MOMENT_PREFIX);
+        let (mut diff, mut norm) = (0f64, 0f64);
         for ((a, b), z) in c.data.iter().zip(&r.data).zip(&s.data) {
             let (a, b, z) = (f64::from(*a), f64::from(*b), f64::from(*z));
-            let reference = if group == 0 { b - z } else { b };
-            *diff += (a - b) * (a - b);
-            *norm += reference * reference;
+            let reference = if moment { b } else { b - z };
+            diff += (a - b) * (a - b);
+            norm += reference * reference;
         }
+        let d = if norm > 0.0 {
+            diff.sqrt() / norm.sqrt()
+        } else {
+            diff.sqrt()
+        };
+        if d.is_nan() {
+            return f64::NAN;
+        }
+        worst = worst.max(d);
     }
-    sums.iter()
-        .map(|(d, n)| {
-            if *n > 0.0 {
-                d.sqrt() / n.sqrt()
-            } else {
-                d.sqrt()
-            }
-        })
-        .fold(0.0, |acc: f64, x| {
-            if x.is_nan() || acc.is_nan() {
-                f64::NAN
-            } else {
-                acc.max(x)
-            }
-        })
+    worst
 }

@@ -7,9 +7,9 @@
 
 use synod_checkpoint::{to_bytes, ParamSet};
 use synod_diloco::verify::{segment_boundaries, segment_escape_probability, SEGMENT_TOLERANCE};
-use synod_model::segment::state_distance;
+use synod_model::segment::{plausible_state, state_distance};
 use synod_model::tch::nn::OptimizerConfig;
-use synod_model::{load_params, tch, TchInnerTrainer, STEP_NAME};
+use synod_model::{load_params, tch, TchInnerTrainer, FIRST_MOMENT_PREFIX, STEP_NAME};
 
 mod common;
 
@@ -102,6 +102,30 @@ fn honest_segments_replay_within_the_tolerance_at_one_and_two_threads() {
         .iter()
         .zip(&again)
         .all(|(a, b)| to_bytes(a).unwrap() == to_bytes(b).unwrap()));
+
+    // Every honest state is an AdamW state; one huge first moment is not.
+    let cfg = replica(1).cfg;
+    assert!(states
+        .iter()
+        .all(|s| plausible_state(s, cfg.beta1, cfg.beta2)));
+    let mut poisoned = states[3].tensors().to_vec();
+    let m = poisoned
+        .iter_mut()
+        .find(|t| t.name.starts_with(FIRST_MOMENT_PREFIX))
+        .unwrap();
+    m.data[0] = 1e4;
+    assert!(!plausible_state(
+        &ParamSet::new(poisoned).unwrap(),
+        cfg.beta1,
+        cfg.beta2
+    ));
+    let mut nan = states[3].tensors().to_vec();
+    nan[0].data[0] = f32::NAN;
+    assert!(!plausible_state(
+        &ParamSet::new(nan).unwrap(),
+        cfg.beta1,
+        cfg.beta2
+    ));
 
     let (mut same_max, mut threads_max) = (0f64, 0f64);
     let mut one = replica(1);

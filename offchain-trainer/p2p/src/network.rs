@@ -268,7 +268,7 @@ impl Client {
     }
 
     /// Serves the file at `path` to members asking for blake3 `hash` on the checkpoint protocol
-    /// (read from disk per request, on a blocking thread; never held in memory). For
+    /// (read from disk per request, one 1 MiB step at a time on a blocking thread). For
     /// Proof-of-Learning trace states, which verifiers fetch by the hashes in our payload.
     /// At most [`MAX_SERVED_FILES`] are served: the oldest is dropped. The caller wrote `path`
     /// with content hashing to `hash`; the fetcher checks it.

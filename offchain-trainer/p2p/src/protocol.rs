@@ -241,7 +241,8 @@ async fn read_body<T: AsyncRead + Unpin>(
 pub enum Answer {
     /// Serve these bytes.
     Data(std::sync::Arc<Vec<u8>>),
-    /// Serve the content of this file, read on a blocking thread (`NotFound` if unreadable).
+    /// Serve the content of this file, read one step at a time on a blocking thread
+    /// (`NotFound` if it cannot be opened).
     File(std::path::PathBuf),
     /// Not held here.
     NotFound,
@@ -261,18 +262,7 @@ pub async fn respond<T: AsyncRead + AsyncWrite + Unpin>(
     lookup: impl FnOnce(&FetchRequest) -> Answer,
 ) -> io::Result<()> {
     let req: FetchRequest = timed(limits.stall, read_frame(io, MAX_REQUEST_FRAME)).await?;
-    let mut answer = lookup(&req);
-    if let Answer::File(path) = answer {
-        answer = match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
-            Ok(Ok(bytes)) => Answer::Data(std::sync::Arc::new(bytes)),
-            _ => Answer::NotFound,
-        };
-    }
-    match answer {
-        Answer::File(_) | Answer::NotFound => {
-            timed(limits.stall, write_frame(io, &FetchHeader::NotFound)).await?;
-            timed(limits.stall, io.close()).await
-        }
+    match lookup(&req) {
         Answer::Data(bytes) => {
             let total = bytes.len() as u64;
             timed(limits.stall, write_frame(io, &FetchHeader::Data { total })).await?;
@@ -286,11 +276,57 @@ pub async fn respond<T: AsyncRead + AsyncWrite + Unpin>(
             })
             .await
         }
+        Answer::File(path) => respond_file(io, limits, path).await,
+        Answer::NotFound => {
+            timed(limits.stall, write_frame(io, &FetchHeader::NotFound)).await?;
+            timed(limits.stall, io.close()).await
+        }
         Answer::Refused => {
             timed(limits.stall, write_frame(io, &FetchHeader::Refused)).await?;
             timed(limits.stall, io.close()).await
         }
     }
+}
+
+/// Serves the file at `path` one [`STEP`] at a time (each read on a blocking thread), so a
+/// transfer holds one step in memory whatever the file's size; `NotFound` if it cannot be
+/// opened. A file that shrinks while served ends the stream early (the requester sees a
+/// truncated, refused object).
+async fn respond_file<T: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut T,
+    limits: Limits,
+    path: std::path::PathBuf,
+) -> io::Result<()> {
+    use std::io::Read;
+    let opened = tokio::task::spawn_blocking(move || {
+        let f = std::fs::File::open(path)?;
+        let len = f.metadata()?.len();
+        Ok::<_, io::Error>((f, len))
+    })
+    .await;
+    let Ok(Ok((mut file, total))) = opened else {
+        timed(limits.stall, write_frame(io, &FetchHeader::NotFound)).await?;
+        return timed(limits.stall, io.close()).await;
+    };
+    timed(limits.stall, write_frame(io, &FetchHeader::Data { total })).await?;
+    timed(limits.body_time(total), async {
+        let mut left = total;
+        while left > 0 {
+            let want = left.min(STEP as u64) as usize;
+            let (f, step) = tokio::task::spawn_blocking(move || {
+                let mut step = vec![0u8; want];
+                let r = file.read_exact(&mut step);
+                (file, r.map(|()| step))
+            })
+            .await
+            .map_err(io::Error::other)?;
+            file = f;
+            timed(limits.stall, io.write_all(&step?)).await?;
+            left -= want as u64;
+        }
+        timed(limits.stall, io.close()).await
+    })
+    .await
 }
 
 #[cfg(test)]
@@ -437,7 +473,10 @@ mod tests {
     fn a_file_answer_serves_the_file_and_a_missing_file_is_not_found() {
         let dir = std::env::temp_dir().join(format!("synod-p2p-file-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let object: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        // 2.5 steps: read and sent one step at a time.
+        let object: Vec<u8> = (0..(5 * STEP as u32 / 2))
+            .map(|i| (i % 251) as u8)
+            .collect();
         let path = dir.join("state");
         std::fs::write(&path, &object).unwrap();
         assert_eq!(

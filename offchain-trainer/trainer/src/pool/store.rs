@@ -82,37 +82,6 @@ impl Store {
         hash: CheckpointHash,
         timeout: Duration,
     ) -> Result<Vec<u8>> {
-        self.fetch(client, peers, hash, timeout, self.max_bytes, true)
-            .await
-    }
-
-    /// A Proof-of-Learning trace state (`synod_diloco::trace`) of blake3 `hash`, of at most
-    /// `max_bytes`, from this store or any of `peers` (in order), within `timeout`. Stored
-    /// (the caller removes it when done), not served on.
-    ///
-    /// # Errors
-    /// If no peer delivered it in time.
-    pub async fn get_or_fetch_state(
-        &self,
-        client: &Client,
-        peers: &[PeerId],
-        hash: CheckpointHash,
-        timeout: Duration,
-        max_bytes: u64,
-    ) -> Result<Vec<u8>> {
-        self.fetch(client, peers, hash, timeout, max_bytes, false)
-            .await
-    }
-
-    async fn fetch(
-        &self,
-        client: &Client,
-        peers: &[PeerId],
-        hash: CheckpointHash,
-        timeout: Duration,
-        max_bytes: u64,
-        serve: bool,
-    ) -> Result<Vec<u8>> {
         if let Some(b) = self.get(&hash) {
             return Ok(b);
         }
@@ -122,15 +91,13 @@ impl Store {
             for peer in peers {
                 match tokio::time::timeout(
                     Duration::from_secs(60),
-                    client.fetch_checkpoint(*peer, hash, max_bytes),
+                    client.fetch_checkpoint(*peer, hash, self.max_bytes),
                 )
                 .await
                 {
                     Ok(Ok(bytes)) => {
                         self.put(&bytes)?;
-                        if serve {
-                            let _ = client.serve_checkpoint(Arc::new(bytes.clone())).await;
-                        }
+                        let _ = client.serve_checkpoint(Arc::new(bytes.clone())).await;
                         tracing::info!(%peer, hash = %synod_checkpoint::hex(&hash), bytes = bytes.len(), "fetched checkpoint");
                         return Ok(bytes);
                     }

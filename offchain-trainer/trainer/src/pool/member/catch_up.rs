@@ -74,7 +74,7 @@ impl Trainer<'_> {
         let Some(bytes) = self.retained.own(c, self.me, &parent) else {
             return Ok(());
         };
-        self.serve_trace(&bytes);
+        self.serve_trace(c, &bytes);
         let digest = self.block_on(self.client.set_payload(c, Arc::new(bytes)))?;
         tracing::info!(
             round = c,

@@ -25,6 +25,8 @@ use super::Trainer;
 /// How long a verifier waits for one Proof-of-Learning trace state before it replays the
 /// whole phase instead.
 const STATE_FETCH: Duration = Duration::from_secs(20);
+/// How long a verifier waits for all the trace states of one contribution.
+const CHECK_BUDGET: Duration = Duration::from_secs(45);
 use crate::pool::verify::replay::{juror_vote, Replay};
 
 /// What a member tracks of its duties.
@@ -244,7 +246,7 @@ impl Trainer<'_> {
     /// `member`'s replay of `round`, or `None` when its payload was not kept. `segments`:
     /// check these segments of its Proof-of-Learning trace first
     /// ([`Replayer::check_segments`](crate::pool::verify::Replayer::check_segments), states
-    /// fetched from the accused, then any member); `None`: replay the whole inner phase, as
+    /// fetched from the accused, held in memory); `None`: replay the whole inner phase, as
     /// jurors do. Whole replays are cached (a verifier drawn as juror replays once).
     fn replay(
         &mut self,
@@ -289,30 +291,37 @@ impl Trainer<'_> {
                 &claimed,
             )?,
             Some(segments) => {
-                // The accused serves its states; any member that fetched them may too.
-                let mut peers = self.peers();
-                if let Some(pos) = self.members.iter().position(|m| m.record.index == member) {
-                    if let Ok(p) = synod_p2p::PeerId::from_bytes(&self.members[pos].record.peer_id)
-                    {
-                        peers.retain(|q| *q != p);
-                        peers.insert(0, p);
-                    }
-                }
-                let (store, client, rt) = (&self.store, &self.client, &self.rt);
+                // Only the accused serves its states (nobody else keeps them). Each state gets
+                // at most STATE_FETCH, all of them together CHECK_BUDGET; then a whole replay.
+                let peer = self
+                    .members
+                    .iter()
+                    .find(|m| m.record.index == member)
+                    .and_then(|m| synod_p2p::PeerId::from_bytes(&m.record.peer_id).ok());
+                let (client, rt) = (&self.client, &self.rt);
                 let max = self.recipe.max_state_bytes;
-                let mut fetched = Vec::new();
+                let deadline = Instant::now() + CHECK_BUDGET;
                 let mut fetch = |h: &[u8; 32]| {
-                    if store.path(h).exists() {
-                        return store.get(h); // ours (never removed here)
+                    let left = deadline
+                        .saturating_duration_since(Instant::now())
+                        .min(STATE_FETCH);
+                    let peer = peer.filter(|_| !left.is_zero())?;
+                    match rt.block_on(tokio::time::timeout(
+                        left,
+                        client.fetch_checkpoint(peer, *h, max),
+                    )) {
+                        Ok(Ok(bytes)) => Some(bytes),
+                        Ok(Err(e)) => {
+                            tracing::info!(round, member, "trace state: {e}");
+                            None
+                        }
+                        Err(_) => {
+                            tracing::info!(round, member, "trace state: timed out");
+                            None
+                        }
                     }
-                    let got = rt
-                        .block_on(store.get_or_fetch_state(client, &peers, *h, STATE_FETCH, max))
-                        .map_err(|e| tracing::info!(round, member, "trace state: {e:#}"))
-                        .ok();
-                    fetched.push(*h);
-                    got
                 };
-                let rep = self.replayer.check_segments(
+                self.replayer.check_segments(
                     &self.recipe,
                     &self.a.recipe,
                     &parent,
@@ -321,11 +330,7 @@ impl Trainer<'_> {
                     &claimed,
                     segments,
                     &mut fetch,
-                );
-                for h in fetched {
-                    self.store.remove(&h);
-                }
-                rep?
+                )?
             }
         };
         tracing::info!(

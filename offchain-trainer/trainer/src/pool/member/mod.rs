@@ -60,6 +60,14 @@ use crate::metrics::Metrics;
 use crate::prometheus::Exporter;
 use crate::train::{identity_seed, RoundRecord};
 
+/// The trace hashes in front of `payload` (none for an untraced or malformed one).
+fn trace_of(payload: &[u8]) -> Vec<[u8; 32]> {
+    synod_diloco::trace::split_trace(payload)
+        .ok()
+        .and_then(|(t, _)| t)
+        .unwrap_or_default()
+}
+
 /// Where a member of `pool` keeps its evidence: `<base>/evidence/pool-<pool>/`.
 pub(crate) fn evidence_dir(base: &std::path::Path, pool: u32) -> std::path::PathBuf {
     base.join("evidence").join(format!("pool-{pool}"))
@@ -292,40 +300,34 @@ impl Trainer<'_> {
             .collect()
     }
 
-    /// Serves the trace states of our `payload` that the store still holds (a payload kept
-    /// before a restart: verifiers fetch its states by the hashes it carries).
-    fn serve_trace(&self, payload: &[u8]) {
-        if let Ok((Some(trace), _)) = synod_diloco::trace::split_trace(payload) {
-            for h in trace {
-                let path = self.store.path(&h);
-                if path.exists() {
-                    self.client.serve_file(h, path);
-                }
+    /// Serves the trace states of our `payload` for `round` that are still kept (a payload
+    /// kept before a restart: verifiers fetch its states by the hashes it carries).
+    fn serve_trace(&self, round: u32, payload: &[u8]) {
+        for h in trace_of(payload) {
+            let path = self.retained.trace_path(round, &h);
+            if path.exists() {
+                self.client.serve_file(h, path);
             }
         }
     }
 
-    /// Stops serving and deletes the trace states of our payload of `round` (called when its
-    /// evidence is forgotten: nobody can challenge it any more).
+    /// Stops serving the trace states of our payload of `round` (its evidence, trace included,
+    /// is being forgotten: nobody can challenge it any more).
     fn drop_trace(&self, round: u32) {
         if let Some(payload) = self.retained.payload(round, self.me) {
-            self.forget_trace(&payload, None);
+            for h in trace_of(&payload) {
+                self.client.unserve_file(&h);
+            }
         }
     }
 
-    /// Stops serving and deletes the trace states of `payload`, except those `kept`'s trace
-    /// also names (a recomputed phase shares its start state with the kept one).
-    fn forget_trace(&self, payload: &[u8], kept: Option<&[u8]>) {
-        let trace = |p: &[u8]| {
-            synod_diloco::trace::split_trace(p)
-                .ok()
-                .and_then(|(t, _)| t)
-                .unwrap_or_default()
-        };
-        let keep = kept.map(trace).unwrap_or_default();
-        for h in trace(payload).into_iter().filter(|h| !keep.contains(h)) {
+    /// Stops serving and deletes the trace states of our `payload` for `round`, except those
+    /// `kept`'s trace also names (a recomputed phase shares its start state with the kept one).
+    fn forget_trace(&self, round: u32, payload: &[u8], kept: Option<&[u8]>) {
+        let keep = kept.map(trace_of).unwrap_or_default();
+        for h in trace_of(payload).into_iter().filter(|h| !keep.contains(h)) {
             self.client.unserve_file(&h);
-            self.store.remove(&h);
+            let _ = std::fs::remove_file(self.retained.trace_path(round, &h));
         }
     }
 

@@ -196,9 +196,10 @@ impl Trainer<'_> {
             let r = state.round + 1;
             let t_round = Instant::now();
             self.refresh_members(r)?;
-            // Our Proof-of-Learning trace: every boundary state is kept on disk and served to
-            // verifiers by its blake3 (the hashes go in front of our payload).
-            let (store, client) = (&self.store, &self.client);
+            // Our Proof-of-Learning trace: every boundary state is kept with the round's
+            // evidence and served to verifiers by its blake3 (the hashes go in front of our
+            // payload).
+            let (retained, client) = (&self.retained, &self.client);
             let (mut mine, report) = state.contribute_traced(
                 &mut self.worker,
                 self.me,
@@ -207,10 +208,10 @@ impl Trainer<'_> {
                 &mut self.a.recipe.outer.feedback(),
                 &boundaries,
                 &mut |_, bytes, hash| {
-                    store
-                        .put(&bytes)
+                    let path = retained
+                        .save_trace_state(r, &hash, &bytes)
                         .map_err(|e| DilocoError::Inner(format!("keeping a trace state: {e:#}")))?;
-                    client.serve_file(hash, store.path(&hash));
+                    client.serve_file(hash, path);
                     Ok(())
                 },
             )?;
@@ -220,7 +221,7 @@ impl Trainer<'_> {
                     Closed::Final(h) if h == ours => parent = ours,
                     _ => {
                         // That phase started from a θ_{r−1} that lost: its trace is dead.
-                        self.forget_trace(&mine.payload, None);
+                        self.forget_trace(r, &mine.payload, None);
                         let (_, hash) = self.last_final()?;
                         state = self.load(hash, r - 1)?;
                         parent = hash;
@@ -243,13 +244,16 @@ impl Trainer<'_> {
             match self.retained.own(r, self.me, &parent) {
                 Some(kept) => {
                     // Recomputed after a restart: the kept payload's trace is the one we serve.
-                    self.forget_trace(&mine.payload, Some(&kept));
-                    self.serve_trace(&kept);
+                    self.forget_trace(r, &mine.payload, Some(&kept));
+                    self.serve_trace(r, &kept);
                     mine.payload = std::sync::Arc::new(kept);
                 }
                 None => {
-                    // A payload kept for r from another θ_{r−1} is dead: so is its trace.
-                    self.drop_trace(r);
+                    // A payload kept for r from another θ_{r−1} is dead: so is its trace (but
+                    // not the states ours shares with it: same θ, other momentum).
+                    if let Some(old) = self.retained.payload(r, self.me) {
+                        self.forget_trace(r, &old, Some(&mine.payload));
+                    }
                     self.retained
                         .save_own(r, self.me, &parent, &mine.payload)
                         .with_context(|| {

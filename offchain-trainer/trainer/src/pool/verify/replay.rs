@@ -11,7 +11,7 @@ use synod_diloco::verify::{
     replay_distance, segment_boundaries, within_tolerance, SEGMENT_TOLERANCE,
 };
 use synod_diloco::{pseudo_gradient, OuterState};
-use synod_model::segment::state_distance;
+use synod_model::segment::{plausible_state, state_distance};
 use synod_model::{
     load_params, TchInnerTrainer, FIRST_MOMENT_PREFIX, SECOND_MOMENT_PREFIX, STEP_NAME,
 };
@@ -194,18 +194,24 @@ impl Replayer {
         let t0 = Instant::now();
         let bounds = segment_boundaries(self.inner_steps);
         let trace = match split_trace(claimed) {
-            Ok((Some(t), _)) if t.len() == bounds.len() => t,
+            Ok((Some(t), _)) if t.len() == bounds.len() && !segments.is_empty() => t,
             _ => return self.check(recipe, args, parent, round, member, claimed),
         };
         let opts = args.outer.encode_options();
         let mut feedback = args.outer.feedback();
         let (state, replica) = self.prepare(recipe, args, parent, round, member)?;
         let outcome = (|| -> Result<TraceCheck> {
+            let (beta1, beta2) = (replica.cfg.beta1, replica.cfg.beta2);
+            // A served state that is no honest AdamW state is a failed check (`Err`).
             let mut load = |h: &[u8; 32]| -> Result<Option<ParamSet>> {
-                Ok(match fetch(h) {
-                    Some(bytes) => Some(synod_checkpoint::from_bytes(&bytes)?),
-                    None => None,
-                })
+                let Some(bytes) = fetch(h) else {
+                    return Ok(None);
+                };
+                let state = synod_checkpoint::from_bytes(&bytes)?;
+                if !plausible_state(&state, beta1, beta2) {
+                    bail!("state {} is no AdamW state", synod_checkpoint::hex(h));
+                }
+                Ok(Some(state))
             };
             load_params(&replica.vs, &state.params)?;
             replica.reset_optimizer();
@@ -270,19 +276,19 @@ impl Replayer {
 /// States of a trace by their blake3 (a verifier's view of what its author serves).
 pub(crate) type TraceStates = std::collections::HashMap<[u8; 32], Vec<u8>>;
 
-/// A lazy member's traced contribution to `round` from θ `start` (the attack segment checks
-/// exist for; a test and bench fixture): `replica` (set to the member's batches) computes
-/// every segment of the phase except those in `skip`, whose steps it never runs — only the
-/// step counter moves on — then signs that trace with its Δ, honestly encoded with `opts`.
-/// Returns the payload and its states. With `skip` empty, the honest contribution.
+/// A dishonest member's traced contribution to `round` from θ `start` (the attacks segment
+/// checks exist for; a test and bench fixture): `replica` (set to the member's batches) runs
+/// each segment `i` of the phase unless `forge(i, state, end_step)` returns the state it
+/// claims instead, then signs that trace with its Δ, honestly encoded with `opts`. Returns the
+/// payload and its states by blake3. A `forge` that returns `None`: the honest contribution.
 ///
 /// # Errors
 /// libtorch and encoding errors.
-pub(crate) fn lazy_contribution(
+pub(crate) fn forged_contribution(
     replica: &mut TchInnerTrainer,
     start: &ParamSet,
     round: u32,
-    skip: &[u32],
+    forge: &mut dyn FnMut(u32, &ParamSet, u32) -> Option<ParamSet>,
     opts: &synod_codec::EncodeOptions,
 ) -> Result<(Vec<u8>, TraceStates)> {
     let bounds = segment_boundaries(replica.cfg.inner_steps);
@@ -298,20 +304,39 @@ pub(crate) fn lazy_contribution(
     };
     keep(&s)?;
     for (i, w) in bounds.windows(2).enumerate() {
-        s = if skip.contains(&(i as u32)) {
-            let mut t = s.tensors().to_vec();
-            if let Some(c) = t.iter_mut().find(|t| t.name == STEP_NAME) {
-                c.data = vec![w[1] as f32];
-            }
-            ParamSet::new(t)?
-        } else {
-            replica.replay_segment(&s, round, w[0], w[1])?
+        s = match forge(i as u32, &s, w[1]) {
+            Some(forged) => forged,
+            None => replica.replay_segment(&s, round, w[0], w[1])?,
         };
         keep(&s)?;
     }
     let delta = pseudo_gradient(start, &params_of(&s))?;
     let codec = synod_diloco::encode_pseudo_gradient(start, &delta, opts)?;
     Ok((synod_diloco::trace::with_trace(&trace, &codec), states))
+}
+
+/// `state` with its step counter set to `step` and, for every `(name, index, value)` of
+/// `set`, that element overwritten: how a forger edits a state it did not compute.
+pub(crate) fn edited(state: &ParamSet, step: u32, set: &[(&str, usize, f32)]) -> ParamSet {
+    let mut t = state.tensors().to_vec();
+    for x in &mut t {
+        if x.name == STEP_NAME {
+            x.data = vec![step as f32];
+        }
+        for (name, i, v) in set {
+            if x.name == *name {
+                if let Some(e) = x.data.get_mut(*i) {
+                    *e = *v;
+                }
+            }
+        }
+    }
+    ParamSet::new(t).unwrap_or_else(|_| state.clone())
+}
+
+/// A lazy member that never runs the segments in `skip`: only its step counter moves on.
+pub(crate) fn skipping(skip: &[u32]) -> impl FnMut(u32, &ParamSet, u32) -> Option<ParamSet> + '_ {
+    move |i, s, end| skip.contains(&i).then(|| edited(s, end, &[]))
 }
 
 #[cfg(test)]
@@ -492,8 +517,14 @@ mod tests {
             let (recipe, a, theta0) = &f;
             let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
             // Segment 3's step is never computed: only the counter moves on.
-            let (payload, states) =
-                lazy_contribution(&mut w, theta0, 1, &[3], &a.outer.encode_options()).unwrap();
+            let (payload, states) = forged_contribution(
+                &mut w,
+                theta0,
+                1,
+                &mut skipping(&[3]),
+                &a.outer.encode_options(),
+            )
+            .unwrap();
 
             let caught = check(&f, &payload, &[3], Some(&states));
             assert!(
@@ -504,6 +535,25 @@ mod tests {
             // secret until the trace is committed, and why several verifiers draw.
             let missed = check(&f, &payload, &[5], Some(&states));
             assert!(missed.honest && missed.segments == 1, "{missed:?}");
+        }
+
+        #[test]
+        fn a_poisoned_start_state_is_refused_and_its_member_replayed_whole() {
+            // The forger claims after segment 0 a state with one huge first moment: replays
+            // from it would move that coordinate so far that a 1 % tolerance on the update
+            // hid the lazy rest. No AdamW state has |m| > C·√v: refused, replayed whole.
+            let f = setup();
+            let (recipe, a, theta0) = &f;
+            let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+            let m = format!("{FIRST_MOMENT_PREFIX}{}", theta0.tensors()[0].name);
+            let mut poison = |i: u32, s: &ParamSet, end: u32| {
+                (i == 0).then(|| edited(s, end, &[(m.as_str(), 0, 1e4)]))
+            };
+            let (payload, states) =
+                forged_contribution(&mut w, theta0, 1, &mut poison, &a.outer.encode_options())
+                    .unwrap();
+            let rep = check(&f, &payload, &[1], Some(&states));
+            assert!(!rep.honest && rep.segments == 0, "{rep:?}");
         }
     }
 }

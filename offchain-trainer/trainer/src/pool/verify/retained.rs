@@ -98,6 +98,36 @@ impl Retained {
             .flatten()
     }
 
+    /// Where our Proof-of-Learning trace state of blake3 `hash` for `round` is kept:
+    /// `<round>/trace/<hex>.state` (canonical `synod-checkpoint` bytes), deleted with the
+    /// round's evidence.
+    pub fn trace_path(&self, round: u32, hash: &CheckpointHash) -> PathBuf {
+        self.round_dir(round)
+            .join("trace")
+            .join(format!("{}.state", synod_checkpoint::hex(hash)))
+    }
+
+    /// Keeps our trace state `bytes` of blake3 `hash` for `round` (a temporary file, then
+    /// renamed) and returns its path.
+    ///
+    /// # Errors
+    /// File errors.
+    pub fn save_trace_state(
+        &self,
+        round: u32,
+        hash: &CheckpointHash,
+        bytes: &[u8],
+    ) -> Result<PathBuf> {
+        let path = self.trace_path(round, hash);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(path)
+    }
+
     /// `member`'s payload of `round`, if kept.
     pub fn payload(&self, round: u32, member: u32) -> Option<Vec<u8>> {
         std::fs::read(self.round_dir(round).join(format!("{member}.payload"))).ok()
