@@ -29,6 +29,8 @@ pub const REPLAY_TOLERANCE: f64 = 1e-2;
 
 /// Domain separator of [`sampled`]'s draw.
 const SAMPLE_DOMAIN: &[u8] = b"synod/verify/sample/v1";
+/// Domain separator of [`sampled_segments`]' draw.
+const SEGMENT_DOMAIN: &[u8] = b"synod/verify/segments/v1";
 
 /// Relative L2 distance ‖claimed − replayed‖ / ‖replayed‖ between two encoded pseudo-gradients
 /// of `member` for the parameters `params` (θ_{r−1}), both decoded with the codec's own checks.
@@ -98,18 +100,32 @@ pub fn sampled(
     member: u32,
     rate: f64,
 ) -> bool {
+    let mut first = [0u8; 8];
+    draw(SAMPLE_DOMAIN, final_hash, seed, verifier, round, member).fill(&mut first);
+    let x = u64::from_le_bytes(first) as f64 / (u64::MAX as f64 + 1.0);
+    x < rate
+}
+
+/// The random stream of one verifier's draws about one contribution: blake3 (XOF) of
+/// `domain`, the round's final hash, the finality block's hash, the verifier's identity
+/// (length-prefixed), the round and the member.
+fn draw(
+    domain: &[u8],
+    final_hash: &[u8; 32],
+    seed: &[u8; 32],
+    verifier: &[u8],
+    round: u32,
+    member: u32,
+) -> blake3::OutputReader {
     let mut h = blake3::Hasher::new();
-    h.update(SAMPLE_DOMAIN);
+    h.update(domain);
     h.update(final_hash);
     h.update(seed);
     h.update(&(verifier.len() as u64).to_le_bytes());
     h.update(verifier);
     h.update(&round.to_le_bytes());
     h.update(&member.to_le_bytes());
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&h.finalize().as_bytes()[..8]);
-    let x = u64::from_le_bytes(first) as f64 / (u64::MAX as f64 + 1.0);
-    x < rate
+    h.finalize_xof()
 }
 
 /// Segments an inner phase is cut into for Proof-of-Learning checks (Jia et al. 2021, §4.2):
@@ -152,15 +168,7 @@ pub fn sampled_segments(
     segments: u32,
     count: u32,
 ) -> Vec<u32> {
-    let mut h = blake3::Hasher::new();
-    h.update(b"synod/verify/segments/v1");
-    h.update(final_hash);
-    h.update(seed);
-    h.update(&(verifier.len() as u64).to_le_bytes());
-    h.update(verifier);
-    h.update(&round.to_le_bytes());
-    h.update(&member.to_le_bytes());
-    let mut xof = h.finalize_xof();
+    let mut xof = draw(SEGMENT_DOMAIN, final_hash, seed, verifier, round, member);
     // Partial Fisher–Yates over 0..segments with 64-bit draws (modulo bias < 2⁻³²).
     let mut pool: Vec<u32> = (0..segments).collect();
     let take = count.min(segments) as usize;

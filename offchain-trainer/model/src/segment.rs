@@ -8,7 +8,7 @@
 use synod_checkpoint::ParamSet;
 
 use crate::adamw::{FIRST_MOMENT_PREFIX, SECOND_MOMENT_PREFIX, STEP_NAME};
-use crate::{load_params, param_set, ModelError, TchInnerTrainer};
+use crate::{load_params, param_set, InnerConfig, ModelError, TchInnerTrainer};
 
 impl TchInnerTrainer {
     /// The replica's full inner state: its parameters (named as in a checkpoint) and its
@@ -70,14 +70,32 @@ impl TchInnerTrainer {
     }
 }
 
-/// Whether `state` can be an AdamW state reached by honest steps with these β: every value
-/// finite, second moments ≥ 0, and per element |m| ≤ C·√v with
-/// C = (1 − β₁) / √((1 − β₂)(1 − β₁²/β₂)) (Cauchy–Schwarz on m = (1−β₁)Σβ₁ᵏg, v = (1−β₂)Σβ₂ᵏg²;
-/// 10⁻³ relative slack for rounding). A verifier refuses to replay from a state outside it: an
-/// arbitrary start state (one huge first moment, say) could make the replay's own updates huge
-/// and hide a lazy member's missing work inside the tolerance. With β₁² ≥ β₂ only finiteness
-/// and v ≥ 0 are checked.
-pub fn plausible_state(state: &ParamSet, beta1: f64, beta2: f64) -> bool {
+/// Relative slack of [`plausible_state`]'s bounds (f32 rounding).
+const SLACK: f64 = 1e-3;
+
+/// Whether `state` can be the full state after `t` honest inner steps (t its step counter)
+/// from `start` (the phase's start state: θ_{r−1}, zero moments; same layout required) under
+/// `cfg`. The bounds follow from AdamW with global-norm clipping at G = `cfg.grad_clip`, every
+/// clipped gradient having ‖g‖ ≤ G:
+/// * every value finite, second moments ≥ 0;
+/// * Σ v ≤ (1 − β₂ᵗ)·G² and ‖m‖ ≤ (1 − β₁ᵗ)·G over the whole state;
+/// * per element |m| ≤ C·√v, C = (1 − β₁)/√((1 − β₂)(1 − β₁²/β₂)) (Cauchy–Schwarz on
+///   m = (1−β₁)Σβ₁ᵏg, v = (1−β₂)Σβ₂ᵏg²), so one AdamW step moves an element by at most
+///   η·A, A = maxₛ C·√(1 − β₂ˢ)/(1 − β₁ˢ);
+/// * per parameter |θ − θ_{r−1}| ≤ t·η·(A + λ·(|θ_{r−1}| + t·η·A)) with η the peak learning
+///   rate and λ the weight decay.
+///
+/// A verifier replays only from states inside them: an arbitrary start state (a huge moment,
+/// a huge parameter that weight decay then moves far) could make the replay's own update so
+/// large that a lazy member's missing work hid inside the tolerance. Without clipping
+/// (`grad_clip` = 0) or with β₁² ≥ β₂ nothing is plausible: such recipes are replayed whole.
+/// Bounds carry [`SLACK`] relative and tiny absolute slack.
+pub fn plausible_state(state: &ParamSet, start: &ParamSet, cfg: &InnerConfig) -> bool {
+    let (b1, b2, g) = (cfg.beta1, cfg.beta2, cfg.grad_clip);
+    let ratio = b1 * b1 / b2;
+    if g <= 0.0 || ratio >= 1.0 || !state.same_layout(start) {
+        return false;
+    }
     let tensors = state.tensors();
     if tensors
         .iter()
@@ -85,32 +103,51 @@ pub fn plausible_state(state: &ParamSet, beta1: f64, beta2: f64) -> bool {
     {
         return false;
     }
-    let ratio = beta1 * beta1 / beta2;
-    let bound = (ratio < 1.0).then(|| (1.0 - beta1) / ((1.0 - beta2) * (1.0 - ratio)).sqrt());
-    for m in tensors
-        .iter()
-        .filter(|t| t.name.starts_with(FIRST_MOMENT_PREFIX))
-    {
-        let name = format!(
-            "{SECOND_MOMENT_PREFIX}{}",
-            &m.name[FIRST_MOMENT_PREFIX.len()..]
-        );
-        let Some(v) = tensors.iter().find(|t| t.name == name) else {
-            return false;
-        };
-        if v.data.len() != m.data.len() || v.data.iter().any(|x| *x < 0.0) {
-            return false;
-        }
-        if let Some(c) = bound {
-            let fits = m.data.iter().zip(&v.data).all(|(m, v)| {
-                f64::from(m.abs()) <= c * f64::from(*v).sqrt() * (1.0 + 1e-3) + 1e-30
-            });
-            if !fits {
+    let Ok(i) = tensors.binary_search_by(|t| t.name.as_str().cmp(STEP_NAME)) else {
+        return false;
+    };
+    let t = tensors[i].data.first().map_or(-1.0, |x| f64::from(*x));
+    if t < 0.0 || t.fract() != 0.0 {
+        return false;
+    }
+    let c = (1.0 - b1) / ((1.0 - b2) * (1.0 - ratio)).sqrt();
+    let a = (1..=(t as u32).max(1))
+        .map(|s| c * (1.0 - b2.powi(s as i32)).sqrt() / (1.0 - b1.powi(s as i32)))
+        .fold(0.0, f64::max);
+    let eta = cfg.lr.max(cfg.min_lr);
+    let lambda = cfg.weight_decay.max(0.0);
+    let (mut sum_v, mut sum_m2) = (0f64, 0f64);
+    for (x, s0) in tensors.iter().zip(start.tensors()) {
+        if let Some(name) = x.name.strip_prefix(FIRST_MOMENT_PREFIX) {
+            let v_name = format!("{SECOND_MOMENT_PREFIX}{name}");
+            let Ok(j) = tensors.binary_search_by(|t| t.name.cmp(&v_name)) else {
                 return false;
+            };
+            let v = &tensors[j];
+            if v.data.len() != x.data.len() {
+                return false;
+            }
+            for (m, v) in x.data.iter().zip(&v.data) {
+                let (m, v) = (f64::from(*m), f64::from(*v));
+                if v < 0.0 || m.abs() > c * v.sqrt() * (1.0 + SLACK) + 1e-18 {
+                    return false;
+                }
+                sum_m2 += m * m;
+            }
+        } else if x.name.starts_with(SECOND_MOMENT_PREFIX) {
+            sum_v += x.data.iter().map(|v| f64::from(*v)).sum::<f64>();
+        } else if x.name != STEP_NAME {
+            for (p, p0) in x.data.iter().zip(&s0.data) {
+                let (p, p0) = (f64::from(*p), f64::from(*p0));
+                let drift = t * eta * (a + lambda * (p0.abs() + t * eta * a));
+                if (p - p0).abs() > drift * (1.0 + SLACK) + 1e-6 {
+                    return false;
+                }
             }
         }
     }
-    true
+    sum_v <= (1.0 - b2.powf(t)) * g * g * (1.0 + SLACK) + 1e-30
+        && sum_m2.sqrt() <= (1.0 - b1.powf(t)) * g * (1.0 + SLACK) + 1e-30
 }
 
 /// How far a claimed segment end state is from its replay, both reached from `start`: the

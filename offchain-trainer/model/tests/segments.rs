@@ -9,7 +9,9 @@ use synod_checkpoint::{to_bytes, ParamSet};
 use synod_diloco::verify::{segment_boundaries, segment_escape_probability, SEGMENT_TOLERANCE};
 use synod_model::segment::{plausible_state, state_distance};
 use synod_model::tch::nn::OptimizerConfig;
-use synod_model::{load_params, tch, TchInnerTrainer, FIRST_MOMENT_PREFIX, STEP_NAME};
+use synod_model::{
+    load_params, tch, TchInnerTrainer, FIRST_MOMENT_PREFIX, SECOND_MOMENT_PREFIX, STEP_NAME,
+};
 
 mod common;
 
@@ -103,29 +105,35 @@ fn honest_segments_replay_within_the_tolerance_at_one_and_two_threads() {
         .zip(&again)
         .all(|(a, b)| to_bytes(a).unwrap() == to_bytes(b).unwrap()));
 
-    // Every honest state is an AdamW state; one huge first moment is not.
+    // Every honest state is plausible; a huge first moment, a huge second moment (with a
+    // first moment within C·√v), a parameter far from θ_{r−1}, a NaN are not.
     let cfg = replica(1).cfg;
-    assert!(states
-        .iter()
-        .all(|s| plausible_state(s, cfg.beta1, cfg.beta2)));
-    let mut poisoned = states[3].tensors().to_vec();
-    let m = poisoned
-        .iter_mut()
-        .find(|t| t.name.starts_with(FIRST_MOMENT_PREFIX))
-        .unwrap();
-    m.data[0] = 1e4;
-    assert!(!plausible_state(
-        &ParamSet::new(poisoned).unwrap(),
-        cfg.beta1,
-        cfg.beta2
-    ));
-    let mut nan = states[3].tensors().to_vec();
-    nan[0].data[0] = f32::NAN;
-    assert!(!plausible_state(
-        &ParamSet::new(nan).unwrap(),
-        cfg.beta1,
-        cfg.beta2
-    ));
+    assert!(states.iter().all(|s| plausible_state(s, &states[0], &cfg)));
+    let edit = |pick: &dyn Fn(&str) -> bool, value: f32| {
+        let mut t = states[3].tensors().to_vec();
+        let x = t.iter_mut().find(|t| pick(&t.name)).unwrap();
+        x.data[0] = value;
+        ParamSet::new(t).unwrap()
+    };
+    let first = |n: &str| n.starts_with(FIRST_MOMENT_PREFIX);
+    let second = |n: &str| n.starts_with(SECOND_MOMENT_PREFIX);
+    let param = |n: &str| !n.starts_with("adamw.");
+    for (what, forged) in [
+        ("huge m", edit(&first, 1e4)),
+        ("huge v", edit(&second, 1e4)),
+        ("far parameter", edit(&param, 1e3)),
+        ("NaN", edit(&param, f32::NAN)),
+    ] {
+        assert!(!plausible_state(&forged, &states[0], &cfg), "{what} passes");
+    }
+    let no_clip = synod_model::InnerConfig {
+        grad_clip: 0.0,
+        ..cfg
+    };
+    assert!(
+        !plausible_state(&states[3], &states[0], &no_clip),
+        "no clip, no bounds"
+    );
 
     let (mut same_max, mut threads_max) = (0f64, 0f64);
     let mut one = replica(1);

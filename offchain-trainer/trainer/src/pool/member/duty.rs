@@ -22,11 +22,12 @@ use synod_protocol::Timeline;
 
 use super::Trainer;
 
-/// How long a verifier waits for one Proof-of-Learning trace state before it replays the
-/// whole phase instead.
+/// How long a verifier waits for one Proof-of-Learning trace state (plus its transfer at
+/// 10 MB/s) before it replays the whole phase instead.
 const STATE_FETCH: Duration = Duration::from_secs(20);
-/// How long a verifier waits for all the trace states of one contribution.
-const CHECK_BUDGET: Duration = Duration::from_secs(45);
+/// Added to twice the per-state wait: how long a verifier waits for all the trace states of
+/// one contribution (they are fetched before any segment is replayed).
+const CHECK_BUDGET: Duration = Duration::from_secs(5);
 use crate::pool::verify::replay::{juror_vote, Replay};
 
 /// What a member tracks of its duties.
@@ -300,16 +301,19 @@ impl Trainer<'_> {
                     .and_then(|m| synod_p2p::PeerId::from_bytes(&m.record.peer_id).ok());
                 let (client, rt) = (&self.client, &self.rt);
                 let max = self.recipe.max_state_bytes;
-                let deadline = Instant::now() + CHECK_BUDGET;
+                // 20 s per state plus its transfer at 10 MB/s; twice that for all of them.
+                let per_state = STATE_FETCH + Duration::from_secs(max / 10_000_000);
+                let deadline = Instant::now() + 2 * per_state + CHECK_BUDGET;
                 let mut fetch = |h: &[u8; 32]| {
                     let left = deadline
                         .saturating_duration_since(Instant::now())
-                        .min(STATE_FETCH);
+                        .min(per_state);
                     let peer = peer.filter(|_| !left.is_zero())?;
-                    match rt.block_on(tokio::time::timeout(
-                        left,
-                        client.fetch_checkpoint(peer, *h, max),
-                    )) {
+                    // The timer is made inside the runtime (a timeout built outside panics).
+                    let got = rt.block_on(async {
+                        tokio::time::timeout(left, client.fetch_checkpoint(peer, *h, max)).await
+                    });
+                    match got {
                         Ok(Ok(bytes)) => Some(bytes),
                         Ok(Err(e)) => {
                             tracing::info!(round, member, "trace state: {e}");

@@ -15,10 +15,15 @@
 //!   sets split (a member withheld its payload from some, or announced it late) and the chain
 //!   fixes another set than ours, fetch what we lack, aggregate that set and commit once more
 //!   ([`agreed`]).
+//! * **Trace** (during the inner phase): our full state at each of ≤ 16 segment boundaries
+//!   is kept with the round's evidence and served by its blake3; the hashes go in front of
+//!   our payload (Proof-of-Learning segments, `synod_diloco::trace`).
 //! * **Verify** (between rounds, [`duty`]): keep the included set's payloads and signed
-//!   announcements (`<base>/evidence/pool-<id>/`); once a round is final, replay a sample of the other
-//!   contributors' inner phases and challenge on-chain any that is outside the replay
-//!   tolerance; as a juror (`--juror`), replay disputed contributions and vote.
+//!   announcements (`<base>/evidence/pool-<id>/`); once a round is final, check a sample of the
+//!   other contributors by their traces (start, end and drawn segments, states fetched from
+//!   the accused), replay whole any that fails or serves nothing, and challenge on-chain any
+//!   whose whole replay is outside the tolerance; as a juror (`--juror`), replay disputed
+//!   contributions whole and vote.
 //! * **End**: when the pool completes, keep verifying and judging until the last round can no
 //!   longer be challenged, write `<base>/loss.png` and keep serving until live peers have our
 //!   last payload.

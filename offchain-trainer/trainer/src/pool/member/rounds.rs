@@ -163,6 +163,13 @@ impl Trainer<'_> {
 
     /// Trains until the pool's last round; returns the last round we computed.
     pub(super) fn train(&mut self, from_round: u32, resumed: bool) -> Result<u32> {
+        // After a restart, the traces of our rounds that can still be verified are served
+        // again (they are kept with the rounds' evidence).
+        for r in self.retained.rounds() {
+            if let Some(payload) = self.retained.payload(r, self.me) {
+                self.serve_trace(r, &payload);
+            }
+        }
         // θ of the round we train from (its blake3): the last final checkpoint.
         let Some((mut state, mut parent)) = self.catch_up(from_round, resumed)? else {
             return Ok(0);

@@ -1,10 +1,12 @@
 //! Verification (ARCHITECTURE.md, step 7): what a member keeps of every round it took part in,
 //! and the replay of another member's inner phase that verifiers and jurors run.
 //!
-//! * [`retained`]: the payloads and signed announcements of a round's included set, on disk
+//! * [`retained`]: the payloads and signed announcements of a round's included set, and our own
+//!   Proof-of-Learning trace states, on disk
 //!   under `<base>/evidence/` until the round can no longer be challenged.
-//! * [`replay`]: re-runs a member's inner phase from θ_{r−1} and measures the distance to its
-//!   signed payload ([`synod_diloco::verify`] holds the rules: distance, tolerance, sampling).
+//! * [`replay`]: checks a member's Proof-of-Learning trace by sampled segments, or re-runs its
+//!   whole inner phase from θ_{r−1}, and measures the distance to its signed payload
+//!   ([`synod_diloco::verify`] holds the rules: distances, tolerances, sampling).
 //!
 //! The duties built on them (sampling final rounds, opening challenges, voting as a juror)
 //! run inside `synod-trainer run` (`member::duty`); `synod-trainer verify` is a one-off replay.

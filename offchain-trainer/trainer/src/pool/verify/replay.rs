@@ -201,52 +201,59 @@ impl Replayer {
         let mut feedback = args.outer.feedback();
         let (state, replica) = self.prepare(recipe, args, parent, round, member)?;
         let outcome = (|| -> Result<TraceCheck> {
-            let (beta1, beta2) = (replica.cfg.beta1, replica.cfg.beta2);
-            // A served state that is no honest AdamW state is a failed check (`Err`).
-            let mut load = |h: &[u8; 32]| -> Result<Option<ParamSet>> {
-                let Some(bytes) = fetch(h) else {
-                    return Ok(None);
-                };
-                let state = synod_checkpoint::from_bytes(&bytes)?;
-                if !plausible_state(&state, beta1, beta2) {
-                    bail!("state {} is no AdamW state", synod_checkpoint::hex(h));
-                }
-                Ok(Some(state))
-            };
             load_params(&replica.vs, &state.params)?;
             replica.reset_optimizer();
             let start = replica.phase_state()?;
             if synod_checkpoint::hash(&synod_checkpoint::to_bytes(&start)?) != trace[0] {
                 return Ok(TraceCheck::Failed);
             }
+            // Every state the check needs is fetched before any replay (the fetch deadlines
+            // then count transfers only): the end, and each drawn segment's two boundaries.
             let last = trace.len() - 1;
-            let Some(end) = load(&trace[last])? else {
+            let drawn: Vec<usize> = segments
+                .iter()
+                .map(|i| *i as usize)
+                .filter(|i| *i < last)
+                .collect();
+            let mut wanted = vec![last];
+            for &i in &drawn {
+                wanted.extend([i, i + 1].into_iter().filter(|j| *j > 0 && *j < last));
+            }
+            wanted.sort_unstable();
+            wanted.dedup();
+            let mut served = std::collections::HashMap::new();
+            for j in wanted {
+                let Some(bytes) = fetch(&trace[j]) else {
+                    return Ok(TraceCheck::Unserved);
+                };
+                // A served state that is not this model's, or no honest AdamW state, is a
+                // failed check (`Err`): replayed whole.
+                let s = synod_checkpoint::from_bytes(&bytes)?;
+                if !plausible_state(&s, &start, &replica.cfg) {
+                    bail!(
+                        "state {} is no AdamW state of this phase",
+                        synod_checkpoint::hex(&trace[j])
+                    );
+                }
+                served.insert(j, s);
+            }
+            let state_at = |j: usize| if j == 0 { Some(&start) } else { served.get(&j) };
+            let Some(end) = state_at(last) else {
                 return Ok(TraceCheck::Unserved);
             };
-            let delta = pseudo_gradient(&state.params, &params_of(&end))?;
+            let delta = pseudo_gradient(&state.params, &params_of(end))?;
             let encoded = feedback.encode(&state.params, delta, &opts)?;
             let mut worst =
                 replay_distance(&state.params, member, claimed, &encoded).unwrap_or(f64::INFINITY);
             if !within_tolerance(worst) {
                 return Ok(TraceCheck::Failed);
             }
-            for &i in segments.iter().filter(|i| (**i as usize) < last) {
-                let i = i as usize;
-                let from = if i == 0 {
-                    Some(start.clone())
-                } else {
-                    load(&trace[i])?
-                };
-                let to = if i + 1 == last {
-                    Some(end.clone())
-                } else {
-                    load(&trace[i + 1])?
-                };
-                let (Some(from), Some(to)) = (from, to) else {
+            for &i in &drawn {
+                let (Some(from), Some(to)) = (state_at(i), state_at(i + 1)) else {
                     return Ok(TraceCheck::Unserved);
                 };
-                let replayed = replica.replay_segment(&from, round, bounds[i], bounds[i + 1])?;
-                let d = state_distance(&from, &to, &replayed);
+                let replayed = replica.replay_segment(from, round, bounds[i], bounds[i + 1])?;
+                let d = state_distance(from, to, &replayed);
                 if d.is_nan() || d > SEGMENT_TOLERANCE {
                     return Ok(TraceCheck::Failed);
                 }
