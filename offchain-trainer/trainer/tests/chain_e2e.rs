@@ -766,6 +766,30 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
         attacked <= clean * 1.05,
         "val loss {attacked} with a ×100 member vs {clean} clean"
     );
+    // Verifiers check honest members by their Proof-of-Learning traces (states fetched from
+    // the author over the network, no whole replay) and the ×100 member, whose payload is not
+    // its trace's end, by a whole replay.
+    let cheater = member_of(&net, 3);
+    let verified: Vec<Value> = (0..3)
+        .flat_map(|i| net.metrics(i))
+        .filter(|e| e["event"] == "verified")
+        .collect();
+    let (of_cheater, of_honest): (Vec<&Value>, Vec<&Value>) = verified
+        .iter()
+        .partition(|e| e["member"].as_u64() == Some(cheater));
+    assert!(
+        !of_honest.is_empty() && !of_cheater.is_empty(),
+        "{verified:?}"
+    );
+    for e in of_honest {
+        assert!(
+            e["honest"] == true && e["segments"].as_u64() > Some(0),
+            "{e}"
+        );
+    }
+    for e in of_cheater {
+        assert!(e["honest"] == false && e["segments"] == 0, "{e}");
+    }
 
     assert_cheater_convicted(&net, &show, &[0, 1, 2], 3, &[]);
 }
