@@ -10,6 +10,16 @@ use synod_checkpoint::ParamSet;
 use crate::adamw::{FIRST_MOMENT_PREFIX, SECOND_MOMENT_PREFIX, STEP_NAME};
 use crate::{load_params, param_set, InnerConfig, ModelError, TchInnerTrainer};
 
+/// The parameters of a full inner state ([`TchInnerTrainer::phase_state`]): its optimizer's
+/// tensors removed.
+pub fn params_of(state: &ParamSet) -> ParamSet {
+    let mut p = state.clone();
+    for prefix in [FIRST_MOMENT_PREFIX, SECOND_MOMENT_PREFIX, STEP_NAME] {
+        let _ = p.take_prefixed(prefix);
+    }
+    p
+}
+
 impl TchInnerTrainer {
     /// The replica's full inner state: its parameters (named as in a checkpoint) and its
     /// optimizer's moments and step count ([`crate::AdamW::state`]), f32, in canonical order.
@@ -31,11 +41,7 @@ impl TchInnerTrainer {
     /// # Errors
     /// [`ModelError::Layout`] if `state` is not a state of this model; libtorch errors.
     pub fn load_phase_state(&mut self, state: &ParamSet) -> Result<(), ModelError> {
-        let mut params = state.clone();
-        let _ = params.take_prefixed(FIRST_MOMENT_PREFIX);
-        let _ = params.take_prefixed(SECOND_MOMENT_PREFIX);
-        let _ = params.take_prefixed(STEP_NAME);
-        load_params(&self.vs, &params)?;
+        load_params(&self.vs, &params_of(state))?;
         self.optimizer()?.restore(state)
     }
 

@@ -167,6 +167,20 @@ impl OuterArgs {
     pub fn feedback(&self) -> synod_diloco::ErrorFeedback {
         synod_diloco::ErrorFeedback::new(self.ef_decay)
     }
+
+    /// The outer state after `round` from `checkpoint` (canonical bytes of θ with its outer
+    /// momentum, or θ₀ without), with this recipe's outer learning rate and momentum.
+    ///
+    /// # Errors
+    /// A checkpoint that does not parse, or whose momentum does not fit θ.
+    pub fn restore(&self, checkpoint: &[u8], round: u32) -> Result<synod_diloco::OuterState> {
+        Ok(synod_diloco::OuterState::from_checkpoint(
+            synod_checkpoint::from_bytes(checkpoint)?,
+            self.outer_lr,
+            self.outer_momentum,
+            round,
+        )?)
+    }
 }
 
 /// Aggregation rule on the command line (see [`synod_diloco::AggregationRule`]).

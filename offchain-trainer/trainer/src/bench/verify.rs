@@ -18,7 +18,6 @@ use synod_diloco::verify::{
     default_sample_rate, sampled_segments, segment_boundaries, segment_escape_probability,
     segment_len,
 };
-use synod_diloco::OuterState;
 
 use crate::chain_args::RecipeArgs;
 use crate::pool::verify::replay::{forged_contribution, skipping, TraceStates};
@@ -58,11 +57,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
     let (h, round, accused) = (a.inner_steps, 1, 1);
     let recipe = Recipe::load(&a.recipe)?;
     let args = &a.recipe;
-    let theta0 = synod_checkpoint::from_bytes(&recipe.theta0_bytes)?;
-    let state = OuterState::new(
-        theta0.clone(),
-        synod_diloco::NesterovSgd::new(args.outer.outer_lr, args.outer.outer_momentum),
-    );
+    let state = args.outer.restore(&recipe.theta0_bytes, 0)?;
     let opts = args.outer.encode_options();
     let mut worker = recipe.setup.replica(&args.model, accused, h, 4 * h)?;
     let bounds = segment_boundaries(h);
@@ -137,8 +132,13 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
     let skipped_steps = (a.fake_fraction * f64::from(h)).ceil() as u32;
     let bad = skipped_steps.div_ceil(k).clamp(1, segments);
     let skip: Vec<u32> = (segments - bad..segments).collect();
-    let (lazy, lazy_states) =
-        forged_contribution(&mut worker, &theta0, round, &mut skipping(&skip), &opts)?;
+    let (lazy, lazy_states) = forged_contribution(
+        &mut worker,
+        &state.params,
+        round,
+        &mut skipping(&skip),
+        &opts,
+    )?;
     // Each verifier draws its segments; one that misses the skipped ones sees a consistent
     // trace (the check is run all the same: it is the pool's code path).
     let mut caught = 0u32;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use synod_chain::calls;
-use synod_diloco::{Contribution, OuterState};
+use synod_diloco::Contribution;
 
 use super::rounds::Pending;
 use super::Trainer;
@@ -58,14 +58,8 @@ impl Trainer<'_> {
             .store
             .get(&p.parent)
             .ok_or_else(|| anyhow!("θ of round {} is not kept", round - 1))?;
-        let r = &self.a.recipe;
-        let mut state = OuterState::from_checkpoint(
-            synod_checkpoint::from_bytes(&parent)?,
-            r.outer.outer_lr,
-            r.outer.outer_momentum,
-            round - 1,
-        )?;
-        let rule = r.outer.aggregation.rule();
+        let mut state = self.a.recipe.outer.restore(&parent, round - 1)?;
+        let rule = self.a.recipe.outer.aggregation.rule();
         let outcome = state.apply(&contributions, rule.aggregator(Some(&p.stakes)).as_ref())?;
         if outcome.included != agreed {
             bail!(

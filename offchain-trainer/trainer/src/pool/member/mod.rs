@@ -384,8 +384,7 @@ impl Trainer<'_> {
         }
         let bytes = bytes?;
         self.keep_serving_final(hash, Some(&bytes))?;
-        let set = synod_checkpoint::from_bytes(&bytes)?;
-        let r = &self.a.recipe;
+        let state = self.a.recipe.outer.restore(&bytes, round)?;
         self.metrics.emit(&Event {
             event: "synced",
             round,
@@ -397,12 +396,7 @@ impl Trainer<'_> {
             }
             .into(),
         })?;
-        Ok(OuterState::from_checkpoint(
-            set,
-            r.outer.outer_lr,
-            r.outer.outer_momentum,
-            round,
-        )?)
+        Ok(state)
     }
 
     /// Evaluates θ and emits the round's record.

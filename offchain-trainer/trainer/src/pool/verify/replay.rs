@@ -10,11 +10,9 @@ use synod_diloco::trace::split_trace;
 use synod_diloco::verify::{
     replay_distance, segment_boundaries, within_tolerance, SEGMENT_TOLERANCE,
 };
-use synod_diloco::{pseudo_gradient, OuterState};
-use synod_model::segment::{plausible_state, state_distance};
-use synod_model::{
-    load_params, TchInnerTrainer, FIRST_MOMENT_PREFIX, SECOND_MOMENT_PREFIX, STEP_NAME,
-};
+use synod_diloco::{pseudo_gradient, DilocoError, InnerReport, InnerTrainer, OuterState};
+use synod_model::segment::{params_of, plausible_state, state_distance};
+use synod_model::{load_params, TchInnerTrainer, STEP_NAME};
 
 use crate::chain_args::RecipeArgs;
 use crate::pool::recipe::Recipe;
@@ -46,15 +44,6 @@ enum TraceCheck {
     Failed,
     /// A state was not served.
     Unserved,
-}
-
-/// The parameters of a full inner state (its optimizer's tensors removed).
-fn params_of(state: &ParamSet) -> ParamSet {
-    let mut p = state.clone();
-    for prefix in [FIRST_MOMENT_PREFIX, SECOND_MOMENT_PREFIX, STEP_NAME] {
-        let _ = p.take_prefixed(prefix);
-    }
-    p
 }
 
 /// A juror's vote on a challenge disputing the payload with blake3 `disputed` (from the
@@ -107,13 +96,7 @@ impl Replayer {
         if args.model.keep_inner_state {
             bail!("the recipe keeps inner optimizer state across rounds: replay is impossible");
         }
-        let set = synod_checkpoint::from_bytes(parent)?;
-        let state = OuterState::from_checkpoint(
-            set,
-            args.outer.outer_lr,
-            args.outer.outer_momentum,
-            round.saturating_sub(1),
-        )?;
+        let state = args.outer.restore(parent, round.saturating_sub(1))?;
         if self.replica.is_none() {
             self.replica = Some(recipe.setup.replica(
                 &args.model,
@@ -283,11 +266,55 @@ impl Replayer {
 /// States of a trace by their blake3 (a verifier's view of what its author serves).
 pub(crate) type TraceStates = std::collections::HashMap<[u8; 32], Vec<u8>>;
 
-/// A dishonest member's traced contribution to `round` from θ `start` (the attacks segment
-/// checks exist for; a test and bench fixture): `replica` (set to the member's batches) runs
-/// each segment `i` of the phase unless `forge(i, state, end_step)` returns the state it
-/// claims instead, then signs that trace with its Δ, honestly encoded with `opts`. Returns the
-/// payload and its states by blake3. A `forge` that returns `None`: the honest contribution.
+/// A dishonest member's inner trainer (the attacks segment checks exist for; a test and bench
+/// fixture): runs each segment `i` of the phase on `replica` unless `forge(i, state,
+/// end_step)` returns the state it claims instead. Its trace holds every segment boundary.
+struct Forger<'a, F> {
+    replica: &'a mut TchInnerTrainer,
+    forge: F,
+}
+
+impl<F: FnMut(u32, &ParamSet, u32) -> Option<ParamSet>> InnerTrainer for Forger<'_, F> {
+    fn inner_phase(
+        &mut self,
+        start: &ParamSet,
+        round: u32,
+    ) -> Result<(ParamSet, InnerReport), DilocoError> {
+        self.inner_phase_traced(start, round, &[], &mut |_, _| Ok(()))
+    }
+
+    fn inner_phase_traced(
+        &mut self,
+        start: &ParamSet,
+        round: u32,
+        boundaries: &[u32],
+        state: &mut dyn FnMut(u32, ParamSet) -> Result<(), DilocoError>,
+    ) -> Result<(ParamSet, InnerReport), DilocoError> {
+        let r = &mut *self.replica;
+        load_params(&r.vs, start)?;
+        r.reset_optimizer();
+        let mut s = r.phase_state()?;
+        let bounds = segment_boundaries(r.cfg.inner_steps);
+        for (i, w) in bounds.windows(2).enumerate() {
+            if boundaries.contains(&w[0]) {
+                state(w[0], s.clone())?;
+            }
+            s = match (self.forge)(i as u32, &s, w[1]) {
+                Some(forged) => forged,
+                None => r.replay_segment(&s, round, w[0], w[1])?,
+            };
+        }
+        if boundaries.contains(&r.cfg.inner_steps) {
+            state(r.cfg.inner_steps, s.clone())?;
+        }
+        Ok((params_of(&s), InnerReport::default()))
+    }
+}
+
+/// A dishonest member's traced contribution to `round` from θ `start`, made on the pool's
+/// path ([`OuterState::contribute_traced`]) by a [`Forger`] with `forge`, encoded with `opts`.
+/// Returns the payload and its states by blake3. A `forge` that returns `None`: the honest
+/// contribution.
 ///
 /// # Errors
 /// libtorch and encoding errors.
@@ -298,28 +325,22 @@ pub(crate) fn forged_contribution(
     forge: &mut dyn FnMut(u32, &ParamSet, u32) -> Option<ParamSet>,
     opts: &synod_codec::EncodeOptions,
 ) -> Result<(Vec<u8>, TraceStates)> {
-    let bounds = segment_boundaries(replica.cfg.inner_steps);
-    load_params(&replica.vs, start)?;
-    replica.reset_optimizer();
-    let mut s = replica.phase_state()?;
-    let (mut trace, mut states) = (Vec::new(), TraceStates::new());
-    let mut keep = |s: &ParamSet| -> Result<()> {
-        let bytes = synod_checkpoint::to_bytes(s)?;
-        trace.push(synod_checkpoint::hash(&bytes));
-        states.insert(synod_checkpoint::hash(&bytes), bytes);
-        Ok(())
-    };
-    keep(&s)?;
-    for (i, w) in bounds.windows(2).enumerate() {
-        s = match forge(i as u32, &s, w[1]) {
-            Some(forged) => forged,
-            None => replica.replay_segment(&s, round, w[0], w[1])?,
-        };
-        keep(&s)?;
-    }
-    let delta = pseudo_gradient(start, &params_of(&s))?;
-    let codec = synod_diloco::encode_pseudo_gradient(start, &delta, opts)?;
-    Ok((synod_diloco::trace::with_trace(&trace, &codec), states))
+    let mut outer = OuterState::new(start.clone(), synod_diloco::NesterovSgd::new(0.0, 0.0));
+    outer.round = round.saturating_sub(1);
+    let (member, bounds) = (replica.worker, segment_boundaries(replica.cfg.inner_steps));
+    let mut states = TraceStates::new();
+    let (c, _) = outer.contribute_traced(
+        &mut Forger { replica, forge },
+        member,
+        opts,
+        &mut synod_diloco::ErrorFeedback::default(),
+        &bounds,
+        &mut |_, bytes, hash| {
+            states.insert(hash, bytes);
+            Ok(())
+        },
+    )?;
+    Ok((c.payload.to_vec(), states))
 }
 
 /// `state` with its step counter set to `step` and, for every `(name, index, value)` of
@@ -388,6 +409,7 @@ mod tests {
         use std::sync::Arc;
         use synod_diloco::byzantine::{Adversary, Attack};
         use synod_diloco::Contribution;
+        use synod_model::FIRST_MOMENT_PREFIX;
 
         const H: u32 = 8;
 
@@ -418,11 +440,8 @@ mod tests {
         }
 
         /// Member `m`'s honest traced contribution to round 1: (payload, states by hash).
-        fn honest(recipe: &Recipe, a: &RecipeArgs, theta0: &ParamSet, m: u32) -> (Vec<u8>, States) {
-            let state = OuterState::new(
-                theta0.clone(),
-                synod_diloco::NesterovSgd::new(a.outer.outer_lr, a.outer.outer_momentum),
-            );
+        fn honest(recipe: &Recipe, a: &RecipeArgs, m: u32) -> (Vec<u8>, States) {
+            let state = a.outer.restore(&recipe.theta0_bytes, 0).unwrap();
             let mut w = recipe.setup.replica(&a.model, m, H, 4 * H).unwrap();
             let mut states = States::new();
             let (c, _) = state
@@ -464,7 +483,7 @@ mod tests {
         #[test]
         fn an_honest_trace_passes_by_its_segments_and_withheld_states_mean_a_whole_replay() {
             let f = setup();
-            let (payload, states) = honest(&f.0, &f.1, &f.2, 1);
+            let (payload, states) = honest(&f.0, &f.1, 1);
             let all: Vec<u32> = (0..H).collect();
             let rep = check(&f, &payload, &all, Some(&states));
             assert!(rep.honest, "{rep:?}");
@@ -481,8 +500,8 @@ mod tests {
         #[test]
         fn a_payload_that_is_not_its_traces_end_is_replayed_whole_and_caught() {
             let f = setup();
-            let (payload, states) = honest(&f.0, &f.1, &f.2, 1);
-            let other = honest(&f.0, &f.1, &f.2, 2).0;
+            let (payload, states) = honest(&f.0, &f.1, 1);
+            let other = honest(&f.0, &f.1, 2).0;
             let set = vec![
                 Contribution {
                     member: 1,
@@ -542,6 +561,26 @@ mod tests {
             // secret until the trace is committed, and why several verifiers draw.
             let missed = check(&f, &payload, &[5], Some(&states));
             assert!(missed.honest && missed.segments == 1, "{missed:?}");
+        }
+
+        #[test]
+        fn an_empty_segment_draw_cannot_pass_a_lazy_member() {
+            // Start and end checks alone pass any self-consistent forgery (`--verify-segments
+            // 0` did): no segment drawn means a whole replay, which catches it.
+            let f = setup();
+            let (recipe, a, theta0) = &f;
+            let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+            let all: Vec<u32> = (0..H).collect();
+            let (payload, states) = forged_contribution(
+                &mut w,
+                theta0,
+                1,
+                &mut skipping(&all),
+                &a.outer.encode_options(),
+            )
+            .unwrap();
+            let rep = check(&f, &payload, &[], Some(&states));
+            assert!(!rep.honest && rep.segments == 0, "{rep:?}");
         }
 
         #[test]
