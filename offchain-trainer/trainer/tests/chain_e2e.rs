@@ -767,8 +767,10 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
         "val loss {attacked} with a ×100 member vs {clean} clean"
     );
     // Verifiers check honest members by their Proof-of-Learning traces (states fetched from
-    // the author over the network, no whole replay) and the ×100 member, whose payload is not
-    // its trace's end, by a whole replay.
+    // the author over the network) and the ×100 member, whose payload is not its trace's end,
+    // by a whole replay. An honest trace is never refused nor mismatched; only a state not
+    // served in time (a loaded machine: CI runs these tests side by side) costs its verifier
+    // a whole replay.
     let cheater = member_of(&net, 3);
     let verified: Vec<Value> = (0..3)
         .flat_map(|i| net.metrics(i))
@@ -778,17 +780,23 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
         .iter()
         .partition(|e| e["member"].as_u64() == Some(cheater));
     assert!(
-        !of_honest.is_empty() && !of_cheater.is_empty(),
+        !of_cheater.is_empty()
+            && of_honest
+                .iter()
+                .any(|e| e["segments"].as_u64() > Some(0) && e["whole_replay"].is_null()),
         "{verified:?}"
     );
+    eprintln!("verified: {verified:?}");
     for e in of_honest {
+        let by_segments = e["segments"].as_u64() > Some(0) && e["whole_replay"].is_null();
         assert!(
-            e["honest"] == true && e["segments"].as_u64() > Some(0),
+            e["honest"] == true && (by_segments || e["whole_replay"] == "unserved"),
             "{e}"
         );
     }
     for e in of_cheater {
-        assert!(e["honest"] == false && e["segments"] == 0, "{e}");
+        // "mismatch" unless its states came late or a jury replay was cached first.
+        assert!(e["honest"] == false && !e["whole_replay"].is_null(), "{e}");
     }
 
     assert_cheater_convicted(&net, &show, &[0, 1, 2], 3, &[]);

@@ -123,7 +123,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
         (drawn, rep)
     };
     let checked = check(b"bench", &honest.payload, &states).1?;
-    if !whole.honest || !checked.honest || checked.segments == 0 {
+    if !whole.honest || !checked.honest || checked.whole.is_some() {
         bail!("the honest contribution failed its check: {whole:?} {checked:?}");
     }
 

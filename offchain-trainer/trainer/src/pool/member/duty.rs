@@ -14,6 +14,7 @@ use anyhow::{anyhow, Result};
 use serde_json::json;
 use synod_chain::types::{AccountId, ChallengeInfo, FinalCheckpoint, PoolStatus, Verdict};
 use synod_chain::{calls, ChainError};
+use synod_diloco::trace::split_trace;
 use synod_diloco::verify::{
     default_sample_rate, sampled, sampled_segments, segment_boundaries, REPLAY_TOLERANCE,
 };
@@ -21,14 +22,19 @@ use synod_p2p::Equivocation;
 use synod_protocol::Timeline;
 
 use super::Trainer;
+use crate::pool::verify::prefetch::prefetch_states;
+use crate::pool::verify::replay::{juror_vote, needed_states, Replay, WholeReplay};
+
+/// Trace states a verifier fetched for a round's checks: their files, by blake3.
+type FetchedStates = std::collections::HashMap<[u8; 32], std::path::PathBuf>;
 
 /// How long a verifier waits for one Proof-of-Learning trace state (plus its transfer at
 /// 10 MB/s) before it replays the whole phase instead.
 const STATE_FETCH: Duration = Duration::from_secs(20);
 /// Added to twice the per-state wait: how long a verifier waits for all the trace states of
-/// one contribution (they are fetched before any segment is replayed).
+/// one round's checks (fetched from every accused side by side, before any segment is
+/// replayed).
 const CHECK_BUDGET: Duration = Duration::from_secs(5);
-use crate::pool::verify::replay::{juror_vote, Replay};
 
 /// What a member tracks of its duties.
 #[derive(Default)]
@@ -203,6 +209,7 @@ impl Trainer<'_> {
             .verify_rate
             .unwrap_or_else(|| default_sample_rate(f.contributors.len()));
         let segment_count = segment_boundaries(self.inner_steps).len() as u32 - 1;
+        let mut checks = Vec::new();
         for who in &f.contributors {
             if *who == self.account {
                 continue;
@@ -222,7 +229,12 @@ impl Trainer<'_> {
                 segment_count,
                 self.a.verify_segments,
             );
-            let rep = match self.replay(round, member, &f.parent, Some(&segments)) {
+            checks.push((*who, member, segments));
+        }
+        let states = self.prefetch_trace_states(round, &checks);
+        for (who, member, segments) in &checks {
+            let (who, member) = (who, *member);
+            let rep = match self.replay(round, member, &f.parent, Some((segments, &states))) {
                 Ok(Some(rep)) => rep,
                 Ok(None) => continue,
                 Err(e) => {
@@ -234,6 +246,7 @@ impl Trainer<'_> {
                 "event": "verified", "round": round, "member": member, "account": who.to_string(),
                 "distance": rep.distance, "tolerance": REPLAY_TOLERANCE, "honest": rep.honest,
                 "replay_secs": rep.secs, "segments": rep.segments,
+                "whole_replay": rep.whole.map(WholeReplay::as_str),
             }))?;
             if !rep.honest {
                 self.duties
@@ -241,20 +254,93 @@ impl Trainer<'_> {
                     .insert((round, member), (*who, rep.distance));
             }
         }
+        // Fetched states are no evidence: only what the accused signed is.
+        let _ = std::fs::remove_dir_all(self.retained.fetched_dir(round));
         Ok(())
+    }
+
+    /// The trace states that the segment checks `checks` ((account, member, drawn segments))
+    /// of `round` need, fetched from their authors side by side ([`prefetch_states`]) into
+    /// [`Retained::fetched_dir`](crate::pool::verify::Retained::fetched_dir): each state gets
+    /// at most [`STATE_FETCH`] plus its transfer at 10 MB/s, the whole round twice that plus
+    /// [`CHECK_BUDGET`], however many authors stall. Contributions already replayed whole, not
+    /// kept, or without a trace of this pool's segments need nothing. Returns each received
+    /// state's file by blake3.
+    fn prefetch_trace_states(
+        &self,
+        round: u32,
+        checks: &[(AccountId, u32, Vec<u32>)],
+    ) -> FetchedStates {
+        let boundaries = segment_boundaries(self.inner_steps).len();
+        let mut wanted = Vec::new();
+        for (_, member, segments) in checks {
+            if self.duties.replays.contains_key(&(round, *member)) {
+                continue;
+            }
+            // Only the accused serves its states (nobody else keeps them).
+            let peer = self
+                .members
+                .iter()
+                .find(|m| m.record.index == *member)
+                .and_then(|m| synod_p2p::PeerId::from_bytes(&m.record.peer_id).ok());
+            let (Some(peer), Some(claimed)) = (peer, self.retained.payload(round, *member)) else {
+                continue;
+            };
+            if let Ok((Some(trace), _)) = split_trace(&claimed) {
+                if trace.len() == boundaries {
+                    let hashes = needed_states(trace.len(), segments)
+                        .into_iter()
+                        .map(|j| trace[j])
+                        .collect();
+                    wanted.push((peer, hashes));
+                }
+            }
+        }
+        let dir = self.retained.fetched_dir(round);
+        if wanted.is_empty() {
+            return FetchedStates::new();
+        }
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            tracing::warn!(round, "cannot keep fetched trace states: {e}");
+            return FetchedStates::new();
+        }
+        let (client, max) = (self.client.clone(), self.recipe.max_state_bytes);
+        let per_state = STATE_FETCH + Duration::from_secs(max / 10_000_000);
+        self.rt.block_on(prefetch_states(
+            wanted,
+            per_state,
+            2 * per_state + CHECK_BUDGET,
+            move |peer, h| {
+                let client = client.clone();
+                let path = dir.join(format!("{}.state", synod_checkpoint::hex(&h)));
+                async move {
+                    let bytes = client
+                        .fetch_checkpoint(peer, h, max)
+                        .await
+                        .map_err(|e| tracing::info!(round, %peer, "trace state: {e}"))
+                        .ok()?;
+                    tokio::task::spawn_blocking(move || std::fs::write(&path, bytes).map(|_| path))
+                        .await
+                        .ok()?
+                        .map_err(|e| tracing::warn!(round, "cannot keep a trace state: {e}"))
+                        .ok()
+                }
+            },
+        ))
     }
 
     /// `member`'s replay of `round`, or `None` when its payload was not kept. `segments`:
     /// check these segments of its Proof-of-Learning trace first
-    /// ([`Replayer::check_segments`](crate::pool::verify::Replayer::check_segments), states
-    /// fetched from the accused, held in memory); `None`: replay the whole inner phase, as
-    /// jurors do. Whole replays are cached (a verifier drawn as juror replays once).
+    /// ([`Replayer::check_segments`](crate::pool::verify::Replayer::check_segments), with the
+    /// trace states fetched beforehand, [`Trainer::prefetch_trace_states`]); `None`: replay
+    /// the whole inner phase, as jurors do. Whole replays are cached (a verifier drawn as juror
+    /// replays once).
     fn replay(
         &mut self,
         round: u32,
         member: u32,
         parent: &[u8; 32],
-        segments: Option<&[u32]>,
+        segments: Option<(&[u32], &FetchedStates)>,
     ) -> Result<Option<Replay>> {
         if let Some(r) = self.duties.replays.get(&(round, member)) {
             return Ok(Some(*r));
@@ -291,51 +377,16 @@ impl Trainer<'_> {
                 member,
                 &claimed,
             )?,
-            Some(segments) => {
-                // Only the accused serves its states (nobody else keeps them). Each state gets
-                // at most STATE_FETCH, all of them together CHECK_BUDGET; then a whole replay.
-                let peer = self
-                    .members
-                    .iter()
-                    .find(|m| m.record.index == member)
-                    .and_then(|m| synod_p2p::PeerId::from_bytes(&m.record.peer_id).ok());
-                let (client, rt) = (&self.client, &self.rt);
-                let max = self.recipe.max_state_bytes;
-                // 20 s per state plus its transfer at 10 MB/s; twice that for all of them.
-                let per_state = STATE_FETCH + Duration::from_secs(max / 10_000_000);
-                let deadline = Instant::now() + 2 * per_state + CHECK_BUDGET;
-                let mut fetch = |h: &[u8; 32]| {
-                    let left = deadline
-                        .saturating_duration_since(Instant::now())
-                        .min(per_state);
-                    let peer = peer.filter(|_| !left.is_zero())?;
-                    // The timer is made inside the runtime (a timeout built outside panics).
-                    let got = rt.block_on(async {
-                        tokio::time::timeout(left, client.fetch_checkpoint(peer, *h, max)).await
-                    });
-                    match got {
-                        Ok(Ok(bytes)) => Some(bytes),
-                        Ok(Err(e)) => {
-                            tracing::info!(round, member, "trace state: {e}");
-                            None
-                        }
-                        Err(_) => {
-                            tracing::info!(round, member, "trace state: timed out");
-                            None
-                        }
-                    }
-                };
-                self.replayer.check_segments(
-                    &self.recipe,
-                    &self.a.recipe,
-                    &parent,
-                    round,
-                    member,
-                    &claimed,
-                    segments,
-                    &mut fetch,
-                )?
-            }
+            Some((segments, states)) => self.replayer.check_segments(
+                &self.recipe,
+                &self.a.recipe,
+                &parent,
+                round,
+                member,
+                &claimed,
+                segments,
+                &mut |h| states.get(h).and_then(|p| std::fs::read(p).ok()),
+            )?,
         };
         tracing::info!(
             round,
@@ -344,9 +395,10 @@ impl Trainer<'_> {
             honest = rep.honest,
             secs = rep.secs,
             segments = rep.segments,
+            whole = rep.whole.map(WholeReplay::as_str),
             "replayed"
         );
-        if rep.segments == 0 {
+        if rep.whole.is_some() {
             self.duties.replays.insert((round, member), rep);
         }
         Ok(Some(rep))

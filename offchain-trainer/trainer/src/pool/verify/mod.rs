@@ -4,6 +4,8 @@
 //! * [`retained`]: the payloads and signed announcements of a round's included set, and our own
 //!   Proof-of-Learning trace states, on disk
 //!   under `<base>/evidence/` until the round can no longer be challenged.
+//! * [`prefetch`]: fetches the trace states a round's segment checks need, every accused side
+//!   by side under one deadline.
 //! * [`replay`]: checks a member's Proof-of-Learning trace by sampled segments, or re-runs its
 //!   whole inner phase from θ_{r−1}, and measures the distance to its signed payload
 //!   ([`synod_diloco::verify`] holds the rules: distances, tolerances, sampling).
@@ -11,6 +13,7 @@
 //! The duties built on them (sampling final rounds, opening challenges, voting as a juror)
 //! run inside `synod-trainer run` (`member::duty`); `synod-trainer verify` is a one-off replay.
 
+pub mod prefetch;
 pub mod replay;
 pub mod retained;
 

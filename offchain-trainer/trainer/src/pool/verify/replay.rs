@@ -27,9 +27,38 @@ pub struct Replay {
     pub honest: bool,
     /// Wall-clock seconds of the replay.
     pub secs: f64,
-    /// Segments of the accused's trace replayed; 0 for a whole inner phase (a payload
-    /// without a trace, a state nobody served, or the confirmation of a failed segment).
+    /// Segments of the accused's trace replayed; 0 for a whole inner phase.
     pub segments: u32,
+    /// Why the whole inner phase was replayed; `None` when the trace's segments decided.
+    pub whole: Option<WholeReplay>,
+}
+
+/// Why a verifier replayed a member's whole inner phase rather than its trace's segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WholeReplay {
+    /// Asked for: jury duty, or no segment drawn.
+    Asked,
+    /// The payload carries no trace, or one not cut into this pool's segments.
+    NoTrace,
+    /// The accused did not serve a state in time (withheld, gone, or the network too slow).
+    Unserved,
+    /// A served state does not parse, fit the model, or pass [`plausible_state`].
+    Refused,
+    /// The start state, the end state's payload or a drawn segment did not match.
+    Mismatch,
+}
+
+impl WholeReplay {
+    /// Its name in metrics events (`snake_case`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Asked => "asked",
+            Self::NoTrace => "no_trace",
+            Self::Unserved => "unserved",
+            Self::Refused => "refused",
+            Self::Mismatch => "mismatch",
+        }
+    }
 }
 
 /// How a verifier gets the state a trace hash names: the bytes, already checked against the
@@ -144,6 +173,7 @@ impl Replayer {
             honest: within_tolerance(distance),
             secs: t0.elapsed().as_secs_f64(),
             segments: 0,
+            whole: Some(WholeReplay::Asked),
         })
     }
 
@@ -177,8 +207,21 @@ impl Replayer {
         let t0 = Instant::now();
         let bounds = segment_boundaries(self.inner_steps);
         let trace = match split_trace(claimed) {
-            Ok((Some(t), _)) if t.len() == bounds.len() && !segments.is_empty() => t,
-            _ => return self.check(recipe, args, parent, round, member, claimed),
+            Ok((Some(_), _)) if segments.is_empty() => {
+                return self.check(recipe, args, parent, round, member, claimed)
+            }
+            Ok((Some(t), _)) if t.len() == bounds.len() => t,
+            _ => {
+                return self.whole(
+                    WholeReplay::NoTrace,
+                    recipe,
+                    args,
+                    parent,
+                    round,
+                    member,
+                    claimed,
+                )
+            }
         };
         let opts = args.outer.encode_options();
         let mut feedback = args.outer.feedback();
@@ -191,21 +234,15 @@ impl Replayer {
                 return Ok(TraceCheck::Failed);
             }
             // Every state the check needs is fetched before any replay (the fetch deadlines
-            // then count transfers only): the end, and each drawn segment's two boundaries.
+            // then count transfers only).
             let last = trace.len() - 1;
             let drawn: Vec<usize> = segments
                 .iter()
                 .map(|i| *i as usize)
                 .filter(|i| *i < last)
                 .collect();
-            let mut wanted = vec![last];
-            for &i in &drawn {
-                wanted.extend([i, i + 1].into_iter().filter(|j| *j > 0 && *j < last));
-            }
-            wanted.sort_unstable();
-            wanted.dedup();
             let mut served = std::collections::HashMap::new();
-            for j in wanted {
+            for j in needed_states(trace.len(), segments) {
                 let Some(bytes) = fetch(&trace[j]) else {
                     return Ok(TraceCheck::Unserved);
                 };
@@ -250,21 +287,84 @@ impl Replayer {
                 honest: true,
                 secs: t0.elapsed().as_secs_f64(),
                 segments: segments.len() as u32,
+                whole: None,
             }),
-            Ok(TraceCheck::Failed | TraceCheck::Unserved) => {
-                self.check(recipe, args, parent, round, member, claimed)
-            }
+            Ok(TraceCheck::Failed) => self.whole(
+                WholeReplay::Mismatch,
+                recipe,
+                args,
+                parent,
+                round,
+                member,
+                claimed,
+            ),
+            Ok(TraceCheck::Unserved) => self.whole(
+                WholeReplay::Unserved,
+                recipe,
+                args,
+                parent,
+                round,
+                member,
+                claimed,
+            ),
             // A state that does not parse or fit the model is the accused's fault: replay whole.
             Err(e) => {
                 tracing::info!(round, member, "trace check failed ({e:#}): replaying whole");
-                self.check(recipe, args, parent, round, member, claimed)
+                self.whole(
+                    WholeReplay::Refused,
+                    recipe,
+                    args,
+                    parent,
+                    round,
+                    member,
+                    claimed,
+                )
             }
         }
     }
+
+    /// [`Replayer::check`], recording `why` the whole phase was replayed.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "Replayer::check's inputs and the reason"
+    )]
+    fn whole(
+        &mut self,
+        why: WholeReplay,
+        recipe: &Recipe,
+        args: &RecipeArgs,
+        parent: &[u8],
+        round: u32,
+        member: u32,
+        claimed: &[u8],
+    ) -> Result<Replay> {
+        let rep = self.check(recipe, args, parent, round, member, claimed)?;
+        Ok(Replay {
+            whole: Some(why),
+            ..rep
+        })
+    }
+}
+
+/// Indices into a trace of `trace_len` states (boundaries 0..=S) of the states a segment
+/// check of `segments` fetches from the trace's author: the end, and both boundaries of each
+/// drawn segment except the start (index 0, rebuilt locally). Ascending, no repeats; segments
+/// out of range are ignored.
+pub fn needed_states(trace_len: usize, segments: &[u32]) -> Vec<usize> {
+    let Some(last) = trace_len.checked_sub(1).filter(|l| *l > 0) else {
+        return Vec::new();
+    };
+    let mut wanted = vec![last];
+    for i in segments.iter().map(|i| *i as usize).filter(|i| *i < last) {
+        wanted.extend([i, i + 1].into_iter().filter(|j| *j > 0 && *j < last));
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    wanted
 }
 
 /// States of a trace by their blake3 (a verifier's view of what its author serves).
-pub(crate) type TraceStates = std::collections::HashMap<[u8; 32], Vec<u8>>;
+pub type TraceStates = std::collections::HashMap<[u8; 32], Vec<u8>>;
 
 /// A dishonest member's inner trainer (the attacks segment checks exist for; a test and bench
 /// fixture): runs each segment `i` of the phase on `replica` unless `forge(i, state,
@@ -377,7 +477,17 @@ mod tests {
             honest: true,
             secs: 0.0,
             segments: 0,
+            whole: Some(WholeReplay::Asked),
         })
+    }
+
+    #[test]
+    fn a_segment_check_fetches_the_end_and_its_segments_boundaries_but_never_the_start() {
+        // 17 states: boundaries 0..=16. Segment 0 needs state 1 (0 is rebuilt), segment 15
+        // needs 15 and the end; a segment past the end is ignored.
+        assert_eq!(needed_states(17, &[0, 5, 15, 40]), vec![1, 5, 6, 15, 16]);
+        assert_eq!(needed_states(17, &[]), vec![16]);
+        assert!(needed_states(1, &[0]).is_empty() && needed_states(0, &[0]).is_empty());
     }
 
     #[test]
@@ -397,6 +507,7 @@ mod tests {
                 honest: false,
                 secs: 0.0,
                 segments: 0,
+                whole: Some(WholeReplay::Asked),
             })
         };
         assert_eq!(juror_vote(kept, &same, bad).unwrap(), (true, 0.6));
@@ -495,6 +606,7 @@ mod tests {
             // The author serves nothing: the verifier pays a whole replay, the member is honest.
             let rep = check(&f, &payload, &[3], None);
             assert!(rep.honest && rep.segments == 0, "{rep:?}");
+            assert_eq!(rep.whole, Some(WholeReplay::Unserved));
         }
 
         #[test]
@@ -527,10 +639,10 @@ mod tests {
                     split_trace(&payload).unwrap().0,
                     "the attacker keeps its honest trace"
                 );
-                // Not even one segment is drawn: the end check alone catches it.
-                let rep = check(&f, &set[0].payload, &[], Some(&states));
+                // Segment 3 is honest work: the end check alone catches it.
+                let rep = check(&f, &set[0].payload, &[3], Some(&states));
                 assert!(
-                    !rep.honest && rep.segments == 0,
+                    !rep.honest && rep.whole == Some(WholeReplay::Mismatch),
                     "{}: {rep:?}",
                     attack.name()
                 );
@@ -554,13 +666,16 @@ mod tests {
 
             let caught = check(&f, &payload, &[3], Some(&states));
             assert!(
-                !caught.honest && caught.segments == 0,
+                !caught.honest && caught.whole == Some(WholeReplay::Mismatch),
                 "confirmed by a whole replay: {caught:?}"
             );
             // A verifier that draws another segment sees a consistent trace: why the draw is
             // secret until the trace is committed, and why several verifiers draw.
             let missed = check(&f, &payload, &[5], Some(&states));
-            assert!(missed.honest && missed.segments == 1, "{missed:?}");
+            assert!(
+                missed.honest && missed.segments == 1 && missed.whole.is_none(),
+                "{missed:?}"
+            );
         }
 
         #[test]
@@ -580,7 +695,10 @@ mod tests {
             )
             .unwrap();
             let rep = check(&f, &payload, &[], Some(&states));
-            assert!(!rep.honest && rep.segments == 0, "{rep:?}");
+            assert!(
+                !rep.honest && rep.whole == Some(WholeReplay::Asked),
+                "{rep:?}"
+            );
         }
 
         #[test]
@@ -599,7 +717,10 @@ mod tests {
                 forged_contribution(&mut w, theta0, 1, &mut poison, &a.outer.encode_options())
                     .unwrap();
             let rep = check(&f, &payload, &[1], Some(&states));
-            assert!(!rep.honest && rep.segments == 0, "{rep:?}");
+            assert!(
+                !rep.honest && rep.whole == Some(WholeReplay::Refused),
+                "{rep:?}"
+            );
         }
     }
 }

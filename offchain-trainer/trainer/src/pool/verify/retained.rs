@@ -107,6 +107,14 @@ impl Retained {
             .join(format!("{}.state", synod_checkpoint::hex(hash)))
     }
 
+    /// Where a verifier puts the trace states it fetched from other members for its checks of
+    /// `round` (`<round>/fetched/`, files named by blake3): on disk, not in memory, since a
+    /// round's checks may need many model-sized states; deleted once the round's checks are
+    /// done, and with the round's evidence.
+    pub fn fetched_dir(&self, round: u32) -> PathBuf {
+        self.round_dir(round).join("fetched")
+    }
+
     /// Keeps our trace state `bytes` of blake3 `hash` for `round` (a temporary file, then
     /// renamed) and returns its path.
     ///

@@ -1,0 +1,143 @@
+//! Fetching the Proof-of-Learning trace states a verifier's segment checks of one round need,
+//! every accused at once, under one deadline for the round.
+//!
+//! Fetched one contribution at a time, each accused that stalls its states (it answers
+//! nothing until the wait runs out) would delay the checks of all the contributions after it:
+//! k stallers push an accomplice's check k deadlines later, out of its challenge window if k
+//! is large enough. Fetched side by side, the whole round waits one deadline at most,
+//! whatever the number of stallers.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+/// Fetches `wanted` (per author: the blake3 hashes of the trace states wanted from it, in
+/// order) with `fetch`: each author's states one after the other, at most `per_state` each,
+/// the authors side by side, and nothing after `within` from now. An author stops being asked
+/// at its first state not served (`None`) or not served in time: its check will replay the
+/// whole phase anyway. Returns what `fetch` gave for each state received (the bytes, or where
+/// it put them), by hash. Must run inside a tokio runtime.
+pub async fn prefetch_states<K, T, F, Fut>(
+    wanted: Vec<(K, Vec<[u8; 32]>)>,
+    per_state: Duration,
+    within: Duration,
+    fetch: F,
+) -> HashMap<[u8; 32], T>
+where
+    K: Copy + Send + 'static,
+    T: Send + 'static,
+    F: Fn(K, [u8; 32]) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Option<T>> + Send + 'static,
+{
+    let deadline = Instant::now() + within;
+    let fetch = Arc::new(fetch);
+    let mut tasks = JoinSet::new();
+    for (from, hashes) in wanted {
+        let fetch = fetch.clone();
+        tasks.spawn(async move {
+            let mut got = Vec::with_capacity(hashes.len());
+            for h in hashes {
+                let left = deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(per_state);
+                if left.is_zero() {
+                    break;
+                }
+                match tokio::time::timeout(left, fetch(from, h)).await {
+                    Ok(Some(bytes)) => got.push((h, bytes)),
+                    _ => break,
+                }
+            }
+            got
+        });
+    }
+    let mut out = HashMap::new();
+    while let Some(done) = tasks.join_next().await {
+        if let Ok(got) = done {
+            out.extend(got);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn stalling_authors_cannot_push_an_accomplices_check_out_of_the_challenge_window() {
+        // Authors 0 and 1 never answer; author 2 (the accomplice, checked last) answers at
+        // once. Fetched one author after the other, author 2's states would come after two
+        // full deadlines; side by side they come at once and the round waits one deadline.
+        let within = Duration::from_secs(2);
+        let hashes = |a: u8| vec![[a; 32], [a + 10; 32]];
+        let wanted: Vec<(u8, Vec<[u8; 32]>)> = (0..3).map(|a| (a, hashes(a))).collect();
+        let t0 = std::time::Instant::now();
+        let got = rt().block_on(prefetch_states(
+            wanted,
+            within,
+            within,
+            |author, h| async move {
+                if author < 2 {
+                    std::future::pending::<()>().await;
+                }
+                Some(h.to_vec())
+            },
+        ));
+        let waited = t0.elapsed();
+        assert!(waited < 2 * within, "the round waited {waited:?}");
+        let mut keys: Vec<[u8; 32]> = got.keys().copied().collect();
+        keys.sort_unstable();
+        assert_eq!(keys, hashes(2), "the accomplice's states, and only them");
+    }
+
+    #[test]
+    fn an_author_is_asked_no_more_after_a_state_it_does_not_serve() {
+        let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = asked.clone();
+        let got = rt().block_on(prefetch_states(
+            vec![(0u8, vec![[1; 32], [2; 32], [3; 32]])],
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+            move |_, h| {
+                log.lock().unwrap().push(h[0]);
+                async move { (h[0] != 2).then(|| vec![h[0]]) }
+            },
+        ));
+        assert_eq!(*asked.lock().unwrap(), vec![1, 2]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[&[1; 32]], vec![1]);
+    }
+
+    #[test]
+    fn a_state_that_stalls_past_its_own_wait_ends_its_authors_fetch() {
+        // One state gets `per_state`, even with the round's deadline far away.
+        let per_state = Duration::from_millis(300);
+        let t0 = std::time::Instant::now();
+        let got = rt().block_on(prefetch_states(
+            vec![(0u8, vec![[1; 32], [2; 32]])],
+            per_state,
+            Duration::from_secs(600),
+            |_, h| async move {
+                if h[0] == 1 {
+                    std::future::pending::<()>().await;
+                }
+                Some(vec![h[0]])
+            },
+        ));
+        assert!(got.is_empty());
+        assert!(t0.elapsed() < Duration::from_secs(60));
+    }
+}
