@@ -144,6 +144,11 @@ pub struct OuterState {
     pub opt: NesterovSgd,
     /// Last completed outer round (0 before the first).
     pub round: u32,
+    /// Overlapped rounds ([`OuterState::overlapped`]): θ before the last outer step, where the
+    /// next round's inner phases start; `None` otherwise, or before the first outer step.
+    delayed_start: Option<ParamSet>,
+    /// Whether rounds overlap ([`OuterState::overlapped`]).
+    overlap: bool,
 }
 
 /// Largest checkpoint ([`OuterState::checkpoint_set`] as safetensors: θ and the outer
@@ -166,7 +171,27 @@ impl OuterState {
             params,
             opt,
             round: 0,
+            delayed_start: None,
+            overlap: false,
         }
+    }
+
+    /// This state with overlapped rounds: a one-step-delayed outer update (Streaming DiLoCo,
+    /// Douillard et al. 2025, §2.3; the delayed Nesterov step of Liu et al. 2024,
+    /// "Asynchronous Local-SGD Training for Language Modeling"). Round r's inner phases start
+    /// from θ_{r−2} (θ₀ for rounds 1 and 2): the parameters that are final when round r − 1's
+    /// exchange begins, so they can run while round r − 1's pseudo-gradients are in flight and
+    /// its outer step is made. Their pseudo-gradients Δ_r = θ_{r−2} − θ_local are aggregated
+    /// and applied to θ_{r−1} as usual. Deterministic: a replay of round r starts from θ_{r−2}.
+    pub fn overlapped(mut self) -> Self {
+        self.overlap = true;
+        self
+    }
+
+    /// Where the next round's inner phases start: θ, or with overlapped rounds θ before the
+    /// last outer step ([`OuterState::overlapped`]).
+    pub fn inner_start(&self) -> &ParamSet {
+        self.delayed_start.as_ref().unwrap_or(&self.params)
     }
 
     /// The tensors a checkpoint holds: θ plus `outer_momentum.*`.
@@ -197,10 +222,13 @@ impl OuterState {
             params: set,
             opt,
             round,
+            delayed_start: None,
+            overlap: false,
         })
     }
 
-    /// Runs `trainer`'s inner phase for the next round from θ and returns member `me`'s encoded
+    /// Runs `trainer`'s inner phase for the next round from [`OuterState::inner_start`] (θ
+    /// unless rounds overlap) and returns member `me`'s encoded
     /// pseudo-gradient with the phase's report. `feedback` is the member's error-feedback
     /// memory (used by the sparse codec only; pass a fresh one for int8 and fp32).
     ///
@@ -236,9 +264,10 @@ impl OuterState {
         keep: &mut dyn FnMut(u32, Vec<u8>, [u8; 32]) -> Result<(), DilocoError>,
     ) -> Result<(Contribution, InnerReport), DilocoError> {
         let round = self.round + 1;
+        let start = self.inner_start();
         let mut trace = Vec::with_capacity(boundaries.len());
         let (local, report) =
-            trainer.inner_phase_traced(&self.params, round, boundaries, &mut |j, state| {
+            trainer.inner_phase_traced(start, round, boundaries, &mut |j, state| {
                 let bytes = synod_checkpoint::to_bytes(&state)?;
                 let hash = synod_checkpoint::hash(&bytes);
                 trace.push(hash);
@@ -251,8 +280,8 @@ impl OuterState {
                 boundaries.len()
             )));
         }
-        let delta = pseudo_gradient(&self.params, &local)?;
-        let mut payload = feedback.encode(&self.params, delta, opts)?;
+        let delta = pseudo_gradient(start, &local)?;
+        let mut payload = feedback.encode(start, delta, opts)?;
         if !trace.is_empty() {
             payload = crate::trace::with_trace(&trace, &payload);
         }
@@ -284,6 +313,9 @@ impl OuterState {
             rejected,
             gradient: g,
         } = aggregate_payloads(&self.params, round, contributions, agg)?;
+        if self.overlap {
+            self.delayed_start = Some(self.params.clone());
+        }
         self.opt.step(&mut self.params, &g)?;
         self.round = round;
         let checkpoint = synod_checkpoint::to_bytes(&self.checkpoint_set()?)?;

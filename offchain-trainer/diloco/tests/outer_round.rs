@@ -205,6 +205,96 @@ fn local_rounds_converge_to_the_workers_consensus() {
     }
 }
 
+/// A [`Quadratic`] worker that records where each of its inner phases started.
+struct Recording {
+    inner: Quadratic,
+    starts: Vec<(u32, ParamSet)>,
+}
+
+impl synod_diloco::InnerTrainer for Recording {
+    fn inner_phase(
+        &mut self,
+        start: &ParamSet,
+        round: u32,
+    ) -> Result<(ParamSet, synod_diloco::InnerReport), DilocoError> {
+        self.starts.push((round, start.clone()));
+        self.inner.inner_phase(start, round)
+    }
+}
+
+/// Runs `rounds` local rounds of two recording quadratic workers, overlapped or not, outer
+/// Nesterov momentum `momentum` (lr 0.7); returns θ after every round (θ₀ first) and the
+/// workers.
+fn recorded_rounds(overlap: bool, momentum: f32, rounds: usize) -> (Vec<ParamSet>, Vec<Recording>) {
+    let theta0 = params(vec![0.0; 4], vec![1.0; 3]);
+    let mut workers: Vec<Recording> = [[1.0, 2.0, 3.0, 4.0], [3.0, 2.0, 1.0, 0.0]]
+        .into_iter()
+        .map(|t| Recording {
+            inner: Quadratic {
+                target: t.to_vec(),
+                steps: 5,
+            },
+            starts: Vec::new(),
+        })
+        .collect();
+    let mut s = OuterState::new(theta0.clone(), NesterovSgd::new(0.7, momentum));
+    if overlap {
+        s = s.overlapped();
+    }
+    let mut thetas = vec![theta0];
+    for _ in 0..rounds {
+        s.local_round(
+            &mut workers,
+            &Mean,
+            &EncodeOptions::default(),
+            &mut Vec::new(),
+            None,
+        )
+        .unwrap();
+        thetas.push(s.params.clone());
+    }
+    (thetas, workers)
+}
+
+#[test]
+fn overlapped_rounds_start_each_inner_phase_one_outer_step_behind() {
+    let (thetas, workers) = recorded_rounds(true, 0.9, 5);
+    for w in &workers {
+        assert_eq!(w.starts.len(), 5);
+        for (round, start) in &w.starts {
+            // Round r starts from θ_{r−2} (θ₀ for rounds 1 and 2).
+            let behind = (*round as usize).saturating_sub(2);
+            assert_eq!(start, &thetas[behind], "round {round}");
+        }
+    }
+    // Deterministic, and not the plain rounds: from round 2 on θ differs.
+    assert_eq!(recorded_rounds(true, 0.9, 5).0, thetas);
+    let (plain, plain_workers) = recorded_rounds(false, 0.9, 5);
+    assert_eq!(plain[1], thetas[1]);
+    assert!(plain[2..].iter().zip(&thetas[2..]).all(|(a, b)| a != b));
+    for (round, start) in &plain_workers[0].starts {
+        assert_eq!(start, &plain[*round as usize - 1], "plain round {round}");
+    }
+}
+
+#[test]
+fn a_stale_pseudo_gradient_needs_a_lower_outer_momentum() {
+    // Each round's workers move 41 % of the way to their targets (consensus 2.0). The plain
+    // rounds converge with momentum 0.9; with the gradient one outer step late, momentum 0.9
+    // oscillates away and 0.5 converges (the delayed update's known instability).
+    let error = |overlap: bool, momentum: f32| {
+        let (thetas, _) = recorded_rounds(overlap, momentum, 60);
+        thetas.last().unwrap().tensors()[0]
+            .data
+            .iter()
+            .map(|x| (x - 2.0).abs())
+            .fold(0f32, f32::max)
+    };
+    assert!(error(false, 0.9) < 0.05);
+    assert!(error(true, 0.9) > 1.0);
+    assert!(error(true, 0.5) < 0.05);
+}
+
 /// Max |θ − consensus| after `rounds` sparse rounds (top-8 of 64 per payload) of two quadratic
 /// workers one plain gradient step each, outer SGD with lr 1 and no momentum (the setting of
 /// Stich et al. 2018), error-feedback decay `decay` (0 = plain top-k, no memory).

@@ -155,6 +155,13 @@ pub struct OuterArgs {
     /// for sparse payloads, which a trim would wipe) or mean (DiLoCo's plain mean, not robust).
     #[arg(long, value_enum, default_value_t = Aggregation::ClippedTrimmedMean)]
     pub aggregation: Aggregation,
+    /// Overlapped rounds: round r's inner phases start from θ_{r−2}, one outer step behind
+    /// (a one-step-delayed outer update, Streaming DiLoCo), so that they could run while round
+    /// r − 1's pseudo-gradients are exchanged (see `synod_diloco::OuterState::overlapped`).
+    /// Needs a lower outer momentum than plain rounds. Local training and benches only: pools
+    /// refuse it until their verifiers replay from θ_{r−2}.
+    #[arg(long)]
+    pub overlap: bool,
 }
 
 impl OuterArgs {

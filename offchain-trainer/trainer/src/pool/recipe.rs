@@ -64,8 +64,8 @@ impl Recipe {
     /// Loads the corpus and builds θ₀.
     ///
     /// # Errors
-    /// Unreadable corpus, unknown model preset, or libtorch errors; `--codec sparse` (not
-    /// verifiable in a pool yet).
+    /// Unreadable corpus, unknown model preset, or libtorch errors; `--codec sparse` and
+    /// `--overlap` (not verifiable in a pool yet).
     pub fn load(r: &RecipeArgs) -> Result<Self> {
         if r.outer.wire.sparse() {
             // A sparse payload is Δ plus the member's private error-feedback residual: a
@@ -74,6 +74,14 @@ impl Recipe {
             bail!(
                 "--codec sparse is for local training and benches: replay verification cannot \
                  reproduce its error-feedback residual yet; pools use int8 or fp32"
+            );
+        }
+        if r.outer.overlap {
+            // Verifiers and jurors replay round r from θ_{r−1}; an overlapped round starts
+            // from θ_{r−2}, so every honest member would look like a cheater.
+            bail!(
+                "--overlap is for local training and benches: pool verifiers do not replay \
+                 overlapped rounds (from θ_{{r−2}}) yet"
             );
         }
         let setup = Setup::new(&r.model, &r.data)?;

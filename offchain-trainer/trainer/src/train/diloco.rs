@@ -56,6 +56,9 @@ pub fn run_rounds(
         theta0,
         NesterovSgd::new(a.outer.outer_lr, a.outer.outer_momentum),
     );
+    if a.outer.overlap {
+        state = state.overlapped();
+    }
     let tokens_per_round = u64::from(n_members)
         * u64::from(a.inner_steps)
         * (setup.plan.batch * setup.plan.seq_len) as u64;

@@ -231,7 +231,21 @@ impl Trainer<'_> {
             );
             checks.push((*who, member, segments));
         }
+        // Checks whose states all arrived go first: the whole replays of members that did
+        // not serve theirs come last.
+        let _ = std::fs::remove_dir_all(self.retained.fetched_dir(round));
         let states = self.prefetch_trace_states(round, &checks);
+        checks.sort_by_key(|(_, member, segments)| {
+            let trace = self
+                .retained
+                .payload(round, *member)
+                .and_then(|p| split_trace(&p).ok().and_then(|(t, _)| t));
+            !trace.is_some_and(|t| {
+                needed_states(t.len(), segments)
+                    .iter()
+                    .all(|j| states.contains_key(&t[*j]))
+            })
+        });
         for (who, member, segments) in &checks {
             let (who, member) = (who, *member);
             let rep = match self.replay(round, member, &f.parent, Some((segments, &states))) {
@@ -273,6 +287,8 @@ impl Trainer<'_> {
     ) -> FetchedStates {
         let boundaries = segment_boundaries(self.inner_steps).len();
         let mut wanted = Vec::new();
+        // A state two traces name (a copier's is its victim's) is fetched once.
+        let mut named = std::collections::BTreeSet::new();
         for (_, member, segments) in checks {
             if self.duties.replays.contains_key(&(round, *member)) {
                 continue;
@@ -288,9 +304,10 @@ impl Trainer<'_> {
             };
             if let Ok((Some(trace), _)) = split_trace(&claimed) {
                 if trace.len() == boundaries {
-                    let hashes = needed_states(trace.len(), segments)
+                    let hashes: Vec<[u8; 32]> = needed_states(trace.len(), segments)
                         .into_iter()
                         .map(|j| trace[j])
+                        .filter(|h| named.insert(*h))
                         .collect();
                     wanted.push((peer, hashes));
                 }
@@ -306,10 +323,13 @@ impl Trainer<'_> {
         }
         let (client, max) = (self.client.clone(), self.recipe.max_state_bytes);
         let per_state = STATE_FETCH + Duration::from_secs(max / 10_000_000);
+        // The authors share our link: the round's wait grows with everything it fetches.
+        let states = named.len() as u64;
+        let within = 2 * per_state + CHECK_BUDGET + Duration::from_secs(states * max / 10_000_000);
         self.rt.block_on(prefetch_states(
             wanted,
             per_state,
-            2 * per_state + CHECK_BUDGET,
+            within,
             move |peer, h| {
                 let client = client.clone();
                 let path = dir.join(format!("{}.state", synod_checkpoint::hex(&h)));
@@ -319,11 +339,17 @@ impl Trainer<'_> {
                         .await
                         .map_err(|e| tracing::info!(round, %peer, "trace state: {e}"))
                         .ok()?;
-                    tokio::task::spawn_blocking(move || std::fs::write(&path, bytes).map(|_| path))
-                        .await
-                        .ok()?
-                        .map_err(|e| tracing::warn!(round, "cannot keep a trace state: {e}"))
-                        .ok()
+                    // Written whole, then renamed: a fetch cut at its deadline leaves no
+                    // partial file under the state's name.
+                    tokio::task::spawn_blocking(move || {
+                        let tmp = path.with_extension("tmp");
+                        std::fs::write(&tmp, bytes)?;
+                        std::fs::rename(&tmp, &path).map(|_| path)
+                    })
+                    .await
+                    .ok()?
+                    .map_err(|e| tracing::warn!(round, "cannot keep a trace state: {e}"))
+                    .ok()
                 }
             },
         ))

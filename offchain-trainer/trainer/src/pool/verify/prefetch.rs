@@ -3,9 +3,10 @@
 //!
 //! Fetched one contribution at a time, each accused that stalls its states (it answers
 //! nothing until the wait runs out) would delay the checks of all the contributions after it:
-//! k stallers push an accomplice's check k deadlines later, out of its challenge window if k
-//! is large enough. Fetched side by side, the whole round waits one deadline at most,
-//! whatever the number of stallers.
+//! k stallers push an accomplice's check k fetch deadlines later, towards the end of its
+//! challenge window. Fetched side by side, the round's fetches wait one deadline at most,
+//! whatever the number of stallers (each staller still costs its verifier a whole replay,
+//! which the verifier runs after the checks whose states arrived).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -77,7 +78,7 @@ mod tests {
     }
 
     #[test]
-    fn stalling_authors_cannot_push_an_accomplices_check_out_of_the_challenge_window() {
+    fn stalling_authors_do_not_delay_the_states_of_an_accomplices_check() {
         // Authors 0 and 1 never answer; author 2 (the accomplice, checked last) answers at
         // once. Fetched one author after the other, author 2's states would come after two
         // full deadlines; side by side they come at once and the round waits one deadline.
@@ -129,7 +130,7 @@ mod tests {
         let got = rt().block_on(prefetch_states(
             vec![(0u8, vec![[1; 32], [2; 32]])],
             per_state,
-            Duration::from_secs(600),
+            Duration::from_secs(10),
             |_, h| async move {
                 if h[0] == 1 {
                     std::future::pending::<()>().await;
@@ -138,6 +139,6 @@ mod tests {
             },
         ));
         assert!(got.is_empty());
-        assert!(t0.elapsed() < Duration::from_secs(60));
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     }
 }

@@ -36,13 +36,16 @@ pub struct Replay {
 /// Why a verifier replayed a member's whole inner phase rather than its trace's segments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WholeReplay {
-    /// Asked for: jury duty, or no segment drawn.
+    /// Asked for: jury duty (also when a verifier reuses its juror's replay), or no segment
+    /// drawn.
     Asked,
-    /// The payload carries no trace, or one not cut into this pool's segments.
+    /// The payload carries no trace, a malformed one, or one not cut into this pool's
+    /// segments.
     NoTrace,
     /// The accused did not serve a state in time (withheld, gone, or the network too slow).
     Unserved,
-    /// A served state does not parse, fit the model, or pass [`plausible_state`].
+    /// A served state does not parse, fit the model, or pass [`plausible_state`] (or the
+    /// verifier's own replay of a segment failed).
     Refused,
     /// The start state, the end state's payload or a drawn segment did not match.
     Mismatch,

@@ -108,7 +108,7 @@ impl Retained {
     }
 
     /// Where a verifier puts the trace states it fetched from other members for its checks of
-    /// `round` (`<round>/fetched/`, files named by blake3): on disk, not in memory, since a
+    /// `round` (`<round>/fetched/`, files named by blake3): on disk rather than all in memory, since a
     /// round's checks may need many model-sized states; deleted once the round's checks are
     /// done, and with the round's evidence.
     pub fn fetched_dir(&self, round: u32) -> PathBuf {
