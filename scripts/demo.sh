@@ -13,7 +13,8 @@
 # SYNOD_DATA (../shared/data/tinyshakespeare.txt), RPC_PORT (19944), P2P_BASE (41000),
 # PROMETHEUS_BASE (9616: trainer i serves http://127.0.0.1:PROMETHEUS_BASE+i/metrics),
 # DASHBOARD_PORT (8090: the web dashboard, http://127.0.0.1:DASHBOARD_PORT/),
-# BYZANTINE (0), CHALLENGE_WINDOW (30 blocks: a round must be verifiable within 2× this).
+# BYZANTINE (0), CHALLENGE_WINDOW (30 blocks: a round must be verifiable within 2× this),
+# OVERLAP (0; 1: overlapped rounds, `--overlap --outer-momentum 0.5` in the pool's recipe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -65,6 +66,9 @@ echo "== starting synod-node --dev (log: $OUT/node.log)"
 PIDS+=($!)
 
 RECIPE=(--data "$DATA" --model "$MODEL" --batch 12 --warmup 50 --eval-batches 20)
+if [ "${OVERLAP:-0}" = 1 ]; then
+  RECIPE+=(--overlap --outer-momentum 0.5)
+fi
 echo "== creating pool 0 (Alice): $MODEL GPT, $ROUNDS outer rounds of H=$H inner steps, $N trainers"
 "$T" pool create --rpc "$RPC" --suri //Alice "${RECIPE[@]}" --inner-steps "$H" --rounds "$ROUNDS" \
   --min-trainers "$N" --reward-per-round 30 --min-stake 10 --round-timeout 60 \

@@ -282,9 +282,10 @@ impl Client {
     }
 
     /// Keeps serving the checkpoint `hash` whatever else is served later (the last final
-    /// checkpoint, which (re)joining members need): it no longer counts as the oldest. One
-    /// checkpoint is pinned at a time; pinning another unpins it. Returns `false` (and pins
-    /// nothing) if `hash` is not served; serve it first.
+    /// checkpoint, which (re)joining members need): it no longer counts as the oldest. The
+    /// [`PINNED_CHECKPOINTS`] last pinned stay pinned (the last final checkpoint and the one
+    /// before it, where an overlapped round starts); pinning another unpins the oldest.
+    /// Returns `false` (and pins nothing) if `hash` is not served; serve it first.
     ///
     /// # Errors
     /// None today; `Result` for symmetry with the other calls.
@@ -292,7 +293,11 @@ impl Client {
         let mut s = lock(&self.served);
         let served = s.checkpoints.iter().any(|(h, _)| *h == hash);
         if served {
-            s.pinned = Some(hash);
+            s.pinned.retain(|h| *h != hash);
+            s.pinned.push_back(hash);
+            while s.pinned.len() > PINNED_CHECKPOINTS {
+                s.pinned.pop_front();
+            }
         }
         Ok(served)
     }
@@ -606,11 +611,15 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
 /// A relayed payload: its blake3 and bytes.
 type Relayed = ([u8; 32], Arc<Vec<u8>>);
 
-/// Most checkpoints a node serves at once, the pinned one included (θ of the last three
-/// rounds, say): serving one more drops the one served longest ago — never the pinned one ([`Client::pin_checkpoint`]: the
-/// last final checkpoint, all a (re)joining trainer needs) — so a trainer's memory does not
-/// grow with the rounds.
-pub const MAX_SERVED_CHECKPOINTS: usize = 3;
+/// Most checkpoints a node serves at once, the pinned ones included (θ of the last four
+/// rounds, say): serving one more drops the one served longest ago — never a pinned one
+/// ([`Client::pin_checkpoint`]: the last final checkpoint, which a (re)joining trainer
+/// needs, and the one before it, where an overlapped round starts) — so a trainer's memory
+/// does not grow with the rounds.
+pub const MAX_SERVED_CHECKPOINTS: usize = 4;
+
+/// How many of the served checkpoints stay pinned ([`Client::pin_checkpoint`]).
+pub const PINNED_CHECKPOINTS: usize = 2;
 
 /// Rounds an untaken [`Equivocation`] is kept after its own (bounds memory if nobody takes
 /// them; a trainer takes them every round).
@@ -637,8 +646,9 @@ struct Served {
     payloads: HashMap<u32, (PayloadRef, Arc<Vec<u8>>)>,
     /// Checkpoints we serve, oldest first; at most [`MAX_SERVED_CHECKPOINTS`].
     checkpoints: VecDeque<([u8; 32], Arc<Vec<u8>>)>,
-    /// The one served checkpoint never dropped (see [`Client::pin_checkpoint`]).
-    pinned: Option<[u8; 32]>,
+    /// The served checkpoints never dropped, oldest first; at most [`PINNED_CHECKPOINTS`]
+    /// (see [`Client::pin_checkpoint`]).
+    pinned: VecDeque<[u8; 32]>,
     /// Objects served from disk by blake3 on the checkpoint protocol (Proof-of-Learning trace
     /// states, [`Client::serve_file`]), oldest first; at most [`MAX_SERVED_FILES`].
     files: VecDeque<([u8; 32], std::path::PathBuf)>,
@@ -662,7 +672,7 @@ impl Served {
             round: 0,
             payloads: HashMap::new(),
             checkpoints: VecDeque::new(),
-            pinned: None,
+            pinned: VecDeque::new(),
             files: VecDeque::new(),
             relayed: HashMap::new(),
             serve_own_to: None,
@@ -689,11 +699,11 @@ impl Served {
         self.checkpoints.retain(|(h, _)| *h != hash);
         self.checkpoints.push_back((hash, bytes));
         while self.checkpoints.len() > MAX_SERVED_CHECKPOINTS {
-            let pinned = self.pinned;
+            let pinned = &self.pinned;
             match self
                 .checkpoints
                 .iter()
-                .position(|(h, _)| Some(*h) != pinned)
+                .position(|(h, _)| !pinned.contains(h))
             {
                 Some(oldest) => drop(self.checkpoints.remove(oldest)),
                 None => break,

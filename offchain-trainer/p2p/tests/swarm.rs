@@ -497,15 +497,19 @@ async fn served_checkpoints_are_bounded_so_memory_does_not_grow_with_the_rounds(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // One checkpoint per round (2.5 chunks each), more rounds than the node keeps; the first
-    // is the last final one, pinned.
-    let max = synod_p2p::MAX_SERVED_CHECKPOINTS;
-    let n = max + 2;
+    // three are pinned in turn: the last two pinned (the last final checkpoint and the one an
+    // overlapped round starts from) stay.
+    let (max, pins) = (
+        synod_p2p::MAX_SERVED_CHECKPOINTS,
+        synod_p2p::PINNED_CHECKPOINTS,
+    );
+    let n = max + 3;
     let mut hashes = Vec::new();
     for r in 0..n {
         let bytes = vec![r as u8; (5 << 20) / 2];
         hashes.push(clients[0].serve_checkpoint(Arc::new(bytes)).await.unwrap());
-        if r == 0 {
-            assert!(clients[0].pin_checkpoint(hashes[0]).await.unwrap());
+        if r < 3 {
+            assert!(clients[0].pin_checkpoint(hashes[r]).await.unwrap());
             assert!(
                 !clients[0].pin_checkpoint([9; 32]).await.unwrap(),
                 "not served"
@@ -514,7 +518,8 @@ async fn served_checkpoints_are_bounded_so_memory_does_not_grow_with_the_rounds(
     }
     for (r, h) in hashes.iter().enumerate() {
         let got = clients[1].fetch_checkpoint(seed_peer, *h, 8 << 20).await;
-        if r == 0 || r + max > n {
+        let pinned = (3 - pins..3).contains(&r);
+        if pinned || r + max - pins >= n {
             assert_eq!(got.unwrap(), vec![r as u8; (5 << 20) / 2], "round {r}");
         } else {
             assert!(

@@ -158,8 +158,8 @@ pub struct OuterArgs {
     /// Overlapped rounds: round r's inner phases start from θ_{r−2}, one outer step behind
     /// (a one-step-delayed outer update, Streaming DiLoCo), so that they could run while round
     /// r − 1's pseudo-gradients are exchanged (see `synod_diloco::OuterState::overlapped`).
-    /// Needs a lower outer momentum than plain rounds. Local training and benches only: pools
-    /// refuse it until their verifiers replay from θ_{r−2}.
+    /// Needs a lower outer momentum than plain rounds. Part of a pool's recipe: its members
+    /// train, and its verifiers replay, round r from θ_{r−2}.
     #[arg(long)]
     pub overlap: bool,
 }

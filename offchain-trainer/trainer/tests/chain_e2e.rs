@@ -126,7 +126,10 @@ impl Net {
             args.extend(["--challenge-window".to_string(), "1".to_string()]);
         }
         for (k, v) in flags {
-            args.extend([k.to_string(), v.to_string()]);
+            args.push(k.to_string());
+            if !v.is_empty() {
+                args.push(v.to_string());
+            }
         }
         args.extend(Self::model_flags());
         let created = self.cli(&args.iter().map(String::as_str).collect::<Vec<_>>());
@@ -149,18 +152,34 @@ impl Net {
         roles: [&[&str]; 4],
         may_fail: &[usize],
     ) {
-        self.create_pool(&[
+        self.train_four(rounds, inner_steps, &[], roles, may_fail);
+    }
+
+    /// [`Net::train_four_tolerating`] with the recipe flags `recipe` (flags without a value)
+    /// in the pool and every trainer.
+    fn train_four(
+        &self,
+        rounds: u32,
+        inner_steps: u32,
+        recipe: &[&str],
+        roles: [&[&str]; 4],
+        may_fail: &[usize],
+    ) {
+        let (rounds, inner_steps) = (rounds.to_string(), inner_steps.to_string());
+        let mut flags = vec![
             ("--min-trainers", "4"),
             ("--round-timeout", "60"),
             ("--challenge-window", "15"),
-            ("--rounds", &rounds.to_string()),
-            ("--inner-steps", &inner_steps.to_string()),
-        ]);
+            ("--rounds", rounds.as_str()),
+            ("--inner-steps", inner_steps.as_str()),
+        ];
+        flags.extend(recipe.iter().map(|f| (*f, "")));
+        self.create_pool(&flags);
         let ports = [free_port(), free_port(), free_port(), free_port()];
         let mut trainers: Vec<Proc> = roles
             .iter()
             .enumerate()
-            .map(|(i, role)| self.spawn_trainer(i, &ports, role))
+            .map(|(i, role)| self.spawn_trainer(i, &ports, &[recipe, role].concat()))
             .collect();
         for (i, p) in trainers.iter_mut().enumerate() {
             if !may_fail.contains(&i) {
@@ -667,7 +686,12 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
 
 /// Final validation loss and per-round checkpoint hashes of a clean local run (`train`,
 /// `workers` workers) of the same recipe.
-fn clean_local_run(workers: u32, inner_steps: u32, rounds: u32) -> (f64, Vec<String>) {
+fn clean_local_run(
+    workers: u32,
+    inner_steps: u32,
+    rounds: u32,
+    recipe: &[&str],
+) -> (f64, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let mut args: Vec<String> = ["--threads", "1", "train", "--quiet", "--out"]
         .iter()
@@ -682,6 +706,7 @@ fn clean_local_run(workers: u32, inner_steps: u32, rounds: u32) -> (f64, Vec<Str
         args.extend([k.to_string(), v.to_string()]);
     }
     args.extend(Net::model_flags());
+    args.extend(recipe.iter().map(ToString::to_string));
     let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
         .args(&args)
         .output()
@@ -712,16 +737,21 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const R: u32 = 3;
     const H: u32 = 30;
+    // Overlapped rounds (round r trains from θ_{r−2}): members train, and verifiers and
+    // jurors replay, from the start the chain's parents name.
+    const OVERLAP: &[&str] = &["--overlap"];
     let net = Net::start();
-    net.train_four_verified(
+    net.train_four(
         R,
         H,
+        OVERLAP,
         [
             &["--juror"],
             &["--juror"],
             &["--juror"],
             &["--fault", "scale-x100"],
         ],
+        &[],
     );
 
     let show = net.show();
@@ -751,7 +781,7 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
             .and_then(|e| e["val_loss"].as_f64())
             .unwrap()
     };
-    let (clean, clean_hashes) = clean_local_run(4, H, R);
+    let (clean, clean_hashes) = clean_local_run(4, H, R, OVERLAP);
     // The fault took effect: no checkpoint equals one of the clean local run of the recipe.
     for f in &finals {
         let h = &f["hash"].as_str().unwrap()[2..];
@@ -787,6 +817,12 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
         "{verified:?}"
     );
     eprintln!("verified: {verified:?}");
+    // Round 3 starts from θ₁, not its parent θ₂: a verifier replaying from θ₂ would find the
+    // honest members' payloads mismatched.
+    assert!(
+        of_honest.iter().any(|e| e["round"].as_u64() >= Some(3)),
+        "{verified:?}"
+    );
     for e in of_honest {
         let by_segments = e["segments"].as_u64() > Some(0) && e["whole_replay"].is_null();
         assert!(

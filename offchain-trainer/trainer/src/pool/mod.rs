@@ -9,7 +9,7 @@ pub(crate) mod verify;
 
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use synod_chain::submit::{account_of, signer_from_suri};
 use synod_chain::types::{Perbill, PoolSpec, PoolStatus};
 use synod_chain::{calls, Chain, Signer, SynodEvent, UNIT};
@@ -184,6 +184,38 @@ async fn pool_state(chain_args: &ChainArgs, pool_id: u32) -> Result<serde_json::
     }))
 }
 
+/// blake3 of the checkpoint round `round`'s inner phases start from, `parent` being the
+/// round's θ_{round−1}: `parent`, or with overlapped rounds (`overlap`, a one-step-delayed
+/// outer update, [`synod_diloco::OuterState::overlapped`]) the checkpoint that was final when
+/// round `round − 1` opened — θ_{round−2}: the parent of round `round − 1` if that round is
+/// final, else `parent` (a voided round changed nothing); θ₀ for rounds 1 and 2. Members (what
+/// they train from), verifiers and jurors (what they replay from) read it alike from `chain`.
+///
+/// # Errors
+/// RPC errors; `anyhow` when round `round − 1` is neither final nor voided (its start is not
+/// known yet).
+pub async fn inner_start(
+    chain: &synod_chain::Chain,
+    pool: u32,
+    overlap: bool,
+    round: u32,
+    parent: synod_checkpoint::CheckpointHash,
+) -> Result<synod_checkpoint::CheckpointHash> {
+    if !overlap || round <= 1 {
+        return Ok(parent);
+    }
+    if let Some(f) = chain.final_checkpoint(pool, round - 1).await? {
+        return Ok(f.parent);
+    }
+    if chain.voided(pool, round - 1).await? {
+        return Ok(parent);
+    }
+    bail!(
+        "round {} of pool {pool} is neither final nor voided: round {round}'s start is not known",
+        round - 1
+    )
+}
+
 /// `synod-trainer verify`: replays `--member`'s contribution to final `--round` from the
 /// checkpoint and payload a member of the pool kept under `--base-path`, prints the distance
 /// (JSON), and with `--challenge` opens a challenge when it is outside the tolerance.
@@ -202,11 +234,13 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
         &a.base_path.join("checkpoints"),
         recipe.max_checkpoint_bytes,
     )?;
-    let parent = store.get(&f.parent).ok_or_else(|| {
+    let overlap = a.recipe.outer.overlap;
+    let start = rt.block_on(inner_start(&chain, a.pool, overlap, a.round, f.parent))?;
+    let parent = store.get(&start).ok_or_else(|| {
         anyhow!(
-            "θ of round {} ({}) is not under {}",
-            a.round.saturating_sub(1),
-            hex(&f.parent),
+            "θ that round {} started from ({}) is not under {}",
+            a.round,
+            hex(&start),
             a.base_path.display()
         )
     })?;

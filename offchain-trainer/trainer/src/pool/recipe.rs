@@ -33,7 +33,8 @@ pub struct Recipe {
 /// The recipe as canonical JSON (keys sorted): model preset, batch, sequence length, inner
 /// AdamW schedule, seed, outer optimizer, codec and aggregation rule (so the pool spec's
 /// `model_config_hash` fixes the rule every member aggregates with; the sparse settings only
-/// with `--codec sparse`, so dense recipes hash as before). Device and evaluation settings are not part
+/// with `--codec sparse`, overlapped rounds only with `--overlap`, so other recipes hash as
+/// before). Device and evaluation settings are not part
 /// of it: they do not change the checkpoints.
 pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
     let m = &r.model;
@@ -52,6 +53,9 @@ pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
         "codec": r.outer.wire.codec.name(),
         "aggregation": r.outer.aggregation.rule().name(),
     });
+    if r.outer.overlap {
+        v["overlap"] = true.into();
+    }
     if r.outer.wire.sparse() {
         v["sparse_chunk"] = r.outer.wire.sparse_chunk.into();
         v["sparse_topk"] = r.outer.wire.sparse_topk.into();
@@ -64,8 +68,8 @@ impl Recipe {
     /// Loads the corpus and builds θ₀.
     ///
     /// # Errors
-    /// Unreadable corpus, unknown model preset, or libtorch errors; `--codec sparse` and
-    /// `--overlap` (not verifiable in a pool yet).
+    /// Unreadable corpus, unknown model preset, or libtorch errors; `--codec sparse` (not
+    /// verifiable in a pool yet).
     pub fn load(r: &RecipeArgs) -> Result<Self> {
         if r.outer.wire.sparse() {
             // A sparse payload is Δ plus the member's private error-feedback residual: a
@@ -74,14 +78,6 @@ impl Recipe {
             bail!(
                 "--codec sparse is for local training and benches: replay verification cannot \
                  reproduce its error-feedback residual yet; pools use int8 or fp32"
-            );
-        }
-        if r.outer.overlap {
-            // Verifiers and jurors replay round r from θ_{r−1}; an overlapped round starts
-            // from θ_{r−2}, so every honest member would look like a cheater.
-            bail!(
-                "--overlap is for local training and benches: pool verifiers do not replay \
-                 overlapped rounds (from θ_{{r−2}}) yet"
             );
         }
         let setup = Setup::new(&r.model, &r.data)?;

@@ -39,7 +39,7 @@ impl Trainer<'_> {
         let mut fetched = Vec::new();
         for &j in agreed {
             let kept = if j == self.me {
-                self.retained.own(round, j, &p.parent)
+                self.retained.own(round, j, &p.start)
             } else {
                 self.retained.payload(round, j)
             };

@@ -71,7 +71,8 @@ impl Trainer<'_> {
     /// sees two payloads from us.
     fn serve_kept_payload(&self, c: u32) -> Result<()> {
         let (_, parent) = self.last_final()?;
-        let Some(bytes) = self.retained.own(c, self.me, &parent) else {
+        let start = self.inner_start(c, parent)?;
+        let Some(bytes) = self.retained.own(c, self.me, &start) else {
             return Ok(());
         };
         self.serve_trace(c, &bytes);

@@ -165,8 +165,11 @@ impl Trainer<'_> {
                 self.duties.to_verify.remove(&round);
             }
         }
+        // A round not opened yet has no snapshot either: our trace of an overlapped round
+        // computed ahead is not to be forgotten.
+        let current = self.pool_info()?.current_round;
         for round in self.retained.rounds() {
-            if self.duties.to_verify.contains(&round) {
+            if self.duties.to_verify.contains(&round) || round > current {
                 continue;
             }
             // A voided round's snapshot is kept for equivocation reports, but nothing of ours
@@ -379,7 +382,9 @@ impl Trainer<'_> {
             );
             return Ok(None);
         };
-        // θ_{r−1} is read (and its blake3 checked) once for all the replays of a round.
+        // The θ the round started from (θ_{r−1}, or θ_{r−2} with overlapped rounds) is read
+        // (and its blake3 checked) once for all the replays of a round.
+        let parent = &self.inner_start(round, *parent)?;
         let parent = match &self.duties.parent {
             Some((h, bytes)) if h == parent => bytes.clone(),
             _ => {

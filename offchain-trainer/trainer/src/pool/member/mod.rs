@@ -91,7 +91,8 @@ struct Trainer<'a> {
     spec_rounds: u32,
     inner_steps: u32,
     me: u32,
-    worker: TchInnerTrainer,
+    /// Our inner trainer; `None` while an overlapped round's inner phase holds it.
+    worker: Option<TchInnerTrainer>,
     members: Vec<MemberInfo>,
     metrics: Metrics,
     /// Our account (the verifier identity in [`synod_diloco::verify::sampled`]).
@@ -220,7 +221,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         spec_rounds: started.spec.rounds,
         inner_steps: started.spec.inner_steps,
         me,
-        worker,
+        worker: Some(worker),
         members: Vec::new(),
         metrics,
         account,
@@ -401,10 +402,14 @@ impl Trainer<'_> {
 
     /// Evaluates θ and emits the round's record.
     fn record(&mut self, state: &OuterState, r: RoundRecord) -> Result<()> {
-        load_params(&self.worker.vs, &state.params)?;
+        let worker = self
+            .worker
+            .as_ref()
+            .ok_or_else(|| anyhow!("no inner trainer"))?;
+        load_params(&worker.vs, &state.params)?;
         let val_loss = eval_loss(
-            &self.worker.model,
-            &self.worker.plan,
+            &worker.model,
+            &worker.plan,
             self.a.recipe.model.eval_batches,
             self.recipe.setup.device,
         )?;

@@ -4,18 +4,21 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use synod_chain::calls;
 use synod_chain::types::PoolStatus;
 use synod_checkpoint::CheckpointHash;
+use synod_codec::EncodeOptions;
 use synod_diloco::verify::segment_boundaries;
-use synod_diloco::DilocoError;
-use synod_p2p::{all_gather, ExchangeConfig, ExchangeOutcome};
+use synod_diloco::{AggregationRule, Contribution, DilocoError, InnerReport, OuterState};
+use synod_model::TchInnerTrainer;
+use synod_p2p::{all_gather, Client, ExchangeConfig, ExchangeOutcome};
 use tokio::task::JoinHandle;
 
 use super::{Event, Trainer};
 use crate::chain_args::Fault;
 use crate::plot::{loss_vs_tokens, Curve};
+use crate::pool::verify::Retained;
 use crate::train::RoundRecord;
 
 /// How a round ended on-chain.
@@ -34,6 +37,9 @@ pub(super) struct Pending {
     pub included: Vec<u32>,
     /// blake3 of θ_{round−1}, the checkpoint the outer step was applied to.
     pub parent: CheckpointHash,
+    /// blake3 of the checkpoint our inner phase started from ([`Trainer::inner_start`]): the
+    /// key our own payload is kept under.
+    pub start: CheckpointHash,
     /// The round's snapshot stakes (planck), the aggregation rule's weights.
     pub stakes: Vec<u128>,
 }
@@ -48,6 +54,60 @@ enum Step {
 
 /// How many times we try to commit over an agreed (or final) set other than ours.
 const RECOMMIT_TRIES: u32 = 3;
+
+/// What every round of one `train` call shares.
+pub(super) struct RoundCtx {
+    codec: EncodeOptions,
+    rule: AggregationRule,
+    xcfg: ExchangeConfig,
+    /// A member's empty error-feedback memory (a pool's codec is dense: never filled).
+    feedback: synod_diloco::ErrorFeedback,
+    /// Tokens of one inner step's batch.
+    batch_tokens: u64,
+    /// Inner steps whose full state goes into our Proof-of-Learning trace (empty: no trace).
+    boundaries: Vec<u32>,
+}
+
+/// Our payload of a round computed ahead (overlapped rounds) from checkpoint `start`.
+struct Computed {
+    round: u32,
+    start: CheckpointHash,
+    mine: Contribution,
+    report: InnerReport,
+}
+
+/// Our contribution to the round after `from` (θ and its round number), run by `worker` as
+/// member `me`, with its Proof-of-Learning trace: every boundary state is kept with the
+/// round's evidence in `retained` and served by its blake3 through `client` (the hashes go
+/// in front of the payload).
+///
+/// # Errors
+/// libtorch and encoding errors; a trace state that cannot be written.
+fn traced_phase(
+    from: &OuterState,
+    worker: &mut TchInnerTrainer,
+    me: u32,
+    ctx: &RoundCtx,
+    retained: &Retained,
+    client: &Client,
+) -> Result<(Contribution, InnerReport)> {
+    let r = from.round + 1;
+    Ok(from.contribute_traced(
+        worker,
+        me,
+        &ctx.codec,
+        // A pool's codec is dense (`Recipe::load` refuses sparse): no memory to keep.
+        &mut ctx.feedback.clone(),
+        &ctx.boundaries,
+        &mut |_, bytes, hash| {
+            let path = retained
+                .save_trace_state(r, &hash, &bytes)
+                .map_err(|e| DilocoError::Inner(format!("keeping a trace state: {e:#}")))?;
+            client.serve_file(hash, path);
+            Ok(())
+        },
+    )?)
+}
 
 impl Trainer<'_> {
     /// Waits for our commit of `p` to be processed and for the round to close on-chain; if the
@@ -197,31 +257,29 @@ impl Trainer<'_> {
         } else {
             segment_boundaries(self.inner_steps)
         };
+        let ctx = RoundCtx {
+            codec,
+            feedback: self.a.recipe.outer.feedback(),
+            rule,
+            xcfg,
+            batch_tokens,
+            boundaries,
+        };
+        if self.a.recipe.outer.overlap {
+            return self.train_overlapped(state, parent, &ctx);
+        }
         let mut pending: Option<Pending> = None;
         let mut last = 0;
         while state.round < self.spec_rounds {
             let r = state.round + 1;
             let t_round = Instant::now();
             self.refresh_members(r)?;
-            // Our Proof-of-Learning trace: every boundary state is kept with the round's
-            // evidence and served to verifiers by its blake3 (the hashes go in front of our
-            // payload).
-            let (retained, client) = (&self.retained, &self.client);
-            let (mut mine, report) = state.contribute_traced(
-                &mut self.worker,
-                self.me,
-                &codec,
-                // A pool's codec is dense (`Recipe::load` refuses sparse): no memory to keep.
-                &mut self.a.recipe.outer.feedback(),
-                &boundaries,
-                &mut |_, bytes, hash| {
-                    let path = retained
-                        .save_trace_state(r, &hash, &bytes)
-                        .map_err(|e| DilocoError::Inner(format!("keeping a trace state: {e:#}")))?;
-                    client.serve_file(hash, path);
-                    Ok(())
-                },
-            )?;
+            let worker = self
+                .worker
+                .as_mut()
+                .ok_or_else(|| anyhow!("no inner trainer"))?;
+            let (mut mine, report) =
+                traced_phase(&state, worker, self.me, &ctx, &self.retained, &self.client)?;
             if let Some(p) = pending.take() {
                 let ours = p.hash;
                 match self.settle(p)? {
@@ -239,103 +297,18 @@ impl Trainer<'_> {
             // Round r is open on-chain now (r − 1 closed): gather from its frozen snapshot,
             // whose stakes (not the payloads that arrive) set the aggregate's trim.
             let stakes = self.refresh_members(r)?;
-            self.inject_fault(r, &state, &mut mine, &codec)?;
-            // We sign one payload per round. It is kept before it is announced, so that,
-            // restarted mid-round, we serve these very bytes again (`catch_up`) instead of
-            // leaving peers waiting for a payload nobody holds; and a kept one wins over a
-            // recomputation, which another thread count or device may round differently (two
-            // signed payloads for one round read as equivocation).
-            // Announcing a payload we could not keep would risk a second, different one after
-            // a restart: an equivocation, slashed on-chain. A member that cannot write its
-            // evidence directory stops instead.
-            match self.retained.own(r, self.me, &parent) {
-                Some(kept) => {
-                    // Recomputed after a restart: the kept payload's trace is the one we serve.
-                    self.forget_trace(r, &mine.payload, Some(&kept));
-                    self.serve_trace(r, &kept);
-                    mine.payload = std::sync::Arc::new(kept);
-                }
-                None => {
-                    // A payload kept for r from another θ_{r−1} is dead: so is its trace (but
-                    // not the states ours shares with it: same θ, other momentum).
-                    if let Some(old) = self.retained.payload(r, self.me) {
-                        self.forget_trace(r, &old, Some(&mine.payload));
-                    }
-                    self.retained
-                        .save_own(r, self.me, &parent, &mine.payload)
-                        .with_context(|| {
-                            format!("keeping our payload of round {r} before announcing it")
-                        })?;
-                }
-            }
-            let payload_bytes = mine.payload.len() as u64;
-            let sp = super::spinner(
-                self.a.quiet,
-                format!("round {r}: exchanging pseudo-gradients (fetching the members' payloads)"),
-            );
-            let ex = self.block_on(all_gather(&self.client, r, mine.payload, xcfg));
-            sp.finish_and_clear();
-            let ex = ex?;
-            let received: u64 = ex
-                .included
-                .iter()
-                .filter(|c| c.member != self.me)
-                .map(|c| c.payload.len() as u64)
-                .sum();
-            self.metrics.emit(&serde_json::json!({
-                "event": "exchange", "round": r, "bytes_received": received,
-                "peers_connected": self.client.snapshot().connected.len(),
-            }))?;
-            self.retain(r, &ex);
-            let t_outer = Instant::now();
-            let outcome = state.apply(&ex.included, rule.aggregator(Some(&stakes)).as_ref())?;
-            self.store.put(&outcome.checkpoint)?;
-            self.block_on(self.client.serve_checkpoint(Arc::new(outcome.checkpoint)))?;
-            let outer_secs = t_outer.elapsed().as_secs_f64();
-            self.tokens +=
-                outcome.included.len() as u64 * u64::from(self.inner_steps) * batch_tokens;
+            self.inject_fault(r, &state, &mut mine, &ctx.codec)?;
+            self.keep_own(r, &parent, &mut mine)?;
+            let (p, rec) =
+                self.exchange_and_commit(r, mine, &mut state, parent, parent, stakes, &ctx)?;
             let rec = RoundRecord {
                 train_loss: report.mean_loss,
-                bytes_sent_per_worker: payload_bytes,
-                checkpoint_hash: Some(synod_checkpoint::hex(&outcome.hash)),
-                included: outcome.included.clone(),
                 compute_secs: report.secs,
-                outer_secs,
-                exchange_secs: ex.secs,
-                excluded: ex.excluded,
-                ..self.blank(r)
+                ..rec
             }
             .with_wall(t_round.elapsed().as_secs_f64());
             self.record(&state, rec)?;
-            let (chain, signer, pool, hash, included) = (
-                self.chain.clone(),
-                self.signer.clone(),
-                self.pool,
-                outcome.hash,
-                outcome.included.clone(),
-            );
-            let withhold = self.a.fault == Some(Fault::Late);
-            let commit = self.rt.spawn(async move {
-                if withhold {
-                    return Ok(());
-                }
-                match chain
-                    .submit(&calls::commit_checkpoint(pool, r, hash, included), &signer)
-                    .await
-                {
-                    Ok(_) => Ok(()),
-                    Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => Ok(()),
-                    Err(e) => Err(e.to_string()),
-                }
-            });
-            pending = Some(Pending {
-                round: r,
-                hash: outcome.hash,
-                commit,
-                included: outcome.included,
-                parent,
-                stakes,
-            });
+            pending = Some(p);
             last = r;
             self.duties();
         }
@@ -352,6 +325,256 @@ impl Trainer<'_> {
             }
         }
         Ok(last)
+    }
+
+    /// [`Trainer::train`] with overlapped rounds (`--overlap`, a one-step-delayed outer update;
+    /// [`synod_diloco::OuterState::overlapped`]): while round r's pseudo-gradients are
+    /// exchanged, aggregated, committed and settled on-chain, round r + 1's inner phase runs on
+    /// another thread from θ_{r−1}, the last final checkpoint, which no outcome of round r can
+    /// change — nothing is computed optimistically, so no lost vote or voided round discards
+    /// an inner phase (only a restart does, and the kept payload then wins). Round r's inner
+    /// phase starts from [`Trainer::inner_start`].
+    fn train_overlapped(
+        &mut self,
+        mut state: OuterState,
+        mut parent: CheckpointHash,
+        ctx: &RoundCtx,
+    ) -> Result<u32> {
+        let mut next: Option<Computed> = None;
+        let mut last = 0;
+        while state.round < self.spec_rounds {
+            let r = state.round + 1;
+            let t_round = Instant::now();
+            let stakes = self.refresh_members(r)?;
+            let start = self.inner_start(r, parent)?;
+            let (mut mine, report) = match next.take() {
+                Some(c) if c.round == r && c.start == start => (c.mine, c.report),
+                stale => {
+                    if let Some(c) = stale {
+                        self.forget_trace(c.round, &c.mine.payload, None);
+                    }
+                    // θ_{r−2} after a restart or a round computed ahead from another start
+                    // (not pinned as the last final checkpoint: it is not).
+                    let from = if start == parent {
+                        state.clone()
+                    } else {
+                        let peers = self.peers();
+                        let bytes = self.block_on(self.store.get_or_fetch(
+                            &self.client,
+                            &peers,
+                            start,
+                            Duration::from_secs(300),
+                        ))?;
+                        self.a.recipe.outer.restore(&bytes, r - 1)?
+                    };
+                    let worker = self
+                        .worker
+                        .as_mut()
+                        .ok_or_else(|| anyhow!("no inner trainer"))?;
+                    traced_phase(&from, worker, self.me, ctx, &self.retained, &self.client)?
+                }
+            };
+            self.inject_fault(r, &state, &mut mine, &ctx.codec)?;
+            self.keep_own(r, &start, &mut mine)?;
+            // Round r + 1 starts from θ_{r−1}: its inner phase runs while round r settles.
+            let ahead = (r < self.spec_rounds)
+                .then(|| {
+                    let mut from = state.clone();
+                    from.round = r; // θ_{r−1}, numbered so that its next round is r + 1
+                    self.worker.take().map(|w| (from, w))
+                })
+                .flatten();
+            let (retained, client, me) = (self.retained.clone(), self.client.clone(), self.me);
+            let (settled, job) = std::thread::scope(|s| {
+                let job = ahead.map(|(from, mut w)| {
+                    s.spawn(move || {
+                        let res = traced_phase(&from, &mut w, me, ctx, &retained, &client);
+                        (w, res)
+                    })
+                });
+                let settled = self
+                    .exchange_and_commit(r, mine, &mut state, parent, start, stakes, ctx)
+                    .and_then(|(p, rec)| {
+                        let ours = p.hash;
+                        Ok((ours, self.settle(p)?, rec))
+                    });
+                (settled, job.map(|j| j.join()))
+            });
+            match job {
+                Some(Ok((w, res))) => {
+                    self.worker = Some(w);
+                    let (mine, report) = res?;
+                    next = Some(Computed {
+                        round: r + 1,
+                        start: parent,
+                        mine,
+                        report,
+                    });
+                }
+                Some(Err(_)) => bail!("the inner phase of round {} panicked", r + 1),
+                None => {}
+            }
+            let (ours, closed, rec) = settled?;
+            let rec = RoundRecord {
+                train_loss: report.mean_loss,
+                compute_secs: report.secs,
+                ..rec
+            }
+            .with_wall(t_round.elapsed().as_secs_f64());
+            self.record(&state, rec)?;
+            match closed {
+                Closed::Final(h) if h == ours => parent = h,
+                Closed::Final(h) => {
+                    state = self.load(h, r)?;
+                    parent = h;
+                }
+                Closed::Voided => {
+                    // Round r + 1 goes on from θ_{r−1}; its number moves on.
+                    state = self.load(parent, r)?;
+                }
+            }
+            last = r;
+            self.duties();
+        }
+        Ok(last)
+    }
+
+    /// [`crate::pool::inner_start`] of this pool's recipe.
+    ///
+    /// # Errors
+    /// RPC errors.
+    pub(super) fn inner_start(&self, round: u32, parent: CheckpointHash) -> Result<CheckpointHash> {
+        let overlap = self.a.recipe.outer.overlap;
+        Ok(self.block_on(crate::pool::inner_start(
+            &self.chain,
+            self.pool,
+            overlap,
+            round,
+            parent,
+        ))?)
+    }
+
+    /// Keeps our payload `mine` of round `r`, computed from checkpoint `start`, before it is
+    /// announced — or, recomputed after a restart, swaps in the one kept then.
+    fn keep_own(&mut self, r: u32, start: &CheckpointHash, mine: &mut Contribution) -> Result<()> {
+        // We sign one payload per round. It is kept before it is announced, so that,
+        // restarted mid-round, we serve these very bytes again (`catch_up`) instead of
+        // leaving peers waiting for a payload nobody holds; and a kept one wins over a
+        // recomputation, which another thread count or device may round differently (two
+        // signed payloads for one round read as equivocation).
+        // Announcing a payload we could not keep would risk a second, different one after
+        // a restart: an equivocation, slashed on-chain. A member that cannot write its
+        // evidence directory stops instead.
+        match self.retained.own(r, self.me, start) {
+            Some(kept) => {
+                // Recomputed after a restart: the kept payload's trace is the one we serve.
+                self.forget_trace(r, &mine.payload, Some(&kept));
+                self.serve_trace(r, &kept);
+                mine.payload = Arc::new(kept);
+            }
+            None => {
+                // A payload kept for r from another start is dead: so is its trace (but
+                // not the states ours shares with it: same θ, other momentum).
+                if let Some(old) = self.retained.payload(r, self.me) {
+                    self.forget_trace(r, &old, Some(&mine.payload));
+                }
+                self.retained
+                    .save_own(r, self.me, start, &mine.payload)
+                    .with_context(|| {
+                        format!("keeping our payload of round {r} before announcing it")
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Round `r` from our payload `mine` (computed from checkpoint `start`): all-gathers the
+    /// included set, keeps its evidence, applies the outer step to `state` (θ_{r−1}, blake3
+    /// `parent`) with the snapshot's `stakes`, serves the checkpoint and commits it in the
+    /// background. Returns the pending commit and the round's record (without its inner
+    /// phase's figures and validation loss).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the round's inputs, each used once"
+    )]
+    fn exchange_and_commit(
+        &mut self,
+        r: u32,
+        mine: Contribution,
+        state: &mut OuterState,
+        parent: CheckpointHash,
+        start: CheckpointHash,
+        stakes: Vec<u128>,
+        ctx: &RoundCtx,
+    ) -> Result<(Pending, RoundRecord)> {
+        let payload_bytes = mine.payload.len() as u64;
+        let sp = super::spinner(
+            self.a.quiet,
+            format!("round {r}: exchanging pseudo-gradients (fetching the members' payloads)"),
+        );
+        let ex = self.block_on(all_gather(&self.client, r, mine.payload, ctx.xcfg));
+        sp.finish_and_clear();
+        let ex = ex?;
+        let received: u64 = ex
+            .included
+            .iter()
+            .filter(|c| c.member != self.me)
+            .map(|c| c.payload.len() as u64)
+            .sum();
+        self.metrics.emit(&serde_json::json!({
+            "event": "exchange", "round": r, "bytes_received": received,
+            "peers_connected": self.client.snapshot().connected.len(),
+        }))?;
+        self.retain(r, &ex);
+        let t_outer = Instant::now();
+        let outcome = state.apply(&ex.included, ctx.rule.aggregator(Some(&stakes)).as_ref())?;
+        self.store.put(&outcome.checkpoint)?;
+        self.block_on(self.client.serve_checkpoint(Arc::new(outcome.checkpoint)))?;
+        let outer_secs = t_outer.elapsed().as_secs_f64();
+        self.tokens +=
+            outcome.included.len() as u64 * u64::from(self.inner_steps) * ctx.batch_tokens;
+        let rec = RoundRecord {
+            bytes_sent_per_worker: payload_bytes,
+            checkpoint_hash: Some(synod_checkpoint::hex(&outcome.hash)),
+            included: outcome.included.clone(),
+            outer_secs,
+            exchange_secs: ex.secs,
+            excluded: ex.excluded,
+            ..self.blank(r)
+        };
+        let (chain, signer, pool, hash, included) = (
+            self.chain.clone(),
+            self.signer.clone(),
+            self.pool,
+            outcome.hash,
+            outcome.included.clone(),
+        );
+        let withhold = self.a.fault == Some(Fault::Late);
+        let commit = self.rt.spawn(async move {
+            if withhold {
+                return Ok(());
+            }
+            match chain
+                .submit(&calls::commit_checkpoint(pool, r, hash, included), &signer)
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
+        });
+        Ok((
+            Pending {
+                round: r,
+                hash: outcome.hash,
+                commit,
+                included: outcome.included,
+                parent,
+                start,
+                stakes,
+            },
+            rec,
+        ))
     }
 
     /// Waits for the pool to complete, then serves until live peers have our last payload.

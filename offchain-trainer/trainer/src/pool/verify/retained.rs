@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use synod_checkpoint::CheckpointHash;
 
 /// The evidence directory of one trainer.
+#[derive(Clone, Debug)]
 pub struct Retained {
     dir: PathBuf,
 }
@@ -72,7 +73,8 @@ impl Retained {
     }
 
     /// Keeps our own (member `me`'s) `payload` for `round`, computed from the checkpoint
-    /// `parent` (θ_{r−1}'s blake3, in `<me>.parent`; the payload is written first).
+    /// `parent` (the blake3 of the θ its inner phase started from: θ_{r−1}, or θ_{r−2} with
+    /// overlapped rounds; in `<me>.parent`; the payload is written first).
     ///
     /// # Errors
     /// File errors.
