@@ -442,16 +442,16 @@ impl Trainer<'_> {
     /// [`crate::pool::inner_start`] of this pool's recipe.
     ///
     /// # Errors
-    /// RPC errors.
+    /// As [`crate::pool::inner_start`].
     pub(super) fn inner_start(&self, round: u32, parent: CheckpointHash) -> Result<CheckpointHash> {
         let overlap = self.a.recipe.outer.overlap;
-        Ok(self.block_on(crate::pool::inner_start(
+        self.block_on(crate::pool::inner_start(
             &self.chain,
             self.pool,
             overlap,
             round,
             parent,
-        ))?)
+        ))
     }
 
     /// Keeps our payload `mine` of round `r`, computed from checkpoint `start`, before it is
