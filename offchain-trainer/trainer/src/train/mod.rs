@@ -87,10 +87,18 @@ impl RoundRecord {
 
     /// Sets `wall_secs` and `compute_utilisation` from the round's wall-clock seconds.
     pub fn with_wall(self, wall_secs: f64) -> Self {
+        let busy = self.compute_secs;
+        self.with_busy_wall(busy, wall_secs)
+    }
+
+    /// Sets `wall_secs` and `compute_utilisation` = `busy_secs` / `wall_secs` (clamped to
+    /// 0..=1), `busy_secs` being the inner-phase seconds that ran during the round's wall
+    /// clock (with overlapped rounds, the next round's phase rather than this one's).
+    pub fn with_busy_wall(self, busy_secs: f64, wall_secs: f64) -> Self {
         Self {
             wall_secs,
             compute_utilisation: if wall_secs > 0.0 {
-                (self.compute_secs / wall_secs).clamp(0.0, 1.0)
+                (busy_secs / wall_secs).clamp(0.0, 1.0)
             } else {
                 0.0
             },

@@ -76,6 +76,19 @@ struct Computed {
     report: InnerReport,
 }
 
+impl RoundRecord {
+    /// This round's record with its inner phase's `report` (mean loss, seconds), its wall
+    /// clock since `t_round` and `busy` inner-phase seconds run within it.
+    fn with_phase(self, report: &InnerReport, busy: f64, t_round: Instant) -> Self {
+        RoundRecord {
+            train_loss: report.mean_loss,
+            compute_secs: report.secs,
+            ..self
+        }
+        .with_busy_wall(busy, t_round.elapsed().as_secs_f64())
+    }
+}
+
 /// Our contribution to the round after `from` (θ and its round number), run by `worker` as
 /// member `me`, with its Proof-of-Learning trace: every boundary state is kept with the
 /// round's evidence in `retained` and served by its blake3 through `client` (the hashes go
@@ -301,13 +314,7 @@ impl Trainer<'_> {
             self.keep_own(r, &parent, &mut mine)?;
             let (p, rec) =
                 self.exchange_and_commit(r, mine, &mut state, parent, parent, stakes, &ctx)?;
-            let rec = RoundRecord {
-                train_loss: report.mean_loss,
-                compute_secs: report.secs,
-                ..rec
-            }
-            .with_wall(t_round.elapsed().as_secs_f64());
-            self.record(&state, rec)?;
+            self.record(&state, rec.with_phase(&report, report.secs, t_round))?;
             pending = Some(p);
             last = r;
             self.duties();
@@ -347,6 +354,8 @@ impl Trainer<'_> {
             let t_round = Instant::now();
             let stakes = self.refresh_members(r)?;
             let start = self.inner_start(r, parent)?;
+            // Inner-phase seconds run within this round's wall clock.
+            let mut busy = 0.0;
             let (mut mine, report) = match next.take() {
                 Some(c) if c.round == r && c.start == start => (c.mine, c.report),
                 stale => {
@@ -371,7 +380,10 @@ impl Trainer<'_> {
                         .worker
                         .as_mut()
                         .ok_or_else(|| anyhow!("no inner trainer"))?;
-                    traced_phase(&from, worker, self.me, ctx, &self.retained, &self.client)?
+                    let phase =
+                        traced_phase(&from, worker, self.me, ctx, &self.retained, &self.client)?;
+                    busy += phase.1.secs;
+                    phase
                 }
             };
             self.inject_fault(r, &state, &mut mine, &ctx.codec)?;
@@ -404,6 +416,7 @@ impl Trainer<'_> {
                 Some(Ok((w, res))) => {
                     self.worker = Some(w);
                     let (mine, report) = res?;
+                    busy += report.secs;
                     next = Some(Computed {
                         round: r + 1,
                         start: parent,
@@ -415,13 +428,7 @@ impl Trainer<'_> {
                 None => {}
             }
             let (ours, closed, rec) = settled?;
-            let rec = RoundRecord {
-                train_loss: report.mean_loss,
-                compute_secs: report.secs,
-                ..rec
-            }
-            .with_wall(t_round.elapsed().as_secs_f64());
-            self.record(&state, rec)?;
+            self.record(&state, rec.with_phase(&report, busy, t_round))?;
             match closed {
                 Closed::Final(h) if h == ours => parent = h,
                 Closed::Final(h) => {

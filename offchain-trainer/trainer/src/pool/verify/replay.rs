@@ -574,6 +574,15 @@ mod tests {
             (c.payload.to_vec(), states)
         }
 
+        /// Member 1's forged contribution to round 1 (a [`Forger`] with `forge`).
+        fn forged(
+            (recipe, a, theta0): &(Recipe, RecipeArgs, ParamSet),
+            forge: &mut dyn FnMut(u32, &ParamSet, u32) -> Option<ParamSet>,
+        ) -> (Vec<u8>, States) {
+            let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+            forged_contribution(&mut w, theta0, 1, forge, &a.outer.encode_options()).unwrap()
+        }
+
         fn check(
             (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
             payload: &[u8],
@@ -655,17 +664,8 @@ mod tests {
         #[test]
         fn a_member_that_skips_a_step_is_caught_by_the_segment_that_holds_it() {
             let f = setup();
-            let (recipe, a, theta0) = &f;
-            let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
             // Segment 3's step is never computed: only the counter moves on.
-            let (payload, states) = forged_contribution(
-                &mut w,
-                theta0,
-                1,
-                &mut skipping(&[3]),
-                &a.outer.encode_options(),
-            )
-            .unwrap();
+            let (payload, states) = forged(&f, &mut skipping(&[3]));
 
             let caught = check(&f, &payload, &[3], Some(&states));
             assert!(
@@ -686,17 +686,8 @@ mod tests {
             // Start and end checks alone pass any self-consistent forgery (`--verify-segments
             // 0` did): no segment drawn means a whole replay, which catches it.
             let f = setup();
-            let (recipe, a, theta0) = &f;
-            let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
             let all: Vec<u32> = (0..H).collect();
-            let (payload, states) = forged_contribution(
-                &mut w,
-                theta0,
-                1,
-                &mut skipping(&all),
-                &a.outer.encode_options(),
-            )
-            .unwrap();
+            let (payload, states) = forged(&f, &mut skipping(&all));
             let rep = check(&f, &payload, &[], Some(&states));
             assert!(
                 !rep.honest && rep.whole == Some(WholeReplay::Asked),
@@ -710,15 +701,11 @@ mod tests {
             // from it would move that coordinate so far that a 1 % tolerance on the update
             // hid the lazy rest. No AdamW state has |m| > C·√v: refused, replayed whole.
             let f = setup();
-            let (recipe, a, theta0) = &f;
-            let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
-            let m = format!("{FIRST_MOMENT_PREFIX}{}", theta0.tensors()[0].name);
+            let m = format!("{FIRST_MOMENT_PREFIX}{}", f.2.tensors()[0].name);
             let mut poison = |i: u32, s: &ParamSet, end: u32| {
                 (i == 0).then(|| edited(s, end, &[(m.as_str(), 0, 1e4)]))
             };
-            let (payload, states) =
-                forged_contribution(&mut w, theta0, 1, &mut poison, &a.outer.encode_options())
-                    .unwrap();
+            let (payload, states) = forged(&f, &mut poison);
             let rep = check(&f, &payload, &[1], Some(&states));
             assert!(
                 !rep.honest && rep.whole == Some(WholeReplay::Refused),
