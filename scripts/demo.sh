@@ -121,6 +121,9 @@ while True:
         for f in show["final_rounds"]:
             if f["round"] in shown:
                 continue
+            # With overlapped rounds trainer 0 records a round once it has settled: wait for it.
+            if f["status"] == "final" and f["round"] not in losses and running:
+                continue
             shown.add(f["round"])
             e = losses.get(f["round"], {})
             if f["status"] == "final":
