@@ -215,15 +215,11 @@ impl Replayer {
             }
             Ok((Some(t), _)) if t.len() == bounds.len() => t,
             _ => {
-                return self.whole(
-                    WholeReplay::NoTrace,
-                    recipe,
-                    args,
-                    parent,
-                    round,
-                    member,
-                    claimed,
-                )
+                let rep = self.check(recipe, args, parent, round, member, claimed)?;
+                return Ok(Replay {
+                    whole: Some(WholeReplay::NoTrace),
+                    ..rep
+                });
             }
         };
         let opts = args.outer.encode_options();
@@ -284,63 +280,24 @@ impl Replayer {
             }
             Ok(TraceCheck::Passed(worst))
         })();
-        match outcome {
-            Ok(TraceCheck::Passed(d)) => Ok(Replay {
-                distance: d,
-                honest: true,
-                secs: t0.elapsed().as_secs_f64(),
-                segments: segments.len() as u32,
-                whole: None,
-            }),
-            Ok(TraceCheck::Failed) => self.whole(
-                WholeReplay::Mismatch,
-                recipe,
-                args,
-                parent,
-                round,
-                member,
-                claimed,
-            ),
-            Ok(TraceCheck::Unserved) => self.whole(
-                WholeReplay::Unserved,
-                recipe,
-                args,
-                parent,
-                round,
-                member,
-                claimed,
-            ),
+        let why = match outcome {
+            Ok(TraceCheck::Passed(d)) => {
+                return Ok(Replay {
+                    distance: d,
+                    honest: true,
+                    secs: t0.elapsed().as_secs_f64(),
+                    segments: segments.len() as u32,
+                    whole: None,
+                })
+            }
+            Ok(TraceCheck::Failed) => WholeReplay::Mismatch,
+            Ok(TraceCheck::Unserved) => WholeReplay::Unserved,
             // A state that does not parse or fit the model is the accused's fault: replay whole.
             Err(e) => {
                 tracing::info!(round, member, "trace check failed ({e:#}): replaying whole");
-                self.whole(
-                    WholeReplay::Refused,
-                    recipe,
-                    args,
-                    parent,
-                    round,
-                    member,
-                    claimed,
-                )
+                WholeReplay::Refused
             }
-        }
-    }
-
-    /// [`Replayer::check`], recording `why` the whole phase was replayed.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "Replayer::check's inputs and the reason"
-    )]
-    fn whole(
-        &mut self,
-        why: WholeReplay,
-        recipe: &Recipe,
-        args: &RecipeArgs,
-        parent: &[u8],
-        round: u32,
-        member: u32,
-        claimed: &[u8],
-    ) -> Result<Replay> {
+        };
         let rep = self.check(recipe, args, parent, round, member, claimed)?;
         Ok(Replay {
             whole: Some(why),
