@@ -130,6 +130,7 @@ while True:
                 who = sorted(accounts.get(c, -1) for c in f["contributors"])
                 print(f"round {f['round']}: final {f['hash'][:18]}… val_loss {e.get('val_loss', float('nan')):.3f} "
                       f"contributors {who} inner {e.get('compute_secs', 0):.1f}s exchange {e.get('exchange_secs', 0):.2f}s "
+                      f"eval {e.get('eval_secs', 0):.1f}s duties {e.get('duty_secs', 0):.1f}s "
                       f"round {e.get('wall_secs', 0):.1f}s compute utilisation {100 * e.get('compute_utilisation', 0):.0f}%", flush=True)
             else:
                 print(f"round {f['round']}: {f['status']}", flush=True)
@@ -188,8 +189,13 @@ print(json.dumps({
     "rewards": {c["account"]: c["claimed"] for c in claims},
     "inner_secs_per_round": round(sum(e["compute_secs"] for e in trained) / max(len(trained), 1), 3),
     "exchange_secs_per_round": round(sum(e["exchange_secs"] for e in trained) / max(len(trained), 1), 3),
-    # Inner seconds over wall-clock seconds of trainer 0's rounds (chain waits included).
-    "compute_utilisation": round(sum(e["compute_secs"] for e in trained) / max(sum(e.get("wall_secs", 0) for e in trained), 1e-9), 3),
+    "eval_secs_per_round": round(sum(e.get("eval_secs", 0) for e in trained) / max(len(trained), 1), 3),
+    # Verification, jury and challenge seconds between rounds.
+    "duty_secs_per_round": round(sum(e.get("duty_secs", 0) for e in trained) / max(len(trained), 1), 3),
+    # Inner seconds run within trainer 0's rounds over their wall-clock seconds, which cover
+    # everything from its first inner phase to its last round's record (chain waits, duties
+    # and evaluations included).
+    "compute_utilisation": round(sum(e["compute_utilisation"] * e.get("wall_secs", 0) for e in trained) / max(sum(e.get("wall_secs", 0) for e in trained), 1e-9), 3),
     "plot": f"{out}/loss.png",
     "challenges": sum(1 for e in events if e.get("event") == "challenge" and e.get("outcome") == "opened"),
     "convicted": convicted,

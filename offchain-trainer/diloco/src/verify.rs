@@ -128,9 +128,14 @@ fn draw(
     h.finalize_xof()
 }
 
-/// Segments an inner phase is cut into for Proof-of-Learning checks (Jia et al. 2021, §4.2):
-/// a member records its full state (θ, AdamW moments, step) at every segment boundary.
-pub const SEGMENTS: u32 = 16;
+/// Segments an inner phase is cut into for Proof-of-Learning checks (Jia et al. 2021, §4.2)
+/// unless the recipe says otherwise (`--trace-segments`): a member records its full state
+/// (θ, AdamW moments, step) at every segment boundary.
+pub const DEFAULT_SEGMENTS: u32 = 16;
+
+/// Most segments a recipe may cut an inner phase into: 4096 (one-step segments up to
+/// H = 4096). Bounds a trace's hashes ([`crate::trace::MAX_TRACE_HASHES`]).
+pub const MAX_SEGMENTS: u32 = 4096;
 
 /// Largest `synod_model::segment::state_distance` between a segment's honest end state and its
 /// replay from the same start state. Measured on the tiny model, H = 32, segments of 2 steps
@@ -141,18 +146,21 @@ pub const SEGMENTS: u32 = 16;
 /// undetected by segment checks — a whole replay (what jurors run) still bounds the sum.
 pub const SEGMENT_TOLERANCE: f64 = 1e-2;
 
-/// Segment boundaries of a phase of `inner_steps` H: `0, k, 2k, …` and H itself, with
-/// `k = ⌈H / SEGMENTS⌉` ([`segment_len`]). Segment `i` runs from `b[i]` to `b[i + 1]`.
-pub fn segment_boundaries(inner_steps: u32) -> Vec<u32> {
-    let k = segment_len(inner_steps);
+/// Segment boundaries of a phase of `inner_steps` H cut into at most `segments` S segments
+/// (clamped to 1..=[`MAX_SEGMENTS`]): `0, k, 2k, …` and H itself, with `k = ⌈H / S⌉`
+/// ([`segment_len`]). Segment `i` runs from `b[i]` to `b[i + 1]`; there are `⌈H / k⌉ ≤ S` of
+/// them (H of one step each once S ≥ H).
+pub fn segment_boundaries(inner_steps: u32, segments: u32) -> Vec<u32> {
+    let k = segment_len(inner_steps, segments);
     let mut b: Vec<u32> = (0..inner_steps).step_by(k.max(1) as usize).collect();
     b.push(inner_steps);
     b
 }
 
-/// Inner steps per segment for a phase of H steps: `⌈H / SEGMENTS⌉` (at least 1).
-pub fn segment_len(inner_steps: u32) -> u32 {
-    inner_steps.div_ceil(SEGMENTS).max(1)
+/// Inner steps per segment for a phase of H steps cut into at most `segments` S:
+/// `⌈H / S⌉` (at least 1; S clamped to 1..=[`MAX_SEGMENTS`]).
+pub fn segment_len(inner_steps: u32, segments: u32) -> u32 {
+    inner_steps.div_ceil(segments.clamp(1, MAX_SEGMENTS)).max(1)
 }
 
 /// The `count` distinct segments (indices in `0..segments`, ascending) that `verifier`
@@ -259,19 +267,28 @@ mod tests {
     }
 
     #[test]
-    fn boundaries_cover_the_phase_in_at_most_sixteen_segments() {
-        for h in 1..200u32 {
-            let b = segment_boundaries(h);
-            assert_eq!(b.first(), Some(&0));
-            assert_eq!(b.last(), Some(&h));
-            assert!(b
-                .windows(2)
-                .all(|w| w[0] < w[1] && w[1] - w[0] <= segment_len(h)));
-            assert!(b.len() as u32 - 1 <= SEGMENTS, "h={h}: {b:?}");
+    fn boundaries_cover_the_phase_in_at_most_the_recipes_segments() {
+        for s in [1, 2, 7, DEFAULT_SEGMENTS, 64, 1000, MAX_SEGMENTS] {
+            for h in (1..200u32).chain([999, 1000, 4096]) {
+                let b = segment_boundaries(h, s);
+                assert_eq!(b.first(), Some(&0));
+                assert_eq!(b.last(), Some(&h));
+                assert!(b
+                    .windows(2)
+                    .all(|w| w[0] < w[1] && w[1] - w[0] <= segment_len(h, s)));
+                assert!(b.len() as u32 - 1 <= s.min(h), "h={h} s={s}: {b:?}");
+            }
         }
         assert_eq!(
-            segment_boundaries(50),
+            segment_boundaries(50, DEFAULT_SEGMENTS),
             [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 50]
+        );
+        // One-step segments once S ≥ H; out-of-range counts are clamped, never a panic.
+        assert_eq!(segment_boundaries(5, 1000), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(segment_boundaries(5, 0), [0, 5]);
+        assert_eq!(
+            segment_boundaries(8192, u32::MAX).len() as u32 - 1,
+            MAX_SEGMENTS
         );
     }
 

@@ -6,7 +6,9 @@
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
 use synod_checkpoint::{to_bytes, ParamSet};
-use synod_diloco::verify::{segment_boundaries, segment_escape_probability, SEGMENT_TOLERANCE};
+use synod_diloco::verify::{
+    segment_boundaries, segment_escape_probability, DEFAULT_SEGMENTS, SEGMENT_TOLERANCE,
+};
 use synod_model::segment::{plausible_state, state_distance};
 use synod_model::tch::nn::OptimizerConfig;
 use synod_model::{
@@ -28,7 +30,7 @@ fn replica(threads: i32) -> TchInnerTrainer {
 fn honest_trace(threads: i32) -> (ParamSet, Vec<u32>, Vec<ParamSet>) {
     let mut t = replica(threads);
     let theta = t.params().unwrap();
-    let bounds = segment_boundaries(H);
+    let bounds = segment_boundaries(H, DEFAULT_SEGMENTS);
     let mut states = Vec::new();
     t.traced_phase::<synod_model::ModelError>(&theta, ROUND, &bounds, &mut |_, s| {
         states.push(s);

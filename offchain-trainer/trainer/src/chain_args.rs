@@ -34,6 +34,24 @@ pub struct RecipeArgs {
     /// Text corpus (byte-level tokens); its blake3 must equal the pool's `dataset_hash`.
     #[arg(long, default_value = "../shared/data/tinyshakespeare.txt")]
     pub data: PathBuf,
+    /// Proof-of-Learning segments per inner phase (Jia et al. 2021, §4.2): members commit
+    /// their full state (12 bytes per parameter) at each of the S + 1 boundaries and keep
+    /// those states on disk until the round's challenge window closes; verifiers replay
+    /// `--verify-segments` segments of ⌈H / S⌉ inner steps each. More, shorter segments
+    /// catch a lazy member with the same replayed steps more often (each replayed segment
+    /// finds a member that faked a share φ of its steps with probability ≈ φ, whatever S),
+    /// at S + 1 states of disk per round. S ≥ H: one-step segments. 1..=4096.
+    #[arg(long, default_value_t = synod_diloco::verify::DEFAULT_SEGMENTS,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(synod_diloco::verify::MAX_SEGMENTS)))]
+    pub trace_segments: u32,
+}
+
+impl RecipeArgs {
+    /// Segment boundaries of this recipe's Proof-of-Learning trace for a phase of
+    /// `inner_steps` ([`synod_diloco::verify::segment_boundaries`] with `--trace-segments`).
+    pub fn segment_boundaries(&self, inner_steps: u32) -> Vec<u32> {
+        synod_diloco::verify::segment_boundaries(inner_steps, self.trace_segments)
+    }
 }
 
 /// `synod-trainer stake`: bonds stake (`TrainerStaking.bond`).

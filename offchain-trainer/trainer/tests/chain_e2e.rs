@@ -630,6 +630,30 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
             );
         }
     }
+    // A round's wall clock covers everything since the previous round's record: the duties
+    // run between rounds and the round's evaluation are not left out of its compute
+    // utilisation (they were, which overstated it: 0.88 where 0.69 was true).
+    for i in 0..2 {
+        let rounds: Vec<Value> = net
+            .metrics(i)
+            .into_iter()
+            .filter(|e| e["event"] == "round" && e["round"].as_u64() != Some(0))
+            .collect();
+        let f = |e: &Value, k: &str| e[k].as_f64().unwrap_or(f64::NAN);
+        for e in &rounds {
+            let parts = f(e, "compute_secs") + f(e, "eval_secs") + f(e, "duty_secs");
+            assert!(
+                f(e, "wall_secs") >= parts - 1e-3 && f(e, "eval_secs") > 0.0,
+                "trainer {i}: a round's parts outlast its wall clock: {e}"
+            );
+            let u = f(e, "compute_secs") / f(e, "wall_secs");
+            assert!((u - f(e, "compute_utilisation")).abs() < 1e-6, "{e}");
+        }
+        assert!(
+            rounds.iter().any(|e| f(e, "duty_secs") > 0.0),
+            "trainer {i} verified between rounds, within a round's wall clock: {rounds:?}"
+        );
+    }
     // The restarted trainer resumed: no final round recomputed after the restart.
     assert_eq!(m2[restart]["resumed"], true);
     let redone: Vec<u64> = m2[restart..]

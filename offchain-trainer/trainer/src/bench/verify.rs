@@ -15,8 +15,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use serde_json::json;
 use synod_diloco::verify::{
-    default_sample_rate, sampled_segments, segment_boundaries, segment_escape_probability,
-    segment_len,
+    default_sample_rate, sampled_segments, segment_escape_probability, segment_len,
 };
 
 use crate::chain_args::RecipeArgs;
@@ -38,6 +37,10 @@ pub struct VerifyArgs {
     /// Segments each verifier replays per sampled contribution (`run --verify-segments`).
     #[arg(long, default_value_t = 2)]
     pub segments: u32,
+    /// Share of the other members' contributions each verifier samples (`run
+    /// --verify-rate`; default: the pool's default for `--members`).
+    #[arg(long)]
+    pub rate: Option<f64>,
     /// Share of its inner steps the lazy member skips.
     #[arg(long, default_value_t = 0.1)]
     pub fake_fraction: f64,
@@ -60,7 +63,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
     let state = args.outer.restore(&recipe.theta0_bytes, 0)?;
     let opts = args.outer.encode_options();
     let mut worker = recipe.setup.replica(&args.model, accused, h, 4 * h)?;
-    let bounds = segment_boundaries(h);
+    let bounds = args.segment_boundaries(h);
     let segments = bounds.len() as u32 - 1;
 
     // The accused's phase, plain and traced (states kept as a member keeps them, on disk),
@@ -128,7 +131,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
     }
 
     // The lazy member: contiguous whole segments, the fewest bad segments for its share.
-    let k = segment_len(h);
+    let k = segment_len(h, args.trace_segments);
     let skipped_steps = (a.fake_fraction * f64::from(h)).ceil() as u32;
     let bad = skipped_steps.div_ceil(k).clamp(1, segments);
     let skip: Vec<u32> = (segments - bad..segments).collect();
@@ -137,6 +140,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
         &state.params,
         round,
         &mut skipping(&skip),
+        &bounds,
         &opts,
     )?;
     // Each verifier draws its segments; one that misses the skipped ones sees a consistent
@@ -153,7 +157,10 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
 
     // Per round: each of the other members samples the contribution with the default rate.
     let n = a.members;
-    let rate = default_sample_rate(n as usize);
+    let rate = a
+        .rate
+        .unwrap_or_else(|| default_sample_rate(n as usize))
+        .clamp(0.0, 1.0);
     let checks_per_verifier = f64::from(n - 1) * rate;
     let escape_check = segment_escape_probability(segments, bad, a.segments);
     let escape_round = (1.0 - rate * (1.0 - escape_check)).powi(n as i32 - 1);

@@ -33,8 +33,8 @@ pub struct Recipe {
 /// The recipe as canonical JSON (keys sorted): model preset, batch, sequence length, inner
 /// AdamW schedule, seed, outer optimizer, codec and aggregation rule (so the pool spec's
 /// `model_config_hash` fixes the rule every member aggregates with; the sparse settings only
-/// with `--codec sparse`, overlapped rounds only with `--overlap`, so other recipes hash as
-/// before). Device and evaluation settings are not part
+/// with `--codec sparse`, overlapped rounds only with `--overlap`, the trace's segments only
+/// when not the default 16, so other recipes hash as before). Device and evaluation settings are not part
 /// of it: they do not change the checkpoints.
 pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
     let m = &r.model;
@@ -55,6 +55,9 @@ pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
     });
     if r.outer.overlap {
         v["overlap"] = true.into();
+    }
+    if r.trace_segments != synod_diloco::verify::DEFAULT_SEGMENTS {
+        v["trace_segments"] = r.trace_segments.into();
     }
     if r.outer.wire.sparse() {
         v["sparse_chunk"] = r.outer.wire.sparse_chunk.into();
@@ -129,5 +132,34 @@ impl Recipe {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        recipe: RecipeArgs,
+    }
+
+    fn json(extra: &[&str]) -> serde_json::Value {
+        let args = Cli::parse_from(["t"].iter().chain(extra)).recipe;
+        serde_json::from_str(&recipe_json(&args).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_trace_enters_the_recipe_hash_only_when_it_is_not_the_default() {
+        // Pools created before `--trace-segments` keep their `model_config_hash`.
+        assert!(json(&[]).get("trace_segments").is_none());
+        assert_eq!(json(&["--trace-segments", "16"]), json(&[]));
+        assert_eq!(json(&["--trace-segments", "64"])["trace_segments"], 64);
+        // Out of range: refused by the parser, not clamped into another pool's recipe.
+        for bad in ["0", "4097"] {
+            assert!(Cli::try_parse_from(["t", "--trace-segments", bad]).is_err());
+        }
     }
 }

@@ -58,6 +58,8 @@ pub fn run_ddp(
                 exchange_secs: 0.0,
                 wall_secs: 0.0,
                 compute_utilisation: 0.0,
+                eval_secs: 0.0,
+                duty_secs: 0.0,
                 excluded: Vec::new(),
             }
             .with_wall(compute);

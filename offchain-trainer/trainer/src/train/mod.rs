@@ -51,13 +51,23 @@ pub struct RoundRecord {
     pub outer_secs: f64,
     /// Seconds of the peer-to-peer exchange (networked DiLoCo only).
     pub exchange_secs: f64,
-    /// Wall-clock seconds of the round: from the start of its inner phase to its checkpoint
-    /// (in a pool, including the wait for the previous round to settle on-chain).
+    /// Wall-clock seconds of the round. Local runs: from the start of its inner phase to its
+    /// checkpoint. Pools: from the end of the previous round's record to the end of this
+    /// one's, so that nothing between two inner phases goes uncounted (the duties run
+    /// between rounds, the wait for the previous round to settle on-chain, the exchange, the
+    /// outer step and this record's evaluation).
     pub wall_secs: f64,
-    /// `compute_secs / wall_secs` (0..1; 0 before any compute): the share of the round the
-    /// inner steps ran. Rounds are sequential, so exchange, aggregation and chain waits are
-    /// idle compute.
+    /// Inner-phase seconds that ran within `wall_secs` ÷ `wall_secs` (0..1; 0 before any
+    /// compute): the share of the round the inner steps ran. Everything else (exchange,
+    /// aggregation, chain waits, evaluation, verification) is time the accelerator does
+    /// not train.
     pub compute_utilisation: f64,
+    /// Seconds evaluating this round's checkpoint (`--eval-batches` batches; pools only, 0
+    /// elsewhere).
+    pub eval_secs: f64,
+    /// Seconds of duties within `wall_secs` (pools only): replaying sampled contributions,
+    /// jury votes, challenges and equivocation reports run between two rounds.
+    pub duty_secs: f64,
     /// Members left out of the round, with the reason (networked DiLoCo only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub excluded: Vec<(u32, String)>,
@@ -81,6 +91,8 @@ impl RoundRecord {
             exchange_secs: 0.0,
             wall_secs: 0.0,
             compute_utilisation: 0.0,
+            eval_secs: 0.0,
+            duty_secs: 0.0,
             excluded: Vec::new(),
         }
     }

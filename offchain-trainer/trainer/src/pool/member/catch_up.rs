@@ -41,8 +41,8 @@ impl Trainer<'_> {
                 Some(a) => a.max(c) + 1,
                 None => c,
             };
-            if resumed {
-                self.serve_kept_payload(c)?;
+            if resumed && !self.serve_kept_payload(c)? {
+                continue; // round c closed meanwhile
             }
             if target > self.spec_rounds {
                 self.wait_round_past(self.spec_rounds)?;
@@ -60,7 +60,14 @@ impl Trainer<'_> {
                 );
                 self.wait_round_past(target - 1)?;
             }
-            let (_, hash) = self.last_final()?;
+            // Round `target` may have closed since `pool_info` (a slow restart, a short
+            // round): its final checkpoint is then no parent of it. Training round `target`
+            // from it would sign a second payload for a round we may have announced before
+            // the restart (an equivocation, slashed). Start over from the chain's new round.
+            let (f, hash) = self.last_final()?;
+            if !parent_precedes(f, target) {
+                continue;
+            }
             return Ok(Some((self.load(hash, target - 1)?, hash)));
         }
     }
@@ -68,12 +75,16 @@ impl Trainer<'_> {
     /// Serves again the payload we announced for open round `c` before a restart (kept by
     /// the round loop before announcing): the same bytes, hence the same signed digest, so
     /// peers still gathering `c` fetch it instead of waiting out their deadline, and nobody
-    /// sees two payloads from us.
-    fn serve_kept_payload(&self, c: u32) -> Result<()> {
-        let (_, parent) = self.last_final()?;
+    /// sees two payloads from us. `false` if round `c` has closed since it was read (its own
+    /// final checkpoint is no key of its payload).
+    fn serve_kept_payload(&self, c: u32) -> Result<bool> {
+        let (f, parent) = self.last_final()?;
+        if !parent_precedes(f, c) {
+            return Ok(false);
+        }
         let start = self.inner_start(c, parent)?;
         let Some(bytes) = self.retained.own(c, self.me, &start) else {
-            return Ok(());
+            return Ok(true);
         };
         self.serve_trace(c, &bytes);
         let digest = self.block_on(self.client.set_payload(c, Arc::new(bytes)))?;
@@ -82,7 +93,7 @@ impl Trainer<'_> {
             digest = %synod_checkpoint::hex(&digest),
             "serving the payload we announced before the restart"
         );
-        Ok(())
+        Ok(true)
     }
 
     /// The highest round ≥ `c` another member has announced a payload for, after listening
@@ -123,5 +134,27 @@ impl Trainer<'_> {
             }),
         )?;
         Ok(())
+    }
+}
+
+/// Whether the last final round `last_final` (0: none, θ₀) can be the parent of open round
+/// `round`: it must precede it. A later one means `round` closed after it was read.
+fn parent_precedes(last_final: u32, round: u32) -> bool {
+    last_final < round
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parent_precedes;
+
+    #[test]
+    fn a_round_that_closed_while_catching_up_is_not_trained_from_its_own_checkpoint() {
+        // Read: current round 5; meanwhile round 5 becomes final. Its checkpoint is round
+        // 6's parent, not round 5's: catching up must read the chain again.
+        assert!(!parent_precedes(5, 5));
+        assert!(!parent_precedes(6, 5));
+        // Round 4 final (or voided rounds before 5 carry an older parent forward).
+        assert!(parent_precedes(4, 5));
+        assert!(parent_precedes(0, 1));
     }
 }

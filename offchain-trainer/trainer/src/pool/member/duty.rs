@@ -15,9 +15,7 @@ use serde_json::json;
 use synod_chain::types::{AccountId, ChallengeInfo, FinalCheckpoint, PoolStatus, Verdict};
 use synod_chain::{calls, ChainError};
 use synod_diloco::trace::split_trace;
-use synod_diloco::verify::{
-    default_sample_rate, sampled, sampled_segments, segment_boundaries, REPLAY_TOLERANCE,
-};
+use synod_diloco::verify::{default_sample_rate, sampled, sampled_segments, REPLAY_TOLERANCE};
 use synod_p2p::Equivocation;
 use synod_protocol::Timeline;
 
@@ -73,6 +71,13 @@ impl Trainer<'_> {
 
     /// One pass of every duty; never fails (problems are logged and retried next time).
     pub(super) fn duties(&mut self) {
+        let t = Instant::now();
+        self.duty_pass();
+        self.duty_secs += t.elapsed().as_secs_f64();
+    }
+
+    /// One pass of [`Trainer::duties`].
+    fn duty_pass(&mut self) {
         if let Err(e) = self.report_equivocations() {
             tracing::warn!("equivocation reports: {e:#}");
         }
@@ -166,10 +171,12 @@ impl Trainer<'_> {
             }
         }
         // A round not opened yet has no snapshot either: our trace of an overlapped round
-        // computed ahead is not to be forgotten.
-        let current = self.pool_info()?.current_round;
+        // computed ahead is not to be forgotten — unless the pool is over (cancelled), when
+        // that round will never open.
+        let info = self.pool_info()?;
+        let over = matches!(info.status, PoolStatus::Completed | PoolStatus::Cancelled);
         for round in self.retained.rounds() {
-            if self.duties.to_verify.contains(&round) || round > current {
+            if self.duties.to_verify.contains(&round) || (round > info.current_round && !over) {
                 continue;
             }
             // A voided round's snapshot is kept for equivocation reports, but nothing of ours
@@ -211,7 +218,7 @@ impl Trainer<'_> {
             .a
             .verify_rate
             .unwrap_or_else(|| default_sample_rate(f.contributors.len()));
-        let segment_count = segment_boundaries(self.inner_steps).len() as u32 - 1;
+        let segment_count = self.a.recipe.segment_boundaries(self.inner_steps).len() as u32 - 1;
         let mut checks = Vec::new();
         for who in &f.contributors {
             if *who == self.account {
@@ -288,7 +295,7 @@ impl Trainer<'_> {
         round: u32,
         checks: &[(AccountId, u32, Vec<u32>)],
     ) -> FetchedStates {
-        let boundaries = segment_boundaries(self.inner_steps).len();
+        let boundaries = self.a.recipe.segment_boundaries(self.inner_steps).len();
         let mut wanted = Vec::new();
         // A state two traces name (a copier's is its victim's) is fetched once.
         let mut named = std::collections::BTreeSet::new();

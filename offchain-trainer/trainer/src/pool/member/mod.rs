@@ -105,6 +105,10 @@ struct Trainer<'a> {
     tokens: u64,
     /// (tokens, validation loss) of every round this process evaluated, for `loss.png`.
     curve: Vec<(f64, f64)>,
+    /// Where the next round's wall clock starts: the end of the previous round's record.
+    round_clock: std::time::Instant,
+    /// Seconds of duties run since the previous round's record ([`Trainer::duties`]).
+    duty_secs: f64,
 }
 
 /// `synod-trainer run`.
@@ -231,6 +235,8 @@ pub fn run(a: &RunArgs) -> Result<()> {
         duties: duty::Duties::default(),
         tokens: 0,
         curve: Vec::new(),
+        round_clock: std::time::Instant::now(),
+        duty_secs: 0.0,
     };
     let last = t.train(from_round, resumed)?;
     t.finish(last)
@@ -400,8 +406,12 @@ impl Trainer<'_> {
         Ok(state)
     }
 
-    /// Evaluates θ and emits the round's record.
-    fn record(&mut self, state: &OuterState, r: RoundRecord) -> Result<()> {
+    /// Evaluates θ and emits the round's record. With `busy` (the inner-phase seconds that
+    /// ran within the round), its wall clock is everything since the previous record
+    /// (`round_clock`): the duties run in between and this evaluation included. Restarts the
+    /// clock for the next round.
+    fn record(&mut self, state: &OuterState, r: RoundRecord, busy: Option<f64>) -> Result<()> {
+        let t_eval = std::time::Instant::now();
         let worker = self
             .worker
             .as_ref()
@@ -414,7 +424,20 @@ impl Trainer<'_> {
             self.recipe.setup.device,
         )?;
         self.curve.push((r.tokens as f64, val_loss));
-        self.metrics.emit(&RoundRecord { val_loss, ..r })
+        let mut r = RoundRecord {
+            val_loss,
+            eval_secs: t_eval.elapsed().as_secs_f64(),
+            ..r
+        };
+        if let Some(busy) = busy {
+            r = RoundRecord {
+                duty_secs: std::mem::take(&mut self.duty_secs),
+                ..r
+            }
+            .with_busy_wall(busy, self.round_clock.elapsed().as_secs_f64());
+        }
+        self.round_clock = std::time::Instant::now();
+        self.metrics.emit(&r)
     }
 
     fn blank(&self, round: u32) -> RoundRecord {

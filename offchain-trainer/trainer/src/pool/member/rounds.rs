@@ -9,7 +9,6 @@ use synod_chain::calls;
 use synod_chain::types::PoolStatus;
 use synod_checkpoint::CheckpointHash;
 use synod_codec::EncodeOptions;
-use synod_diloco::verify::segment_boundaries;
 use synod_diloco::{AggregationRule, Contribution, DilocoError, InnerReport, OuterState};
 use synod_model::TchInnerTrainer;
 use synod_p2p::{all_gather, Client, ExchangeConfig, ExchangeOutcome};
@@ -77,15 +76,13 @@ struct Computed {
 }
 
 impl RoundRecord {
-    /// This round's record with its inner phase's `report` (mean loss, seconds), its wall
-    /// clock since `t_round` and `busy` inner-phase seconds run within it.
-    fn with_phase(self, report: &InnerReport, busy: f64, t_round: Instant) -> Self {
+    /// This round's record with its inner phase's `report` (mean loss, seconds).
+    fn with_phase(self, report: &InnerReport) -> Self {
         RoundRecord {
             train_loss: report.mean_loss,
             compute_secs: report.secs,
             ..self
         }
-        .with_busy_wall(busy, t_round.elapsed().as_secs_f64())
     }
 }
 
@@ -255,6 +252,7 @@ impl Trainer<'_> {
                     checkpoint_hash: Some(synod_checkpoint::hex(&self.recipe.theta0_hash)),
                     ..r0
                 },
+                None,
             )?;
         }
         let codec = self.a.recipe.outer.encode_options();
@@ -268,7 +266,7 @@ impl Trainer<'_> {
         let boundaries = if self.a.recipe.model.keep_inner_state {
             Vec::new() // not replayable from θ alone: no trace either
         } else {
-            segment_boundaries(self.inner_steps)
+            self.a.recipe.segment_boundaries(self.inner_steps)
         };
         let ctx = RoundCtx {
             codec,
@@ -278,6 +276,9 @@ impl Trainer<'_> {
             batch_tokens,
             boundaries,
         };
+        // The first round's wall clock starts here, after catching up.
+        self.round_clock = Instant::now();
+        self.duty_secs = 0.0;
         if self.a.recipe.outer.overlap {
             return self.train_overlapped(state, parent, &ctx);
         }
@@ -285,7 +286,6 @@ impl Trainer<'_> {
         let mut last = 0;
         while state.round < self.spec_rounds {
             let r = state.round + 1;
-            let t_round = Instant::now();
             self.refresh_members(r)?;
             let worker = self
                 .worker
@@ -314,7 +314,7 @@ impl Trainer<'_> {
             self.keep_own(r, &parent, &mut mine)?;
             let (p, rec) =
                 self.exchange_and_commit(r, mine, &mut state, parent, parent, stakes, &ctx)?;
-            self.record(&state, rec.with_phase(&report, report.secs, t_round))?;
+            self.record(&state, rec.with_phase(&report), Some(report.secs))?;
             pending = Some(p);
             last = r;
             self.duties();
@@ -351,7 +351,6 @@ impl Trainer<'_> {
         let mut last = 0;
         while state.round < self.spec_rounds {
             let r = state.round + 1;
-            let t_round = Instant::now();
             let stakes = self.refresh_members(r)?;
             let start = self.inner_start(r, parent)?;
             // Inner-phase seconds run within this round's wall clock.
@@ -428,7 +427,7 @@ impl Trainer<'_> {
                 None => {}
             }
             let (ours, closed, rec) = settled?;
-            self.record(&state, rec.with_phase(&report, busy, t_round))?;
+            self.record(&state, rec.with_phase(&report), Some(busy))?;
             match closed {
                 Closed::Final(h) if h == ours => parent = h,
                 Closed::Final(h) => {

@@ -7,9 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use synod_checkpoint::ParamSet;
 use synod_diloco::trace::split_trace;
-use synod_diloco::verify::{
-    replay_distance, segment_boundaries, within_tolerance, SEGMENT_TOLERANCE,
-};
+use synod_diloco::verify::{replay_distance, within_tolerance, SEGMENT_TOLERANCE};
 use synod_diloco::{pseudo_gradient, DilocoError, InnerReport, InnerTrainer, OuterState};
 use synod_model::segment::{params_of, plausible_state, state_distance};
 use synod_model::{load_params, TchInnerTrainer, STEP_NAME};
@@ -208,7 +206,7 @@ impl Replayer {
         fetch: &mut FetchState<'_>,
     ) -> Result<Replay> {
         let t0 = Instant::now();
-        let bounds = segment_boundaries(self.inner_steps);
+        let bounds = args.segment_boundaries(self.inner_steps);
         let trace = match split_trace(claimed) {
             Ok((Some(_), _)) if segments.is_empty() => {
                 return self.check(recipe, args, parent, round, member, claimed)
@@ -332,6 +330,8 @@ pub type TraceStates = std::collections::HashMap<[u8; 32], Vec<u8>>;
 struct Forger<'a, F> {
     replica: &'a mut TchInnerTrainer,
     forge: F,
+    /// The phase's segment boundaries (`0 … H`).
+    bounds: &'a [u32],
 }
 
 impl<F: FnMut(u32, &ParamSet, u32) -> Option<ParamSet>> InnerTrainer for Forger<'_, F> {
@@ -354,8 +354,7 @@ impl<F: FnMut(u32, &ParamSet, u32) -> Option<ParamSet>> InnerTrainer for Forger<
         load_params(&r.vs, start)?;
         r.reset_optimizer();
         let mut s = r.phase_state()?;
-        let bounds = segment_boundaries(r.cfg.inner_steps);
-        for (i, w) in bounds.windows(2).enumerate() {
+        for (i, w) in self.bounds.windows(2).enumerate() {
             if boundaries.contains(&w[0]) {
                 state(w[0], s.clone())?;
             }
@@ -372,7 +371,8 @@ impl<F: FnMut(u32, &ParamSet, u32) -> Option<ParamSet>> InnerTrainer for Forger<
 }
 
 /// A dishonest member's traced contribution to `round` from θ `start`, made on the pool's
-/// path ([`OuterState::contribute_traced`]) by a [`Forger`] with `forge`, encoded with `opts`.
+/// path ([`OuterState::contribute_traced`]) by a [`Forger`] with `forge`, its trace cut at
+/// `bounds` (the recipe's [`RecipeArgs::segment_boundaries`]), encoded with `opts`.
 /// Returns the payload and its states by blake3. A `forge` that returns `None`: the honest
 /// contribution.
 ///
@@ -383,18 +383,23 @@ pub(crate) fn forged_contribution(
     start: &ParamSet,
     round: u32,
     forge: &mut dyn FnMut(u32, &ParamSet, u32) -> Option<ParamSet>,
+    bounds: &[u32],
     opts: &synod_codec::EncodeOptions,
 ) -> Result<(Vec<u8>, TraceStates)> {
     let mut outer = OuterState::new(start.clone(), synod_diloco::NesterovSgd::new(0.0, 0.0));
     outer.round = round.saturating_sub(1);
-    let (member, bounds) = (replica.worker, segment_boundaries(replica.cfg.inner_steps));
+    let member = replica.worker;
     let mut states = TraceStates::new();
     let (c, _) = outer.contribute_traced(
-        &mut Forger { replica, forge },
+        &mut Forger {
+            replica,
+            forge,
+            bounds,
+        },
         member,
         opts,
         &mut synod_diloco::ErrorFeedback::default(),
-        &bounds,
+        bounds,
         &mut |_, bytes, hash| {
             states.insert(hash, bytes);
             Ok(())
@@ -493,6 +498,11 @@ mod tests {
         type States = TraceStates;
 
         fn setup() -> (Recipe, RecipeArgs, ParamSet) {
+            setup_with(&[])
+        }
+
+        /// The tiny model's recipe with `extra` flags.
+        fn setup_with(extra: &[&str]) -> (Recipe, RecipeArgs, ParamSet) {
             let data = std::env::var("SYNOD_DATA").unwrap_or_else(|_| {
                 concat!(
                     env!("CARGO_MANIFEST_DIR"),
@@ -500,11 +510,11 @@ mod tests {
                 )
                 .into()
             });
-            let args = Cli::parse_from([
+            let base = [
                 "t", "--model", "tiny", "--batch", "4", "--device", "cpu", "--warmup", "2",
                 "--data", &data,
-            ])
-            .recipe;
+            ];
+            let args = Cli::parse_from(base.iter().chain(extra)).recipe;
             let recipe = Recipe::load(&args).unwrap();
             let theta0 = synod_checkpoint::from_bytes(&recipe.theta0_bytes).unwrap();
             (recipe, args, theta0)
@@ -521,7 +531,7 @@ mod tests {
                     m,
                     &a.outer.encode_options(),
                     &mut a.outer.feedback(),
-                    &segment_boundaries(H),
+                    &a.segment_boundaries(H),
                     &mut |_, bytes, hash| {
                         states.insert(hash, bytes);
                         Ok(())
@@ -537,7 +547,9 @@ mod tests {
             forge: &mut dyn FnMut(u32, &ParamSet, u32) -> Option<ParamSet>,
         ) -> (Vec<u8>, States) {
             let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
-            forged_contribution(&mut w, theta0, 1, forge, &a.outer.encode_options()).unwrap()
+            let bounds = a.segment_boundaries(H);
+            forged_contribution(&mut w, theta0, 1, forge, &bounds, &a.outer.encode_options())
+                .unwrap()
         }
 
         fn check(
@@ -576,6 +588,30 @@ mod tests {
             let rep = check(&f, &payload, &[3], None);
             assert!(rep.honest && rep.segments == 0, "{rep:?}");
             assert_eq!(rep.whole, Some(WholeReplay::Unserved));
+        }
+
+        #[test]
+        fn a_recipes_coarser_trace_is_checked_by_its_own_segments() {
+            // `--trace-segments 2`: two segments of 4 steps (the default cuts H = 8 into 8).
+            // Member and verifier cut the phase alike; a verifier on the default boundaries
+            // would find a trace of the wrong length and replay every contribution whole.
+            let f = setup_with(&["--trace-segments", "2"]);
+            assert_eq!(f.1.segment_boundaries(H), [0, 4, 8]);
+            let (payload, states) = honest(&f.0, &f.1, 1);
+            let rep = check(&f, &payload, &[0, 1], Some(&states));
+            assert!(
+                rep.honest && rep.segments == 2 && rep.whole.is_none(),
+                "{rep:?}"
+            );
+            // One step skipped in segment 1 (steps 4..8): found by that segment only.
+            let (lazy, states) = forged(&f, &mut skipping(&[1]));
+            let caught = check(&f, &lazy, &[1], Some(&states));
+            assert!(
+                !caught.honest && caught.whole == Some(WholeReplay::Mismatch),
+                "{caught:?}"
+            );
+            let missed = check(&f, &lazy, &[0], Some(&states));
+            assert!(missed.honest && missed.whole.is_none(), "{missed:?}");
         }
 
         #[test]
