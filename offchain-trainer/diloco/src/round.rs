@@ -164,6 +164,10 @@ pub fn max_checkpoint_bytes(like: &ParamSet) -> u64 {
         .saturating_add(1 << 20)
 }
 
+/// Trace states ([`OuterState::contribute_traced`]) that may wait for the writer thread while
+/// the inner phase goes on: each costs 12 bytes per parameter of memory.
+pub const QUEUED_TRACE_STATES: usize = 1;
+
 impl OuterState {
     /// State at round 0 from the initial parameters.
     pub fn new(params: ParamSet, opt: NesterovSgd) -> Self {
@@ -251,6 +255,11 @@ impl OuterState {
     /// hashes go in front of the payload ([`crate::trace`]). No boundaries: no trace, the
     /// payload of [`OuterState::contribute`].
     ///
+    /// Serializing, hashing and `keep` run on a second thread while the inner steps go on
+    /// (in boundary order; at most [`QUEUED_TRACE_STATES`] states wait, so the extra memory
+    /// is bounded): the trace costs the phase the copy of each state out of the model, not
+    /// its write.
+    ///
     /// # Errors
     /// As [`OuterState::contribute`] and [`InnerTrainer::inner_phase_traced`]; whatever `keep`
     /// returns; [`DilocoError::Inner`] if the trainer skipped a boundary.
@@ -261,18 +270,41 @@ impl OuterState {
         opts: &EncodeOptions,
         feedback: &mut ErrorFeedback,
         boundaries: &[u32],
-        keep: &mut dyn FnMut(u32, Vec<u8>, [u8; 32]) -> Result<(), DilocoError>,
+        keep: &mut (dyn FnMut(u32, Vec<u8>, [u8; 32]) -> Result<(), DilocoError> + Send),
     ) -> Result<(Contribution, InnerReport), DilocoError> {
         let round = self.round + 1;
         let start = self.inner_start();
-        let mut trace = Vec::with_capacity(boundaries.len());
-        let (local, report) =
-            trainer.inner_phase_traced(start, round, boundaries, &mut |j, state| {
-                let bytes = synod_checkpoint::to_bytes(&state)?;
-                let hash = synod_checkpoint::hash(&bytes);
-                trace.push(hash);
-                keep(j, bytes, hash)
-            })?;
+        let (local, report, trace) = if boundaries.is_empty() {
+            let (local, report) = trainer.inner_phase(start, round)?;
+            (local, report, Vec::new())
+        } else {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(u32, ParamSet)>(QUEUED_TRACE_STATES);
+            let (phase, written) = std::thread::scope(|s| {
+                let writer = s.spawn(move || -> Result<Vec<[u8; 32]>, DilocoError> {
+                    let mut trace = Vec::with_capacity(boundaries.len());
+                    for (j, state) in rx {
+                        let bytes = synod_checkpoint::to_bytes(&state)?;
+                        drop(state);
+                        let hash = synod_checkpoint::hash(&bytes);
+                        trace.push(hash);
+                        keep(j, bytes, hash)?;
+                    }
+                    Ok(trace)
+                });
+                let phase =
+                    trainer.inner_phase_traced(start, round, boundaries, &mut |j, state| {
+                        tx.send((j, state))
+                            .map_err(|_| DilocoError::Inner("the trace writer stopped".into()))
+                    });
+                drop(tx);
+                (phase, writer.join())
+            });
+            // The writer's own error explains a phase that could not hand it a state.
+            let trace =
+                written.map_err(|_| DilocoError::Inner("the trace writer panicked".into()))??;
+            let (local, report) = phase?;
+            (local, report, trace)
+        };
         if trace.len() != boundaries.len() {
             return Err(DilocoError::Inner(format!(
                 "the inner phase recorded {} of {} trace states",

@@ -52,6 +52,60 @@ fn nesterov_matches_hand_computed_values() {
 }
 
 #[test]
+fn trace_states_are_kept_in_boundary_order_off_the_phase_and_a_failing_keep_ends_it() {
+    // The states are serialized, hashed and kept on a writer thread while the phase goes on:
+    // the trace must still be in boundary order, each hash that of its bytes.
+    let state = OuterState::new(
+        params(vec![0.0; 3], vec![0.0; 3]),
+        NesterovSgd::new(0.7, 0.9),
+    );
+    let mut w = Quadratic {
+        target: vec![1.0; 3],
+        steps: 6,
+    };
+    let opts = EncodeOptions::default();
+    let mut kept = Vec::new();
+    let (c, _) = state
+        .contribute_traced(
+            &mut w,
+            0,
+            &opts,
+            &mut ErrorFeedback::default(),
+            &[0, 2, 3, 6],
+            &mut |j, bytes, hash| {
+                assert_eq!(hash, synod_checkpoint::hash(&bytes));
+                let set = synod_checkpoint::from_bytes(&bytes).unwrap();
+                kept.push((j, hash, set.tensors()[0].data[0]));
+                Ok(())
+            },
+        )
+        .unwrap();
+    assert_eq!(kept.iter().map(|k| k.0).collect::<Vec<_>>(), [0, 2, 3, 6]);
+    // θ moves towards the target step by step: the states are the phase's, in order.
+    assert!(kept.windows(2).all(|k| k[0].2 < k[1].2), "{kept:?}");
+    let (trace, _) = synod_diloco::trace::split_trace(&c.payload).unwrap();
+    assert_eq!(trace.unwrap(), kept.iter().map(|k| k.1).collect::<Vec<_>>());
+    // A keep that fails (a full disk) ends the phase with its own error, never a hang.
+    let err = state
+        .contribute_traced(
+            &mut w,
+            0,
+            &opts,
+            &mut ErrorFeedback::default(),
+            &[0, 2, 3, 6],
+            &mut |j, _, _| {
+                if j == 3 {
+                    Err(DilocoError::Inner("no space left on device".into()))
+                } else {
+                    Ok(())
+                }
+            },
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("no space left"), "{err}");
+}
+
+#[test]
 fn outer_step_without_momentum_and_lr_one_lands_on_the_local_parameters() {
     // θ − 1·(θ − θ_local) = θ_local: DiLoCo with one worker degenerates to plain training.
     let mut p = params(vec![0.3, -0.7], vec![5.0]);

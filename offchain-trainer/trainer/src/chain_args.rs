@@ -182,10 +182,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub verify_rate: Option<f64>,
     /// Segments of each sampled contribution's Proof-of-Learning trace this trainer replays
-    /// (of up to 16 per inner phase, each ⌈H/16⌉ inner steps), after checking the trace's
-    /// start and end against θ_{r−1} and the payload. A contribution without a trace, whose
-    /// states its author does not serve, or that fails a check is replayed whole before any
-    /// challenge. 16 or more: every segment (the cost of a whole replay). At least 1.
+    /// (of the recipe's `--trace-segments` S per inner phase, each ⌈H/S⌉ inner steps), after
+    /// checking the trace's start and end against θ_{r−1} and the payload. A contribution
+    /// without a trace, whose states its author does not serve, or that fails a check is
+    /// replayed whole before any challenge. S or more: every segment (the cost of a whole
+    /// replay). At least 1.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub verify_segments: u32,
     /// Register as a juror (`Challenges.register_juror`) and vote automatically when drawn:
