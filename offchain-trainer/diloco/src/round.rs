@@ -164,8 +164,10 @@ pub fn max_checkpoint_bytes(like: &ParamSet) -> u64 {
         .saturating_add(1 << 20)
 }
 
-/// Trace states ([`OuterState::contribute_traced`]) that may wait for the writer thread while
-/// the inner phase goes on: each costs 12 bytes per parameter of memory.
+/// Trace states ([`OuterState::contribute_traced`]) that may wait in the channel to the writer
+/// thread while the inner phase goes on. With the state being handed over and the one being
+/// written (plus its serialized bytes), a traced phase holds at most 4 states' worth of extra
+/// memory, 12 bytes per parameter each (48 bytes per parameter; 24 when it wrote in line).
 pub const QUEUED_TRACE_STATES: usize = 1;
 
 impl OuterState {
@@ -249,7 +251,8 @@ impl OuterState {
     }
 
     /// [`OuterState::contribute`] with a Proof-of-Learning trace: the phase's full state at
-    /// every step of `boundaries` (normally [`crate::verify::segment_boundaries`] of H) is
+    /// every step of `boundaries` (normally [`crate::verify::segment_boundaries`] of H and the
+    /// recipe's segment count) is
     /// serialized (`synod_checkpoint::to_bytes`, 12 bytes per parameter) and hashed, handed to
     /// `keep(j, bytes, blake3)` (the member stores and serves them to verifiers), and the
     /// hashes go in front of the payload ([`crate::trace`]). No boundaries: no trace, the
@@ -258,7 +261,8 @@ impl OuterState {
     /// Serializing, hashing and `keep` run on a second thread while the inner steps go on
     /// (in boundary order; at most [`QUEUED_TRACE_STATES`] states wait, so the extra memory
     /// is bounded): the trace costs the phase the copy of each state out of the model, not
-    /// its write.
+    /// its write. The report's `secs` leave out the time the phase waited for the writer (a
+    /// disk slower than the steps): that is no inner compute.
     ///
     /// # Errors
     /// As [`OuterState::contribute`] and [`InnerTrainer::inner_phase_traced`]; whatever `keep`
@@ -279,6 +283,8 @@ impl OuterState {
             (local, report, Vec::new())
         } else {
             let (tx, rx) = std::sync::mpsc::sync_channel::<(u32, ParamSet)>(QUEUED_TRACE_STATES);
+            // Seconds the phase waited for the writer to take a state.
+            let mut blocked = 0.0;
             let (phase, written) = std::thread::scope(|s| {
                 let writer = s.spawn(move || -> Result<Vec<[u8; 32]>, DilocoError> {
                     let mut trace = Vec::with_capacity(boundaries.len());
@@ -293,8 +299,12 @@ impl OuterState {
                 });
                 let phase =
                     trainer.inner_phase_traced(start, round, boundaries, &mut |j, state| {
-                        tx.send((j, state))
-                            .map_err(|_| DilocoError::Inner("the trace writer stopped".into()))
+                        let t = std::time::Instant::now();
+                        let sent = tx
+                            .send((j, state))
+                            .map_err(|_| DilocoError::Inner("the trace writer stopped".into()));
+                        blocked += t.elapsed().as_secs_f64();
+                        sent
                     });
                 drop(tx);
                 (phase, writer.join())
@@ -302,7 +312,8 @@ impl OuterState {
             // The writer's own error explains a phase that could not hand it a state.
             let trace =
                 written.map_err(|_| DilocoError::Inner("the trace writer panicked".into()))??;
-            let (local, report) = phase?;
+            let (local, mut report) = phase?;
+            report.secs = (report.secs - blocked).max(0.0);
             (local, report, trace)
         };
         if trace.len() != boundaries.len() {

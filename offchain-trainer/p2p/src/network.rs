@@ -625,8 +625,12 @@ pub const PINNED_CHECKPOINTS: usize = 2;
 /// them; a trainer takes them every round).
 pub const EQUIVOCATION_ROUNDS: u32 = 8;
 
-/// Most files served at once ([`Client::serve_file`]): 64 rounds of a 16-segment trace.
-pub const MAX_SERVED_FILES: usize = 64 * 17;
+/// Most files served at once ([`Client::serve_file`]): 8 rounds of the longest trace a
+/// recipe allows (`--trace-segments` 4096: [`synod_diloco::trace::MAX_TRACE_HASHES`] states),
+/// about 1 900 rounds of the default 16 segments. A smaller bound let a recipe with long
+/// traces push a round's early states out before its verifiers asked for them (each check
+/// then a whole replay).
+pub const MAX_SERVED_FILES: usize = 8 * synod_diloco::trace::MAX_TRACE_HASHES;
 
 /// Most transfers a node serves at once, and to one peer: a member that opens streams and never
 /// reads holds at most [`MAX_SERVED_PER_PEER`] of them, each for at most its

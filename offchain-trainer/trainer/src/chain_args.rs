@@ -185,8 +185,8 @@ pub struct RunArgs {
     /// (of the recipe's `--trace-segments` S per inner phase, each ⌈H/S⌉ inner steps), after
     /// checking the trace's start and end against θ_{r−1} and the payload. A contribution
     /// without a trace, whose states its author does not serve, or that fails a check is
-    /// replayed whole before any challenge. S or more: every segment (the cost of a whole
-    /// replay). At least 1.
+    /// replayed whole before any challenge. A phase has ⌈H / ⌈H/S⌉⌉ ≤ min(S, H) segments;
+    /// that many or more: every segment (the cost of a whole replay). At least 1.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub verify_segments: u32,
     /// Register as a juror (`Challenges.register_juror`) and vote automatically when drawn:

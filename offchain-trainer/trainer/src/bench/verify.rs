@@ -157,10 +157,10 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
 
     // Per round: each of the other members samples the contribution with the default rate.
     let n = a.members;
-    let rate = a
-        .rate
-        .unwrap_or_else(|| default_sample_rate(n as usize))
-        .clamp(0.0, 1.0);
+    let rate = a.rate.unwrap_or_else(|| default_sample_rate(n as usize));
+    if !(0.0..=1.0).contains(&rate) {
+        bail!("--rate must be within 0..=1, not {rate}");
+    }
     let checks_per_verifier = f64::from(n - 1) * rate;
     let escape_check = segment_escape_probability(segments, bad, a.segments);
     let escape_round = (1.0 - rate * (1.0 - escape_check)).powi(n as i32 - 1);

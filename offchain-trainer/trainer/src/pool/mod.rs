@@ -111,6 +111,9 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
                 "initial_weights_hash": hex(&spec.initial_weights_hash), "dataset_hash": hex(&spec.dataset_hash),
                 "inner_steps": spec.inner_steps, "rounds": spec.rounds, "min_trainers": spec.min_trainers,
                 "reward_per_round": spec.reward_per_round.to_string(), "quorum_ppb": a.quorum_ppb,
+                // What each member keeps on disk per round until its challenge window closes.
+                "trace_bytes_per_round": a.recipe.segment_boundaries(spec.inner_steps).len() as u64
+                    * recipe.max_state_bytes,
             })
         );
         Ok(())

@@ -34,7 +34,7 @@ pub struct Recipe {
 /// AdamW schedule, seed, outer optimizer, codec and aggregation rule (so the pool spec's
 /// `model_config_hash` fixes the rule every member aggregates with; the sparse settings only
 /// with `--codec sparse`, overlapped rounds only with `--overlap`, the trace's segments only
-/// when not the default 16, so other recipes hash as before). Device and evaluation settings are not part
+/// when not [`synod_diloco::verify::DEFAULT_SEGMENTS`], so other recipes hash as before). Device and evaluation settings are not part
 /// of it: they do not change the checkpoints.
 pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
     let m = &r.model;

@@ -58,9 +58,10 @@ pub struct RoundRecord {
     /// outer step and this record's evaluation).
     pub wall_secs: f64,
     /// Inner-phase seconds that ran within `wall_secs` ÷ `wall_secs` (0..1; 0 before any
-    /// compute): the share of the round the inner steps ran. Everything else (exchange,
-    /// aggregation, chain waits, evaluation, verification) is time the accelerator does
-    /// not train.
+    /// compute): the share of the round useful inner steps ran. Everything else (exchange,
+    /// aggregation, chain waits, evaluation, verification, an optimistic phase discarded
+    /// after a lost vote, waits for the trace writer) is time the accelerator does not
+    /// train for the pool.
     pub compute_utilisation: f64,
     /// Seconds evaluating this round's checkpoint (`--eval-batches` batches; pools only, 0
     /// elsewhere).

@@ -171,8 +171,8 @@ impl Trainer<'_> {
             }
         }
         // A round not opened yet has no snapshot either: our trace of an overlapped round
-        // computed ahead is not to be forgotten — unless the pool is over (cancelled), when
-        // that round will never open.
+        // computed ahead is not to be forgotten — unless the pool is over (completed or
+        // cancelled), when that round will never open.
         let info = self.pool_info()?;
         let over = matches!(info.status, PoolStatus::Completed | PoolStatus::Cancelled);
         for round in self.retained.rounds() {
