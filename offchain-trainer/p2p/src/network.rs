@@ -1182,6 +1182,30 @@ mod tests {
     }
 
     #[test]
+    fn a_recipe_with_the_longest_traces_cannot_push_a_rounds_first_states_out() {
+        // A pool creator choosing `--trace-segments 4096`: two live traces (overlapped
+        // rounds) of 4097 states each. With a cap sized for 16-segment traces (64 × 17), the
+        // first states were dropped before verifiers asked: every check a whole replay.
+        let mut s = served(2);
+        let req = |hash| FetchRequest::Checkpoint { hash };
+        let hash = |i: usize| {
+            let mut h = [0u8; 32];
+            h[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            h
+        };
+        let traces = 2 * synod_diloco::trace::MAX_TRACE_HASHES;
+        for i in 0..traces {
+            s.add_file(hash(i), std::path::PathBuf::from(format!("/states/{i}")));
+        }
+        for i in [0, traces / 2, traces - 1] {
+            assert!(
+                matches!(s.answer(&peer(1), &req(hash(i)), true), Answer::File(_)),
+                "state {i} of {traces} still served"
+            );
+        }
+    }
+
+    #[test]
     fn served_files_answer_members_by_hash_within_a_bound() {
         let mut s = served(2);
         let req = |hash| FetchRequest::Checkpoint { hash };
