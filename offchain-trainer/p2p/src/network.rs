@@ -520,6 +520,22 @@ fn behaviour(key: &identity::Keypair, max_connections: u32) -> Result<Behaviour,
     })
 }
 
+/// [`NetError::Config`] naming what failed (`what`) and `e` with its whole source chain:
+/// libp2p's `TransportError::Other` (a listen address in use, say) prints nothing itself.
+fn config_error(what: &str, e: &dyn std::error::Error) -> NetError {
+    let mut msg = what.to_owned();
+    let mut next = Some(e);
+    while let Some(err) = next {
+        let text = err.to_string();
+        if !text.is_empty() {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        next = err.source();
+    }
+    NetError::Config(msg)
+}
+
 /// Starts a node on the current tokio runtime and returns its [`Client`].
 ///
 /// # Errors
@@ -550,12 +566,12 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     for a in &cfg.listen {
         swarm
             .listen_on(a.clone())
-            .map_err(|e| NetError::Config(e.to_string()))?;
+            .map_err(|e| config_error(&format!("listening on {a}"), &e))?;
     }
     for a in &cfg.bootnodes {
         swarm
             .dial(a.clone())
-            .map_err(|e| NetError::Config(e.to_string()))?;
+            .map_err(|e| config_error(&format!("dialling {a}"), &e))?;
     }
     let (tx, rx) = mpsc::channel(256);
     let shared = Arc::new(Mutex::new(Snapshot::default()));

@@ -55,6 +55,24 @@ async fn start(
     spawn(cfg).unwrap()
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_address_in_use_is_reported_with_its_cause() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let ids = ids(1);
+    let set = member_set(&ids);
+    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set);
+    cfg.listen = vec![format!("/ip4/127.0.0.1/tcp/{port}").parse().unwrap()];
+    let Err(e) = spawn(cfg) else {
+        panic!("listening on a port in use must fail")
+    };
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!("listening on /ip4/127.0.0.1/tcp/{port}")) && msg.contains("in use"),
+        "the error names the address and the OS cause: {msg}"
+    );
+}
+
 async fn network(n: u8) -> (Vec<(Keypair, Arc<MemberKey>)>, MemberSet, Vec<Client>) {
     let ids = ids(n);
     let set = member_set(&ids);
