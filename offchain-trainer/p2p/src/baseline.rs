@@ -1,8 +1,8 @@
 //! Transport baselines for `synod-trainer bench allreduce`: the same all-gather as a round's
 //! exchange (every peer sends its payload to every other, all at once, on loopback) over plain
-//! TCP sockets and over TCP + Noise (libp2p's handshake and ChaCha20-Poly1305 framing, no
-//! multiplexer), so one run shows what the wire costs, what encryption adds, and what the rest
-//! of libp2p adds on top. It lives here, not in the bench, because Noise's byte path is generic
+//! TCP sockets, over TCP + Noise (libp2p's handshake and ChaCha20-Poly1305 framing, no
+//! multiplexer) and over TCP + TLS 1.3 (libp2p-tls), so one run shows what the wire costs, what
+//! each encryption adds, and what the rest of libp2p adds on top. It lives here, not in the bench, because Noise's byte path is generic
 //! over the socket and is compiled (and optimised) where it is instantiated.
 
 use std::io;
@@ -11,9 +11,10 @@ use std::time::Instant;
 
 use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use libp2p::core::upgrade::{InboundConnectionUpgrade, OutboundConnectionUpgrade};
+use libp2p::core::UpgradeInfo;
 use libp2p::identity::Keypair;
-use libp2p::noise;
 use libp2p::tcp::tokio::TcpStream;
+use libp2p::{noise, tls, PeerId};
 use tokio::task::JoinSet;
 
 /// What carries the baseline's bytes.
@@ -21,8 +22,10 @@ use tokio::task::JoinSet;
 pub enum Wire {
     /// Plain TCP, `TCP_NODELAY`.
     Tcp,
-    /// TCP + Noise XX (libp2p-noise), the encryption libp2p's TCP transport uses.
+    /// TCP + Noise XX (libp2p-noise).
     Noise,
+    /// TCP + TLS 1.3 (libp2p-tls).
+    Tls,
 }
 
 fn other(e: impl std::fmt::Display) -> io::Error {
@@ -98,23 +101,43 @@ pub async fn all_gather_secs(payloads: &[Arc<Vec<u8>>], wire: Wire) -> io::Resul
     }
     match wire {
         Wire::Tcp => transfer(tcp).await,
-        Wire::Noise => {
-            let mut pairs = Vec::new();
-            for (a, b, p) in tcp {
-                let (ka, kb) = (Keypair::generate_ed25519(), Keypair::generate_ed25519());
-                let (ca, cb) = (
-                    noise::Config::new(&ka).map_err(other)?,
-                    noise::Config::new(&kb).map_err(other)?,
-                );
-                let (out, inb) = tokio::join!(
-                    ca.upgrade_outbound(a, "/noise"),
-                    cb.upgrade_inbound(b, "/noise")
-                );
-                pairs.push((out.map_err(other)?.1, inb.map_err(other)?.1, p));
-            }
-            transfer(pairs).await
-        }
+        Wire::Noise => transfer(secure(tcp, noise::Config::new).await?).await,
+        Wire::Tls => transfer(secure(tcp, tls::Config::new).await?).await,
     }
+}
+
+/// Both ends of every connection in `tcp` upgraded by `make` (fresh ed25519 identities), the
+/// handshakes done; the payloads kept with their connection.
+async fn secure<U, E, S>(
+    tcp: Vec<(TcpStream, TcpStream, Arc<Vec<u8>>)>,
+    make: impl Fn(&Keypair) -> Result<U, E>,
+) -> io::Result<Vec<(S, S, Arc<Vec<u8>>)>>
+where
+    U: UpgradeInfo
+        + InboundConnectionUpgrade<TcpStream, Output = (PeerId, S)>
+        + OutboundConnectionUpgrade<TcpStream, Output = (PeerId, S)>,
+    <U as InboundConnectionUpgrade<TcpStream>>::Error: std::fmt::Display,
+    <U as OutboundConnectionUpgrade<TcpStream>>::Error: std::fmt::Display,
+    E: std::fmt::Display,
+{
+    let mut pairs = Vec::new();
+    for (a, b, p) in tcp {
+        let (ca, cb) = (
+            make(&Keypair::generate_ed25519()).map_err(other)?,
+            make(&Keypair::generate_ed25519()).map_err(other)?,
+        );
+        let info = ca
+            .protocol_info()
+            .into_iter()
+            .next()
+            .ok_or_else(|| other("the upgrade names no protocol"))?;
+        let (out, inb) = tokio::join!(
+            ca.upgrade_outbound(a, info.clone()),
+            cb.upgrade_inbound(b, info)
+        );
+        pairs.push((out.map_err(other)?.1, inb.map_err(other)?.1, p));
+    }
+    Ok(pairs)
 }
 
 #[cfg(test)]
@@ -122,11 +145,11 @@ mod tests {
     use super::*;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn both_baselines_deliver_every_payload_to_every_peer() {
+    async fn every_baseline_delivers_every_payload_to_every_peer() {
         let payloads: Vec<_> = (0..3u8)
             .map(|i| Arc::new(vec![i; 300_000 + usize::from(i)]))
             .collect();
-        for wire in [Wire::Tcp, Wire::Noise] {
+        for wire in [Wire::Tcp, Wire::Noise, Wire::Tls] {
             let secs = all_gather_secs(&payloads, wire).await.unwrap();
             assert!(secs > 0.0 && secs.is_finite(), "{wire:?}: {secs}");
         }

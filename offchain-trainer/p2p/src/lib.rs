@@ -27,7 +27,7 @@ pub use exchange::{all_gather, finish, ExchangeConfig, ExchangeOutcome};
 pub use identity::{MemberKey, PublicKey, SignatureError};
 pub use members::{Member, MemberSet};
 pub use network::{
-    spawn, Announced, Client, Equivocation, NetConfig, Snapshot, EQUIVOCATION_ROUNDS,
+    spawn, Announced, Client, Equivocation, NetConfig, Security, Snapshot, EQUIVOCATION_ROUNDS,
     MAX_SERVED_CHECKPOINTS, MAX_SERVED_FILES, MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS,
     PINNED_CHECKPOINTS,
 };

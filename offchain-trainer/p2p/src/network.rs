@@ -12,8 +12,8 @@ use futures::StreamExt;
 use libp2p::swarm::dial_opts::{DialOpts, PeerCondition};
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
 use libp2p::{
-    allow_block_list, connection_limits, gossipsub, identify, identity, kad, noise, tcp, yamux,
-    Multiaddr, PeerId, Swarm,
+    allow_block_list, connection_limits, gossipsub, identify, identity, kad, noise, tcp, tls,
+    yamux, Multiaddr, PeerId, Swarm,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -44,6 +44,20 @@ pub struct NetConfig {
     pub max_connections: u32,
     /// Time bounds of every payload and checkpoint transfer, both directions.
     pub limits: Limits,
+    /// The TCP connection encryption this node proposes first when it dials; it accepts both.
+    pub security: Security,
+}
+
+/// Encryption of TCP connections (QUIC always uses TLS 1.3). A dialer proposes its preferred
+/// one first and the other second (multistream-select); a listener accepts either, so nodes
+/// with different preferences still connect.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Security {
+    /// Noise XX with ChaCha20-Poly1305 (libp2p-noise).
+    #[default]
+    Noise,
+    /// TLS 1.3 (libp2p-tls: rustls, AES-GCM where the CPU has AES instructions).
+    Tls,
 }
 
 impl NetConfig {
@@ -66,6 +80,7 @@ impl NetConfig {
             heartbeat: Duration::from_secs(2),
             max_connections: 64,
             limits: Limits::default(),
+            security: Security::default(),
         }
     }
 }
@@ -484,13 +499,33 @@ impl Client {
     }
 }
 
-fn behaviour(key: &identity::Keypair, max_connections: u32) -> Result<Behaviour, NetError> {
+/// Bytes gossipsub may hold of one inbound stream at once (bytes). libp2p-gossipsub 0.50.1
+/// checks its `max_transmit_size` against everything buffered from the stream, not against one
+/// frame: set to our message bound, two signed messages read together were refused, each
+/// refusal reset the stream, and after five resets the connection's gossip was switched off
+/// for good (the sender then looked silent). A buffer holds at most one partial frame plus one
+/// 8 KiB read, so this leaves room for several frames.
+const GOSSIP_BUFFER_BYTES: usize = 64 * 1024;
+/// What gossipsub adds around our bytes in one published message (bytes): its author's peer
+/// id, sequence number, topic and ed25519 signature (≈ 150 bytes), with room to spare.
+const GOSSIP_ENVELOPE_BYTES: usize = 1024;
+
+fn behaviour(
+    key: &identity::Keypair,
+    max_connections: u32,
+    topic: &gossipsub::IdentTopic,
+) -> Result<Behaviour, NetError> {
     let peer_id = key.public().to_peer_id();
     let gcfg = gossipsub::ConfigBuilder::default()
         .heartbeat_interval(Duration::from_millis(500))
         .validation_mode(gossipsub::ValidationMode::Strict)
         .validate_messages()
-        .max_transmit_size(crate::message::MAX_MESSAGE_BYTES)
+        .max_transmit_size(GOSSIP_BUFFER_BYTES)
+        // One message of the pool's topic stays bounded by our own limit.
+        .max_transmit_size_for_topic(
+            crate::message::MAX_MESSAGE_BYTES + GOSSIP_ENVELOPE_BYTES,
+            topic.hash(),
+        )
         .mesh_n_low(1)
         .mesh_n(4)
         .mesh_n_high(8)
@@ -541,23 +576,33 @@ fn config_error(what: &str, e: &dyn std::error::Error) -> NetError {
 /// # Errors
 /// [`NetError::Config`] for an unusable listen address or transport setup.
 pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
-    let b = behaviour(&cfg.keypair, cfg.max_connections)?;
-    let mut swarm = libp2p::SwarmBuilder::with_existing_identity(cfg.keypair.clone())
-        .with_tokio()
-        .with_tcp(
-            tcp::Config::default().nodelay(true),
-            noise::Config::new,
-            yamux::Config::default,
-        )
-        .map_err(|e| NetError::Config(e.to_string()))?
-        .with_quic()
-        .with_behaviour(move |_| b)
-        .map_err(|e| NetError::Config(e.to_string()))?
-        .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(120)))
-        .build();
+    let topic = gossipsub::IdentTopic::new(format!("synod/pool/{}", cfg.members.pool));
+    let b = behaviour(&cfg.keypair, cfg.max_connections, &topic)?;
+    // The swarm's type does not depend on the security upgrade (the transport is boxed), but
+    // the builder's intermediate types do: one chain per preference.
+    macro_rules! swarm_with {
+        ($security:expr) => {
+            libp2p::SwarmBuilder::with_existing_identity(cfg.keypair.clone())
+                .with_tokio()
+                .with_tcp(
+                    tcp::Config::default().nodelay(true),
+                    $security,
+                    yamux::Config::default,
+                )
+                .map_err(|e| NetError::Config(e.to_string()))?
+                .with_quic()
+                .with_behaviour(move |_| b)
+                .map_err(|e| NetError::Config(e.to_string()))?
+                .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(120)))
+                .build()
+        };
+    }
+    let mut swarm = match cfg.security {
+        Security::Noise => swarm_with!((noise::Config::new, tls::Config::new)),
+        Security::Tls => swarm_with!((tls::Config::new, noise::Config::new)),
+    };
     // Answer DHT queries on loopback and private networks too (no external-address probing).
     swarm.behaviour_mut().kad.set_mode(Some(kad::Mode::Server));
-    let topic = gossipsub::IdentTopic::new(format!("synod/pool/{}", cfg.members.pool));
     swarm
         .behaviour_mut()
         .gossipsub

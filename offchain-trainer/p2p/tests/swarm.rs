@@ -357,6 +357,48 @@ async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round()
     }
 }
 
+/// libp2p-gossipsub 0.50.1 checks its size limit against everything buffered from the stream,
+/// not against one frame: with the limit at our 8 KiB message bound, two signed messages read
+/// together were refused, each refusal reset the stream, and after five the connection's
+/// gossip was switched off for good, so the sender's later announcements never arrived and
+/// it was excluded as silent (seen in `bench allreduce`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_burst_of_signed_messages_does_not_switch_off_the_senders_gossip() {
+    let (ids, _set, clients) = network(2).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Signed first, then published back to back, so they reach the receiver faster than one
+    // at a time.
+    let burst: Vec<Vec<u8>> = (0..200u64)
+        .map(|k| {
+            let env = Envelope {
+                pool: POOL,
+                round: 0,
+                member: 1,
+                peer_id: ids[1].0.public().to_peer_id().to_bytes(),
+                body: Body::Alive {
+                    seq: 1_000_000 + k,
+                    payload: None,
+                },
+            };
+            message::sign(env, &ids[1].1).encode()
+        })
+        .collect();
+    for bytes in burst {
+        clients[1].publish_raw(bytes).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for round in 1..=2 {
+        let outcomes = gather(&clients, round, 0).await;
+        for out in &outcomes {
+            let got: Vec<u32> = out.included.iter().map(|c| c.member).collect();
+            assert_eq!(got, vec![0, 1], "round {round}: {:?}", out.excluded);
+        }
+    }
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned() {
     let ids = ids(4);

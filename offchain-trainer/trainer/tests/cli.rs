@@ -243,19 +243,24 @@ fn allreduce_benchmark_prints_every_transport_side_by_side() {
     for k in [
         "raw_tcp_secs",
         "noise_secs",
+        "tls_secs",
         "libp2p_tcp_secs",
+        "libp2p_tcp_tls_secs",
         "libp2p_quic_secs",
         "ratio",
         "ratio_vs_noise",
+        "ratio_vs_tls",
         "raw_tcp_gbps",
         "noise_gbps",
+        "tls_gbps",
         "libp2p_tcp_gbps",
+        "libp2p_tcp_tls_gbps",
         "libp2p_quic_gbps",
         "single_stream_tcp_gbps",
     ] {
         assert!(v[k].as_f64().unwrap() > 0.0, "{k}: {v}");
     }
-    assert!(["tcp", "quic"].contains(&v["faster_transport"].as_str().unwrap()));
+    assert!(["tcp-noise", "tcp-tls", "quic"].contains(&v["faster_transport"].as_str().unwrap()));
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! `bench allreduce`: one round's all-gather over libp2p (TCP + Noise + Yamux, and QUIC)
-//! against the same all-gather over plain TCP and over TCP + Noise, measured in the same run on
-//! loopback (`synod_p2p::baseline`).
+//! `bench allreduce`: one round's all-gather over libp2p (TCP + Noise + Yamux, TCP + TLS +
+//! Yamux, and QUIC) against the same all-gather over plain TCP, TCP + Noise and TCP + TLS,
+//! measured in the same run on loopback (`synod_p2p::baseline`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +12,7 @@ use synod_p2p::baseline::{all_gather_secs, Wire};
 use synod_p2p::libp2p_identity::Keypair;
 use synod_p2p::{
     all_gather, spawn, Client, ExchangeConfig, Member, MemberKey, MemberSet, Multiaddr, NetConfig,
+    Security,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -65,8 +66,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// `n` connected libp2p nodes listening on `listen` (a TCP or QUIC multiaddr).
-async fn nodes(n: usize, listen: &str) -> Result<Vec<Client>> {
+/// `n` connected libp2p nodes listening on `listen` (a TCP or QUIC multiaddr), dialling TCP
+/// with `security` first.
+async fn nodes(n: usize, listen: &str, security: Security) -> Result<Vec<Client>> {
     let ids: Vec<(Keypair, Arc<MemberKey>)> = (0..n)
         .map(|i| {
             Ok((
@@ -93,6 +95,7 @@ async fn nodes(n: usize, listen: &str) -> Result<Vec<Client>> {
         cfg.listen = vec![listen.parse()?];
         cfg.bootnodes.extend(boot.clone());
         cfg.heartbeat = Duration::from_millis(200);
+        cfg.security = security;
         let c = spawn(cfg)?;
         if boot.is_none() {
             boot = c.listen_addrs().await.into_iter().next();
@@ -114,10 +117,11 @@ async fn nodes(n: usize, listen: &str) -> Result<Vec<Client>> {
 /// every peer included every payload every time.
 async fn libp2p_secs(
     listen: &str,
+    security: Security,
     payloads: &[Arc<Vec<u8>>],
     repeat: u32,
 ) -> Result<(Vec<f64>, bool)> {
-    let clients = nodes(payloads.len(), listen).await?;
+    let clients = nodes(payloads.len(), listen, security).await?;
     let mut secs = Vec::new();
     let mut complete = true;
     for round in 1..=repeat {
@@ -147,11 +151,13 @@ async fn libp2p_secs(
     Ok((secs, complete))
 }
 
-/// Prints `{"bench":"allreduce", "raw_tcp_secs", "noise_secs", "libp2p_tcp_secs",
-/// "libp2p_quic_secs", "ratio" (best libp2p ÷ raw TCP), "ratio_vs_noise" (libp2p TCP ÷ Noise),
-/// "…_gbps" (GB/s = 10⁹ bytes/s received per peer), "faster_transport", ...}`: medians of
-/// `repeat` all-gathers of `peers` incompressible payloads of the int8 codec's size, every peer
-/// sending to every other at once. The libp2p figures include the signed announcements.
+/// Prints `{"bench":"allreduce", "raw_tcp_secs", "noise_secs", "tls_secs",
+/// "libp2p_tcp_secs" (TCP + Noise + Yamux), "libp2p_tcp_tls_secs" (TCP + TLS + Yamux),
+/// "libp2p_quic_secs", "ratio" (best libp2p ÷ raw TCP), "ratio_vs_noise" (libp2p TCP + Noise ÷
+/// Noise alone), "ratio_vs_tls" (libp2p TCP + TLS ÷ TLS alone), "…_gbps" (GB/s = 10⁹ bytes/s
+/// received per peer), "faster_transport" (`tcp-noise`, `tcp-tls` or `quic`), ...}`: medians
+/// of `repeat` all-gathers of `peers` incompressible payloads of the int8 codec's size, every
+/// peer sending to every other at once. The libp2p figures include the signed announcements.
 pub fn run(a: &AllreduceArgs) -> Result<()> {
     ensure!(
         a.peers >= 2 && a.repeat >= 1,
@@ -175,16 +181,29 @@ pub fn run(a: &AllreduceArgs) -> Result<()> {
             })
             .collect();
         let single = single_stream(payload_len.max(1 << 20) * 4).await?;
-        let mut raw = Vec::new();
-        let mut noise = Vec::new();
+        let (mut raw, mut noise, mut tls) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..a.repeat {
             raw.push(all_gather_secs(&payloads, Wire::Tcp).await?);
             noise.push(all_gather_secs(&payloads, Wire::Noise).await?);
+            tls.push(all_gather_secs(&payloads, Wire::Tls).await?);
         }
-        let (tcp, tcp_ok) = libp2p_secs("/ip4/127.0.0.1/tcp/0", &payloads, a.repeat).await?;
-        let (quic, quic_ok) =
-            libp2p_secs("/ip4/127.0.0.1/udp/0/quic-v1", &payloads, a.repeat).await?;
-        let (raw, noise, tcp, quic) = (median(raw), median(noise), median(tcp), median(quic));
+        let tcp_addr = "/ip4/127.0.0.1/tcp/0";
+        let (tcp, tcp_ok) = libp2p_secs(tcp_addr, Security::Noise, &payloads, a.repeat).await?;
+        let (tcp_tls, tcp_tls_ok) =
+            libp2p_secs(tcp_addr, Security::Tls, &payloads, a.repeat).await?;
+        let (quic, quic_ok) = libp2p_secs(
+            "/ip4/127.0.0.1/udp/0/quic-v1",
+            Security::default(),
+            &payloads,
+            a.repeat,
+        )
+        .await?;
+        let (raw, noise, tls) = (median(raw), median(noise), median(tls));
+        let (tcp, tcp_tls, quic) = (median(tcp), median(tcp_tls), median(quic));
+        let (faster, best) = [("tcp-noise", tcp), ("tcp-tls", tcp_tls), ("quic", quic)]
+            .into_iter()
+            .min_by(|x, y| x.1.total_cmp(&y.1))
+            .unwrap_or(("tcp-noise", tcp));
         let per_peer = ((n - 1) * payload_len) as f64;
         let gbps = |s: f64| per_peer / s / 1e9;
         println!(
@@ -198,17 +217,22 @@ pub fn run(a: &AllreduceArgs) -> Result<()> {
                 "repeat": a.repeat,
                 "raw_tcp_secs": raw,
                 "noise_secs": noise,
+                "tls_secs": tls,
                 "libp2p_tcp_secs": tcp,
+                "libp2p_tcp_tls_secs": tcp_tls,
                 "libp2p_quic_secs": quic,
-                "ratio": tcp.min(quic) / raw,
+                "ratio": best / raw,
                 "ratio_vs_noise": tcp / noise,
+                "ratio_vs_tls": tcp_tls / tls,
                 "raw_tcp_gbps": gbps(raw),
                 "noise_gbps": gbps(noise),
+                "tls_gbps": gbps(tls),
                 "libp2p_tcp_gbps": gbps(tcp),
+                "libp2p_tcp_tls_gbps": gbps(tcp_tls),
                 "libp2p_quic_gbps": gbps(quic),
-                "faster_transport": if tcp <= quic { "tcp" } else { "quic" },
+                "faster_transport": faster,
                 "single_stream_tcp_gbps": single / 1e9,
-                "all_included": tcp_ok && quic_ok,
+                "all_included": tcp_ok && tcp_tls_ok && quic_ok,
                 "cores": std::thread::available_parallelism().map_or(1, |c| c.get()),
             })
         );
