@@ -506,6 +506,9 @@ impl Client {
 /// for good (the sender then looked silent). A buffer holds at most one partial frame plus one
 /// 8 KiB read, so this leaves room for several frames.
 const GOSSIP_BUFFER_BYTES: usize = 64 * 1024;
+/// Most message ids in one IHAVE we send (≈ 34 bytes each: 13.6 KB, under gossipsub's 16 KiB
+/// control limit per RPC).
+const MAX_IHAVE_IDS: usize = 400;
 /// What gossipsub adds around our bytes in one published message (bytes): its author's peer
 /// id, sequence number, topic and ed25519 signature (≈ 150 bytes), with room to spare.
 const GOSSIP_ENVELOPE_BYTES: usize = 1024;
@@ -526,6 +529,10 @@ fn behaviour(
             crate::message::MAX_MESSAGE_BYTES + GOSSIP_ENVELOPE_BYTES,
             topic.hash(),
         )
+        // An IHAVE is one RPC, never split: at ≈ 34 bytes per id, 5 000 ids (the default)
+        // would pass the receiver's 16 KiB control limit, reset the stream and, five times
+        // over, switch its gossip off; a member flooding heartbeats could cause that.
+        .max_control_messages_sent(MAX_IHAVE_IDS)
         .mesh_n_low(1)
         .mesh_n(4)
         .mesh_n_high(8)
@@ -959,12 +966,22 @@ impl EventLoop {
             peer_id: self.swarm.local_peer_id().to_bytes(),
             body,
         };
-        let msg = message::sign(e, &self.key).encode();
+        self.publish_bytes(message::sign(e, &self.key).encode());
+    }
+
+    /// Publishes `bytes` on the pool topic, unless they exceed [`message::MAX_MESSAGE_BYTES`]:
+    /// gossipsub's own limit for the topic leaves room for its envelope, and every peer bans
+    /// the author of a message over ours.
+    fn publish_bytes(&mut self, bytes: Vec<u8>) {
+        if bytes.len() > message::MAX_MESSAGE_BYTES {
+            tracing::warn!(len = bytes.len(), "not publishing an oversized message");
+            return;
+        }
         let _ = self
             .swarm
             .behaviour_mut()
             .gossipsub
-            .publish(self.topic.clone(), msg);
+            .publish(self.topic.clone(), bytes);
     }
 
     /// A heartbeat (with the next `seq`) about `round`, announcing `payload` if any.
@@ -1052,13 +1069,7 @@ impl EventLoop {
                 self.members = set;
                 let _ = applied.send(());
             }
-            Command::PublishRaw(bytes) => {
-                let _ = self
-                    .swarm
-                    .behaviour_mut()
-                    .gossipsub
-                    .publish(self.topic.clone(), bytes);
-            }
+            Command::PublishRaw(bytes) => self.publish_bytes(bytes),
             Command::AnnounceOnce(round, payload) => self.publish_heartbeat(round, Some(payload)),
             Command::SetPassive(p) => {
                 let waking = self.passive && !p;
