@@ -2,8 +2,9 @@
 //! exchange (every peer sends its payload to every other, all at once, on loopback) over plain
 //! TCP sockets, over TCP + Noise (libp2p's handshake and ChaCha20-Poly1305 framing, no
 //! multiplexer) and over TCP + TLS 1.3 (libp2p-tls), so one run shows what the wire costs, what
-//! each encryption adds, and what the rest of libp2p adds on top. It lives here, not in the bench, because Noise's byte path is generic
-//! over the socket and is compiled (and optimised) where it is instantiated.
+//! each encryption adds, and what the rest of libp2p adds on top. It lives here, not in the
+//! bench, because the encryptions' byte paths are generic over the socket and are compiled (and
+//! optimised) where they are instantiated.
 
 use std::io;
 use std::sync::Arc;

@@ -73,6 +73,14 @@ async fn a_listen_address_in_use_is_reported_with_its_cause() {
     );
 }
 
+/// [`network`] of `n` after one round (round 1) that included everyone: the mesh is up.
+async fn network_after_a_round(n: u8) -> (Vec<(Keypair, Arc<MemberKey>)>, Vec<Client>) {
+    let (ids, _set, clients) = network(n).await;
+    let outcomes = gather(&clients, 1, 0).await;
+    assert!(outcomes.iter().all(|o| o.included.len() == usize::from(n)));
+    (ids, clients)
+}
+
 async fn network(n: u8) -> (Vec<(Keypair, Arc<MemberKey>)>, MemberSet, Vec<Client>) {
     let ids = ids(n);
     let set = member_set(&ids);
@@ -364,10 +372,8 @@ async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round()
 /// it was excluded as silent (seen in `bench allreduce`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_burst_of_signed_messages_does_not_switch_off_the_senders_gossip() {
-    let (ids, _set, clients) = network(2).await;
     // A first round proves the mesh is up, so the burst reaches member 0.
-    let outcomes = gather(&clients, 1, 0).await;
-    assert!(outcomes.iter().all(|o| o.included.len() == 2));
+    let (ids, clients) = network_after_a_round(2).await;
     // Signed first, then published back to back, so they reach the receiver faster than one
     // at a time.
     let burst: Vec<Vec<u8>> = (0..200u64)
@@ -406,9 +412,7 @@ async fn a_burst_of_signed_messages_does_not_switch_off_the_senders_gossip() {
 /// not publish one, even by mistake.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_oversized_message_is_not_published_so_its_author_is_not_banned() {
-    let (ids, _set, clients) = network(2).await;
-    let outcomes = gather(&clients, 1, 0).await;
-    assert!(outcomes.iter().all(|o| o.included.len() == 2));
+    let (ids, clients) = network_after_a_round(2).await;
     clients[1]
         .publish_raw(vec![0; message::MAX_MESSAGE_BYTES + 1])
         .await

@@ -14,10 +14,8 @@
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -31,29 +29,9 @@ const SURIS: [&str; 4] = ["//Bob", "//Charlie", "//Dave", "//Eve"];
 /// One end-to-end test at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// A TCP port on 127.0.0.1 that nothing listens on now, handed out once per test binary.
-/// Taken from a block of 256 ports below the kernel's ephemeral range (chosen by the process
-/// id), not from `bind(:0)`: an ephemeral port can be taken by any process's outbound
-/// connection between this check and the child process's own bind (a trainer then dies with
-/// "address in use").
-fn free_port() -> u16 {
-    const BLOCK: u16 = 256;
-    static NEXT: AtomicU16 = AtomicU16::new(0);
-    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32_768);
-    let base = ephemeral_low.saturating_sub(40 * BLOCK).max(1024);
-    let block = base + (std::process::id() % 40) as u16 * BLOCK;
-    loop {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        assert!(n < BLOCK, "this test binary used all of its {BLOCK} ports");
-        let port = block + n;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
+#[path = "../../../node/tests/common/ports.rs"]
+mod ports;
+use ports::free_port;
 
 fn data() -> PathBuf {
     std::env::var_os("SYNOD_DATA")
