@@ -130,8 +130,9 @@ pub struct Adversary {
 
 impl Adversary {
     /// Replaces the attacker's payload in `contributions` (encoded against the layout of
-    /// `like` with `opts`) by its attack on the round's honest Δs, keeping the trace of its
-    /// honest payload in front ([`crate::trace`]). Contributions of other
+    /// `like` with `opts`) by its attack on the round's honest Δs, keeping the trace and the
+    /// error-feedback commitments of its honest payload in front ([`crate::trace`],
+    /// [`crate::residual`]). Contributions of other
     /// members are left untouched; without a contribution of `member` it does nothing.
     ///
     /// # Errors
@@ -146,15 +147,18 @@ impl Adversary {
     ) -> Result<(), DilocoError> {
         let mut own = None;
         let mut trace = Vec::new();
+        let mut commitments = None;
         let mut others = Vec::new();
         for c in contributions.iter() {
             let d = decode_pseudo_gradient(like, c.member, &c.payload)?;
             if c.member == self.member {
-                // The cheapest attacker keeps its honest trace in front of the crafted Δ.
+                // The cheapest attacker keeps its honest trace and error-feedback commitments
+                // in front of the crafted Δ.
                 trace = crate::trace::split_trace(&c.payload)
                     .ok()
                     .and_then(|(t, _)| t)
                     .unwrap_or_default();
+                commitments = crate::residual::commitments_of(c.member, &c.payload)?;
                 own = Some(d);
             } else {
                 others.push(d);
@@ -164,10 +168,11 @@ impl Adversary {
         let refs: Vec<&PseudoGradient> = others.iter().collect();
         let seed = self.seed ^ u64::from(round).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let crafted = self.attack.craft(&own, &refs, seed);
-        let payload = std::sync::Arc::new(crate::trace::with_trace(
-            &trace,
-            &encode_pseudo_gradient(like, &crafted, opts)?,
-        ));
+        let mut codec = encode_pseudo_gradient(like, &crafted, opts)?;
+        if let Some(c) = &commitments {
+            codec = crate::residual::with_commitments(c, &codec);
+        }
+        let payload = std::sync::Arc::new(crate::trace::with_trace(&trace, &codec));
         for c in contributions.iter_mut().filter(|c| c.member == self.member) {
             c.payload = payload.clone();
         }

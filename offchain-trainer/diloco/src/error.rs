@@ -43,6 +43,14 @@ pub enum DilocoError {
         /// What is wrong with it.
         source: crate::trace::TraceError,
     },
+    /// A sparse payload's error-feedback commitments are malformed.
+    #[error("member {member}: payload rejected: {source}")]
+    Residual {
+        /// Member index of the sender.
+        member: u32,
+        /// What is wrong with them.
+        source: crate::residual::ResidualError,
+    },
     /// Writing or hashing the checkpoint failed.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),

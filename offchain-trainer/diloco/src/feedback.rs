@@ -20,6 +20,8 @@ use crate::{decode_pseudo_gradient, encode_pseudo_gradient, DilocoError, PseudoG
 #[derive(Clone, Debug)]
 pub struct ErrorFeedback {
     residual: Option<PseudoGradient>,
+    /// Whether sparse payloads commit to the residuals ([`crate::residual`]): a pool's.
+    commits: bool,
     /// β: how much of the residual is carried into the next round (1 = classic error
     /// feedback; below 1 forgets stale mass geometrically).
     pub decay: f32,
@@ -37,8 +39,26 @@ impl ErrorFeedback {
     pub fn new(decay: f32) -> Self {
         Self {
             residual: None,
+            commits: false,
             decay,
         }
+    }
+
+    /// A pool member's memory for one round: `residual` is `e_{r−1}` as
+    /// [`crate::residual::carried_in_rule`] names it (`None`: zero), and the sparse payloads
+    /// [`crate::OuterState::contribute_traced`] makes with it carry their error-feedback
+    /// commitments ([`crate::residual`]), so that verifiers can replay them.
+    pub fn committed(decay: f32, residual: Option<PseudoGradient>) -> Self {
+        Self {
+            residual,
+            commits: true,
+            decay,
+        }
+    }
+
+    /// Whether sparse payloads encoded with this memory carry commitments (a pool's).
+    pub fn commits(&self) -> bool {
+        self.commits
     }
 
     /// The residual carried into the next round: one f32 vector per tensor, or `None`.

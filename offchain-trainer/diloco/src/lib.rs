@@ -9,6 +9,7 @@
 //! pseudo-gradient Δ_i = θ_{r-1} − θ_i                      (pseudograd)
 //! encode Δ_i (int8, or top-k + error feedback; zstd)       (pseudograd, feedback, synod-codec)
 //! + the inner phase's state hashes (PoL trace)             (trace, verify)
+//! + error-feedback residual hashes (sparse, in a pool)       (residual)
 //! exchange payloads                                         (Exchange: local, or libp2p)
 //! decode + robust aggregate in member-index order           (aggregate)
 //! outer Nesterov step θ_r = θ_{r-1} − η (g + μ m)           (outer)
@@ -30,6 +31,7 @@ mod feedback;
 mod inner;
 mod outer;
 mod pseudograd;
+pub mod residual;
 mod round;
 pub mod trace;
 pub mod verify;
@@ -45,5 +47,5 @@ pub use pseudograd::{
 };
 pub use round::{
     aggregate_payloads, max_checkpoint_bytes, Aggregated, Contribution, Exchange, OuterState,
-    RoundOutcome,
+    RoundOutcome, RESIDUAL_INDEX,
 };

@@ -48,11 +48,14 @@ pub fn encode_pseudo_gradient(
     Ok(synod_codec::encode(&refs, opts)?)
 }
 
-/// The encoded pseudo-gradient inside `payload`, after its trace prefix if any.
+/// The encoded pseudo-gradient inside `payload`, after its trace prefix and its
+/// error-feedback commitments, if any.
 fn codec_bytes(member: u32, payload: &[u8]) -> Result<&[u8], DilocoError> {
-    crate::trace::split_trace(payload)
+    let (_, codec) = crate::trace::split_trace(payload)
+        .map_err(|source| DilocoError::Trace { member, source })?;
+    crate::residual::split_commitments(codec)
         .map(|(_, codec)| codec)
-        .map_err(|source| DilocoError::Trace { member, source })
+        .map_err(|source| DilocoError::Residual { member, source })
 }
 
 /// The decoder's limits for payloads of a model laid out like `like`.
@@ -65,10 +68,12 @@ fn limits(like: &ParamSet) -> DecodeLimits {
 
 /// Largest payload (encoded Δ and its trace) of a model laid out like `like`, in bytes: the
 /// decoder's own input limit (5 bytes per parameter + 1 MiB; [`DecodeLimits::for_model`]) plus
-/// [`crate::trace::MAX_TRACE_BYTES`]. A fetch refuses a larger announced size before a byte is
+/// [`crate::trace::MAX_TRACE_BYTES`] and [`crate::residual::COMMITMENT_BYTES`]. A fetch refuses a larger announced size before a byte is
 /// transferred, since no payload of this model decodes.
 pub fn max_payload_bytes(like: &ParamSet) -> u64 {
-    (limits(like).max_input_bytes + crate::trace::MAX_TRACE_BYTES) as u64
+    (limits(like).max_input_bytes
+        + crate::trace::MAX_TRACE_BYTES
+        + crate::residual::COMMITMENT_BYTES) as u64
 }
 
 /// Decodes member `member`'s payload (its trace, if any, skipped), checking it against the

@@ -170,6 +170,10 @@ pub fn max_checkpoint_bytes(like: &ParamSet) -> u64 {
 /// memory, 12 bytes per parameter each (48 bytes per parameter; 24 when it wrote in line).
 pub const QUEUED_TRACE_STATES: usize = 1;
 
+/// The index [`OuterState::contribute_traced`] hands `keep` with a sparse payload's residual
+/// `e_r` (error-feedback commitments, [`crate::residual`]), after the trace's states.
+pub const RESIDUAL_INDEX: u32 = u32::MAX;
+
 impl OuterState {
     /// State at round 0 from the initial parameters.
     pub fn new(params: ParamSet, opt: NesterovSgd) -> Self {
@@ -256,7 +260,10 @@ impl OuterState {
     /// serialized (`synod_checkpoint::to_bytes`, 12 bytes per parameter) and hashed, handed to
     /// `keep(j, bytes, blake3)` (the member stores and serves them to verifiers), and the
     /// hashes go in front of the payload ([`crate::trace`]). No boundaries: no trace, the
-    /// payload of [`OuterState::contribute`].
+    /// payload of [`OuterState::contribute`]. With a committing `feedback`
+    /// ([`ErrorFeedback::committed`]) and the sparse codec, the residual left for the next
+    /// round goes to `keep` too (index [`RESIDUAL_INDEX`], canonical bytes and blake3) and the
+    /// payload carries its commitments ([`crate::residual`]).
     ///
     /// Serializing, hashing and `keep` run on a second thread while the inner steps go on
     /// (in boundary order; at most [`QUEUED_TRACE_STATES`] states wait, so the extra memory
@@ -285,6 +292,8 @@ impl OuterState {
             let (tx, rx) = std::sync::mpsc::sync_channel::<(u32, ParamSet)>(QUEUED_TRACE_STATES);
             // Seconds the phase waited for the writer to take a state.
             let mut blocked = 0.0;
+            // Reborrowed for the writer: the residual goes to `keep` after the phase.
+            let keep_state = &mut *keep;
             let (phase, written) = std::thread::scope(|s| {
                 let writer = s.spawn(move || -> Result<Vec<[u8; 32]>, DilocoError> {
                     let mut trace = Vec::with_capacity(boundaries.len());
@@ -293,7 +302,7 @@ impl OuterState {
                         drop(state);
                         let hash = synod_checkpoint::hash(&bytes);
                         trace.push(hash);
-                        keep(j, bytes, hash)?;
+                        keep_state(j, bytes, hash)?;
                     }
                     Ok(trace)
                 });
@@ -324,7 +333,28 @@ impl OuterState {
             )));
         }
         let delta = pseudo_gradient(start, &local)?;
+        let commit = feedback.commits() && opts.mode == synod_codec::Mode::SparseTopK;
+        let carried_in = match feedback.residual().filter(|_| commit) {
+            Some(e) => crate::residual::residual_bytes(start, e)?.1,
+            None => crate::residual::NO_RESIDUAL,
+        };
         let mut payload = feedback.encode(start, delta, opts)?;
+        if commit {
+            // e_r is kept (stored and served, like a trace state) before its hash is signed.
+            let carried_out = match feedback.residual() {
+                Some(e) => {
+                    let (bytes, hash) = crate::residual::residual_bytes(start, e)?;
+                    keep(RESIDUAL_INDEX, bytes, hash)?;
+                    hash
+                }
+                None => crate::residual::NO_RESIDUAL,
+            };
+            let commitments = crate::residual::Commitments {
+                carried_in,
+                carried_out,
+            };
+            payload = crate::residual::with_commitments(&commitments, &payload);
+        }
         if !trace.is_empty() {
             payload = crate::trace::with_trace(&trace, &payload);
         }

@@ -435,12 +435,23 @@ fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() 
         payload.len()
     );
     assert!(
-        max_payload <= 5 * 3700 + (1 << 20) + synod_diloco::trace::MAX_TRACE_BYTES as u64,
+        max_payload
+            <= 5 * 3700
+                + (1 << 20)
+                + (synod_diloco::trace::MAX_TRACE_BYTES + synod_diloco::residual::COMMITMENT_BYTES)
+                    as u64,
         "tied to the model: {max_payload}"
     );
-    // The largest trace in front still fits.
+    // The largest trace and error-feedback commitments in front still fit.
     let hashes = [[9u8; 32]; synod_diloco::trace::MAX_TRACE_HASHES];
-    let traced = synod_diloco::trace::with_trace(&hashes, &payload);
+    let committed = synod_diloco::residual::with_commitments(
+        &synod_diloco::residual::Commitments {
+            carried_in: [1; 32],
+            carried_out: [2; 32],
+        },
+        &payload,
+    );
+    let traced = synod_diloco::trace::with_trace(&hashes, &committed);
     assert!(traced.len() as u64 <= max_payload);
     assert_eq!(
         synod_diloco::decode_pseudo_gradient(&p, 0, &traced).unwrap(),
