@@ -87,8 +87,9 @@ pub enum Codec {
     /// f32 + zstd (baseline).
     Fp32,
     /// Per-chunk top-k, 4-bit values + zstd, with error feedback (`--sparse-chunk`,
-    /// `--sparse-topk`). Local training and benches only: a pool refuses it until replay
-    /// verification reproduces the residual.
+    /// `--sparse-topk`). In a pool, each payload commits to the residual it was encoded
+    /// with and the one it leaves, which its member serves to verifiers
+    /// (`synod_diloco::residual`); not with `--overlap`.
     Sparse,
 }
 

@@ -971,20 +971,29 @@ fn assert_cheater_convicted(
 /// A free-rider announcing another member's payload as its own (`--fault copy`) is replayed,
 /// challenged, convicted and slashed; a member that serves its payload to one peer only
 /// (`--fault withhold`) gets it relayed to the others, so no round is voided over it.
+///
+/// The pool uses the sparse codec with error feedback: every payload commits to the residual
+/// it carries in and the one it leaves (`synod_diloco::residual`), which verifiers fetch from
+/// its author, check against the previous round's commitment and replay with. Honest members
+/// pass in every round (residuals carried from round 1 into 2 and 3); the copier, whose payload
+/// names residuals it does not have, does not.
 #[test]
 fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const R: u32 = 3;
+    const SPARSE: &[&str] = &["--codec", "sparse", "--aggregation", "clipped-mean"];
     let net = Net::start();
-    net.train_four_verified(
+    net.train_four(
         R,
         30,
+        SPARSE,
         [
             &["--juror"],
             &["--juror"],
             &["--fault", "copy"],
             &["--fault", "withhold"],
         ],
+        &[],
     );
     let show = net.show();
     assert_eq!(show["status"], "Completed");
@@ -996,6 +1005,26 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
     // The withholder's payload reached everyone through relays: it is in every included set.
     assert_in_every_included_set(&show, member_of(&net, 3), "withheld payload missing");
     assert_cheater_convicted(&net, &show, &[0, 1], 2, &[3]);
+    // Honest sparse payloads were verified after round 1, with a residual carried in, and
+    // their payloads are sparse (far below int8's ≈ 1 byte per parameter).
+    let verified: Vec<Value> = (0..2)
+        .flat_map(|i| net.metrics(i))
+        .filter(|e| e["event"] == "verified" && e["honest"] == true)
+        .collect();
+    assert!(
+        verified.iter().any(|e| e["round"].as_u64() >= Some(2)),
+        "no honest sparse payload verified after round 1: {verified:?}"
+    );
+    let sent: Vec<u64> = net
+        .metrics(0)
+        .iter()
+        .filter(|e| e["event"] == "round" && e["round"].as_u64() > Some(0))
+        .filter_map(|e| e["bytes_sent_per_worker"].as_u64())
+        .collect();
+    assert!(
+        !sent.is_empty() && sent.iter().all(|b| *b < 10_000),
+        "{sent:?}"
+    );
 }
 
 /// Splitting the included set (`--fault late`): trainer 3 announces its honest payload 20 s

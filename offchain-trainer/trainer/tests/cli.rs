@@ -210,12 +210,19 @@ fn sparse_local_training_learns_with_error_feedback_on_a_fraction_of_the_bytes()
 }
 
 #[test]
-fn a_pool_refuses_the_sparse_codec_its_verifiers_cannot_replay() {
-    // A sparse payload carries the member's private error-feedback residual: replaying the
-    // round cannot tell a forged payload from an honest one, so no pool may be created with it.
+fn a_pool_refuses_sparse_overlapped_rounds_its_verifiers_cannot_replay() {
+    // An overlapped round is encoded before the previous round's included set, which fixes
+    // the error-feedback residual a sparse payload carries, is known: refused before any RPC.
     let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
         .args([
-            "pool", "create", "--codec", "sparse", "--device", "cpu", "--data",
+            "pool",
+            "create",
+            "--codec",
+            "sparse",
+            "--overlap",
+            "--device",
+            "cpu",
+            "--data",
         ])
         .arg(data())
         .args(["--rpc", "ws://127.0.0.1:9", "--connect-timeout", "1"])
@@ -223,7 +230,7 @@ fn a_pool_refuses_the_sparse_codec_its_verifiers_cannot_replay() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("replay verification"), "{err}");
+    assert!(err.contains("--codec sparse with --overlap"), "{err}");
 }
 
 #[test]

@@ -19,7 +19,7 @@ use synod_diloco::verify::{
 };
 
 use crate::chain_args::RecipeArgs;
-use crate::pool::verify::replay::{forged_contribution, skipping, TraceStates};
+use crate::pool::verify::replay::{forged_contribution, skipping, Residuals, TraceStates};
 use crate::pool::verify::Replayer;
 use crate::pool::Recipe;
 
@@ -109,6 +109,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
         round,
         accused,
         &honest.payload,
+        &Residuals::default(),
     )?;
     // Verifier `v`'s segment check of `payload`, its states served from `served`.
     let mut check = |v: &[u8], payload: &[u8], served: &TraceStates| {
@@ -120,6 +121,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
             round,
             accused,
             payload,
+            &Residuals::default(),
             &drawn,
             &mut |h| served.get(h).cloned(),
         );

@@ -257,7 +257,11 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
         )
     })?;
     let mut replayer = verify::Replayer::new(info.spec.inner_steps, info.spec.rounds);
-    let rep = replayer.check(&recipe, &a.recipe, &parent, a.round, a.member, &claimed)?;
+    // A sparse payload's residuals: only its author keeps them (`--base-path` of the accused).
+    let residuals = verify::replay::Residuals::from_evidence(&kept, a.round, a.member, &claimed)?;
+    let rep = replayer.check(
+        &recipe, &a.recipe, &parent, a.round, a.member, &claimed, &residuals,
+    )?;
     let mut challenge = serde_json::Value::Null;
     if a.challenge && !rep.honest {
         let snapshot = rt

@@ -71,16 +71,17 @@ impl Recipe {
     /// Loads the corpus and builds θ₀.
     ///
     /// # Errors
-    /// Unreadable corpus, unknown model preset, or libtorch errors; `--codec sparse` (not
-    /// verifiable in a pool yet).
+    /// Unreadable corpus, unknown model preset, or libtorch errors; `--codec sparse` with
+    /// `--overlap` (not verifiable yet).
     pub fn load(r: &RecipeArgs) -> Result<Self> {
-        if r.outer.wire.sparse() {
-            // A sparse payload is Δ plus the member's private error-feedback residual: a
-            // verifier replaying the round from θ_{r−1} cannot reproduce it, so a cheater's
-            // payload could not be told from an honest one.
+        if r.outer.wire.sparse() && r.outer.overlap {
+            // A sparse payload of round r carries the residual its member was left with by
+            // round r − 1, which depends on whether that payload was included; an overlapped
+            // round r + 1 is encoded before round r's included set is known.
             bail!(
-                "--codec sparse is for local training and benches: replay verification cannot \
-                 reproduce its error-feedback residual yet; pools use int8 or fp32"
+                "--codec sparse with --overlap: an overlapped round is encoded before the \
+                 previous round's included set (which fixes the error-feedback residual it \
+                 carries) is known; use one of the two"
             );
         }
         let setup = Setup::new(&r.model, &r.data)?;

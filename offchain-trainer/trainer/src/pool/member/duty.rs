@@ -20,8 +20,10 @@ use synod_p2p::Equivocation;
 use synod_protocol::Timeline;
 
 use super::Trainer;
+use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::prefetch::prefetch_states;
-use crate::pool::verify::replay::{juror_vote, needed_states, Replay, WholeReplay};
+use crate::pool::verify::replay::{juror_vote, needed_states, Replay, Residuals, WholeReplay};
+use synod_diloco::residual::{commitments_of, NO_RESIDUAL};
 
 /// Trace states a verifier fetched for a round's checks: their files, by blake3.
 type FetchedStates = std::collections::HashMap<[u8; 32], std::path::PathBuf>;
@@ -58,10 +60,46 @@ pub(super) struct Duties {
     parent: Option<([u8; 32], Arc<Vec<u8>>)>,
     /// Failed verification passes per round (a round is given up after [`MAX_TRIES`]).
     tries: BTreeMap<u32, u32>,
+    /// Contributions of rounds still to verify that were checked already (a round retried
+    /// for another contribution does not check them again).
+    verified: BTreeSet<(u32, u32)>,
+    /// Passes in which a sparse contribution's residuals were not served: (round, member) →
+    /// count. At [`MAX_TRIES`] the contribution counts as dishonest.
+    unserved: BTreeMap<(u32, u32), u32>,
 }
 
-/// Passes a round's verification may fail (RPC, missing parent) before it is given up.
+/// Why a sparse payload's residuals ([`synod_diloco::residual`]) are not there to replay it.
+enum Unusable {
+    /// The payload breaks the rules (no commitments, or a `carried_in` the rule does not
+    /// name): dishonest without a replay.
+    Dishonest,
+    /// Its author did not serve a residual in time.
+    Unserved,
+}
+
+/// Passes a round's verification may fail (RPC, missing parent) before it is given up; also
+/// the passes a sparse contribution's residuals may go unserved before it counts as
+/// dishonest.
 const MAX_TRIES: u32 = 5;
+
+/// A sparse contribution's residuals were not served in this pass (asked again next pass).
+#[derive(Debug)]
+struct ResidualsUnserved {
+    round: u32,
+    member: u32,
+}
+
+impl std::fmt::Display for ResidualsUnserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "member {} did not serve the residuals of its round-{} payload (asked again next pass)",
+            self.member, self.round
+        )
+    }
+}
+
+impl std::error::Error for ResidualsUnserved {}
 
 impl Trainer<'_> {
     /// Whether this member verifies or judges at all.
@@ -166,6 +204,7 @@ impl Trainer<'_> {
                 }
                 self.duties.to_verify.remove(&round);
                 self.duties.tries.remove(&round);
+                self.duties.verified.retain(|(r, _)| *r != round);
             } else if self.block_on(self.chain.voided(pool, round))? {
                 self.duties.to_verify.remove(&round);
             }
@@ -189,6 +228,7 @@ impl Trainer<'_> {
                 self.drop_trace(round);
                 self.retained.forget(round);
                 self.duties.replays.retain(|(r, _), _| *r != round);
+                self.duties.unserved.retain(|(r, _), _| *r != round);
             }
         }
         Ok(())
@@ -256,16 +296,25 @@ impl Trainer<'_> {
                     .all(|j| states.contains_key(&t[*j]))
             })
         });
+        let mut unserved = Vec::new();
         for (who, member, segments) in &checks {
             let (who, member) = (who, *member);
+            if self.duties.verified.contains(&(round, member)) {
+                continue;
+            }
             let rep = match self.replay(round, member, &f.parent, Some((segments, &states))) {
                 Ok(Some(rep)) => rep,
                 Ok(None) => continue,
+                Err(e) if e.is::<ResidualsUnserved>() => {
+                    unserved.push(member);
+                    continue;
+                }
                 Err(e) => {
                     tracing::warn!(round, member, "replay failed: {e:#}");
                     continue;
                 }
             };
+            self.duties.verified.insert((round, member));
             self.metrics.emit(&json!({
                 "event": "verified", "round": round, "member": member, "account": who.to_string(),
                 "distance": rep.distance, "tolerance": REPLAY_TOLERANCE, "honest": rep.honest,
@@ -280,7 +329,91 @@ impl Trainer<'_> {
         }
         // Fetched states are no evidence: only what the accused signed is.
         let _ = std::fs::remove_dir_all(self.retained.fetched_dir(round));
+        if !unserved.is_empty() {
+            // Retried next pass (the round stays to verify); the others are not checked again.
+            return Err(anyhow!(
+                "members {unserved:?} did not serve their residuals: retrying"
+            ));
+        }
         Ok(())
+    }
+
+    /// `member`'s error-feedback residuals for its sparse payload `claimed` of `round`
+    /// ([`Residuals`]; empty for a dense codec): its `carried_in` checked against the rule
+    /// ([`expected_carried_in`], from the final included set of round − 1 and the payload of
+    /// round − 1 we kept; not checked when we kept none), both residuals fetched from their
+    /// author (only it keeps them) and checked against their hashes.
+    ///
+    /// # Errors
+    /// Chain RPC failures.
+    fn residuals_of(
+        &self,
+        round: u32,
+        member: u32,
+        claimed: &[u8],
+    ) -> Result<std::result::Result<Residuals, Unusable>> {
+        if !self.a.recipe.outer.wire.sparse() {
+            return Ok(Ok(Residuals::default()));
+        }
+        let Ok(Some(c)) = commitments_of(member, claimed) else {
+            return Ok(Err(Unusable::Dishonest));
+        };
+        let included_prev = self.final_included(round.saturating_sub(1))?;
+        match expected_carried_in(&self.retained, round, member, &included_prev) {
+            Some(h) if h != c.carried_in => {
+                tracing::warn!(
+                    round,
+                    member,
+                    "the payload carries in a residual the rule does not name"
+                );
+                return Ok(Err(Unusable::Dishonest));
+            }
+            Some(_) => {}
+            None => tracing::info!(
+                round,
+                member,
+                "its payload of round {} is not kept: carried_in not checked",
+                round.saturating_sub(1)
+            ),
+        }
+        let fetch = |h: [u8; 32]| -> std::result::Result<Option<Vec<u8>>, Unusable> {
+            if h == NO_RESIDUAL {
+                return Ok(None);
+            }
+            self.fetch_state(member, h)
+                .map(Some)
+                .ok_or(Unusable::Unserved)
+        };
+        Ok((|| {
+            Ok(Residuals {
+                carried_in: fetch(c.carried_in)?,
+                carried_out: fetch(c.carried_out)?,
+            })
+        })())
+    }
+
+    /// The state (trace state or residual) with blake3 `hash` from `member`, who alone serves
+    /// it: waits [`STATE_FETCH`] plus its transfer at 10 MB/s; `None` if it did not come.
+    fn fetch_state(&self, member: u32, hash: [u8; 32]) -> Option<Vec<u8>> {
+        let peer = self
+            .members
+            .iter()
+            .find(|m| m.record.index == member)
+            .and_then(|m| synod_p2p::PeerId::from_bytes(&m.record.peer_id).ok())?;
+        let max = self.recipe.max_state_bytes;
+        let within = STATE_FETCH + Duration::from_secs(max / 10_000_000);
+        let fetched = self.rt.block_on(tokio::time::timeout(
+            within,
+            self.client.fetch_checkpoint(peer, hash, max),
+        ));
+        match fetched {
+            Ok(Ok(bytes)) => Some(bytes),
+            Ok(Err(e)) => {
+                tracing::info!(member, "residual {}: {e}", synod_checkpoint::hex(&hash));
+                None
+            }
+            Err(_) => None,
+        }
     }
 
     /// The trace states that the segment checks `checks` ((account, member, drawn segments))
@@ -389,6 +522,30 @@ impl Trainer<'_> {
             );
             return Ok(None);
         };
+        let residuals = match self.residuals_of(round, member, &claimed)? {
+            Ok(r) => r,
+            Err(why) => {
+                let n = self.duties.unserved.entry((round, member)).or_insert(0);
+                *n += 1;
+                let whole = match why {
+                    // Served late or not at all: asked again next pass, dishonest at the last.
+                    Unusable::Unserved if *n < MAX_TRIES => {
+                        return Err(ResidualsUnserved { round, member }.into())
+                    }
+                    Unusable::Unserved => WholeReplay::Unserved,
+                    Unusable::Dishonest => WholeReplay::Mismatch,
+                };
+                let rep = Replay {
+                    distance: f64::INFINITY,
+                    honest: false,
+                    secs: 0.0,
+                    segments: 0,
+                    whole: Some(whole),
+                };
+                self.duties.replays.insert((round, member), rep);
+                return Ok(Some(rep));
+            }
+        };
         // The θ the round started from (θ_{r−1}, or θ_{r−2} with overlapped rounds) is read
         // (and its blake3 checked) once for all the replays of a round.
         let parent = &self.inner_start(round, *parent)?;
@@ -414,6 +571,7 @@ impl Trainer<'_> {
                 round,
                 member,
                 &claimed,
+                &residuals,
             )?,
             Some((segments, states)) => self.replayer.check_segments(
                 &self.recipe,
@@ -422,6 +580,7 @@ impl Trainer<'_> {
                 round,
                 member,
                 &claimed,
+                &residuals,
                 segments,
                 &mut |h| states.get(h).and_then(|p| std::fs::read(p).ok()),
             )?,

@@ -65,12 +65,22 @@ use crate::metrics::Metrics;
 use crate::prometheus::Exporter;
 use crate::train::{identity_seed, RoundRecord};
 
-/// The trace hashes in front of `payload` (none for an untraced or malformed one).
+/// The hashes of the states our `payload` names, which we store and serve to its verifiers:
+/// its trace's and, for a sparse payload, the error-feedback residuals it commits to
+/// ([`synod_diloco::residual`]; none for an untraced, dense or malformed payload).
 fn trace_of(payload: &[u8]) -> Vec<[u8; 32]> {
-    synod_diloco::trace::split_trace(payload)
+    let mut hashes = synod_diloco::trace::split_trace(payload)
         .ok()
         .and_then(|(t, _)| t)
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if let Ok(Some(c)) = synod_diloco::residual::commitments_of(0, payload) {
+        hashes.extend(
+            [c.carried_in, c.carried_out]
+                .into_iter()
+                .filter(|h| *h != synod_diloco::residual::NO_RESIDUAL),
+        );
+    }
+    hashes
 }
 
 /// Where a member of `pool` keeps its evidence: `<base>/evidence/pool-<pool>/`.
@@ -327,9 +337,11 @@ impl Trainer<'_> {
     /// is being forgotten: nobody can challenge it any more).
     fn drop_trace(&self, round: u32) {
         if let Some(payload) = self.retained.payload(round, self.me) {
-            for h in trace_of(&payload) {
-                self.client.unserve_file(&h);
+            let hashes = trace_of(&payload);
+            for h in &hashes {
+                self.client.unserve_file(h);
             }
+            self.serve_shared(round, &hashes);
         }
     }
 
@@ -337,9 +349,31 @@ impl Trainer<'_> {
     /// `kept`'s trace also names (a recomputed phase shares its start state with the kept one).
     fn forget_trace(&self, round: u32, payload: &[u8], kept: Option<&[u8]>) {
         let keep = kept.map(trace_of).unwrap_or_default();
-        for h in trace_of(payload).into_iter().filter(|h| !keep.contains(h)) {
-            self.client.unserve_file(&h);
-            let _ = std::fs::remove_file(self.retained.trace_path(round, &h));
+        let gone: Vec<[u8; 32]> = trace_of(payload)
+            .into_iter()
+            .filter(|h| !keep.contains(h))
+            .collect();
+        for h in &gone {
+            self.client.unserve_file(h);
+            let _ = std::fs::remove_file(self.retained.trace_path(round, h));
+        }
+        self.serve_shared(round, &gone);
+    }
+
+    /// Serves again, from another round's copy, any of `hashes` that a payload of ours for a
+    /// round other than `round` still names: a sparse payload's residual `e_r` is round r's
+    /// `carried_out` and round r + 1's `carried_in`, kept with both rounds' evidence.
+    fn serve_shared(&self, round: u32, hashes: &[[u8; 32]]) {
+        for r in self.retained.rounds().into_iter().filter(|r| *r != round) {
+            let Some(payload) = self.retained.payload(r, self.me) else {
+                continue;
+            };
+            for h in trace_of(&payload).iter().filter(|h| hashes.contains(h)) {
+                let path = self.retained.trace_path(r, h);
+                if path.exists() {
+                    self.client.serve_file(*h, path);
+                }
+            }
         }
     }
 

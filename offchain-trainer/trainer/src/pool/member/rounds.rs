@@ -17,8 +17,10 @@ use tokio::task::JoinHandle;
 use super::{Event, Trainer};
 use crate::chain_args::Fault;
 use crate::plot::{loss_vs_tokens, Curve};
+use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::Retained;
 use crate::train::RoundRecord;
+use synod_diloco::residual::NO_RESIDUAL;
 
 /// How a round ended on-chain.
 #[derive(Debug, PartialEq, Eq)]
@@ -59,7 +61,8 @@ pub(super) struct RoundCtx {
     codec: EncodeOptions,
     rule: AggregationRule,
     xcfg: ExchangeConfig,
-    /// A member's empty error-feedback memory (a pool's codec is dense: never filled).
+    /// A member's empty error-feedback memory, for dense codecs (never filled); a sparse
+    /// pool's rounds each get theirs ([`Trainer::round_feedback`]).
     feedback: synod_diloco::ErrorFeedback,
     /// Tokens of one inner step's batch.
     batch_tokens: u64,
@@ -87,9 +90,10 @@ impl RoundRecord {
 }
 
 /// Our contribution to the round after `from` (θ and its round number), run by `worker` as
-/// member `me`, with its Proof-of-Learning trace: every boundary state is kept with the
-/// round's evidence in `retained` and served by its blake3 through `client` (the hashes go
-/// in front of the payload).
+/// member `me` with the error-feedback memory `feedback`, with its Proof-of-Learning trace:
+/// every boundary state (and a sparse payload's residual `e_r`) is kept with the round's
+/// evidence in `retained` and served by its blake3 through `client` (the hashes go in front
+/// of the payload).
 ///
 /// # Errors
 /// libtorch and encoding errors; a trace state that cannot be written.
@@ -98,6 +102,7 @@ fn traced_phase(
     worker: &mut TchInnerTrainer,
     me: u32,
     ctx: &RoundCtx,
+    feedback: &mut synod_diloco::ErrorFeedback,
     retained: &Retained,
     client: &Client,
 ) -> Result<(Contribution, InnerReport)> {
@@ -106,8 +111,7 @@ fn traced_phase(
         worker,
         me,
         &ctx.codec,
-        // A pool's codec is dense (`Recipe::load` refuses sparse): no memory to keep.
-        &mut ctx.feedback.clone(),
+        feedback,
         &ctx.boundaries,
         &mut |_, bytes, hash| {
             let path = retained
@@ -120,6 +124,82 @@ fn traced_phase(
 }
 
 impl Trainer<'_> {
+    /// Our error-feedback memory for round `r`, whose inner phase starts from the checkpoint
+    /// of round r − 1 with included set `included_prev`: a fresh one for dense codecs; for
+    /// the sparse codec, `e_{r−1}` as the shared rule names it
+    /// ([`expected_carried_in`]): our round r − 1 residual, read back from our evidence, if our
+    /// payload is in `included_prev`, else zero. `e_{r−1}` is copied into round r's evidence
+    /// and served from there: verifiers of round r fetch it after round r − 1's evidence may
+    /// be gone.
+    ///
+    /// A residual that cannot be read back (our evidence deleted under us) is replaced by
+    /// zero, with a warning: the payload's `carried_in` then breaks the rule and verifiers
+    /// will flag it, which nothing here can avoid.
+    fn round_feedback(
+        &self,
+        r: u32,
+        included_prev: &[u32],
+        like: &synod_checkpoint::ParamSet,
+    ) -> synod_diloco::ErrorFeedback {
+        let outer = &self.a.recipe.outer;
+        if !outer.wire.sparse() {
+            return outer.feedback();
+        }
+        let residual = match expected_carried_in(&self.retained, r, self.me, included_prev) {
+            Some(h) if h == NO_RESIDUAL => None,
+            Some(h) => self.read_residual(r, &h, like),
+            None => {
+                tracing::warn!(
+                    round = r,
+                    "our payload of round {} is not kept: starting from a zero residual",
+                    r - 1
+                );
+                None
+            }
+        };
+        synod_diloco::ErrorFeedback::committed(outer.ef_decay, residual)
+    }
+
+    /// Our residual `hash` of round `r − 1`, read from its evidence and checked, then kept and
+    /// served with round `r`'s; `None` (warned) if it is gone or damaged.
+    fn read_residual(
+        &self,
+        r: u32,
+        hash: &[u8; 32],
+        like: &synod_checkpoint::ParamSet,
+    ) -> Option<synod_diloco::PseudoGradient> {
+        let read = || -> Result<synod_diloco::PseudoGradient> {
+            let bytes = std::fs::read(self.retained.trace_path(r - 1, hash))?;
+            if synod_checkpoint::hash(&bytes) != *hash {
+                bail!("its bytes do not hash to it");
+            }
+            let e = synod_diloco::residual::residual_from_bytes(like, &bytes)?;
+            let path = self.retained.save_trace_state(r, hash, &bytes)?;
+            self.client.serve_file(*hash, path);
+            Ok(e)
+        };
+        read()
+            .map_err(|e| {
+                tracing::warn!(
+                    round = r,
+                    residual = synod_checkpoint::hex(hash),
+                    "cannot carry our residual in, starting from zero: {e:#}"
+                );
+            })
+            .ok()
+    }
+
+    /// The included set of final round `round` (empty for round 0, θ₀, or a round not final).
+    pub(super) fn final_included(&self, round: u32) -> Result<Vec<u32>> {
+        if round == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(self
+            .block_on(self.chain.final_checkpoint(self.pool, round))?
+            .map(|f| f.included)
+            .unwrap_or_default())
+    }
+
     /// Waits for our commit of `p` to be processed and for the round to close on-chain; if the
     /// members' included sets split and the chain fixes another set than ours, aggregates that
     /// one and commits again ([`Trainer::recommit`]).
@@ -287,12 +367,26 @@ impl Trainer<'_> {
         while state.round < self.spec_rounds {
             let r = state.round + 1;
             self.refresh_members(r)?;
+            // θ_{r−1}'s included set: ours while its commit is pending (optimistic), else the
+            // chain's (a final checkpoint we loaded).
+            let included_prev = match &pending {
+                Some(p) => p.included.clone(),
+                None => self.final_included(state.round)?,
+            };
+            let mut feedback = self.round_feedback(r, &included_prev, &state.params);
             let worker = self
                 .worker
                 .as_mut()
                 .ok_or_else(|| anyhow!("no inner trainer"))?;
-            let (mut mine, report) =
-                traced_phase(&state, worker, self.me, &ctx, &self.retained, &self.client)?;
+            let (mut mine, report) = traced_phase(
+                &state,
+                worker,
+                self.me,
+                &ctx,
+                &mut feedback,
+                &self.retained,
+                &self.client,
+            )?;
             if let Some(p) = pending.take() {
                 let ours = p.hash;
                 match self.settle(p)? {
@@ -379,8 +473,15 @@ impl Trainer<'_> {
                         .worker
                         .as_mut()
                         .ok_or_else(|| anyhow!("no inner trainer"))?;
-                    let phase =
-                        traced_phase(&from, worker, self.me, ctx, &self.retained, &self.client)?;
+                    let phase = traced_phase(
+                        &from,
+                        worker,
+                        self.me,
+                        ctx,
+                        &mut ctx.feedback.clone(),
+                        &self.retained,
+                        &self.client,
+                    )?;
                     busy += phase.1.secs;
                     phase
                 }
@@ -399,7 +500,10 @@ impl Trainer<'_> {
             let (settled, job) = std::thread::scope(|s| {
                 let job = ahead.map(|(from, mut w)| {
                     s.spawn(move || {
-                        let res = traced_phase(&from, &mut w, me, ctx, &retained, &client);
+                        // Overlapped rounds are dense (`Recipe::load` refuses sparse).
+                        let mut feedback = ctx.feedback.clone();
+                        let res =
+                            traced_phase(&from, &mut w, me, ctx, &mut feedback, &retained, &client);
                         (w, res)
                     })
                 });

@@ -4,6 +4,8 @@
 //! * [`retained`]: the payloads and signed announcements of a round's included set, and our own
 //!   Proof-of-Learning trace states, on disk
 //!   under `<base>/evidence/` until the round can no longer be challenged.
+//! * [`carried`]: which error-feedback residual a sparse payload must carry in (the rule
+//!   member and verifier share).
 //! * [`prefetch`]: fetches the trace states a round's segment checks need, every accused side
 //!   by side under one deadline.
 //! * [`replay`]: checks a member's Proof-of-Learning trace by sampled segments, or re-runs its
@@ -13,6 +15,7 @@
 //! The duties built on them (sampling final rounds, opening challenges, voting as a juror)
 //! run inside `synod-trainer run` (`member::duty`); `synod-trainer verify` is a one-off replay.
 
+pub mod carried;
 pub mod prefetch;
 pub mod replay;
 pub mod retained;

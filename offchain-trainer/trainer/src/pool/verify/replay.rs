@@ -6,9 +6,13 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use synod_checkpoint::ParamSet;
+use synod_diloco::residual::{carried_distance, residual_from_bytes, NO_RESIDUAL};
 use synod_diloco::trace::split_trace;
 use synod_diloco::verify::{replay_distance, within_tolerance, SEGMENT_TOLERANCE};
-use synod_diloco::{pseudo_gradient, DilocoError, InnerReport, InnerTrainer, OuterState};
+use synod_diloco::{
+    pseudo_gradient, DilocoError, ErrorFeedback, InnerReport, InnerTrainer, OuterState,
+    PseudoGradient,
+};
 use synod_model::segment::{params_of, plausible_state, state_distance};
 use synod_model::{load_params, TchInnerTrainer, STEP_NAME};
 
@@ -60,6 +64,110 @@ impl WholeReplay {
             Self::Mismatch => "mismatch",
         }
     }
+}
+
+/// A sparse payload's error-feedback residuals as served by its author
+/// ([`synod_diloco::residual`]): canonical bytes whose blake3 the caller checked against the
+/// payload's commitments. Both `None` for dense codecs.
+#[derive(Clone, Debug, Default)]
+pub struct Residuals {
+    /// `e_{r−1}`, the residual the payload was encoded with (`None`: zero memory).
+    pub carried_in: Option<Vec<u8>>,
+    /// `e_r`, the residual it leaves (`None` for a dense payload; a sparse payload claiming
+    /// none is dishonest: error feedback always leaves one).
+    pub carried_out: Option<Vec<u8>>,
+}
+
+impl Residuals {
+    /// The residuals `claimed` commits to, read from `dir`'s copies in its evidence of
+    /// `round` (an author's own evidence holds them; [`Retained::trace_path`]). Empty for a
+    /// dense payload.
+    ///
+    /// [`Retained::trace_path`]: crate::pool::verify::Retained::trace_path
+    ///
+    /// # Errors
+    /// A malformed payload; a residual that is not there or does not hash to its commitment.
+    pub fn from_evidence(
+        retained: &crate::pool::verify::Retained,
+        round: u32,
+        member: u32,
+        claimed: &[u8],
+    ) -> Result<Self> {
+        let Some(c) = synod_diloco::residual::commitments_of(member, claimed)? else {
+            return Ok(Self::default());
+        };
+        let read = |h: [u8; 32]| -> Result<Option<Vec<u8>>> {
+            if h == NO_RESIDUAL {
+                return Ok(None);
+            }
+            let path = retained.trace_path(round, &h);
+            let bytes = std::fs::read(&path).map_err(|e| {
+                anyhow::anyhow!(
+                    "residual {} of member {member}'s payload is not at {} (only its author \
+                     keeps it): {e}",
+                    synod_checkpoint::hex(&h),
+                    path.display()
+                )
+            })?;
+            if synod_checkpoint::hash(&bytes) != h {
+                bail!("{} does not hash to its name", path.display());
+            }
+            Ok(Some(bytes))
+        };
+        Ok(Self {
+            carried_in: read(c.carried_in)?,
+            carried_out: read(c.carried_out)?,
+        })
+    }
+
+    /// The memory a replay encodes with ([`ErrorFeedback::committed`] holding `e_{r−1}` for
+    /// the sparse codec, a fresh one otherwise) and the served `e_r` parsed against `like`.
+    /// `Err` (a dishonest author) for residual bytes that do not parse or fit the model.
+    fn replay_memory(
+        &self,
+        args: &RecipeArgs,
+        like: &ParamSet,
+    ) -> Result<(ErrorFeedback, Option<PseudoGradient>), DilocoError> {
+        if !args.outer.wire.sparse() {
+            return Ok((args.outer.feedback(), None));
+        }
+        let parse = |b: &Option<Vec<u8>>| {
+            b.as_deref()
+                .map(|b| residual_from_bytes(like, b))
+                .transpose()
+        };
+        let carried_in = parse(&self.carried_in)?;
+        Ok((
+            ErrorFeedback::committed(args.outer.ef_decay, carried_in),
+            parse(&self.carried_out)?,
+        ))
+    }
+}
+
+/// The worse of a replay's payload distance and, for a sparse payload, its residual's
+/// ([`carried_distance`] of the served `e_r`, ∞ when none was committed): `feedback` is the
+/// replay's memory after encoding `replayed`.
+fn with_carried(
+    distance: f64,
+    like: &ParamSet,
+    member: u32,
+    feedback: &ErrorFeedback,
+    replayed: &[u8],
+    claimed: &[u8],
+    carried_out: Option<&PseudoGradient>,
+) -> f64 {
+    let Some(replay_residual) = feedback.residual().filter(|_| feedback.commits()) else {
+        return distance;
+    };
+    let carried = carried_out
+        .and_then(|out| {
+            carried_distance(like, member, replay_residual, replayed, claimed, out).ok()
+        })
+        .unwrap_or(f64::INFINITY);
+    if carried.is_nan() || distance.is_nan() {
+        return f64::NAN;
+    }
+    distance.max(carried)
 }
 
 /// How a verifier gets the state a trace hash names: the bytes, already checked against the
@@ -145,11 +253,18 @@ impl Replayer {
 
     /// Re-runs `member`'s inner phase of `round` from `parent` (the canonical checkpoint bytes
     /// of θ_{round−1} with its outer momentum), encodes it with the recipe's codec and compares
-    /// it with `claimed` (the member's signed payload).
+    /// it with `claimed` (the member's signed payload). With the sparse codec the replay
+    /// encodes `Δ + β·e_{r−1}` from `residuals` and the served `e_r` must be within the same
+    /// tolerance of the residual the claimed payload leaves ([`carried_distance`]; the
+    /// reported distance is the worse of the two).
     ///
     /// # Errors
     /// A recipe that keeps AdamW moments across rounds (not replayable from θ alone), an
     /// unreadable parent checkpoint, libtorch errors.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the replay's inputs, each used once"
+    )]
     pub fn check(
         &mut self,
         recipe: &Recipe,
@@ -158,17 +273,33 @@ impl Replayer {
         round: u32,
         member: u32,
         claimed: &[u8],
+        residuals: &Residuals,
     ) -> Result<Replay> {
         let t0 = Instant::now();
         let (state, replica) = self.prepare(recipe, args, parent, round, member)?;
-        let (replayed, _) = state.contribute(
-            replica,
-            member,
-            &args.outer.encode_options(),
-            &mut args.outer.feedback(),
-        )?;
-        let distance = replay_distance(&state.params, member, claimed, &replayed.payload)
-            .unwrap_or(f64::INFINITY);
+        let distance = match residuals.replay_memory(args, &state.params) {
+            Ok((mut feedback, out)) => {
+                let (replayed, _) = state.contribute(
+                    replica,
+                    member,
+                    &args.outer.encode_options(),
+                    &mut feedback,
+                )?;
+                let d = replay_distance(&state.params, member, claimed, &replayed.payload)
+                    .unwrap_or(f64::INFINITY);
+                with_carried(
+                    d,
+                    &state.params,
+                    member,
+                    &feedback,
+                    &replayed.payload,
+                    claimed,
+                    out.as_ref(),
+                )
+            }
+            // Served residuals that are no residuals of this model.
+            Err(_) => f64::INFINITY,
+        };
         Ok(Replay {
             distance,
             honest: within_tolerance(distance),
@@ -186,7 +317,8 @@ impl Replayer {
     /// state within [`SEGMENT_TOLERANCE`]. States come from `fetch`. Without a trace, with a
     /// state nobody serves, or when any check fails, it replays the whole phase
     /// ([`Replayer::check`]) and returns that: a challenge always rests on the replay jurors
-    /// run, so a member's wrong trace alone costs it nothing but never frames it.
+    /// run, so a member's wrong trace alone costs it nothing but never frames it. A sparse
+    /// payload's end state is encoded with `residuals` as [`Replayer::check`] does.
     ///
     /// # Errors
     /// As [`Replayer::check`].
@@ -202,6 +334,7 @@ impl Replayer {
         round: u32,
         member: u32,
         claimed: &[u8],
+        residuals: &Residuals,
         segments: &[u32],
         fetch: &mut FetchState<'_>,
     ) -> Result<Replay> {
@@ -209,11 +342,11 @@ impl Replayer {
         let bounds = args.segment_boundaries(self.inner_steps);
         let trace = match split_trace(claimed) {
             Ok((Some(_), _)) if segments.is_empty() => {
-                return self.check(recipe, args, parent, round, member, claimed)
+                return self.check(recipe, args, parent, round, member, claimed, residuals)
             }
             Ok((Some(t), _)) if t.len() == bounds.len() => t,
             _ => {
-                let rep = self.check(recipe, args, parent, round, member, claimed)?;
+                let rep = self.check(recipe, args, parent, round, member, claimed, residuals)?;
                 return Ok(Replay {
                     whole: Some(WholeReplay::NoTrace),
                     ..rep
@@ -221,9 +354,9 @@ impl Replayer {
             }
         };
         let opts = args.outer.encode_options();
-        let mut feedback = args.outer.feedback();
         let (state, replica) = self.prepare(recipe, args, parent, round, member)?;
         let outcome = (|| -> Result<TraceCheck> {
+            let (mut feedback, carried_out) = residuals.replay_memory(args, &state.params)?;
             load_params(&replica.vs, &state.params)?;
             replica.reset_optimizer();
             let start = replica.phase_state()?;
@@ -260,8 +393,15 @@ impl Replayer {
             };
             let delta = pseudo_gradient(&state.params, &params_of(end))?;
             let encoded = feedback.encode(&state.params, delta, &opts)?;
-            let mut worst =
-                replay_distance(&state.params, member, claimed, &encoded).unwrap_or(f64::INFINITY);
+            let mut worst = with_carried(
+                replay_distance(&state.params, member, claimed, &encoded).unwrap_or(f64::INFINITY),
+                &state.params,
+                member,
+                &feedback,
+                &encoded,
+                claimed,
+                carried_out.as_ref(),
+            );
             if !within_tolerance(worst) {
                 return Ok(TraceCheck::Failed);
             }
@@ -296,7 +436,7 @@ impl Replayer {
                 WholeReplay::Refused
             }
         };
-        let rep = self.check(recipe, args, parent, round, member, claimed)?;
+        let rep = self.check(recipe, args, parent, round, member, claimed, residuals)?;
         Ok(Replay {
             whole: Some(why),
             ..rep
@@ -566,6 +706,7 @@ mod tests {
                     1,
                     1,
                     payload,
+                    &Residuals::default(),
                     segments,
                     &mut |h| states.and_then(|s| s.get(h).cloned()),
                 )
@@ -704,6 +845,123 @@ mod tests {
                 !rep.honest && rep.whole == Some(WholeReplay::Refused),
                 "{rep:?}"
             );
+        }
+
+        /// Member 1's sparse pool payload of round 2 (from θ₀ again, numbered 2, with its
+        /// round-1 residual carried in): (payload, its trace states, e_1 bytes, e_2 bytes).
+        fn sparse_round_two(
+            (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
+        ) -> (Vec<u8>, States, Vec<u8>, Vec<u8>) {
+            let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+            let mut run = |round: u32, e: Option<PseudoGradient>| {
+                let state = a.outer.restore(&recipe.theta0_bytes, round - 1).unwrap();
+                let mut ef = ErrorFeedback::committed(a.outer.ef_decay, e);
+                let mut states = States::new();
+                let (c, _) = state
+                    .contribute_traced(
+                        &mut w,
+                        1,
+                        &a.outer.encode_options(),
+                        &mut ef,
+                        &a.segment_boundaries(H),
+                        &mut |_, bytes, hash| {
+                            states.insert(hash, bytes);
+                            Ok(())
+                        },
+                    )
+                    .unwrap();
+                let c = synod_diloco::residual::commitments_of(1, &c.payload)
+                    .unwrap()
+                    .map(|k| (k, c.payload.to_vec()))
+                    .unwrap();
+                (c, ef.residual().cloned(), states)
+            };
+            let ((c1, _), e1, states1) = run(1, None);
+            let ((c2, payload), _, states2) = run(2, e1);
+            assert_eq!(c2.carried_in, c1.carried_out);
+            let e1 = states1[&c1.carried_out].clone();
+            let e2 = states2[&c2.carried_out].clone();
+            (payload, states2, e1, e2)
+        }
+
+        fn check_round_two(
+            (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
+            payload: &[u8],
+            residuals: &Residuals,
+            segments: &[u32],
+            states: &States,
+        ) -> Replay {
+            Replayer::new(H, 4)
+                .check_segments(
+                    recipe,
+                    a,
+                    &recipe.theta0_bytes,
+                    2,
+                    1,
+                    payload,
+                    residuals,
+                    segments,
+                    &mut |h| states.get(h).cloned(),
+                )
+                .unwrap()
+        }
+
+        const SPARSE: &[&str] = &["--codec", "sparse", "--aggregation", "clipped-mean"];
+
+        #[test]
+        fn a_sparse_payload_replays_with_its_served_residuals_whole_and_by_segments() {
+            let f = setup_with(SPARSE);
+            let (payload, states, e1, e2) = sparse_round_two(&f);
+            let served = Residuals {
+                carried_in: Some(e1),
+                carried_out: Some(e2),
+            };
+            let by_segments = check_round_two(&f, &payload, &served, &[2], &states);
+            assert!(
+                by_segments.honest && by_segments.whole.is_none(),
+                "{by_segments:?}"
+            );
+            let whole = check_round_two(&f, &payload, &served, &[], &states);
+            assert!(
+                whole.honest && whole.whole == Some(WholeReplay::Asked),
+                "{whole:?}"
+            );
+        }
+
+        /// A member that serves another `e_r` than the one its payload leaves (hiding the
+        /// mass it dropped, or inflating it to send more next round than it trained) is
+        /// caught by the segment check and by the whole replay jurors run; so is one that
+        /// serves no `e_r`, or an `e_{r−1}` other than the one it encoded with.
+        #[test]
+        fn a_sparse_member_that_forges_its_residual_is_caught() {
+            let f = setup_with(SPARSE);
+            let (payload, states, e1, e2) = sparse_round_two(&f);
+            let like = &f.2;
+            let parsed = synod_diloco::residual::residual_from_bytes(like, &e2).unwrap();
+            let scaled: PseudoGradient = parsed
+                .iter()
+                .map(|t| t.iter().map(|x| 3.0 * x).collect())
+                .collect();
+            let zeros: PseudoGradient = parsed.iter().map(|t| vec![0.0; t.len()]).collect();
+            let bytes =
+                |e: &PseudoGradient| synod_diloco::residual::residual_bytes(like, e).unwrap().0;
+            let forgeries = [
+                ("hidden e_r", Some(e1.clone()), Some(bytes(&zeros))),
+                ("inflated e_r", Some(e1.clone()), Some(bytes(&scaled))),
+                ("no e_r", Some(e1.clone()), None),
+                ("no e_{r-1}", None, Some(e2.clone())),
+                ("garbage e_r", Some(e1), Some(b"not a residual".to_vec())),
+            ];
+            for (what, carried_in, carried_out) in forgeries {
+                let served = Residuals {
+                    carried_in,
+                    carried_out,
+                };
+                for segments in [&[2u32][..], &[]] {
+                    let rep = check_round_two(&f, &payload, &served, segments, &states);
+                    assert!(!rep.honest, "{what} passed ({segments:?}): {rep:?}");
+                }
+            }
         }
     }
 }
