@@ -8,9 +8,9 @@
 //! payload's digest:
 //!
 //! - `carried_in`: of `e_{r−1}`, the residual the payload was encoded with, which must be
-//!   [`carried_in_rule`]: `carried_out` of i's round r − 1 payload if i is in the included set
-//!   of the final checkpoint θ_{r−1}, else [`NO_RESIDUAL`] (zero memory: round 1, a member that
-//!   missed round r − 1, or was left out of it);
+//!   [`carried_in_rule`]: `carried_out` of i's round r − 1 payload if i is in round r − 1's
+//!   final included set, else [`NO_RESIDUAL`] (zero memory: round 1, a member that missed
+//!   round r − 1 or was left out of it, a voided round r − 1, which has no included set);
 //! - `carried_out`: of `e_r`, the residual it leaves for round r + 1.
 //!
 //! Both residuals are `synod-checkpoint` bytes (f32, the model's tensor names and shapes,
@@ -106,10 +106,10 @@ pub fn commitments_of(member: u32, payload: &[u8]) -> Result<Option<Commitments>
 }
 
 /// The `carried_in` a member's round-r payload must commit to: `previous_out` (the
-/// `carried_out` of its round r − 1 payload; `None` when it sent none) if it is in the
-/// included set of the final checkpoint of round r − 1 the round started from, else
-/// [`NO_RESIDUAL`]. Error feedback across an exclusion starts over: what the excluded payload
-/// carried is lost, never counted twice.
+/// `carried_out` of its round r − 1 payload; `None` when it sent none) if it is in round
+/// r − 1's final included set (`included`; a voided round has none), else [`NO_RESIDUAL`].
+/// Error feedback across an exclusion starts over: what the excluded payload carried is
+/// lost, never counted twice.
 pub fn carried_in_rule(previous_out: Option<[u8; 32]>, included: bool) -> [u8; 32] {
     match previous_out {
         Some(h) if included => h,

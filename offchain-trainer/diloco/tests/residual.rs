@@ -40,12 +40,15 @@ fn opts() -> EncodeOptions {
     EncodeOptions::sparse(64, 4)
 }
 
+/// What `keep` received: (index, bytes, blake3).
+type Kept = Vec<(u32, Vec<u8>, [u8; 32])>;
+
 /// Member 0's payload from `from` with `residual` as e_{r−1}: the payload, the residual it
 /// leaves (as the memory holds it) and what `keep` received for it.
 fn contribute(
     from: &OuterState,
     residual: Option<PseudoGradient>,
-) -> (Vec<u8>, PseudoGradient, Vec<(u32, Vec<u8>, [u8; 32])>) {
+) -> (Vec<u8>, PseudoGradient, Kept) {
     let mut ef = ErrorFeedback::committed(1.0, residual);
     let mut kept = Vec::new();
     let (c, _) = from

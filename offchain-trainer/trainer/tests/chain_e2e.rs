@@ -1025,6 +1025,11 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
         !sent.is_empty() && sent.iter().all(|b| *b < 10_000),
         "{sent:?}"
     );
+    let all: Vec<Value> = (0..2)
+        .flat_map(|i| net.metrics(i))
+        .filter(|e| e["event"] == "verified")
+        .collect();
+    eprintln!("payload bytes per round: {sent:?}\nverified: {all:?}");
 }
 
 /// Splitting the included set (`--fault late`): trainer 3 announces its honest payload 20 s

@@ -402,10 +402,10 @@ impl Trainer<'_> {
             .and_then(|m| synod_p2p::PeerId::from_bytes(&m.record.peer_id).ok())?;
         let max = self.recipe.max_state_bytes;
         let within = STATE_FETCH + Duration::from_secs(max / 10_000_000);
-        let fetched = self.rt.block_on(tokio::time::timeout(
-            within,
-            self.client.fetch_checkpoint(peer, hash, max),
-        ));
+        // The timer is made inside the runtime (tokio's timers need its context).
+        let fetched = self.rt.block_on(async {
+            tokio::time::timeout(within, self.client.fetch_checkpoint(peer, hash, max)).await
+        });
         match fetched {
             Ok(Ok(bytes)) => Some(bytes),
             Ok(Err(e)) => {
