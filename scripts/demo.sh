@@ -14,7 +14,9 @@
 # PROMETHEUS_BASE (9616: trainer i serves http://127.0.0.1:PROMETHEUS_BASE+i/metrics),
 # DASHBOARD_PORT (8090: the web dashboard, http://127.0.0.1:DASHBOARD_PORT/),
 # BYZANTINE (0), CHALLENGE_WINDOW (30 blocks: a round must be verifiable within 2× this),
-# OVERLAP (0; 1: overlapped rounds, `--overlap --outer-momentum 0.5` in the pool's recipe).
+# OVERLAP (0; 1: overlapped rounds, `--overlap --outer-momentum 0.5` in the pool's recipe),
+# CODEC (int8; sparse: top-k pseudo-gradients with verifiable error feedback,
+# `--codec sparse --aggregation clipped-mean`; not with OVERLAP=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -68,6 +70,9 @@ PIDS+=($!)
 RECIPE=(--data "$DATA" --model "$MODEL" --batch 12 --warmup 50 --eval-batches 20)
 if [ "${OVERLAP:-0}" = 1 ]; then
   RECIPE+=(--overlap --outer-momentum 0.5)
+fi
+if [ "${CODEC:-int8}" = sparse ]; then
+  RECIPE+=(--codec sparse --aggregation clipped-mean)
 fi
 echo "== creating pool 0 (Alice): $MODEL GPT, $ROUNDS outer rounds of H=$H inner steps, $N trainers"
 "$T" pool create --rpc "$RPC" --suri //Alice "${RECIPE[@]}" --inner-steps "$H" --rounds "$ROUNDS" \

@@ -117,6 +117,18 @@ pub fn carried_in_rule(previous_out: Option<[u8; 32]>, included: bool) -> [u8; 3
     }
 }
 
+/// Largest residual ([`residual_bytes`]) of a model laid out like `like`, in bytes: 4 bytes
+/// per parameter, 2 KiB of header per tensor, and 1 MiB. A peer offering a larger one is
+/// refused before a byte is transferred.
+pub fn max_residual_bytes(like: &ParamSet) -> u64 {
+    let params = like.numel() as u64;
+    let tensors = like.tensors().len() as u64;
+    params
+        .saturating_mul(4)
+        .saturating_add(tensors.saturating_mul(2 << 10))
+        .saturating_add(1 << 20)
+}
+
 /// A residual as canonical `synod-checkpoint` bytes (f32 LE, 4 bytes per parameter plus the
 /// safetensors header), with the tensor names and shapes of `like`, and their blake3.
 ///
@@ -272,6 +284,7 @@ mod tests {
         .unwrap();
         let e = vec![vec![1.0, -2.0, 3.5, 0.0], vec![0.25, 0.5, -0.75]];
         let (bytes, hash) = residual_bytes(&like, &e).unwrap();
+        assert!(bytes.len() as u64 <= max_residual_bytes(&like));
         assert_eq!(hash, synod_checkpoint::hash(&bytes));
         assert_eq!(residual_from_bytes(&like, &bytes).unwrap(), e);
         assert!(matches!(

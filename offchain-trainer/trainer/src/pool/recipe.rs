@@ -28,6 +28,9 @@ pub struct Recipe {
     /// Largest Proof-of-Learning trace state of this model, in bytes
     /// ([`synod_diloco::trace::max_state_bytes`]).
     pub max_state_bytes: u64,
+    /// Largest error-feedback residual of this model, in bytes
+    /// ([`synod_diloco::residual::max_residual_bytes`]).
+    pub max_residual_bytes: u64,
 }
 
 /// The recipe as canonical JSON (keys sorted): model preset, batch, sequence length, inner
@@ -99,6 +102,7 @@ impl Recipe {
             max_checkpoint_bytes: synod_diloco::max_checkpoint_bytes(&theta0),
             max_payload_bytes: synod_diloco::max_payload_bytes(&theta0),
             max_state_bytes: synod_diloco::trace::max_state_bytes(&theta0),
+            max_residual_bytes: synod_diloco::residual::max_residual_bytes(&theta0),
         })
     }
 

@@ -63,9 +63,18 @@ pub(super) struct Duties {
     /// Contributions of rounds still to verify that were checked already (a round retried
     /// for another contribution does not check them again).
     verified: BTreeSet<(u32, u32)>,
-    /// Passes in which a sparse contribution's residuals were not served: (round, member) →
-    /// count. At [`MAX_TRIES`] the contribution counts as dishonest.
-    unserved: BTreeMap<(u32, u32), u32>,
+    /// Sparse contributions whose residuals were not served: (round, member) → the finalized
+    /// block at which they were first missed ([`residual_deadline_passed`]).
+    unserved: BTreeMap<(u32, u32), u64>,
+}
+
+/// Whether a residual first missed at block `first` is no longer waited for at block `now`
+/// when a verdict is due by block `deadline` (a verifier's challenge window, a juror's vote):
+/// half the time that was left when it was first missed has passed. Asked again at every pass
+/// before; dishonest after (the accused has had time to serve it, and the rest of the window
+/// is left for the challenge or the vote).
+fn residual_deadline_passed(first: u64, now: u64, deadline: u64) -> bool {
+    now >= first + deadline.saturating_sub(first) / 2
 }
 
 /// Why a sparse payload's residuals ([`synod_diloco::residual`]) are not there to replay it.
@@ -75,11 +84,15 @@ enum Unusable {
     Dishonest,
     /// Its author did not serve a residual in time.
     Unserved,
+    /// We did not keep its round r − 1 payload, so we cannot tell which residual it must carry
+    /// in: not ours to judge (a fabricated `e_{r−1}` would explain any payload).
+    Unknown,
 }
 
-/// Passes a round's verification may fail (RPC, missing parent) before it is given up; also
-/// the passes a sparse contribution's residuals may go unserved before it counts as
-/// dishonest.
+/// How many of the latest challenge ids [`Trainer::accused_in_open_challenge`] reads.
+const RECENT_CHALLENGES: u32 = 256;
+
+/// Passes a round's verification may fail (RPC, missing parent) before it is given up.
 const MAX_TRIES: u32 = 5;
 
 /// A sparse contribution's residuals were not served in this pass (asked again next pass).
@@ -135,7 +148,8 @@ impl Trainer<'_> {
     /// most `max_wait`); then, as a juror, unregisters (a juror that has stopped would be
     /// drawn and, for rounds it contributed to, slashed as a no-show). Never fails: problems are logged.
     pub(super) fn finish_duties(&mut self, max_wait: Duration) {
-        if !self.verifies() {
+        // A sparse pool's members serve their residuals until nobody can challenge them.
+        if !self.verifies() && !self.a.recipe.outer.wire.sparse() {
             if let Err(e) = self.report_equivocations() {
                 tracing::warn!("equivocation reports: {e:#}");
             }
@@ -174,10 +188,26 @@ impl Trainer<'_> {
             None => 0,
         };
         Ok(now <= until
+            || self.accused_in_open_challenge()?
             || !self.duties.to_verify.is_empty()
             || !self.duties.to_challenge.is_empty()
             || !self.duties.to_report.is_empty()
             || !self.duties.awaiting.is_empty())
+    }
+
+    /// Whether a challenge against us in this pool is open (among the last
+    /// [`RECENT_CHALLENGES`] ids): we keep serving our evidence (a sparse payload's
+    /// residuals, which only we hold) until it is decided.
+    fn accused_in_open_challenge(&self) -> Result<bool> {
+        let next = self.block_on(self.chain.next_challenge_id())?;
+        for id in next.saturating_sub(RECENT_CHALLENGES)..next {
+            if let Some(c) = self.block_on(self.chain.challenge(id))? {
+                if c.pool_id == self.pool && c.accused == self.account {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// Last block in which a challenge of final round `f` can be opened (the protocol's
@@ -194,12 +224,17 @@ impl Trainer<'_> {
             if let Some(f) = self.block_on(self.chain.final_checkpoint(pool, round))? {
                 // A failing round (no parent checkpoint, RPC) is retried a few passes, then
                 // given up: it must not hold the evidence of later rounds forever.
-                if let Err(e) = self.verify_round(round, &f) {
-                    let n = self.duties.tries.entry(round).or_insert(0);
-                    *n += 1;
-                    tracing::warn!(round, tries = *n, "verification failed: {e:#}");
-                    if *n < MAX_TRIES {
-                        continue;
+                match self.verify_round(round, &f) {
+                    Ok(true) => {}
+                    // Residuals still awaited: asked again next pass (no failed try).
+                    Ok(false) => continue,
+                    Err(e) => {
+                        let n = self.duties.tries.entry(round).or_insert(0);
+                        *n += 1;
+                        tracing::warn!(round, tries = *n, "verification failed: {e:#}");
+                        if *n < MAX_TRIES {
+                            continue;
+                        }
                     }
                 }
                 self.duties.to_verify.remove(&round);
@@ -235,18 +270,21 @@ impl Trainer<'_> {
     }
 
     /// Replays the sampled contributors of final `round` and challenges the dishonest ones.
-    fn verify_round(&mut self, round: u32, f: &FinalCheckpoint) -> Result<()> {
+    /// Returns `false` while a sampled sparse contribution's residuals are awaited (the round
+    /// is verified again next pass, the contributions checked already are not).
+    fn verify_round(&mut self, round: u32, f: &FinalCheckpoint) -> Result<bool> {
         let pool = self.pool;
         let now = self.block_on(self.chain.finalized_number())?;
         let until = self.challenges_until(f);
         if now > until {
-            return self.metrics.emit(&json!({
+            self.metrics.emit(&json!({
                 "event": "verify_skipped", "round": round,
                 "detail": format!("challenge window closed at block {until}"),
-            }));
+            }))?;
+            return Ok(true);
         }
         let Some(snapshot) = self.block_on(self.chain.round_snapshot(pool, round))? else {
-            return Ok(());
+            return Ok(true);
         };
         // The draw's seed includes the hash of the block that made the round final: nobody
         // knows it when announcing, so an accused cannot grind its payload (or announce last)
@@ -302,7 +340,8 @@ impl Trainer<'_> {
             if self.duties.verified.contains(&(round, member)) {
                 continue;
             }
-            let rep = match self.replay(round, member, &f.parent, Some((segments, &states))) {
+            let verifying = Some((&segments[..], &states));
+            let rep = match self.replay(round, member, &f.parent, verifying, until) {
                 Ok(Some(rep)) => rep,
                 Ok(None) => continue,
                 Err(e) if e.is::<ResidualsUnserved>() => {
@@ -314,7 +353,6 @@ impl Trainer<'_> {
                     continue;
                 }
             };
-            self.duties.verified.insert((round, member));
             self.metrics.emit(&json!({
                 "event": "verified", "round": round, "member": member, "account": who.to_string(),
                 "distance": rep.distance, "tolerance": REPLAY_TOLERANCE, "honest": rep.honest,
@@ -326,23 +364,25 @@ impl Trainer<'_> {
                     .to_challenge
                     .insert((round, member), (*who, rep.distance));
             }
+            self.duties.verified.insert((round, member));
         }
         // Fetched states are no evidence: only what the accused signed is.
         let _ = std::fs::remove_dir_all(self.retained.fetched_dir(round));
         if !unserved.is_empty() {
-            // Retried next pass (the round stays to verify); the others are not checked again.
-            return Err(anyhow!(
-                "members {unserved:?} did not serve their residuals: retrying"
-            ));
+            // Asked again next pass (the round stays to verify); the others are not checked
+            // again.
+            tracing::info!(round, ?unserved, "residuals not served yet: asking again");
+            return Ok(false);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// `member`'s error-feedback residuals for its sparse payload `claimed` of `round`
     /// ([`Residuals`]; empty for a dense codec): its `carried_in` checked against the rule
     /// ([`expected_carried_in`], from the final included set of round − 1 and the payload of
-    /// round − 1 we kept; not checked when we kept none), both residuals fetched from their
-    /// author (only it keeps them) and checked against their hashes.
+    /// round − 1 we kept), both residuals taken from `fetched` (a verifier's prefetch,
+    /// [`Trainer::prefetch_trace_states`]) or else fetched from their author (only it keeps
+    /// them), checked against their hashes.
     ///
     /// # Errors
     /// Chain RPC failures.
@@ -351,6 +391,7 @@ impl Trainer<'_> {
         round: u32,
         member: u32,
         claimed: &[u8],
+        fetched: Option<&FetchedStates>,
     ) -> Result<std::result::Result<Residuals, Unusable>> {
         if !self.a.recipe.outer.wire.sparse() {
             return Ok(Ok(Residuals::default()));
@@ -369,20 +410,28 @@ impl Trainer<'_> {
                 return Ok(Err(Unusable::Dishonest));
             }
             Some(_) => {}
-            None => tracing::info!(
-                round,
-                member,
-                "its payload of round {} is not kept: carried_in not checked",
-                round.saturating_sub(1)
-            ),
+            None => {
+                tracing::info!(
+                    round,
+                    member,
+                    "its payload of round {} is not kept: cannot check the residual it carries in",
+                    round.saturating_sub(1)
+                );
+                return Ok(Err(Unusable::Unknown));
+            }
         }
         let fetch = |h: [u8; 32]| -> std::result::Result<Option<Vec<u8>>, Unusable> {
             if h == NO_RESIDUAL {
                 return Ok(None);
             }
-            self.fetch_state(member, h)
-                .map(Some)
-                .ok_or(Unusable::Unserved)
+            let bytes = match fetched {
+                Some(states) => states.get(&h).and_then(|p| std::fs::read(p).ok()),
+                None => self.fetch_state(member, h),
+            };
+            match bytes {
+                Some(b) if synod_checkpoint::hash(&b) == h => Ok(Some(b)),
+                _ => Err(Unusable::Unserved),
+            }
         };
         Ok((|| {
             Ok(Residuals {
@@ -392,15 +441,16 @@ impl Trainer<'_> {
         })())
     }
 
-    /// The state (trace state or residual) with blake3 `hash` from `member`, who alone serves
-    /// it: waits [`STATE_FETCH`] plus its transfer at 10 MB/s; `None` if it did not come.
+    /// The residual with blake3 `hash` from `member`, who alone serves it (a juror's fetch;
+    /// verifiers prefetch theirs): waits [`STATE_FETCH`] plus its transfer at 10 MB/s; `None`
+    /// if it did not come.
     fn fetch_state(&self, member: u32, hash: [u8; 32]) -> Option<Vec<u8>> {
         let peer = self
             .members
             .iter()
             .find(|m| m.record.index == member)
             .and_then(|m| synod_p2p::PeerId::from_bytes(&m.record.peer_id).ok())?;
-        let max = self.recipe.max_state_bytes;
+        let max = self.recipe.max_residual_bytes;
         let within = STATE_FETCH + Duration::from_secs(max / 10_000_000);
         // The timer is made inside the runtime (tokio's timers need its context).
         let fetched = self.rt.block_on(async {
@@ -432,8 +482,11 @@ impl Trainer<'_> {
         let mut wanted = Vec::new();
         // A state two traces name (a copier's is its victim's) is fetched once.
         let mut named = std::collections::BTreeSet::new();
+        let sparse = self.a.recipe.outer.wire.sparse();
         for (_, member, segments) in checks {
-            if self.duties.replays.contains_key(&(round, *member)) {
+            if self.duties.replays.contains_key(&(round, *member))
+                || self.duties.verified.contains(&(round, *member))
+            {
                 continue;
             }
             // Only the accused serves its states (nobody else keeps them).
@@ -445,15 +498,26 @@ impl Trainer<'_> {
             let (Some(peer), Some(claimed)) = (peer, self.retained.payload(round, *member)) else {
                 continue;
             };
+            // A sparse payload's residuals first: without them nothing can be replayed.
+            let mut hashes: Vec<[u8; 32]> = match commitments_of(*member, &claimed) {
+                Ok(Some(c)) if sparse => [c.carried_in, c.carried_out]
+                    .into_iter()
+                    .filter(|h| *h != NO_RESIDUAL && named.insert(*h))
+                    .collect(),
+                _ => Vec::new(),
+            };
             if let Ok((Some(trace), _)) = split_trace(&claimed) {
                 if trace.len() == boundaries {
-                    let hashes: Vec<[u8; 32]> = needed_states(trace.len(), segments)
-                        .into_iter()
-                        .map(|j| trace[j])
-                        .filter(|h| named.insert(*h))
-                        .collect();
-                    wanted.push((peer, hashes));
+                    hashes.extend(
+                        needed_states(trace.len(), segments)
+                            .into_iter()
+                            .map(|j| trace[j])
+                            .filter(|h| named.insert(*h)),
+                    );
                 }
+            }
+            if !hashes.is_empty() {
+                wanted.push((peer, hashes));
             }
         }
         let dir = self.retained.fetched_dir(round);
@@ -498,7 +562,10 @@ impl Trainer<'_> {
         ))
     }
 
-    /// `member`'s replay of `round`, or `None` when its payload was not kept. `segments`:
+    /// `member`'s replay of `round`, or `None` when its payload was not kept (or, sparse, we
+    /// cannot tell which residual it must carry in). `deadline`: the block by which a verdict
+    /// is due (a sparse payload's unserved residuals are waited for until half the time left
+    /// has passed, [`residual_deadline_passed`]; [`ResidualsUnserved`] before). `segments`:
     /// check these segments of its Proof-of-Learning trace first
     /// ([`Replayer::check_segments`](crate::pool::verify::Replayer::check_segments), with the
     /// trace states fetched beforehand, [`Trainer::prefetch_trace_states`]); `None`: replay
@@ -510,6 +577,7 @@ impl Trainer<'_> {
         member: u32,
         parent: &[u8; 32],
         segments: Option<(&[u32], &FetchedStates)>,
+        deadline: u64,
     ) -> Result<Option<Replay>> {
         if let Some(r) = self.duties.replays.get(&(round, member)) {
             return Ok(Some(*r));
@@ -522,17 +590,21 @@ impl Trainer<'_> {
             );
             return Ok(None);
         };
-        let residuals = match self.residuals_of(round, member, &claimed)? {
+        let fetched = segments.map(|(_, states)| states);
+        let residuals = match self.residuals_of(round, member, &claimed, fetched)? {
             Ok(r) => r,
             Err(why) => {
-                let n = self.duties.unserved.entry((round, member)).or_insert(0);
-                *n += 1;
                 let whole = match why {
-                    // Served late or not at all: asked again next pass, dishonest at the last.
-                    Unusable::Unserved if *n < MAX_TRIES => {
-                        return Err(ResidualsUnserved { round, member }.into())
+                    Unusable::Unknown => return Ok(None),
+                    Unusable::Unserved => {
+                        // Asked again at every pass until half the time left has passed.
+                        let now = self.block_on(self.chain.finalized_number())?;
+                        let first = *self.duties.unserved.entry((round, member)).or_insert(now);
+                        if !residual_deadline_passed(first, now, deadline) {
+                            return Err(ResidualsUnserved { round, member }.into());
+                        }
+                        WholeReplay::Unserved
                     }
-                    Unusable::Unserved => WholeReplay::Unserved,
                     Unusable::Dishonest => WholeReplay::Mismatch,
                 };
                 let rep = Replay {
@@ -824,9 +896,20 @@ impl Trainer<'_> {
             Some(f) => f.parent,
             None => return Err(anyhow!("round {} is not final", c.round)),
         };
-        let (round, digest) = (c.round, c.payload_digest);
+        let (round, digest, expires) = (c.round, c.payload_digest, u64::from(c.expires_at));
+        if self.a.recipe.outer.wire.sparse() {
+            let included_prev = self.final_included(round.saturating_sub(1))?;
+            if expected_carried_in(&self.retained, round, member, &included_prev).is_none() {
+                return abstain(
+                    self,
+                    "the accused's payload of the previous round was not kept: the residual it \
+                     must carry in is unknown"
+                        .into(),
+                );
+            }
+        }
         let (guilty, distance) = juror_vote(&kept, &digest, |_| {
-            self.replay(round, member, &parent, None)?
+            self.replay(round, member, &parent, None, expires)?
                 .ok_or_else(|| anyhow!("payload of member {member} vanished"))
         })?;
         match self.block_on(self.chain.submit(&calls::vote(id, guilty), &self.signer)) {
@@ -852,5 +935,21 @@ impl Trainer<'_> {
             "event": "vote", "challenge": id, "round": c.round, "member": member,
             "accused": c.accused.to_string(), "distance": distance, "guilty": guilty,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::residual_deadline_passed;
+
+    #[test]
+    fn an_unserved_residual_is_waited_for_half_the_time_left_then_counts_as_withheld() {
+        // First missed at block 100 with a verdict due at 140: asked again until block 120.
+        assert!(!residual_deadline_passed(100, 100, 140));
+        assert!(!residual_deadline_passed(100, 119, 140));
+        assert!(residual_deadline_passed(100, 120, 140));
+        // Missed with no time left (or past the deadline): no wait.
+        assert!(residual_deadline_passed(100, 100, 100));
+        assert!(residual_deadline_passed(100, 100, 90));
     }
 }
