@@ -49,3 +49,19 @@ pub use round::{
     aggregate_payloads, max_checkpoint_bytes, Aggregated, Contribution, Exchange, OuterState,
     RoundOutcome, RESIDUAL_INDEX,
 };
+
+/// Upper bound, in bytes, of a safetensors file holding `per_param` bytes for every parameter
+/// of a model laid out like `like` and up to `per_tensor` bytes of header for each of its
+/// tensors, plus 1 MiB: what a peer may offer for such a file before anything is read.
+pub(crate) fn file_bound(
+    like: &synod_checkpoint::ParamSet,
+    per_param: u64,
+    per_tensor: u64,
+) -> u64 {
+    let params = like.numel() as u64;
+    let tensors = like.tensors().len() as u64;
+    params
+        .saturating_mul(per_param)
+        .saturating_add(tensors.saturating_mul(per_tensor))
+        .saturating_add(1 << 20)
+}

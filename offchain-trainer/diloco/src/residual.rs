@@ -121,12 +121,7 @@ pub fn carried_in_rule(previous_out: Option<[u8; 32]>, included: bool) -> [u8; 3
 /// per parameter, 2 KiB of header per tensor, and 1 MiB. A peer offering a larger one is
 /// refused before a byte is transferred.
 pub fn max_residual_bytes(like: &ParamSet) -> u64 {
-    let params = like.numel() as u64;
-    let tensors = like.tensors().len() as u64;
-    params
-        .saturating_mul(4)
-        .saturating_add(tensors.saturating_mul(2 << 10))
-        .saturating_add(1 << 20)
+    crate::file_bound(like, 4, 2 << 10)
 }
 
 /// A residual as canonical `synod-checkpoint` bytes (f32 LE, 4 bytes per parameter plus the

@@ -152,16 +152,11 @@ pub struct OuterState {
 }
 
 /// Largest checkpoint ([`OuterState::checkpoint_set`] as safetensors: θ and the outer
-/// momentum, f32) of a model laid out like `like`, in bytes: 8 bytes per parameter, plus 1 KiB
-/// of header per tensor of either half and 1 MiB. A peer offering a larger "checkpoint" is
+/// momentum, f32) of a model laid out like `like`, in bytes: 8 bytes per parameter, plus 2 KiB
+/// of header per tensor (both halves) and 1 MiB. A peer offering a larger "checkpoint" is
 /// refused before a byte is transferred.
 pub fn max_checkpoint_bytes(like: &ParamSet) -> u64 {
-    let params = like.numel() as u64;
-    let tensors = like.tensors().len() as u64;
-    params
-        .saturating_mul(8)
-        .saturating_add(tensors.saturating_mul(2 << 10))
-        .saturating_add(1 << 20)
+    crate::file_bound(like, 8, 2 << 10)
 }
 
 /// Trace states ([`OuterState::contribute_traced`]) that may wait in the channel to the writer

@@ -22,12 +22,7 @@ pub const MAX_TRACE_BYTES: usize = 8 + 32 * MAX_TRACE_HASHES;
 /// of a model laid out like `like`, in bytes: 12 bytes per parameter, 3 × 2 KiB of header per
 /// tensor, and 1 MiB. A peer offering a larger state is refused before a byte is transferred.
 pub fn max_state_bytes(like: &synod_checkpoint::ParamSet) -> u64 {
-    let params = like.numel() as u64;
-    let tensors = like.tensors().len() as u64;
-    params
-        .saturating_mul(12)
-        .saturating_add(tensors.saturating_mul(3 * (2 << 10)))
-        .saturating_add(1 << 20)
+    crate::file_bound(like, 12, 3 * (2 << 10))
 }
 
 /// The boundary hashes of a trace, start first.

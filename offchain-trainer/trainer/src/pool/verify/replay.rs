@@ -692,9 +692,22 @@ mod tests {
                 .unwrap()
         }
 
+        /// Member 1's round-1 payload checked by `segments`, states served from `states`.
         fn check(
-            (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
+            f: &(Recipe, RecipeArgs, ParamSet),
             payload: &[u8],
+            segments: &[u32],
+            states: Option<&States>,
+        ) -> Replay {
+            check_at(f, 1, payload, &Residuals::default(), segments, states)
+        }
+
+        /// Member 1's payload of `round` (started from θ₀) with its `residuals`.
+        fn check_at(
+            (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
+            round: u32,
+            payload: &[u8],
+            residuals: &Residuals,
             segments: &[u32],
             states: Option<&States>,
         ) -> Replay {
@@ -703,10 +716,10 @@ mod tests {
                     recipe,
                     a,
                     &recipe.theta0_bytes,
-                    1,
+                    round,
                     1,
                     payload,
-                    &Residuals::default(),
+                    residuals,
                     segments,
                     &mut |h| states.and_then(|s| s.get(h).cloned()),
                 )
@@ -884,28 +897,6 @@ mod tests {
             (payload, states2, e1, e2)
         }
 
-        fn check_round_two(
-            (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
-            payload: &[u8],
-            residuals: &Residuals,
-            segments: &[u32],
-            states: &States,
-        ) -> Replay {
-            Replayer::new(H, 4)
-                .check_segments(
-                    recipe,
-                    a,
-                    &recipe.theta0_bytes,
-                    2,
-                    1,
-                    payload,
-                    residuals,
-                    segments,
-                    &mut |h| states.get(h).cloned(),
-                )
-                .unwrap()
-        }
-
         const SPARSE: &[&str] = &["--codec", "sparse", "--aggregation", "clipped-mean"];
 
         #[test]
@@ -916,12 +907,12 @@ mod tests {
                 carried_in: Some(e1),
                 carried_out: Some(e2),
             };
-            let by_segments = check_round_two(&f, &payload, &served, &[2], &states);
+            let by_segments = check_at(&f, 2, &payload, &served, &[2], Some(&states));
             assert!(
                 by_segments.honest && by_segments.whole.is_none(),
                 "{by_segments:?}"
             );
-            let whole = check_round_two(&f, &payload, &served, &[], &states);
+            let whole = check_at(&f, 2, &payload, &served, &[], Some(&states));
             assert!(
                 whole.honest && whole.whole == Some(WholeReplay::Asked),
                 "{whole:?}"
@@ -958,7 +949,7 @@ mod tests {
                     carried_out,
                 };
                 for segments in [&[2u32][..], &[]] {
-                    let rep = check_round_two(&f, &payload, &served, segments, &states);
+                    let rep = check_at(&f, 2, &payload, &served, segments, Some(&states));
                     assert!(!rep.honest, "{what} passed ({segments:?}): {rep:?}");
                 }
             }
