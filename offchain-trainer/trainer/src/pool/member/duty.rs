@@ -63,9 +63,13 @@ pub(super) struct Duties {
     /// Contributions of rounds still to verify that were checked already (a round retried
     /// for another contribution does not check them again).
     verified: BTreeSet<(u32, u32)>,
-    /// Sparse contributions whose residuals were not served: (round, member) → the finalized
-    /// block at which they were first missed ([`residual_deadline_passed`]).
-    unserved: BTreeMap<(u32, u32), u64>,
+    /// Sparse contributions whose residuals were not served: (round, member, verdict
+    /// deadline) → the finalized block at which they were first missed
+    /// ([`residual_deadline_passed`]); a verifier's and a juror's waits are counted apart.
+    unserved: BTreeMap<(u32, u32, u64), u64>,
+    /// Challenges against us seen open, and the next challenge id to look at
+    /// ([`Trainer::accused_in_open_challenge`]).
+    against_us: (BTreeSet<u32>, u32),
 }
 
 /// Whether a residual first missed at block `first` is no longer waited for at block `now`
@@ -89,7 +93,8 @@ enum Unusable {
     Unknown,
 }
 
-/// How many of the latest challenge ids [`Trainer::accused_in_open_challenge`] reads.
+/// How many of the latest challenge ids [`Trainer::accused_in_open_challenge`] reads the
+/// first time (later calls read only the new ones).
 const RECENT_CHALLENGES: u32 = 256;
 
 /// Passes a round's verification may fail (RPC, missing parent) before it is given up.
@@ -180,7 +185,7 @@ impl Trainer<'_> {
 
     /// Whether the last final round can still be challenged, a round is still to verify, a
     /// challenge is still to open, or a challenge of this pool waits for a draw or our vote.
-    fn duties_left(&self) -> Result<bool> {
+    fn duties_left(&mut self) -> Result<bool> {
         let now = self.block_on(self.chain.finalized_number())?;
         let (last, _) = self.last_final()?;
         let until = match self.block_on(self.chain.final_checkpoint(self.pool, last))? {
@@ -198,16 +203,26 @@ impl Trainer<'_> {
     /// Whether a challenge against us in this pool is open (among the last
     /// [`RECENT_CHALLENGES`] ids): we keep serving our evidence (a sparse payload's
     /// residuals, which only we hold) until it is decided.
-    fn accused_in_open_challenge(&self) -> Result<bool> {
+    fn accused_in_open_challenge(&mut self) -> Result<bool> {
         let next = self.block_on(self.chain.next_challenge_id())?;
-        for id in next.saturating_sub(RECENT_CHALLENGES)..next {
+        let (mut open, from) = std::mem::take(&mut self.duties.against_us);
+        // New ids once (at most the last RECENT_CHALLENGES), then only those against us.
+        for id in from.max(next.saturating_sub(RECENT_CHALLENGES))..next {
             if let Some(c) = self.block_on(self.chain.challenge(id))? {
                 if c.pool_id == self.pool && c.accused == self.account {
-                    return Ok(true);
+                    open.insert(id);
                 }
             }
         }
-        Ok(false)
+        let mut still = BTreeSet::new();
+        for id in open {
+            if self.block_on(self.chain.challenge(id))?.is_some() {
+                still.insert(id);
+            }
+        }
+        let any = !still.is_empty();
+        self.duties.against_us = (still, next);
+        Ok(any)
     }
 
     /// Last block in which a challenge of final round `f` can be opened (the protocol's
@@ -249,8 +264,13 @@ impl Trainer<'_> {
         // cancelled), when that round will never open.
         let info = self.pool_info()?;
         let over = matches!(info.status, PoolStatus::Completed | PoolStatus::Cancelled);
-        for round in self.retained.rounds() {
+        let sparse = self.a.recipe.outer.wire.sparse();
+        let rounds = self.retained.rounds();
+        // Rounds whose evidence nothing needs any more, by round.
+        let mut done = BTreeMap::new();
+        for &round in &rounds {
             if self.duties.to_verify.contains(&round) || (round > info.current_round && !over) {
+                done.insert(round, false);
                 continue;
             }
             // A voided round's snapshot is kept for equivocation reports, but nothing of ours
@@ -259,11 +279,17 @@ impl Trainer<'_> {
                 .block_on(self.chain.round_snapshot(pool, round))?
                 .is_none()
                 || self.block_on(self.chain.voided(pool, round))?;
-            if closed && !self.duties.awaiting.contains(&round) {
+            done.insert(round, closed && !self.duties.awaiting.contains(&round));
+        }
+        for &round in &rounds {
+            // A sparse round's payloads name the residuals the next round's payloads must
+            // carry in: kept while that round can still be verified or judged.
+            let next_open = sparse && done.get(&(round + 1)) == Some(&false);
+            if done[&round] && !next_open {
                 self.drop_trace(round);
                 self.retained.forget(round);
                 self.duties.replays.retain(|(r, _), _| *r != round);
-                self.duties.unserved.retain(|(r, _), _| *r != round);
+                self.duties.unserved.retain(|(r, _, _), _| *r != round);
             }
         }
         Ok(())
@@ -441,15 +467,27 @@ impl Trainer<'_> {
         })())
     }
 
+    /// Member `member`'s libp2p peer id: from the member list, or, for a member that has left
+    /// the pool since (its evidence is still served until its windows close), from the
+    /// chain's record of former members.
+    fn peer_of(&self, member: u32) -> Option<synod_p2p::PeerId> {
+        let bytes = match self.members.iter().find(|m| m.record.index == member) {
+            Some(m) => m.record.peer_id.clone(),
+            None => {
+                self.block_on(self.chain.former_member(self.pool, member))
+                    .ok()
+                    .flatten()?
+                    .peer_id
+            }
+        };
+        synod_p2p::PeerId::from_bytes(&bytes).ok()
+    }
+
     /// The residual with blake3 `hash` from `member`, who alone serves it (a juror's fetch;
     /// verifiers prefetch theirs): waits [`STATE_FETCH`] plus its transfer at 10 MB/s; `None`
     /// if it did not come.
     fn fetch_state(&self, member: u32, hash: [u8; 32]) -> Option<Vec<u8>> {
-        let peer = self
-            .members
-            .iter()
-            .find(|m| m.record.index == member)
-            .and_then(|m| synod_p2p::PeerId::from_bytes(&m.record.peer_id).ok())?;
+        let peer = self.peer_of(member)?;
         let max = self.recipe.max_residual_bytes;
         let within = STATE_FETCH + Duration::from_secs(max / 10_000_000);
         // The timer is made inside the runtime (tokio's timers need its context).
@@ -480,8 +518,11 @@ impl Trainer<'_> {
     ) -> FetchedStates {
         let boundaries = self.a.recipe.segment_boundaries(self.inner_steps).len();
         let mut wanted = Vec::new();
-        // A state two traces name (a copier's is its victim's) is fetched once.
+        // Every author is asked for every state its payload names, even one another payload
+        // names too (a copier's are its victim's): asked of the copier alone, the victim's
+        // residuals would look withheld and its trace states unserved.
         let mut named = std::collections::BTreeSet::new();
+        let mut fetches = 0u64;
         let sparse = self.a.recipe.outer.wire.sparse();
         for (_, member, segments) in checks {
             if self.duties.replays.contains_key(&(round, *member))
@@ -490,11 +531,7 @@ impl Trainer<'_> {
                 continue;
             }
             // Only the accused serves its states (nobody else keeps them).
-            let peer = self
-                .members
-                .iter()
-                .find(|m| m.record.index == *member)
-                .and_then(|m| synod_p2p::PeerId::from_bytes(&m.record.peer_id).ok());
+            let peer = self.peer_of(*member);
             let (Some(peer), Some(claimed)) = (peer, self.retained.payload(round, *member)) else {
                 continue;
             };
@@ -502,7 +539,7 @@ impl Trainer<'_> {
             let mut hashes: Vec<[u8; 32]> = match commitments_of(*member, &claimed) {
                 Ok(Some(c)) if sparse => [c.carried_in, c.carried_out]
                     .into_iter()
-                    .filter(|h| *h != NO_RESIDUAL && named.insert(*h))
+                    .filter(|h| *h != NO_RESIDUAL)
                     .collect(),
                 _ => Vec::new(),
             };
@@ -512,11 +549,12 @@ impl Trainer<'_> {
                         needed_states(trace.len(), segments)
                             .into_iter()
                             .map(|j| trace[j])
-                            .filter(|h| named.insert(*h)),
+                            .filter(|h| named.insert((*member, *h))),
                     );
                 }
             }
             if !hashes.is_empty() {
+                fetches += hashes.len() as u64;
                 wanted.push((peer, hashes));
             }
         }
@@ -531,8 +569,7 @@ impl Trainer<'_> {
         let (client, max) = (self.client.clone(), self.recipe.max_state_bytes);
         let per_state = STATE_FETCH + Duration::from_secs(max / 10_000_000);
         // The authors share our link: the round's wait grows with everything it fetches.
-        let states = named.len() as u64;
-        let within = 2 * per_state + CHECK_BUDGET + Duration::from_secs(states * max / 10_000_000);
+        let within = 2 * per_state + CHECK_BUDGET + Duration::from_secs(fetches * max / 10_000_000);
         self.rt.block_on(prefetch_states(
             wanted,
             per_state,
@@ -547,9 +584,10 @@ impl Trainer<'_> {
                         .map_err(|e| tracing::info!(round, %peer, "trace state: {e}"))
                         .ok()?;
                     // Written whole, then renamed: a fetch cut at its deadline leaves no
-                    // partial file under the state's name.
+                    // partial file under the state's name (one temporary file per author: two
+                    // authors may serve the same residual at once).
                     tokio::task::spawn_blocking(move || {
-                        let tmp = path.with_extension("tmp");
+                        let tmp = path.with_extension(format!("{peer}.tmp"));
                         std::fs::write(&tmp, bytes)?;
                         std::fs::rename(&tmp, &path).map(|_| path)
                     })
@@ -593,27 +631,28 @@ impl Trainer<'_> {
         let fetched = segments.map(|(_, states)| states);
         let residuals = match self.residuals_of(round, member, &claimed, fetched)? {
             Ok(r) => r,
+            Err(Unusable::Unknown) => return Ok(None),
             Err(why) => {
-                let whole = match why {
-                    Unusable::Unknown => return Ok(None),
-                    Unusable::Unserved => {
-                        // Asked again at every pass until half the time left has passed.
-                        let now = self.block_on(self.chain.finalized_number())?;
-                        let first = *self.duties.unserved.entry((round, member)).or_insert(now);
-                        if !residual_deadline_passed(first, now, deadline) {
-                            return Err(ResidualsUnserved { round, member }.into());
-                        }
-                        WholeReplay::Unserved
-                    }
-                    Unusable::Dishonest => WholeReplay::Mismatch,
-                };
-                let rep = Replay {
+                let dishonest = |whole| Replay {
                     distance: f64::INFINITY,
                     honest: false,
                     secs: 0.0,
                     segments: 0,
                     whole: Some(whole),
                 };
+                if let Unusable::Unserved = why {
+                    // Asked again at every pass until half the time left has passed; not
+                    // cached: a juror asks again, under its own deadline.
+                    let now = self.block_on(self.chain.finalized_number())?;
+                    let key = (round, member, deadline);
+                    let first = *self.duties.unserved.entry(key).or_insert(now);
+                    if !residual_deadline_passed(first, now, deadline) {
+                        return Err(ResidualsUnserved { round, member }.into());
+                    }
+                    return Ok(Some(dishonest(WholeReplay::Unserved)));
+                }
+                // Its own signed payload breaks the rule: nothing anyone serves changes that.
+                let rep = dishonest(WholeReplay::Mismatch);
                 self.duties.replays.insert((round, member), rep);
                 return Ok(Some(rep));
             }
