@@ -21,7 +21,7 @@ use synod_protocol::Timeline;
 
 use super::Trainer;
 use crate::pool::verify::carried::expected_carried_in;
-use crate::pool::verify::prefetch::prefetch_states;
+use crate::pool::verify::prefetch::{prefetch_states, wanted_states};
 use crate::pool::verify::replay::{juror_vote, needed_states, Replay, Residuals, WholeReplay};
 use synod_diloco::residual::{commitments_of, NO_RESIDUAL};
 
@@ -517,13 +517,7 @@ impl Trainer<'_> {
         checks: &[(AccountId, u32, Vec<u32>)],
     ) -> FetchedStates {
         let boundaries = self.a.recipe.segment_boundaries(self.inner_steps).len();
-        let mut wanted = Vec::new();
-        // Every author is asked for every state its payload names, even one another payload
-        // names too (a copier's are its victim's): asked of the copier alone, the victim's
-        // residuals would look withheld and its trace states unserved.
-        let mut named = std::collections::BTreeSet::new();
-        let mut fetches = 0u64;
-        let sparse = self.a.recipe.outer.wire.sparse();
+        let mut asked = Vec::new();
         for (_, member, segments) in checks {
             if self.duties.replays.contains_key(&(round, *member))
                 || self.duties.verified.contains(&(round, *member))
@@ -531,33 +525,16 @@ impl Trainer<'_> {
                 continue;
             }
             // Only the accused serves its states (nobody else keeps them).
-            let peer = self.peer_of(*member);
-            let (Some(peer), Some(claimed)) = (peer, self.retained.payload(round, *member)) else {
+            let (Some(peer), Some(claimed)) =
+                (self.peer_of(*member), self.retained.payload(round, *member))
+            else {
                 continue;
             };
-            // A sparse payload's residuals first: without them nothing can be replayed.
-            let mut hashes: Vec<[u8; 32]> = match commitments_of(*member, &claimed) {
-                Ok(Some(c)) if sparse => [c.carried_in, c.carried_out]
-                    .into_iter()
-                    .filter(|h| *h != NO_RESIDUAL)
-                    .collect(),
-                _ => Vec::new(),
-            };
-            if let Ok((Some(trace), _)) = split_trace(&claimed) {
-                if trace.len() == boundaries {
-                    hashes.extend(
-                        needed_states(trace.len(), segments)
-                            .into_iter()
-                            .map(|j| trace[j])
-                            .filter(|h| named.insert((*member, *h))),
-                    );
-                }
-            }
-            if !hashes.is_empty() {
-                fetches += hashes.len() as u64;
-                wanted.push((peer, hashes));
-            }
+            asked.push((peer, claimed, segments.clone()));
         }
+        let sparse = self.a.recipe.outer.wire.sparse();
+        let wanted = wanted_states(asked, boundaries, sparse);
+        let fetches: u64 = wanted.iter().map(|(_, h)| h.len() as u64).sum();
         let dir = self.retained.fetched_dir(round);
         if wanted.is_empty() {
             return FetchedStates::new();

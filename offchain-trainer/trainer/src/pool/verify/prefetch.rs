@@ -13,8 +13,49 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use synod_diloco::residual::{commitments_of, NO_RESIDUAL};
+use synod_diloco::trace::split_trace;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
+
+use super::replay::needed_states;
+
+/// What to ask each author for, in order, from `checks` (author, its signed payload, the
+/// segments drawn for it): a sparse payload's residuals first (`sparse`: the pool's codec;
+/// without them nothing can be replayed), then the trace states its segment check needs
+/// ([`needed_states`], for a trace of `boundaries` states). Authors with nothing to fetch are
+/// left out. Every author is asked for every state its payload names, even one another
+/// payload names too: a copier's payload names its victim's residuals and states, and asked of
+/// the copier alone they would make the honest victim look as if it withheld them.
+pub fn wanted_states<K>(
+    checks: Vec<(K, Vec<u8>, Vec<u32>)>,
+    boundaries: usize,
+    sparse: bool,
+) -> Vec<(K, Vec<[u8; 32]>)> {
+    let mut wanted = Vec::new();
+    for (author, claimed, segments) in checks {
+        let mut hashes: Vec<[u8; 32]> = match commitments_of(0, &claimed) {
+            Ok(Some(c)) if sparse => [c.carried_in, c.carried_out]
+                .into_iter()
+                .filter(|h| *h != NO_RESIDUAL)
+                .collect(),
+            _ => Vec::new(),
+        };
+        if let Ok((Some(trace), _)) = split_trace(&claimed) {
+            if trace.len() == boundaries {
+                hashes.extend(
+                    needed_states(trace.len(), &segments)
+                        .into_iter()
+                        .map(|j| trace[j]),
+                );
+            }
+        }
+        if !hashes.is_empty() {
+            wanted.push((author, hashes));
+        }
+    }
+    wanted
+}
 
 /// Fetches `wanted` (per author: the blake3 hashes of the trace states wanted from it, in
 /// order) with `fetch`: each author's states one after the other, at most `per_state` each,
@@ -68,6 +109,39 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use synod_diloco::residual::{with_commitments, Commitments};
+    use synod_diloco::trace::with_trace;
+
+    #[test]
+    fn a_copier_cannot_make_its_victims_residuals_look_withheld() {
+        // The copier's payload is its victim's, bytes for bytes: same residuals, same trace.
+        let c = Commitments {
+            carried_in: [1; 32],
+            carried_out: [2; 32],
+        };
+        let trace: Vec<[u8; 32]> = (3..8u8).map(|b| [b; 32]).collect();
+        let payload = with_trace(&trace, &with_commitments(&c, b"SYNG"));
+        let checks = vec![
+            ("copier", payload.clone(), vec![1]),
+            ("victim", payload.clone(), vec![1]),
+        ];
+        let wanted = wanted_states(checks, trace.len(), true);
+        // Each is asked for the residuals first, then the end state and segment 1's bounds.
+        let expect = vec![[1; 32], [2; 32], [4; 32], [5; 32], [7; 32]];
+        assert_eq!(wanted, vec![("copier", expect.clone()), ("victim", expect)]);
+        // A dense pool fetches no residuals; a round-1 payload has no carried_in to fetch.
+        let dense = wanted_states(vec![("m", payload, vec![1])], trace.len(), false);
+        assert_eq!(dense[0].1, vec![[4; 32], [5; 32], [7; 32]]);
+        let first = Commitments {
+            carried_in: NO_RESIDUAL,
+            carried_out: [2; 32],
+        };
+        let round_one = with_commitments(&first, b"SYNG");
+        assert_eq!(
+            wanted_states(vec![("m", round_one, vec![])], trace.len(), true),
+            vec![("m", vec![[2; 32]])]
+        );
+    }
 
     fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_multi_thread()
