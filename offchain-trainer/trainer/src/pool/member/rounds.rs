@@ -169,10 +169,7 @@ impl Trainer<'_> {
         like: &synod_checkpoint::ParamSet,
     ) -> Option<synod_diloco::PseudoGradient> {
         let read = || -> Result<synod_diloco::PseudoGradient> {
-            let bytes = std::fs::read(self.retained.trace_path(r - 1, hash))?;
-            if synod_checkpoint::hash(&bytes) != *hash {
-                bail!("its bytes do not hash to it");
-            }
+            let bytes = self.retained.kept_state(r - 1, hash)?;
             let e = synod_diloco::residual::residual_from_bytes(like, &bytes)?;
             let path = self.retained.save_trace_state(r, hash, &bytes)?;
             self.client.serve_file(*hash, path);

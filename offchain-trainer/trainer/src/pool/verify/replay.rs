@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use synod_checkpoint::ParamSet;
 use synod_diloco::residual::{carried_distance, residual_from_bytes, NO_RESIDUAL};
 use synod_diloco::trace::split_trace;
@@ -100,19 +100,12 @@ impl Residuals {
             if h == NO_RESIDUAL {
                 return Ok(None);
             }
-            let path = retained.trace_path(round, &h);
-            let bytes = std::fs::read(&path).map_err(|e| {
-                anyhow::anyhow!(
-                    "residual {} of member {member}'s payload is not at {} (only its author \
-                     keeps it): {e}",
-                    synod_checkpoint::hex(&h),
-                    path.display()
+            retained.kept_state(round, &h).map(Some).with_context(|| {
+                format!(
+                    "residual {} of member {member}'s payload (only its author keeps it)",
+                    synod_checkpoint::hex(&h)
                 )
-            })?;
-            if synod_checkpoint::hash(&bytes) != h {
-                bail!("{} does not hash to its name", path.display());
-            }
-            Ok(Some(bytes))
+            })
         };
         Ok(Self {
             carried_in: read(c.carried_in)?,

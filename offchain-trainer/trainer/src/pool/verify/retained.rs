@@ -138,6 +138,20 @@ impl Retained {
         Ok(path)
     }
 
+    /// The state with blake3 `hash` kept with `round`'s evidence ([`Retained::trace_path`]: a
+    /// trace state or a residual), read back and checked against its hash.
+    ///
+    /// # Errors
+    /// The file is not there, or its bytes do not hash to `hash`.
+    pub fn kept_state(&self, round: u32, hash: &CheckpointHash) -> Result<Vec<u8>> {
+        let path = self.trace_path(round, hash);
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        if synod_checkpoint::hash(&bytes) != *hash {
+            anyhow::bail!("{} does not hash to its name", path.display());
+        }
+        Ok(bytes)
+    }
+
     /// `member`'s payload of `round`, if kept.
     pub fn payload(&self, round: u32, member: u32) -> Option<Vec<u8>> {
         std::fs::read(self.round_dir(round).join(format!("{member}.payload"))).ok()
