@@ -16,7 +16,7 @@
 # BYZANTINE (0), CHALLENGE_WINDOW (30 blocks: a round must be verifiable within 2× this),
 # OVERLAP (0; 1: overlapped rounds, `--overlap --outer-momentum 0.5` in the pool's recipe),
 # CODEC (int8; sparse: top-k pseudo-gradients with verifiable error feedback,
-# `--codec sparse --aggregation clipped-mean`; not with OVERLAP=1).
+# `--codec sparse`: SparseLoCo's outer recipe by default; not with OVERLAP=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -72,7 +72,7 @@ if [ "${OVERLAP:-0}" = 1 ]; then
   RECIPE+=(--overlap --outer-momentum 0.5)
 fi
 if [ "${CODEC:-int8}" = sparse ]; then
-  RECIPE+=(--codec sparse --aggregation clipped-mean)
+  RECIPE+=(--codec sparse)
 fi
 echo "== creating pool 0 (Alice): $MODEL GPT, $ROUNDS outer rounds of H=$H inner steps, $N trainers"
 "$T" pool create --rpc "$RPC" --suri //Alice "${RECIPE[@]}" --inner-steps "$H" --rounds "$ROUNDS" \

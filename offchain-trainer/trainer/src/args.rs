@@ -135,27 +135,36 @@ impl WireCodec {
 }
 
 /// The outer optimizer and the wire codec (shared by `train` and the on-chain recipe).
+///
+/// The outer learning rate, momentum and aggregation rule default per codec
+/// ([`OuterArgs::outer_lr`], [`OuterArgs::outer_momentum`], [`OuterArgs::aggregation`]):
+/// dense codecs (int8, fp32) use DiLoCo's Nesterov outer step with a trimmed mean; the sparse
+/// codec uses SparseLoCo's recipe (error feedback instead of outer momentum, plain mean of the
+/// sparse payloads under norm clipping). README "Loss parity" has the sweeps behind both.
 #[derive(Args, Clone, Debug)]
 pub struct OuterArgs {
-    /// Outer learning rate (DiLoCo paper: 0.7; 0.8 with momentum 0.85 is the best of our
-    /// `bench diloco` sweep, README "Loss parity").
-    #[arg(long, default_value_t = 0.8)]
-    pub outer_lr: f32,
-    /// Outer Nesterov momentum (DiLoCo paper: 0.9).
-    #[arg(long, default_value_t = 0.85)]
-    pub outer_momentum: f32,
+    /// Outer learning rate [default: 0.8 with a dense codec (DiLoCo paper: 0.7), 4
+    /// with `--codec sparse`] (README "Loss parity").
+    #[arg(long = "outer-lr")]
+    pub outer_lr_flag: Option<f32>,
+    /// Outer Nesterov momentum [default: 0.85 with a dense codec (DiLoCo paper: 0.9), 0 with
+    /// `--codec sparse`, whose error feedback plays momentum's part (SparseLoCo §3)].
+    #[arg(long = "outer-momentum")]
+    pub outer_momentum_flag: Option<f32>,
     /// Pseudo-gradient codec.
     #[command(flatten)]
     pub wire: WireCodec,
-    /// Sparse codec: error-feedback decay β in 0..=1 (1 = every dropped element is sent later).
-    #[arg(long, default_value_t = 1.0, value_parser = unit_interval)]
+    /// Sparse codec: error-feedback decay β in 0..=1 (1 = every dropped element is sent later;
+    /// SparseLoCo uses 0.95).
+    #[arg(long, default_value_t = SPARSE_EF_DECAY, value_parser = unit_interval)]
     pub ef_decay: f32,
     /// Aggregation rule of the included set's pseudo-gradients: clipped-trimmed-mean (norm
     /// clipping to the median norm + coordinate-wise trimmed mean, tolerates f < n/3 Byzantine
     /// members), clipped-mean (clipping only: each member moves the aggregate by at most τ/n;
-    /// for sparse payloads, which a trim would wipe) or mean (DiLoCo's plain mean, not robust).
-    #[arg(long, value_enum, default_value_t = Aggregation::ClippedTrimmedMean)]
-    pub aggregation: Aggregation,
+    /// for sparse payloads, which a trim would wipe) or mean (DiLoCo's plain mean, not robust)
+    /// [default: clipped-trimmed-mean with a dense codec, clipped-mean with `--codec sparse`].
+    #[arg(long = "aggregation", value_enum)]
+    pub aggregation_flag: Option<Aggregation>,
     /// Overlapped rounds: round r's inner phases start from θ_{r−2}, one outer step behind
     /// (a one-step-delayed outer update, Streaming DiLoCo), so that they could run while round
     /// r − 1's pseudo-gradients are exchanged (see `synod_diloco::OuterState::overlapped`).
@@ -165,7 +174,46 @@ pub struct OuterArgs {
     pub overlap: bool,
 }
 
+/// Dense codecs' outer learning rate: the best of the int8 sweep (README "Loss parity").
+pub const DENSE_OUTER_LR: f32 = 0.8;
+/// Dense codecs' outer Nesterov momentum: the best of the int8 sweep.
+pub const DENSE_OUTER_MOMENTUM: f32 = 0.85;
+/// The sparse codec's outer learning rate (plain SGD on the mean of the sparse payloads): the
+/// best of the sparse sweep (README "Loss parity").
+pub const SPARSE_OUTER_LR: f32 = 4.0;
+/// The error-feedback decay β (SparseLoCo's; the best of the sparse sweep).
+pub const SPARSE_EF_DECAY: f32 = 0.95;
+
 impl OuterArgs {
+    /// Outer learning rate η: `--outer-lr`, else the codec's default.
+    pub fn outer_lr(&self) -> f32 {
+        self.outer_lr_flag.unwrap_or(if self.wire.sparse() {
+            SPARSE_OUTER_LR
+        } else {
+            DENSE_OUTER_LR
+        })
+    }
+
+    /// Outer momentum μ: `--outer-momentum`, else the codec's default (0 for sparse: the
+    /// error-feedback memory carries what momentum would, SparseLoCo §3).
+    pub fn outer_momentum(&self) -> f32 {
+        self.outer_momentum_flag.unwrap_or(if self.wire.sparse() {
+            0.0
+        } else {
+            DENSE_OUTER_MOMENTUM
+        })
+    }
+
+    /// The aggregation rule: `--aggregation`, else the codec's default (clipped-mean for
+    /// sparse, whose coordinates one member alone sends and a trim would drop).
+    pub fn aggregation(&self) -> Aggregation {
+        self.aggregation_flag.unwrap_or(if self.wire.sparse() {
+            Aggregation::ClippedMean
+        } else {
+            Aggregation::ClippedTrimmedMean
+        })
+    }
+
     /// The encoder options of `--codec` (and the sparse settings).
     pub fn encode_options(&self) -> EncodeOptions {
         self.wire.options()
@@ -184,8 +232,8 @@ impl OuterArgs {
     pub fn restore(&self, checkpoint: &[u8], round: u32) -> Result<synod_diloco::OuterState> {
         Ok(synod_diloco::OuterState::from_checkpoint(
             synod_checkpoint::from_bytes(checkpoint)?,
-            self.outer_lr,
-            self.outer_momentum,
+            self.outer_lr(),
+            self.outer_momentum(),
             round,
         )?)
     }

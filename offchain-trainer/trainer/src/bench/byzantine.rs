@@ -65,14 +65,14 @@ pub fn run(a: &ByzantineArgs) -> Result<()> {
         "--attacker {member} is not one of the {} workers",
         t.workers
     );
-    let mut rules = vec![t.outer.aggregation];
-    if a.compare_mean && t.outer.aggregation != Aggregation::Mean {
+    let mut rules = vec![t.outer.aggregation()];
+    if a.compare_mean && t.outer.aggregation() != Aggregation::Mean {
         rules.push(Aggregation::Mean);
     }
     let mut summary = Map::new();
     for rule in rules {
         let mut args = t.clone();
-        args.outer.aggregation = rule;
+        args.outer.aggregation_flag = Some(rule);
         let name = rule.rule().name();
         let clean = final_loss(&args, &setup, &theta0, None)?
             .ok_or_else(|| anyhow::anyhow!("the clean run under {name} diverged"))?;
@@ -110,11 +110,11 @@ pub fn run(a: &ByzantineArgs) -> Result<()> {
         summary.insert(name.into(), block);
     }
     let main = summary
-        .remove(t.outer.aggregation.rule().name())
+        .remove(t.outer.aggregation().rule().name())
         .unwrap_or(Value::Null);
     let mut out = json!({
         "bench": "byzantine",
-        "rule": t.outer.aggregation.rule().name(),
+        "rule": t.outer.aggregation().rule().name(),
         "workers": t.workers,
         "attacker": member,
         "inner_steps": t.inner_steps,

@@ -51,10 +51,10 @@ pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
         "round_warmup": m.round_warmup,
         "keep_inner_state": m.keep_inner_state,
         "seed": m.seed,
-        "outer_lr": r.outer.outer_lr.to_string(),
-        "outer_momentum": r.outer.outer_momentum.to_string(),
+        "outer_lr": r.outer.outer_lr().to_string(),
+        "outer_momentum": r.outer.outer_momentum().to_string(),
         "codec": r.outer.wire.codec.name(),
-        "aggregation": r.outer.aggregation.rule().name(),
+        "aggregation": r.outer.aggregation().rule().name(),
     });
     if r.outer.overlap {
         v["overlap"] = true.into();
@@ -154,6 +154,40 @@ mod tests {
     fn json(extra: &[&str]) -> serde_json::Value {
         let args = Cli::parse_from(["t"].iter().chain(extra)).recipe;
         serde_json::from_str(&recipe_json(&args).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_sparse_recipe_defaults_to_error_feedback_as_momentum_and_dense_recipes_hash_as_before() {
+        // Dense recipes written without the outer flags keep their hash: the codec's defaults
+        // are the values the flags had before they became codec-dependent.
+        let dense = json(&[]);
+        assert_eq!(dense["outer_lr"], "0.8");
+        assert_eq!(dense["outer_momentum"], "0.85");
+        assert_eq!(dense["aggregation"], "clipped_trimmed_mean");
+        assert!(dense.get("ef_decay").is_none());
+        // `--codec sparse` alone is SparseLoCo's recipe: no outer momentum, the sparse outer
+        // learning rate, β = 0.95, and a rule that keeps the coordinates one member sent.
+        let sparse = json(&["--codec", "sparse"]);
+        assert_eq!(sparse["outer_momentum"], "0");
+        assert_eq!(sparse["outer_lr"], crate::args::SPARSE_OUTER_LR.to_string());
+        assert_eq!(sparse["aggregation"], "clipped_mean");
+        assert_eq!(sparse["ef_decay"], "0.95");
+        // A flag still wins over the codec's default, and enters the hash.
+        let tuned = json(&[
+            "--codec",
+            "sparse",
+            "--outer-momentum",
+            "0.5",
+            "--outer-lr",
+            "1",
+        ]);
+        assert_eq!(tuned["outer_momentum"], "0.5");
+        assert_eq!(tuned["outer_lr"], "1");
+        assert_ne!(tuned, sparse);
+        assert_eq!(
+            json(&["--aggregation", "mean"])["aggregation"],
+            json(&["--codec", "sparse", "--aggregation", "mean"])["aggregation"]
+        );
     }
 
     #[test]

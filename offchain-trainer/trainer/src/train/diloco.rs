@@ -54,7 +54,7 @@ pub fn run_rounds(
     };
     let mut state = OuterState::new(
         theta0,
-        NesterovSgd::new(a.outer.outer_lr, a.outer.outer_momentum),
+        NesterovSgd::new(a.outer.outer_lr(), a.outer.outer_momentum()),
     );
     if a.outer.overlap {
         state = state.overlapped();
@@ -67,7 +67,7 @@ pub fn run_rounds(
     // Networked: the trim counts every member of the pool (equal stakes), not only those whose
     // payload arrived.
     let stakes = net.as_ref().map(|_| vec![1u128; a.net.members as usize]);
-    let aggregation = a.outer.aggregation.rule().aggregator(stakes.as_deref());
+    let aggregation = a.outer.aggregation().rule().aggregator(stakes.as_deref());
     let mut records = Vec::new();
     let mut bytes = 0u64;
 

@@ -59,7 +59,7 @@ impl Trainer<'_> {
             .get(&p.parent)
             .ok_or_else(|| anyhow!("θ of round {} is not kept", round - 1))?;
         let mut state = self.a.recipe.outer.restore(&parent, round - 1)?;
-        let rule = self.a.recipe.outer.aggregation.rule();
+        let rule = self.a.recipe.outer.aggregation().rule();
         let outcome = state.apply(&contributions, rule.aggregator(Some(&p.stakes)).as_ref())?;
         if outcome.included != agreed {
             bail!(

@@ -333,7 +333,7 @@ impl Trainer<'_> {
             )?;
         }
         let codec = self.a.recipe.outer.encode_options();
-        let rule = self.a.recipe.outer.aggregation.rule();
+        let rule = self.a.recipe.outer.aggregation().rule();
         let xcfg = ExchangeConfig {
             deadline: Duration::from_secs(self.a.round_deadline),
             max_payload_bytes: self.recipe.max_payload_bytes,
