@@ -143,12 +143,12 @@ impl WireCodec {
 /// sparse payloads under norm clipping). README "Loss parity" has the sweeps behind both.
 #[derive(Args, Clone, Debug)]
 pub struct OuterArgs {
-    /// Outer learning rate [default: 0.8 with a dense codec (DiLoCo paper: 0.7), 4
+    /// Outer learning rate [default: 0.8 with a dense codec (DiLoCo paper: 0.7), 6
     /// with `--codec sparse`] (README "Loss parity").
     #[arg(long = "outer-lr")]
     pub outer_lr_flag: Option<f32>,
     /// Outer Nesterov momentum [default: 0.85 with a dense codec (DiLoCo paper: 0.9), 0 with
-    /// `--codec sparse`, whose error feedback plays momentum's part (SparseLoCo §3)].
+    /// `--codec sparse`, whose error feedback plays momentum's part (SparseLoCo, Sarfi et al. 2025)].
     #[arg(long = "outer-momentum")]
     pub outer_momentum_flag: Option<f32>,
     /// Pseudo-gradient codec.
@@ -180,7 +180,7 @@ pub const DENSE_OUTER_LR: f32 = 0.8;
 pub const DENSE_OUTER_MOMENTUM: f32 = 0.85;
 /// The sparse codec's outer learning rate (plain SGD on the mean of the sparse payloads): the
 /// best of the sparse sweep (README "Loss parity").
-pub const SPARSE_OUTER_LR: f32 = 4.0;
+pub const SPARSE_OUTER_LR: f32 = 6.0;
 /// The error-feedback decay β (SparseLoCo's; the best of the sparse sweep).
 pub const SPARSE_EF_DECAY: f32 = 0.95;
 
@@ -195,7 +195,7 @@ impl OuterArgs {
     }
 
     /// Outer momentum μ: `--outer-momentum`, else the codec's default (0 for sparse: the
-    /// error-feedback memory carries what momentum would, SparseLoCo §3).
+    /// error-feedback memory carries what momentum would, SparseLoCo, Sarfi et al. 2025).
     pub fn outer_momentum(&self) -> f32 {
         self.outer_momentum_flag.unwrap_or(if self.wire.sparse() {
             0.0
