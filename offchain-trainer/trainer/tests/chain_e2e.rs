@@ -132,8 +132,9 @@ impl Net {
         assert_eq!(created["pool_id"], 0);
     }
 
-    /// A pool of four members, `rounds` rounds of `inner_steps`, with a challenge window (15
-    /// blocks) long enough to verify a round between rounds; trainer i runs with `roles[i]`.
+    /// A pool of four members, `rounds` rounds of `inner_steps`, with a challenge window of one
+    /// block (for tests that assert nothing about verification: trainers exit ≈ 2 windows after
+    /// the last round); trainer i runs with `roles[i]`.
     /// Returns when all four have exited successfully.
     fn train_four_verified(&self, rounds: u32, inner_steps: u32, roles: [&[&str]; 4]) {
         self.train_four_tolerating(rounds, inner_steps, roles, &[]);
@@ -148,24 +149,30 @@ impl Net {
         roles: [&[&str]; 4],
         may_fail: &[usize],
     ) {
-        self.train_four(rounds, inner_steps, &[], roles, may_fail);
+        self.train_four(rounds, inner_steps, 1, &[], roles, may_fail);
     }
 
-    /// [`Net::train_four_tolerating`] with the recipe flags `recipe` (flags without a value)
-    /// in the pool and every trainer.
+    /// [`Net::train_four_tolerating`] with a challenge window of `window` blocks (15 is long
+    /// enough to verify a round between rounds and open a challenge) and the recipe flags
+    /// `recipe` (flags without a value) in the pool and every trainer.
     fn train_four(
         &self,
         rounds: u32,
         inner_steps: u32,
+        window: u32,
         recipe: &[&str],
         roles: [&[&str]; 4],
         may_fail: &[usize],
     ) {
-        let (rounds, inner_steps) = (rounds.to_string(), inner_steps.to_string());
+        let (rounds, inner_steps, window) = (
+            rounds.to_string(),
+            inner_steps.to_string(),
+            window.to_string(),
+        );
         let mut flags = vec![
             ("--min-trainers", "4"),
             ("--round-timeout", "60"),
-            ("--challenge-window", "15"),
+            ("--challenge-window", window.as_str()),
             ("--rounds", rounds.as_str()),
             ("--inner-steps", inner_steps.as_str()),
         ];
@@ -764,6 +771,7 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
     net.train_four(
         R,
         H,
+        15,
         OVERLAP,
         [
             &["--juror"],
@@ -986,6 +994,7 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
     net.train_four(
         R,
         30,
+        15,
         SPARSE,
         [
             &["--juror"],
