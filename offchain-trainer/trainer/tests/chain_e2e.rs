@@ -132,16 +132,17 @@ impl Net {
         assert_eq!(created["pool_id"], 0);
     }
 
-    /// A pool of four members, `rounds` rounds of `inner_steps`, with a challenge window of one
-    /// block (for tests that assert nothing about verification: trainers exit ≈ 2 windows after
-    /// the last round); trainer i runs with `roles[i]`.
+    /// A pool of four members, `rounds` rounds of `inner_steps`, with a challenge window (15
+    /// blocks) long enough to verify a round between rounds; trainer i runs with `roles[i]`.
     /// Returns when all four have exited successfully.
     fn train_four_verified(&self, rounds: u32, inner_steps: u32, roles: [&[&str]; 4]) {
-        self.train_four_tolerating(rounds, inner_steps, roles, &[]);
+        self.train_four(rounds, inner_steps, 15, &[], roles, &[]);
     }
 
-    /// [`Net::train_four_verified`], where the trainers in `may_fail` (cheaters the others ban)
-    /// may fail: they are stopped once the others are done.
+    /// [`Net::train_four_verified`] with a one-block challenge window (the trainers exit ≈ 2
+    /// windows after the last round; for a test whose cheater is slashed without a jury), where
+    /// the trainers in `may_fail` (cheaters the others ban) may fail: they are stopped once the
+    /// others are done.
     fn train_four_tolerating(
         &self,
         rounds: u32,
