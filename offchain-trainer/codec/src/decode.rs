@@ -181,11 +181,13 @@ fn decode_frame(
     let topk = header.topk as usize;
     let expected = match header.mode {
         Mode::Int8Absmax => f.len.div_ceil(chunk) * 4 + f.len,
-        Mode::SparseTopK => sparse::block_bytes(f.len, topk, chunk),
+        // Variable-length (Rice-coded positions): the most a block can take; the sparse
+        // decoder then requires its chunks to fill exactly what was inflated.
+        Mode::SparseTopK => sparse::max_block_bytes(f.len, topk, chunk),
         Mode::Fp32 => f.len * 4,
     };
-    // An output slice of exactly the block's size: a frame that inflates to more fails
-    // inside zstd instead of allocating (decompression-bomb bound).
+    // An output slice of exactly the block's size (at most it, sparse): a frame that inflates
+    // to more fails inside zstd instead of allocating (decompression-bomb bound).
     let mut raw = vec![0u8; expected];
     let got = zstd::bulk::decompress_to_buffer(f.bytes, raw.as_mut_slice()).map_err(|e| {
         DecodeError::BadBlock {
@@ -193,7 +195,7 @@ fn decode_frame(
             reason: format!("zstd: {e}"),
         }
     })?;
-    if got != expected {
+    if got != expected && header.mode != Mode::SparseTopK {
         return Err(DecodeError::BadBlock {
             block: i,
             reason: format!("decompressed {got} bytes, expected {expected}"),
@@ -217,7 +219,7 @@ fn decode_frame(
             }
             quant::dequantize(&scales, codes, chunk, out);
         }
-        Mode::SparseTopK => sparse::decode_into(&raw, chunk, topk, i, out)?,
+        Mode::SparseTopK => sparse::decode_into(&raw[..got], chunk, topk, i, out)?,
         Mode::Fp32 => {
             for (y, b) in out.iter_mut().zip(raw.chunks_exact(4)) {
                 *y = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
@@ -238,7 +240,8 @@ fn decode_frame(
 /// # Errors
 /// A [`DecodeError`] for: input over `limits.max_input_bytes`, wrong magic/version/mode,
 /// checksum mismatch, declared counts over the limits, truncated or trailing bytes, a zstd frame
-/// that is corrupt or does not decompress to exactly its block's size, or a NaN/∞/negative scale.
+/// that is corrupt or does not decompress to exactly its block's size (sparse: to at most its
+/// largest size, filled exactly by its chunks), or a NaN/∞/negative scale.
 pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Decoded, DecodeError> {
     let d = Decoder::new(bytes, limits)?;
     // Tensors in parallel, each its frames in parallel: every frame of the payload at once.

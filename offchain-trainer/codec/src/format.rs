@@ -18,9 +18,10 @@ pub enum Mode {
     Fp32,
     /// Per-chunk absmax int8 (1 byte per element + one f32 scale per chunk, before zstd).
     Int8Absmax,
-    /// Per-chunk top-k with 4-bit values: per chunk one f32 scale, `topk` indices of
-    /// ⌈log₂ chunk_size⌉ bits and `topk` 4-bit codes; the rest decodes to 0. Lossy by design:
-    /// pair it with error feedback (`synod_diloco::ErrorFeedback`).
+    /// Per-chunk top-k with 4-bit values: per chunk one f32 scale, `topk` 4-bit codes and
+    /// `topk` Rice-coded position gaps; the rest decodes to 0. Lossy by design: pair it with
+    /// error feedback (`synod_diloco::ErrorFeedback`). Mode byte 3; byte 2 was the same
+    /// selection with fixed-width ⌈log₂ chunk_size⌉-bit indices (stops 31–34), now refused.
     SparseTopK,
 }
 
@@ -29,7 +30,7 @@ impl Mode {
         match self {
             Mode::Fp32 => 0,
             Mode::Int8Absmax => 1,
-            Mode::SparseTopK => 2,
+            Mode::SparseTopK => 3,
         }
     }
 }
@@ -159,7 +160,7 @@ pub(crate) fn read_header(body: &[u8], limits: &DecodeLimits) -> Result<Header, 
     let mode = match r.u8()? {
         0 => Mode::Fp32,
         1 => Mode::Int8Absmax,
-        2 => Mode::SparseTopK,
+        3 => Mode::SparseTopK,
         v => {
             return Err(DecodeError::UnknownField {
                 field: "mode",

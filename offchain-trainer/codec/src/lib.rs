@@ -14,12 +14,13 @@
 //! * **Entropy coding**: the quantized stream is cut into blocks of `block_elems` elements
 //!   (a block never spans two tensors) and each block is one independent zstd frame, so
 //!   encode and decode run in parallel over blocks and decoding a frame can never allocate
-//!   more than that block's exact expected size.
+//!   more than that block's exact expected size (sparse: its largest possible size).
 //! * **Sparsification** ([`Mode::SparseTopK`]): every chunk of `chunk_size` elements keeps
-//!   its `topk` largest magnitudes (ties: lower index first), as ascending indices of
-//!   ⌈log₂ chunk_size⌉ bits and 4-bit codes `round_half_even(x / s)` in −7..=7 with one f32
-//!   scale `s = max|x_sel| / 7` per chunk; everything else decodes to 0. With chunk 4096 and
-//!   top-64 that is ≈ 0.25 bits per element before zstd (≈ 125× below fp32). The dropped
+//!   its `topk` largest magnitudes (ties: lower index first), as 4-bit codes
+//!   `round_half_even(x / s)` in −7..=7 with one f32 scale `s = max|x_sel| / 7` per chunk
+//!   and the positions as Rice-coded gaps (≈ log₂(chunk_size / topk) + 1.6 bits each, where
+//!   a fixed-width index costs ⌈log₂ chunk_size⌉); everything else decodes to 0. With chunk
+//!   4096 and top-64 that is ≈ 0.18 bits per element (≈ 175× below fp32). The dropped
 //!   mass is meant to be carried to the next round by error feedback (Stich, Cordonnier and
 //!   Jaggi, "Sparsified SGD with Memory", NeurIPS 2018; SparseLoCo, 2025): see
 //!   `synod_diloco::ErrorFeedback`.
@@ -29,7 +30,8 @@
 //! ```text
 //! 0   magic  "SYNG"                         4 bytes
 //! 4   version u8 = 1
-//! 5   mode    u8 (0 = fp32, 1 = int8-absmax, 2 = sparse-topk)
+//! 5   mode    u8 (0 = fp32, 1 = int8-absmax, 3 = sparse-topk; 2, fixed-width sparse
+//!             indices until stop 34, is refused)
 //! 6   source dtype u8 (0 = f32)
 //! 7   reserved u8 = 0
 //! 8   chunk_size  u32   elements per scale / per selection (int8, sparse; 0 in fp32 mode)
@@ -39,8 +41,11 @@
 //! ..  shapes: per tensor: rank u8, then rank × u64 dims
 //! ..  blocks: per block: frame_len u32, zstd frame (frame_len bytes)
 //!     block content, int8: n_chunks × f32 scale, then n × i8; fp32: n × f32;
-//!     sparse: per chunk of n elements, k = min(topk, n): f32 scale, k indices (bit-packed,
-//!     LSB first, strictly ascending, padded to a byte), k nibbles q + 8 (padded to a byte)
+//!     sparse: per chunk of n elements, k = min(topk, n): f32 scale, k nibbles q + 8 (low
+//!     nibble first, padded with 0), k position gaps (g_0 = i_0, g_j = i_j − i_{j−1} − 1)
+//!     Rice-coded with b = ⌊log₂(n / k)⌋
+//!     (quotient in unary as ones and a zero, then b low bits; LSB first, padded with 0);
+//!     variable length, at most 4 + ⌈k/2⌉ + ⌈(k(b+1) + ((n − k) >> b)) / 8⌉ bytes
 //! end blake3 of every preceding byte        32 bytes
 //! ```
 //! Decoding checks, before allocating, that every declared size is within [`DecodeLimits`],

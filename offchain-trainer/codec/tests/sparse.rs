@@ -103,7 +103,7 @@ fn forge_sparse(chunk: u32, topk: u32, shapes: &[u64], frames: &[Vec<u8>]) -> Ve
     let shapes: Vec<[u64; 1]> = shapes.iter().map(|n| [*n]).collect();
     let refs: Vec<&[u64]> = shapes.iter().map(|s| s.as_slice()).collect();
     common::Forged {
-        mode: 2,
+        mode: 3,
         chunk,
         block: chunk * 64,
         topk,
@@ -112,16 +112,21 @@ fn forge_sparse(chunk: u32, topk: u32, shapes: &[u64], frames: &[Vec<u8>]) -> Ve
 }
 
 #[test]
-fn top_64_of_4096_is_over_100_times_smaller_than_fp32() {
+fn rice_coded_positions_put_top_64_of_4096_over_150_times_below_fp32() {
+    // Fixed-width 12-bit indices gave 127× here; Rice-coded gaps ≈ 7.4 bits, ≈ 178×.
     let x = gaussian(1 << 20, 7);
     let bytes = one(&[1024, 1024], &x, &EncodeOptions::sparse(4096, 64));
     let ratio = (x.len() * 4) as f64 / bytes.len() as f64;
-    assert!(ratio >= 100.0, "bytes ratio vs fp32 {ratio}");
+    assert!(ratio >= 150.0, "bytes ratio vs fp32 {ratio}");
     let d = decode(&bytes, &limits()).unwrap();
     assert_eq!(d.header.mode, Mode::SparseTopK);
     assert_eq!(d.header.topk, 64);
     let kept = d.tensors[0].iter().filter(|v| **v != 0.0).count();
     assert_eq!(kept, 256 * 64);
+    // Top-128 (the loss's match for int8): at least the 100×.
+    let bytes = one(&[1024, 1024], &x, &EncodeOptions::sparse(4096, 128));
+    let ratio = (x.len() * 4) as f64 / bytes.len() as f64;
+    assert!(ratio >= 100.0, "top-128 bytes ratio vs fp32 {ratio}");
 }
 
 #[test]
@@ -134,7 +139,8 @@ fn every_truncation_of_a_sparse_payload_is_a_typed_error() {
 
 #[test]
 fn a_sparse_decompression_bomb_is_cut_at_the_block_size() {
-    // 64 elements, top-3 of 16: 4 chunks of 4 + 2 + 2 bytes = 32; the frame inflates to 64 MiB.
+    // 64 elements, top-3 of 16: 4 chunks of at most 4 + 2 + 2 bytes; the frame inflates to
+    // 64 MiB.
     let bomb = zstd::bulk::compress(&vec![0u8; 64 << 20], 19).unwrap();
     assert!(matches!(
         decode(&forge_sparse(16, 3, &[64], &[bomb]), &limits()),
@@ -144,38 +150,62 @@ fn a_sparse_decompression_bomb_is_cut_at_the_block_size() {
 
 #[test]
 fn forged_sparse_blocks_are_typed_errors() {
-    // One chunk of 16, top-3: scale, 3 × 4-bit indices (2 bytes), 3 nibbles (2 bytes).
-    let block = |scale: f32, idx: [u8; 2], codes: [u8; 2]| {
+    // One chunk of 16, top-3 (Rice parameter 2): scale, 3 nibbles (2 bytes), then the gaps.
+    let block = |scale: f32, codes: [u8; 2], gaps: &[u8]| {
         let mut raw = scale.to_le_bytes().to_vec();
-        raw.extend_from_slice(&idx);
         raw.extend_from_slice(&codes);
+        raw.extend_from_slice(gaps);
         forge_sparse(16, 3, &[16], &[zstd::bulk::compress(&raw, 1).unwrap()])
     };
-    // Indices 1, 2, 3 and codes +1, +2, +3: valid.
-    let good = block(0.5, [0x21, 0x03], [0xa9, 0x0b]);
+    let bad_block = |bytes: Vec<u8>| {
+        matches!(
+            decode(&bytes, &limits()),
+            Err(DecodeError::BadBlock { block: 0, .. })
+        )
+    };
+    // Codes +1, +2, +3 at positions 1, 2, 3: gaps 1, 0, 0 = "0 10", "0 00", "0 00" (9 bits).
+    let good = block(0.5, [0xa9, 0x0b], &[0x02, 0x00]);
     let y = decode(&good, &limits()).unwrap().tensors.remove(0);
     assert_eq!(&y[..4], &[0.0, 0.5, 1.0, 1.5]);
-    // Indices 2, 1, 3: not ascending. Indices 1, 1, 3: repeated.
-    for idx in [[0x12, 0x03], [0x11, 0x03]] {
-        assert!(matches!(
-            decode(&block(0.5, idx, [0xa9, 0x0b]), &limits()),
-            Err(DecodeError::BadBlock { block: 0, .. })
-        ));
-    }
+    // Gap 15 (quotient 3: "1110", low bits "11") then gap 0: position 16 of a 16-chunk.
+    assert!(bad_block(block(0.5, [0xa9, 0x0b], &[0x37, 0x00])));
+    // Unary ones to the end of the block: cut at the chunk, never read past the buffer.
+    assert!(bad_block(block(0.5, [0xa9, 0x0b], &[0xff; 6])));
+    // Cut short (8 of 9 bits); a byte after the last chunk.
+    assert!(bad_block(block(0.5, [0xa9, 0x0b], &[0x02])));
+    assert!(bad_block(block(0.5, [0xa9, 0x0b], &[0x02, 0x00, 0x00])));
+    // Padding bits set after the gaps or after the odd nibble: one encoding per value.
+    assert!(bad_block(block(0.5, [0xa9, 0x0b], &[0x02, 0x80])));
+    assert!(bad_block(block(0.5, [0xa9, 0x1b], &[0x02, 0x00])));
     // A code nibble of 0.
-    assert!(matches!(
-        decode(&block(0.5, [0x21, 0x03], [0xa0, 0x0b]), &limits()),
-        Err(DecodeError::BadBlock { block: 0, .. })
-    ));
+    assert!(bad_block(block(0.5, [0xa0, 0x0b], &[0x02, 0x00])));
     for scale in [f32::NAN, -1.0, f32::INFINITY, f32::MAX / 2.0] {
         assert!(
             matches!(
-                decode(&block(scale, [0x21, 0x03], [0xa9, 0x0b]), &limits()),
+                decode(&block(scale, [0xa9, 0x0b], &[0x02, 0x00]), &limits()),
                 Err(DecodeError::BadScale { block: 0 })
             ),
             "{scale}"
         );
     }
+}
+
+#[test]
+fn the_retired_fixed_width_sparse_mode_is_refused() {
+    // Mode byte 2 (fixed-width indices, stops 31–34) under a valid checksum.
+    let mut bytes = one(&[64], &[1.0; 64], &EncodeOptions::sparse(16, 3));
+    assert_eq!(bytes[5], 3);
+    bytes[5] = 2;
+    let n = bytes.len() - 32;
+    let sum = blake3::hash(&bytes[..n]);
+    bytes[n..].copy_from_slice(sum.as_bytes());
+    assert_eq!(
+        decode(&bytes, &limits()).err(),
+        Some(DecodeError::UnknownField {
+            field: "mode",
+            value: 2
+        })
+    );
 }
 
 #[test]

@@ -110,10 +110,12 @@ pub struct WireCodec {
     /// Pseudo-gradient codec.
     #[arg(long, value_enum, default_value_t = Codec::Int8)]
     pub codec: Codec,
-    /// Sparse codec: elements per top-k selection (indices take ⌈log₂⌉ of it in bits).
+    /// Sparse codec: elements per top-k selection (positions are Rice-coded gaps of
+    /// ≈ log₂(chunk / topk) + 1.6 bits).
     #[arg(long, default_value_t = 4096)]
     pub sparse_chunk: u32,
-    /// Sparse codec: elements kept per chunk (64 of 4096 ≈ 1.6 %, ≈ 125× below fp32).
+    /// Sparse codec: elements kept per chunk (64 of 4096 ≈ 1.6 %, ≈ 175× below fp32; 128,
+    /// ≈ 100×).
     #[arg(long, default_value_t = 64)]
     pub sparse_topk: u32,
 }

@@ -176,13 +176,14 @@ fn codec_benchmark_prints_its_figures() {
         assert!(v[k].as_f64().unwrap() > 0.0, "{k}");
     }
     assert!(v["rel_l2_error"].as_f64().unwrap() < 0.015);
-    // Top-64 of 4096 with 4-bit values: over 100× fewer bytes than fp32 (the target).
+    // Top-64 of 4096 with 4-bit values and Rice-coded positions: over 150× fewer bytes than
+    // fp32 (the target is 100×; fixed-width indices gave 127×).
     let out = trainer(&[
         "bench", "codec", "--params", "300000", "--reps", "1", "--codec", "sparse",
     ]);
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["codec"], "sparse");
-    assert!(v["bytes_ratio_vs_fp32"].as_f64().unwrap() >= 100.0, "{v}");
+    assert!(v["bytes_ratio_vs_fp32"].as_f64().unwrap() >= 150.0, "{v}");
 }
 
 #[test]
