@@ -18,7 +18,7 @@
 //! * **Sparsification** ([`Mode::SparseTopK`]): every chunk of `chunk_size` elements keeps
 //!   its `topk` largest magnitudes (ties: lower index first), as 4-bit codes
 //!   `round_half_even(x / s)` in −7..=7 with one f32 scale `s = max|x_sel| / 7` per chunk
-//!   and the positions as Rice-coded gaps (≈ log₂(chunk_size / topk) + 1.6 bits each, where
+//!   and the positions as Rice-coded gaps (≈ log₂(chunk_size / topk) + 1.5 bits each, where
 //!   a fixed-width index costs ⌈log₂ chunk_size⌉); everything else decodes to 0. With chunk
 //!   4096 and top-64 that is ≈ 0.18 bits per element (≈ 175× below fp32). The dropped
 //!   mass is meant to be carried to the next round by error feedback (Stich, Cordonnier and

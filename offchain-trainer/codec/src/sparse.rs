@@ -13,7 +13,7 @@
 //!
 //! Everything not selected decodes to 0. Gaps between the top-k of `n` are close to
 //! geometric with mean `n / k`, for which a Rice code with `2^b ≈ n / k` is within ≈ 0.1 bit of
-//! the entropy (Golomb, "Run-length encodings", IEEE Trans. IT 1966; Rice 1979): ≈ 6.6 bits per
+//! the entropy (Golomb, "Run-length encodings", IEEE Trans. IT 1966; Rice 1979): ≈ 6.5 bits per
 //! position at k = 128 of 4096 where a fixed-width index costs 12. A chunk is variable-length,
 //! at most [`max_chunk_bytes`]; the decoder inflates a block into a buffer of
 //! [`max_block_bytes`] and requires the chunks to fill exactly what was inflated.

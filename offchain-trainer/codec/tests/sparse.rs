@@ -113,7 +113,7 @@ fn forge_sparse(chunk: u32, topk: u32, shapes: &[u64], frames: &[Vec<u8>]) -> Ve
 
 #[test]
 fn rice_coded_positions_put_top_64_of_4096_over_150_times_below_fp32() {
-    // Fixed-width 12-bit indices gave 127× here; Rice-coded gaps ≈ 7.4 bits, ≈ 178×.
+    // Fixed-width 12-bit indices gave 127× here; Rice-coded gaps (≈ 7.5 bits), ≈ 178×.
     let x = gaussian(1 << 20, 7);
     let bytes = one(&[1024, 1024], &x, &EncodeOptions::sparse(4096, 64));
     let ratio = (x.len() * 4) as f64 / bytes.len() as f64;

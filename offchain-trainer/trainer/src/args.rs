@@ -111,7 +111,7 @@ pub struct WireCodec {
     #[arg(long, value_enum, default_value_t = Codec::Int8)]
     pub codec: Codec,
     /// Sparse codec: elements per top-k selection (positions are Rice-coded gaps of
-    /// ≈ log₂(chunk / topk) + 1.6 bits).
+    /// ≈ log₂(chunk / topk) + 1.5 bits).
     #[arg(long, default_value_t = 4096)]
     pub sparse_chunk: u32,
     /// Sparse codec: elements kept per chunk (64 of 4096 ≈ 1.6 %, ≈ 175× below fp32; 128,

@@ -374,8 +374,21 @@ fn bad_arguments_fail_with_a_message() {
     assert!(!out.status.success());
 }
 
+/// Plain and overlapped rounds (round r trains from θ_{r−2} while round r − 1 is exchanged):
+/// in both, every process reaches the same aggregate, bit for bit, as one process with 3
+/// workers.
 #[test]
 fn three_networked_processes_agree_and_match_local_mode() {
+    let plain = networked_and_local_runs_agree(&[]);
+    let overlapped = networked_and_local_runs_agree(&["--overlap"]);
+    // Not the plain rounds' checkpoints: the flag reached every process.
+    assert_ne!(overlapped, plain);
+}
+
+/// Three `--pool-dir` processes and one 3-worker process train the same recipe plus `extra`:
+/// all reach identical checkpoint hashes every round, with every member included. Returns the
+/// hashes of rounds 1..=3.
+fn networked_and_local_runs_agree(extra: &[&str]) -> Vec<Value> {
     let pool = tempfile::tempdir().unwrap();
     let outs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let d = data();
@@ -405,6 +418,7 @@ fn three_networked_processes_agree_and_match_local_mode() {
             Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
                 .args(["--threads", "1", "train"])
                 .args(common)
+                .args(extra)
                 .args([
                     "--members",
                     "3",
@@ -454,7 +468,9 @@ fn three_networked_processes_agree_and_match_local_mode() {
     let local = tempfile::tempdir().unwrap();
     let mut args = vec!["train"];
     args.extend(common);
+    args.extend(extra);
     args.extend(["--workers", "3", "--out", local.path().to_str().unwrap()]);
     trainer(&args);
     assert_eq!(hashes(&read(local.path())), hashes(&runs[0]));
+    hashes(&runs[0])
 }
