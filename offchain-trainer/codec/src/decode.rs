@@ -179,12 +179,13 @@ fn decode_frame(
 ) -> Result<(), DecodeError> {
     let chunk = header.chunk_size as usize;
     let topk = header.topk as usize;
-    let expected = match header.mode {
-        Mode::Int8Absmax => f.len.div_ceil(chunk) * 4 + f.len,
-        // Variable-length (Rice-coded positions): the most a block can take; the sparse
-        // decoder then requires its chunks to fill exactly what was inflated.
-        Mode::SparseTopK => sparse::max_block_bytes(f.len, topk, chunk),
-        Mode::Fp32 => f.len * 4,
+    // (bytes, whether the block has exactly that many): sparse blocks are variable-length
+    // (Rice-coded positions), bounded by their largest size, and the sparse decoder requires
+    // its chunks to fill exactly what was inflated.
+    let (expected, exact) = match header.mode {
+        Mode::Int8Absmax => (f.len.div_ceil(chunk) * 4 + f.len, true),
+        Mode::SparseTopK => (sparse::max_block_bytes(f.len, topk, chunk), false),
+        Mode::Fp32 => (f.len * 4, true),
     };
     // An output slice of exactly the block's size (at most it, sparse): a frame that inflates
     // to more fails inside zstd instead of allocating (decompression-bomb bound).
@@ -195,7 +196,7 @@ fn decode_frame(
             reason: format!("zstd: {e}"),
         }
     })?;
-    if got != expected && header.mode != Mode::SparseTopK {
+    if exact && got != expected {
         return Err(DecodeError::BadBlock {
             block: i,
             reason: format!("decompressed {got} bytes, expected {expected}"),

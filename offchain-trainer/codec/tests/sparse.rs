@@ -193,14 +193,14 @@ fn forged_sparse_blocks_are_typed_errors() {
 #[test]
 fn the_retired_fixed_width_sparse_mode_is_refused() {
     // Mode byte 2 (fixed-width indices, stops 31–34) under a valid checksum.
-    let mut bytes = one(&[64], &[1.0; 64], &EncodeOptions::sparse(16, 3));
-    assert_eq!(bytes[5], 3);
-    bytes[5] = 2;
-    let n = bytes.len() - 32;
-    let sum = blake3::hash(&bytes[..n]);
-    bytes[n..].copy_from_slice(sum.as_bytes());
+    let old = common::Forged {
+        mode: 2,
+        chunk: 16,
+        block: 16 * 64,
+        topk: 3,
+    };
     assert_eq!(
-        decode(&bytes, &limits()).err(),
+        decode(&old.bytes(&[&[64]], &[]), &limits()).err(),
         Some(DecodeError::UnknownField {
             field: "mode",
             value: 2

@@ -26,6 +26,9 @@ const STAKE: u128 = 100 * UNIT;
 const UNIT: u128 = 1_000_000_000_000;
 const SURIS: [&str; 4] = ["//Bob", "//Charlie", "//Dave", "//Eve"];
 
+/// A challenge window (blocks) long enough to verify a round between rounds and open a
+/// challenge: what a test that needs verifiers or jurors gives its pool.
+const VERIFYING_WINDOW: u32 = 15;
 /// One end-to-end test at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -132,11 +135,11 @@ impl Net {
         assert_eq!(created["pool_id"], 0);
     }
 
-    /// A pool of four members, `rounds` rounds of `inner_steps`, with a challenge window (15
-    /// blocks) long enough to verify a round between rounds; trainer i runs with `roles[i]`.
+    /// A pool of four members, `rounds` rounds of `inner_steps`, with a
+    /// [`VERIFYING_WINDOW`]; trainer i runs with `roles[i]`.
     /// Returns when all four have exited successfully.
     fn train_four_verified(&self, rounds: u32, inner_steps: u32, roles: [&[&str]; 4]) {
-        self.train_four(rounds, inner_steps, 15, &[], roles, &[]);
+        self.train_four(rounds, inner_steps, VERIFYING_WINDOW, &[], roles, &[]);
     }
 
     /// [`Net::train_four_verified`] with a one-block challenge window (the trainers exit ≈ 2
@@ -153,9 +156,8 @@ impl Net {
         self.train_four(rounds, inner_steps, 1, &[], roles, may_fail);
     }
 
-    /// [`Net::train_four_tolerating`] with a challenge window of `window` blocks (15 is long
-    /// enough to verify a round between rounds and open a challenge) and the recipe flags
-    /// `recipe` (flags without a value) in the pool and every trainer.
+    /// [`Net::train_four_tolerating`] with a challenge window of `window` blocks and the recipe
+    /// flags `recipe` (flags without a value) in the pool and every trainer.
     fn train_four(
         &self,
         rounds: u32,
@@ -772,7 +774,7 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
     net.train_four(
         R,
         H,
-        15,
+        VERIFYING_WINDOW,
         OVERLAP,
         [
             &["--juror"],
@@ -995,7 +997,7 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
     net.train_four(
         R,
         30,
-        15,
+        VERIFYING_WINDOW,
         SPARSE,
         [
             &["--juror"],
