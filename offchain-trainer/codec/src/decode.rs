@@ -180,7 +180,7 @@ fn decode_frame(
     let chunk = header.chunk_size as usize;
     let topk = header.topk as usize;
     // (bytes, whether the block has exactly that many): sparse blocks are variable-length
-    // (Rice-coded positions), bounded by their largest size, and the sparse decoder requires
+    // (Golomb-coded positions), bounded by their largest size, and the sparse decoder requires
     // its chunks to fill exactly what was inflated.
     let (expected, exact) = match header.mode {
         Mode::Int8Absmax => (f.len.div_ceil(chunk) * 4 + f.len, true),

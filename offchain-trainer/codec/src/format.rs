@@ -18,10 +18,13 @@ pub enum Mode {
     Fp32,
     /// Per-chunk absmax int8 (1 byte per element + one f32 scale per chunk, before zstd).
     Int8Absmax,
-    /// Per-chunk top-k with 4-bit values: per chunk one f32 scale, `topk` 4-bit codes and
-    /// `topk` Rice-coded position gaps; the rest decodes to 0. Lossy by design: pair it with
-    /// error feedback (`synod_diloco::ErrorFeedback`). Mode byte 3; byte 2 was the same
-    /// selection with fixed-width ⌈log₂ chunk_size⌉-bit indices (stops 31–34), now refused.
+    /// Per-chunk top-k with 4-level values: per chunk two f32 (`lo`, `step`), then per kept
+    /// element a Golomb-coded position gap, a sign bit and a truncated-unary level on
+    /// `lo + {0, 1, 2, 3}·step`;
+    /// the rest decodes to 0. Lossy by design: pair it with error feedback
+    /// (`synod_diloco::ErrorFeedback`). Mode byte 4. The same selection was byte 2 with
+    /// fixed-width indices and 4-bit codes on `[−max, max]` (stops 31–34) and byte 3 with
+    /// Rice-coded gaps and those 4-bit codes (stop 35): both are refused.
     SparseTopK,
 }
 
@@ -30,7 +33,7 @@ impl Mode {
         match self {
             Mode::Fp32 => 0,
             Mode::Int8Absmax => 1,
-            Mode::SparseTopK => 3,
+            Mode::SparseTopK => 4,
         }
     }
 }
@@ -160,7 +163,7 @@ pub(crate) fn read_header(body: &[u8], limits: &DecodeLimits) -> Result<Header, 
     let mode = match r.u8()? {
         0 => Mode::Fp32,
         1 => Mode::Int8Absmax,
-        3 => Mode::SparseTopK,
+        4 => Mode::SparseTopK,
         v => {
             return Err(DecodeError::UnknownField {
                 field: "mode",

@@ -16,11 +16,12 @@
 //!   encode and decode run in parallel over blocks and decoding a frame can never allocate
 //!   more than that block's exact expected size (sparse: its largest possible size).
 //! * **Sparsification** ([`Mode::SparseTopK`]): every chunk of `chunk_size` elements keeps
-//!   its `topk` largest magnitudes (ties: lower index first), as 4-bit codes
-//!   `round_half_even(x / s)` in −7..=7 with one f32 scale `s = max|x_sel| / 7` per chunk
-//!   and the positions as Rice-coded gaps (≈ log₂(chunk_size / topk) + 1.5 bits each, where
-//!   a fixed-width index costs ⌈log₂ chunk_size⌉); everything else decodes to 0. With chunk
-//!   4096 and top-64 that is ≈ 0.18 bits per element (≈ 175× below fp32). The dropped
+//!   its `topk` largest magnitudes (ties: lower index first), each as a sign bit and a
+//!   level `round_half_even((|x| − lo) / step)` in 0..=3 on the kept magnitudes' range
+//!   (`lo = min|x_sel|`, `step = (max|x_sel| − lo) / 3`, two f32 per chunk) in truncated
+//!   unary, and the positions as Golomb-coded gaps (≈ log₂(chunk_size / topk) + 1.45 bits
+//!   each, where a fixed-width index costs ⌈log₂ chunk_size⌉); everything else decodes to
+//!   0. With chunk 4096 and top-128 that is ≈ 0.29 bits per element (≈ 110× below fp32). The dropped
 //!   mass is meant to be carried to the next round by error feedback (Stich, Cordonnier and
 //!   Jaggi, "Sparsified SGD with Memory", NeurIPS 2018; SparseLoCo, 2025): see
 //!   `synod_diloco::ErrorFeedback`.
@@ -30,8 +31,8 @@
 //! ```text
 //! 0   magic  "SYNG"                         4 bytes
 //! 4   version u8 = 1
-//! 5   mode    u8 (0 = fp32, 1 = int8-absmax, 3 = sparse-topk; 2, fixed-width sparse
-//!             indices until stop 34, is refused)
+//! 5   mode    u8 (0 = fp32, 1 = int8-absmax, 4 = sparse-topk; 2 and 3, the 4-bit sparse
+//!             formats of stops 31–35, are refused)
 //! 6   source dtype u8 (0 = f32)
 //! 7   reserved u8 = 0
 //! 8   chunk_size  u32   elements per scale / per selection (int8, sparse; 0 in fp32 mode)
@@ -41,11 +42,14 @@
 //! ..  shapes: per tensor: rank u8, then rank × u64 dims
 //! ..  blocks: per block: frame_len u32, zstd frame (frame_len bytes)
 //!     block content, int8: n_chunks × f32 scale, then n × i8; fp32: n × f32;
-//!     sparse: per chunk of n elements, k = min(topk, n): f32 scale, k nibbles q + 8 (low
-//!     nibble first, padded with 0), k position gaps (g_0 = i_0, g_j = i_j − i_{j−1} − 1)
-//!     Rice-coded with b = ⌊log₂(n / k)⌋
-//!     (quotient in unary as ones and a zero, then b low bits; LSB first, padded with 0);
-//!     variable length, at most 4 + ⌈k/2⌉ + ⌈(k(b+1) + ((n − k) >> b)) / 8⌉ bytes
+//!     sparse: per chunk of n elements, k = min(topk, n): f32 lo, f32 step, then one bit
+//!     stream (LSB first, padded with 0 to a byte) of k entries in ascending position:
+//!     the gap (g_0 = i_0, g_j = i_j − i_{j−1} − 1) Golomb-coded with
+//!     m = max(1, ⌊(693 n + 500 k) / 1000 k⌋), c = ⌈log₂ m⌉, u = 2^c − m (⌊g / m⌋ ones and
+//!     a zero, then r = g mod m most significant bit first: r in c − 1 bits if r < u, else
+//!     r + u in c bits), a sign bit (1 = negative), the level j in 0..=3 as 0, 10, 110,
+//!     111; the entry decodes to ±(lo + j·step); variable length, at most
+//!     8 + ⌈((n − k) / m + k(c + 5)) / 8⌉ bytes
 //! end blake3 of every preceding byte        32 bytes
 //! ```
 //! Decoding checks, before allocating, that every declared size is within [`DecodeLimits`],

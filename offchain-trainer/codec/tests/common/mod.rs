@@ -3,7 +3,7 @@
 
 /// The fixed header fields of a forged payload.
 pub struct Forged {
-    /// Mode byte (0 fp32, 1 int8, 3 sparse).
+    /// Mode byte (0 fp32, 1 int8, 4 sparse; 2 and 3 are retired sparse formats).
     pub mode: u8,
     /// Elements per scale / selection.
     pub chunk: u32,
@@ -28,7 +28,7 @@ impl Forged {
         out.extend_from_slice(&[1, self.mode, 0, 0]);
         out.extend_from_slice(&self.chunk.to_le_bytes());
         out.extend_from_slice(&self.block.to_le_bytes());
-        if self.mode == 3 {
+        if self.mode >= 2 {
             out.extend_from_slice(&self.topk.to_le_bytes());
         }
         out.extend_from_slice(&(shapes.len() as u32).to_le_bytes());
