@@ -18,7 +18,7 @@ pub enum Mode {
     Fp32,
     /// Per-chunk absmax int8 (1 byte per element + one f32 scale per chunk, before zstd).
     Int8Absmax,
-    /// Per-chunk top-k with 4-level values: per chunk two f32 (`lo`, `step`), then per kept
+    /// Per-chunk top-k with 4-level values: per chunk two bfloat16 (`lo`, `step`), then per kept
     /// element a Golomb-coded position gap, a sign bit and a truncated-unary level on
     /// `lo + {0, 1, 2, 3}·step`;
     /// the rest decodes to 0. Lossy by design: pair it with error feedback

@@ -18,10 +18,11 @@
 //! * **Sparsification** ([`Mode::SparseTopK`]): every chunk of `chunk_size` elements keeps
 //!   its `topk` largest magnitudes (ties: lower index first), each as a sign bit and a
 //!   level `round_half_even((|x| − lo) / step)` in 0..=3 on the kept magnitudes' range
-//!   (`lo = min|x_sel|`, `step = (max|x_sel| − lo) / 3`, two f32 per chunk) in truncated
-//!   unary, and the positions as Golomb-coded gaps (≈ log₂(chunk_size / topk) + 1.45 bits
-//!   each, where a fixed-width index costs ⌈log₂ chunk_size⌉); everything else decodes to
-//!   0. With chunk 4096 and top-128 that is ≈ 0.29 bits per element (≈ 110× below fp32). The dropped
+//!   (`lo = min|x_sel|`, `step = (max|x_sel| − lo) / 3`, two bfloat16 per chunk) in
+//!   truncated unary, and the positions as Golomb-coded gaps (≈ log₂(chunk_size / topk) +
+//!   1.45 bits each, where a fixed-width index costs ⌈log₂ chunk_size⌉); everything else
+//!   decodes to 0. With chunk 4096 and top-128 that is ≈ 0.29 bits per element (≈ 110×
+//!   below fp32; top-64 ≈ 0.17 bits, ≈ 190×). The dropped
 //!   mass is meant to be carried to the next round by error feedback (Stich, Cordonnier and
 //!   Jaggi, "Sparsified SGD with Memory", NeurIPS 2018; SparseLoCo, 2025): see
 //!   `synod_diloco::ErrorFeedback`.
@@ -42,14 +43,15 @@
 //! ..  shapes: per tensor: rank u8, then rank × u64 dims
 //! ..  blocks: per block: frame_len u32, zstd frame (frame_len bytes)
 //!     block content, int8: n_chunks × f32 scale, then n × i8; fp32: n × f32;
-//!     sparse: per chunk of n elements, k = min(topk, n): f32 lo, f32 step, then one bit
-//!     stream (LSB first, padded with 0 to a byte) of k entries in ascending position:
+//!     sparse: per chunk of n elements, k = min(topk, n): lo and step as bfloat16 (u16, the
+//!     high half of the f32 bits, rounded toward zero), then one bit stream (LSB first,
+//!     padded with 0 to a byte) of k entries in ascending position:
 //!     the gap (g_0 = i_0, g_j = i_j − i_{j−1} − 1) Golomb-coded with
 //!     m = max(1, ⌊(693 n + 500 k) / 1000 k⌋), c = ⌈log₂ m⌉, u = 2^c − m (⌊g / m⌋ ones and
 //!     a zero, then r = g mod m most significant bit first: r in c − 1 bits if r < u, else
 //!     r + u in c bits), a sign bit (1 = negative), the level j in 0..=3 as 0, 10, 110,
 //!     111; the entry decodes to ±(lo + j·step); variable length, at most
-//!     8 + ⌈((n − k) / m + k(c + 5)) / 8⌉ bytes
+//!     4 + ⌈((n − k) / m + k(c + 5)) / 8⌉ bytes
 //! end blake3 of every preceding byte        32 bytes
 //! ```
 //! Decoding checks, before allocating, that every declared size is within [`DecodeLimits`],
