@@ -176,14 +176,16 @@ fn codec_benchmark_prints_its_figures() {
         assert!(v[k].as_f64().unwrap() > 0.0, "{k}");
     }
     assert!(v["rel_l2_error"].as_f64().unwrap() < 0.015);
-    // Top-64 of 4096 with 4-bit values and Rice-coded positions: over 150× fewer bytes than
-    // fp32 (the target is 100×; fixed-width indices gave 127×).
+    // Top-128 of 4096 (the default) with 4-level values and Golomb-coded positions: at least
+    // the 100× fewer bytes than fp32 (108× on these 300 000 parameters, 110× on 4 M;
+    // 4-bit codes with Rice-coded positions gave 101× on 4 M, with fixed-width indices 64×).
     let out = trainer(&[
         "bench", "codec", "--params", "300000", "--reps", "1", "--codec", "sparse",
     ]);
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["codec"], "sparse");
-    assert!(v["bytes_ratio_vs_fp32"].as_f64().unwrap() >= 150.0, "{v}");
+    assert_eq!(v["sparse_topk"], 128);
+    assert!(v["bytes_ratio_vs_fp32"].as_f64().unwrap() >= 100.0, "{v}");
 }
 
 #[test]
