@@ -51,15 +51,33 @@ fn from_bf16(b: u16) -> f32 {
     f32::from_bits(u32::from(b) << 16)
 }
 
+/// A [`DecodeError::BadBlock`] reason: the bit stream ends before the chunk does.
+const CUT: &str = "sparse chunk cut short";
+/// A [`DecodeError::BadBlock`] reason: a position gap reaches past the chunk.
+const PAST: &str = "sparse position past the chunk";
+
 /// The magnitude level `j` of a chunk decodes to: `lo + j·step`, in f32 (the one formula the
 /// encoder's error feedback and every decoder share).
 fn level(lo: f32, step: f32, j: u32) -> f32 {
     lo + j as f32 * step
 }
 
+/// The level the encoder gives magnitude `a`: `round_half_even((a − lo) / step)` in
+/// 0..=[`TOP_LEVEL`] (0 when `step` is 0), in f64 so a subnormal step loses no precision in
+/// the quotient.
+fn level_of(a: f32, lo: f32, step: f32) -> u32 {
+    if step > 0.0 {
+        ((f64::from(a) - f64::from(lo)) / f64::from(step))
+            .round_ties_even()
+            .clamp(0.0, f64::from(TOP_LEVEL)) as u32
+    } else {
+        0
+    }
+}
+
 /// The Golomb code of one chunk's position gaps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct GapCode {
+struct GapCode {
     /// The divisor: a gap `g` is `⌊g / m⌋` in unary, then `g mod m`.
     m: usize,
     /// `⌈log₂ m⌉`: a remainder takes `c − 1` or `c` bits.
@@ -73,7 +91,7 @@ impl GapCode {
     /// integers ≈ the optimum `⌈log(2 − p) / −log(1 − p)⌉ ≈ ln 2 / p` for geometric gaps with
     /// `p = k / n` (Gallager and Van Voorhis 1975; equal to it at 128 or 64 of 4096: 22, 44;
     /// within one where p is large, e.g. 4 against 3 at 3 of 16).
-    pub(crate) fn new(n: usize, k: usize) -> Self {
+    fn new(n: usize, k: usize) -> Self {
         let m = ((n * 693 + k * 500) / (k * 1000)).max(1);
         let c = m.next_power_of_two().trailing_zeros();
         Self {
@@ -90,10 +108,7 @@ impl GapCode {
     }
 
     fn put(&self, w: &mut BitWriter, g: usize) {
-        for _ in 0..g / self.m {
-            w.put_bit(true);
-        }
-        w.put_bit(false);
+        w.put_unary(g / self.m, usize::MAX);
         let r = g % self.m;
         if r < self.u {
             w.put_msb_first(r, self.c - 1);
@@ -108,8 +123,6 @@ impl GapCode {
     /// The reason, if the gap reaches past the chunk (a run of ones is cut there, never at
     /// the buffer's end) or the stream ends first.
     fn get(&self, bits: &mut BitReader, room: usize) -> Result<usize, &'static str> {
-        const CUT: &str = "sparse chunk cut short";
-        const PAST: &str = "sparse position past the chunk";
         let mut q = 0;
         while bits.get_bit().ok_or(CUT)? {
             q += 1;
@@ -174,6 +187,16 @@ impl<'a> BitWriter<'a> {
         self.bit += 1;
     }
 
+    /// `value` one-bits, then a zero-bit unless `value` is `max` (truncated unary).
+    fn put_unary(&mut self, value: usize, max: usize) {
+        for _ in 0..value {
+            self.put_bit(true);
+        }
+        if value < max {
+            self.put_bit(false);
+        }
+    }
+
     fn put_msb_first(&mut self, value: usize, bits: u32) {
         for b in (0..bits).rev() {
             self.put_bit((value >> b) & 1 == 1);
@@ -193,6 +216,15 @@ impl BitReader<'_> {
         let one = (byte >> (self.bit % 8)) & 1 == 1;
         self.bit += 1;
         Some(one)
+    }
+
+    /// Inverse of [`BitWriter::put_unary`] for values up to `max`.
+    fn get_unary(&mut self, max: usize) -> Option<usize> {
+        let mut v = 0;
+        while v < max && self.get_bit()? {
+            v += 1;
+        }
+        Some(v)
     }
 
     fn get_msb_first(&mut self, bits: u32) -> Option<usize> {
@@ -270,21 +302,8 @@ pub(crate) fn encode_into(
         for i in sel.iter() {
             gaps.put(&mut w, (i - next) as usize);
             let x = c[*i as usize];
-            // In f64, so a subnormal step loses no precision in the quotient.
-            let j = if step > 0.0 {
-                ((f64::from(x.abs()) - f64::from(lo)) / f64::from(step))
-                    .round_ties_even()
-                    .clamp(0.0, f64::from(TOP_LEVEL)) as u32
-            } else {
-                0
-            };
             w.put_bit(x < 0.0);
-            for l in 0..TOP_LEVEL {
-                w.put_bit(l < j);
-                if l == j {
-                    break;
-                }
-            }
+            w.put_unary(level_of(x.abs(), lo, step) as usize, TOP_LEVEL as usize);
             next = i + 1;
         }
     }
@@ -309,7 +328,7 @@ pub(crate) fn decode_into(
         block,
         reason: reason.into(),
     };
-    let cut = || bad("sparse chunk cut short");
+    let cut = || bad(CUT);
     let mut pos = 0;
     for o in out.chunks_mut(chunk) {
         let k = topk.min(o.len());
@@ -329,11 +348,8 @@ pub(crate) fn decode_into(
         for _ in 0..k {
             let i = next + gaps.get(&mut bits, o.len() - next).map_err(bad)?;
             let negative = bits.get_bit().ok_or_else(cut)?;
-            let mut j = 0;
-            while j < TOP_LEVEL && bits.get_bit().ok_or_else(cut)? {
-                j += 1;
-            }
-            let m = level(lo, step, j);
+            let j = bits.get_unary(TOP_LEVEL as usize).ok_or_else(cut)?;
+            let m = level(lo, step, j as u32);
             o[i] = if negative { -m } else { m };
             next = i + 1;
         }
