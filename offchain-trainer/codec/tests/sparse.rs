@@ -224,6 +224,20 @@ fn forged_sparse_blocks_are_typed_errors() {
 }
 
 #[test]
+fn a_chunk_head_whose_top_level_overflows_cannot_put_infinity_in_the_aggregate() {
+    // lo 0.5, step f32::MAX / 2 (bfloat16 0x7eff): level 3 would decode to +∞, which no
+    // norm clip bounds. One kept value at position 0, level 3.
+    let mut raw = ((0.5f32.to_bits() >> 16) as u16).to_le_bytes().to_vec();
+    raw.extend_from_slice(&(((f32::MAX / 2.0).to_bits() >> 16) as u16).to_le_bytes());
+    raw.extend_from_slice(&bits("0 00 0 111  0 00 0 0  0 00 0 0"));
+    let bytes = forge_sparse(16, 3, &[16], &[zstd::bulk::compress(&raw, 1).unwrap()]);
+    assert_eq!(
+        decode(&bytes, &limits()).err(),
+        Some(DecodeError::BadScale { block: 0 })
+    );
+}
+
+#[test]
 fn the_retired_4_bit_sparse_modes_are_refused() {
     // Mode bytes 2 (fixed-width indices, stops 31–34) and 3 (Rice-coded gaps, stop 35), both
     // with 4-bit codes, under a valid checksum: an old member's payload is refused, not misread.
