@@ -1,4 +1,4 @@
-// Becomes a Synod validator, as an operator does it from Polkadot.js (docs/validator.md):
+// Becomes a Synod validator, as an operator does it from Polkadot.js (docs/operator.md):
 // rotate session keys on your own node, bond, set the keys on-chain, validate, then wait until
 // your node authors a block after the session change.
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 0002-validator-churn's custom step (run by zombienet in its temp dir, next to the network's raw
-# chain spec): the operator's path of docs/validator.md. A new `synod-node --validator` (fresh
+# chain spec): the operator's path of docs/operator.md. A new `synod-node --validator` (fresh
 # base path) is started with the network's chain spec and Alice as its bootnode, the standard
 # flags (`--port`, `--rpc-port`, `--prometheus-port`), and must:
 #   - sync to Alice's finalized head and keep importing (its own RPC and Prometheus metrics);
