@@ -30,8 +30,43 @@ impl<T: Config> Pallet<T> {
 		HoldReason::ChallengeBond.into()
 	}
 
-	/// Adds `id` to the schedule of block `at`; a full block leaves it to
-	/// `advance_challenge`.
+	/// The first block of `blocks` whose schedule ([`Expiries`]) has room, if any.
+	fn free_block(mut blocks: impl Iterator<Item = protocol::Block>) -> Option<BlockNumberFor<T>> {
+		let room = T::MaxExpiriesPerBlock::get() as usize;
+		blocks.find_map(|b| {
+			let at: BlockNumberFor<T> = b.saturated_into();
+			(Expiries::<T>::decode_len(at).unwrap_or(0) < room).then_some(at)
+		})
+	}
+
+	/// The blocks of a challenge opened at `now` with `timeline`: its draw, the end of its
+	/// voting period, and the block whose `on_initialize` expires it. The draw is the latest
+	/// block of `now + 1 ..= jury_drawn_at(now)` with room in its schedule (its seed, the hash
+	/// of the block before it, does not exist yet at `now`); the voting period is the whole
+	/// `voting_period` from the draw; the expiry is the first block from there to
+	/// `votes_until(now)` with room. Both stay within the pool's timeline, so every challenge
+	/// is over before its round settles.
+	///
+	/// # Errors
+	/// [`Error::ScheduleFull`] if no block of either span has room: the challenge is refused
+	/// rather than opened without a scheduled draw or expiry (which anyone could then advance
+	/// at a time of its choosing).
+	fn schedule_blocks(
+		now: BlockNumberFor<T>,
+		timeline: &protocol::Timeline,
+	) -> Result<(BlockNumberFor<T>, BlockNumberFor<T>, BlockNumberFor<T>), Error<T>> {
+		let now = block::<T>(now);
+		let latest = timeline.jury_drawn_at(now);
+		let draw_at = Self::free_block((now.saturating_add(1)..=latest).rev())
+			.ok_or(Error::<T>::ScheduleFull)?;
+		let expires_at = block::<T>(draw_at).saturating_add(timeline.voting_period);
+		let expiry_at = Self::free_block(expires_at..=timeline.votes_until(now).max(expires_at))
+			.ok_or(Error::<T>::ScheduleFull)?;
+		Ok((draw_at, expires_at.saturated_into(), expiry_at))
+	}
+
+	/// Adds `id` to the schedule of block `at` (checked to have room by
+	/// [`Self::schedule_blocks`]; a draw's block may take its expiry too).
 	fn schedule(at: BlockNumberFor<T>, id: ChallengeId) {
 		let _ = Expiries::<T>::try_mutate(at, |e| e.try_push(id));
 	}
@@ -70,13 +105,10 @@ impl<T: Config> Pallet<T> {
 			Self::check_evidence(pool_id, round, &accused, accused_index, evidence)?.digest;
 		let challenge_id = NextChallengeId::<T>::get();
 		let next = challenge_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
+		let (draw_at, expires_at, expiry_at) = Self::schedule_blocks(now, &params.timeline)?;
 		let bond = T::ChallengeBond::get();
 		T::Currency::hold(&Self::bond_reason(), &challenger, bond)
 			.map_err(|_| Error::<T>::InsufficientBond)?;
-		let draw_at: BlockNumberFor<T> =
-			params.timeline.jury_drawn_at(block::<T>(now)).saturated_into();
-		let expires_at: BlockNumberFor<T> =
-			params.timeline.votes_until(block::<T>(now)).saturated_into();
 		OpenChallenges::<T>::insert(
 			challenge_id,
 			Challenge {
@@ -98,7 +130,7 @@ impl<T: Config> Pallet<T> {
 		OpenAgainst::<T>::insert(&key, open.saturating_add(1));
 		NextChallengeId::<T>::put(next);
 		Self::schedule(draw_at, challenge_id);
-		Self::schedule(expires_at, challenge_id);
+		Self::schedule(expiry_at, challenge_id);
 		Self::deposit_event(Event::ChallengeOpened {
 			challenge_id,
 			pool_id,
@@ -164,12 +196,18 @@ impl<T: Config> Pallet<T> {
 			return;
 		};
 		if c.jury.is_empty() && now >= c.draw_at {
-			let (jury, jury_stake, accountable) = Self::draw(id, &c);
+			let (jury, jury_stake, mut accountable) = Self::draw(id, &c);
 			if jury.is_empty() || jury_stake < T::MinJuryStake::get().saturated_into::<u128>() {
 				Self::release_bond(&c);
 				Self::close(id, &c, protocol::Verdict::NoJury);
 				Self::deposit_event(Event::NoJuryDrawn { challenge_id: id, jury_stake });
 				return;
+			}
+			if now > c.draw_at {
+				// Drawn later than scheduled: the jurors do not get the whole voting period,
+				// so no juror answers for not voting ([`Self::penalize_no_shows`]).
+				accountable = BoundedVec::new();
+				c.draw_at = now;
 			}
 			c.votes = JuryVotes { jury_stake, ..JuryVotes::default() };
 			c.jury = jury.clone();
@@ -344,6 +382,15 @@ impl<T: Config> Pallet<T> {
 	/// storage version 1 — as the round's contributors show now. Jurors that could not replay
 	/// the round abstain without penalty.
 	fn penalize_no_shows(challenge_id: ChallengeId, c: &Challenge<T>) {
+		// Only a jury that had the whole voting period answers for not voting: never one drawn
+		// late, whoever advanced it and when.
+		let whole_period = T::Pools::round_params(c.pool_id).is_some_and(|p| {
+			block::<T>(c.expires_at).saturating_sub(block::<T>(c.draw_at))
+				>= p.timeline.voting_period
+		});
+		if !whole_period {
+			return;
+		}
 		let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
 			.map(|f| f.contributors)
 			.unwrap_or_default();
@@ -409,6 +456,12 @@ impl<T: Config> Pallet<T> {
 			ensure!(
 				c.accountable.iter().all(|a| c.jury.iter().any(|(j, _)| j == a)),
 				"an accountable juror is not on the jury"
+			);
+			ensure!(
+				!c.jury.is_empty()
+					|| c.draw_at <= frame_system::Pallet::<T>::block_number()
+					|| Expiries::<T>::get(c.draw_at).contains(&id),
+				"an undrawn challenge's draw is not scheduled"
 			);
 			let jury_stake = c.jury.iter().fold(0u128, |a, (_, s)| a.saturating_add(*s));
 			ensure!(c.jury.is_empty() || jury_stake == c.votes.jury_stake, "jury stake differs");

@@ -1,5 +1,5 @@
 //! Equivocation: two payloads signed by one member for one round, proved on-chain by the two
-//! signed announcements and slashed at once, without a jury (issue 12).
+//! signed announcements and slashed at once, without a jury.
 
 use crate::{pallet::*, Event};
 use frame_support::pallet_prelude::*;

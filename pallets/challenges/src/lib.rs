@@ -1,6 +1,6 @@
 //! # Challenges
 //!
-//! Step 7 of the round protocol (`ARCHITECTURE.md`): while a final round can be challenged
+//! Step 7 of the round protocol (`docs/architecture.md`): while a final round can be challenged
 //! (`2 × challenge_window` blocks after finality), anyone may dispute a contributor's
 //! pseudo-gradient with [`Pallet::open_challenge`], holding a `ChallengeBond`. Several
 //! challenges may target the same contribution (up to `MaxChallengesPerContribution` open at
@@ -25,8 +25,10 @@
 //!
 //! **Jurors** are bonded trainers that opted in with [`Pallet::register_juror`] (active stake
 //! ≥ `MinJurorStake`), from every pool, not only the accused's. **The jury is drawn after the
-//! challenge exists**: `jury_delay` blocks after opening, in `on_initialize` (or by anyone with
-//! [`Pallet::advance_challenge`]), stake-weighted without replacement
+//! challenge exists**: in `on_initialize` of the latest block of the `jury_delay` blocks after
+//! opening whose schedule has room (a challenge finding none is refused with
+//! [`Error::ScheduleFull`], so no draw is ever left for someone to call at the time of its
+//! choosing; [`Pallet::advance_challenge`] only catches up), stake-weighted without replacement
 //! ([`synod_primitives::protocol::draw_jury`]), from the hash of the block before the draw —
 //! a block that did not exist when the challenge was submitted. The accused and the challenger
 //! never sit. A jury holding less than `MinJuryStake` gives **no verdict**: the bond is
@@ -46,8 +48,9 @@
 //! innocent, pro rata to their stake (dust to `Slash`). A jury undecided when its voting period
 //! (`round_timeout + VoteMargin` blocks, enough to replay one round) ends **expires**: the bond
 //! is released and the accused keeps its reward. A Guilty verdict is never overwritten.
-//! **No-shows**: a drawn juror that *contributed to the challenged round* and has not voted
-//! when the voting period ends loses `NoShowSlash` of its drawn stake and is unregistered (a
+//! **No-shows**: a drawn juror that *contributed to the challenged round*, was drawn on
+//! schedule (so it had the whole voting period) and has not voted when the voting period ends
+//! loses `NoShowSlash` of its drawn stake and is unregistered (a
 //! jury seat is not free to hold). A contributor aggregated every included payload from
 //! θ_{r−1}, so it holds all a replay needs; a juror drawn from another pool (or a member that
 //! missed the round) may not, and abstains without penalty: otherwise whoever runs a pool could
@@ -213,8 +216,9 @@ pub mod pallet {
 		/// Maximum members of a pool (bounds contributor lists read at opening).
 		#[pallet::constant]
 		type MaxPoolMembers: Get<u32>;
-		/// Maximum challenge events (draws and expiries) scheduled for one block; beyond it
-		/// they happen lazily through [`Pallet::advance_challenge`].
+		/// Maximum challenge events (draws and expiries) scheduled for one block. A challenge
+		/// is only opened if its draw and its expiry both find a block with room within the
+		/// pool's timeline (else [`Error::ScheduleFull`]): nothing is left unscheduled.
 		#[pallet::constant]
 		type MaxExpiriesPerBlock: Get<u32>;
 		/// Maximum registered jurors.
@@ -268,8 +272,8 @@ pub mod pallet {
 	pub type Equivocations<T: Config> =
 		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), (Hash32, Hash32)>;
 
-	/// Challenges with a jury draw or an expiry due at a block (best effort; see
-	/// [`Pallet::advance_challenge`]).
+	/// Challenges with a jury draw or an expiry due at a block (at most
+	/// `MaxExpiriesPerBlock`; every open challenge's draw and expiry are in it).
 	#[pallet::storage]
 	pub type Expiries<T: Config> = StorageMap<
 		_,
@@ -460,6 +464,9 @@ pub mod pallet {
 		NotAnEquivocation,
 		/// This member's equivocation in this round was already reported (and slashed).
 		AlreadyReported,
+		/// Every block in which this challenge's jury could be drawn, or its voting period end,
+		/// has `MaxExpiriesPerBlock` events scheduled: try again in a later block.
+		ScheduleFull,
 	}
 
 	#[pallet::call]
@@ -476,7 +483,7 @@ pub mod pallet {
 		/// [`Error::AccusedKeyUnknown`], [`Error::EvidenceMalformed`],
 		/// [`Error::EvidenceSignatureInvalid`], [`Error::EvidenceNotAnAnnouncement`],
 		/// [`Error::EvidenceOfAnotherContribution`], [`Error::InsufficientBond`],
-		/// [`Error::Overflow`].
+		/// [`Error::ScheduleFull`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get()))]
 		pub fn open_challenge(

@@ -218,23 +218,33 @@ fn unresolved_challenge_expires_at_its_block() {
 }
 
 #[test]
-fn full_schedule_falls_back_to_advance_challenge() {
+fn a_full_schedule_refuses_a_challenge_rather_than_leave_its_draw_unscheduled() {
 	run_test(|| {
 		setup();
-		// MaxExpiriesPerBlock = 4: four challenges fill block 2's draws; the fifth is lazy.
-		for (challenger, accused) in [(OUTSIDER, 1), (6, 1), (OUTSIDER, 2), (6, 2), (7, 3)] {
+		// MaxExpiriesPerBlock = 4: four challenges fill block 2's draws; the fifth is refused.
+		for (challenger, accused) in [(OUTSIDER, 1), (6, 1), (OUTSIDER, 2), (6, 2)] {
 			assert_ok!(open(challenger, accused));
 		}
 		assert_eq!(Expiries::<Test>::get(2).len(), 4);
+		assert_noop!(open(7, 3), Error::<Test>::ScheduleFull);
+		// One block later its draw has a block.
 		run_to_block(2);
-		assert!(OpenChallenges::<Test>::get(4).expect("open").jury.is_empty());
-		assert_ok!(Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 4));
-		assert!(!OpenChallenges::<Test>::get(4).expect("open").jury.is_empty());
+		assert_ok!(open(7, 3));
+		let c = OpenChallenges::<Test>::get(4).expect("open");
+		assert_eq!(c.draw_at, 3);
+		assert!(Expiries::<Test>::get(3).contains(&4));
 		assert_noop!(
 			Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 4),
 			Error::<Test>::NothingDue
 		);
-		System::set_block_number(22);
+		run_to_block(3);
+		assert!(!OpenChallenges::<Test>::get(4).expect("open").jury.is_empty(), "drawn on time");
+		assert_noop!(
+			Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 4),
+			Error::<Test>::NothingDue
+		);
+		// `advance_challenge` catches up with an expiry not yet run by `on_initialize`.
+		System::set_block_number(c.expires_at);
 		assert_ok!(Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 4));
 		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::Expired));
 	});

@@ -1,7 +1,7 @@
-//! One test per attack on the round protocol (issue 11 and `ARCHITECTURE.md`'s threat model),
-//! one file per attack surface. Each test performs the attack on the one test runtime, shows that
-//! it fails, and that nobody honest loses anything; `run_test` then checks every pallet's
-//! `try_state` and conservation of issuance.
+//! One test per attack on the round protocol (`docs/architecture.md`'s threat model; the table
+//! of attacks and tests is `docs/security.md`), one file per attack surface. Each test performs
+//! the attack on the one test runtime, shows that it fails, and that nobody honest loses
+//! anything; `run_test` then checks every pallet's `try_state` and conservation of issuance.
 
 mod below_quorum;
 mod bounds;
@@ -11,6 +11,7 @@ mod equivocation;
 mod forged_evidence;
 mod free_rewards;
 mod jury_capture;
+mod no_show_ambush;
 mod reaping;
 mod sham_challenge;
 mod slash_dodge;

@@ -1,0 +1,60 @@
+//! The challenger: opens the on-chain challenges of the contributions the verifier found
+//! dishonest, while their round can still be challenged.
+
+use anyhow::Result;
+use synod_chain::calls;
+use synod_chain::types::Verdict;
+
+use crate::event::TrainerEvent;
+use crate::pool::member::Trainer;
+
+impl Trainer<'_> {
+    /// Opens the challenges of dishonest contributions found so far. Another challenge being
+    /// open does not stop ours (an accomplice's sham challenge must not shield the cheater);
+    /// a contribution already found guilty, or out of its challenge window, is dropped; one
+    /// that cannot be opened yet (`MaxChallengesPerContribution` open) is retried next pass.
+    pub(super) fn open_pending_challenges(&mut self) -> Result<()> {
+        let pool = self.pool;
+        for ((round, member), (who, distance)) in self.duties.to_challenge.clone() {
+            let verdict = self.block_on(self.chain.verdict(pool, round, &who))?;
+            let f = self.block_on(self.chain.final_checkpoint(pool, round))?;
+            let now = self.block_on(self.chain.finalized_number())?;
+            let (outcome, done) = if verdict == Some(Verdict::Guilty) {
+                ("not opened: already convicted".to_string(), true)
+            } else if f.is_none_or(|f| !self.round_state(&f).phase(now).accepts_challenges()) {
+                ("not opened: challenge window closed".to_string(), true)
+            } else if let Some(evidence) = self.retained.announcement(round, member) {
+                let call = calls::open_challenge(pool, round, who, evidence)?;
+                match self.block_on(self.chain.submit(&call, &self.signer)) {
+                    Ok(_) => ("opened".to_string(), true),
+                    Err(e) if e.is_module("Challenges", "AlreadyChallenged") => (
+                        "retrying: the contribution's challenge slots are full".into(),
+                        false,
+                    ),
+                    Err(e) if e.is_module("Challenges", "ScheduleFull") => (
+                        "retrying: no block left to schedule its jury draw in".into(),
+                        false,
+                    ),
+                    Err(e) if e.is_module("Challenges", "AlreadyConvicted") => {
+                        ("not opened: already convicted".to_string(), true)
+                    }
+                    Err(e) => (format!("failed: {e}"), true),
+                }
+            } else {
+                ("not opened: no signed announcement kept".to_string(), true)
+            };
+            if done {
+                self.duties.to_challenge.remove(&(round, member));
+            }
+            tracing::warn!(round, member, distance, "challenge: {outcome}");
+            self.metrics.emit(&TrainerEvent::Challenge {
+                account: who.to_string(),
+                distance,
+                member,
+                outcome,
+                round,
+            })?;
+        }
+        Ok(())
+    }
+}
