@@ -7,9 +7,9 @@ use frame_support::{pallet_prelude::*, storage::with_storage_layer};
 use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::traits::{One, SaturatedConversion, Saturating};
 use synod_primitives::{
-	protocol::{self, LeakRule, Timeline},
+	protocol::{self, Action, Fact, LeakRule, RoundState, Timeline},
 	CheckpointsInspect, FinalView, MemberIndex, OnRoundFinalized, OnTrainingStarted, Participant,
-	PoolId, PoolsInterface, RoundIndex, TrainerStake,
+	PoolId, PoolsInterface, RoundIndex, RoundParams, TrainerStake,
 };
 
 /// A block number as the protocol crate's `u64`.
@@ -23,6 +23,22 @@ pub(crate) fn runtime_block<T: Config>(n: protocol::Block) -> BlockNumberFor<T> 
 }
 
 impl<T: Config> Pallet<T> {
+	/// The protocol's state machine of the open round `open` of a pool with `params`, at the
+	/// current block: finality and voiding are its decisions ([`protocol::round`]).
+	pub(crate) fn round_state(
+		open: &OpenRound<T::Balance, BlockNumberFor<T>>,
+		params: &RoundParams<T::AccountId, T::Balance>,
+	) -> RoundState {
+		let mut state = RoundState::open(
+			params.timeline,
+			params.quorum.deconstruct(),
+			block::<T>(open.opened_at),
+			open.round_stake.saturated_into(),
+		);
+		state.step(Fact::Block(block::<T>(frame_system::Pallet::<T>::block_number())));
+		state
+	}
+
 	/// Opens `round` of `pool_id`: freezes its snapshot, keeps the participants' stake slashable
 	/// until the round's last challenge is over, counts the participants' early commits,
 	/// schedules the deadline. Then closes rounds for as long as they are final at once.
@@ -94,9 +110,21 @@ impl<T: Config> Pallet<T> {
 		let total: u128 = open.round_stake.saturated_into();
 		let quorum = params.quorum.deconstruct();
 		let candidates = Candidates::<T>::get((pool_id, round));
+		let mut state = Self::round_state(&open, &params);
 		let Some(winner) = candidates
 			.iter()
-			.find(|c| protocol::reaches_quorum(c.stake.saturated_into(), total, quorum))
+			.enumerate()
+			.find_map(|(i, c)| {
+				let fact = Fact::Supported {
+					candidate: i as u32,
+					hash: c.hash,
+					stake: c.stake.saturated_into(),
+				};
+				state.step(fact).into_iter().find_map(|a| match a {
+					Action::Finalize { candidate, .. } => candidates.get(candidate as usize),
+					_ => None,
+				})
+			})
 			.cloned()
 		else {
 			Self::agree_if_split(pool_id, round, total, quorum, &candidates);
@@ -202,6 +230,12 @@ impl<T: Config> Pallet<T> {
 			let Some(open) = OpenRounds::<T>::get(pool_id).filter(|o| o.round == round) else {
 				return Ok(());
 			};
+			// Only a round whose deadline has passed is voided (the protocol's rule).
+			let due = T::Pools::round_params(pool_id)
+				.is_none_or(|p| Self::round_state(&open, &p).status().is_voided());
+			if !due {
+				return Ok(());
+			}
 			if FinalCheckpoints::<T>::contains_key(pool_id, round) {
 				return Ok(());
 			}

@@ -1,6 +1,6 @@
 //! # Checkpoints
 //!
-//! Step 5–6 of the round protocol (`ARCHITECTURE.md`): after each outer round, every member
+//! Step 5–6 of the round protocol (`docs/architecture.md`): after each outer round, every member
 //! commits `(checkpoint_hash, included set)` with [`Pallet::commit_checkpoint`].
 //!
 //! **Snapshot.** When a round opens, its participant set is frozen in [`Snapshots`]

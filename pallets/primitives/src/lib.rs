@@ -1,6 +1,6 @@
 //! Types and traits shared by Synod's pallets.
 //!
-//! The on-chain half of the round protocol (`ARCHITECTURE.md`) is split over five pallets; they
+//! The on-chain half of the round protocol (`docs/architecture.md`) is split over five pallets; they
 //! talk only through the traits below, and the runtime wires them together:
 //!
 //! ```text

@@ -1,10 +1,10 @@
-//! One agreed included set when honest members' sets split (`ARCHITECTURE.md`, steps 3 and 6).
+//! One agreed included set when honest members' sets split (`docs/architecture.md`, steps 3 and 6).
 //!
 //! Members fix their included set locally (what arrived and verified by their deadline). A
 //! member that withholds its payload from some peers, or announces it just before their
 //! deadlines, makes honest members include different sets; their checkpoints then differ, no
-//! `(hash, included)` reaches quorum and, before this rule, the round was voided: one cheap
-//! member could void every round at no cost.
+//! `(hash, included)` reaches quorum and, without this rule, the round would be voided: one
+//! cheap member could void every round at no cost.
 //!
 //! The chain breaks the split with the commits it already has: a commit's included set is its
 //! committer's attestation that it holds those payloads. Once participants holding at least

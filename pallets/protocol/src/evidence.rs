@@ -1,5 +1,5 @@
-//! Signed member messages and their verification: the gossip wire format of
-//! `/synod/pseudograd/1` (`ARCHITECTURE.md`, step 3) and the evidence a challenge carries.
+//! Signed member messages and their verification: the wire format of the pool's gossip topic,
+//! signed under the domain [`DOMAIN`] (`docs/architecture.md`, step 3), and the evidence a challenge carries.
 //!
 //! A member signs every message with its ML-DSA-65 key (FIPS 204, pure variant with an empty
 //! context string), registered on-chain at `join_pool`. The signed bytes are
@@ -40,7 +40,7 @@ pub struct PayloadRef {
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
 pub enum Body {
 	/// Heartbeat (every 2 s), carrying the announcement of the sender's payload for the
-	/// envelope's round once it has one: "fetch it from me over `/synod/pseudograd/1`".
+	/// envelope's round once it has one: "fetch it from me over `/synod/pseudograd/2`".
 	Alive {
 		/// Sender's counter, strictly increasing (makes each heartbeat a distinct message).
 		seq: u64,

@@ -1,4 +1,4 @@
-//! Juries (`ARCHITECTURE.md`, step 7): drawn stake-weighted from the bonded trainers that opted
+//! Juries (`docs/architecture.md`, step 7): drawn stake-weighted from the bonded trainers that opted
 //! in as jurors, from randomness fixed only after the challenge was opened; a verdict needs ⅔ of
 //! the jury's stake.
 //!

@@ -1,4 +1,4 @@
-//! The inactivity leak (`ARCHITECTURE.md`, "Liveness"): a member of a voided round's snapshot
+//! The inactivity leak (`docs/architecture.md`, "Liveness"): a member of a voided round's snapshot
 //! that committed nothing for it loses `penalty_ppb` of its snapshot stake, and after
 //! `drop_after` such rounds in a row it is dropped from the pool, so it no longer counts in the
 //! next snapshots and the honest stake that remains reaches quorum again. A member that commits

@@ -1,6 +1,6 @@
 //! # synod-protocol: the round protocol, once
 //!
-//! Every rule of `ARCHITECTURE.md`'s round walk-through that two parties must apply identically
+//! Every rule of `docs/architecture.md`'s round walk-through that two parties must apply identically
 //! lives here, as pure, deterministic functions over plain data: the pallets call them to decide
 //! finality, contributors, rewards, jury draws and verdicts, and the trainer's chain follower
 //! uses the same types and functions to predict what the chain will decide. Nothing here reads
@@ -8,6 +8,7 @@
 //!
 //! | module | rule |
 //! |---|---|
+//! | [`round`] | one round's state machine: facts in, actions out (finalize, void, verify, close, settle); its phase at a block |
 //! | [`timeline`] | when a round is voided, how long late commits and challenges stay open, when it settles, how long backing stake stays slashable |
 //! | [`snapshot`] | the participant set of a round, frozen when it opens |
 //! | [`quorum`] | the quorum threshold, rounded **up** |
@@ -16,6 +17,7 @@
 //! | [`rewards`] | splitting a round's reward over its contributors by stake |
 //! | [`jury`] | stake-weighted jury draw and the ⅔-of-stake verdict |
 //! | [`leak`] | the inactivity leak of members who do not commit in voided rounds |
+//! | [`limits`] | bounds both halves check on the same objects (trace length) |
 //! | [`pool`] | a pool's lifecycle, its storage deposit and when it can be reaped |
 //! | [`spec`] | bounds on every pool-spec field |
 //! | [`evidence`] | the signed gossip messages of members and their ML-DSA-65 verification (challenge evidence) |
@@ -33,9 +35,11 @@ pub mod arith;
 pub mod evidence;
 pub mod jury;
 pub mod leak;
+pub mod limits;
 pub mod pool;
 pub mod quorum;
 pub mod rewards;
+pub mod round;
 pub mod snapshot;
 pub mod spec;
 pub mod tally;
@@ -48,10 +52,11 @@ pub use leak::LeakRule;
 pub use pool::{pool_deposit, PoolStatus};
 pub use quorum::{quorum_threshold, reaches_quorum};
 pub use rewards::split_by_stake;
+pub use round::{Action, Fact, RoundPhase, RoundState, Status as RoundStatus};
 pub use snapshot::{snapshot, MemberState, Participant};
 pub use spec::{check_spec, SpecField, SpecLimits, SpecView};
 pub use tally::{contributors, tally, winner, Tallied};
-pub use timeline::{RoundOutcome, RoundPhase, Timeline, KEPT_VOIDED_SNAPSHOTS};
+pub use timeline::{Timeline, KEPT_VOIDED_SNAPSHOTS};
 
 /// Identifier of a training pool, assigned in creation order from 0.
 pub type PoolId = u32;

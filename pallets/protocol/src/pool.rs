@@ -1,4 +1,4 @@
-//! The life of a pool (`ARCHITECTURE.md`, step 1): `Open` → `Training` (when `min_trainers`
+//! The life of a pool (`docs/architecture.md`, step 1): `Open` → `Training` (when `min_trainers`
 //! joined) → `Completed` | `Cancelled`, and what its creator holds for its storage.
 //!
 //! An ended pool is **reaped** once nothing can use its records any more: every round it ran is

@@ -1,4 +1,4 @@
-//! The quorum rule (`ARCHITECTURE.md`, step 6): a round is final when snapshot participants
+//! The quorum rule (`docs/architecture.md`, step 6): a round is final when snapshot participants
 //! holding at least `quorum` of the snapshot's stake committed the same checkpoint.
 //!
 //! The threshold is rounded **up**: with quorum ⅔ of 3 000 planck, 2 000 reaches it and 1 999 does

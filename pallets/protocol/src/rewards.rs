@@ -1,4 +1,4 @@
-//! Splitting a final round's reward (`ARCHITECTURE.md`, step 8): pro rata to the contributors'
+//! Splitting a final round's reward (`docs/architecture.md`, step 8): pro rata to the contributors'
 //! snapshot stake, so splitting one stake over many accounts earns nothing extra.
 
 use crate::{arith::mul_div_floor, Planck};

@@ -1,4 +1,4 @@
-//! The participant snapshot of a round (`ARCHITECTURE.md`, step 1): frozen when the round opens,
+//! The participant snapshot of a round (`docs/architecture.md`, step 1): frozen when the round opens,
 //! it alone decides who may move the round and with what weight. Members who join later, leave,
 //! or commit ahead of time and leave, do not change it.
 

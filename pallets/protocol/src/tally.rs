@@ -1,4 +1,4 @@
-//! Counting commits (`ARCHITECTURE.md`, step 6). Only snapshot participants count, each with its
+//! Counting commits (`docs/architecture.md`, step 6). Only snapshot participants count, each with its
 //! snapshot stake, once. Commits made ahead of time for a round are counted when it opens,
 //! against that round's snapshot: a committer who is not in it adds nothing.
 

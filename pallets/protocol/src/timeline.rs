@@ -1,4 +1,5 @@
-//! The life of one round in blocks (`ARCHITECTURE.md`, steps 5–8) and the phase it is in.
+//! The life of one round in blocks (`docs/architecture.md`, steps 5–8); the phase it is in at a
+//! block is [`crate::round::RoundState::phase`].
 //!
 //! ```text
 //! opened ──round_timeout──▶ deadline: voided unless final
@@ -110,62 +111,6 @@ impl Timeline {
 	pub fn settled_by(&self, at: Block) -> Block {
 		self.slashable_until(self.deadline(at))
 	}
-
-	/// The phase of a round with `outcome` at block `now`.
-	pub fn phase(&self, outcome: RoundOutcome, now: Block) -> RoundPhase {
-		match outcome {
-			RoundOutcome::Upcoming => RoundPhase::Upcoming,
-			RoundOutcome::Open { deadline } if now < deadline => RoundPhase::Committing,
-			RoundOutcome::Open { .. } | RoundOutcome::Voided => RoundPhase::Voided,
-			RoundOutcome::Final { at } if now <= self.late_commits_until(at) => {
-				RoundPhase::LateCommits
-			},
-			RoundOutcome::Final { at } if now <= self.challenges_until(at) => {
-				RoundPhase::Challengeable
-			},
-			RoundOutcome::Final { at } if now < self.settle_at(at) => RoundPhase::Judging,
-			RoundOutcome::Final { .. } => RoundPhase::Settled,
-		}
-	}
-}
-
-/// What has happened to a round so far.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum RoundOutcome {
-	/// Not opened yet (commits ahead of time are stored, not counted).
-	Upcoming,
-	/// Open, voided at `deadline` unless final.
-	Open {
-		/// Block of the deadline.
-		deadline: Block,
-	},
-	/// Final at block `at`.
-	Final {
-		/// Block of finality.
-		at: Block,
-	},
-	/// Voided.
-	Voided,
-}
-
-/// The phases of a round: `Upcoming → Committing → (LateCommits → Challengeable → Judging →
-/// Settled) | Voided`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum RoundPhase {
-	/// Not opened: commits are stored and counted at open against its snapshot.
-	Upcoming,
-	/// Open: snapshot participants commit; final as soon as one commit reaches quorum.
-	Committing,
-	/// Final; members of the included set may still commit late; challenges are open.
-	LateCommits,
-	/// Final; challenges can still be opened.
-	Challengeable,
-	/// No new challenges; juries of open ones are still voting.
-	Judging,
-	/// Rewards credited; backing stake free.
-	Settled,
-	/// Missed quorum by the deadline.
-	Voided,
 }
 
 #[cfg(test)]
@@ -173,19 +118,13 @@ mod tests {
 	use super::*;
 
 	#[test]
-	fn phases_in_order() {
+	fn blocks_in_order() {
 		let t = Timeline::for_pool(10, 5, 2, 20);
 		assert_eq!(t.voting_period, 30);
 		assert_eq!(t.deadline(100), 110);
 		assert_eq!(t.settle_at(105), 105 + 10 + 2 + 30 + 1);
-		let f = RoundOutcome::Final { at: 105 };
-		assert_eq!(t.phase(RoundOutcome::Open { deadline: 110 }, 109), RoundPhase::Committing);
-		assert_eq!(t.phase(RoundOutcome::Open { deadline: 110 }, 110), RoundPhase::Voided);
-		assert_eq!(t.phase(f, 110), RoundPhase::LateCommits);
-		assert_eq!(t.phase(f, 111), RoundPhase::Challengeable);
-		assert_eq!(t.phase(f, 115), RoundPhase::Challengeable);
-		assert_eq!(t.phase(f, 116), RoundPhase::Judging);
-		assert_eq!(t.phase(f, t.settle_at(105)), RoundPhase::Settled);
+		assert_eq!(t.late_commits_until(105), 110);
+		assert_eq!(t.challenges_until(105), 115);
 		// The last challenge (opened at 115) expires before settlement.
 		assert!(t.votes_until(t.challenges_until(105)) < t.settle_at(105));
 		assert!(t.slashable_until(110) >= t.settle_at(110));

@@ -1,6 +1,6 @@
 //! # Rewards
 //!
-//! Step 8 of the round protocol (`ARCHITECTURE.md`). When a round becomes final, one round's
+//! Step 8 of the round protocol (`docs/architecture.md`). When a round becomes final, one round's
 //! reward is reserved from the pool's held budget. Its **settlement** is due at
 //! `Timeline::settle_at(finalized_at)`, the first block after the last challenge that can be
 //! opened on the round has expired, so every challenge has a verdict or has expired. It runs in

@@ -134,7 +134,7 @@ impl<T: Config> Pallet<T> {
 		pool.next_member_index = index.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		pool.member_count = pool.member_count.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		pool.total_stake = pool.total_stake.checked_add(&stake).ok_or(Error::<T>::Overflow)?;
-		// A member joining during round r takes part from round r + 1 (ARCHITECTURE.md).
+		// A member joining during round r takes part from round r + 1 (`docs/architecture.md`).
 		let from_round = match pool.status {
 			PoolStatus::Training => pool.current_round.saturating_add(1),
 			_ => 1,

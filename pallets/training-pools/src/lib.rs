@@ -2,7 +2,7 @@
 //!
 //! A pool is a training job: a model config, initial weights, a dataset, DiLoCo's inner steps H,
 //! a number of outer rounds, membership bounds, a stake requirement, a per-round reward and the
-//! quorum/timeout/challenge-window rules of `ARCHITECTURE.md`.
+//! quorum/timeout/challenge-window rules of `docs/architecture.md`.
 //!
 //! - [`Pallet::create_pool`] holds the creator's whole reward budget
 //!   (`reward_per_round × rounds`, [`HoldReason::PoolBudget`]).

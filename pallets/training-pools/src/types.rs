@@ -8,10 +8,11 @@ use scale_info::TypeInfo;
 use sp_runtime::Perbill;
 use synod_primitives::{Hash32, MemberIndex, PoolStatus, RoundIndex};
 
-/// Length of an ML-DSA-65 public key in bytes (FIPS 204, table 2).
-pub const ML_DSA_65_PUBLIC_KEY_LEN: usize = 1952;
+/// Length of an ML-DSA-65 public key in bytes (FIPS 204, table 2; defined once in
+/// [`synod_primitives::protocol::evidence::PUBLIC_KEY_LEN`]).
+pub const ML_DSA_65_PUBLIC_KEY_LEN: usize = synod_primitives::protocol::evidence::PUBLIC_KEY_LEN;
 /// An ML-DSA-65 public key: the key that signs a member's off-chain messages
-/// (`/synod/pseudograd/1` announcements).
+/// (`/synod/pseudograd/2` announcements).
 pub type MlDsaPublicKey = [u8; ML_DSA_65_PUBLIC_KEY_LEN];
 
 /// A training job as submitted to `create_pool`.
@@ -46,13 +47,16 @@ pub struct PoolSpec<T: Config> {
 	pub max_trainers: u32,
 	/// Smallest stake a member may commit, in planck.
 	pub min_stake: BalanceOf<T>,
-	/// Reward of one final round, in planck, split equally over its contributors.
+	/// Reward of one final round, in planck, split over its contributors pro rata to their
+	/// snapshot stake (`synod_protocol::rewards`).
 	pub reward_per_round: BalanceOf<T>,
-	/// Share of the round's committed stake that must commit the same checkpoint (> 50 %).
+	/// Share of the round's participant-snapshot stake that must commit the same checkpoint and
+	/// included set (> 50 %; `synod_protocol::quorum`).
 	pub quorum: Perbill,
 	/// Blocks after a round starts before it is voided if not final (≥ 1).
 	pub round_timeout: BlockNumberFor<T>,
-	/// Blocks after finality during which a contribution can be challenged.
+	/// `W`: blocks after finality during which late commits are accepted; a contribution can be
+	/// challenged for `2W` blocks (`synod_protocol::timeline`).
 	pub challenge_window: BlockNumberFor<T>,
 }
 

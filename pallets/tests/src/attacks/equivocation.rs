@@ -1,8 +1,7 @@
-//! Equivocation (issue 12): a member signs two different payloads for one round and shows each
-//! to different peers, so honest members end with different included sets and the round may be
-//! voided. Before, this was only noticed by the peers that saw both (they banned it locally); it
-//! cost nothing. Now the two signed announcements are the proof: `report_equivocation` verifies
-//! both against the accused's registered key and slashes its snapshot stake at once, without a
+//! Equivocation: a member signs two different payloads for one round and shows each to
+//! different peers, so honest members end with different included sets and the round may be
+//! voided. Peers that see both ban it locally, and the two signed announcements are the proof:
+//! `report_equivocation` verifies both against the accused's registered key and slashes its snapshot stake at once, without a
 //! jury, and the accused is unpaid for the round. It is its own offence: reporting oneself does
 //! not shield a wrong payload from the jury.
 
