@@ -7,8 +7,9 @@ use crate::types::{AccountId, PoolSpec};
 
 /// Largest libp2p peer id the chain accepts (`MaxPeerIdLen`), in bytes.
 pub const MAX_PEER_ID_LEN: usize = 64;
-/// Length of an ML-DSA-65 public key, in bytes.
-pub const ML_DSA_65_PUBLIC_KEY_LEN: usize = 1952;
+/// Length of an ML-DSA-65 public key, in bytes (the protocol's
+/// [`synod_protocol::evidence::PUBLIC_KEY_LEN`]).
+pub use synod_protocol::evidence::PUBLIC_KEY_LEN as ML_DSA_65_PUBLIC_KEY_LEN;
 
 /// A dynamic call with its arguments.
 pub type Call<A> = DynamicPayload<A>;

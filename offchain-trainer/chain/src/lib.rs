@@ -7,7 +7,7 @@
 //! * [`Chain::connect`] — a client at a node's RPC (`ws://…`), retried while the node starts;
 //! * reads at the **finalized** head ([`Chain::pool`], [`Chain::members`],
 //!   [`Chain::final_checkpoint`], [`Chain::last_final`], [`Chain::claimable`], …): a trainer
-//!   only acts on what GRANDPA has finalized (ARCHITECTURE.md, "It trusts the chain's finality");
+//!   only acts on what GRANDPA has finalized (`docs/architecture.md`, "It trusts the chain's finality");
 //! * [`Chain::follow`] — a subscription to finalized blocks that yields this crate's
 //!   [`SynodEvent`]s (round opened / final / voided, pool completed, rewards);
 //! * [`Chain::submit`] — a signed extrinsic built once (fixed nonce, mortal era) and retried

@@ -5,7 +5,7 @@
 //! and the single fixed metadata entry `{"format": "pt"}` (what `safetensors.torch` expects).
 //! Honest trainers holding equal parameters therefore write byte-identical files, and the
 //! checkpoint's identity is [`CheckpointHash`] = blake3 of the file bytes — the 32 bytes that
-//! go on-chain (ARCHITECTURE.md, steps 4–6).
+//! go on-chain (`docs/architecture.md`, steps 4–6).
 //!
 //! The file holds the model parameters under their PyTorch (nanoGPT) names and, under the
 //! [`OUTER_MOMENTUM_PREFIX`], the outer optimizer's momentum, so a trainer that catches up from a

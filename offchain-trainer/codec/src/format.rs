@@ -22,9 +22,9 @@ pub enum Mode {
     /// element a Golomb-coded position gap, a sign bit and a truncated-unary level on
     /// `lo + {0, 1, 2, 3}·step`;
     /// the rest decodes to 0. Lossy by design: pair it with error feedback
-    /// (`synod_diloco::ErrorFeedback`). Mode byte 4. The same selection was byte 2 with
-    /// fixed-width indices and 4-bit codes on `[−max, max]` (stops 31–34) and byte 3 with
-    /// Rice-coded gaps and those 4-bit codes (stop 35): both are refused.
+    /// (`synod_diloco::ErrorFeedback`). Mode byte 4. Mode bytes 2 (fixed-width indices, 4-bit
+    /// codes on `[−max, max]`) and 3 (Rice-coded gaps, 4-bit codes) are older sparse formats:
+    /// both are refused.
     SparseTopK,
 }
 

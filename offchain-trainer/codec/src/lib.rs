@@ -32,8 +32,8 @@
 //! ```text
 //! 0   magic  "SYNG"                         4 bytes
 //! 4   version u8 = 1
-//! 5   mode    u8 (0 = fp32, 1 = int8-absmax, 4 = sparse-topk; 2 and 3, the 4-bit sparse
-//!             formats of stops 31–35, are refused)
+//! 5   mode    u8 (0 = fp32, 1 = int8-absmax, 4 = sparse-topk; 2 and 3, older 4-bit sparse
+//!             formats, are refused)
 //! 6   source dtype u8 (0 = f32)
 //! 7   reserved u8 = 0
 //! 8   chunk_size  u32   elements per scale / per selection (int8, sparse; 0 in fp32 mode)

@@ -239,8 +239,8 @@ fn a_chunk_head_whose_top_level_overflows_cannot_put_infinity_in_the_aggregate()
 
 #[test]
 fn the_retired_4_bit_sparse_modes_are_refused() {
-    // Mode bytes 2 (fixed-width indices, stops 31–34) and 3 (Rice-coded gaps, stop 35), both
-    // with 4-bit codes, under a valid checksum: an old member's payload is refused, not misread.
+    // Mode bytes 2 (fixed-width indices) and 3 (Rice-coded gaps), both older formats with
+    // 4-bit codes, under a valid checksum: an old member's payload is refused, not misread.
     for mode in [2, 3] {
         let old = common::Forged {
             mode,

@@ -10,7 +10,7 @@
 //! * [`BatchPlan::train_batch`] draws the `step`-th batch of worker `worker` in outer round
 //!   `round` from a ChaCha8 stream keyed by `blake3("synod/batch/v1", seed, worker, round, step)`:
 //!   a pure function of its arguments, which is what lets a verifier replay a worker's inner
-//!   phase (ARCHITECTURE.md, step 2).
+//!   phase (`docs/architecture.md`, step 2).
 #![deny(missing_docs)]
 
 use std::path::Path;

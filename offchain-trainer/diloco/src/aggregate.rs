@@ -1,4 +1,4 @@
-//! Aggregation rules for the included set's pseudo-gradients (ARCHITECTURE.md, step 4).
+//! Aggregation rules for the included set's pseudo-gradients (`docs/architecture.md`, step 4).
 //!
 //! * [`Mean`]: DiLoCo's plain mean. One member can move it anywhere (breakdown point 0).
 //! * [`ClippedTrimmedMean`]: norm clipping to the median norm, then a coordinate-wise trimmed
@@ -108,7 +108,7 @@ impl Aggregator for Mean {
 /// cheap sybil seats raise b), counted over the whole snapshot, not only the members whose
 /// payload arrived (an attacker that gets honest members excluded does not lower b).
 ///
-/// **Bound** (the ARCHITECTURE.md threat model): with f ≤ b arbitrary inputs, every output
+/// **Bound** (the `docs/architecture.md` threat model): with f ≤ b arbitrary inputs, every output
 /// coordinate lies between the smallest and the largest *clipped honest* value of that
 /// coordinate, and τ lies between the smallest and the largest honest norm — so no input can
 /// scale, flip or overflow the aggregate beyond what the honest members themselves span. With

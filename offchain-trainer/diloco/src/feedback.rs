@@ -8,7 +8,7 @@
 //!
 //! Only [`Mode::SparseTopK`] carries a residual. Int8 and fp32 lose ≤ 1 % per element and
 //! keep no state, so their payloads stay a function of θ_{r−1} and the member's data alone
-//! (what replay verification reproduces, ARCHITECTURE.md).
+//! (what replay verification reproduces, `docs/architecture.md`).
 
 use synod_checkpoint::ParamSet;
 use synod_codec::{EncodeOptions, Mode};

@@ -18,7 +18,7 @@
 //!
 //! Aggregation and the outer step run on plain f32 vectors in a fixed order, so every honest
 //! survivor that aggregates the same included set computes **bit-identical** θ_r and the same
-//! checkpoint hash, whatever device ran its inner phase (ARCHITECTURE.md, step 4). Every member
+//! checkpoint hash, whatever device ran its inner phase (`docs/architecture.md`, step 4). Every member
 //! (including the sender) aggregates the *decoded* payloads, never its own unquantized Δ.
 //! The pool's [`AggregationRule`] (default [`ClippedTrimmedMean`]) bounds what members sending
 //! arbitrary pseudo-gradients can do to the aggregate; [`byzantine`] simulates such members.

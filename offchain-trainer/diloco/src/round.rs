@@ -21,7 +21,7 @@ pub struct Contribution {
     pub payload: Arc<Vec<u8>>,
 }
 
-/// The transport of the exchange phase (ARCHITECTURE.md, step 3).
+/// The transport of the exchange phase (`docs/architecture.md`, step 3).
 pub trait Exchange {
     /// Publishes member `me`'s `payload` for `round` and returns the included set: every
     /// contribution (its own included) that arrived and verified by the round deadline.

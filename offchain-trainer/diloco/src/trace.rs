@@ -9,12 +9,9 @@
 //! without the prefix has no trace: it is still a valid payload, and a verifier replays it
 //! whole.
 
-use crate::verify::MAX_SEGMENTS;
-
 /// First four bytes of a traced payload.
 pub const TRACE_MAGIC: [u8; 4] = *b"SYTR";
-/// Most boundary hashes a trace holds: one per segment boundary, start and end included.
-pub const MAX_TRACE_HASHES: usize = MAX_SEGMENTS as usize + 1;
+pub use synod_protocol::limits::MAX_TRACE_HASHES;
 /// Most bytes a trace adds in front of a payload.
 pub const MAX_TRACE_BYTES: usize = 8 + 32 * MAX_TRACE_HASHES;
 

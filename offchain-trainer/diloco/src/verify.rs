@@ -1,4 +1,4 @@
-//! Replay verification of contributions (ARCHITECTURE.md, step 7): the rules every verifier
+//! Replay verification of contributions (`docs/architecture.md`, step 7): the rules every verifier
 //! and juror apply, so that they agree on what counts as honest.
 //!
 //! A member's inner phase is a pure function of θ_{r−1}, its member index, the round and the
@@ -133,9 +133,9 @@ fn draw(
 /// (θ, AdamW moments, step) at every segment boundary.
 pub const DEFAULT_SEGMENTS: u32 = 16;
 
-/// Most segments a recipe may cut an inner phase into: 4096 (one-step segments up to
-/// H = 4096). Bounds a trace's hashes ([`crate::trace::MAX_TRACE_HASHES`]).
-pub const MAX_SEGMENTS: u32 = 4096;
+/// Most segments a recipe may cut an inner phase into ([`synod_protocol::limits`]). Bounds a
+/// trace's hashes ([`crate::trace::MAX_TRACE_HASHES`]).
+pub const MAX_SEGMENTS: u32 = synod_protocol::limits::MAX_TRACE_SEGMENTS;
 
 /// Largest `synod_model::segment::state_distance` between a segment's honest end state and its
 /// replay from the same start state. Measured on the tiny model, H = 32, segments of 2 steps

@@ -1,4 +1,4 @@
-//! The fault-tolerant all-gather of one outer round (ARCHITECTURE.md, step 3).
+//! The fault-tolerant all-gather of one outer round (`docs/architecture.md`, step 3).
 //!
 //! Every member announces its payload in its signed heartbeats and serves it; every member
 //! fetches every announced payload from its author (a full all-gather: with N ≤ a few dozen
@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use synod_diloco::Contribution;
 use tokio::task::JoinSet;
 
 use crate::{Client, NetError};
@@ -43,11 +42,21 @@ impl Default for ExchangeConfig {
     }
 }
 
+/// One member's payload as the exchange delivered it: checked against the author's signed
+/// digest, bytes shared with the serving store (no copy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gathered {
+    /// The author's member index in the pool.
+    pub member: u32,
+    /// The payload bytes (the trace, commitments and codec body the author signed).
+    pub payload: Arc<Vec<u8>>,
+}
+
 /// What one member's exchange produced.
 #[derive(Clone, Debug)]
 pub struct ExchangeOutcome {
     /// Payloads of the included set (own first-hand), ascending member index.
-    pub included: Vec<Contribution>,
+    pub included: Vec<Gathered>,
     /// Members left out, with the reason.
     pub excluded: Vec<(u32, String)>,
     /// The signed announcement of every included payload but our own, by member index
@@ -218,7 +227,7 @@ pub async fn all_gather(
         .collect();
     let included = got
         .into_iter()
-        .map(|(member, payload)| Contribution { member, payload })
+        .map(|(member, payload)| Gathered { member, payload })
         .collect();
     Ok(ExchangeOutcome {
         included,

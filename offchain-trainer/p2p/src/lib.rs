@@ -11,8 +11,9 @@
 //! * ML-DSA-65 identities ([`identity`]): every message is signed over its pool, round, member,
 //!   peer id and digest, and accepted only from the member set the caller supplies (the chain's
 //!   `join_pool` registrations); invalid senders are banned;
-//! * [`exchange::all_gather`]: the fault-tolerant exchange of a round's pseudo-gradients, which
-//!   plugs into `synod_diloco::Exchange`.
+//! * [`exchange::all_gather`]: the fault-tolerant exchange of a round's pseudo-gradients; it
+//!   returns each included member's payload as a [`Gathered`] (member, bytes), which the trainer
+//!   hands to DiLoCo's aggregation.
 #![deny(missing_docs)]
 
 pub mod baseline;
@@ -23,7 +24,7 @@ pub mod message;
 pub mod network;
 pub mod protocol;
 
-pub use exchange::{all_gather, finish, ExchangeConfig, ExchangeOutcome};
+pub use exchange::{all_gather, finish, ExchangeConfig, ExchangeOutcome, Gathered};
 pub use identity::{MemberKey, PublicKey, SignatureError};
 pub use members::{Member, MemberSet};
 pub use network::{

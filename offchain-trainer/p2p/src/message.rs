@@ -3,7 +3,7 @@
 //! The types and the wire form live in `synod_protocol::evidence` (the runtime checks the same
 //! signed announcements as challenge evidence): SCALE-encoded [`Signed`], whose signature covers
 //! `"synod/pseudograd/1" ‖ SCALE(Envelope)` — (pool, round, member, peer id, body); for an
-//! announcement, the payload's blake3 digest and size (ARCHITECTURE.md, step 3). This module adds
+//! announcement, the payload's blake3 digest and size (`docs/architecture.md`, step 3). This module adds
 //! what only a trainer needs: signing with its [`MemberKey`] and opening a message against the
 //! pool's [`MemberSet`] and round window.
 

@@ -10,10 +10,8 @@
 //! frame over its limit before reading it, and a malformed frame is an `InvalidData` error (the
 //! server bans the sender of a malformed request).
 //!
-//! Before this (stop 24) an object moved as 1 MiB request-response chunks, each a new Yamux
-//! stream, a SCALE copy and a round trip through the event loop: `bench allreduce` measured
-//! 4.1 s for 75 MB per peer (ratio 109 against one raw TCP stream). Now the body is one
-//! `write_all` into the stream on one side and reads straight into the result buffer on the other.
+//! The body is one `write_all` into the stream on one side and reads straight into the result
+//! buffer on the other: no per-chunk stream, SCALE copy or round trip through the event loop.
 //!
 //! Both sides bound their time: every read or write must progress within
 //! [`Limits::stall`], and the whole body within `stall + total / min_rate`, so a peer that

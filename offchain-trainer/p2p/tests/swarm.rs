@@ -7,7 +7,7 @@ use std::time::Duration;
 use parity_scale_codec::Encode;
 use synod_checkpoint::{NamedTensor, ParamSet};
 use synod_codec::EncodeOptions;
-use synod_diloco::{encode_pseudo_gradient, Mean, NesterovSgd, OuterState};
+use synod_diloco::{encode_pseudo_gradient, Contribution, Mean, NesterovSgd, OuterState};
 use synod_p2p::libp2p_identity::Keypair;
 use synod_p2p::message::{self, Body, Envelope};
 use synod_p2p::{
@@ -167,7 +167,7 @@ async fn four_peers_gather_the_same_set_and_compute_the_same_checkpoint() {
         assert!(out.excluded.is_empty());
         // Outer step with lr 1, no momentum: θ_new = θ − mean(decoded Δ).
         let mut s = OuterState::new(theta(), NesterovSgd::new(1.0, 0.0));
-        let r = s.apply(&out.included, &Mean).unwrap();
+        let r = s.apply(&contributions(&out.included), &Mean).unwrap();
         let decoded: Vec<_> = (0..4)
             .map(|m| synod_diloco::decode_pseudo_gradient(&theta(), m, &payload(m)).unwrap())
             .collect();
@@ -222,8 +222,8 @@ async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_member_that_heartbeats_but_never_delivers_is_dropped_after_the_dead_time_not_at_the_deadline(
 ) {
-    // Issue 12's stall: member 2 announces its payload and keeps heartbeating, but serves it to
-    // nobody. Before, its peers retried until the round deadline (40 s here, 300 s in a pool).
+    // The stall attack: member 2 announces its payload and keeps heartbeating, but serves it to
+    // nobody. Its peers must not retry until the round deadline (40 s here, 300 s in a pool).
     let (_, _, clients) = network(3).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     clients[2]
@@ -296,7 +296,10 @@ async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round()
     let mut ckpt = Vec::new();
     for out in outcomes {
         let mut s = OuterState::new(theta(), NesterovSgd::new(0.7, 0.9));
-        ckpt = s.apply(&out.included, &Mean).unwrap().checkpoint;
+        ckpt = s
+            .apply(&contributions(&out.included), &Mean)
+            .unwrap()
+            .checkpoint;
         states.push(s);
     }
     // Member 2 registers (on-chain: join_pool) and starts late; the expected hash comes from the chain.
@@ -357,7 +360,7 @@ async fn a_late_joiner_catches_up_from_a_checkpoint_and_contributes_next_round()
         } else {
             &mut late_state
         };
-        hashes.push(s.apply(&out.included, &Mean).unwrap().hash);
+        hashes.push(s.apply(&contributions(&out.included), &Mean).unwrap().hash);
     }
     assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
     for c in &everyone {
@@ -671,4 +674,15 @@ async fn a_member_restarted_mid_round_serves_its_kept_payload_again_without_bein
     );
     restarted.shutdown().await;
     clients[1].shutdown().await;
+}
+
+/// The exchange's included payloads as DiLoCo contributions.
+fn contributions(included: &[synod_p2p::Gathered]) -> Vec<Contribution> {
+    included
+        .iter()
+        .map(|g| Contribution {
+            member: g.member,
+            payload: g.payload.clone(),
+        })
+        .collect()
 }

@@ -86,7 +86,7 @@ pub enum Codec {
     Int8,
     /// f32 + zstd (baseline).
     Fp32,
-    /// Per-chunk top-k, 3-bit values + zstd, with error feedback (`--sparse-chunk`,
+    /// Per-chunk top-k, 4-level values and Golomb-coded positions + zstd, with error feedback (`--sparse-chunk`,
     /// `--sparse-topk`). In a pool, each payload commits to the residual it was encoded
     /// with and the one it leaves, which its member serves to verifiers
     /// (`synod_diloco::residual`); not with `--overlap`.
@@ -142,11 +142,11 @@ impl WireCodec {
 /// ([`OuterArgs::outer_lr`], [`OuterArgs::outer_momentum`], [`OuterArgs::aggregation`]):
 /// dense codecs (int8, fp32) use DiLoCo's Nesterov outer step with a trimmed mean; the sparse
 /// codec uses SparseLoCo's recipe (error feedback instead of outer momentum, plain mean of the
-/// sparse payloads under norm clipping). README "Loss parity" has the sweeps behind both.
+/// sparse payloads under norm clipping). `docs/benchmarks.md` ("Loss parity with DDP", "Outer recipe") has the sweeps behind both.
 #[derive(Args, Clone, Debug)]
 pub struct OuterArgs {
     /// Outer learning rate [default: 0.8 with a dense codec (DiLoCo paper: 0.7), 6
-    /// with `--codec sparse`] (README "Loss parity").
+    /// with `--codec sparse`] (`docs/benchmarks.md`, "Loss parity with DDP" and "Outer recipe").
     #[arg(long = "outer-lr")]
     pub outer_lr_flag: Option<f32>,
     /// Outer Nesterov momentum [default: 0.85 with a dense codec (DiLoCo paper: 0.9), 0 with
@@ -176,12 +176,13 @@ pub struct OuterArgs {
     pub overlap: bool,
 }
 
-/// Dense codecs' outer learning rate: the best of the int8 sweep (README "Loss parity").
+/// Dense codecs' outer learning rate: the best of the int8 sweep (`docs/benchmarks.md`, "Loss
+/// parity with DDP").
 pub const DENSE_OUTER_LR: f32 = 0.8;
 /// Dense codecs' outer Nesterov momentum: the best of the int8 sweep.
 pub const DENSE_OUTER_MOMENTUM: f32 = 0.85;
 /// The sparse codec's outer learning rate (plain SGD on the mean of the sparse payloads): the
-/// best of the sparse sweep (README "Loss parity").
+/// best of the sparse sweep (`docs/benchmarks.md`, "Outer recipe").
 pub const SPARSE_OUTER_LR: f32 = 6.0;
 /// The error-feedback decay β (SparseLoCo's; the best of the sparse sweep).
 pub const SPARSE_EF_DECAY: f32 = 0.95;
@@ -308,7 +309,7 @@ pub struct NetArgs {
     #[arg(long, default_value_t = 1)]
     pub members: u32,
     /// Registration directory shared by the members: each writes its peer id, ML-DSA-65 public
-    /// key and addresses there (the stand-in for on-chain `join_pool` until the chain client lands).
+    /// key and addresses there (local mode's stand-in for the on-chain `join_pool`).
     #[arg(long)]
     pub pool_dir: Option<PathBuf>,
     /// libp2p listen address.

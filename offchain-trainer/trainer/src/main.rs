@@ -15,6 +15,7 @@ mod args;
 mod bench;
 mod chain_args;
 mod dashboard;
+mod event;
 mod metrics;
 mod plot;
 mod pool;

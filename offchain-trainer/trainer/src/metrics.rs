@@ -1,16 +1,16 @@
-//! JSON-lines metrics: one object per line to stdout and, optionally, to a file.
+//! JSON-lines metrics: one [`TrainerEvent`] per line to stdout and, optionally, to a file.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::Result;
-use serde::Serialize;
 
+use crate::event::TrainerEvent;
 use crate::prometheus::Exporter;
 
-/// Writes each record as one JSON line to stdout and to an optional file, and feeds an
-/// optional Prometheus [`Exporter`].
+/// Writes each [`TrainerEvent`] as one JSON line to stdout and to an optional file, and feeds
+/// an optional Prometheus [`Exporter`].
 pub struct Metrics {
     file: Option<BufWriter<File>>,
     exporter: Option<Exporter>,
@@ -37,17 +37,20 @@ impl Metrics {
         })
     }
 
-    /// Also updates `exporter` from every record.
+    /// Also updates `exporter` from every event.
     pub fn with_exporter(self, exporter: Option<Exporter>) -> Self {
         Self { exporter, ..self }
     }
 
-    /// Emits one record.
-    pub fn emit<T: Serialize>(&mut self, record: &T) -> Result<()> {
+    /// Emits one event: feeds the exporter, then writes its JSON line.
+    ///
+    /// # Errors
+    /// A line that cannot be serialised or written to the file.
+    pub fn emit(&mut self, event: &TrainerEvent) -> Result<()> {
         if let Some(e) = &self.exporter {
-            e.observe(&serde_json::to_value(record)?);
+            e.observe(event);
         }
-        let line = serde_json::to_string(record)?;
+        let line = event.to_line()?;
         println!("{line}");
         if let Some(f) = &mut self.file {
             writeln!(f, "{line}")?;

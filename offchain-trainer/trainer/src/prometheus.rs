@@ -1,17 +1,19 @@
 //! Prometheus metrics of `synod-trainer run`, served over HTTP at `/metrics` by Substrate's own
 //! exporter (`substrate-prometheus-endpoint`, the one `synod-node` serves on port 9615).
 //!
-//! They are fed from the JSON-lines events ([`crate::metrics::Metrics`]), so both views of a
-//! run always agree. Names and units follow Prometheus' conventions: `synod_trainer_` prefix,
-//! `_total` counters, `_seconds` and `_bytes` units.
+//! They are fed from the events of the JSON lines ([`TrainerEvent`], emitted by
+//! [`crate::metrics::Metrics`]), so both views of a run always agree. Names and units follow
+//! Prometheus' conventions: `synod_trainer_` prefix, `_total` counters, `_seconds` and `_bytes`
+//! units.
 
 use std::net::{Ipv4Addr, SocketAddr};
 
 use anyhow::Result;
-use serde_json::Value;
 use substrate_prometheus_endpoint::{
     init_prometheus, register, Counter, CounterVec, Gauge, Opts, Registry, F64, U64,
 };
+
+use crate::event::TrainerEvent;
 
 /// Default port of a trainer's exporter (the node's is 9615).
 pub const DEFAULT_PORT: u16 = 9616;
@@ -235,50 +237,60 @@ impl Exporter {
         self.finalized_height.set(number);
     }
 
-    /// Updates the metrics from one JSON-lines event (`{"event": …}`); others are ignored.
-    pub fn observe(&self, e: &Value) {
-        let f = |k: &str| e[k].as_f64().unwrap_or(0.0);
-        let u = |k: &str| e[k].as_u64().unwrap_or(0);
-        match e["event"].as_str().unwrap_or_default() {
-            "joined" => {
-                self.pool.set(u("pool"));
+    /// Updates the metrics from one event; events with no metric are ignored.
+    pub fn observe(&self, e: &TrainerEvent) {
+        match e {
+            TrainerEvent::Joined { pool, stake, .. } => {
+                self.pool.set(u64::from(*pool));
                 // Planck as a decimal string (u128).
-                if let Some(p) = e["stake"].as_str().and_then(|s| s.parse::<u128>().ok()) {
+                if let Ok(p) = stake.parse::<u128>() {
                     self.stake.set(p as f64 / 1e12);
                 }
             }
-            "exchange" => {
-                self.peers.set(u("peers_connected"));
-                self.received_bytes.inc_by(u("bytes_received"));
+            TrainerEvent::Exchange {
+                bytes_received,
+                peers_connected,
+                ..
+            } => {
+                self.peers.set(*peers_connected);
+                self.received_bytes.inc_by(*bytes_received);
             }
-            "commit" => {
-                let outcome = e["outcome"].as_str().unwrap_or("failed");
-                self.commits.with_label_values(&[outcome]).inc();
+            TrainerEvent::Commit { outcome, .. } => {
+                self.commits.with_label_values(&[outcome.as_str()]).inc();
             }
-            "round" => {
-                self.round.set(u("round"));
-                self.inner_loss.set(f("train_loss"));
-                self.validation_loss.set(f("val_loss"));
-                self.tokens.set(u("tokens"));
-                let (inner, exchange, outer) =
-                    (f("compute_secs"), f("exchange_secs"), f("outer_secs"));
-                self.inner_seconds.inc_by(inner);
-                self.exchange_seconds.inc_by(exchange);
-                self.outer_seconds.inc_by(outer);
+            TrainerEvent::Round {
+                round,
+                tokens,
+                val_loss,
+                train_loss,
+                bytes_sent_per_worker,
+                included,
+                compute_secs,
+                outer_secs,
+                exchange_secs,
+                wall_secs,
+                compute_utilisation,
+                excluded,
+                ..
+            } => {
+                self.round.set(u64::from(*round));
+                self.inner_loss.set(finite(*train_loss));
+                self.validation_loss.set(finite(*val_loss));
+                self.tokens.set(*tokens);
+                self.inner_seconds.inc_by(finite(*compute_secs));
+                self.exchange_seconds.inc_by(finite(*exchange_secs));
+                self.outer_seconds.inc_by(finite(*outer_secs));
                 // The record's own share of its wall-clock round (chain waits included).
-                if f("wall_secs") > 0.0 {
-                    self.compute_utilisation.set(f("compute_utilisation"));
+                if finite(*wall_secs) > 0.0 {
+                    self.compute_utilisation.set(finite(*compute_utilisation));
                 }
-                self.payload_bytes.inc_by(u("bytes_sent_per_worker"));
-                self.included
-                    .set(e["included"].as_array().map_or(0, |a| a.len() as u64));
-                for x in e["excluded"].as_array().into_iter().flatten() {
-                    let why = x[1].as_str().unwrap_or("unknown");
+                self.payload_bytes.inc_by(*bytes_sent_per_worker);
+                self.included.set(included.len() as u64);
+                for (_, why) in excluded {
                     self.excluded.with_label_values(&[reason(why)]).inc();
                 }
             }
-            "closed" => {
-                let detail = e["detail"].as_str().unwrap_or_default();
+            TrainerEvent::Closed { detail, .. } => {
                 let outcome = if detail.starts_with("final: our") {
                     "final"
                 } else if detail.starts_with("final") {
@@ -288,38 +300,52 @@ impl Exporter {
                 };
                 self.rounds.with_label_values(&[outcome]).inc();
             }
-            "verified" => {
-                let result = if e["honest"].as_bool() == Some(true) {
-                    "honest"
-                } else {
-                    "dishonest"
-                };
+            TrainerEvent::Verified {
+                honest,
+                replay_secs,
+                ..
+            } => {
+                let result = if *honest { "honest" } else { "dishonest" };
                 self.replays.with_label_values(&[result]).inc();
-                self.replay_seconds.inc_by(f("replay_secs"));
+                self.replay_seconds.inc_by(finite(*replay_secs));
             }
-            "challenge" => {
+            TrainerEvent::Challenge { outcome, .. } => {
                 // A fixed set, except `failed: <error>`.
                 // Each pass that finds the slots full logs a "retrying" event: not counted.
-                let outcome = e["outcome"].as_str().unwrap_or("unknown");
                 let label = if outcome.starts_with("failed") {
                     "failed"
                 } else {
-                    outcome
+                    outcome.as_str()
                 };
                 if !outcome.starts_with("retrying") {
                     self.challenges.with_label_values(&[label]).inc();
                 }
             }
-            "vote" => {
-                let vote = match e["guilty"].as_bool() {
+            TrainerEvent::Vote { guilty, .. } => {
+                let vote = match guilty {
                     Some(true) => "guilty",
                     Some(false) => "innocent",
                     None => "abstained",
                 };
                 self.votes.with_label_values(&[vote]).inc();
             }
-            _ => {}
+            TrainerEvent::Recommit { .. }
+            | TrainerEvent::Synced { .. }
+            | TrainerEvent::Done { .. }
+            | TrainerEvent::VerifySkipped { .. }
+            | TrainerEvent::Equivocation { .. }
+            | TrainerEvent::Dashboard { .. } => {}
         }
+    }
+}
+
+/// `x` as its JSON line carries it, read as a number: a non-finite value (null there) reads
+/// as 0.
+fn finite(x: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        0.0
     }
 }
 
@@ -334,7 +360,7 @@ fn reason(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::train::RoundRecord;
     use substrate_prometheus_endpoint::prometheus::{Encoder, TextEncoder};
 
     fn text(e: &Exporter) -> String {
@@ -345,31 +371,102 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
+    fn round(round: u32) -> RoundRecord {
+        RoundRecord::diloco(round, 0)
+    }
+
+    fn closed(round: u32, detail: &str) -> TrainerEvent {
+        TrainerEvent::Closed {
+            round,
+            hash: "ab".into(),
+            detail: detail.into(),
+        }
+    }
+
+    fn commit(round: u32, outcome: &str) -> TrainerEvent {
+        TrainerEvent::Commit {
+            error: (outcome == "failed").then(|| "refused".to_string()),
+            hash: "ab".into(),
+            outcome: outcome.into(),
+            round,
+        }
+    }
+
+    fn verified(honest: bool, replay_secs: f64) -> TrainerEvent {
+        TrainerEvent::Verified {
+            account: "5Grw".into(),
+            distance: if honest { 0.0 } else { 1.0 },
+            honest,
+            member: 1,
+            replay_secs,
+            round: 1,
+            segments: 0,
+            tolerance: 0.01,
+            whole_replay: Some("asked".into()),
+        }
+    }
+
+    fn vote(guilty: Option<bool>) -> TrainerEvent {
+        TrainerEvent::Vote {
+            abstained: guilty.is_none().then(|| "another pool".to_string()),
+            accused: guilty.map(|_| "5Grw".to_string()),
+            challenge: 0,
+            distance: guilty.map(|_| 0.5),
+            guilty,
+            member: guilty.map(|_| 1),
+            round: 1,
+        }
+    }
+
     #[test]
     fn events_move_the_counters_with_conventional_names_and_types() {
         let e = Exporter::new().unwrap();
         e.observe(
-            &json!({"event": "round", "round": 2, "train_loss": 3.5, "val_loss": 3.25,
-            "tokens": 4096, "compute_secs": 3.0, "exchange_secs": 0.5, "outer_secs": 0.5,
-            "wall_secs": 4.0, "compute_utilisation": 0.75,
-            "bytes_sent_per_worker": 1000, "included": [0, 1, 2],
-            "excluded": [[3, "fetch failed: timed out (3 tries)"]]}),
+            &RoundRecord {
+                train_loss: 3.5,
+                val_loss: 3.25,
+                tokens: 4096,
+                compute_secs: 3.0,
+                exchange_secs: 0.5,
+                outer_secs: 0.5,
+                wall_secs: 4.0,
+                compute_utilisation: 0.75,
+                bytes_sent_per_worker: 1000,
+                included: vec![0, 1, 2],
+                excluded: vec![(3, "fetch failed: timed out (3 tries)".into())],
+                ..round(2)
+            }
+            .event(),
         );
-        e.observe(&json!({"event": "closed", "round": 2, "detail": "final: our checkpoint"}));
-        e.observe(&json!({"event": "closed", "round": 3, "detail": "voided"}));
-        e.observe(&json!({"event": "verified", "honest": false, "replay_secs": 2.0}));
-        e.observe(&json!({"event": "vote", "guilty": true}));
-        e.observe(&json!({"event": "vote", "abstained": "another pool"}));
-        e.observe(&json!({"event": "synced"}));
-        e.observe(&json!({"event": "joined", "pool": 7, "member": 1,
-            "stake": "100000000000000"}));
-        e.observe(&json!({"event": "commit", "round": 2, "outcome": "ok"}));
-        e.observe(
-            &json!({"event": "exchange", "round": 2, "bytes_received": 2000,
-            "peers_connected": 3}),
-        );
+        e.observe(&closed(2, "final: our checkpoint"));
+        e.observe(&closed(3, "voided"));
+        e.observe(&verified(false, 2.0));
+        e.observe(&vote(Some(true)));
+        e.observe(&vote(None));
+        e.observe(&TrainerEvent::Synced {
+            round: 1,
+            hash: "ab".into(),
+            detail: "local file".into(),
+        });
+        e.observe(&TrainerEvent::Joined {
+            account: "5Grw".into(),
+            from_round: 0,
+            listen: Vec::new(),
+            member: 1,
+            peer_id: "12D3".into(),
+            pool: 7,
+            prometheus: None,
+            resumed: false,
+            stake: "100000000000000".into(),
+        });
+        e.observe(&commit(2, "ok"));
+        e.observe(&TrainerEvent::Exchange {
+            bytes_received: 2000,
+            peers_connected: 3,
+            round: 2,
+        });
         e.set_finalized_height(41);
-        e.observe(&json!({"event": "commit", "round": 3, "outcome": "failed"}));
+        e.observe(&commit(3, "failed"));
         let t = text(&e);
         for line in [
             "# TYPE synod_trainer_rounds_total counter",
@@ -397,6 +494,23 @@ mod tests {
             "synod_trainer_votes_total{vote=\"guilty\"} 1",
             "synod_trainer_votes_total{vote=\"abstained\"} 1",
         ] {
+            assert!(t.lines().any(|l| l == line), "missing {line:?} in\n{t}");
+        }
+    }
+
+    #[test]
+    fn a_loss_not_measured_reads_as_zero() {
+        let e = Exporter::new().unwrap();
+        e.observe(
+            &RoundRecord {
+                val_loss: 2.0,
+                ..round(1)
+            }
+            .event(),
+        );
+        e.observe(&round(2).event());
+        let t = text(&e);
+        for line in ["synod_trainer_validation_loss 0", "synod_trainer_round 2"] {
             assert!(t.lines().any(|l| l == line), "missing {line:?} in\n{t}");
         }
     }
@@ -434,12 +548,22 @@ mod tests {
         let e = Exporter::new().unwrap();
         // Labelled families appear with their first label value.
         for ev in [
-            json!({"event": "round", "round": 1, "excluded": [[3, "fetch failed"]]}),
-            json!({"event": "closed", "round": 1, "detail": "voided"}),
-            json!({"event": "commit", "round": 1, "outcome": "ok"}),
-            json!({"event": "verified", "honest": true, "replay_secs": 1.0}),
-            json!({"event": "challenge", "outcome": "opened"}),
-            json!({"event": "vote", "guilty": false}),
+            RoundRecord {
+                excluded: vec![(3, "fetch failed".into())],
+                ..round(1)
+            }
+            .event(),
+            closed(1, "voided"),
+            commit(1, "ok"),
+            verified(true, 1.0),
+            TrainerEvent::Challenge {
+                account: "5Grw".into(),
+                distance: 1.0,
+                member: 1,
+                outcome: "opened".into(),
+                round: 1,
+            },
+            vote(Some(false)),
         ] {
             e.observe(&ev);
         }

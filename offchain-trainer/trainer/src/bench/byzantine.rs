@@ -1,6 +1,6 @@
 //! `bench byzantine`: one Byzantine member among the workers, every attack of
 //! [`synod_diloco::byzantine::Attack`], under the pool's aggregation rule and under the plain
-//! mean, against the clean run of the same rule (issue 12's target: every ratio ≤ 1.05).
+//! mean, against the clean run of the same rule (the target: every ratio ≤ 1.05).
 
 use anyhow::Result;
 use clap::Args;

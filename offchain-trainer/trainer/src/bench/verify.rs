@@ -19,7 +19,8 @@ use synod_diloco::verify::{
 };
 
 use crate::chain_args::RecipeArgs;
-use crate::pool::verify::replay::{forged_contribution, skipping, Residuals, TraceStates};
+use crate::pool::verify::forger::{forged_contribution, skipping};
+use crate::pool::verify::replay::{Residuals, TraceStates};
 use crate::pool::verify::Replayer;
 use crate::pool::Recipe;
 

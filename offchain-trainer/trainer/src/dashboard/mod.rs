@@ -29,6 +29,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 
+use crate::event::TrainerEvent;
 use scrape::{Scraper, Trainer};
 
 const INDEX_HTML: &str = include_str!("page/index.html");
@@ -98,10 +99,8 @@ pub fn run(a: &DashboardArgs) -> Result<()> {
             Duration::from_secs(a.scrape_interval.max(1)),
         ));
         // The line scripts wait for: the URL to open.
-        println!(
-            "{}",
-            json!({"event": "dashboard", "url": format!("http://{addr}/")})
-        );
+        let url = format!("http://{addr}/");
+        println!("{}", TrainerEvent::Dashboard { url }.to_line()?);
         tracing::info!("dashboard at http://{addr}/ (chain {})", a.rpc);
         serve(listener, site).await
     })
@@ -378,8 +377,25 @@ mod tests {
             .unwrap()
             .port();
         let e = crate::prometheus::Exporter::new().unwrap();
-        e.observe(&json!({"event": "joined", "pool": 3, "member": 0}));
-        e.observe(&json!({"event": "round", "round": 1, "train_loss": 4.0, "val_loss": 3.5}));
+        e.observe(&TrainerEvent::Joined {
+            account: "5Grw".into(),
+            from_round: 0,
+            listen: Vec::new(),
+            member: 0,
+            peer_id: "12D3".into(),
+            pool: 3,
+            prometheus: None,
+            resumed: false,
+            stake: "0".into(),
+        });
+        e.observe(
+            &crate::train::RoundRecord {
+                train_loss: 4.0,
+                val_loss: 3.5,
+                ..crate::train::RoundRecord::diloco(1, 0)
+            }
+            .event(),
+        );
         e.serve(&rt, port, false);
         let url = format!("http://127.0.0.1:{port}/metrics");
         let scraper = Scraper::new(Duration::from_secs(2));

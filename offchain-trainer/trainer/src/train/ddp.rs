@@ -40,7 +40,6 @@ pub fn run_ddp(
                 setup.device,
             )?;
             let r = RoundRecord {
-                event: "round",
                 method: "ddp",
                 round: u32::try_from(step / h).unwrap_or(u32::MAX),
                 tokens: step * tokens_per_step,

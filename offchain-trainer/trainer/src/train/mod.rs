@@ -2,14 +2,13 @@
 
 mod ddp;
 mod diloco;
-mod net;
+pub(crate) mod net;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
 use synod_checkpoint::{ParamSet, OUTER_MOMENTUM_PREFIX};
 use synod_data::{BatchPlan, Corpus};
 use synod_model::{parse_device, tch::Device, TchInnerTrainer};
@@ -19,14 +18,13 @@ pub use diloco::{run_diloco, run_rounds};
 pub use net::identity_seed;
 
 use crate::args::{InitArgs, Method, ModelArgs, TrainArgs};
+use crate::event::TrainerEvent;
 use crate::metrics::Metrics;
 use crate::plot::{loss_vs_tokens, Curve};
 
-/// One evaluation point of a run (one JSON line of metrics).
-#[derive(Clone, Debug, Serialize)]
+/// One evaluation point of a run (one JSON line of metrics: [`RoundRecord::event`]).
+#[derive(Clone, Debug)]
 pub struct RoundRecord {
-    /// Always "round".
-    pub event: &'static str,
     /// "diloco" or "ddp".
     pub method: &'static str,
     /// Outer round (DDP: H-step block) just completed; 0 = before training.
@@ -40,10 +38,8 @@ pub struct RoundRecord {
     /// Bytes each worker has sent so far (its encoded pseudo-gradients, or its f32 gradients for DDP).
     pub bytes_sent_per_worker: u64,
     /// blake3 of this round's canonical checkpoint (hex; DiLoCo only).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint_hash: Option<String>,
     /// Members aggregated this round (DiLoCo only).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub included: Vec<u32>,
     /// Seconds of compute in the block (inner phases, or DDP steps).
     pub compute_secs: f64,
@@ -70,7 +66,6 @@ pub struct RoundRecord {
     /// jury votes, challenges and equivocation reports run between two rounds.
     pub duty_secs: f64,
     /// Members left out of the round, with the reason (networked DiLoCo only).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub excluded: Vec<(u32, String)>,
 }
 
@@ -78,7 +73,6 @@ impl RoundRecord {
     /// A DiLoCo record of `round` after `tokens` tokens, with no measurement filled in yet.
     pub fn diloco(round: u32, tokens: u64) -> Self {
         Self {
-            event: "round",
             method: "diloco",
             round,
             tokens,
@@ -95,6 +89,28 @@ impl RoundRecord {
             eval_secs: 0.0,
             duty_secs: 0.0,
             excluded: Vec::new(),
+        }
+    }
+
+    /// This record as its metrics event ([`TrainerEvent::Round`]).
+    pub fn event(&self) -> TrainerEvent {
+        TrainerEvent::Round {
+            method: self.method.to_string(),
+            round: self.round,
+            tokens: self.tokens,
+            val_loss: self.val_loss,
+            train_loss: self.train_loss,
+            bytes_sent_per_worker: self.bytes_sent_per_worker,
+            checkpoint_hash: self.checkpoint_hash.clone(),
+            included: self.included.clone(),
+            compute_secs: self.compute_secs,
+            outer_secs: self.outer_secs,
+            exchange_secs: self.exchange_secs,
+            wall_secs: self.wall_secs,
+            compute_utilisation: self.compute_utilisation,
+            eval_secs: self.eval_secs,
+            duty_secs: self.duty_secs,
+            excluded: self.excluded.clone(),
         }
     }
 
@@ -203,15 +219,19 @@ pub fn run(a: &TrainArgs) -> Result<()> {
                 &setup,
                 theta0,
                 Some(&a.out),
-                &mut |r| metrics.emit(r),
+                &mut |r: &RoundRecord| metrics.emit(&r.event()),
                 Some(&mut ex),
                 None,
             )?;
             ex.finish(r.last().map_or(0, |x| x.round));
             r
         }
-        Method::Diloco => run_diloco(a, &setup, theta0, Some(&a.out), &mut |r| metrics.emit(r))?,
-        Method::Ddp => run_ddp(a, &setup, theta0, &mut |r| metrics.emit(r))?,
+        Method::Diloco => run_diloco(a, &setup, theta0, Some(&a.out), &mut |r: &RoundRecord| {
+            metrics.emit(&r.event())
+        })?,
+        Method::Ddp => run_ddp(a, &setup, theta0, &mut |r: &RoundRecord| {
+            metrics.emit(&r.event())
+        })?,
     };
     let points: Vec<(f64, f64)> = records
         .iter()

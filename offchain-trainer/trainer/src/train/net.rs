@@ -87,8 +87,19 @@ impl Exchange for NetExchange {
             .map_err(|e| DilocoError::Exchange(e.to_string()))?;
         self.last_secs = out.secs;
         self.last_excluded = out.excluded;
-        Ok(out.included)
+        Ok(contributions(&out.included))
     }
+}
+
+/// The exchange's included payloads as DiLoCo contributions (the bytes are shared, not copied).
+pub(crate) fn contributions(included: &[synod_p2p::Gathered]) -> Vec<Contribution> {
+    included
+        .iter()
+        .map(|g| Contribution {
+            member: g.member,
+            payload: g.payload.clone(),
+        })
+        .collect()
 }
 
 impl NetExchange {

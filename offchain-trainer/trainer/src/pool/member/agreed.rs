@@ -10,6 +10,7 @@ use synod_diloco::Contribution;
 
 use super::rounds::Pending;
 use super::Trainer;
+use crate::event::TrainerEvent;
 
 /// How long we try to fetch the payloads of the agreed set we lack, in seconds. Each was
 /// attested by at least one honest member, who holds and serves it.
@@ -82,10 +83,14 @@ impl Trainer<'_> {
         let call = calls::commit_checkpoint(self.pool, round, outcome.hash, agreed.to_vec());
         self.block_on(self.chain.submit(&call, &self.signer))
             .context("commit over the agreed set")?;
-        self.metrics.emit(&serde_json::json!({
-            "event": "recommit", "round": round, "agreed": agreed, "fetched": fetched,
-            "hash": synod_checkpoint::hex(&outcome.hash), "outcome": "ok",
-        }))?;
+        self.metrics.emit(&TrainerEvent::Recommit {
+            agreed: agreed.to_vec(),
+            error: None,
+            fetched: Some(fetched),
+            hash: Some(synod_checkpoint::hex(&outcome.hash)),
+            outcome: "ok".into(),
+            round,
+        })?;
         self.duties.to_verify.insert(round);
         Ok(outcome.hash)
     }

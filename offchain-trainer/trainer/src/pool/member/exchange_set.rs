@@ -11,7 +11,7 @@ pub(super) struct Registered {
     pub index: u32,
     /// libp2p peer id (multihash bytes).
     pub peer_id: Vec<u8>,
-    /// ML-DSA-65 public key (1952 bytes).
+    /// ML-DSA-65 public key ([`synod_protocol::evidence::PUBLIC_KEY_LEN`] bytes).
     pub key: Vec<u8>,
     /// Weight in planck: snapshot stake, or committed stake before the round opens.
     pub stake: u128,
@@ -99,7 +99,7 @@ mod tests {
             record: MemberRecord {
                 index: u32::from(i),
                 peer_id: vec![i; 38],
-                ml_dsa_key: vec![i; 1952],
+                ml_dsa_key: vec![i; synod_protocol::evidence::PUBLIC_KEY_LEN],
                 stake: 100,
                 from_round,
             },
@@ -110,7 +110,7 @@ mod tests {
         FormerMemberRecord {
             who: account(i),
             peer_id: vec![i; 38],
-            ml_dsa_key: vec![i; 1952],
+            ml_dsa_key: vec![i; synod_protocol::evidence::PUBLIC_KEY_LEN],
         }
     }
 

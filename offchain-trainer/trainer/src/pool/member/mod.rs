@@ -1,4 +1,4 @@
-//! `synod-trainer run`: one member of an on-chain pool, following ARCHITECTURE.md round by round.
+//! `synod-trainer run`: one member of an on-chain pool, following `docs/architecture.md` round by round.
 //!
 //! * **Join**: bond if needed, `join_pool` with the libp2p peer id and ML-DSA-65 key derived
 //!   from `<base>/identity.key` (an existing registration with the same peer id is resumed).
@@ -43,7 +43,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde::Serialize;
 use synod_chain::submit::account_of;
 use synod_chain::types::{AccountId, MemberInfo, PoolInfo, PoolStatus};
 use synod_chain::{Chain, Signer};
@@ -61,6 +60,7 @@ use super::store::Store;
 use super::verify::{Replayer, Retained};
 use super::{connect, runtime};
 use crate::chain_args::RunArgs;
+use crate::event::TrainerEvent;
 use crate::metrics::Metrics;
 use crate::prometheus::Exporter;
 use crate::train::{identity_seed, RoundRecord};
@@ -195,16 +195,24 @@ pub fn run(a: &RunArgs) -> Result<()> {
 
     let mut metrics =
         Metrics::appending(&a.base_path.join("metrics.jsonl"))?.with_exporter(exporter);
-    metrics.emit(&serde_json::json!({
-        "event": "joined", "pool": a.pool, "member": me, "from_round": from_round, "resumed": resumed,
-        "stake": stake.to_string(),
-        "account": account_of(&signer).to_string(), "peer_id": peer_id.to_string(),
-        "listen": addrs.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "prometheus": (!a.no_prometheus).then(|| {
-            let host = if a.prometheus_external { "0.0.0.0" } else { "127.0.0.1" };
+    metrics.emit(&TrainerEvent::Joined {
+        account: account_of(&signer).to_string(),
+        from_round,
+        listen: addrs.iter().map(ToString::to_string).collect(),
+        member: me,
+        peer_id: peer_id.to_string(),
+        pool: a.pool,
+        prometheus: (!a.no_prometheus).then(|| {
+            let host = if a.prometheus_external {
+                "0.0.0.0"
+            } else {
+                "127.0.0.1"
+            };
             format!("http://{host}:{}/metrics", a.prometheus_port)
         }),
-    }))?;
+        resumed,
+        stake: stake.to_string(),
+    })?;
 
     let pool = a.pool;
     let started = rt.block_on(chain.wait_for(
@@ -250,14 +258,6 @@ pub fn run(a: &RunArgs) -> Result<()> {
     };
     let last = t.train(from_round, resumed)?;
     t.finish(last)
-}
-
-#[derive(Serialize)]
-struct Event<'a> {
-    event: &'a str,
-    round: u32,
-    hash: String,
-    detail: String,
 }
 
 impl Trainer<'_> {
@@ -426,8 +426,7 @@ impl Trainer<'_> {
         let bytes = bytes?;
         self.keep_serving_final(hash, Some(&bytes))?;
         let state = self.a.recipe.outer.restore(&bytes, round)?;
-        self.metrics.emit(&Event {
-            event: "synced",
+        self.metrics.emit(&TrainerEvent::Synced {
             round,
             hash: synod_checkpoint::hex(&hash),
             detail: if local {
@@ -471,7 +470,7 @@ impl Trainer<'_> {
             .with_busy_wall(busy, self.round_clock.elapsed().as_secs_f64());
         }
         self.round_clock = std::time::Instant::now();
-        self.metrics.emit(&r)
+        self.metrics.emit(&r.event())
     }
 
     fn blank(&self, round: u32) -> RoundRecord {

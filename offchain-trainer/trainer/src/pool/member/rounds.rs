@@ -14,8 +14,9 @@ use synod_model::TchInnerTrainer;
 use synod_p2p::{all_gather, Client, ExchangeConfig, ExchangeOutcome};
 use tokio::task::JoinHandle;
 
-use super::{Event, Trainer};
+use super::Trainer;
 use crate::chain_args::Fault;
+use crate::event::TrainerEvent;
 use crate::plot::{loss_vs_tokens, Curve};
 use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::Retained;
@@ -209,10 +210,12 @@ impl Trainer<'_> {
         if let Some(e) = &failure {
             tracing::warn!(round = p.round, "{e}");
         }
-        self.metrics.emit(&serde_json::json!({
-            "event": "commit", "round": p.round, "hash": synod_checkpoint::hex(&p.hash),
-            "outcome": if failure.is_some() { "failed" } else { "ok" }, "error": failure,
-        }))?;
+        self.metrics.emit(&TrainerEvent::Commit {
+            outcome: if failure.is_some() { "failed" } else { "ok" }.into(),
+            error: failure,
+            hash: synod_checkpoint::hex(&p.hash),
+            round: p.round,
+        })?;
         let (pool, round, me) = (self.pool, p.round, self.me);
         // A member of `--fault late` withholds its commit: it does not commit again either.
         let mut tries_left = if self.a.fault == Some(Fault::Late) {
@@ -262,10 +265,14 @@ impl Trainer<'_> {
                         Ok(h) => second = Some(h),
                         Err(e) => {
                             tracing::warn!(round, "cannot commit over the agreed set: {e:#}");
-                            self.metrics.emit(&serde_json::json!({
-                                "event": "recommit", "round": round, "agreed": set,
-                                "outcome": "failed", "error": format!("{e:#}"),
-                            }))?;
+                            self.metrics.emit(&TrainerEvent::Recommit {
+                                agreed: set,
+                                error: Some(format!("{e:#}")),
+                                fetched: None,
+                                hash: None,
+                                outcome: "failed".into(),
+                                round,
+                            })?;
                         }
                     }
                 }
@@ -281,8 +288,7 @@ impl Trainer<'_> {
             }
             Closed::Voided => "voided".to_string(),
         };
-        self.metrics.emit(&Event {
-            event: "closed",
+        self.metrics.emit(&TrainerEvent::Closed {
             round,
             hash: synod_checkpoint::hex(&p.hash),
             detail,
@@ -628,13 +634,15 @@ impl Trainer<'_> {
             .filter(|c| c.member != self.me)
             .map(|c| c.payload.len() as u64)
             .sum();
-        self.metrics.emit(&serde_json::json!({
-            "event": "exchange", "round": r, "bytes_received": received,
-            "peers_connected": self.client.snapshot().connected.len(),
-        }))?;
+        self.metrics.emit(&TrainerEvent::Exchange {
+            bytes_received: received,
+            peers_connected: self.client.snapshot().connected.len() as u64,
+            round: r,
+        })?;
         self.retain(r, &ex);
         let t_outer = Instant::now();
-        let outcome = state.apply(&ex.included, ctx.rule.aggregator(Some(&stakes)).as_ref())?;
+        let included = crate::train::net::contributions(&ex.included);
+        let outcome = state.apply(&included, ctx.rule.aggregator(Some(&stakes)).as_ref())?;
         self.store.put(&outcome.checkpoint)?;
         self.block_on(self.client.serve_checkpoint(Arc::new(outcome.checkpoint)))?;
         let outer_secs = t_outer.elapsed().as_secs_f64();
@@ -712,11 +720,14 @@ impl Trainer<'_> {
             )?;
         }
         let mut metrics = self.metrics;
-        metrics.emit(&serde_json::json!({
-            "event": "done", "pool": pool, "status": format!("{:?}", p.status), "last_round_trained": last,
-            "last_final_round": f, "final_checkpoint": synod_checkpoint::hex(&h),
-            "final_checkpoint_file": self.store.path(&h),
-        }))?;
+        metrics.emit(&TrainerEvent::Done {
+            final_checkpoint: synod_checkpoint::hex(&h),
+            final_checkpoint_file: self.store.path(&h),
+            last_final_round: f,
+            last_round_trained: last,
+            pool,
+            status: format!("{:?}", p.status),
+        })?;
         let dead_after = ExchangeConfig::default().dead_after;
         self.rt.block_on(synod_p2p::finish(
             &self.client,

@@ -1,4 +1,4 @@
-//! Verification (ARCHITECTURE.md, step 7): what a member keeps of every round it took part in,
+//! Verification (`docs/architecture.md`, step 7): what a member keeps of every round it took part in,
 //! and the replay of another member's inner phase that verifiers and jurors run.
 //!
 //! * [`retained`]: the payloads and signed announcements of a round's included set, and our own
@@ -11,14 +11,18 @@
 //! * [`replay`]: checks a member's Proof-of-Learning trace by sampled segments, or re-runs its
 //!   whole inner phase from θ_{r−1}, and measures the distance to its signed payload
 //!   ([`synod_diloco::verify`] holds the rules: distances, tolerances, sampling).
+//! * [`vote`]: a juror's verdict on a disputed payload from its replay.
+//! * [`forger`]: dishonest members (forged or skipped segments) for tests and benches.
 //!
 //! The duties built on them (sampling final rounds, opening challenges, voting as a juror)
 //! run inside `synod-trainer run` (`member::duty`); `synod-trainer verify` is a one-off replay.
 
 pub mod carried;
+pub mod forger;
 pub mod prefetch;
 pub mod replay;
 pub mod retained;
+pub mod vote;
 
 pub use replay::Replayer;
 pub use retained::Retained;

@@ -1,6 +1,7 @@
 //! Replaying a member's inner phase (Proof-of-Learning re-execution, Jia et al. 2021, §4):
 //! whole ([`Replayer::check`], what jurors run) or a sample of its trace's segments
-//! ([`Replayer::check_segments`], what verifiers run first).
+//! ([`Replayer::check_segments`], what verifiers run first). A juror's vote on a replay is
+//! [`super::vote`]; the dishonest members the checks are tested against, [`super::forger`].
 
 use std::time::Instant;
 
@@ -9,12 +10,9 @@ use synod_checkpoint::ParamSet;
 use synod_diloco::residual::{carried_distance, residual_from_bytes, NO_RESIDUAL};
 use synod_diloco::trace::split_trace;
 use synod_diloco::verify::{replay_distance, within_tolerance, SEGMENT_TOLERANCE};
-use synod_diloco::{
-    pseudo_gradient, DilocoError, ErrorFeedback, InnerReport, InnerTrainer, OuterState,
-    PseudoGradient,
-};
+use synod_diloco::{pseudo_gradient, DilocoError, ErrorFeedback, OuterState, PseudoGradient};
 use synod_model::segment::{params_of, plausible_state, state_distance};
-use synod_model::{load_params, TchInnerTrainer, STEP_NAME};
+use synod_model::{load_params, TchInnerTrainer};
 
 use crate::chain_args::RecipeArgs;
 use crate::pool::recipe::Recipe;
@@ -175,26 +173,6 @@ enum TraceCheck {
     Failed,
     /// A state was not served.
     Unserved,
-}
-
-/// A juror's vote on a challenge disputing the payload with blake3 `disputed` (from the
-/// on-chain evidence), given `kept`, the accused's payload as this juror fetched it against
-/// the accused's own signed announcement: guilty if the two differ (the accused signed two
-/// payloads for one round, whatever a replay says), otherwise guilty iff `replay(kept)` is
-/// outside the tolerance. Returns (guilty, replay distance; ∞ for two payloads).
-///
-/// # Errors
-/// Those of `replay`.
-pub fn juror_vote(
-    kept: &[u8],
-    disputed: &[u8; 32],
-    replay: impl FnOnce(&[u8]) -> Result<Replay>,
-) -> Result<(bool, f64)> {
-    if blake3::hash(kept).as_bytes() != disputed {
-        return Ok((true, f64::INFINITY));
-    }
-    let r = replay(kept)?;
-    Ok((!r.honest, r.distance))
 }
 
 /// Replays inner phases of one pool's recipe, keeping one model replica between replays.
@@ -457,117 +435,10 @@ pub fn needed_states(trace_len: usize, segments: &[u32]) -> Vec<usize> {
 /// States of a trace by their blake3 (a verifier's view of what its author serves).
 pub type TraceStates = std::collections::HashMap<[u8; 32], Vec<u8>>;
 
-/// A dishonest member's inner trainer (the attacks segment checks exist for; a test and bench
-/// fixture): runs each segment `i` of the phase on `replica` unless `forge(i, state,
-/// end_step)` returns the state it claims instead. Its trace holds every segment boundary.
-struct Forger<'a, F> {
-    replica: &'a mut TchInnerTrainer,
-    forge: F,
-    /// The phase's segment boundaries (`0 … H`).
-    bounds: &'a [u32],
-}
-
-impl<F: FnMut(u32, &ParamSet, u32) -> Option<ParamSet>> InnerTrainer for Forger<'_, F> {
-    fn inner_phase(
-        &mut self,
-        start: &ParamSet,
-        round: u32,
-    ) -> Result<(ParamSet, InnerReport), DilocoError> {
-        self.inner_phase_traced(start, round, &[], &mut |_, _| Ok(()))
-    }
-
-    fn inner_phase_traced(
-        &mut self,
-        start: &ParamSet,
-        round: u32,
-        boundaries: &[u32],
-        state: &mut dyn FnMut(u32, ParamSet) -> Result<(), DilocoError>,
-    ) -> Result<(ParamSet, InnerReport), DilocoError> {
-        let r = &mut *self.replica;
-        load_params(&r.vs, start)?;
-        r.reset_optimizer();
-        let mut s = r.phase_state()?;
-        for (i, w) in self.bounds.windows(2).enumerate() {
-            if boundaries.contains(&w[0]) {
-                state(w[0], s.clone())?;
-            }
-            s = match (self.forge)(i as u32, &s, w[1]) {
-                Some(forged) => forged,
-                None => r.replay_segment(&s, round, w[0], w[1])?,
-            };
-        }
-        if boundaries.contains(&r.cfg.inner_steps) {
-            state(r.cfg.inner_steps, s.clone())?;
-        }
-        Ok((params_of(&s), InnerReport::default()))
-    }
-}
-
-/// A dishonest member's traced contribution to `round` from θ `start`, made on the pool's
-/// path ([`OuterState::contribute_traced`]) by a [`Forger`] with `forge`, its trace cut at
-/// `bounds` (the recipe's [`RecipeArgs::segment_boundaries`]), encoded with `opts`.
-/// Returns the payload and its states by blake3. A `forge` that returns `None`: the honest
-/// contribution.
-///
-/// # Errors
-/// libtorch and encoding errors.
-pub(crate) fn forged_contribution(
-    replica: &mut TchInnerTrainer,
-    start: &ParamSet,
-    round: u32,
-    forge: &mut dyn FnMut(u32, &ParamSet, u32) -> Option<ParamSet>,
-    bounds: &[u32],
-    opts: &synod_codec::EncodeOptions,
-) -> Result<(Vec<u8>, TraceStates)> {
-    let mut outer = OuterState::new(start.clone(), synod_diloco::NesterovSgd::new(0.0, 0.0));
-    outer.round = round.saturating_sub(1);
-    let member = replica.worker;
-    let mut states = TraceStates::new();
-    let (c, _) = outer.contribute_traced(
-        &mut Forger {
-            replica,
-            forge,
-            bounds,
-        },
-        member,
-        opts,
-        &mut synod_diloco::ErrorFeedback::default(),
-        bounds,
-        &mut |_, bytes, hash| {
-            states.insert(hash, bytes);
-            Ok(())
-        },
-    )?;
-    Ok((c.payload.to_vec(), states))
-}
-
-/// `state` with its step counter set to `step` and, for every `(name, index, value)` of
-/// `set`, that element overwritten: how a forger edits a state it did not compute.
-pub(crate) fn edited(state: &ParamSet, step: u32, set: &[(&str, usize, f32)]) -> ParamSet {
-    let mut t = state.tensors().to_vec();
-    for x in &mut t {
-        if x.name == STEP_NAME {
-            x.data = vec![step as f32];
-        }
-        for (name, i, v) in set {
-            if x.name == *name {
-                if let Some(e) = x.data.get_mut(*i) {
-                    *e = *v;
-                }
-            }
-        }
-    }
-    ParamSet::new(t).unwrap_or_else(|_| state.clone())
-}
-
-/// A lazy member that never runs the segments in `skip`: only its step counter moves on.
-pub(crate) fn skipping(skip: &[u32]) -> impl FnMut(u32, &ParamSet, u32) -> Option<ParamSet> + '_ {
-    move |i, s, end| skip.contains(&i).then(|| edited(s, end, &[]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pool::verify::vote::juror_vote;
 
     fn honest(_: &[u8]) -> Result<Replay> {
         Ok(Replay {
@@ -614,6 +485,7 @@ mod tests {
     /// Replays on the tiny model of contributions with Proof-of-Learning traces.
     mod traced {
         use super::super::*;
+        use crate::pool::verify::forger::{edited, forged_contribution, skipping};
         use clap::Parser;
         use std::sync::Arc;
         use synod_diloco::byzantine::{Adversary, Attack};
@@ -674,7 +546,7 @@ mod tests {
             (c.payload.to_vec(), states)
         }
 
-        /// Member 1's forged contribution to round 1 (a [`Forger`] with `forge`).
+        /// Member 1's forged contribution to round 1 (a `forger::Forger` with `forge`).
         fn forged(
             (recipe, a, theta0): &(Recipe, RecipeArgs, ParamSet),
             forge: &mut dyn FnMut(u32, &ParamSet, u32) -> Option<ParamSet>,

@@ -1,0 +1,406 @@
+//! What a node serves (its payloads, relayed payloads, checkpoints, trace files) and the tasks
+//! that answer `/synod/pseudograd/2` and `/synod/checkpoint/2` streams, with admission: only
+//! registered members take a serving slot, within a bound in all and per member.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use libp2p::PeerId;
+use tokio::sync::mpsc;
+
+use super::client::Command;
+use super::lock;
+use crate::message::PayloadRef;
+use crate::protocol::{self, Answer, FetchRequest, Limits};
+use crate::MemberSet;
+
+/// A relayed payload: its blake3 and bytes.
+type Relayed = ([u8; 32], Arc<Vec<u8>>);
+
+/// Most checkpoints a node serves at once, the pinned ones included (θ of the last four
+/// rounds, say): serving one more drops the one served longest ago — never a pinned one
+/// ([`super::Client::pin_checkpoint`]: the last final checkpoint, which a (re)joining trainer
+/// needs, and the one before it, where an overlapped round starts) — so a trainer's memory
+/// does not grow with the rounds.
+pub const MAX_SERVED_CHECKPOINTS: usize = 4;
+
+/// How many of the served checkpoints stay pinned ([`super::Client::pin_checkpoint`]).
+pub const PINNED_CHECKPOINTS: usize = 2;
+
+/// Most files served at once ([`super::Client::serve_file`]): 8 rounds of the longest trace a
+/// recipe allows (`--trace-segments` 4096: [`synod_protocol::limits::MAX_TRACE_HASHES`] states),
+/// about 1 900 rounds of the default 16 segments. A smaller bound let a recipe with long
+/// traces push a round's early states out before its verifiers asked for them (each check
+/// then a whole replay).
+pub const MAX_SERVED_FILES: usize = 8 * synod_protocol::limits::MAX_TRACE_HASHES;
+
+/// Most transfers a node serves at once, and to one peer: a member that opens streams and never
+/// reads holds at most [`MAX_SERVED_PER_PEER`] of them, each for at most its
+/// [`Limits::body_time`].
+pub const MAX_SERVED_STREAMS: usize = 64;
+/// See [`MAX_SERVED_STREAMS`].
+pub const MAX_SERVED_PER_PEER: usize = 8;
+
+/// What a node serves, shared by the event loop (heartbeats announce the payloads) and the
+/// serving tasks (which answer requests without going through the loop).
+pub(super) struct Served {
+    pub(super) me: u32,
+    pub(super) members: Arc<MemberSet>,
+    /// The current outer round (payloads and relays of older rounds than the previous are dropped).
+    pub(super) round: u32,
+    /// Our payload per round with its announcement (digest computed once).
+    pub(super) payloads: HashMap<u32, (PayloadRef, Arc<Vec<u8>>)>,
+    /// Checkpoints we serve, oldest first; at most [`MAX_SERVED_CHECKPOINTS`].
+    pub(super) checkpoints: VecDeque<([u8; 32], Arc<Vec<u8>>)>,
+    /// The served checkpoints never dropped, oldest first; at most [`PINNED_CHECKPOINTS`]
+    /// (see [`super::Client::pin_checkpoint`]).
+    pub(super) pinned: VecDeque<[u8; 32]>,
+    /// Objects served from disk by blake3 on the checkpoint protocol (Proof-of-Learning trace
+    /// states, [`super::Client::serve_file`]), oldest first; at most [`MAX_SERVED_FILES`].
+    pub(super) files: VecDeque<([u8; 32], std::path::PathBuf)>,
+    /// Other members' payloads we fetched, served on to peers whose fetch from the author
+    /// failed: (round, member) → (digest, bytes); current and previous round only.
+    pub(super) relayed: HashMap<(u32, u32), Relayed>,
+    /// Members our own payloads are served to; `None`: every member (see
+    /// [`super::Client::withhold_own_payloads`]).
+    pub(super) serve_own_to: Option<BTreeSet<u32>>,
+    /// Transfers being served, per peer (no entry: none).
+    pub(super) streams: HashMap<PeerId, usize>,
+    /// Sum of `streams`.
+    pub(super) streaming: usize,
+}
+
+impl Served {
+    pub(super) fn new(me: u32, members: Arc<MemberSet>) -> Self {
+        Self {
+            me,
+            members,
+            round: 0,
+            payloads: HashMap::new(),
+            checkpoints: VecDeque::new(),
+            pinned: VecDeque::new(),
+            files: VecDeque::new(),
+            relayed: HashMap::new(),
+            serve_own_to: None,
+            streams: HashMap::new(),
+            streaming: 0,
+        }
+    }
+
+    pub(super) fn set_round(&mut self, r: u32) {
+        self.round = r;
+        self.payloads.retain(|k, _| *k + 2 > r);
+        self.relayed.retain(|(k, _), _| *k + 2 > r);
+    }
+
+    pub(super) fn add_file(&mut self, hash: [u8; 32], path: std::path::PathBuf) {
+        self.files.retain(|(h, _)| *h != hash);
+        self.files.push_back((hash, path));
+        while self.files.len() > MAX_SERVED_FILES {
+            self.files.pop_front();
+        }
+    }
+
+    pub(super) fn add_checkpoint(&mut self, hash: [u8; 32], bytes: Arc<Vec<u8>>) {
+        self.checkpoints.retain(|(h, _)| *h != hash);
+        self.checkpoints.push_back((hash, bytes));
+        while self.checkpoints.len() > MAX_SERVED_CHECKPOINTS {
+            let pinned = &self.pinned;
+            match self
+                .checkpoints
+                .iter()
+                .position(|(h, _)| !pinned.contains(h))
+            {
+                Some(oldest) => drop(self.checkpoints.remove(oldest)),
+                None => break,
+            }
+        }
+    }
+
+    /// Takes a serving slot for `peer` if it is a registered member and under the limits (a
+    /// non-member takes none: it cannot crowd members out).
+    pub(super) fn admit(&mut self, peer: PeerId) -> bool {
+        let mine = self.streams.get(&peer).copied().unwrap_or(0);
+        if self.members.by_peer(&peer).is_none()
+            || self.streaming >= MAX_SERVED_STREAMS
+            || mine >= MAX_SERVED_PER_PEER
+        {
+            return false;
+        }
+        self.streams.insert(peer, mine + 1);
+        self.streaming += 1;
+        true
+    }
+
+    /// Gives back a slot [`Served::admit`] took for `peer`.
+    fn release(&mut self, peer: PeerId) {
+        if let Some(n) = self.streams.get_mut(&peer) {
+            *n -= 1;
+            self.streaming -= 1;
+            if *n == 0 {
+                self.streams.remove(&peer);
+            }
+        }
+    }
+
+    /// Stops serving the file of `hash`.
+    pub(super) fn remove_file(&mut self, hash: &[u8; 32]) {
+        self.files.retain(|(h, _)| h != hash);
+    }
+
+    /// Pins the served checkpoint `hash` (see [`super::Client::pin_checkpoint`]); `false` if it
+    /// is not served.
+    pub(super) fn pin_checkpoint(&mut self, hash: [u8; 32]) -> bool {
+        let served = self.checkpoints.iter().any(|(h, _)| *h == hash);
+        if served {
+            self.pinned.retain(|h| *h != hash);
+            self.pinned.push_back(hash);
+            while self.pinned.len() > PINNED_CHECKPOINTS {
+                self.pinned.pop_front();
+            }
+        }
+        served
+    }
+
+    /// The answer to `req` from `peer` on the pseudo-gradient (`checkpoint == false`) or the
+    /// checkpoint protocol.
+    pub(super) fn answer(&self, peer: &PeerId, req: &FetchRequest, checkpoint: bool) -> Answer {
+        let Some(asker) = self.members.by_peer(peer).map(|m| m.index) else {
+            return Answer::Refused;
+        };
+        match (req, checkpoint) {
+            (
+                FetchRequest::Pseudograd {
+                    pool,
+                    round,
+                    member,
+                    digest,
+                },
+                false,
+            ) => {
+                if *pool != self.members.pool {
+                    return Answer::NotFound;
+                }
+                let own = self
+                    .payloads
+                    .get(round)
+                    .filter(|_| *member == self.me)
+                    .filter(|_| {
+                        self.serve_own_to
+                            .as_ref()
+                            .is_none_or(|to| to.contains(&asker))
+                    })
+                    .map(|(p, b)| (p.digest, b));
+                match own.or_else(|| self.relayed.get(&(*round, *member)).map(|(d, b)| (*d, b))) {
+                    Some((d, bytes)) if d == *digest => Answer::Data(bytes.clone()),
+                    _ => Answer::NotFound,
+                }
+            }
+            (FetchRequest::Checkpoint { hash }, true) => {
+                match self.checkpoints.iter().find(|(h, _)| h == hash) {
+                    Some((_, c)) => Answer::Data(c.clone()),
+                    None => match self.files.iter().find(|(h, _)| h == hash) {
+                        Some((_, path)) => Answer::File(path.clone()),
+                        None => Answer::NotFound,
+                    },
+                }
+            }
+            _ => Answer::Refused,
+        }
+    }
+}
+
+/// A serving slot, given back when dropped (also if the serving task panics or is aborted).
+struct Slot {
+    served: Arc<Mutex<Served>>,
+    peer: PeerId,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        lock(&self.served).release(self.peer);
+    }
+}
+
+/// Answers the streams opened to us on one protocol, each in a task of its own, until the event
+/// loop stops. A stream from a non-member or over the slots is dropped unanswered; a malformed
+/// request bans the peer.
+pub(super) async fn serve_incoming(
+    mut incoming: libp2p_stream::IncomingStreams,
+    served: Arc<Mutex<Served>>,
+    tx: mpsc::WeakSender<Command>,
+    mut stopped: tokio::sync::watch::Receiver<()>,
+    limits: Limits,
+    checkpoint: bool,
+) {
+    loop {
+        let (peer, mut stream) = tokio::select! {
+            next = incoming.next() => match next {
+                Some(s) => s,
+                None => return,
+            },
+            _ = stopped.changed() => return,
+        };
+        if !lock(&served).admit(peer) {
+            tracing::debug!(%peer, "not a member, or busy: stream dropped");
+            continue;
+        }
+        let slot = Slot {
+            served: served.clone(),
+            peer,
+        };
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let r = protocol::respond(&mut stream, limits, |req| {
+                lock(&slot.served).answer(&peer, req, checkpoint)
+            })
+            .await;
+            drop(slot);
+            match r {
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    if let Some(tx) = tx.upgrade() {
+                        let _ = tx
+                            .send(Command::Ban(peer, format!("malformed request: {e}")))
+                            .await;
+                    }
+                }
+                Err(e) => tracing::debug!(%peer, "serving failed: {e}"),
+                Ok(()) => {}
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Member, MemberKey};
+    use libp2p::identity;
+
+    fn peer(i: u8) -> PeerId {
+        identity::Keypair::ed25519_from_bytes([i; 32])
+            .unwrap()
+            .public()
+            .to_peer_id()
+    }
+
+    /// A store serving `members` peers 1..=members.
+    fn served(members: u8) -> Served {
+        let set = MemberSet::new(
+            7,
+            (1..=members)
+                .map(|i| Member {
+                    index: u32::from(i),
+                    peer_id: peer(i),
+                    key: MemberKey::from_seed([i; 32]).public(),
+                })
+                .collect(),
+        );
+        Served::new(0, Arc::new(set))
+    }
+
+    #[test]
+    fn non_members_take_no_serving_slot_so_they_cannot_crowd_members_out() {
+        let mut s = served(9);
+        // Any number of identities that are not registered: no slot, no bookkeeping.
+        for i in 100..200 {
+            for _ in 0..MAX_SERVED_PER_PEER {
+                assert!(!s.admit(peer(i)));
+            }
+        }
+        assert!(s.streams.is_empty() && s.streaming == 0);
+        assert!(s.admit(peer(1)), "a member is still served");
+    }
+
+    #[test]
+    fn a_recipe_with_the_longest_traces_cannot_push_a_rounds_first_states_out() {
+        // A pool creator choosing `--trace-segments 4096`: two live traces (overlapped
+        // rounds) of 4097 states each. With a cap sized for 16-segment traces (64 × 17), the
+        // first states were dropped before verifiers asked: every check a whole replay.
+        let mut s = served(2);
+        let req = |hash| FetchRequest::Checkpoint { hash };
+        let hash = |i: usize| {
+            let mut h = [0u8; 32];
+            h[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            h
+        };
+        let traces = 2 * synod_protocol::limits::MAX_TRACE_HASHES;
+        for i in 0..traces {
+            s.add_file(hash(i), std::path::PathBuf::from(format!("/states/{i}")));
+        }
+        for i in [0, traces / 2, traces - 1] {
+            assert!(
+                matches!(s.answer(&peer(1), &req(hash(i)), true), Answer::File(_)),
+                "state {i} of {traces} still served"
+            );
+        }
+    }
+
+    #[test]
+    fn served_files_answer_members_by_hash_within_a_bound() {
+        let mut s = served(2);
+        let req = |hash| FetchRequest::Checkpoint { hash };
+        let path = |i: usize| std::path::PathBuf::from(format!("/states/{i}"));
+        s.add_file([1; 32], path(1));
+        assert!(matches!(s.answer(&peer(1), &req([1; 32]), true), Answer::File(p) if p == path(1)));
+        assert!(matches!(
+            s.answer(&peer(1), &req([2; 32]), true),
+            Answer::NotFound
+        ));
+        assert!(matches!(
+            s.answer(&peer(9), &req([1; 32]), true),
+            Answer::Refused
+        ));
+        // Not on the pseudo-gradient protocol.
+        assert!(matches!(
+            s.answer(&peer(1), &req([1; 32]), false),
+            Answer::Refused
+        ));
+        for i in 0..MAX_SERVED_FILES {
+            let mut h = [0u8; 32];
+            h[..8].copy_from_slice(&(i as u64 + 10).to_le_bytes());
+            s.add_file(h, path(i));
+        }
+        assert_eq!(s.files.len(), MAX_SERVED_FILES);
+        assert!(
+            matches!(s.answer(&peer(1), &req([1; 32]), true), Answer::NotFound),
+            "oldest dropped"
+        );
+    }
+
+    #[test]
+    fn serving_slots_are_bounded_per_member_and_in_all_and_given_back() {
+        let mut s = served(9);
+        for _ in 0..MAX_SERVED_PER_PEER {
+            assert!(s.admit(peer(1)));
+        }
+        assert!(
+            !s.admit(peer(1)),
+            "one member holds at most MAX_SERVED_PER_PEER"
+        );
+        // 8 members × 8 = 64 = MAX_SERVED_STREAMS: the ninth member waits.
+        for i in 2..=8 {
+            for _ in 0..MAX_SERVED_PER_PEER {
+                assert!(s.admit(peer(i)));
+            }
+        }
+        assert_eq!(s.streaming, MAX_SERVED_STREAMS);
+        assert!(!s.admit(peer(9)));
+        // A slot dropped (as a serving task does, even when it panics) is given back.
+        let shared = Arc::new(Mutex::new(s));
+        drop(Slot {
+            served: shared.clone(),
+            peer: peer(1),
+        });
+        let mut s = lock(&shared);
+        assert_eq!(s.streaming, MAX_SERVED_STREAMS - 1);
+        assert!(s.admit(peer(9)));
+        for i in 1..=9 {
+            while s.streams.contains_key(&peer(i)) {
+                s.release(peer(i));
+            }
+        }
+        assert!(s.streams.is_empty() && s.streaming == 0);
+    }
+}

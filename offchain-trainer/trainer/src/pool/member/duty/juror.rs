@@ -1,0 +1,143 @@
+//! Jury duty: as a registered juror, replays the disputed contributions of the challenges it
+//! is drawn for and votes.
+
+use std::collections::BTreeSet;
+
+use anyhow::{anyhow, Result};
+use synod_chain::calls;
+use synod_chain::types::ChallengeInfo;
+
+use crate::event::TrainerEvent;
+use crate::pool::member::Trainer;
+use crate::pool::verify::carried::expected_carried_in;
+use crate::pool::verify::vote::juror_vote;
+
+impl Trainer<'_> {
+    /// Votes on every drawn jury we sit on; records in `awaiting` the rounds of our pool's
+    /// challenges that still wait for a draw or our vote.
+    pub(super) fn jury_duty(&mut self) -> Result<()> {
+        if !self.a.juror {
+            return Ok(());
+        }
+        let next = self.block_on(self.chain.next_challenge_id())?;
+        let mut awaiting = BTreeSet::new();
+        for id in self.duties.cursor..next {
+            if self.duties.handled.contains(&id) {
+                continue;
+            }
+            match self.block_on(self.chain.challenge(id))? {
+                None => {
+                    self.duties.handled.insert(id);
+                }
+                Some(c) if c.jury.is_empty() => {
+                    if c.pool_id == self.pool {
+                        awaiting.insert(c.round);
+                    }
+                }
+                Some(c) => {
+                    if c.jury.iter().any(|(j, _)| *j == self.account)
+                        && self
+                            .block_on(self.chain.vote_of(id, &self.account))?
+                            .is_none()
+                    {
+                        // A failed vote is retried next pass; it must not hold up the others.
+                        if let Err(e) = self.judge(id, &c) {
+                            tracing::warn!(challenge = id, "judging failed: {e:#}");
+                            awaiting.insert(c.round);
+                            continue;
+                        }
+                    }
+                    self.duties.handled.insert(id);
+                }
+            }
+        }
+        while self.duties.handled.remove(&self.duties.cursor) {
+            self.duties.cursor += 1;
+        }
+        self.duties.awaiting = awaiting;
+        Ok(())
+    }
+
+    /// Replays the contribution disputed by challenge `id` and votes.
+    pub(super) fn judge(&mut self, id: u32, c: &ChallengeInfo) -> Result<()> {
+        let abstain = |t: &mut Self, why: String| -> Result<()> {
+            tracing::warn!(challenge = id, "cannot judge, not voting: {why}");
+            t.metrics.emit(&TrainerEvent::Vote {
+                abstained: Some(why),
+                accused: None,
+                challenge: id,
+                distance: None,
+                guilty: None,
+                member: None,
+                round: c.round,
+            })
+        };
+        if c.pool_id != self.pool {
+            return abstain(
+                self,
+                format!("pool {} is not the pool this trainer replays", c.pool_id),
+            );
+        }
+        // The accused's index from the round's snapshot (kept until settlement, hence while a
+        // challenge can exist), then its own kept payload: a copier shares its victim's digest.
+        let snapshot = self.block_on(self.chain.round_snapshot(self.pool, c.round))?;
+        let Some(member) =
+            snapshot.and_then(|s| s.iter().find(|p| p.who == c.accused).map(|p| p.index))
+        else {
+            return abstain(self, "the accused is not in the round's snapshot".into());
+        };
+        let Some(kept) = self.retained.payload(c.round, member) else {
+            return abstain(self, "no payload of the accused was kept".into());
+        };
+        // Two digests under the accused's key for one round convict without a replay (an
+        // accomplice's sham challenge with a never-gossiped announcement looks like that).
+        let parent = match self.block_on(self.chain.final_checkpoint(self.pool, c.round))? {
+            Some(f) => f.parent,
+            None => return Err(anyhow!("round {} is not final", c.round)),
+        };
+        let (round, digest, expires) = (c.round, c.payload_digest, u64::from(c.expires_at));
+        if self.a.recipe.outer.wire.sparse() {
+            let included_prev = self.final_included(round.saturating_sub(1))?;
+            if expected_carried_in(&self.retained, round, member, &included_prev).is_none() {
+                return abstain(
+                    self,
+                    "the accused's payload of the previous round was not kept: the residual it \
+                     must carry in is unknown"
+                        .into(),
+                );
+            }
+        }
+        let (guilty, distance) = juror_vote(&kept, &digest, |_| {
+            self.replay(round, member, &parent, None, expires)?
+                .ok_or_else(|| anyhow!("payload of member {member} vanished"))
+        })?;
+        match self.block_on(self.chain.submit(&calls::vote(id, guilty), &self.signer)) {
+            Ok(_) => {}
+            Err(e)
+                if e.is_module("Challenges", "AlreadyVoted")
+                    || e.is_module("Challenges", "VotingClosed")
+                    || e.is_module("Challenges", "ChallengeNotFound") =>
+            {
+                tracing::info!(challenge = id, "vote not needed: {e}");
+            }
+            Err(e) => return Err(e.into()),
+        }
+        tracing::info!(
+            challenge = id,
+            round = c.round,
+            member,
+            distance,
+            guilty,
+            "voted"
+        );
+        self.metrics.emit(&TrainerEvent::Vote {
+            abstained: None,
+            accused: Some(c.accused.to_string()),
+            challenge: id,
+            distance: Some(distance),
+            guilty: Some(guilty),
+            member: Some(member),
+            round: c.round,
+        })
+    }
+}

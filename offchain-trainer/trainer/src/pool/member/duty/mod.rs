@@ -1,0 +1,252 @@
+//! A member's verification duties (`docs/architecture.md`, step 7), run between rounds and after the
+//! last one: replay a sample of the other contributors of every final round and challenge the
+//! ones outside the tolerance; as a registered juror, replay disputed contributions and vote.
+//!
+//! Nothing here ends `run`: a failed read, replay or extrinsic is logged and retried at the
+//! next call. The evidence of a round is deleted once the chain has pruned its snapshot
+//! (settled: nothing can challenge it any more) or voided the round.
+//!
+//! One pass ([`Trainer::duties`]) runs, in order: [`equivocation`] reports, [`juror`] votes,
+//! the [`verifier`]'s checks of closed rounds, and the [`challenger`]'s pending challenges.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use synod_chain::calls;
+use synod_chain::types::{AccountId, FinalCheckpoint};
+use synod_p2p::Equivocation;
+use synod_protocol::{RoundState, Timeline};
+
+mod challenger;
+mod equivocation;
+mod juror;
+mod verifier;
+
+use super::Trainer;
+use crate::pool::verify::replay::Replay;
+
+/// Trace states a verifier fetched for a round's checks: their files, by blake3.
+type FetchedStates = std::collections::HashMap<[u8; 32], std::path::PathBuf>;
+
+/// How long a verifier waits for one Proof-of-Learning trace state (plus its transfer at
+/// 10 MB/s) before it replays the whole phase instead.
+const STATE_FETCH: Duration = Duration::from_secs(20);
+/// Added to twice the per-state wait: how long a verifier waits for all the trace states of
+/// one round's checks (fetched from every accused side by side, before any segment is
+/// replayed).
+const CHECK_BUDGET: Duration = Duration::from_secs(5);
+
+/// What a member tracks of its duties.
+#[derive(Default)]
+pub(super) struct Duties {
+    /// Rounds whose evidence is kept and that are not verified yet.
+    pub to_verify: BTreeSet<u32>,
+    /// Replays done: (round, member) → result (a juror reuses its verifier's replay).
+    replays: BTreeMap<(u32, u32), Replay>,
+    /// Lowest challenge id not handled yet.
+    cursor: u32,
+    /// Challenge ids at or above `cursor` already handled (resolved, voted, not ours).
+    handled: BTreeSet<u32>,
+    /// Rounds with a challenge of our pool that waited for its draw or our vote at the last
+    /// jury pass (their evidence is kept; `finish_duties` waits for them).
+    awaiting: BTreeSet<u32>,
+    /// Contributions found dishonest whose challenge is not open yet: (round, member) →
+    /// (account, distance). Retried every pass until opened, convicted or out of the window.
+    to_challenge: BTreeMap<(u32, u32), (AccountId, f64)>,
+    /// Equivocations seen by the network and not reported yet: (round, member) → (proof,
+    /// failed submissions). See [`Trainer::report_equivocations`].
+    to_report: BTreeMap<(u32, u32), (Equivocation, u32)>,
+    /// The last parent checkpoint replayed from: (blake3, canonical bytes).
+    parent: Option<([u8; 32], Arc<Vec<u8>>)>,
+    /// Failed verification passes per round (a round is given up after [`MAX_TRIES`]).
+    tries: BTreeMap<u32, u32>,
+    /// Contributions of rounds still to verify that were checked already (a round retried
+    /// for another contribution does not check them again).
+    verified: BTreeSet<(u32, u32)>,
+    /// Sparse contributions whose residuals were not served: (round, member, verdict
+    /// deadline) → the finalized block at which they were first missed
+    /// ([`residual_deadline_passed`]); a verifier's and a juror's waits are counted apart.
+    unserved: BTreeMap<(u32, u32, u64), u64>,
+    /// Challenges against us seen open, and the next challenge id to look at
+    /// ([`Trainer::accused_in_open_challenge`]).
+    against_us: (BTreeSet<u32>, u32),
+}
+
+/// Whether a residual first missed at block `first` is no longer waited for at block `now`
+/// when a verdict is due by block `deadline` (a verifier's challenge window, a juror's vote):
+/// half the time that was left when it was first missed has passed. Asked again at every pass
+/// before; dishonest after (the accused has had time to serve it, and the rest of the window
+/// is left for the challenge or the vote).
+fn residual_deadline_passed(first: u64, now: u64, deadline: u64) -> bool {
+    now >= first + deadline.saturating_sub(first) / 2
+}
+
+/// Why a sparse payload's residuals ([`synod_diloco::residual`]) are not there to replay it.
+enum Unusable {
+    /// The payload breaks the rules (no commitments, or a `carried_in` the rule does not
+    /// name): dishonest without a replay.
+    Dishonest,
+    /// Its author did not serve a residual in time.
+    Unserved,
+    /// We did not keep its round r − 1 payload, so we cannot tell which residual it must carry
+    /// in: not ours to judge (a fabricated `e_{r−1}` would explain any payload).
+    Unknown,
+}
+
+/// How many of the latest challenge ids [`Trainer::accused_in_open_challenge`] reads the
+/// first time (later calls read only the new ones).
+const RECENT_CHALLENGES: u32 = 256;
+
+/// Passes a round's verification may fail (RPC, missing parent) before it is given up.
+const MAX_TRIES: u32 = 5;
+
+/// A sparse contribution's residuals were not served in this pass (asked again next pass).
+#[derive(Debug)]
+struct ResidualsUnserved {
+    round: u32,
+    member: u32,
+}
+
+impl std::fmt::Display for ResidualsUnserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "member {} did not serve the residuals of its round-{} payload (asked again next pass)",
+            self.member, self.round
+        )
+    }
+}
+
+impl std::error::Error for ResidualsUnserved {}
+
+impl Trainer<'_> {
+    /// Whether this member verifies or judges at all.
+    fn verifies(&self) -> bool {
+        self.a.verify_rate != Some(0.0) || self.a.juror
+    }
+
+    /// One pass of every duty; never fails (problems are logged and retried next time).
+    pub(super) fn duties(&mut self) {
+        let t = Instant::now();
+        self.duty_pass();
+        self.duty_secs += t.elapsed().as_secs_f64();
+    }
+
+    /// One pass of [`Trainer::duties`].
+    fn duty_pass(&mut self) {
+        if let Err(e) = self.report_equivocations() {
+            tracing::warn!("equivocation reports: {e:#}");
+        }
+        if let Err(e) = self.jury_duty() {
+            tracing::warn!("jury duty: {e:#}");
+        }
+        if let Err(e) = self.verify_closed_rounds() {
+            tracing::warn!("verification: {e:#}");
+        }
+        if let Err(e) = self.open_pending_challenges() {
+            tracing::warn!("challenges: {e:#}");
+        }
+    }
+
+    /// After the pool's last round: keeps doing the duties until the last final round can no
+    /// longer be challenged and no challenge of this pool waits for a draw or our vote (at
+    /// most `max_wait`); then, as a juror, unregisters (a juror that has stopped would be
+    /// drawn and, for rounds it contributed to, slashed as a no-show). Never fails: problems are logged.
+    pub(super) fn finish_duties(&mut self, max_wait: Duration) {
+        // A sparse pool's members serve their residuals until nobody can challenge them.
+        if !self.verifies() && !self.a.recipe.outer.wire.sparse() {
+            if let Err(e) = self.report_equivocations() {
+                tracing::warn!("equivocation reports: {e:#}");
+            }
+            return;
+        }
+        let start = Instant::now();
+        loop {
+            self.duties();
+            match self.duties_left() {
+                Ok(false) => break,
+                Ok(true) => {}
+                Err(e) => tracing::warn!("duties: {e:#}"),
+            }
+            if start.elapsed() > max_wait {
+                tracing::warn!("stopping duties after {max_wait:?} with work left");
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        if self.a.juror {
+            match self.block_on(self.chain.submit(&calls::unregister_juror(), &self.signer)) {
+                Ok(_) => tracing::info!("unregistered as a juror"),
+                Err(e) if e.is_module("Challenges", "NotAJuror") => {}
+                Err(e) => tracing::warn!("unregister_juror: {e}"),
+            }
+        }
+    }
+
+    /// Whether the last final round can still be challenged, a round is still to verify, a
+    /// challenge is still to open, or a challenge of this pool waits for a draw or our vote.
+    fn duties_left(&mut self) -> Result<bool> {
+        let now = self.block_on(self.chain.finalized_number())?;
+        let (last, _) = self.last_final()?;
+        let challengeable = self
+            .block_on(self.chain.final_checkpoint(self.pool, last))?
+            .is_some_and(|f| self.round_state(&f).phase(now).accepts_challenges());
+        Ok(challengeable
+            || self.accused_in_open_challenge()?
+            || !self.duties.to_verify.is_empty()
+            || !self.duties.to_challenge.is_empty()
+            || !self.duties.to_report.is_empty()
+            || !self.duties.awaiting.is_empty())
+    }
+
+    /// Whether a challenge against us in this pool is open (among the last
+    /// [`RECENT_CHALLENGES`] ids): we keep serving our evidence (a sparse payload's
+    /// residuals, which only we hold) until it is decided.
+    fn accused_in_open_challenge(&mut self) -> Result<bool> {
+        let next = self.block_on(self.chain.next_challenge_id())?;
+        let (mut open, from) = std::mem::take(&mut self.duties.against_us);
+        // New ids once (at most the last RECENT_CHALLENGES), then only those against us.
+        for id in from.max(next.saturating_sub(RECENT_CHALLENGES))..next {
+            if let Some(c) = self.block_on(self.chain.challenge(id))? {
+                if c.pool_id == self.pool && c.accused == self.account {
+                    open.insert(id);
+                }
+            }
+        }
+        let mut still = BTreeSet::new();
+        for id in open {
+            if self.block_on(self.chain.challenge(id))?.is_some() {
+                still.insert(id);
+            }
+        }
+        let any = !still.is_empty();
+        self.duties.against_us = (still, next);
+        Ok(any)
+    }
+
+    /// The protocol's state machine of final round `f` (`synod_protocol::round`): its phase at a
+    /// block says whether it can still be challenged. Only the pool's challenge window matters
+    /// for that, so the other spans of the timeline are left at 0.
+    fn round_state(&self, f: &FinalCheckpoint) -> RoundState {
+        let timeline = Timeline::for_pool(0, u64::from(self.challenge_window), 0, 0);
+        RoundState::finalized(timeline, u64::from(f.finalized_at), f.hash)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::residual_deadline_passed;
+
+    #[test]
+    fn an_unserved_residual_is_waited_for_half_the_time_left_then_counts_as_withheld() {
+        // First missed at block 100 with a verdict due at 140: asked again until block 120.
+        assert!(!residual_deadline_passed(100, 100, 140));
+        assert!(!residual_deadline_passed(100, 119, 140));
+        assert!(residual_deadline_passed(100, 120, 140));
+        // Missed with no time left (or past the deadline): no wait.
+        assert!(residual_deadline_passed(100, 100, 100));
+        assert!(residual_deadline_passed(100, 100, 90));
+    }
+}
