@@ -23,11 +23,12 @@ pub(crate) fn runtime_block<T: Config>(n: protocol::Block) -> BlockNumberFor<T> 
 }
 
 impl<T: Config> Pallet<T> {
-	/// The protocol's state machine of the open round `open` of a pool with `params`, at the
-	/// current block: finality and voiding are its decisions ([`protocol::round`]).
+	/// The protocol's state machine of the open round `open` of a pool with `params`, at block
+	/// `now`: finality and voiding are its decisions ([`protocol::round`]).
 	pub(crate) fn round_state(
 		open: &OpenRound<T::Balance, BlockNumberFor<T>>,
 		params: &RoundParams<T::AccountId, T::Balance>,
+		now: BlockNumberFor<T>,
 	) -> RoundState {
 		let mut state = RoundState::open(
 			params.timeline,
@@ -35,7 +36,7 @@ impl<T: Config> Pallet<T> {
 			block::<T>(open.opened_at),
 			open.round_stake.saturated_into(),
 		);
-		state.step(Fact::Block(block::<T>(frame_system::Pallet::<T>::block_number())));
+		state.step(Fact::Block(block::<T>(now)));
 		state
 	}
 
@@ -110,7 +111,8 @@ impl<T: Config> Pallet<T> {
 		let total: u128 = open.round_stake.saturated_into();
 		let quorum = params.quorum.deconstruct();
 		let candidates = Candidates::<T>::get((pool_id, round));
-		let mut state = Self::round_state(&open, &params);
+		let now = frame_system::Pallet::<T>::block_number();
+		let mut state = Self::round_state(&open, &params, now);
 		let Some(winner) = candidates
 			.iter()
 			.enumerate()
@@ -140,7 +142,6 @@ impl<T: Config> Pallet<T> {
 				.map(|p| p.who)
 				.collect();
 		let contributors = BoundedVec::truncate_from(contributors);
-		let now = frame_system::Pallet::<T>::block_number();
 		for c in candidates
 			.iter()
 			.filter(|c| c.hash != winner.hash || c.included != winner.included)
@@ -232,7 +233,7 @@ impl<T: Config> Pallet<T> {
 			};
 			// Only a round whose deadline has passed is voided (the protocol's rule).
 			let due = T::Pools::round_params(pool_id)
-				.is_none_or(|p| Self::round_state(&open, &p).status().is_voided());
+				.is_none_or(|p| Self::round_state(&open, &p, now).status().is_voided());
 			if !due {
 				return Ok(());
 			}

@@ -157,7 +157,8 @@ impl pallet_challenges::Config for Runtime {
     type NoShowSlash = NoShowSlash;
     type MaxPoolMembers = ConstU32<MAX_POOL_MEMBERS>;
     // A draw over 256 jurors ≈ 0.6 ms, an expiry slashing a silent jury ≈ 1.9 ms; each due item
-    // is charged both: 16 per block ≈ 40 ms. The rest advance lazily (`advance_challenge`).
+    // is charged both: 16 per block ≈ 40 ms. A challenge whose draw or expiry finds no block
+    // with room within its timeline is refused (`ScheduleFull`).
     type MaxExpiriesPerBlock = ConstU32<16>;
     type MaxJurors = ConstU32<256>;
     type MinJurorStake = MinJurorStake;
