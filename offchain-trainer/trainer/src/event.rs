@@ -273,8 +273,13 @@ impl TrainerEvent {
 }
 
 /// An `f64` written as a JSON number, or as `null` when it is not finite: `null` reads as NaN.
+/// Read through a [`serde_json::Value`]: with serde_json's `arbitrary_precision` (enabled by a
+/// dependency of the workspace) a number buffered by the internally tagged enum arrives as a
+/// map that only `Value` understands.
 fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    Ok(serde_json::Value::deserialize(d)?
+        .as_f64()
+        .unwrap_or(f64::NAN))
 }
 
 /// [`f64_or_nan`] for a field absent from the line when `None`: present, even as `null`, it is
