@@ -25,6 +25,9 @@ fn block<T: Config>(n: BlockNumberFor<T>) -> protocol::Block {
 	n.saturated_into()
 }
 
+/// A new challenge's blocks: its draw, the end of its voting period, and its expiry's block.
+type ScheduledBlocks<T> = (BlockNumberFor<T>, BlockNumberFor<T>, BlockNumberFor<T>);
+
 impl<T: Config> Pallet<T> {
 	fn bond_reason() -> T::RuntimeHoldReason {
 		HoldReason::ChallengeBond.into()
@@ -54,7 +57,7 @@ impl<T: Config> Pallet<T> {
 	fn schedule_blocks(
 		now: BlockNumberFor<T>,
 		timeline: &protocol::Timeline,
-	) -> Result<(BlockNumberFor<T>, BlockNumberFor<T>, BlockNumberFor<T>), Error<T>> {
+	) -> Result<ScheduledBlocks<T>, Error<T>> {
 		let now = block::<T>(now);
 		let latest = timeline.jury_drawn_at(now);
 		let draw_at = Self::free_block((now.saturating_add(1)..=latest).rev())
