@@ -69,7 +69,8 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Adds `id` to the schedule of block `at` (checked to have room by
-	/// [`Self::schedule_blocks`]; a draw's block may take its expiry too).
+	/// [`Self::schedule_blocks`]; a draw and its expiry never share a block, the voting period
+	/// being at least one block).
 	fn schedule(at: BlockNumberFor<T>, id: ChallengeId) {
 		let _ = Expiries::<T>::try_mutate(at, |e| e.try_push(id));
 	}

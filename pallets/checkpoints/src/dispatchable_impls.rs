@@ -89,7 +89,7 @@ impl<T: Config> Pallet<T> {
 		}
 
 		let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::RoundClosed)?;
-		if now >= open.deadline {
+		if Self::round_state(&open, &params, now).status().is_voided() {
 			// The deadline passed and no queue voided the round yet: void it now. This commit
 			// does not count toward quorum, but a participant's shows it was not withholding
 			// (no inactivity leak); the extrinsic succeeds so that the void is kept.

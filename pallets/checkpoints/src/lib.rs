@@ -478,7 +478,9 @@ pub mod pallet {
 			ensure_signed(origin)?;
 			let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::NoOpenRound)?;
 			let now = frame_system::Pallet::<T>::block_number();
-			ensure!(now >= open.deadline, Error::<T>::DeadlineNotReached);
+			let voided = T::Pools::round_params(pool_id)
+				.is_none_or(|p| Self::round_state(&open, &p, now).status().is_voided());
+			ensure!(voided, Error::<T>::DeadlineNotReached);
 			Self::void_if_open(pool_id, open.round, now)
 		}
 	}
