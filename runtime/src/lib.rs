@@ -67,7 +67,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: alloc::borrow::Cow::Borrowed("synod"),
     impl_name: alloc::borrow::Cow::Borrowed("synod-node"),
     authoring_version: 1,
-    spec_version: 109,
+    spec_version: 110,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,
@@ -137,7 +137,7 @@ pub type SignedPayload = generic::SignedPayload<RuntimeCall, TxExtension>;
 /// Migrations of the runtime, aside from the ones declared in the pallets.
 #[allow(unused_parens)]
 type Migrations = (
-    pallet_challenges::migrations::v1::MigrateV0ToV1<Runtime>,
+    pallet_challenges::migrations::v2::MigrateV1ToV2<Runtime>,
     pallet_training_pools::migrations::v1::MigrateV0ToV1<Runtime>,
 );
 

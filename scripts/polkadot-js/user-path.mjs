@@ -159,11 +159,21 @@ async function main() {
   await expectError(api, ferdie, api.tx.challenges.advanceChallenge(challengeId + 100), 'challenges', 'ChallengeNotFound');
   await waitUntil(api, 'the jury draw', async () =>
     (await api.query.challenges.openChallenges(challengeId)).unwrap().jury.length > 0, 20);
-  const jury = (await api.query.challenges.openChallenges(challengeId)).unwrap().jury.map(([a]) => a.toString());
+  // A committee of 193 seats, drawn with replacement in proportion to stake: each juror once,
+  // with its seats; a verdict needs a majority of all seats.
+  const committee = (await api.query.challenges.openChallenges(challengeId)).unwrap().jury
+    .map((s) => ({ who: s.who.toString(), seats: s.seats.toNumber() }));
+  const jury = committee.map((s) => s.who);
   check(jury.length === 2 && jury.includes(bob.address) && jury.includes(charlie.address), 'jury: Bob and Charlie (the only jurors)');
+  const seats = committee.reduce((n, s) => n + s.seats, 0);
+  check(seats === api.consts.challenges.jurySize.toNumber(), `the committee's ${seats} seats are all filled`);
   await expectError(api, ferdie, api.tx.challenges.vote(challengeId, true), 'challenges', 'NotJuror');
-  await ok(api, bob, api.tx.challenges.vote(challengeId, true), 'Bob votes guilty (half the jury stake)');
-  ev = await ok(api, charlie, api.tx.challenges.vote(challengeId, true), 'Charlie votes guilty (⅔ of the jury stake reached)');
+  // The juror with fewer seats (under half of them) votes first: not yet a verdict.
+  const [fewer, more] = [...committee].sort((a, b) => a.seats - b.seats)
+    .map((s) => (s.who === bob.address ? bob : charlie));
+  const name = (k) => (k === bob ? 'Bob' : 'Charlie');
+  await ok(api, fewer, api.tx.challenges.vote(challengeId, true), `${name(fewer)} votes guilty (a minority of the seats)`);
+  ev = await ok(api, more, api.tx.challenges.vote(challengeId, true), `${name(more)} votes guilty (a majority of the seats reached)`);
   const guilty = find(ev, 'challenges', 'AccusedFoundGuilty');
   check(guilty && guilty.data.slashed.toBigInt() === 15n * UNIT, 'Dave is slashed 10 % of its 150 SYN snapshot stake');
 

@@ -155,8 +155,18 @@ pub struct ChallengeInfo {
     pub payload_digest: [u8; 32],
     /// Block at which it expires without a verdict.
     pub expires_at: u32,
-    /// Jurors with their stake at the draw (planck); empty until drawn.
-    pub jury: Vec<(AccountId, u128)>,
+    /// The committee: each drawn juror once with its seats; empty until drawn.
+    pub jury: Vec<Seat>,
+}
+
+/// A juror of a challenge's committee (`synod_protocol::Seated`, read by field name; its stake
+/// is not needed here).
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct Seat {
+    /// The juror.
+    pub who: AccountId,
+    /// Seats it holds: its vote counts this many times.
+    pub seats: u32,
 }
 
 /// A challenge's outcome (`synod_protocol::Verdict`), decoded with the runtime's own type.

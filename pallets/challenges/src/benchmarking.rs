@@ -68,9 +68,10 @@ fn seed_draw<T: Config>(draw_at: BlockNumberFor<T>) {
 }
 
 /// A final round of a full pool, `jurors` registered jurors, and challenge 0 against its first
-/// member opened and its (full) jury drawn; returns the pool and the accused. The other
-/// contributors register first, with far more stake than the rest, so that the drawn jury is
-/// accountable (the worst case of an expiry: every juror is slashed for not voting).
+/// member opened and its committee drawn; returns the pool and the accused. The other
+/// contributors register first, with far more stake than the rest, so that they hold most
+/// seats and are accountable (the worst case of an expiry: every seated contributor is slashed
+/// for not voting).
 fn drawn_challenge<T: Config>(jurors: u32) -> Result<(PoolId, T::AccountId), BenchmarkError> {
 	let (pool, members) = T::BenchmarkHelper::final_round(T::MaxPoolMembers::get());
 	let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
@@ -92,10 +93,10 @@ fn drawn_challenge<T: Config>(jurors: u32) -> Result<(PoolId, T::AccountId), Ben
 	seed_draw::<T>(draw_at);
 	frame_system::Pallet::<T>::set_block_number(draw_at);
 	Pallet::<T>::advance(0, draw_at);
-	assert_eq!(
-		OpenChallenges::<T>::get(0).map(|c| (c.jury.len() as u32, c.accountable.len() as u32)),
-		Some((T::JurySize::get(), T::JurySize::get())),
-		"a full, accountable jury is drawn"
+	assert!(
+		OpenChallenges::<T>::get(0)
+			.is_some_and(|c| c.votes.seats == T::JurySize::get() && !c.accountable.is_empty()),
+		"a full committee with accountable jurors is drawn"
 	);
 	Ok((pool, accused))
 }
@@ -133,22 +134,19 @@ mod benchmarks {
 		Ok(())
 	}
 
-	// Worst case: the deciding vote of a guilty verdict (slash, bond release, cleanup) with a
-	// full jury.
+	// Worst case: the deciding vote of a guilty verdict (slash, bond release, cleanup, the
+	// guilty voters paid by seats) with a committee drawn from a full juror list.
 	#[benchmark]
 	fn vote() -> Result<(), BenchmarkError> {
-		let (pool, accused) = drawn_challenge::<T>(T::JurySize::get())?;
+		let (pool, accused) = drawn_challenge::<T>(T::MaxJurors::get())?;
 		let jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
-		let mut voters = jury.iter().map(|(j, _)| j.clone());
-		let mut last = voters.next().ok_or(BenchmarkError::Weightless)?;
-		while OpenChallenges::<T>::get(0).is_some_and(|c| {
-			let guilty = c.votes.guilty_stake.saturating_add(
-				c.jury.iter().find(|(j, _)| *j == last).map(|(_, s)| *s).unwrap_or_default(),
-			);
-			guilty < c.votes.conviction_threshold()
-		}) {
+		let mut voters = jury.iter().map(|s| (s.who.clone(), s.seats));
+		let (mut last, mut seats) = voters.next().ok_or(BenchmarkError::Weightless)?;
+		while OpenChallenges::<T>::get(0)
+			.is_some_and(|c| c.votes.guilty.saturating_add(seats) < c.votes.conviction_threshold())
+		{
 			Pallet::<T>::do_vote(last.clone(), 0, true)?;
-			last = voters.next().ok_or(BenchmarkError::Weightless)?;
+			(last, seats) = voters.next().ok_or(BenchmarkError::Weightless)?;
 		}
 		#[extrinsic_call]
 		_(RawOrigin::Signed(last), 0, true);
@@ -185,9 +183,10 @@ mod benchmarks {
 		{
 			Pallet::<T>::on_initialize(at);
 		}
-		// Every due draw found its seed and drew a full jury (the worst case).
-		assert!((0..e).all(|id| OpenChallenges::<T>::get(id)
-			.is_some_and(|c| c.jury.len() as u32 == T::JurySize::get())));
+		// Every due draw found its seed and drew a full committee (the worst case).
+		assert!((0..e)
+			.all(|id| OpenChallenges::<T>::get(id)
+				.is_some_and(|c| c.votes.seats == T::JurySize::get())));
 		assert!(crate::pallet::Expiries::<T>::get(at).is_empty());
 		Ok(())
 	}

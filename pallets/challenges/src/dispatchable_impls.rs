@@ -213,7 +213,8 @@ impl<T: Config> Pallet<T> {
 				accountable = BoundedVec::new();
 				c.draw_at = now;
 			}
-			c.votes = JuryVotes { jury_stake, ..JuryVotes::default() };
+			let seats = jury.iter().fold(0u32, |a, s| a.saturating_add(s.seats));
+			c.votes = JuryVotes { seats, ..JuryVotes::default() };
 			c.jury = jury.clone();
 			c.accountable = accountable;
 			OpenChallenges::<T>::insert(id, &c);
@@ -236,18 +237,18 @@ impl<T: Config> Pallet<T> {
 		let mut c = OpenChallenges::<T>::get(challenge_id).ok_or(Error::<T>::ChallengeNotFound)?;
 		ensure!(!c.jury.is_empty(), Error::<T>::JuryNotDrawn);
 		ensure!(frame_system::Pallet::<T>::block_number() < c.expires_at, Error::<T>::VotingClosed);
-		let stake = c
+		let seats = c
 			.jury
 			.iter()
-			.find(|(j, _)| j == &juror)
-			.map(|(_, s)| *s)
+			.find(|s| s.who == juror)
+			.map(|s| s.seats)
 			.ok_or(Error::<T>::NotJuror)?;
 		ensure!(!Votes::<T>::contains_key(challenge_id, &juror), Error::<T>::AlreadyVoted);
 		Votes::<T>::insert(challenge_id, &juror, guilty);
 		if guilty {
-			c.votes.guilty_stake = c.votes.guilty_stake.saturating_add(stake);
+			c.votes.guilty = c.votes.guilty.saturating_add(seats);
 		} else {
-			c.votes.innocent_stake = c.votes.innocent_stake.saturating_add(stake);
+			c.votes.innocent = c.votes.innocent.saturating_add(seats);
 		}
 		Self::deposit_event(Event::Voted { challenge_id, juror, guilty });
 		match c.votes.decided() {
@@ -259,7 +260,7 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Releases the challenger's bond of `c`.
-	fn release_bond(c: &Challenge<T>) {
+	pub(crate) fn release_bond(c: &Challenge<T>) {
 		let _ = T::Currency::release(
 			&Self::bond_reason(),
 			&c.challenger,
@@ -268,7 +269,7 @@ impl<T: Config> Pallet<T> {
 		);
 	}
 
-	/// The jurors of `c` who voted `guilty`, with their drawn stake (planck).
+	/// The jurors of `c` who voted `guilty`, with their seats (the weights they are paid by).
 	fn voters(
 		challenge_id: ChallengeId,
 		c: &Challenge<T>,
@@ -276,12 +277,12 @@ impl<T: Config> Pallet<T> {
 	) -> Vec<(T::AccountId, u128)> {
 		c.jury
 			.iter()
-			.filter(|(j, _)| Votes::<T>::get(challenge_id, j) == Some(guilty))
-			.cloned()
+			.filter(|s| Votes::<T>::get(challenge_id, &s.who) == Some(guilty))
+			.map(|s| (s.who.clone(), u128::from(s.seats)))
 			.collect()
 	}
 
-	fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
+	pub(crate) fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
 		OpenChallenges::<T>::remove(challenge_id);
 		let _ = Votes::<T>::clear_prefix(challenge_id, T::JurySize::get(), None);
 		let key = (c.pool_id, c.round, c.accused.clone());
@@ -303,7 +304,7 @@ impl<T: Config> Pallet<T> {
 			== Some(protocol::Verdict::Guilty);
 		let amount = if already { 0 } else { T::SlashFraction::get().mul_floor(c.accused_stake) };
 		// Paid out of it, in this order: `JurorShare` to the jurors who voted guilty (pro rata
-		// to their stake), `ChallengerShare` to the challenger; the rest goes to `Slash`.
+		// to their seats), `ChallengerShare` to the challenger; the rest goes to `Slash`.
 		let (mut parts, _) = protocol::split_by_stake(
 			T::JurorShare::get().mul_floor(amount),
 			&Self::voters(challenge_id, &c, true),
@@ -340,7 +341,7 @@ impl<T: Config> Pallet<T> {
 			c.bond,
 		);
 		let bond_slashed = credit.peek();
-		// Jurors who voted innocent share the bond pro rata to their stake.
+		// Jurors who voted innocent share the bond pro rata to their seats.
 		let (shares, _) = protocol::split_by_stake(
 			bond_slashed.saturated_into(),
 			&Self::voters(challenge_id, &c, false),
@@ -401,9 +402,11 @@ impl<T: Config> Pallet<T> {
 		let absent: Vec<(T::AccountId, u128)> = c
 			.jury
 			.iter()
-			.filter(|(j, _)| c.accountable.contains(j) || contributors.iter().any(|p| p.who == *j))
-			.filter(|(j, _)| !Votes::<T>::contains_key(challenge_id, j))
-			.cloned()
+			.filter(|s| {
+				c.accountable.contains(&s.who) || contributors.iter().any(|p| p.who == s.who)
+			})
+			.filter(|s| !Votes::<T>::contains_key(challenge_id, &s.who))
+			.map(|s| (s.who.clone(), s.stake))
 			.collect();
 		if absent.is_empty() {
 			return;
@@ -420,10 +423,10 @@ impl<T: Config> Pallet<T> {
 		}
 	}
 
-	/// Invariants: each challenger's bond hold equals its open challenges' bonds; the
-	/// stake-weighted tallies match the recorded votes; juries exclude the parties and sum to
-	/// their stake; accountable jurors sit on the jury; open counts match; jurors are
-	/// registered once.
+	/// Invariants: each challenger's bond hold equals its open challenges' bonds; the seat
+	/// tallies match the recorded votes; committees exclude the parties, list each juror once
+	/// with at least one seat, and their seats sum to the tally's; accountable jurors sit on
+	/// the committee; open counts match; jurors are registered once.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		use alloc::collections::btree_map::BTreeMap;
 		use frame_support::traits::fungible::InspectHold;
@@ -434,31 +437,38 @@ impl<T: Config> Pallet<T> {
 			*e = e.saturating_add(c.bond);
 			let n = open.entry((c.pool_id, c.round, c.accused.clone())).or_default();
 			*n = n.saturating_add(1);
-			let (mut guilty, mut innocent) = (0u128, 0u128);
+			let (mut guilty, mut innocent) = (0u32, 0u32);
 			for (juror, vote) in Votes::<T>::iter_prefix(id) {
-				let stake = c
+				let seats = c
 					.jury
 					.iter()
-					.find(|(j, _)| *j == juror)
-					.map(|(_, s)| *s)
+					.find(|s| s.who == juror)
+					.map(|s| s.seats)
 					.ok_or("vote by a non-juror")?;
 				if vote {
-					guilty = guilty.saturating_add(stake);
+					guilty = guilty.saturating_add(seats);
 				} else {
-					innocent = innocent.saturating_add(stake);
+					innocent = innocent.saturating_add(seats);
 				}
 			}
 			ensure!(
-				guilty == c.votes.guilty_stake && innocent == c.votes.innocent_stake,
+				guilty == c.votes.guilty && innocent == c.votes.innocent,
 				"vote tallies differ from recorded votes"
 			);
 			ensure!(c.votes.decided().is_none(), "a decided challenge is still open");
 			ensure!(
-				c.jury.iter().all(|(j, _)| *j != c.accused && *j != c.challenger),
+				c.jury.iter().all(|s| s.who != c.accused && s.who != c.challenger),
 				"a party sits on its own jury"
 			);
 			ensure!(
-				c.accountable.iter().all(|a| c.jury.iter().any(|(j, _)| j == a)),
+				c.jury.iter().all(|s| s.seats > 0)
+					&& c.jury.iter().enumerate().all(|(i, s)| {
+						c.jury.iter().skip(i.saturating_add(1)).all(|o| o.who != s.who)
+					}),
+				"a juror without a seat, or listed twice"
+			);
+			ensure!(
+				c.accountable.iter().all(|a| c.jury.iter().any(|s| s.who == *a)),
 				"an accountable juror is not on the jury"
 			);
 			ensure!(
@@ -467,8 +477,8 @@ impl<T: Config> Pallet<T> {
 					|| Expiries::<T>::get(c.draw_at).contains(&id),
 				"an undrawn challenge's draw is not scheduled"
 			);
-			let jury_stake = c.jury.iter().fold(0u128, |a, (_, s)| a.saturating_add(*s));
-			ensure!(c.jury.is_empty() || jury_stake == c.votes.jury_stake, "jury stake differs");
+			let seats = c.jury.iter().fold(0u32, |a, s| a.saturating_add(s.seats));
+			ensure!(c.jury.is_empty() || seats == c.votes.seats, "committee seats differ");
 		}
 		for (key, n) in OpenAgainst::<T>::iter() {
 			ensure!(open.get(&key) == Some(&n), "open-challenge count differs");

@@ -43,9 +43,10 @@ impl<T: Config> Pallet<T> {
 		(fixed != T::Hash::default()).then_some(fixed)
 	}
 
-	/// Draws the jury of `c` (stake-weighted, without replacement, never the parties); returns
-	/// the jury, its stake in planck, and the jurors accountable for voting (those that
-	/// contributed to the challenged round); an empty jury if the seed is no longer kept.
+	/// Draws the committee of `c`: `JurySize` seats, each drawn with replacement ∝ active stake
+	/// from the registered jurors other than the parties; returns the committee, the stake of
+	/// its distinct jurors in planck, and the jurors accountable for voting (those that
+	/// contributed to the challenged round); an empty committee if the seed is no longer kept.
 	pub(crate) fn draw(
 		id: ChallengeId,
 		c: &Challenge<T>,
@@ -61,21 +62,28 @@ impl<T: Config> Pallet<T> {
 				(j, stake)
 			})
 			.collect();
-		let jury = protocol::draw_jury(&eligible, T::JurySize::get(), |j| {
-			let h = sp_io::hashing::blake2_256(&(b"synod/jury", seed, id, j).encode());
-			let mut b = [0u8; 16];
-			b.copy_from_slice(h.get(..16).unwrap_or(&[0u8; 16]));
-			u128::from_le_bytes(b)
+		let jury = protocol::draw_committee(&eligible, T::JurySize::get(), |j| {
+			Self::seat_randomness(seed, id, j)
 		});
-		let stake = jury.iter().fold(0u128, |a, (_, s)| a.saturating_add(*s));
+		let stake = jury.iter().fold(0u128, |a, s| a.saturating_add(s.stake));
 		let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
 			.map(|f| f.contributors)
 			.unwrap_or_default();
 		let accountable: Vec<T::AccountId> = jury
 			.iter()
-			.filter(|(j, _)| contributors.iter().any(|p| p.who == *j))
-			.map(|(j, _)| j.clone())
+			.filter(|s| contributors.iter().any(|p| p.who == s.who))
+			.map(|s| s.who.clone())
 			.collect();
 		(BoundedVec::truncate_from(jury), stake, BoundedVec::truncate_from(accountable))
+	}
+
+	/// The 128 random bits of seat `seat` of challenge `id`'s committee: the first 16 bytes of
+	/// `blake2_256(("synod/jury", seed, id, seat))`, little-endian, where `seed` is the hash of
+	/// the block before the draw.
+	pub fn seat_randomness(seed: T::Hash, id: ChallengeId, seat: u32) -> u128 {
+		let h = sp_io::hashing::blake2_256(&(b"synod/jury", seed, id, seat).encode());
+		let mut b = [0u8; 16];
+		b.copy_from_slice(h.get(..16).unwrap_or(&[0u8; 16]));
+		u128::from_le_bytes(b)
 	}
 }

@@ -24,41 +24,49 @@
 //! different peers therefore costs stake.
 //!
 //! **Jurors** are bonded trainers that opted in with [`Pallet::register_juror`] (active stake
-//! ≥ `MinJurorStake`), from every pool, not only the accused's. **The jury is drawn after the
-//! challenge exists**: in `on_initialize` of the latest block of the `jury_delay` blocks after
-//! opening whose schedule has room (a challenge finding none is refused with
-//! [`Error::ScheduleFull`], so no draw is ever left for someone to call at the time of its
-//! choosing; [`Pallet::advance_challenge`] only catches up), stake-weighted without replacement
-//! ([`synod_primitives::protocol::draw_jury`]), from the hash of the block before the draw —
-//! a block that did not exist when the challenge was submitted. The accused and the challenger
-//! never sit. A jury holding less than `MinJuryStake` gives **no verdict**: the bond is
-//! released and nobody is slashed; so does a draw that comes so late that the seed block's hash
-//! is no longer kept (`BlockHashCount`). What an Aura author can still do: the author of the
-//! block before the draw knows its slot in advance and can grind that block's contents (order
-//! of transactions, remarks) until its hash draws a jury it likes, or withhold it; only a VRF
-//! or commit–reveal randomness source closes this.
+//! ≥ `MinJurorStake`), from every pool, not only the accused's. **The jury is a committee of
+//! `JurySize` seats drawn after the challenge exists**: in `on_initialize` of the latest block
+//! of the `jury_delay` blocks after opening whose schedule has room (a challenge finding none
+//! is refused with [`Error::ScheduleFull`], so no draw is ever left for someone to call at the
+//! time of its choosing; [`Pallet::advance_challenge`] only catches up), each seat drawn *with
+//! replacement* with probability proportional to active stake
+//! ([`synod_primitives::protocol::draw_committee`]), from the hash of the block before the draw
+//! — a block that did not exist when the challenge was submitted. The accused and the
+//! challenger never sit. Because every seat is an independent draw, an adversary's seats are
+//! Binomial(`JurySize`, its share of the eligible juror stake) however it splits its stake over
+//! accounts; with the runtime's 193 seats, an adversary holding less than ⅓ of the eligible
+//! stake reaches a majority (to convict an honest member, or to keep a cheater from being
+//! convicted) with probability below 10⁻⁶ per challenge
+//! ([`synod_primitives::protocol::jury::wrong_verdict_probability`]). A jury holding less than
+//! `MinJuryStake` gives **no verdict**: the bond is released and nobody is slashed; so does a
+//! draw that comes so late that the seed block's hash is no longer kept (`BlockHashCount`).
+//! What an Aura author can still do: the author of the block before the draw knows its slot in
+//! advance and can grind that block's contents (order of transactions, remarks) until its hash
+//! draws a committee it likes, or withhold it; only a VRF or commit–reveal randomness source
+//! closes this.
 //!
-//! **Verdicts** need ⅔ of the jury's *stake* ([`synod_primitives::protocol::JuryVotes`]).
-//! *Guilty*: the accused loses `SlashFraction` of its *snapshot* stake in that round through
-//! TrainerStaking (the challenger gets `ChallengerShare` of it; the stake is still held,
-//! because Checkpoints keeps snapshot stake slashable until the round's challenges are over),
-//! `JurorShare` of the slash goes to the jurors who voted guilty (pro rata to stake), the bond
-//! comes back, and Rewards pays the accused nothing for the round. *Innocent* (guilty
-//! can no longer reach ⅔): the challenger's bond is slashed and paid to the jurors who voted
-//! innocent, pro rata to their stake (dust to `Slash`). A jury undecided when its voting period
-//! (`round_timeout + VoteMargin` blocks, enough to replay one round) ends **expires**: the bond
-//! is released and the accused keeps its reward. A Guilty verdict is never overwritten.
-//! **No-shows**: a drawn juror that *contributed to the challenged round*, was drawn on
-//! schedule (so it had the whole voting period) and has not voted when the voting period ends
-//! loses `NoShowSlash` of its drawn stake and is unregistered (a
-//! jury seat is not free to hold). A contributor aggregated every included payload from
-//! θ_{r−1}, so it holds all a replay needs; a juror drawn from another pool (or a member that
-//! missed the round) may not, and abstains without penalty: otherwise whoever runs a pool could
-//! open cheap challenges there (the bond comes back when the challenge expires) and bleed the
-//! honest jurors of every other pool out of the list. The jurors that answer for their vote are
-//! those recorded at the draw ([`Challenge::accountable`]) plus those the round's contributors
-//! show at expiry (a late committer; a challenge drawn before storage version 1); the record
-//! alone counts once the round's snapshot is pruned.
+//! **Verdicts** need a majority of *all* the committee's seats
+//! ([`synod_primitives::protocol::JuryVotes`]; a seat that does not vote never counts for
+//! conviction). *Guilty*: the accused loses `SlashFraction` of its *snapshot* stake in that
+//! round through TrainerStaking (the challenger gets `ChallengerShare` of it; the stake is
+//! still held, because Checkpoints keeps snapshot stake slashable until the round's challenges
+//! are over), `JurorShare` of the slash goes to the jurors who voted guilty (pro rata to
+//! seats), the bond comes back, and Rewards pays the accused nothing for the round. *Innocent*
+//! (guilty can no longer reach a majority): the challenger's bond is slashed and paid to the
+//! jurors who voted innocent, pro rata to their seats (dust to `Slash`). A jury undecided when
+//! its voting period (`round_timeout + VoteMargin` blocks, enough to replay one round) ends
+//! **expires**: the bond is released and the accused keeps its reward. A Guilty verdict is
+//! never overwritten. **No-shows**: a drawn juror that *contributed to the challenged round*,
+//! was drawn on schedule (so it had the whole voting period) and has not voted when the voting
+//! period ends loses `NoShowSlash` of its drawn stake and is unregistered (a jury seat is not
+//! free to hold). A contributor aggregated every included payload from θ_{r−1}, so it holds
+//! all a replay needs; a juror drawn from another pool (or a member that missed the round) may
+//! not, and abstains without penalty: otherwise whoever runs a pool could open cheap challenges
+//! there (the bond comes back when the challenge expires) and bleed the honest jurors of every
+//! other pool out of the list. The jurors that answer for their vote are those recorded at the
+//! draw ([`Challenge::accountable`]) plus those the round's contributors show at expiry (a late
+//! committer; a challenge drawn before storage version 1); the record alone counts once the
+//! round's snapshot is pruned.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -69,7 +77,7 @@
 extern crate alloc;
 
 pub use pallet::*;
-pub use synod_primitives::protocol::Verdict;
+pub use synod_primitives::protocol::{Seated, Verdict};
 pub use weights::WeightInfo;
 
 #[cfg(feature = "runtime-benchmarks")]
@@ -116,9 +124,12 @@ pub mod pallet {
 	/// Challenge evidence: the accused's signed announcement, SCALE wire form
 	/// (`synod_protocol::evidence::Signed`).
 	pub type Evidence = BoundedVec<u8, ConstU32<MAX_EVIDENCE_BYTES>>;
-	/// A jury: jurors with their stake at the draw, in planck.
-	pub type JuryOf<T> =
-		BoundedVec<(<T as frame_system::Config>::AccountId, u128), <T as Config>::JurySize>;
+	/// A committee: each drawn juror once, with its stake at the draw (planck) and its seats
+	/// (at most `JurySize` jurors, their seats summing to `JurySize`).
+	pub type JuryOf<T> = BoundedVec<
+		synod_primitives::protocol::Seated<<T as frame_system::Config>::AccountId>,
+		<T as Config>::JurySize,
+	>;
 
 	/// An open challenge.
 	#[derive(
@@ -154,12 +165,12 @@ pub mod pallet {
 		pub draw_at: BlockNumberFor<T>,
 		/// Block at which it expires without a verdict.
 		pub expires_at: BlockNumberFor<T>,
-		/// The jury, empty until drawn.
+		/// The committee, empty until drawn.
 		pub jury: JuryOf<T>,
 		/// The jurors who had contributed to `round` at the draw (they hold θ_{r−1} and every
 		/// included payload): slashed for not voting, as are jurors that contributed by expiry.
 		pub accountable: BoundedVec<T::AccountId, T::JurySize>,
-		/// Stake-weighted votes so far.
+		/// Votes so far, in seats.
 		pub votes: JuryVotes,
 	}
 
@@ -171,8 +182,9 @@ pub mod pallet {
 		ChallengeBond,
 	}
 
-	/// The in-code storage version (1: [`Challenge::accountable`]; see [`crate::migrations`]).
-	const STORAGE_VERSION: StorageVersion = StorageVersion::new(1);
+	/// The in-code storage version (1: [`Challenge::accountable`]; 2: committees of seats; see
+	/// [`crate::migrations`]).
+	const STORAGE_VERSION: StorageVersion = StorageVersion::new(2);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]
@@ -196,7 +208,10 @@ pub mod pallet {
 		/// Bond a challenger holds, in planck.
 		#[pallet::constant]
 		type ChallengeBond: Get<BalanceOf<Self>>;
-		/// Jurors drawn per challenge.
+		/// Seats of a committee, each drawn with replacement ∝ stake (the runtime uses
+		/// [`synod_primitives::protocol::COMMITTEE_SEATS`], sized so that an adversary with less
+		/// than ⅓ of the eligible stake turns a verdict with probability ≤ 10⁻⁶). Also bounds
+		/// the distinct jurors of a committee.
 		#[pallet::constant]
 		type JurySize: Get<u32>;
 		/// Share of the guilty member's snapshot stake that is slashed.
@@ -314,7 +329,7 @@ pub mod pallet {
 		JuryDrawn {
 			/// Challenge.
 			challenge_id: ChallengeId,
-			/// Jurors with their stake (planck).
+			/// Jurors with their stake (planck) and seats.
 			jury: JuryOf<T>,
 			/// Block number.
 			expires_at: BlockNumberFor<T>,
@@ -498,8 +513,8 @@ pub mod pallet {
 		}
 
 		/// Votes on `challenge_id` as a juror (`guilty = true`: the contribution is not within
-		/// the tolerance of an honest replay), weighted by the juror's stake at the draw.
-		/// Resolves the challenge once the verdict is certain.
+		/// the tolerance of an honest replay), counted once per seat the juror holds. Resolves
+		/// the challenge once the verdict is certain (a majority of all seats either way).
 		///
 		/// Errors: [`Error::ChallengeNotFound`], [`Error::JuryNotDrawn`],
 		/// [`Error::VotingClosed`], [`Error::NotJuror`], [`Error::AlreadyVoted`].

@@ -1,21 +1,38 @@
 //! Storage migrations.
 
-/// v0 → v1: [`crate::Challenge`] gains `accountable` (the drawn jurors that contributed to the
-/// challenged round, the only ones slashed for not voting). Open challenges are kept (their
-/// bonds stay held and come back at their verdict or expiry); one drawn before the upgrade gets
-/// an empty list, and its expiry finds its accountable jurors from the round's contributors.
-pub mod v1 {
-	use crate::pallet::{BalanceOf, Challenge, Config, JuryOf, OpenChallenges, Pallet};
+/// v1 → v2: juries become committees of seats ([`crate::JuryOf`] lists each juror with its
+/// stake and seats; [`synod_primitives::protocol::JuryVotes`] counts seats, not stake).
+/// Undrawn open challenges are kept and draw a committee on schedule. A jury drawn under the
+/// old rule has no seats to convert to: that challenge ends without a verdict
+/// ([`crate::Event::ChallengeExpired`]), its bond is released, and the contribution may be
+/// challenged again while its window is open. Nobody is slashed and nothing is lost.
+pub mod v2 {
+	use crate::{
+		pallet::{BalanceOf, Challenge, Config, Event, OpenChallenges, Pallet},
+		WeightInfo,
+	};
+	use alloc::vec::Vec;
 	use codec::{Decode, Encode};
 	use frame_support::{
 		migrations::VersionedMigration, pallet_prelude::*, traits::UncheckedOnRuntimeUpgrade,
 	};
 	use frame_system::pallet_prelude::BlockNumberFor;
-	use synod_primitives::{protocol::JuryVotes, Hash32, PoolId, RoundIndex};
+	use synod_primitives::{
+		protocol::{JuryVotes, Verdict},
+		Hash32, PoolId, RoundIndex,
+	};
 
-	/// [`Challenge`] as stored by storage version 0.
+	/// Stake-weighted votes as storage version 1 kept them, in planck.
+	#[derive(Encode, Decode, Clone, Default)]
+	pub struct JuryVotesV1 {
+		jury_stake: u128,
+		guilty_stake: u128,
+		innocent_stake: u128,
+	}
+
+	/// [`Challenge`] as stored by storage version 1.
 	#[derive(Encode, Decode)]
-	pub struct ChallengeV0<T: Config> {
+	pub struct ChallengeV1<T: Config> {
 		pool_id: PoolId,
 		round: RoundIndex,
 		accused: T::AccountId,
@@ -26,13 +43,17 @@ pub mod v1 {
 		opened_at: BlockNumberFor<T>,
 		draw_at: BlockNumberFor<T>,
 		expires_at: BlockNumberFor<T>,
-		jury: JuryOf<T>,
-		votes: JuryVotes,
+		jury: BoundedVec<(T::AccountId, u128), T::JurySize>,
+		accountable: BoundedVec<T::AccountId, T::JurySize>,
+		votes: JuryVotesV1,
 	}
 
-	impl<T: Config> ChallengeV0<T> {
-		fn upgrade(self) -> Challenge<T> {
-			Challenge {
+	impl<T: Config> ChallengeV1<T> {
+		/// The challenge without its old jury (an undrawn one is unchanged); whether it had
+		/// one.
+		fn upgrade(self) -> (Challenge<T>, bool) {
+			let drawn = !self.jury.is_empty();
+			let c = Challenge {
 				pool_id: self.pool_id,
 				round: self.round,
 				accused: self.accused,
@@ -43,92 +64,106 @@ pub mod v1 {
 				opened_at: self.opened_at,
 				draw_at: self.draw_at,
 				expires_at: self.expires_at,
-				jury: self.jury,
+				jury: BoundedVec::new(),
 				accountable: BoundedVec::new(),
-				votes: self.votes,
-			}
+				votes: JuryVotes::default(),
+			};
+			(c, drawn)
 		}
 	}
 
-	/// The unversioned step; use [`MigrateV0ToV1`].
-	pub struct AddAccountable<T>(core::marker::PhantomData<T>);
+	/// The unversioned step; use [`MigrateV1ToV2`].
+	pub struct Committees<T>(core::marker::PhantomData<T>);
 
-	impl<T: Config> UncheckedOnRuntimeUpgrade for AddAccountable<T> {
+	impl<T: Config> UncheckedOnRuntimeUpgrade for Committees<T> {
 		fn on_runtime_upgrade() -> Weight {
 			let mut n = 0u64;
-			OpenChallenges::<T>::translate_values::<ChallengeV0<T>, _>(|old| {
+			let mut drawn = Vec::new();
+			OpenChallenges::<T>::translate::<ChallengeV1<T>, _>(|id, old| {
 				n = n.saturating_add(1);
-				Some(old.upgrade())
+				let (c, had_jury) = old.upgrade();
+				if had_jury {
+					drawn.push((id, c.clone()));
+				}
+				Some(c)
 			});
-			T::DbWeight::get().reads_writes(n, n)
+			let closed = drawn.len() as u64;
+			for (id, c) in drawn {
+				Pallet::<T>::release_bond(&c);
+				Pallet::<T>::close(id, &c, Verdict::Expired);
+				Pallet::<T>::deposit_event(Event::ChallengeExpired { challenge_id: id });
+			}
+			// Per closed challenge: the hold release, the votes' prefix, the open count and
+			// the verdict (bounded by the weight of an expiry).
+			T::DbWeight::get()
+				.reads_writes(n, n)
+				.saturating_add(T::WeightInfo::expire().saturating_mul(closed))
 		}
 	}
 
-	/// Adds [`Challenge::accountable`] to every open challenge (storage version 0 → 1).
-	pub type MigrateV0ToV1<T> = VersionedMigration<
-		0,
-		1,
-		AddAccountable<T>,
-		Pallet<T>,
-		<T as frame_system::Config>::DbWeight,
-	>;
+	/// Committees of seats (storage version 1 → 2).
+	pub type MigrateV1ToV2<T> =
+		VersionedMigration<1, 2, Committees<T>, Pallet<T>, <T as frame_system::Config>::DbWeight>;
 
 	#[cfg(test)]
 	mod tests {
 		use super::*;
-		use crate::mock::*;
+		use crate::{mock::*, Verdicts};
 		use frame_support::{assert_ok, traits::OnRuntimeUpgrade};
 
+		/// Rewrites challenge `id` as storage version 1 stored it, with `jury` as its old jury.
+		fn as_v1(id: u32, jury: Vec<(AccountId, u128)>) {
+			let c = OpenChallenges::<Test>::get(id).expect("open");
+			let old = ChallengeV1::<Test> {
+				pool_id: c.pool_id,
+				round: c.round,
+				accused: c.accused,
+				accused_stake: c.accused_stake,
+				challenger: c.challenger,
+				bond: c.bond,
+				payload_digest: c.payload_digest,
+				opened_at: c.opened_at,
+				draw_at: c.draw_at,
+				expires_at: c.expires_at,
+				jury: BoundedVec::truncate_from(jury),
+				accountable: BoundedVec::new(),
+				votes: JuryVotesV1 { jury_stake: 3_000, ..Default::default() },
+			};
+			frame_support::storage::unhashed::put_raw(
+				&OpenChallenges::<Test>::hashed_key_for(id),
+				&old.encode(),
+			);
+		}
+
 		#[test]
-		fn open_challenges_survive_the_upgrade() {
+		fn undrawn_challenges_are_kept_and_old_juries_end_without_verdict() {
 			run_test(|| {
-				// Jurors: outsiders 6 and 7, and contributor 1.
 				final_round();
 				jurors(&[6, 7, 1], 1_000);
+				// Challenge 0 had its jury drawn (and a guilty vote) under the old rule;
+				// challenge 1 is still waiting for its draw.
 				assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0xEE; 32]));
-				let now = OpenChallenges::<Test>::get(0).expect("open");
-				run_to_block(now.draw_at);
-				let drawn = OpenChallenges::<Test>::get(0).expect("drawn");
-				// Rewrite it as version 0 stored it, and the pallet as version 0.
-				let old = ChallengeV0::<Test> {
-					pool_id: drawn.pool_id,
-					round: drawn.round,
-					accused: drawn.accused,
-					accused_stake: drawn.accused_stake,
-					challenger: drawn.challenger,
-					bond: drawn.bond,
-					payload_digest: drawn.payload_digest,
-					opened_at: drawn.opened_at,
-					draw_at: drawn.draw_at,
-					expires_at: drawn.expires_at,
-					jury: drawn.jury.clone(),
-					votes: drawn.votes,
-				};
-				frame_support::storage::unhashed::put_raw(
-					&OpenChallenges::<Test>::hashed_key_for(0),
-					&old.encode(),
-				);
-				StorageVersion::new(0).put::<Pallet<Test>>();
-				assert!(OpenChallenges::<Test>::try_get(0).is_err(), "v0 bytes do not decode");
-				MigrateV0ToV1::<Test>::on_runtime_upgrade();
-				let migrated = OpenChallenges::<Test>::get(0).expect("kept");
-				assert_eq!(migrated.jury, drawn.jury);
-				assert!(migrated.accountable.is_empty());
-				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 1);
-				// It still resolves: the bond comes back at expiry; the outsiders keep their
-				// stake, and the contributor (found from the round's contributors, the record
-				// being empty) loses 10 % of its drawn stake for not voting.
-				run_to_block(migrated.expires_at - 1);
-				let stake =
-					|j| <TrainerStaking as synod_primitives::TrainerStake<_>>::active_stake(&j);
-				let before = stake(1);
-				run_to_block(migrated.expires_at);
+				let draw_at = OpenChallenges::<Test>::get(0).expect("open").draw_at;
+				run_to_block(draw_at);
+				assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0xEE; 32]));
+				as_v1(0, vec![(6, 1_000), (7, 1_000), (1, 1_000)]);
+				as_v1(1, vec![]);
+				crate::Votes::<Test>::insert(0, 6, true);
+				StorageVersion::new(1).put::<Pallet<Test>>();
+				let held = Balances::free_balance(OUTSIDER);
+				MigrateV1ToV2::<Test>::on_runtime_upgrade();
+				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 2);
+				// The old jury's challenge ended without a verdict: bond back, votes gone.
 				assert!(OpenChallenges::<Test>::get(0).is_none());
-				assert_eq!(Balances::free_balance(OUTSIDER), 10_000);
-				assert_eq!((stake(6), stake(7)), (1_000, 1_000));
-				let drawn = migrated.jury.iter().find(|(j, _)| *j == 1).map(|(_, s)| *s);
-				assert_eq!(drawn, Some(2_000), "the jury is all three registered jurors");
-				assert_eq!(stake(1), before - 200);
+				assert_eq!(Balances::free_balance(OUTSIDER), held + BOND);
+				assert_eq!(crate::Votes::<Test>::iter_prefix(0).count(), 0);
+				assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::Expired));
+				// The undrawn one draws a committee of seats on schedule.
+				let c = OpenChallenges::<Test>::get(1).expect("kept");
+				run_to_block(c.draw_at);
+				let c = OpenChallenges::<Test>::get(1).expect("drawn");
+				let seats: u32 = c.jury.iter().map(|s| s.seats).sum();
+				assert_eq!((seats, c.votes.seats), (JURY_SEATS, JURY_SEATS));
 			});
 		}
 	}

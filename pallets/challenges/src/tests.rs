@@ -1,5 +1,5 @@
-//! Unit tests: opening (and each error), the later, stake-weighted jury draw, votes weighted by
-//! stake, guilty and innocent verdicts with their slashing and juror pay, deterministic expiry,
+//! Unit tests: opening (and each error), the later draw of a committee of seats, votes counted
+//! by seats, guilty and innocent verdicts with their slashing and juror pay, deterministic expiry,
 //! the lazy path when a block's schedule is full, juror registration. `try_state` and the
 //! issuance check run after every test. The attacks on juries are in `synod-pallet-tests`.
 
@@ -25,11 +25,22 @@ fn setup() {
 	jurors(&[6, 7, 8], 1_000);
 }
 
-/// The jury of challenge `id`, after running to its draw.
+/// Seats of each juror of challenge `id` (drawn), in committee order.
+fn seats(id: u32) -> Vec<u128> {
+	let c = OpenChallenges::<Test>::get(id).expect("drawn");
+	c.jury.iter().map(|s| u128::from(s.seats)).collect()
+}
+
+/// The jurors of challenge `id` with their stake, after running to its draw.
 fn drawn(id: u32) -> Vec<(AccountId, u128)> {
 	let c = OpenChallenges::<Test>::get(id).expect("open");
 	run_to_block(c.draw_at);
-	OpenChallenges::<Test>::get(id).expect("drawn").jury.into_inner()
+	OpenChallenges::<Test>::get(id)
+		.expect("drawn")
+		.jury
+		.iter()
+		.map(|s| (s.who, s.stake))
+		.collect()
 }
 
 #[test]
@@ -54,7 +65,7 @@ fn open_challenge_holds_bond_and_draws_the_jury_later() {
 		let mut who: Vec<AccountId> = jury.iter().map(|(j, _)| *j).collect();
 		who.sort();
 		assert_eq!(who, vec![6, 7, 8]);
-		assert_eq!(OpenChallenges::<Test>::get(0).expect("open").votes.jury_stake, 3_000);
+		assert_eq!(OpenChallenges::<Test>::get(0).expect("open").votes.seats, JURY_SEATS);
 		assert!(events().iter().any(|e| matches!(e, Event::JuryDrawn { challenge_id: 0, .. })));
 	});
 }
@@ -90,17 +101,20 @@ fn guilty_verdict_slashes_snapshot_stake_and_pays_challenger() {
 		let before = Balances::free_balance(OUTSIDER);
 		let jurors_before: Vec<Balance> =
 			jury.iter().map(|(j, _)| Balances::free_balance(j)).collect();
+		let seats = seats(0);
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, true));
-		assert!(OpenChallenges::<Test>::get(0).is_some(), "⅓ of the stake is not enough");
+		assert!(OpenChallenges::<Test>::get(0).is_some(), "⅓ of the seats is not enough");
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[1].0), 0, true));
-		// 50 % of 1 000 slashed: 30 % of it (150) to the two guilty voters (equal stake), 20 %
-		// (100) and its bond back to the challenger, the rest (250) to the treasury.
+		// 50 % of 1 000 slashed: 30 % of it (150) to the two guilty voters by seats, 20 % (100)
+		// and its bond back to the challenger, the rest (250 and the rounding dust) to the
+		// treasury.
+		let paid = |i: usize| 150 * seats[i] / (seats[0] + seats[1]);
 		assert_eq!(TrainerStaking::active_stake(&3), 500);
 		assert_eq!(Balances::free_balance(OUTSIDER), before + BOND + 100);
-		assert_eq!(Balances::free_balance(jury[0].0), jurors_before[0] + 75);
-		assert_eq!(Balances::free_balance(jury[1].0), jurors_before[1] + 75);
+		assert_eq!(Balances::free_balance(jury[0].0), jurors_before[0] + paid(0));
+		assert_eq!(Balances::free_balance(jury[1].0), jurors_before[1] + paid(1));
 		assert_eq!(Balances::free_balance(jury[2].0), jurors_before[2], "did not vote guilty");
-		assert_eq!(Balances::free_balance(TREASURY), 1 + 250);
+		assert_eq!(Balances::free_balance(TREASURY), 1 + 400 - paid(0) - paid(1));
 		assert_eq!(bond_held(OUTSIDER), 0);
 		assert!(OpenChallenges::<Test>::get(0).is_none());
 		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::Guilty));
@@ -127,15 +141,17 @@ fn innocent_verdict_pays_the_bond_to_the_jurors() {
 		let before = Balances::free_balance(OUTSIDER);
 		let juror_free: Vec<Balance> =
 			jury.iter().map(|(j, _)| Balances::free_balance(j)).collect();
+		let seats = seats(0);
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, true));
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[1].0), 0, false));
 		assert!(OpenChallenges::<Test>::get(0).is_some());
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[2].0), 0, false));
 		assert_eq!(Balances::free_balance(OUTSIDER), before, "bond not returned");
 		assert_eq!(bond_held(OUTSIDER), 0);
-		// The two innocent voters (equal stake) share the bond.
-		assert_eq!(Balances::free_balance(jury[1].0), juror_free[1] + BOND / 2);
-		assert_eq!(Balances::free_balance(jury[2].0), juror_free[2] + BOND / 2);
+		// The two innocent voters share the bond by seats (the dust goes to `Slash`).
+		let paid = |i: usize| BOND * seats[i] / (seats[1] + seats[2]);
+		assert_eq!(Balances::free_balance(jury[1].0), juror_free[1] + paid(1));
+		assert_eq!(Balances::free_balance(jury[2].0), juror_free[2] + paid(2));
 		assert_eq!(Balances::free_balance(jury[0].0), juror_free[0]);
 		assert_eq!(TrainerStaking::active_stake(&3), 1_000, "the accused keeps its stake");
 		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::Innocent));
@@ -143,7 +159,7 @@ fn innocent_verdict_pays_the_bond_to_the_jurors() {
 			challenge_id: 0,
 			accused: 3,
 			bond_slashed: BOND,
-			jurors_paid: BOND
+			jurors_paid: paid(1) + paid(2)
 		}));
 	});
 }
@@ -185,7 +201,8 @@ fn unresolved_challenge_expires_at_its_block() {
 		assert_ok!(open(OUTSIDER, 3));
 		let jury = drawn(0);
 		let c = OpenChallenges::<Test>::get(0).expect("drawn");
-		assert_eq!(c.accountable.len(), 3, "every drawn contributor answers for its vote");
+		assert_eq!(jury.len(), 4, "193 seats over 4 equal jurors seat them all");
+		assert_eq!(c.accountable.len(), 4, "every drawn contributor answers for its vote");
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, true));
 		run_to_block(21);
 		assert!(OpenChallenges::<Test>::get(0).is_some());
@@ -199,8 +216,8 @@ fn unresolved_challenge_expires_at_its_block() {
 		assert_eq!(Balances::free_balance(OUTSIDER), 10_000);
 		assert!(!<Challenges as ChallengesInspect<_>>::is_guilty(0, 1, &3));
 		assert_eq!(events().last(), Some(&Event::ChallengeExpired { challenge_id: 0 }));
-		// The two jurors that did not vote lose 10 % of their drawn stake (2 000: pool bond and
-		// juror bond) and their seat.
+		// The jurors that did not vote lose 10 % of their drawn stake (2 000: pool bond and
+		// juror bond) and their place on the list.
 		assert_eq!(TrainerStaking::active_stake(&jury[0].0), before[0]);
 		assert!(Jurors::<Test>::get().contains(&jury[0].0));
 		for (i, (j, _)) in jury.iter().enumerate().skip(1) {

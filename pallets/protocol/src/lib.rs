@@ -15,7 +15,7 @@
 //! | [`tally`] | counting commits of snapshot participants, the winner, the contributors |
 //! | [`agreement`] | the one included set S* the chain fixes when honest members' sets split |
 //! | [`rewards`] | splitting a round's reward over its contributors by stake |
-//! | [`jury`] | stake-weighted jury draw and the ⅔-of-stake verdict |
+//! | [`jury`] | the committee: its size from the ⅓-adversary bound, seats drawn with replacement ∝ stake, the majority-of-seats verdict |
 //! | [`leak`] | the inactivity leak of members who do not commit in voided rounds |
 //! | [`limits`] | bounds both halves check on the same objects (trace length) |
 //! | [`pool`] | a pool's lifecycle, its storage deposit and when it can be reaped |
@@ -47,7 +47,7 @@ pub mod timeline;
 
 pub use arith::{mul_div_floor, PPB};
 pub use evidence::{verify_announcement, verify_equivocation, Announcement, EvidenceError};
-pub use jury::{draw_jury, JuryVotes, Verdict};
+pub use jury::{draw_committee, JuryVotes, Seated, Verdict, COMMITTEE_SEATS};
 pub use leak::LeakRule;
 pub use pool::{pool_deposit, PoolStatus};
 pub use quorum::{quorum_threshold, reaches_quorum};

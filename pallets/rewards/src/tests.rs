@@ -90,9 +90,9 @@ fn guilty_contributor_is_not_paid() {
 		assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0; 32]));
 		run_to_block(2); // the jury is drawn
 		let jury = pallet_challenges::OpenChallenges::<Test>::get(0).unwrap().jury.to_vec();
-		for (juror, _) in &jury[..2] {
+		for seated in &jury[..2] {
 			assert_ok!(pallet_challenges::Pallet::<Test>::vote(
-				RuntimeOrigin::signed(*juror),
+				RuntimeOrigin::signed(seated.who),
 				0,
 				true
 			));

@@ -91,6 +91,10 @@ pub const MAX_MEMBERS: u32 = 5;
 pub const BOND: Balance = 300;
 /// Jury draws happen this many blocks after a challenge is opened.
 pub const JURY_DELAY: u64 = 1;
+/// Most registered jurors.
+pub const MAX_JURORS: u32 = 24;
+/// Seats of a committee: the runtime's, sized by the ⅓-adversary bound.
+pub const JURY_SEATS: u32 = synod_primitives::protocol::COMMITTEE_SEATS;
 /// Voting period = round timeout + this.
 pub const VOTE_MARGIN: u64 = 10;
 /// A member's storage deposit, planck.
@@ -236,14 +240,14 @@ impl pallet_challenges::Config for Test {
 	type Pools = TrainingPools;
 	type Checkpoints = Checkpoints;
 	type ChallengeBond = ConstU128<BOND>;
-	type JurySize = ConstU32<3>;
+	type JurySize = ConstU32<JURY_SEATS>;
 	type SlashFraction = SlashFraction;
 	type ChallengerShare = ChallengerShare;
 	type JurorShare = JurorShare;
 	type NoShowSlash = NoShowSlash;
 	type MaxPoolMembers = ConstU32<MAX_MEMBERS>;
 	type MaxExpiriesPerBlock = ConstU32<4>;
-	type MaxJurors = ConstU32<6>;
+	type MaxJurors = ConstU32<MAX_JURORS>;
 	type MinJurorStake = ConstU128<100>;
 	type MinJuryStake = ConstU128<500>;
 	type MaxChallengesPerContribution = ConstU32<2>;
@@ -549,6 +553,12 @@ pub fn final_round() {
 		assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
 	}
 	assert!(pallet_checkpoints::FinalCheckpoints::<Test>::get(0, 1).is_some());
+}
+
+/// Mints `amount` planck to `who` (accounts outside the genesis set).
+pub fn mint(who: AccountId, amount: Balance) {
+	use frame_support::traits::fungible::Mutate;
+	assert_ok!(<Balances as Mutate<_>>::mint_into(&who, amount));
 }
 
 /// Bonds `stake` for each of `who` and registers them as jurors.

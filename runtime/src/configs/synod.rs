@@ -150,7 +150,7 @@ impl pallet_challenges::Config for Runtime {
     type Pools = TrainingPools;
     type Checkpoints = Checkpoints;
     type ChallengeBond = ChallengeBond;
-    type JurySize = ConstU32<5>;
+    type JurySize = ConstU32<{ synod_primitives::protocol::COMMITTEE_SEATS }>;
     type SlashFraction = SlashFraction;
     type ChallengerShare = ChallengerShare;
     type JurorShare = JurorShare;

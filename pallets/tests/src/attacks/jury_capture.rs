@@ -27,10 +27,13 @@ fn jury_cannot_be_captured_by_sybils() {
 		let (free_2, free_5) = (free(2), free(5));
 		// Sybil 2 accuses honest member 1.
 		let (id, jury) = challenge(2, 0, 1, 1);
-		assert_eq!(jury.len(), 3);
 		assert!(jury.iter().all(|(j, _)| *j != 1 && *j != 2), "the parties never sit");
-		let honest_stake: u128 = jury.iter().filter(|(j, _)| *j != 3).map(|(_, s)| s).sum();
-		assert!(honest_stake >= 2_000, "stake-weighted: at least two honest jurors sit");
+		let c = OpenChallenges::<Test>::get(id).expect("drawn");
+		let sybil_seats: u32 = c.jury.iter().filter(|s| s.who == 3).map(|s| s.seats).sum();
+		assert!(
+			sybil_seats < c.votes.conviction_threshold(),
+			"seats ∝ stake: the sybil (3 % of the stake) holds {sybil_seats} of {JURY_SEATS}"
+		);
 		// The sybil votes guilty if it sits; the honest jurors vote innocent.
 		if jury.iter().any(|(j, _)| *j == 3) {
 			assert_ok!(Challenges::vote(RuntimeOrigin::signed(3), id, true));
@@ -102,14 +105,14 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 				OpenChallenges::<Test>::get(0).expect("drawn").jury.into_inner()
 			})
 		};
-		let juries: std::collections::BTreeSet<Vec<(AccountId, u128)>> =
+		let juries: std::collections::BTreeSet<Vec<pallet_challenges::Seated<AccountId>>> =
 			(1u8..9).map(|b| seeded(sp_core::H256::repeat_byte(b))).collect();
 		assert!(juries.len() > 1, "the jury depends on the later block's hash");
 	});
 }
 
 #[test]
-fn conviction_needs_two_thirds_of_jury_stake() {
+fn conviction_needs_a_majority_of_seats() {
 	run_test(|| {
 		sybil_pool();
 		// Unequal jurors: 5 holds 2 000, 6 and 7 hold 500 each.
@@ -119,27 +122,39 @@ fn conviction_needs_two_thirds_of_jury_stake() {
 		let (free_5, free_6) = (free(5), free(6));
 		let (id, jury) = challenge(2, 0, 1, 1);
 		assert_eq!(jury.iter().map(|(_, s)| s).sum::<u128>(), 3_000);
-		// Two of three jurors by count (1 000, a third of the stake) cannot convict…
+		let seats = |who| {
+			let c = OpenChallenges::<Test>::get(id).expect("open");
+			c.jury.iter().find(|s| s.who == who).map_or(0, |s| u128::from(s.seats))
+		};
+		let (s5, s6, s7) = (seats(5), seats(6), seats(7));
+		assert_eq!(s5 + s6 + s7, u128::from(JURY_SEATS));
+		// Two of three jurors by count (about a third of the seats) cannot convict…
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(6), id, true));
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(7), id, true));
 		assert!(OpenChallenges::<Test>::contains_key(id), "a head count would have convicted");
-		// …the juror holding ⅔ of the stake decides.
+		// …the juror holding ⅔ of the stake (about ⅔ of the seats) decides.
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(5), id, true));
 		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
-		// 50 % of the snapshot stake (1 000): 30 % of it (150) to the guilty voters by stake
-		// (100, 25, 25), 20 % to the challenger, the rest to the treasury; the bond is back.
+		// 50 % of the snapshot stake (1 000): 30 % of it (150) to the guilty voters by seats,
+		// 20 % to the challenger, the rest and the rounding dust to the treasury; the bond is
+		// back.
+		let paid = |s: u128| 150 * s / u128::from(JURY_SEATS);
 		assert_eq!(staked(1), 500);
 		assert_eq!(free(2), free_2 + 100);
-		assert_eq!((free(5), free(6)), (free_5 + 100, free_6 + 25));
-		assert_eq!(free(TREASURY), treasury + 250);
+		assert_eq!((free(5), free(6)), (free_5 + paid(s5), free_6 + paid(s6)));
+		assert_eq!(free(TREASURY), treasury + 400 - paid(s5) - paid(s6) - paid(s7));
 	});
 }
 
 #[test]
 fn juror_list_cannot_be_flooded_with_minimum_stake() {
 	run_test(|| {
-		// MaxJurors is 6: six minimum-stake jurors fill the list…
-		jurors(&[1, 2, 3, 4, 5, 6], 100);
+		// MAX_JURORS minimum-stake jurors fill the list…
+		let flood: Vec<AccountId> = (0..u64::from(MAX_JURORS)).map(|i| 1_000 + i).collect();
+		for who in &flood {
+			mint(*who, 1_000);
+		}
+		jurors(&flood, 100);
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(7), 100));
 		assert_noop!(
 			Challenges::register_juror(RuntimeOrigin::signed(7)),
@@ -149,7 +164,7 @@ fn juror_list_cannot_be_flooded_with_minimum_stake() {
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(8), 1_000));
 		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(8)));
 		assert!(pallet_challenges::Jurors::<Test>::get().contains(&8));
-		assert_eq!(pallet_challenges::Jurors::<Test>::get().len(), 6);
+		assert_eq!(pallet_challenges::Jurors::<Test>::get().len(), MAX_JURORS as usize);
 		assert_noop!(
 			Challenges::register_juror(RuntimeOrigin::signed(OUTSIDER)),
 			Error::<Test>::JurorStakeTooLow

@@ -16,6 +16,7 @@ mod reaping;
 mod sham_challenge;
 mod slash_dodge;
 mod split_included_set;
+mod stake_concentration;
 mod stalls;
 mod withholding;
 
@@ -23,7 +24,7 @@ use crate::mock::*;
 use frame_support::assert_ok;
 
 /// Opens a challenge by `challenger` against `accused` in `round` of `pool`, runs to the jury
-/// draw and returns the challenge id and the drawn jury.
+/// draw and returns the challenge id and the drawn jurors with their stake.
 pub(crate) fn challenge(
 	challenger: AccountId,
 	pool: u32,
@@ -36,7 +37,7 @@ pub(crate) fn challenge(
 	assert!(c.jury.is_empty(), "the jury is not known when the challenge is opened");
 	run_to_block(c.draw_at);
 	let jury = pallet_challenges::OpenChallenges::<Test>::get(id)
-		.map(|c| c.jury.into_inner())
+		.map(|c| c.jury.iter().map(|s| (s.who, s.stake)).collect())
 		.unwrap_or_default();
 	(id, jury)
 }

@@ -27,9 +27,9 @@ fn open_fillers() {
 fn honest_jurors_vote() {
 	let open: Vec<_> = OpenChallenges::<Test>::iter().collect();
 	for (id, c) in open {
-		for (j, _) in c.jury.iter().filter(|(j, _)| HONEST_JURORS.contains(j)) {
+		for j in c.jury.iter().map(|s| s.who).filter(|j| HONEST_JURORS.contains(j)) {
 			if OpenChallenges::<Test>::contains_key(id) && !Votes::<Test>::contains_key(id, j) {
-				let _ = Challenges::vote(RuntimeOrigin::signed(*j), id, false);
+				let _ = Challenges::vote(RuntimeOrigin::signed(j), id, false);
 			}
 		}
 	}

@@ -35,7 +35,7 @@ impl Trainer<'_> {
                     }
                 }
                 Some(c) => {
-                    if c.jury.iter().any(|(j, _)| *j == self.account)
+                    if c.jury.iter().any(|s| s.who == self.account)
                         && self
                             .block_on(self.chain.vote_of(id, &self.account))?
                             .is_none()

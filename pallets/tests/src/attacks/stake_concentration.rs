@@ -1,0 +1,169 @@
+//! Stake concentration buying verdicts. A jury of 5 jurors drawn *without* replacement and
+//! deciding by ⅔ of the *drawn* stake let one juror with a third of the eligible stake sit on
+//! almost every jury beside four small honest jurors and hold ⅔ of that jury's stake: it
+//! convicted an honest member in most tries, and expired tries cost nothing. Committees of
+//! [`JURY_SEATS`] seats drawn with replacement and a majority of all seats make the adversary's
+//! seats Binomial(193, its stake share) whatever it does with its stake.
+//!
+//! The attacker plays its best strategy: every split of its stake (one whale, sybils, mixed),
+//! as many tries as the challenge window and `MaxChallengesPerContribution` allow against every
+//! honest contribution, always voting guilty. The probability is computed with the runtime's
+//! own draw ([`Challenges::seat_randomness`] and `protocol::draw_committee`), not asserted from
+//! one draw.
+
+use crate::mock::*;
+use frame_support::assert_ok;
+use pallet_challenges::{OpenChallenges, Verdict, Verdicts};
+use synod_primitives::protocol::{self, jury::wrong_verdict_probability};
+
+/// Honest jurors: 17 accounts from 300 with the minimum juror stake (100).
+const HONEST: std::ops::Range<AccountId> = 300..317;
+/// The attacker's challenger (never on its own jury).
+const CHALLENGER: AccountId = 400;
+
+/// The attacker's juror accounts with their stakes, in the three splits it tries: 840 planck in
+/// all, 33.07 % of the eligible 2 540 (just under ⅓).
+fn splits() -> [Vec<(AccountId, Balance)>; 3] {
+	[
+		vec![(500, 840)],
+		(0..7).map(|i| (510 + i, 120)).collect(),
+		vec![(520, 600), (521, 120), (522, 120)],
+	]
+}
+
+/// Registers the honest jurors and the attacker's `split`; pool 0's round 1 final with
+/// members 1..=5 (honest).
+fn setup(split: &[(AccountId, Balance)]) {
+	final_round();
+	for who in HONEST {
+		mint(who, 1_000);
+	}
+	jurors(&HONEST.collect::<Vec<_>>(), 100);
+	for (who, stake) in split {
+		mint(*who, stake + 100);
+		jurors(&[*who], *stake);
+	}
+	mint(CHALLENGER, 1_000_000);
+}
+
+/// Plays the attack with `split`: challenges every honest contribution as often as it may
+/// while the window is open; the attacker's jurors vote guilty, the honest ones innocent.
+/// Returns (tries, convictions).
+fn try_to_buy_verdicts(split: &[(AccountId, Balance)]) -> (u32, u32) {
+	setup(split);
+	let attacker = |who: AccountId| split.iter().any(|(a, _)| *a == who);
+	let (mut tries, mut convictions) = (0, 0);
+	loop {
+		let mut opened = 0;
+		for accused in 1..=5 {
+			while open_challenge(CHALLENGER, 0, 1, accused, [0x44; 32]).is_ok() {
+				opened += 1;
+			}
+		}
+		if opened == 0 && OpenChallenges::<Test>::iter().count() == 0 {
+			break (tries, convictions);
+		}
+		run_to_block(System::block_number() + 1);
+		let drawn: Vec<_> =
+			OpenChallenges::<Test>::iter().filter(|(_, c)| !c.jury.is_empty()).collect();
+		for (id, c) in drawn {
+			tries += 1;
+			// The attacker votes first (it sees the committee in the same block).
+			let mut order: Vec<_> = c.jury.iter().map(|s| s.who).collect();
+			order.sort_by_key(|j| !attacker(*j));
+			for j in order {
+				if OpenChallenges::<Test>::contains_key(id) {
+					assert_ok!(Challenges::vote(RuntimeOrigin::signed(j), id, attacker(j)));
+				}
+			}
+			if Verdicts::<Test>::get((c.pool_id, c.round, c.accused)) == Some(Verdict::Guilty) {
+				convictions += 1;
+			}
+		}
+	}
+}
+
+#[test]
+fn concentrated_or_split_stake_cannot_buy_verdicts() {
+	for split in splits() {
+		new_test_ext().execute_with(|| {
+			let (tries, convictions) = try_to_buy_verdicts(&split);
+			println!("{{\"split\":{split:?},\"tries\":{tries},\"convictions\":{convictions}}}");
+			assert!(tries >= 40, "the attacker had many tries ({tries})");
+			assert_eq!(convictions, 0, "an honest member was convicted");
+			// (Rounds 2 and 3 are voided meanwhile: 1 % inactivity leak each, no slash.)
+			assert!(!challenges_events()
+				.iter()
+				.any(|e| matches!(e, pallet_challenges::Event::AccusedFoundGuilty { .. })));
+			for accused in 1..=5 {
+				assert!(staked(accused) >= 980, "honest member {accused} was slashed");
+			}
+			check_invariants();
+		});
+	}
+}
+
+/// The attacker's seats in `draws` committees drawn by the runtime's own function over
+/// `candidates`, one per seed block hash.
+fn adversary_seats(
+	candidates: &[(AccountId, u128)],
+	adversary: &[AccountId],
+	draws: u64,
+) -> Vec<u32> {
+	(0..draws)
+		.map(|k| {
+			let seed = hash_of(k);
+			protocol::draw_committee(candidates, JURY_SEATS, |j| {
+				Challenges::seat_randomness(seed, 0, j)
+			})
+			.iter()
+			.filter(|s| adversary.contains(&s.who))
+			.map(|s| s.seats)
+			.sum()
+		})
+		.collect()
+}
+
+#[test]
+fn committee_bound_holds_for_every_split_of_a_third_of_the_stake() {
+	new_test_ext().execute_with(|| {
+		let majority = protocol::jury::majority(JURY_SEATS);
+		// (adversary split, honest split), each 1/3 − ε against 2/3 + ε of the eligible stake.
+		let whale = vec![(500u64, 33_000u128)];
+		let sybils: Vec<_> = (0..330).map(|i| (1_000 + i, 100)).collect();
+		let mixed: Vec<_> = std::iter::once((500, 20_000))
+			.chain((0..130).map(|i| (1_000 + i, 100)))
+			.collect();
+		let few_large: Vec<_> = (0..3).map(|i| (2_000 + i, 22_334)).collect();
+		let many_small: Vec<_> = (0..670).map(|i| (3_000 + i, 100)).collect();
+		for (name, adversary) in [("whale", &whale), ("sybils", &sybils), ("mixed", &mixed)] {
+			for (honest_name, honest) in [("few large", &few_large), ("many small", &many_small)] {
+				// Interleaved, so that no split occupies one contiguous range of the cumulative
+				// stake (where its seats would be identical for every split, not just equal in
+				// distribution).
+				let mut candidates: Vec<_> =
+					adversary.iter().chain(honest.iter()).cloned().collect();
+				candidates.sort_by_key(|(who, _)| who.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+				let a: u128 = adversary.iter().map(|(_, s)| s).sum();
+				let total: u128 = candidates.iter().map(|(_, s)| s).sum();
+				let share = a as f64 / total as f64;
+				assert!(share < 1.0 / 3.0);
+				let ids: Vec<AccountId> = adversary.iter().map(|(w, _)| *w).collect();
+				let seats = adversary_seats(&candidates, &ids, 2_000);
+				let mean = seats.iter().map(|s| f64::from(*s)).sum::<f64>() / seats.len() as f64;
+				let max = seats.iter().copied().max().unwrap_or(0);
+				let p = wrong_verdict_probability(JURY_SEATS, share);
+				println!(
+					"{{\"adversary\":\"{name}\",\"honest\":\"{honest_name}\",\"share\":{share:.4},\
+					 \"mean_seats\":{mean:.2},\"max_seats\":{max},\"majority\":{majority},\
+					 \"p_wrong_verdict\":{p:e}}}"
+				);
+				// Seats follow stake, not accounts: the mean is 193 × share within 4 standard
+				// errors (σ/√2000 ≈ 0.15 seats) for every split.
+				assert!((mean - f64::from(JURY_SEATS) * share).abs() < 0.6, "mean {mean}");
+				assert!(max < majority, "the adversary held a majority in one of 2 000 draws");
+				assert!(p <= protocol::jury::MAX_WRONG_VERDICT);
+			}
+		}
+	});
+}
