@@ -127,7 +127,6 @@ impl<T: Config> Pallet<T> {
 				draw_at,
 				expires_at,
 				jury: BoundedVec::new(),
-				accountable: BoundedVec::new(),
 				votes: JuryVotes::default(),
 			},
 		);
@@ -200,7 +199,7 @@ impl<T: Config> Pallet<T> {
 			return;
 		};
 		if c.jury.is_empty() && now >= c.draw_at {
-			let (jury, jury_stake, mut accountable) = Self::draw(id, &c);
+			let (jury, jury_stake) = Self::draw(id, &c);
 			if jury.is_empty() || jury_stake < T::MinJuryStake::get().saturated_into::<u128>() {
 				Self::release_bond(&c);
 				Self::close(id, &c, protocol::Verdict::NoJury);
@@ -210,13 +209,11 @@ impl<T: Config> Pallet<T> {
 			if now > c.draw_at {
 				// Drawn later than scheduled: the jurors do not get the whole voting period,
 				// so no juror answers for not voting ([`Self::penalize_no_shows`]).
-				accountable = BoundedVec::new();
 				c.draw_at = now;
 			}
 			let seats = jury.iter().fold(0u32, |a, s| a.saturating_add(s.seats));
 			c.votes = JuryVotes { seats, ..JuryVotes::default() };
 			c.jury = jury.clone();
-			c.accountable = accountable;
 			OpenChallenges::<T>::insert(id, &c);
 			Self::deposit_event(Event::JuryDrawn {
 				challenge_id: id,
@@ -381,11 +378,9 @@ impl<T: Config> Pallet<T> {
 		Self::deposit_event(Event::ChallengeExpired { challenge_id });
 	}
 
-	/// Slashes `NoShowSlash` of the drawn stake of every accountable juror of `c` that has not
-	/// voted, and unregisters it: one that contributed to the challenged round, as recorded at
-	/// the draw or — a contributor that committed after the draw, or a challenge drawn before
-	/// storage version 1 — as the round's contributors show now. Jurors that could not replay
-	/// the round abstain without penalty.
+	/// Slashes `NoShowSlash` of the drawn (snapshot) stake of every juror of `c` that has not
+	/// voted, and unregisters it. Every seated juror contributed to the challenged round, so it
+	/// held what a replay needs.
 	fn penalize_no_shows(challenge_id: ChallengeId, c: &Challenge<T>) {
 		// Only a jury that had the whole voting period answers for not voting: never one drawn
 		// late, whoever advanced it and when.
@@ -396,15 +391,9 @@ impl<T: Config> Pallet<T> {
 		if !whole_period {
 			return;
 		}
-		let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
-			.map(|f| f.contributors)
-			.unwrap_or_default();
 		let absent: Vec<(T::AccountId, u128)> = c
 			.jury
 			.iter()
-			.filter(|s| {
-				c.accountable.contains(&s.who) || contributors.iter().any(|p| p.who == s.who)
-			})
 			.filter(|s| !Votes::<T>::contains_key(challenge_id, &s.who))
 			.map(|s| (s.who.clone(), s.stake))
 			.collect();
@@ -424,9 +413,9 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Invariants: each challenger's bond hold equals its open challenges' bonds; the seat
-	/// tallies match the recorded votes; committees exclude the parties, list each juror once
-	/// with at least one seat, and their seats sum to the tally's; accountable jurors sit on
-	/// the committee; open counts match; jurors are registered once.
+	/// tallies match the recorded votes; committees list each juror once with at least one
+	/// seat, and their seats sum to the tally's; open counts match; jurors are registered
+	/// once.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		use alloc::collections::btree_map::BTreeMap;
 		use frame_support::traits::fungible::InspectHold;
@@ -457,19 +446,11 @@ impl<T: Config> Pallet<T> {
 			);
 			ensure!(c.votes.decided().is_none(), "a decided challenge is still open");
 			ensure!(
-				c.jury.iter().all(|s| s.who != c.accused && s.who != c.challenger),
-				"a party sits on its own jury"
-			);
-			ensure!(
 				c.jury.iter().all(|s| s.seats > 0)
 					&& c.jury.iter().enumerate().all(|(i, s)| {
 						c.jury.iter().skip(i.saturating_add(1)).all(|o| o.who != s.who)
 					}),
 				"a juror without a seat, or listed twice"
-			);
-			ensure!(
-				c.accountable.iter().all(|a| c.jury.iter().any(|s| s.who == *a)),
-				"an accountable juror is not on the jury"
 			);
 			ensure!(
 				!c.jury.is_empty()

@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 use codec::Encode;
 use frame_support::pallet_prelude::*;
 use frame_system::pallet_prelude::BlockNumberFor;
-use sp_runtime::traits::{One, SaturatedConversion, Saturating};
+use sp_runtime::traits::{One, Saturating};
 use synod_primitives::{protocol, CheckpointsInspect, TrainerStake};
 
 impl<T: Config> Pallet<T> {
@@ -43,38 +43,30 @@ impl<T: Config> Pallet<T> {
 		(fixed != T::Hash::default()).then_some(fixed)
 	}
 
-	/// Draws the committee of `c`: `JurySize` seats, each drawn with replacement ∝ active stake
-	/// from the registered jurors other than the parties; returns the committee, the stake of
-	/// its distinct jurors in planck, and the jurors accountable for voting (those that
-	/// contributed to the challenged round); an empty committee if the seed is no longer kept.
-	pub(crate) fn draw(
-		id: ChallengeId,
-		c: &Challenge<T>,
-	) -> (JuryOf<T>, u128, BoundedVec<T::AccountId, T::JurySize>) {
+	/// Draws the committee of `c`: `JurySize` seats, each drawn with replacement ∝ snapshot
+	/// stake from the challenged round's contributors that are registered jurors — the
+	/// accused and the challenger included, each with its stake — so the committee holds what
+	/// a replay needs (θ_{r−1} and every included payload) and its weights were fixed when the
+	/// round opened, before the challenge existed. Returns the committee and the stake of its
+	/// distinct jurors in planck; an empty committee if the seed is no longer kept.
+	pub(crate) fn draw(id: ChallengeId, c: &Challenge<T>) -> (JuryOf<T>, u128) {
 		let Some(seed) = Self::draw_seed(c.draw_at) else {
-			return (BoundedVec::new(), 0, BoundedVec::new());
+			return (BoundedVec::new(), 0);
 		};
-		let eligible: Vec<(T::AccountId, u128)> = Jurors::<T>::get()
-			.into_iter()
-			.filter(|j| j != &c.accused && j != &c.challenger)
-			.map(|j| {
-				let stake = T::Staking::active_stake(&j).saturated_into();
-				(j, stake)
-			})
-			.collect();
+		let registered = Jurors::<T>::get();
+		let eligible: Vec<(T::AccountId, u128)> =
+			T::Checkpoints::final_checkpoint(c.pool_id, c.round)
+				.map(|f| f.contributors.into_iter())
+				.into_iter()
+				.flatten()
+				.filter(|p| registered.contains(&p.who))
+				.map(|p| (p.who, p.stake))
+				.collect();
 		let jury = protocol::draw_committee(&eligible, T::JurySize::get(), |j| {
 			Self::seat_randomness(seed, id, j)
 		});
 		let stake = jury.iter().fold(0u128, |a, s| a.saturating_add(s.stake));
-		let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
-			.map(|f| f.contributors)
-			.unwrap_or_default();
-		let accountable: Vec<T::AccountId> = jury
-			.iter()
-			.filter(|s| contributors.iter().any(|p| p.who == s.who))
-			.map(|s| s.who.clone())
-			.collect();
-		(BoundedVec::truncate_from(jury), stake, BoundedVec::truncate_from(accountable))
+		(BoundedVec::truncate_from(jury), stake)
 	}
 
 	/// The 128 random bits of seat `seat` of challenge `id`'s committee: the first 16 bytes of

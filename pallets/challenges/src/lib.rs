@@ -24,22 +24,27 @@
 //! different peers therefore costs stake.
 //!
 //! **Jurors** are bonded trainers that opted in with [`Pallet::register_juror`] (active stake
-//! ≥ `MinJurorStake`), from every pool, not only the accused's. **The jury is a committee of
-//! `JurySize` seats drawn after the challenge exists**: in `on_initialize` of the latest block
-//! of the `jury_delay` blocks after opening whose schedule has room (a challenge finding none
-//! is refused with [`Error::ScheduleFull`], so no draw is ever left for someone to call at the
-//! time of its choosing; [`Pallet::advance_challenge`] only catches up), each seat drawn *with
-//! replacement* with probability proportional to active stake
+//! ≥ `MinJurorStake`). **The jury is a committee of `JurySize` seats drawn after the challenge
+//! exists, from the challenged round's contributors that are registered jurors**: they hold
+//! what a replay needs (θ_{r−1} and every included payload), and their weights are their
+//! *snapshot* stakes, fixed when the round opened, before the challenge existed. The draw runs
+//! in `on_initialize` of the latest block of the `jury_delay` blocks after opening whose
+//! schedule has room (a challenge finding none is refused with [`Error::ScheduleFull`], so no
+//! draw is ever left for someone to call at the time of its choosing;
+//! [`Pallet::advance_challenge`] only catches up); each seat is drawn *with replacement* with
+//! probability proportional to snapshot stake
 //! ([`synod_primitives::protocol::draw_committee`]), from the hash of the block before the draw
 //! — a block that did not exist when the challenge was submitted. The accused and the
-//! challenger never sit. Because every seat is an independent draw, an adversary's seats are
-//! Binomial(`JurySize`, its share of the eligible juror stake) however it splits its stake over
-//! accounts; with the runtime's 193 seats, an adversary holding less than ⅓ of the eligible
-//! stake reaches a majority (to convict an honest member, or to keep a cheater from being
-//! convicted) with probability below 10⁻⁶ per challenge
-//! ([`synod_primitives::protocol::jury::wrong_verdict_probability`]). A jury holding less than
-//! `MinJuryStake` gives **no verdict**: the bond is released and nobody is slashed; so does a
-//! draw that comes so late that the seed block's hash is no longer kept (`BlockHashCount`).
+//! challenger sit like any contributor, so choosing whom to accuse (or from which account)
+//! shifts no stake between the sides. Because every seat is an independent draw, an
+//! adversary's seats are Binomial(`JurySize`, its share of the eligible stake) however it
+//! splits its stake over accounts; with the runtime's 193 seats, an adversary holding less than
+//! ⅓ of the eligible stake reaches a majority (to convict an honest member, or to keep a
+//! cheater from being convicted) with probability below 10⁻⁶ per challenge
+//! ([`synod_primitives::protocol::jury::wrong_verdict_probability`]). A committee holding less
+//! than `MinJuryStake` gives **no verdict**: the bond is released and nobody is slashed; so
+//! does a draw that comes so late that the seed block's hash is no longer kept
+//! (`BlockHashCount`).
 //! What an Aura author can still do: the author of the block before the draw knows its slot in
 //! advance and can grind that block's contents (order of transactions, remarks) until its hash
 //! draws a committee it likes, or withhold it; only a VRF or commit–reveal randomness source
@@ -59,14 +64,10 @@
 //! never overwritten. **No-shows**: a drawn juror that *contributed to the challenged round*,
 //! was drawn on schedule (so it had the whole voting period) and has not voted when the voting
 //! period ends loses `NoShowSlash` of its drawn stake and is unregistered (a jury seat is not
-//! free to hold). A contributor aggregated every included payload from θ_{r−1}, so it holds
-//! all a replay needs; a juror drawn from another pool (or a member that missed the round) may
-//! not, and abstains without penalty: otherwise whoever runs a pool could open cheap challenges
-//! there (the bond comes back when the challenge expires) and bleed the honest jurors of every
-//! other pool out of the list. The jurors that answer for their vote are those recorded at the
-//! draw ([`Challenge::accountable`]) plus those the round's contributors show at expiry (a late
-//! committer; a challenge drawn before storage version 1); the record alone counts once the
-//! round's snapshot is pruned.
+//! free to hold). Only contributors sit, and a contributor aggregated every included payload
+//! from θ_{r−1}, so every seated juror can replay and answers for its vote; jurors of other
+//! pools are never drawn, so nobody can bleed them with cheap challenges in a pool they cannot
+//! judge.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -167,9 +168,6 @@ pub mod pallet {
 		pub expires_at: BlockNumberFor<T>,
 		/// The committee, empty until drawn.
 		pub jury: JuryOf<T>,
-		/// The jurors who had contributed to `round` at the draw (they hold θ_{r−1} and every
-		/// included payload): slashed for not voting, as are jurors that contributed by expiry.
-		pub accountable: BoundedVec<T::AccountId, T::JurySize>,
 		/// Votes so far, in seats.
 		pub votes: JuryVotes,
 	}
@@ -182,8 +180,8 @@ pub mod pallet {
 		ChallengeBond,
 	}
 
-	/// The in-code storage version (1: [`Challenge::accountable`]; 2: committees of seats; see
-	/// [`crate::migrations`]).
+	/// The in-code storage version (2: committees of seats drawn from the round's contributors;
+	/// see [`crate::migrations`]).
 	const STORAGE_VERSION: StorageVersion = StorageVersion::new(2);
 
 	#[pallet::pallet]

@@ -1,7 +1,9 @@
 //! Storage migrations.
 
-/// v1 → v2: juries become committees of seats ([`crate::JuryOf`] lists each juror with its
-/// stake and seats; [`synod_primitives::protocol::JuryVotes`] counts seats, not stake).
+/// v1 → v2: juries become committees of seats drawn from the challenged round's contributors
+/// ([`crate::JuryOf`] lists each juror with its snapshot stake and seats;
+/// [`synod_primitives::protocol::JuryVotes`] counts seats, not stake; `Challenge::accountable`
+/// is gone: every seated juror answers for its vote).
 /// Undrawn open challenges are kept and draw a committee on schedule. A jury drawn under the
 /// old rule has no seats to convert to: that challenge ends without a verdict
 /// ([`crate::Event::ChallengeExpired`]), its bond is released, and the contribution may be
@@ -65,7 +67,6 @@ pub mod v2 {
 				draw_at: self.draw_at,
 				expires_at: self.expires_at,
 				jury: BoundedVec::new(),
-				accountable: BoundedVec::new(),
 				votes: JuryVotes::default(),
 			};
 			(c, drawn)

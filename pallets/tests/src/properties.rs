@@ -199,7 +199,10 @@ fn two_pools() {
 	));
 	bond_and_join(4, p1, 500);
 	bond_and_join(5, p1, 300);
-	jurors(&[6, 7], 1_000);
+	// Every member opts in as a juror (committees are drawn from a round's contributors).
+	for who in 1..=5 {
+		frame_support::assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(who)));
+	}
 }
 
 proptest! {

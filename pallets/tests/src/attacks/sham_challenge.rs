@@ -10,7 +10,7 @@ use pallet_challenges::{Error, Verdict, Verdicts};
 fn sham_challenge_does_not_shield_the_cheater() {
 	run_test(|| {
 		final_round();
-		jurors(&[6, 7, 8], 1_000);
+		jurors(&[4, 5], 1_000);
 		// Member 2, a friend of cheater 1, opens a sham challenge first…
 		assert_ok!(open_challenge(2, 0, 1, 1, [0; 32]));
 		// …the real challenge is still accepted, and convicts.
@@ -44,7 +44,7 @@ fn open_challenges_per_contribution_are_bounded() {
 fn repeated_challenges_cannot_slash_twice() {
 	run_test(|| {
 		final_round();
-		jurors(&[6, 7, 8], 1_000);
+		jurors(&[4, 5], 1_000);
 		// Two challenges against the same contribution, both convicting.
 		assert_ok!(open_challenge(2, 0, 1, 1, [0; 32]));
 		let (second, jury) = challenge(3, 0, 1, 1);

@@ -24,7 +24,7 @@ fn two_final_rounds() {
 fn slash_cannot_be_dodged_by_leaving_and_unbonding() {
 	run_test(|| {
 		two_final_rounds();
-		jurors(&[5, 6, 7], 1_000);
+		jurors(&[2, 3], 1_000);
 		// Rounds 1 to 3 opened at block 1 with deadline 11: the snapshot stake stays
 		// slashable until settle_at(11) = 11 + 2·5 + 1 + (10 + 10) + 1 = 43.
 		assert_eq!(SlashableUntil::<Test>::get(1), Some(43));
