@@ -191,8 +191,10 @@ pub struct RunArgs {
     pub verify_segments: u32,
     /// Register as a juror (`Challenges.register_juror`) and vote automatically when drawn:
     /// replay the disputed contribution, vote guilty iff it is outside the replay tolerance.
-    /// A juror drawn for a round it did not contribute to may lack what a replay needs; it
-    /// then abstains (the runtime slashes only contributors that do not vote).
+    /// Committees are drawn from the challenged round's registered contributors, this
+    /// trainer's own challenges included (it votes innocent on its own contribution). A
+    /// juror that lacks what a replay needs abstains, and the runtime slashes a seated juror
+    /// that does not vote.
     #[arg(long)]
     pub juror: bool,
     /// Port of the Prometheus exporter (`/metrics`: `synod_trainer_*` rounds, losses, seconds,

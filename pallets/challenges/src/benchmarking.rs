@@ -100,7 +100,8 @@ fn drawn_challenge<T: Config>(jurors: u32) -> Result<(PoolId, T::AccountId), Ben
 	Ok((pool, accused))
 }
 
-/// Stake of a benchmark juror, in planck: enough for a jury of one to give a verdict.
+/// Stake a benchmark juror bonds, in planck: enough to register (`MinJurorStake`), and as much
+/// as a verdict needs (`MinJuryStake`).
 fn juror_stake<T: Config>() -> u128 {
 	T::MinJurorStake::get()
 		.saturated_into::<u128>()
@@ -201,7 +202,7 @@ mod benchmarks {
 		Ok(())
 	}
 
-	// Worst case: the expiry of a challenge whose whole, accountable jury did not vote (each
+	// Worst case: the expiry of a challenge whose whole committee did not vote (each
 	// juror slashed and unregistered from a full list), no verdict.
 	#[benchmark]
 	fn expire() -> Result<(), BenchmarkError> {

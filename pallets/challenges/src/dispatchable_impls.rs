@@ -199,8 +199,13 @@ impl<T: Config> Pallet<T> {
 			return;
 		};
 		if c.jury.is_empty() && now >= c.draw_at {
-			let (jury, jury_stake) = Self::draw(id, &c);
-			if jury.is_empty() || jury_stake < T::MinJuryStake::get().saturated_into::<u128>() {
+			let jury = Self::draw(id, &c);
+			// Stake that is neither party's: a committee the parties dominate decides nothing.
+			let jury_stake = jury
+				.iter()
+				.filter(|s| !Self::is_party(&c, &s.who))
+				.fold(0u128, |a, s| a.saturating_add(s.stake));
+			if jury_stake < T::MinJuryStake::get().saturated_into::<u128>().max(1) {
 				Self::release_bond(&c);
 				Self::close(id, &c, protocol::Verdict::NoJury);
 				Self::deposit_event(Event::NoJuryDrawn { challenge_id: id, jury_stake });
@@ -266,7 +271,14 @@ impl<T: Config> Pallet<T> {
 		);
 	}
 
-	/// The jurors of `c` who voted `guilty`, with their seats (the weights they are paid by).
+	/// Whether `who` is the accused or the challenger of `c` (they sit and vote, but are not
+	/// paid as jurors of their own dispute, and do not count toward `MinJuryStake`).
+	fn is_party(c: &Challenge<T>, who: &T::AccountId) -> bool {
+		*who == c.accused || *who == c.challenger
+	}
+
+	/// The jurors of `c` other than the parties who voted `guilty`, with their seats (the
+	/// weights they are paid by).
 	fn voters(
 		challenge_id: ChallengeId,
 		c: &Challenge<T>,
@@ -274,6 +286,7 @@ impl<T: Config> Pallet<T> {
 	) -> Vec<(T::AccountId, u128)> {
 		c.jury
 			.iter()
+			.filter(|s| !Self::is_party(c, &s.who))
 			.filter(|s| Votes::<T>::get(challenge_id, &s.who) == Some(guilty))
 			.map(|s| (s.who.clone(), u128::from(s.seats)))
 			.collect()

@@ -47,11 +47,11 @@ impl<T: Config> Pallet<T> {
 	/// stake from the challenged round's contributors that are registered jurors — the
 	/// accused and the challenger included, each with its stake — so the committee holds what
 	/// a replay needs (θ_{r−1} and every included payload) and its weights were fixed when the
-	/// round opened, before the challenge existed. Returns the committee and the stake of its
-	/// distinct jurors in planck; an empty committee if the seed is no longer kept.
-	pub(crate) fn draw(id: ChallengeId, c: &Challenge<T>) -> (JuryOf<T>, u128) {
+	/// round opened, before the challenge existed. Returns the committee; an empty one if the
+	/// seed is no longer kept.
+	pub(crate) fn draw(id: ChallengeId, c: &Challenge<T>) -> JuryOf<T> {
 		let Some(seed) = Self::draw_seed(c.draw_at) else {
-			return (BoundedVec::new(), 0);
+			return BoundedVec::new();
 		};
 		let registered = Jurors::<T>::get();
 		let eligible: Vec<(T::AccountId, u128)> =
@@ -65,8 +65,7 @@ impl<T: Config> Pallet<T> {
 		let jury = protocol::draw_committee(&eligible, T::JurySize::get(), |j| {
 			Self::seat_randomness(seed, id, j)
 		});
-		let stake = jury.iter().fold(0u128, |a, s| a.saturating_add(s.stake));
-		(BoundedVec::truncate_from(jury), stake)
+		BoundedVec::truncate_from(jury)
 	}
 
 	/// The 128 random bits of seat `seat` of challenge `id`'s committee: the first 16 bytes of

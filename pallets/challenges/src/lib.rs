@@ -41,10 +41,11 @@
 //! splits its stake over accounts; with the runtime's 193 seats, an adversary holding less than
 //! ⅓ of the eligible stake reaches a majority (to convict an honest member, or to keep a
 //! cheater from being convicted) with probability below 10⁻⁶ per challenge
-//! ([`synod_primitives::protocol::jury::wrong_verdict_probability`]). A committee holding less
-//! than `MinJuryStake` gives **no verdict**: the bond is released and nobody is slashed; so
-//! does a draw that comes so late that the seed block's hash is no longer kept
-//! (`BlockHashCount`).
+//! ([`synod_primitives::protocol::jury::wrong_verdict_probability`]). The parties are not paid
+//! as jurors of their own dispute. A committee whose jurors other than the parties hold less
+//! than `MinJuryStake` gives **no verdict** (so an accused alone cannot acquit itself): the
+//! bond is released and nobody is slashed; so does a draw that comes so late that the seed
+//! block's hash is no longer kept (`BlockHashCount`).
 //! What an Aura author can still do: the author of the block before the draw knows its slot in
 //! advance and can grind that block's contents (order of transactions, remarks) until its hash
 //! draws a committee it likes, or withhold it; only a VRF or commit–reveal randomness source
@@ -125,7 +126,7 @@ pub mod pallet {
 	/// Challenge evidence: the accused's signed announcement, SCALE wire form
 	/// (`synod_protocol::evidence::Signed`).
 	pub type Evidence = BoundedVec<u8, ConstU32<MAX_EVIDENCE_BYTES>>;
-	/// A committee: each drawn juror once, with its stake at the draw (planck) and its seats
+	/// A committee: each drawn juror once, with its snapshot stake (planck) and its seats
 	/// (at most `JurySize` jurors, their seats summing to `JurySize`).
 	pub type JuryOf<T> = BoundedVec<
 		synod_primitives::protocol::Seated<<T as frame_system::Config>::AccountId>,
@@ -240,7 +241,8 @@ pub mod pallet {
 		/// Least active stake of a registered juror, in planck.
 		#[pallet::constant]
 		type MinJurorStake: Get<BalanceOf<Self>>;
-		/// Least total stake of a drawn jury, in planck; below it there is no verdict.
+		/// Least stake, in planck, of a drawn committee's jurors other than the parties; below it
+		/// there is no verdict.
 		#[pallet::constant]
 		type MinJuryStake: Get<BalanceOf<Self>>;
 		/// Most challenges open at once against one contribution.
@@ -336,7 +338,7 @@ pub mod pallet {
 		NoJuryDrawn {
 			/// Challenge.
 			challenge_id: ChallengeId,
-			/// Stake of the jury that could be drawn, planck.
+			/// Stake of the drawn jurors other than the parties, planck.
 			jury_stake: u128,
 		},
 		/// A juror voted.

@@ -285,7 +285,8 @@ fn juror_registration() {
 		);
 		assert_ok!(Challenges::unregister_juror(RuntimeOrigin::signed(1)));
 		assert!(Jurors::<Test>::get().is_empty());
-		// A juror's weight is its stake at the draw.
+		// A juror may register again after leaving, bonding more on the way (its weight on a
+		// committee is its snapshot stake in the challenged round, not its bond).
 		jurors(&[1], 100);
 		assert_eq!(<TrainerStaking as TrainerStake<_>>::active_stake(&1), 200, "bonded twice");
 	});

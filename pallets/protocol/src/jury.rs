@@ -108,11 +108,12 @@ pub enum Verdict {
 	Innocent,
 	/// The voting period ended undecided.
 	Expired,
-	/// Not enough independent juror stake could be drawn: no verdict, nobody is slashed.
+	/// Not enough juror stake besides the parties' could be drawn: no verdict, nobody is
+	/// slashed.
 	NoJury,
 }
 
-/// A juror of a committee: its stake at the draw and the seats it holds.
+/// A juror of a committee: the stake it was drawn by and the seats it holds.
 #[derive(
 	Clone,
 	PartialEq,
@@ -129,7 +130,8 @@ pub enum Verdict {
 pub struct Seated<AccountId> {
 	/// The juror.
 	pub who: AccountId,
-	/// Its active stake when the committee was drawn, in planck.
+	/// The stake it was drawn by (the runtime: its snapshot stake in the challenged round), in
+	/// planck.
 	pub stake: Planck,
 	/// Seats it holds (≥ 1); its vote counts this many times.
 	pub seats: u32,

@@ -28,9 +28,14 @@ fn funded<T: Config>(name: &'static str, i: u32) -> T::AccountId {
 	who
 }
 
-/// The stake each benchmark member commits: the spec floor, at least 1 000 planck.
+/// The stake each benchmark member commits: 1 000 × the spec floor, at least 1 000 planck (a
+/// committee drawn from a pool's members then holds the stake a verdict needs).
 fn stake<T: Config>() -> BalanceOf<T> {
-	T::SpecLimits::get().min_stake_floor.max(1_000).saturated_into()
+	T::SpecLimits::get()
+		.min_stake_floor
+		.saturating_mul(1_000)
+		.max(1_000)
+		.saturated_into()
 }
 
 fn spec<T: Config>(min_trainers: u32, max_trainers: u32) -> PoolSpec<T> {

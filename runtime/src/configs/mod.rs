@@ -1,6 +1,7 @@
 //! Configuration of the standard pallets (system, consensus, money). Synod's own pallets are
 //! configured in [`synod`].
 
+pub mod fees;
 pub mod synod;
 
 use frame_support::{
@@ -10,12 +11,12 @@ use frame_support::{
     traits::{ConstBool, ConstU128, ConstU32, ConstU64, ConstU8, VariantCountOf},
     weights::{
         constants::{ParityDbWeight, WEIGHT_REF_TIME_PER_SECOND},
-        IdentityFee, Weight,
+        ConstantMultiplier, IdentityFee, Weight,
     },
 };
-use pallet_transaction_payment::{ConstFeeMultiplier, FungibleAdapter, Multiplier};
+use pallet_transaction_payment::FungibleAdapter;
 use sp_consensus_aura::sr25519::AuthorityId as AuraId;
-use sp_runtime::{traits::One, Perbill};
+use sp_runtime::Perbill;
 use sp_version::RuntimeVersion;
 
 use super::{
@@ -138,18 +139,13 @@ impl pallet_balances::Config for Runtime {
     type DoneSlashHandler = ();
 }
 
-parameter_types! {
-    /// Fees do not adapt to congestion.
-    pub FeeMultiplier: Multiplier = Multiplier::one();
-}
-
 impl pallet_transaction_payment::Config for Runtime {
     type RuntimeEvent = RuntimeEvent;
     type OnChargeTransaction = FungibleAdapter<Balances, ()>;
     type OperationalFeeMultiplier = ConstU8<5>;
     type WeightToFee = IdentityFee<Balance>;
-    type LengthToFee = IdentityFee<Balance>;
-    type FeeMultiplierUpdate = ConstFeeMultiplier<FeeMultiplier>;
+    type LengthToFee = ConstantMultiplier<Balance, fees::TransactionByteFee>;
+    type FeeMultiplierUpdate = fees::FeeMultiplierUpdate;
     type WeightInfo = pallet_transaction_payment::weights::SubstrateWeight<Runtime>;
 }
 

@@ -182,3 +182,21 @@ fn juror_list_cannot_be_flooded_with_minimum_stake() {
 		);
 	});
 }
+
+#[test]
+fn an_accused_alone_on_its_committee_cannot_acquit_itself() {
+	run_test(|| {
+		final_round();
+		// Only the accused registered: a committee of its own seats would acquit it and pay it
+		// the challenger's bond. The parties' stake does not count toward `MinJuryStake`.
+		register(&[3]);
+		let free_outsider = free(OUTSIDER);
+		let (id, jury) = challenge(OUTSIDER, 0, 1, 3);
+		assert!(jury.is_empty(), "no verdict");
+		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::NoJury));
+		assert_eq!(free(OUTSIDER), free_outsider, "the bond is back");
+		assert!(challenges_events().iter().any(
+			|e| matches!(e, Event::NoJuryDrawn { challenge_id, jury_stake: 0 } if *challenge_id == id)
+		));
+	});
+}

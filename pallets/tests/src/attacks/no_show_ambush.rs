@@ -10,7 +10,8 @@ use crate::mock::*;
 use frame_support::{assert_noop, assert_ok};
 use pallet_challenges::{Error, Event, Expiries, OpenChallenges, Votes};
 
-/// Honest jurors: contributors of the round (accountable for voting) with 2 000 planck bonded.
+/// Honest jurors: contributors of the round (answerable for their votes), 1 000 planck of
+/// snapshot stake each and 1 000 more bonded.
 const HONEST_JURORS: [AccountId; 3] = [3, 4, 5];
 
 /// Four filler challenges in the current block (two per contribution of members 1 and 2, the

@@ -58,6 +58,40 @@ impl Trainer<'_> {
         Ok(())
     }
 
+    /// The vote on `c` (member `member` accused) from a replay of its kept payload: `(guilty,
+    /// relative L2 distance)`, or why this trainer cannot judge it (`Ok(Err(reason))`).
+    fn replay_vote(
+        &mut self,
+        c: &ChallengeInfo,
+        member: u32,
+    ) -> Result<std::result::Result<(bool, f64), String>> {
+        let Some(kept) = self.retained.payload(c.round, member) else {
+            return Ok(Err("no payload of the accused was kept".into()));
+        };
+        // Two digests under the accused's key for one round convict without a replay (an
+        // accomplice's sham challenge with a never-gossiped announcement looks like that).
+        let parent = match self.block_on(self.chain.final_checkpoint(self.pool, c.round))? {
+            Some(f) => f.parent,
+            None => return Err(anyhow!("round {} is not final", c.round)),
+        };
+        let (round, digest, expires) = (c.round, c.payload_digest, u64::from(c.expires_at));
+        if self.a.recipe.outer.wire.sparse() {
+            let included_prev = self.final_included(round.saturating_sub(1))?;
+            if expected_carried_in(&self.retained, round, member, &included_prev).is_none() {
+                return Ok(Err(
+                    "the accused's payload of the previous round was not kept: the residual it \
+                     must carry in is unknown"
+                        .into(),
+                ));
+            }
+        }
+        let vote = juror_vote(&kept, &digest, |_| {
+            self.replay(round, member, &parent, None, expires)?
+                .ok_or_else(|| anyhow!("payload of member {member} vanished"))
+        })?;
+        Ok(Ok(vote))
+    }
+
     /// Replays the contribution disputed by challenge `id` and votes.
     pub(super) fn judge(&mut self, id: u32, c: &ChallengeInfo) -> Result<()> {
         let abstain = |t: &mut Self, why: String| -> Result<()> {
@@ -86,31 +120,17 @@ impl Trainer<'_> {
         else {
             return abstain(self, "the accused is not in the round's snapshot".into());
         };
-        let Some(kept) = self.retained.payload(c.round, member) else {
-            return abstain(self, "no payload of the accused was kept".into());
-        };
-        // Two digests under the accused's key for one round convict without a replay (an
-        // accomplice's sham challenge with a never-gossiped announcement looks like that).
-        let parent = match self.block_on(self.chain.final_checkpoint(self.pool, c.round))? {
-            Some(f) => f.parent,
-            None => return Err(anyhow!("round {} is not final", c.round)),
-        };
-        let (round, digest, expires) = (c.round, c.payload_digest, u64::from(c.expires_at));
-        if self.a.recipe.outer.wire.sparse() {
-            let included_prev = self.final_included(round.saturating_sub(1))?;
-            if expected_carried_in(&self.retained, round, member, &included_prev).is_none() {
-                return abstain(
-                    self,
-                    "the accused's payload of the previous round was not kept: the residual it \
-                     must carry in is unknown"
-                        .into(),
-                );
+        // A member seated on a challenge of its own contribution knows what it sent: an honest
+        // one votes innocent without replaying itself (the replay of a sparse payload would ask
+        // its own peer for its residuals).
+        let (guilty, distance) = if c.accused == self.account {
+            (false, 0.0)
+        } else {
+            match self.replay_vote(c, member)? {
+                Ok(vote) => vote,
+                Err(why) => return abstain(self, why),
             }
-        }
-        let (guilty, distance) = juror_vote(&kept, &digest, |_| {
-            self.replay(round, member, &parent, None, expires)?
-                .ok_or_else(|| anyhow!("payload of member {member} vanished"))
-        })?;
+        };
         match self.block_on(self.chain.submit(&calls::vote(id, guilty), &self.signer)) {
             Ok(_) => {}
             Err(e)
