@@ -56,10 +56,11 @@
 //! conviction). *Guilty*: the accused loses `SlashFraction` of its *snapshot* stake in that
 //! round through TrainerStaking (the challenger gets `ChallengerShare` of it; the stake is
 //! still held, because Checkpoints keeps snapshot stake slashable until the round's challenges
-//! are over), `JurorShare` of the slash goes to the jurors who voted guilty (pro rata to
-//! seats), the bond comes back, and Rewards pays the accused nothing for the round. *Innocent*
+//! are over), `JurorShare` of the slash goes to the jurors other than the parties who voted
+//! guilty (pro rata to seats), the bond comes back, and Rewards pays the accused nothing for the round. *Innocent*
 //! (guilty can no longer reach a majority): the challenger's bond is slashed and paid to the
-//! jurors who voted innocent, pro rata to their seats (dust to `Slash`). A jury undecided when
+//! jurors other than the parties who voted innocent, pro rata to their seats (dust to
+//! `Slash`). A jury undecided when
 //! its voting period (`round_timeout + VoteMargin` blocks, enough to replay one round) ends
 //! **expires**: the bond is released and the accused keeps its reward. A Guilty verdict is
 //! never overwritten. **No-shows**: a drawn juror that *contributed to the challenged round*,
@@ -219,7 +220,8 @@ pub mod pallet {
 		/// Share of the slashed stake paid to the challenger.
 		#[pallet::constant]
 		type ChallengerShare: Get<Perbill>;
-		/// Share of the slashed stake paid to the jurors who voted guilty, pro rata to stake
+		/// Share of the slashed stake paid to the jurors other than the parties who voted guilty,
+		/// pro rata to seats
 		/// (`ChallengerShare + JurorShare ≤ 100 %`; the rest goes to `Slash`).
 		#[pallet::constant]
 		type JurorShare: Get<Perbill>;
