@@ -56,9 +56,9 @@ impl<T: Config> Pallet<T> {
 		let registered = Jurors::<T>::get();
 		let eligible: Vec<(T::AccountId, u128)> =
 			T::Checkpoints::final_checkpoint(c.pool_id, c.round)
-				.map(|f| f.contributors.into_iter())
+				.map(|f| f.contributors)
+				.unwrap_or_default()
 				.into_iter()
-				.flatten()
 				.filter(|p| registered.contains(&p.who))
 				.map(|p| (p.who, p.stake))
 				.collect();

@@ -565,6 +565,13 @@ pub fn mint(who: AccountId, amount: Balance) {
 pub fn jurors(who: &[AccountId], stake: Balance) {
 	for j in who {
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(*j), stake));
+	}
+	register_jurors(who);
+}
+
+/// Registers `who` (already bonded) as jurors without bonding more.
+pub fn register_jurors(who: &[AccountId]) {
+	for j in who {
 		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(*j)));
 	}
 }

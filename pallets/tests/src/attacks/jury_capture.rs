@@ -16,20 +16,13 @@ fn sybil_pool() {
 	assert!(pallet_checkpoints::FinalCheckpoints::<Test>::get(0, 1).is_some());
 }
 
-/// Registers `who` (bonded members) as jurors without bonding more.
-fn register(who: &[AccountId]) {
-	for j in who {
-		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(*j)));
-	}
-}
-
 #[test]
 fn jury_cannot_be_captured_by_sybils() {
 	run_test(|| {
 		sybil_pool();
 		// Every member opts in, the sybils too; an outsider with a large bond as well (it did
 		// not contribute, so it is never drawn).
-		register(&[1, 2, 3, 4, 5]);
+		register_jurors(&[1, 2, 3, 4, 5]);
 		jurors(&[6], 5_000);
 		let (free_2, free_4) = (free(2), free(4));
 		// Sybil 2 accuses honest member 1.
@@ -86,7 +79,7 @@ fn sybil_jury_below_minimum_stake_gives_no_verdict() {
 fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 	run_test(|| {
 		sybil_pool();
-		register(&[1, 3, 4, 5]);
+		register_jurors(&[1, 3, 4, 5]);
 		assert_ok!(open_challenge(2, 0, 1, 1, [0x44; 32]));
 		let c = OpenChallenges::<Test>::get(0).expect("open");
 		assert!(c.jury.is_empty() && c.draw_at > System::block_number());
@@ -104,7 +97,7 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 			let mut ext = new_test_ext();
 			ext.execute_with(|| {
 				sybil_pool();
-				register(&[1, 3, 4, 5]);
+				register_jurors(&[1, 3, 4, 5]);
 				assert_ok!(open_challenge(2, 0, 1, 1, [0x44; 32]));
 				let c = OpenChallenges::<Test>::get(0).expect("open");
 				run_to_block(c.draw_at - 1);
@@ -128,7 +121,7 @@ fn conviction_needs_a_majority_of_seats() {
 		for who in 1..=5 {
 			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
 		}
-		register(&[3, 4, 5]);
+		register_jurors(&[3, 4, 5]);
 		let (free_2, treasury) = (free(2), free(TREASURY));
 		let (free_3, free_4) = (free(3), free(4));
 		let (id, jury) = challenge(2, 0, 1, 1);
@@ -189,7 +182,7 @@ fn an_accused_alone_on_its_committee_cannot_acquit_itself() {
 		final_round();
 		// Only the accused registered: a committee of its own seats would acquit it and pay it
 		// the challenger's bond. The parties' stake does not count toward `MinJuryStake`.
-		register(&[3]);
+		register_jurors(&[3]);
 		let free_outsider = free(OUTSIDER);
 		let (id, jury) = challenge(OUTSIDER, 0, 1, 3);
 		assert!(jury.is_empty(), "no verdict");

@@ -37,8 +37,8 @@ fn setup(stakes: &[Balance; 5]) {
 	training_pool(3, two_thirds(), stakes);
 	for who in 1..=5 {
 		assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
-		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(who)));
 	}
+	register_jurors(&[1, 2, 3, 4, 5]);
 	mint(CHALLENGER, 1_000_000);
 }
 
