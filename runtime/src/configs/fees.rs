@@ -93,10 +93,11 @@ mod tests {
         (len, weight)
     }
 
-    /// Runs the multiplier's update after a block whose normal class carried `weight`.
+    /// Runs the runtime's multiplier update after a block whose normal class carried `weight`.
     fn end_block(weight: Weight) {
+        type Update = <Runtime as pallet_transaction_payment::Config>::FeeMultiplierUpdate;
         frame_system::Pallet::<Runtime>::set_block_consumed_resources(weight, 0);
-        let next = FeeMultiplierUpdate::convert(TransactionPayment::next_fee_multiplier());
+        let next = Update::convert(TransactionPayment::next_fee_multiplier());
         pallet_transaction_payment::NextFeeMultiplier::<Runtime>::put(next);
     }
 
