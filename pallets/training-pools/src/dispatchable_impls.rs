@@ -1,7 +1,8 @@
 //! The logic behind the calls.
 
 use crate::{
-	pallet::*, Event, FormerMember, MemberInfo, MlDsaPublicKey, PoolInfo, PoolSpec, WeightInfo,
+	pallet::*, Event, FormerMember, LeftCommitment, MemberInfo, MlDsaPublicKey, PoolInfo, PoolSpec,
+	WeightInfo,
 };
 use frame_support::{
 	pallet_prelude::*,
@@ -123,8 +124,10 @@ impl<T: Config> Pallet<T> {
 
 		let mut list = MemberList::<T>::get(pool_id);
 		list.try_push(who.clone()).map_err(|_| Error::<T>::PoolFull)?;
-		let mut pools = TrainerPools::<T>::get(&who);
-		pools.try_push(pool_id).map_err(|_| Error::<T>::TooManyPools)?;
+		let mut pools = Self::pruned_pools(&who);
+		if !pools.contains(&pool_id) {
+			pools.try_push(pool_id).map_err(|_| Error::<T>::TooManyPools)?;
+		}
 
 		let deposit = T::MemberDeposit::get();
 		T::Currency::hold(&Self::deposit_reason(), &who, deposit)
@@ -185,14 +188,26 @@ impl<T: Config> Pallet<T> {
 		pool.member_count = pool.member_count.saturating_sub(1);
 		pool.total_stake = pool.total_stake.saturating_sub(member.stake);
 		MemberList::<T>::mutate(pool_id, |l| l.retain(|m| m != who));
-		TrainerPools::<T>::mutate(who, |p| p.retain(|id| *id != pool_id));
+		let timeline = Self::timeline(&pool);
+		let now = frame_system::Pallet::<T>::block_number();
+		if pool.status == PoolStatus::Training && member.from_round <= pool.current_round {
+			// The open round's snapshot can count it: the stake stays committed (and the pool
+			// in `TrainerPools`) until that round's deadline.
+			let until = timeline.deadline(now.saturated_into()).saturated_into();
+			LeftCommitments::<T>::mutate(who, pool_id, |l| {
+				let l = l.get_or_insert(LeftCommitment { stake: Zero::zero(), until });
+				l.stake = l.stake.saturating_add(member.stake);
+				l.until = l.until.max(until);
+			});
+		} else if !LeftCommitments::<T>::contains_key(who, pool_id) {
+			TrainerPools::<T>::mutate(who, |p| p.retain(|id| *id != pool_id));
+		}
 		// (A peer id registered before ids were unique may be another member's.)
 		if PeerIds::<T>::get(pool_id, &member.peer_id).as_ref() == Some(who) {
 			PeerIds::<T>::remove(pool_id, &member.peer_id);
 		}
 		// Every round it is in opened at or before now: its challenges end by `settled_by(now)`.
-		let timeline = Self::timeline(&pool);
-		let now: u64 = frame_system::Pallet::<T>::block_number().saturated_into();
+		let now: u64 = now.saturated_into();
 		FormerMembers::<T>::insert(
 			pool_id,
 			member.index,
@@ -206,6 +221,36 @@ impl<T: Config> Pallet<T> {
 		);
 		Pools::<T>::insert(pool_id, pool);
 		Ok(())
+	}
+
+	/// Weight of [`Self::pruned_pools`] beyond the benchmarked calls that run it: per pool of
+	/// the list, one read of [`LeftCommitments`], [`Members`] and [`Pools`] each and one delete,
+	/// plus reading and writing the list (`MaxPoolsPerTrainer` pools at most).
+	pub(crate) fn prune_weight() -> Weight {
+		let n = u64::from(T::MaxPoolsPerTrainer::get());
+		T::DbWeight::get().reads_writes(3 * n + 1, n + 1)
+	}
+
+	/// `who`'s [`TrainerPools`] without the pools whose [`LeftCommitments`] entry is past its
+	/// deadline (those entries are deleted) and that it is not a member of; stores and returns
+	/// the list. Reads and writes at most `MaxPoolsPerTrainer` entries.
+	pub(crate) fn pruned_pools(who: &T::AccountId) -> BoundedVec<PoolId, T::MaxPoolsPerTrainer> {
+		let now = frame_system::Pallet::<T>::block_number();
+		let mut pools = TrainerPools::<T>::get(who);
+		pools.retain(|pool_id| {
+			if LeftCommitments::<T>::get(who, pool_id).is_some_and(|l| now > l.until) {
+				LeftCommitments::<T>::remove(who, pool_id);
+			}
+			LeftCommitments::<T>::contains_key(who, pool_id)
+				|| (Members::<T>::contains_key(pool_id, who)
+					&& Pools::<T>::get(pool_id).is_some_and(|p| !p.status.has_ended()))
+		});
+		if pools.is_empty() {
+			TrainerPools::<T>::remove(who);
+		} else {
+			TrainerPools::<T>::insert(who, &pools);
+		}
+		pools
 	}
 
 	/// The pool's timeline (from its spec and the runtime's jury constants).
@@ -234,6 +279,7 @@ impl<T: Config> Pallet<T> {
 		);
 		FormerMembers::<T>::remove(pool_id, index);
 		Self::release_deposit(pool_id, index, &former.who, former.deposit);
+		Self::pruned_pools(&former.who);
 		Ok(())
 	}
 
@@ -268,7 +314,10 @@ impl<T: Config> Pallet<T> {
 	/// read them) until the pool is reaped.
 	pub(crate) fn end_pool(pool_id: PoolId, pool: &mut PoolInfo<T>) -> BalanceOf<T> {
 		for who in MemberList::<T>::get(pool_id) {
-			TrainerPools::<T>::mutate(&who, |p| p.retain(|id| *id != pool_id));
+			// (A stake it left in the pool's last round stays committed until that deadline.)
+			if !LeftCommitments::<T>::contains_key(&who, pool_id) {
+				TrainerPools::<T>::mutate(&who, |p| p.retain(|id| *id != pool_id));
+			}
 		}
 		pool.ended_at = Some(frame_system::Pallet::<T>::block_number());
 		Self::release_unreserved(pool)
@@ -277,7 +326,11 @@ impl<T: Config> Pallet<T> {
 	/// Weight of `reap_pool` deleting `members` current members, `formers` former members
 	/// (benchmarked) and `others` records of other pallets ([`PoolRecords::clear_weight`]).
 	pub(crate) fn reap_weight(members: u32, formers: u32, others: u32) -> Weight {
-		T::WeightInfo::reap_pool(members, formers).saturating_add(T::Records::clear_weight(others))
+		T::WeightInfo::reap_pool(members, formers)
+			.saturating_add(T::Records::clear_weight(others))
+			.saturating_add(
+				Self::prune_weight().saturating_mul(members.saturating_add(formers).into()),
+			)
 	}
 
 	/// [`Pallet::reap_pool`]: returns how many current members, former members and other
@@ -295,6 +348,7 @@ impl<T: Config> Pallet<T> {
 			if let Some(m) = Members::<T>::take(pool_id, who) {
 				PeerIds::<T>::remove(pool_id, &m.peer_id);
 				Self::release_deposit(pool_id, m.index, who, m.deposit);
+				Self::pruned_pools(who);
 			}
 		}
 		pool.member_count = 0;
@@ -305,6 +359,7 @@ impl<T: Config> Pallet<T> {
 		let mut formers = 0u32;
 		for (index, former) in FormerMembers::<T>::drain_prefix(pool_id).take(limit as usize) {
 			Self::release_deposit(pool_id, index, &former.who, former.deposit);
+			Self::pruned_pools(&former.who);
 			formers = formers.saturating_add(1);
 		}
 		let (others, done) = if FormerMembers::<T>::iter_prefix(pool_id).next().is_some() {
@@ -403,12 +458,29 @@ impl<T: Config> Pallet<T> {
 				);
 				stake = stake.saturating_add(m.stake);
 				let active = matches!(pool.status, PoolStatus::Open | PoolStatus::Training);
+				let left = LeftCommitments::<T>::contains_key(who, pool_id);
 				ensure!(
-					TrainerPools::<T>::get(who).contains(&pool_id) == active,
+					TrainerPools::<T>::get(who).contains(&pool_id) == (active || left),
 					"TrainerPools out of sync with pool status"
 				);
 			}
 			ensure!(stake == pool.total_stake, "total_stake differs from the members' stakes");
+		}
+		for (who, pools) in TrainerPools::<T>::iter() {
+			for pool_id in pools.iter() {
+				let active = Pools::<T>::get(pool_id).is_some_and(|p| !p.status.has_ended());
+				ensure!(
+					LeftCommitments::<T>::contains_key(&who, pool_id)
+						|| (active && Members::<T>::contains_key(pool_id, &who)),
+					"a pool in TrainerPools holds none of the account's stake"
+				);
+			}
+		}
+		for (who, pool_id, _) in LeftCommitments::<T>::iter() {
+			ensure!(
+				TrainerPools::<T>::get(&who).contains(&pool_id),
+				"a left commitment's pool is missing from TrainerPools"
+			);
 		}
 		let mut deposits: BTreeMap<T::AccountId, BalanceOf<T>> = BTreeMap::new();
 		for (_, who, m) in Members::<T>::iter() {

@@ -17,14 +17,20 @@ use synod_primitives::{
 };
 
 impl<T: Config> StakeCommitments<T::AccountId, BalanceOf<T>> for Pallet<T> {
-	/// Sum of the stake `who` committed to the Open or Training pools it is a member of.
+	/// Sum of the stake `who` committed to the Open or Training pools it is a member of, and
+	/// to the pools it left whose round open at its leaving is not past its deadline
+	/// ([`LeftCommitments`]): one stake backs at most one live snapshot.
 	fn committed(who: &T::AccountId) -> BalanceOf<T> {
+		let now = frame_system::Pallet::<T>::block_number();
 		TrainerPools::<T>::get(who)
 			.iter()
 			.fold(Zero::zero(), |acc: BalanceOf<T>, pool_id| {
-				acc.saturating_add(
-					Members::<T>::get(pool_id, who).map(|m| m.stake).unwrap_or_default(),
-				)
+				let member = Members::<T>::get(pool_id, who).map(|m| m.stake);
+				let left = LeftCommitments::<T>::get(who, pool_id)
+					.filter(|l| now <= l.until)
+					.map(|l| l.stake);
+				acc.saturating_add(member.unwrap_or_default())
+					.saturating_add(left.unwrap_or_default())
 			})
 	}
 }

@@ -195,7 +195,9 @@ pub mod pallet {
 		T::AccountId,
 	>;
 
-	/// Pools (Open or Training) each account is a member of; their stakes are committed.
+	/// Pools whose stake each account has committed: the Open or Training pools it is a member
+	/// of, and the pools it left while their open round could count it (see
+	/// [`LeftCommitments`]). At most `MaxPoolsPerTrainer`.
 	#[pallet::storage]
 	pub type TrainerPools<T: Config> = StorageMap<
 		_,
@@ -203,6 +205,20 @@ pub mod pallet {
 		T::AccountId,
 		BoundedVec<PoolId, T::MaxPoolsPerTrainer>,
 		ValueQuery,
+	>;
+
+	/// Stake an account committed to a pool it left (or was dropped from) during a round that
+	/// can count it, by account and pool: committed until that round's deadline, so one stake
+	/// backs at most one live snapshot. Pruned when the account joins a pool, releases its
+	/// deposit or the pool is reaped; each entry's pool stays in [`TrainerPools`] meanwhile.
+	#[pallet::storage]
+	pub type LeftCommitments<T: Config> = StorageDoubleMap<
+		_,
+		Blake2_128Concat,
+		T::AccountId,
+		Twox64Concat,
+		PoolId,
+		LeftCommitment<T>,
 	>;
 
 	/// Events.
@@ -411,7 +427,7 @@ pub mod pallet {
 		/// [`Error::TooManyPools`], [`Error::InvalidPeerId`], [`Error::PeerIdTaken`],
 		/// [`Error::InsufficientDeposit`], [`Error::Overflow`].
 		#[pallet::call_index(1)]
-		#[pallet::weight(T::WeightInfo::join_pool())]
+		#[pallet::weight(T::WeightInfo::join_pool().saturating_add(Pallet::<T>::prune_weight()))]
 		pub fn join_pool(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
@@ -424,13 +440,15 @@ pub mod pallet {
 		}
 
 		/// Leaves `pool_id`: the member is not in the snapshot of any round opened after this
-		/// (the snapshot of the round now open keeps it and its stake); its commitment ends, but
-		/// stake backing past rounds stays slashable until their challenges are over
+		/// (the snapshot of the round now open keeps it and its stake). If that snapshot can
+		/// count it, its stake stays committed until the round's deadline ([`LeftCommitments`]:
+		/// one stake backs one live snapshot); otherwise its commitment ends at once. Stake
+		/// backing past rounds stays slashable until their challenges are over
 		/// (TrainerStaking's `SlashableUntil`). Rewards already credited stay claimable.
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::NotMember`].
 		#[pallet::call_index(2)]
-		#[pallet::weight(T::WeightInfo::leave_pool())]
+		#[pallet::weight(T::WeightInfo::leave_pool().saturating_add(T::DbWeight::get().reads_writes(1, 1)))]
 		pub fn leave_pool(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::do_leave_pool(who, pool_id)
@@ -459,7 +477,7 @@ pub mod pallet {
 		///
 		/// Errors: [`Error::NoFormerMember`], [`Error::DepositStillNeeded`].
 		#[pallet::call_index(4)]
-		#[pallet::weight(T::WeightInfo::release_member_deposit())]
+		#[pallet::weight(T::WeightInfo::release_member_deposit().saturating_add(Pallet::<T>::prune_weight()))]
 		pub fn release_member_deposit(
 			origin: OriginFor<T>,
 			pool_id: PoolId,

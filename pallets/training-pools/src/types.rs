@@ -119,6 +119,22 @@ pub struct MemberInfo<T: Config> {
 	pub deposit: BalanceOf<T>,
 }
 
+/// Stake a member committed to a pool it left (or was dropped from) while that pool's open
+/// round could count it: it still backs that round's snapshot, so it stays committed
+/// (`StakeCommitments::committed`) until the round is final or voided, and backs no
+/// second live snapshot (`docs/architecture.md`, "Stake and snapshots").
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct LeftCommitment<T: Config> {
+	/// Stake still committed, in planck.
+	pub stake: BalanceOf<T>,
+	/// Last block at which it is committed: the deadline of the round open when it left
+	/// (`Timeline::deadline` of the leaving block, an upper bound of that round's deadline).
+	pub until: BlockNumberFor<T>,
+}
+
 /// The registration of a member that left (or was dropped), kept for challenges of the rounds
 /// it was in.
 #[derive(

@@ -17,6 +17,7 @@ mod sham_challenge;
 mod slash_dodge;
 mod split_included_set;
 mod stake_concentration;
+mod stake_reuse;
 mod stalls;
 mod withholding;
 

@@ -1,0 +1,135 @@
+//! Stake reuse across live snapshots. A round's snapshot freezes its participants' stake when
+//! the round opens, and the quorum and the leak are weighed against it. Leaving a pool used to
+//! free the commitment at once, while the open round's snapshot kept counting it: the same
+//! stake could back one live snapshot after another, in as many pools as the attacker cared to
+//! join and leave, past `MaxPoolsPerTrainer` and past "committed ≤ active".
+
+use crate::mock::*;
+use frame_support::{assert_noop, assert_ok};
+use pallet_checkpoints::Snapshots;
+use pallet_training_pools::Error;
+
+/// A one-member pool (it starts, and its round 1 opens, when `who` joins it with `stake`).
+fn solo_pool(who: AccountId, stake: Balance) -> u32 {
+	let pool = pallet_training_pools::NextPoolId::<Test>::get();
+	assert_ok!(TrainingPools::create_pool(
+		RuntimeOrigin::signed(CREATOR),
+		spec(3, 1, two_thirds())
+	));
+	join(who, pool, stake)
+}
+
+fn join(who: AccountId, pool: u32, stake: Balance) -> u32 {
+	assert_ok!(TrainingPools::join_pool(
+		RuntimeOrigin::signed(who),
+		pool,
+		stake,
+		peer(who),
+		ml_dsa_key(who),
+	));
+	pool
+}
+
+/// The stake `who` holds in round `round`'s snapshot of `pool`.
+fn snapshot_stake(pool: u32, round: u32, who: AccountId) -> Balance {
+	Snapshots::<Test>::get((pool, round))
+		.unwrap_or_default()
+		.iter()
+		.filter(|p| p.who == who)
+		.map(|p| p.stake)
+		.sum()
+}
+
+#[test]
+fn left_stake_cannot_back_a_second_live_snapshot() {
+	run_test(|| {
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(1), 1_000));
+		let first = solo_pool(1, 1_000);
+		assert_eq!(snapshot_stake(first, 1, 1), 1_000);
+		// The attacker leaves while round 1 is open: its snapshot still counts the 1 000…
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), first));
+		assert_eq!(snapshot_stake(first, 1, 1), 1_000);
+		// …so the same stake cannot join a second pool's live round, nor be unbonded.
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(3, 1, two_thirds())
+		));
+		let second = first + 1;
+		assert_noop!(
+			TrainingPools::join_pool(
+				RuntimeOrigin::signed(1),
+				second,
+				1_000,
+				peer(1),
+				ml_dsa_key(1)
+			),
+			Error::<Test>::InsufficientStake
+		);
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(1), 1),
+			pallet_trainer_staking::Error::<Test>::StakeCommitted
+		);
+		// Round 1 opened at block 1: past its deadline (block 11) the snapshot is dead and the
+		// stake is free again.
+		run_to_block(11);
+		assert_noop!(
+			TrainingPools::join_pool(
+				RuntimeOrigin::signed(1),
+				second,
+				1_000,
+				peer(1),
+				ml_dsa_key(1)
+			),
+			Error::<Test>::InsufficientStake
+		);
+		run_to_block(12);
+		// (The voided round leaked the silent leaver: what is left of its stake is free.)
+		let left = staked(1);
+		assert!(left < 1_000);
+		join(1, second, left);
+		assert_eq!(snapshot_stake(second, 1, 1), left);
+		assert!(pallet_training_pools::LeftCommitments::<Test>::get(1, first).is_none());
+	});
+}
+
+#[test]
+fn joining_and_leaving_cannot_pass_the_pools_per_trainer_bound() {
+	run_test(|| {
+		// `MaxPoolsPerTrainer` is 2: the attacker joins and leaves pool after pool, 100 each.
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(1), 1_000));
+		for _ in 0..2 {
+			let pool = solo_pool(1, 100);
+			assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), pool));
+		}
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(3, 1, two_thirds())
+		));
+		let third = pallet_training_pools::NextPoolId::<Test>::get() - 1;
+		assert_noop!(
+			TrainingPools::join_pool(RuntimeOrigin::signed(1), third, 100, peer(1), ml_dsa_key(1)),
+			Error::<Test>::TooManyPools
+		);
+		assert_eq!(<TrainingPools as synod_primitives::StakeCommitments<_, _>>::committed(&1), 200);
+		// Once the rounds it left are past their deadlines, the places are free again.
+		run_to_block(12);
+		join(1, third, 100);
+		assert_eq!(pallet_training_pools::TrainerPools::<Test>::get(1).into_inner(), vec![third]);
+	});
+}
+
+#[test]
+fn leaving_before_a_round_counts_the_stake_frees_it_at_once() {
+	run_test(|| {
+		// An Open pool (two trainers needed) has no snapshot: leaving frees the stake.
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(1), 1_000));
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(3, 2, two_thirds())
+		));
+		join(1, 0, 1_000);
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0));
+		assert_eq!(<TrainingPools as synod_primitives::StakeCommitments<_, _>>::committed(&1), 0);
+		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 1_000));
+	});
+}
