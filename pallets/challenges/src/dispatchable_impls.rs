@@ -107,6 +107,7 @@ impl<T: Config> Pallet<T> {
 		ensure!(open < T::MaxChallengesPerContribution::get(), Error::<T>::AlreadyChallenged);
 		let payload_digest =
 			Self::check_evidence(pool_id, round, &accused, accused_index, evidence)?.digest;
+		let eligible = Self::registered_among(&fin.contributors);
 		let challenge_id = NextChallengeId::<T>::get();
 		let next = challenge_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		let (draw_at, expires_at, expiry_at) = Self::schedule_blocks(now, &params.timeline)?;
@@ -130,6 +131,7 @@ impl<T: Config> Pallet<T> {
 				votes: JuryVotes::default(),
 			},
 		);
+		EligibleJurors::<T>::insert(challenge_id, eligible);
 		OpenAgainst::<T>::insert(&key, open.saturating_add(1));
 		NextChallengeId::<T>::put(next);
 		Self::schedule(draw_at, challenge_id);
@@ -294,6 +296,7 @@ impl<T: Config> Pallet<T> {
 
 	pub(crate) fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
 		OpenChallenges::<T>::remove(challenge_id);
+		EligibleJurors::<T>::remove(challenge_id);
 		let _ = Votes::<T>::clear_prefix(challenge_id, T::JurySize::get(), None);
 		let key = (c.pool_id, c.round, c.accused.clone());
 		OpenAgainst::<T>::mutate_exists(&key, |n| {
@@ -483,6 +486,9 @@ impl<T: Config> Pallet<T> {
 				T::Currency::balance_on_hold(&Self::bond_reason(), &who) == bond,
 				"bond hold differs from open challenges"
 			);
+		}
+		for id in EligibleJurors::<T>::iter_keys() {
+			ensure!(OpenChallenges::<T>::contains_key(id), "eligible jurors of a closed challenge");
 		}
 		let mut jurors = Jurors::<T>::get().into_inner();
 		let n = jurors.len();

@@ -35,6 +35,16 @@ impl<T: Config> Pallet<T> {
 		Ok(())
 	}
 
+	/// The accounts among `contributors` (a final checkpoint's) that are registered jurors
+	/// now, in the contributors' order: a challenge's [`EligibleJurors`], frozen at opening.
+	pub(crate) fn registered_among(
+		contributors: &[protocol::Participant<T::AccountId>],
+	) -> BoundedVec<T::AccountId, T::MaxPoolMembers> {
+		let registered = Jurors::<T>::get();
+		let eligible = contributors.iter().filter(|p| registered.contains(&p.who));
+		BoundedVec::truncate_from(eligible.map(|p| p.who.clone()).collect())
+	}
+
 	/// The randomness of a draw at `draw_at`: the hash of block `draw_at − 1`, which did not
 	/// exist when the challenge was opened; `None` once it is no longer kept (a caller must not
 	/// be able to pick the seed by choosing when to draw).
@@ -44,16 +54,17 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Draws the committee of `c`: `JurySize` seats, each drawn with replacement ∝ snapshot
-	/// stake from the challenged round's contributors that are registered jurors — the
-	/// accused and the challenger included, each with its stake — so the committee holds what
-	/// a replay needs (θ_{r−1} and every included payload) and its weights were fixed when the
-	/// round opened, before the challenge existed. Returns the committee; an empty one if the
-	/// seed is no longer kept.
+	/// stake from the challenged round's contributors that were registered jurors when the
+	/// challenge opened ([`EligibleJurors`]) — the accused and the challenger included, each
+	/// with its stake — so the committee holds what a replay needs (θ_{r−1} and every included
+	/// payload), its weights were fixed when the round opened and its members when the
+	/// challenge did, both before the seed block existed. Returns the committee; an empty one
+	/// if the seed is no longer kept.
 	pub(crate) fn draw(id: ChallengeId, c: &Challenge<T>) -> JuryOf<T> {
 		let Some(seed) = Self::draw_seed(c.draw_at) else {
 			return BoundedVec::new();
 		};
-		let registered = Jurors::<T>::get();
+		let registered = EligibleJurors::<T>::get(id).unwrap_or_default();
 		let eligible: Vec<(T::AccountId, u128)> =
 			T::Checkpoints::final_checkpoint(c.pool_id, c.round)
 				.map(|f| f.contributors)

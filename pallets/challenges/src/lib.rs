@@ -184,7 +184,7 @@ pub mod pallet {
 
 	/// The in-code storage version (2: committees of seats drawn from the round's contributors;
 	/// see [`crate::migrations`]).
-	const STORAGE_VERSION: StorageVersion = StorageVersion::new(2);
+	const STORAGE_VERSION: StorageVersion = StorageVersion::new(3);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]
@@ -298,6 +298,20 @@ pub mod pallet {
 		BlockNumberFor<T>,
 		BoundedVec<ChallengeId, T::MaxExpiriesPerBlock>,
 		ValueQuery,
+	>;
+
+	/// The jurors eligible for each open challenge, frozen when it was opened: the challenged
+	/// round's contributors that were registered jurors then (their weights are the round's
+	/// snapshot stakes). Registering or unregistering later changes nothing for it: the
+	/// eligible set is fixed before the draw's seed block exists, so its author cannot pick it.
+	/// Deleted when the challenge closes.
+	#[pallet::storage]
+	pub type EligibleJurors<T: Config> = StorageMap<
+		_,
+		Twox64Concat,
+		ChallengeId,
+		BoundedVec<T::AccountId, T::MaxPoolMembers>,
+		OptionQuery,
 	>;
 
 	/// Registered jurors (bonded trainers that opted in to verify).
@@ -502,7 +516,8 @@ pub mod pallet {
 		/// [`Error::EvidenceOfAnotherContribution`], [`Error::InsufficientBond`],
 		/// [`Error::ScheduleFull`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
-		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get()))]
+		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get())
+			.saturating_add(T::DbWeight::get().reads_writes(1, 1)))]
 		pub fn open_challenge(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
@@ -544,7 +559,8 @@ pub mod pallet {
 			Self::do_register_juror(who)
 		}
 
-		/// Unregisters the caller as a juror (juries already drawn keep it).
+		/// Unregisters the caller as a juror (challenges already open keep it eligible, juries
+		/// already drawn keep its seats).
 		///
 		/// Errors: [`Error::NotAJuror`].
 		#[pallet::call_index(3)]

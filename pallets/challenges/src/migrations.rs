@@ -169,3 +169,78 @@ pub mod v2 {
 		}
 	}
 }
+
+/// v2 → v3: each open challenge's eligible jurors are frozen ([`crate::EligibleJurors`]).
+/// An undrawn challenge gets the challenged round's contributors that are registered jurors at
+/// the upgrade (what its draw would have read); a drawn one needs none.
+pub mod v3 {
+	use crate::pallet::{Config, EligibleJurors, OpenChallenges, Pallet};
+	use frame_support::{
+		migrations::VersionedMigration, pallet_prelude::*, traits::UncheckedOnRuntimeUpgrade,
+	};
+	use synod_primitives::CheckpointsInspect;
+
+	/// The unversioned step; use [`MigrateV2ToV3`].
+	pub struct FreezeEligible<T>(core::marker::PhantomData<T>);
+
+	impl<T: Config> UncheckedOnRuntimeUpgrade for FreezeEligible<T> {
+		fn on_runtime_upgrade() -> Weight {
+			let (mut reads, mut writes) = (1u64, 0u64);
+			for (id, c) in OpenChallenges::<T>::iter() {
+				reads = reads.saturating_add(1);
+				if !c.jury.is_empty() {
+					continue;
+				}
+				let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
+					.map(|f| f.contributors)
+					.unwrap_or_default();
+				EligibleJurors::<T>::insert(id, Pallet::<T>::registered_among(&contributors));
+				reads = reads.saturating_add(1);
+				writes = writes.saturating_add(1);
+			}
+			T::DbWeight::get().reads_writes(reads, writes)
+		}
+	}
+
+	/// Eligible jurors frozen at opening (storage version 2 → 3).
+	pub type MigrateV2ToV3<T> = VersionedMigration<
+		2,
+		3,
+		FreezeEligible<T>,
+		Pallet<T>,
+		<T as frame_system::Config>::DbWeight,
+	>;
+
+	#[cfg(test)]
+	mod tests {
+		use super::*;
+		use crate::mock::*;
+		use frame_support::{assert_ok, traits::OnRuntimeUpgrade};
+
+		#[test]
+		fn undrawn_challenges_get_the_registered_contributors() {
+			run_test(|| {
+				final_round();
+				jurors(&[6, 7, 1], 1_000);
+				assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0xEE; 32]));
+				let drawn_at = OpenChallenges::<Test>::get(0).expect("open").draw_at;
+				run_to_block(drawn_at);
+				assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0xEE; 32]));
+				EligibleJurors::<Test>::remove(0);
+				EligibleJurors::<Test>::remove(1);
+				StorageVersion::new(2).put::<Pallet<Test>>();
+				MigrateV2ToV3::<Test>::on_runtime_upgrade();
+				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 3);
+				// Drawn: nothing to freeze. Undrawn: the registered contributors.
+				assert!(EligibleJurors::<Test>::get(0).is_none());
+				let eligible = EligibleJurors::<Test>::get(1).expect("frozen").into_inner();
+				let registered: Vec<_> = crate::Jurors::<Test>::get()
+					.into_iter()
+					.filter(|j| eligible.contains(j))
+					.collect();
+				assert!(!eligible.is_empty());
+				assert_eq!(registered.len(), eligible.len());
+			});
+		}
+	}
+}

@@ -11,6 +11,7 @@ mod equivocation;
 mod forged_evidence;
 mod free_rewards;
 mod jury_capture;
+mod late_registration;
 mod no_show_ambush;
 mod reaping;
 mod sham_challenge;
