@@ -198,9 +198,13 @@ pub mod pallet {
 		///
 		/// Errors: [`Error::NothingToClaim`]; a failed transfer's `TokenError`.
 		#[pallet::call_index(0)]
-		#[pallet::weight(T::WeightInfo::claim_rewards().saturating_add(
-			T::WeightInfo::on_initialize_settle(T::MaxSettlementsPerBlock::get(), T::MaxContributors::get())
-		))]
+		#[pallet::weight(T::WeightInfo::claim_rewards()
+			.saturating_add(T::WeightInfo::on_initialize_settle(
+				T::MaxSettlementsPerBlock::get(),
+				T::MaxContributors::get(),
+			))
+			// Reading up to 2 × MaxSettlementsPerBlock unsettled entries to find those due.
+			.saturating_add(T::DbWeight::get().reads(2 * u64::from(T::MaxSettlementsPerBlock::get()))))]
 		pub fn claim_rewards(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::settle_due(pool_id);

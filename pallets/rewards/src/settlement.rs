@@ -74,11 +74,14 @@ impl<T: Config> Pallet<T> {
 	/// Settles up to `MaxSettlementsPerBlock` of `pool_id`'s rounds that are due.
 	pub(crate) fn settle_due(pool_id: PoolId) {
 		let now = frame_system::Pallet::<T>::block_number();
-		// Bounded reads: at most 2 × MaxSettlementsPerBlock entries are looked at; anything due
+		// Bounded work: at most 2 × MaxSettlementsPerBlock entries are read and at most
+		// MaxSettlementsPerBlock settled (what `claim_rewards` is weighed for); anything due
 		// beyond them is settled by the next claim or `settle_round`.
+		let max = T::MaxSettlementsPerBlock::get() as usize;
 		let due: Vec<RoundIndex> = Unsettled::<T>::iter_prefix(pool_id)
-			.take((T::MaxSettlementsPerBlock::get() as usize).saturating_mul(2))
+			.take(max.saturating_mul(2))
 			.filter(|(_, p)| p.settle_at <= now)
+			.take(max)
 			.map(|(r, _)| r)
 			.collect();
 		for round in due {

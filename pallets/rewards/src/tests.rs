@@ -231,3 +231,21 @@ fn settlements_per_block_are_bounded() {
 		assert!((1..=4).all(|who| Claimable::<Test>::get(who as u32 - 1, who) == 1_000));
 	});
 }
+
+#[test]
+fn a_claim_settles_no_more_rounds_than_it_is_weighed_for() {
+	run_test(|| {
+		// One member commits rounds 1..=10 ahead: all final in block 1, settlement due at 33.
+		// The queue takes `MaxSettlementsPerBlock` (2) at 33 and 2 at 34; 6 are left unscheduled.
+		training_pool(10, Perbill::from_percent(60), &[1_000]);
+		for round in 1..=10 {
+			assert_ok!(commit(1, round, round as u8, &[0]));
+		}
+		assert_eq!(Unsettled::<Test>::iter_prefix(0).filter(|(_, p)| !p.scheduled).count(), 6);
+		run_to_block(34);
+		assert_eq!(Unsettled::<Test>::iter_prefix(0).count(), 6);
+		// `claim_rewards` is weighed for `MaxSettlementsPerBlock` settlements: it settles 2.
+		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(1), 0));
+		assert_eq!(Unsettled::<Test>::iter_prefix(0).count(), 4);
+	});
+}
