@@ -116,7 +116,8 @@ pub type SignedBlock = generic::SignedBlock<Block>;
 /// Block id.
 pub type BlockId = generic::BlockId<Block>;
 
-/// The transaction extensions, checked in this order. All are known to Polkadot.js.
+/// The transaction extensions, checked in this order. All but `CheckDutyCall` (which encodes
+/// to nothing: clients that do not know it treat it as empty) are known to Polkadot.js.
 pub type TxExtension = (
     frame_system::CheckNonZeroSender<Runtime>,
     frame_system::CheckSpecVersion<Runtime>,
@@ -126,6 +127,7 @@ pub type TxExtension = (
     frame_system::CheckNonce<Runtime>,
     frame_system::CheckWeight<Runtime>,
     pallet_transaction_payment::ChargeTransactionPayment<Runtime>,
+    configs::duty::CheckDutyCall,
 );
 
 /// Unchecked extrinsic type as expected by this runtime.

@@ -17,7 +17,7 @@ import { cryptoWaitReady } from '@polkadot/util-crypto';
 import { u8aToHex, u8aConcat, compactToU8a, bnToU8a, stringToU8a } from '@polkadot/util';
 import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
 import {
-  check, decodedErrors, expectError, fail, field, find, ok, submit, submitted, waitUntil,
+  check, decodedErrors, expectError, expectRefused, fail, field, find, ok, submit, submitted, waitUntil,
 } from './lib/chain.mjs';
 
 const url = process.argv[2] ?? 'ws://127.0.0.1:9944';
@@ -155,7 +155,7 @@ async function main() {
   const drawAt = opened.data.drawAt.toNumber();
   check((await api.query.challenges.openChallenges(challengeId)).unwrap().jury.length === 0,
     `no jury before block ${drawAt}: it is drawn from a block that did not exist yet`);
-  await expectError(api, bob, api.tx.challenges.vote(challengeId, true), 'challenges', 'JuryNotDrawn');
+  await expectRefused(api, bob, api.tx.challenges.vote(challengeId, true), 'challenges', 'JuryNotDrawn');
   await expectError(api, ferdie, api.tx.challenges.advanceChallenge(challengeId + 100), 'challenges', 'ChallengeNotFound');
   await waitUntil(api, 'the jury draw', async () =>
     (await api.query.challenges.openChallenges(challengeId)).unwrap().jury.length > 0, 20);
@@ -167,7 +167,7 @@ async function main() {
   check(jury.length === 2 && jury.includes(bob.address) && jury.includes(charlie.address), 'jury: Bob and Charlie (the only jurors)');
   const seats = committee.reduce((n, s) => n + s.seats, 0);
   check(seats === api.consts.challenges.jurySize.toNumber(), `the committee's ${seats} seats are all filled`);
-  await expectError(api, ferdie, api.tx.challenges.vote(challengeId, true), 'challenges', 'NotJuror');
+  await expectRefused(api, ferdie, api.tx.challenges.vote(challengeId, true), 'challenges', 'NotJuror');
   // The juror with fewer seats (under half of them) votes first: not yet a verdict.
   const [fewer, more] = [...committee].sort((a, b) => a.seats - b.seats)
     .map((s) => (s.who === bob.address ? bob : charlie));

@@ -23,7 +23,9 @@ pub enum ChainError {
         reason: String,
     },
     /// The extrinsic was included and failed with a pallet error, e.g.
-    /// `Checkpoints::RoundNotOpen` (the pallet's doc string in `docs`).
+    /// `Checkpoints::RoundNotOpen` (the pallet's doc string in `docs`), or it is a commit or a
+    /// vote that the transaction pool refused because it would fail with that error (the
+    /// runtime's `CheckDutyCall`).
     #[error("{pallet}::{error}: {docs}")]
     Module {
         /// Pallet name.

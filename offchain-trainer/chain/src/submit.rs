@@ -67,6 +67,48 @@ fn dispatch_error(d: DispatchError) -> ChainError {
     }
 }
 
+/// The `data` of the node's JSON-RPC error for a refused submission (e.g. `"Custom error: 3"`
+/// for `InvalidTransaction::Custom(3)`), which the error's text leaves out.
+fn rpc_error_data(e: &subxt::error::ExtrinsicError) -> Option<String> {
+    use subxt::error::{BackendError, ExtrinsicError, RpcError};
+    match e {
+        ExtrinsicError::ErrorSubmittingTransaction(BackendError::Rpc(RpcError::ClientError(
+            subxt::rpcs::Error::User(u),
+        ))) => u
+            .data
+            .as_ref()
+            .map(|d| d.get().trim_matches('"').to_string()),
+        _ => None,
+    }
+}
+
+/// The pallet error a duty refused by the transaction pool would have failed with: the
+/// runtime's `CheckDutyCall` refuses a commit or vote that would fail with
+/// `InvalidTransaction::Custom(index of the pallet error)`, here named through the metadata
+/// (`pallet` is the call's). `None` if `msg` carries no such code.
+async fn refused_duty(api: &OnlineClient<Config>, pallet: &str, msg: &str) -> Option<ChainError> {
+    let index = refusal_code(msg)?;
+    let metadata = api.at_current_block().await.ok()?.metadata();
+    let variant = metadata
+        .pallet_by_name(pallet)?
+        .error_variant_by_index(index)?;
+    Some(ChainError::Module {
+        pallet: pallet.to_string(),
+        error: variant.name.clone(),
+        docs: variant.docs.join(" "),
+    })
+}
+
+/// The code of `InvalidTransaction::Custom(code)` in a pool's refusal message
+/// (`"… Custom error: 3"`, or `"Custom(3)"` in a debug rendering).
+fn refusal_code(msg: &str) -> Option<u8> {
+    let rest = ["Custom error: ", "Custom("]
+        .iter()
+        .find_map(|tag| msg.find(tag).map(|at| &msg[at + tag.len()..]))?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
 /// Whether a pool rejection means an earlier copy of the extrinsic already used the nonce.
 fn nonce_used(msg: &str) -> bool {
     let m = msg.to_ascii_lowercase();
@@ -130,7 +172,12 @@ impl Chain {
                 tokio::time::sleep(Duration::from_millis(500 << attempt.min(4))).await;
             }
             let (api, generation) = self.api();
-            match Self::attempt(api, bytes.clone(), attempt > 0).await {
+            match Self::attempt(api.clone(), bytes.clone(), attempt > 0).await {
+                Attempt::Done(Err(ChainError::Rejected(msg))) => {
+                    return Err(refused_duty(&api, call.pallet_name(), &msg)
+                        .await
+                        .unwrap_or(ChainError::Rejected(msg)));
+                }
                 Attempt::Done(r) => return r,
                 Attempt::Retry(e) => {
                     last = e;
@@ -162,7 +209,10 @@ impl Chain {
         let progress = match at.tx().from_bytes(bytes).submit_and_watch().await {
             Ok(p) => p,
             Err(e) => {
-                let msg = e.to_string();
+                let msg = match rpc_error_data(&e) {
+                    Some(data) => format!("{e}: {data}"),
+                    None => e.to_string(),
+                };
                 if resend && nonce_used(&msg) {
                     return Attempt::NonceUsed;
                 }
@@ -216,6 +266,20 @@ mod tests {
         assert!(!nonce_used(
             "Invalid Transaction: Inability to pay some fees"
         ));
+    }
+
+    #[test]
+    fn a_refused_duty_s_error_code_is_read_from_the_pool_s_answer() {
+        assert_eq!(
+            refusal_code("Invalid Transaction (1010): Custom error: 12"),
+            Some(12)
+        );
+        assert_eq!(refusal_code("Invalid(Custom(3))"), Some(3));
+        assert_eq!(refusal_code("Invalid Transaction: Custom error: 300"), None);
+        assert_eq!(
+            refusal_code("Invalid Transaction: Inability to pay some fees"),
+            None
+        );
     }
 
     #[test]

@@ -233,6 +233,26 @@ impl<T: Config> Pallet<T> {
 		}
 	}
 
+	/// Whether `juror`'s `vote(challenge_id, guilty)` would succeed at the current state: the
+	/// vote (and the verdict it may reach) is run in a storage layer that is then discarded.
+	/// The runtime's transaction extension admits a vote (an `Operational` call) only if it
+	/// passes.
+	///
+	/// Errors: those of [`Pallet::vote`].
+	pub fn check_vote(
+		juror: T::AccountId,
+		challenge_id: ChallengeId,
+		guilty: bool,
+	) -> DispatchResult {
+		frame_support::storage::with_transaction(|| {
+			frame_support::storage::TransactionOutcome::Rollback(Self::do_vote(
+				juror,
+				challenge_id,
+				guilty,
+			))
+		})
+	}
+
 	pub(crate) fn do_vote(
 		juror: T::AccountId,
 		challenge_id: ChallengeId,

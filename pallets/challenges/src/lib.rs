@@ -533,10 +533,14 @@ pub mod pallet {
 		/// the tolerance of an honest replay), counted once per seat the juror holds. Resolves
 		/// the challenge once the verdict is certain (a majority of all seats either way).
 		///
+		/// Class: `Operational` (block space ordinary transactions cannot take); the runtime
+		/// admits a vote to the transaction pool only if it would succeed
+		/// ([`Pallet::check_vote`]).
+		///
 		/// Errors: [`Error::ChallengeNotFound`], [`Error::JuryNotDrawn`],
 		/// [`Error::VotingClosed`], [`Error::NotJuror`], [`Error::AlreadyVoted`].
 		#[pallet::call_index(1)]
-		#[pallet::weight(T::WeightInfo::vote())]
+		#[pallet::weight((T::WeightInfo::vote(), DispatchClass::Operational))]
 		pub fn vote(
 			origin: OriginFor<T>,
 			challenge_id: ChallengeId,

@@ -1,11 +1,30 @@
 //! `commit_checkpoint`.
 
 use crate::{finality::block, pallet::*, Event};
-use frame_support::pallet_prelude::*;
+use frame_support::{pallet_prelude::*, storage::TransactionOutcome};
 use sp_runtime::traits::{CheckedAdd, SaturatedConversion, Saturating};
 use synod_primitives::{protocol, Hash32, PoolId, PoolStatus, PoolsInterface, RoundIndex};
 
 impl<T: Config> Pallet<T> {
+	/// Whether `who`'s `commit_checkpoint(pool_id, round, hash, included)` would succeed at the
+	/// current state: the commit is run in a storage layer that is then discarded. The
+	/// runtime's transaction extension admits a commit (an `Operational` call, which may use
+	/// block space that ordinary transactions cannot) only if it passes, so that neither an
+	/// outsider nor a member repeating a failing commit can take that space.
+	///
+	/// Errors: those of [`Pallet::commit_checkpoint`].
+	pub fn check_commit(
+		who: T::AccountId,
+		pool_id: PoolId,
+		round: RoundIndex,
+		hash: Hash32,
+		included: IncludedSet<T>,
+	) -> DispatchResult {
+		frame_support::storage::with_transaction(|| {
+			TransactionOutcome::Rollback(Self::do_commit(who, pool_id, round, hash, included))
+		})
+	}
+
 	pub(crate) fn do_commit(
 		who: T::AccountId,
 		pool_id: PoolId,

@@ -447,15 +447,20 @@ pub mod pallet {
 		/// and opens the next round (snapshot of `MaxMembers`, early commits counted), or a
 		/// commit after the deadline that voids the round (as `void_expired_round`).
 		///
+		/// Class: `Operational`, so that block space reserved for it cannot be taken by
+		/// ordinary transactions (block stuffing); the runtime admits a commit to the
+		/// transaction pool only if it would succeed ([`Pallet::check_commit`]).
+		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolNotTraining`], [`Error::NotMember`],
 		/// [`Error::NotYetMember`], [`Error::NotInSnapshot`], [`Error::RoundNotOpen`],
 		/// [`Error::RoundClosed`], [`Error::AlreadyCommitted`], [`Error::NotTheAgreedSet`],
 		/// [`Error::InvalidIncludedSet`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
-		#[pallet::weight(
+		#[pallet::weight((
 			T::WeightInfo::commit_checkpoint(T::MaxMembers::get())
-				.max(T::WeightInfo::on_initialize_void(1))
-		)]
+				.max(T::WeightInfo::on_initialize_void(1)),
+			DispatchClass::Operational
+		))]
 		pub fn commit_checkpoint(
 			origin: OriginFor<T>,
 			pool_id: PoolId,

@@ -204,7 +204,7 @@ pub mod pallet {
 				T::MaxContributors::get(),
 			))
 			// Reading up to 2 × MaxSettlementsPerBlock unsettled entries to find those due.
-			.saturating_add(T::DbWeight::get().reads(2 * u64::from(T::MaxSettlementsPerBlock::get()))))]
+			.saturating_add(T::DbWeight::get().reads(u64::from(T::MaxSettlementsPerBlock::get()).saturating_mul(2))))]
 		pub fn claim_rewards(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::settle_due(pool_id);

@@ -228,7 +228,7 @@ impl<T: Config> Pallet<T> {
 	/// plus reading and writing the list (`MaxPoolsPerTrainer` pools at most).
 	pub(crate) fn prune_weight() -> Weight {
 		let n = u64::from(T::MaxPoolsPerTrainer::get());
-		T::DbWeight::get().reads_writes(3 * n + 1, n + 1)
+		T::DbWeight::get().reads_writes(n.saturating_mul(3).saturating_add(1), n.saturating_add(1))
 	}
 
 	/// `who`'s [`TrainerPools`] without the pools whose [`LeftCommitments`] entry is past its

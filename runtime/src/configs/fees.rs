@@ -137,12 +137,16 @@ mod tests {
         });
     }
 
-    /// The fee of `call` signed (≈ 110 bytes of address, signature and extensions), in planck.
+    /// The fee of `call` signed (≈ 110 bytes of address, signature and extensions), in planck
+    /// (the duty check's weight included: `configs::duty`).
     fn call_fee(call: crate::RuntimeCall) -> Balance {
         use codec::Encode;
         use frame_support::dispatch::GetDispatchInfo;
+        use sp_runtime::traits::TransactionExtension;
         let len = call.encode().len() as u32 + 110;
-        TransactionPayment::compute_fee(len, &call.get_dispatch_info(), 0)
+        let mut info = call.get_dispatch_info();
+        info.extension_weight = crate::configs::duty::CheckDutyCall.weight(&call);
+        TransactionPayment::compute_fee(len, &info, 0)
     }
 
     /// A commit of a 32-member pool's round (the largest included set) and a juror's vote.

@@ -1,6 +1,7 @@
 //! Configuration of the standard pallets (system, consensus, money). Synod's own pallets are
 //! configured in [`synod`].
 
+pub mod duty;
 pub mod fees;
 pub mod synod;
 

@@ -73,6 +73,29 @@ export async function expectError(api, signer, tx, section, name) {
   console.log(`  ok: ${section}.${name} — "${r.error.docs}"`);
 }
 
+/**
+ * Submits `tx` and expects the transaction pool to refuse it with `section.name`: a commit or a
+ * vote that would fail is refused before it takes block space (the runtime's `CheckDutyCall`),
+ * its pallet error's index carried as `Invalid Transaction: Custom error: N`.
+ */
+export async function expectRefused(api, signer, tx, section, name) {
+  let refusal = null;
+  try {
+    await submit(api, signer, tx);
+  } catch (e) {
+    refusal = String(e.message ?? e);
+  }
+  if (refusal === null) fail(`${section}.${name} refusal expected, the call was included`);
+  const code = /Custom error: (\d+)/.exec(refusal);
+  if (!code) fail(`${section}.${name} refusal expected, got "${refusal}"`);
+  const meta = api.registry.findMetaError({ index: tx.callIndex[0], error: Number(code[1]) });
+  if (meta.section !== section || meta.name !== name) {
+    fail(`${section}.${name} refusal expected, got ${meta.section}.${meta.name}`);
+  }
+  decodedErrors.push(`${section}.${name}`);
+  console.log(`  ok: refused by the pool: ${section}.${name} — "${meta.docs.join(' ').trim()}"`);
+}
+
 export function find(events, section, method) {
   return events.find((e) => e.section === section && e.method === method);
 }

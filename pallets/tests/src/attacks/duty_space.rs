@@ -1,0 +1,62 @@
+//! Duty space. Commits and votes are `Operational` calls: they may use block space that
+//! ordinary transactions (block stuffing) cannot. The runtime admits one only if it would
+//! succeed (`check_commit`, `check_vote`: the call run and its effects discarded), so that an
+//! outsider, an unseated juror, or a member repeating a failing commit cannot take that space.
+//! `runtime/src/configs/duty.rs` tests the transaction extension and the stuffed block.
+
+use super::challenge;
+use crate::mock::*;
+use frame_support::{assert_noop, assert_ok};
+use pallet_challenges::{OpenChallenges, Votes};
+use pallet_checkpoints::{Commits, Error};
+
+#[test]
+fn only_a_commit_that_would_succeed_is_admitted_and_the_check_keeps_nothing() {
+	run_test(|| {
+		training_pool(3, two_thirds(), &[1_000; 3]);
+		let check =
+			|who, round| Checkpoints::check_commit(who, 0, round, [7; 32], included(&[0, 1, 2]));
+		// A participant's commit passes, and the check leaves no trace.
+		let before = sp_io::storage::root(sp_runtime::StateVersion::V1);
+		assert_ok!(check(1, 1));
+		assert_eq!(sp_io::storage::root(sp_runtime::StateVersion::V1), before);
+		assert!(Commits::<Test>::get((0, 1), 1).is_none());
+		// An outsider's is refused with the call's own error.
+		assert_noop!(check(OUTSIDER, 1), Error::<Test>::NotMember);
+		// Once committed, repeating it is refused: a member cannot fill the space with it.
+		assert_ok!(commit(1, 1, 7, &[0, 1, 2]));
+		assert_noop!(check(1, 1), Error::<Test>::AlreadyCommitted);
+		// A round far ahead is refused too.
+		assert_noop!(check(2, 5), Error::<Test>::RoundNotOpen);
+	});
+}
+
+#[test]
+fn only_a_seated_jurors_first_vote_is_admitted() {
+	run_test(|| {
+		final_round();
+		jurors(&[6, 7], 1_000);
+		register_jurors(&[2, 3, 4, 5]);
+		let (id, jury) = challenge(2, 0, 1, 1);
+		let seated = jury.first().map(|(j, _)| *j).expect("a committee");
+		let before = sp_io::storage::root(sp_runtime::StateVersion::V1);
+		assert_ok!(Challenges::check_vote(seated, id, true));
+		assert_eq!(sp_io::storage::root(sp_runtime::StateVersion::V1), before);
+		assert!(Votes::<Test>::get(id, seated).is_none());
+		assert_noop!(
+			Challenges::check_vote(OUTSIDER, id, true),
+			pallet_challenges::Error::<Test>::NotJuror
+		);
+		assert_ok!(Challenges::vote(RuntimeOrigin::signed(seated), id, false));
+		if OpenChallenges::<Test>::contains_key(id) {
+			assert_noop!(
+				Challenges::check_vote(seated, id, false),
+				pallet_challenges::Error::<Test>::AlreadyVoted
+			);
+		}
+		assert_noop!(
+			Challenges::check_vote(seated, id + 1, true),
+			pallet_challenges::Error::<Test>::ChallengeNotFound
+		);
+	});
+}

@@ -1,0 +1,233 @@
+//! Block space that block stuffing cannot take from the protocol's duties.
+//!
+//! `Checkpoints::commit_checkpoint` and `Challenges::vote` are `Operational` calls: besides the
+//! normal class's 75 % of every block they may use the 25 % that ordinary transactions never
+//! can, however high their tip, and the transaction pool ranks them above ordinary ones of the
+//! same tip (`OperationalFeeMultiplier`). So that this space serves only the duties it is for,
+//! [`CheckDutyCall`] admits such a call only if it would succeed now (the pallets'
+//! `check_commit` / `check_vote` run it and discard its effects): an outsider's commit, a vote
+//! by a juror who is not seated, and a member repeating a failing commit are refused by the
+//! pool and never take block space. A refusal carries the pallet error's index as
+//! `InvalidTransaction::Custom` (`synod-trainer` maps it back to the error's name through the
+//! metadata).
+
+use super::super::{Challenges, Checkpoints, RuntimeCall, RuntimeOrigin};
+use codec::{Decode, DecodeWithMemTracking, Encode};
+use frame_support::{
+    dispatch::GetDispatchInfo, pallet_prelude::TransactionSource, traits::OriginTrait,
+    weights::Weight,
+};
+use scale_info::TypeInfo;
+use sp_runtime::{
+    impl_tx_ext_default,
+    traits::{DispatchInfoOf, TransactionExtension, ValidateResult},
+    transaction_validity::InvalidTransaction,
+    DispatchError, DispatchResult,
+};
+
+/// Admits `commit_checkpoint` and `vote` only if they would succeed (see the module docs);
+/// every other call passes unchanged. Encodes to nothing (no explicit or implicit data).
+#[derive(
+    Encode, Decode, DecodeWithMemTracking, Clone, Copy, Eq, PartialEq, Default, TypeInfo, Debug,
+)]
+pub struct CheckDutyCall;
+
+impl CheckDutyCall {
+    /// Runs `call`'s duty check for `who`; `None` if `call` is not a duty.
+    fn check(who: &super::super::AccountId, call: &RuntimeCall) -> Option<DispatchResult> {
+        match call {
+            RuntimeCall::Checkpoints(pallet_checkpoints::Call::commit_checkpoint {
+                pool_id,
+                round,
+                checkpoint_hash,
+                included,
+            }) => Some(Checkpoints::check_commit(
+                who.clone(),
+                *pool_id,
+                *round,
+                *checkpoint_hash,
+                included.clone(),
+            )),
+            RuntimeCall::Challenges(pallet_challenges::Call::vote {
+                challenge_id,
+                guilty,
+            }) => Some(Challenges::check_vote(who.clone(), *challenge_id, *guilty)),
+            _ => None,
+        }
+    }
+
+    /// Whether `call` is one of the duties this extension checks.
+    fn is_duty(call: &RuntimeCall) -> bool {
+        matches!(
+            call,
+            RuntimeCall::Checkpoints(pallet_checkpoints::Call::commit_checkpoint { .. })
+                | RuntimeCall::Challenges(pallet_challenges::Call::vote { .. })
+        )
+    }
+}
+
+/// The `InvalidTransaction::Custom` code of a failed duty: the pallet error's index within its
+/// pallet (`u8::MAX` for an error that is not a pallet's).
+pub fn refusal_code(e: DispatchError) -> u8 {
+    match e {
+        DispatchError::Module(m) => m.error[0],
+        _ => u8::MAX,
+    }
+}
+
+impl TransactionExtension<RuntimeCall> for CheckDutyCall {
+    const IDENTIFIER: &'static str = "CheckDutyCall";
+    type Implicit = ();
+    type Val = ();
+    type Pre = ();
+
+    /// A duty is run once more to be checked: its own weight again.
+    fn weight(&self, call: &RuntimeCall) -> Weight {
+        if Self::is_duty(call) {
+            call.get_dispatch_info().call_weight
+        } else {
+            Weight::zero()
+        }
+    }
+
+    fn validate(
+        &self,
+        origin: RuntimeOrigin,
+        call: &RuntimeCall,
+        _info: &DispatchInfoOf<RuntimeCall>,
+        _len: usize,
+        _self_implicit: Self::Implicit,
+        _inherited_implication: &impl Encode,
+        _source: TransactionSource,
+    ) -> ValidateResult<Self::Val, RuntimeCall> {
+        if let Some(who) = origin.as_signer() {
+            if let Some(Err(e)) = Self::check(who, call) {
+                return Err(InvalidTransaction::Custom(refusal_code(e)).into());
+            }
+        }
+        Ok((Default::default(), (), origin))
+    }
+
+    impl_tx_ext_default!(RuntimeCall; prepare);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{configs::RuntimeBlockWeights, Runtime};
+    use frame_support::dispatch::{DispatchClass, DispatchInfo};
+    use sp_runtime::{
+        traits::DispatchTransaction,
+        transaction_validity::{TransactionSource, TransactionValidityError},
+        BuildStorage,
+    };
+
+    fn ext() -> sp_io::TestExternalities {
+        frame_system::GenesisConfig::<Runtime>::default()
+            .build_storage()
+            .expect("genesis")
+            .into()
+    }
+
+    /// A commit of a 32-member pool's round (the largest included set) and a juror's vote.
+    fn duties() -> [RuntimeCall; 2] {
+        [
+            RuntimeCall::Checkpoints(pallet_checkpoints::Call::commit_checkpoint {
+                pool_id: 0,
+                round: 1,
+                checkpoint_hash: [0; 32],
+                included: frame_support::BoundedVec::truncate_from((0..32).collect()),
+            }),
+            RuntimeCall::Challenges(pallet_challenges::Call::vote {
+                challenge_id: 0,
+                guilty: true,
+            }),
+        ]
+    }
+
+    /// `call`'s dispatch info as the runtime books it (its extension weight included).
+    fn info(call: &RuntimeCall) -> DispatchInfo {
+        let mut info = call.get_dispatch_info();
+        info.extension_weight = CheckDutyCall.weight(call);
+        info
+    }
+
+    #[test]
+    fn block_stuffing_cannot_starve_commits_and_votes() {
+        ext().execute_with(|| {
+            let weights = RuntimeBlockWeights::get();
+            let normal = weights.get(DispatchClass::Normal);
+            let normal_weight = normal.max_total.expect("normal class bounded");
+            let normal_len = *crate::configs::RuntimeBlockLength::get()
+                .max
+                .get(DispatchClass::Normal);
+            // The attacker fills the normal class by weight and by length, whatever its tip.
+            frame_system::BlockWeight::<Runtime>::mutate(|w| {
+                w.set(normal_weight, DispatchClass::Normal)
+            });
+            frame_system::BlockSize::<Runtime>::put(normal_len);
+            let remark = RuntimeCall::System(frame_system::Call::remark { remark: vec![] });
+            let check = |call: &RuntimeCall| -> Result<(), TransactionValidityError> {
+                let (_, next_len) =
+                    frame_system::CheckWeight::<Runtime>::do_validate(&info(call), 200)?;
+                frame_system::CheckWeight::<Runtime>::do_prepare(&info(call), 200, next_len)
+            };
+            assert!(
+                check(&remark).is_err(),
+                "a stuffed block takes no more ordinary calls"
+            );
+            let mut fit = Vec::new();
+            for call in duties() {
+                assert_eq!(info(&call).class, DispatchClass::Operational);
+                // How many of it the space that ordinary calls cannot use still takes.
+                let mut n = 0u32;
+                while check(&call).is_ok() {
+                    n += 1;
+                }
+                assert!(n >= 1, "a commit or vote still fits in a stuffed block");
+                fit.push(n);
+            }
+            println!(
+                "{{\"commits_per_stuffed_block\":{},\"votes_per_stuffed_block\":{}}}",
+                fit[0], fit[1]
+            );
+        });
+    }
+
+    #[test]
+    fn duties_that_would_fail_are_refused_by_the_pool() {
+        ext().execute_with(|| {
+            let outsider: crate::AccountId = [7u8; 32].into();
+            let [commit, vote] = duties();
+            let validate = |call: &RuntimeCall| {
+                CheckDutyCall
+                    .validate_only(
+                        RuntimeOrigin::signed(outsider.clone()),
+                        call,
+                        &info(call),
+                        200,
+                        TransactionSource::External,
+                        0,
+                    )
+                    .map(|_| ())
+            };
+            // No pool 0, no challenge 0: refused with the pallet error's index.
+            let pool_not_found =
+                refusal_code(pallet_checkpoints::Error::<Runtime>::PoolNotFound.into());
+            let challenge_not_found =
+                refusal_code(pallet_challenges::Error::<Runtime>::ChallengeNotFound.into());
+            assert_eq!(
+                validate(&commit),
+                Err(InvalidTransaction::Custom(pool_not_found).into())
+            );
+            assert_eq!(
+                validate(&vote),
+                Err(InvalidTransaction::Custom(challenge_not_found).into())
+            );
+            // Any other call passes unchecked.
+            let remark = RuntimeCall::System(frame_system::Call::remark { remark: vec![] });
+            assert_eq!(validate(&remark), Ok(()));
+            assert_eq!(CheckDutyCall.weight(&remark), Weight::zero());
+        });
+    }
+}
