@@ -125,10 +125,10 @@ async function main() {
 
   console.log('commit → final checkpoint');
   const included = [0, 1, 2];
-  await expectError(api, bob,
+  await expectRefused(api, bob,
     api.tx.checkpoints.commitCheckpoint(pool, 5, hash32(9), included), 'checkpoints', 'RoundNotOpen');
   await ok(api, bob, api.tx.checkpoints.commitCheckpoint(pool, 1, hash32(0x11), included), 'Bob commits round 1');
-  await expectError(api, bob,
+  await expectRefused(api, bob,
     api.tx.checkpoints.commitCheckpoint(pool, 1, hash32(0x11), included), 'checkpoints', 'AlreadyCommitted');
   ev = await ok(api, charlie, api.tx.checkpoints.commitCheckpoint(pool, 1, hash32(0x11), included), 'Charlie commits round 1');
   const finalized = find(ev, 'checkpoints', 'CheckpointFinalized');

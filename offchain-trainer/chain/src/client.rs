@@ -555,7 +555,7 @@ impl Chain {
             .await
     }
 
-    /// `Challenges.Verdicts((pool, round, who))`: the verdict on that contribution, if any.
+    /// `Challenges.Verdicts(pool, round, who)`: the verdict on that contribution, if any.
     ///
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
@@ -565,11 +565,11 @@ impl Chain {
         round: u32,
         who: &AccountId,
     ) -> Result<Option<Verdict>, ChainError> {
-        self.fetch_scale("Challenges", "Verdicts", ((pool, round, *who),))
+        self.fetch_scale("Challenges", "Verdicts", (pool, round, *who))
             .await
     }
 
-    /// `Challenges.Equivocations((pool, round, who))`: the two payload digests `who` was
+    /// `Challenges.Equivocations(pool, round, who)`: the two payload digests `who` was
     /// proved to have signed for that round, if reported.
     ///
     /// # Errors
@@ -580,7 +580,7 @@ impl Chain {
         round: u32,
         who: &AccountId,
     ) -> Result<Option<([u8; 32], [u8; 32])>, ChainError> {
-        self.fetch_scale("Challenges", "Equivocations", ((pool, round, *who),))
+        self.fetch_scale("Challenges", "Equivocations", (pool, round, *who))
             .await
     }
 

@@ -99,10 +99,13 @@ async fn refused_duty(api: &OnlineClient<Config>, pallet: &str, msg: &str) -> Op
     })
 }
 
-/// The code of `InvalidTransaction::Custom(code)` in a pool's refusal message
-/// (`"… Custom error: 3"`, or `"Custom(3)"` in a debug rendering).
+/// The code of `InvalidTransaction::Custom(code)` in a pool's refusal message: the legacy
+/// author RPC's `"Custom error: 3"` (the JSON-RPC error's data), the `transactionWatch`
+/// event's `"Invalid transaction with custom error: 3"`, or `"Custom(3)"` in a debug
+/// rendering.
 fn refusal_code(msg: &str) -> Option<u8> {
-    let rest = ["Custom error: ", "Custom("]
+    let msg = msg.to_ascii_lowercase();
+    let rest = ["custom error: ", "custom("]
         .iter()
         .find_map(|tag| msg.find(tag).map(|at| &msg[at + tag.len()..]))?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -275,6 +278,10 @@ mod tests {
             Some(12)
         );
         assert_eq!(refusal_code("Invalid(Custom(3))"), Some(3));
+        assert_eq!(
+            refusal_code("Invalid transaction with custom error: 7"),
+            Some(7)
+        );
         assert_eq!(refusal_code("Invalid Transaction: Custom error: 300"), None);
         assert_eq!(
             refusal_code("Invalid Transaction: Inability to pay some fees"),

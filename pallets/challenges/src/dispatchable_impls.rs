@@ -202,6 +202,7 @@ impl<T: Config> Pallet<T> {
 		};
 		if c.jury.is_empty() && now >= c.draw_at {
 			let jury = Self::draw(id, &c);
+			EligibleJurors::<T>::remove(id);
 			// Stake that is neither party's: a committee the parties dominate decides nothing.
 			let jury_stake = jury
 				.iter()
@@ -525,5 +526,28 @@ impl<T: Config> ChallengesInspect<T::AccountId> for Pallet<T> {
 		let key = (pool, round, who.clone());
 		Verdicts::<T>::get(&key) == Some(protocol::Verdict::Guilty)
 			|| Equivocations::<T>::contains_key(&key)
+	}
+}
+
+/// A reaped pool's verdicts and proved equivocations. A pool is reaped only once every
+/// challenge of its rounds is over (`Timeline::settled_by`), so nothing here keeps it in use.
+impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
+	fn in_use(_pool: PoolId) -> bool {
+		false
+	}
+
+	fn clear(pool: PoolId, limit: u32) -> (u32, bool) {
+		let v = Verdicts::<T>::clear_prefix((pool,), limit, None);
+		if v.maybe_cursor.is_some() {
+			return (v.unique, false);
+		}
+		let e = Equivocations::<T>::clear_prefix((pool,), limit.saturating_sub(v.unique), None);
+		(v.unique.saturating_add(e.unique), e.maybe_cursor.is_none())
+	}
+
+	fn clear_weight(limit: u32) -> Weight {
+		// Per record: the key read by the prefix iteration and its deletion; plus the two
+		// emptiness checks.
+		T::DbWeight::get().reads_writes(u64::from(limit).saturating_add(2), u64::from(limit))
 	}
 }

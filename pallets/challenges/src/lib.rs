@@ -278,16 +278,32 @@ pub mod pallet {
 		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), u32, ValueQuery>;
 
 	/// Verdicts by `(pool, round, accused)`: the last one, except that `Guilty` is final.
+	/// Keyed pool first, so that a reaped pool's verdicts are deleted by prefix.
 	#[pallet::storage]
-	pub type Verdicts<T: Config> =
-		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), Verdict>;
+	pub type Verdicts<T: Config> = StorageNMap<
+		_,
+		(
+			NMapKey<Twox64Concat, PoolId>,
+			NMapKey<Twox64Concat, RoundIndex>,
+			NMapKey<Blake2_128Concat, T::AccountId>,
+		),
+		Verdict,
+	>;
 
 	/// Equivocations proved by `(pool, round, accused)`: the two payload digests it signed.
 	/// The accused is unpaid for the round; a jury can still convict it of a wrong payload
-	/// (a separate offence, slashed separately).
+	/// (a separate offence, slashed separately). Keyed pool first (deleted by prefix when the
+	/// pool is reaped).
 	#[pallet::storage]
-	pub type Equivocations<T: Config> =
-		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), (Hash32, Hash32)>;
+	pub type Equivocations<T: Config> = StorageNMap<
+		_,
+		(
+			NMapKey<Twox64Concat, PoolId>,
+			NMapKey<Twox64Concat, RoundIndex>,
+			NMapKey<Blake2_128Concat, T::AccountId>,
+		),
+		(Hash32, Hash32),
+	>;
 
 	/// Challenges with a jury draw or an expiry due at a block (at most
 	/// `MaxExpiriesPerBlock`; every open challenge's draw and expiry are in it).
@@ -304,7 +320,7 @@ pub mod pallet {
 	/// round's contributors that were registered jurors then (their weights are the round's
 	/// snapshot stakes). Registering or unregistering later changes nothing for it: the
 	/// eligible set is fixed before the draw's seed block exists, so its author cannot pick it.
-	/// Deleted when the challenge closes.
+	/// Deleted at the draw (or when the challenge closes undrawn).
 	#[pallet::storage]
 	pub type EligibleJurors<T: Config> = StorageMap<
 		_,

@@ -170,22 +170,59 @@ pub mod v2 {
 	}
 }
 
-/// v2 → v3: each open challenge's eligible jurors are frozen ([`crate::EligibleJurors`]).
-/// An undrawn challenge gets the challenged round's contributors that are registered jurors at
-/// the upgrade (what its draw would have read); a drawn one needs none.
+/// v2 → v3: each open challenge's eligible jurors are frozen ([`crate::EligibleJurors`]), and
+/// [`crate::Verdicts`] and [`crate::Equivocations`] are keyed pool first (deleted by prefix
+/// when the pool is reaped). An undrawn challenge gets the challenged round's contributors
+/// that are registered jurors at the upgrade (what its draw would have read); a drawn one
+/// needs none. Every verdict and equivocation is moved to its new key (one read and two
+/// writes each: the chain holds one per challenged contribution).
 pub mod v3 {
-	use crate::pallet::{Config, EligibleJurors, OpenChallenges, Pallet};
+	use crate::pallet::{Config, EligibleJurors, Equivocations, OpenChallenges, Pallet, Verdicts};
+	use alloc::vec::Vec;
 	use frame_support::{
 		migrations::VersionedMigration, pallet_prelude::*, traits::UncheckedOnRuntimeUpgrade,
 	};
-	use synod_primitives::CheckpointsInspect;
+	use synod_primitives::{protocol::Verdict, CheckpointsInspect, Hash32, PoolId, RoundIndex};
+
+	/// The storage version 2 layouts: keyed by the blake2-128 of the whole tuple.
+	pub(crate) mod old {
+		use super::*;
+
+		/// [`Verdicts`] as storage version 2 kept it.
+		#[frame_support::storage_alias]
+		pub type Verdicts<T: Config> = StorageMap<
+			Pallet<T>,
+			Blake2_128Concat,
+			(PoolId, RoundIndex, <T as frame_system::Config>::AccountId),
+			Verdict,
+		>;
+
+		/// [`Equivocations`] as storage version 2 kept it.
+		#[frame_support::storage_alias]
+		pub type Equivocations<T: Config> = StorageMap<
+			Pallet<T>,
+			Blake2_128Concat,
+			(PoolId, RoundIndex, <T as frame_system::Config>::AccountId),
+			(Hash32, Hash32),
+		>;
+	}
 
 	/// The unversioned step; use [`MigrateV2ToV3`].
 	pub struct FreezeEligible<T>(core::marker::PhantomData<T>);
 
 	impl<T: Config> UncheckedOnRuntimeUpgrade for FreezeEligible<T> {
 		fn on_runtime_upgrade() -> Weight {
-			let (mut reads, mut writes) = (1u64, 0u64);
+			// Old and new keys share the storage prefix: read everything, then write.
+			let verdicts: Vec<_> = old::Verdicts::<T>::drain().collect();
+			let equivocations: Vec<_> = old::Equivocations::<T>::drain().collect();
+			let moved = (verdicts.len() as u64).saturating_add(equivocations.len() as u64);
+			for (key, v) in verdicts {
+				Verdicts::<T>::insert(key, v);
+			}
+			for (key, e) in equivocations {
+				Equivocations::<T>::insert(key, e);
+			}
+			let (mut reads, mut writes) = (moved.saturating_add(1), moved.saturating_mul(2));
 			for (id, c) in OpenChallenges::<T>::iter() {
 				reads = reads.saturating_add(1);
 				if !c.jury.is_empty() {
@@ -240,6 +277,22 @@ pub mod v3 {
 					.collect();
 				assert!(!eligible.is_empty());
 				assert_eq!(registered.len(), eligible.len());
+			});
+		}
+
+		#[test]
+		fn verdicts_and_equivocations_move_to_keys_by_pool() {
+			run_test(|| {
+				let key = (0u32, 1u32, 3u64);
+				old::Verdicts::<Test>::insert(key, Verdict::Innocent);
+				old::Equivocations::<Test>::insert(key, ([1; 32], [2; 32]));
+				StorageVersion::new(2).put::<Pallet<Test>>();
+				MigrateV2ToV3::<Test>::on_runtime_upgrade();
+				assert_eq!(Verdicts::<Test>::get(key), Some(Verdict::Innocent));
+				assert_eq!(Equivocations::<Test>::get(key), Some(([1; 32], [2; 32])));
+				assert!(!old::Verdicts::<Test>::contains_key(key));
+				assert!(!old::Equivocations::<Test>::contains_key(key));
+				assert_eq!(Verdicts::<Test>::iter_prefix((0,)).count(), 1);
 			});
 		}
 	}

@@ -213,7 +213,7 @@ impl pallet_training_pools::Config for Test {
 	type PoolDeposit = ConstU128<POOL_DEPOSIT>;
 	type RoundDeposit = ConstU128<ROUND_DEPOSIT>;
 	type ReapLimit = ConstU32<REAP_LIMIT>;
-	type Records = (Rewards, Checkpoints);
+	type Records = (Rewards, (Checkpoints, Challenges));
 	type WeightInfo = ();
 	#[cfg(feature = "runtime-benchmarks")]
 	type BenchmarkHelper = BenchHelper;

@@ -223,12 +223,13 @@ impl<T: Config> Pallet<T> {
 		Ok(())
 	}
 
-	/// Weight of [`Self::pruned_pools`] beyond the benchmarked calls that run it: per pool of
-	/// the list, one read of [`LeftCommitments`], [`Members`] and [`Pools`] each and one delete,
-	/// plus reading and writing the list (`MaxPoolsPerTrainer` pools at most).
+	/// Weight of [`Self::pruned_pools`] and of `StakeCommitments::committed` beyond the
+	/// benchmarked calls that run them: per pool of the list, reads of [`LeftCommitments`],
+	/// [`Members`] and [`Pools`] by each, and one delete, plus reading and writing the list
+	/// (`MaxPoolsPerTrainer` pools at most).
 	pub(crate) fn prune_weight() -> Weight {
 		let n = u64::from(T::MaxPoolsPerTrainer::get());
-		T::DbWeight::get().reads_writes(n.saturating_mul(3).saturating_add(1), n.saturating_add(1))
+		T::DbWeight::get().reads_writes(n.saturating_mul(6).saturating_add(1), n.saturating_add(1))
 	}
 
 	/// `who`'s [`TrainerPools`] without the pools whose [`LeftCommitments`] entry is past its

@@ -9,12 +9,16 @@
 //! by a juror who is not seated, and a member repeating a failing commit are refused by the
 //! pool and never take block space. A refusal carries the pallet error's index as
 //! `InvalidTransaction::Custom` (`synod-trainer` maps it back to the error's name through the
-//! metadata).
+//! metadata). Every other `Operational` call (root's: `sudo(…)`, `System::set_code`, …) is
+//! admitted only from the sudo key: from anyone else it would fail at dispatch, but only
+//! after taking that space (`InvalidTransaction::BadSigner`).
 
-use super::super::{Challenges, Checkpoints, RuntimeCall, RuntimeOrigin};
+use super::super::{Challenges, Checkpoints, Runtime, RuntimeCall, RuntimeOrigin};
 use codec::{Decode, DecodeWithMemTracking, Encode};
 use frame_support::{
-    dispatch::GetDispatchInfo, pallet_prelude::TransactionSource, traits::OriginTrait,
+    dispatch::{DispatchClass, GetDispatchInfo},
+    pallet_prelude::TransactionSource,
+    traits::OriginTrait,
     weights::Weight,
 };
 use scale_info::TypeInfo;
@@ -94,15 +98,22 @@ impl TransactionExtension<RuntimeCall> for CheckDutyCall {
         &self,
         origin: RuntimeOrigin,
         call: &RuntimeCall,
-        _info: &DispatchInfoOf<RuntimeCall>,
+        info: &DispatchInfoOf<RuntimeCall>,
         _len: usize,
         _self_implicit: Self::Implicit,
         _inherited_implication: &impl Encode,
         _source: TransactionSource,
     ) -> ValidateResult<Self::Val, RuntimeCall> {
         if let Some(who) = origin.as_signer() {
-            if let Some(Err(e)) = Self::check(who, call) {
-                return Err(InvalidTransaction::Custom(refusal_code(e)).into());
+            match Self::check(who, call) {
+                Some(Err(e)) => return Err(InvalidTransaction::Custom(refusal_code(e)).into()),
+                Some(Ok(())) => {}
+                None if info.class == DispatchClass::Operational
+                    && pallet_sudo::Key::<Runtime>::get().as_ref() != Some(who) =>
+                {
+                    return Err(InvalidTransaction::BadSigner.into());
+                }
+                None => {}
             }
         }
         Ok((Default::default(), (), origin))
@@ -114,8 +125,8 @@ impl TransactionExtension<RuntimeCall> for CheckDutyCall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{configs::RuntimeBlockWeights, Runtime};
-    use frame_support::dispatch::{DispatchClass, DispatchInfo};
+    use crate::configs::RuntimeBlockWeights;
+    use frame_support::dispatch::DispatchInfo;
     use sp_runtime::{
         traits::DispatchTransaction,
         transaction_validity::{TransactionSource, TransactionValidityError},
@@ -224,10 +235,48 @@ mod tests {
                 validate(&vote),
                 Err(InvalidTransaction::Custom(challenge_not_found).into())
             );
-            // Any other call passes unchecked.
+            // Any other ordinary call passes unchecked.
             let remark = RuntimeCall::System(frame_system::Call::remark { remark: vec![] });
             assert_eq!(validate(&remark), Ok(()));
             assert_eq!(CheckDutyCall.weight(&remark), Weight::zero());
+        });
+    }
+
+    #[test]
+    fn other_operational_calls_are_the_sudo_keys_alone() {
+        ext().execute_with(|| {
+            let key: crate::AccountId = [1u8; 32].into();
+            let outsider: crate::AccountId = [7u8; 32].into();
+            pallet_sudo::Key::<Runtime>::put(&key);
+            let [commit, _] = duties();
+            let wrapped = RuntimeCall::Sudo(pallet_sudo::Call::sudo_unchecked_weight {
+                call: Box::new(commit),
+                weight: Weight::from_parts(u64::MAX / 2, 0),
+            });
+            let kill = RuntimeCall::System(frame_system::Call::kill_prefix {
+                prefix: vec![1],
+                subkeys: u32::MAX,
+            });
+            for call in [wrapped, kill] {
+                assert_eq!(info(&call).class, DispatchClass::Operational);
+                let validate = |who: &crate::AccountId| {
+                    CheckDutyCall
+                        .validate_only(
+                            RuntimeOrigin::signed(who.clone()),
+                            &call,
+                            &info(&call),
+                            200,
+                            TransactionSource::External,
+                            0,
+                        )
+                        .map(|_| ())
+                };
+                assert_eq!(
+                    validate(&outsider),
+                    Err(InvalidTransaction::BadSigner.into())
+                );
+                assert_eq!(validate(&key), Ok(()));
+            }
         });
     }
 }

@@ -121,7 +121,7 @@ impl pallet_training_pools::Config for Runtime {
     type RoundDeposit = RoundDeposit;
     /// 128 records (former members, round history) per `reap_pool` call.
     type ReapLimit = ConstU32<128>;
-    type Records = (Rewards, Checkpoints);
+    type Records = (Rewards, (Checkpoints, Challenges));
     type WeightInfo = pallet_training_pools::weights::SubstrateWeight<Runtime>;
     #[cfg(feature = "runtime-benchmarks")]
     type BenchmarkHelper = benchmark_helpers::Helper;

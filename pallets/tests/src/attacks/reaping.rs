@@ -8,7 +8,7 @@ use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
 use pallet_checkpoints::{FinalCheckpoints, KeptSnapshots, LastFinal, Snapshots, Voided};
 use pallet_rewards::Claimable;
 use pallet_training_pools::{Error, HoldReason, Members, Pools};
-use synod_primitives::PoolStatus;
+use synod_primitives::{protocol::Verdict, PoolStatus};
 
 /// A pool of one round that trainers 1..=3 (1 000 each) finalized at block 1: it completed.
 fn completed_pool() -> (u32, u64) {
@@ -112,5 +112,35 @@ fn reaping_deletes_the_snapshots_kept_for_equivocation_reports() {
 		assert!(!KeptSnapshots::<Test>::contains_key(pool));
 		assert!(!Snapshots::<Test>::contains_key((pool, 1)));
 		assert!(!Snapshots::<Test>::contains_key((pool, 2)));
+	});
+}
+
+#[test]
+fn reaping_deletes_the_pools_verdicts_and_equivocations() {
+	run_test(|| {
+		let (pool, settled) = completed_pool();
+		// A verdict and a proved equivocation in this pool, and a verdict in another one.
+		jurors(&[1, 2], 1_000);
+		let (id, jury) = super::challenge(OUTSIDER, pool, 1, 3);
+		super::all_vote(id, &jury, false);
+		assert!(pallet_challenges::Verdicts::<Test>::get((pool, 1, 3)).is_some());
+		pallet_challenges::Equivocations::<Test>::insert((pool, 1, 2), ([1; 32], [2; 32]));
+		pallet_challenges::Verdicts::<Test>::insert((pool + 1, 1, 2), Verdict::Innocent);
+		run_to_block(settled + 1);
+		for _ in 0..10 {
+			if Pools::<Test>::get(pool).is_none() {
+				break;
+			}
+			assert_ok!(reap(OUTSIDER, pool));
+		}
+		assert!(Pools::<Test>::get(pool).is_none());
+		assert_eq!(pallet_challenges::Verdicts::<Test>::iter_prefix((pool,)).count(), 0);
+		assert_eq!(pallet_challenges::Equivocations::<Test>::iter_prefix((pool,)).count(), 0);
+		// Another pool's records stay.
+		assert_eq!(
+			pallet_challenges::Verdicts::<Test>::get((pool + 1, 1, 2)),
+			Some(Verdict::Innocent)
+		);
+		pallet_challenges::Verdicts::<Test>::remove((pool + 1, 1, 2));
 	});
 }
