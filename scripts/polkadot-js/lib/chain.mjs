@@ -88,7 +88,7 @@ export async function expectRefused(api, signer, tx, section, name) {
   if (refusal === null) fail(`${section}.${name} refusal expected, the call was included`);
   const code = /Custom error: (\d+)/.exec(refusal);
   if (!code) fail(`${section}.${name} refusal expected, got "${refusal}"`);
-  const meta = api.registry.findMetaError({ index: tx.callIndex[0], error: Number(code[1]) });
+  const meta = api.registry.findMetaError(new Uint8Array([tx.callIndex[0], Number(code[1])]));
   if (meta.section !== section || meta.name !== name) {
     fail(`${section}.${name} refusal expected, got ${meta.section}.${meta.name}`);
   }
