@@ -21,7 +21,19 @@ SPEC=../local-raw.json
 [ -f "$SPEC" ] || { echo "full-node-joins: no raw chain spec next to $PWD" >&2; exit 1; }
 BASE="$PWD/operator"
 rm -rf "$BASE"
-RPC=39950 P2P=39951 PROM=39952
+# Free ports below the ephemeral range (32768+ on Linux): a fixed port there can be taken by
+# any outbound connection's local port, and the node then binds its RPC elsewhere.
+free_port() {
+  python3 -c 'import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); s.close(); print(p); break
+    except OSError:
+        s.close()'
+}
+RPC=$(free_port) P2P=$(free_port) PROM=$(free_port)
 rpc() { # url method [params-json]
   curl -sf -H 'Content-Type: application/json' \
     -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$2\",\"params\":${3:-[]}}" "$1"
