@@ -311,7 +311,7 @@ impl Exporter {
             }
             TrainerEvent::Challenge { outcome, .. } => {
                 // A fixed set, except `failed: <error>`.
-                // Each pass that finds the slots full logs a "retrying" event: not counted.
+                // Each pass that finds the schedule full logs a "retrying" event: not counted.
                 let label = if outcome.starts_with("failed") {
                     "failed"
                 } else {

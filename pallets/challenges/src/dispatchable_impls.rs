@@ -104,7 +104,8 @@ impl<T: Config> Pallet<T> {
 			Error::<T>::AlreadyConvicted
 		);
 		let open = OpenAgainst::<T>::get(&key);
-		ensure!(open < T::MaxChallengesPerContribution::get(), Error::<T>::AlreadyChallenged);
+		let by = (pool_id, round, accused.clone(), challenger.clone());
+		ensure!(OpenBy::<T>::get(&by) == 0, Error::<T>::AlreadyChallenged);
 		let payload_digest =
 			Self::check_evidence(pool_id, round, &accused, accused_index, evidence)?.digest;
 		let eligible = Self::registered_among(&fin.contributors);
@@ -132,6 +133,7 @@ impl<T: Config> Pallet<T> {
 			},
 		);
 		EligibleJurors::<T>::insert(challenge_id, eligible);
+		OpenBy::<T>::insert(&by, 1);
 		OpenAgainst::<T>::insert(&key, open.saturating_add(1));
 		NextChallengeId::<T>::put(next);
 		Self::schedule(draw_at, challenge_id);
@@ -318,6 +320,9 @@ impl<T: Config> Pallet<T> {
 	pub(crate) fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
 		OpenChallenges::<T>::remove(challenge_id);
 		EligibleJurors::<T>::remove(challenge_id);
+		OpenBy::<T>::mutate_exists((c.pool_id, c.round, &c.accused, &c.challenger), |n| {
+			*n = n.and_then(|n| n.checked_sub(1)).filter(|n| *n > 0);
+		});
 		let _ = Votes::<T>::clear_prefix(challenge_id, T::JurySize::get(), None);
 		let key = (c.pool_id, c.round, c.accused.clone());
 		OpenAgainst::<T>::mutate_exists(&key, |n| {
@@ -415,9 +420,16 @@ impl<T: Config> Pallet<T> {
 		Self::deposit_event(Event::ChallengeExpired { challenge_id });
 	}
 
+	/// Weight of closing a challenge beyond its benchmarked paths: its challenger's slot
+	/// ([`OpenBy`]) and, per absent juror (at most `MaxPoolMembers`), its [`NoShows`] record.
+	pub(crate) fn close_weight() -> Weight {
+		let n = u64::from(T::MaxPoolMembers::get()).saturating_add(1);
+		T::DbWeight::get().reads_writes(n, n)
+	}
+
 	/// Slashes `NoShowSlash` of the drawn (snapshot) stake of every juror of `c` that has not
-	/// voted, and unregisters it. Every seated juror contributed to the challenged round, so it
-	/// held what a replay needs.
+	/// voted, once per challenged round ([`NoShows`]), and unregisters it. Every seated juror
+	/// contributed to the challenged round, so it held what a replay needs.
 	fn penalize_no_shows(challenge_id: ChallengeId, c: &Challenge<T>) {
 		// Only a jury that had the whole voting period answers for not voting: never one drawn
 		// late, whoever advanced it and when.
@@ -439,11 +451,18 @@ impl<T: Config> Pallet<T> {
 		}
 		Jurors::<T>::mutate(|list| list.retain(|j| !absent.iter().any(|(a, _)| a == j)));
 		for (juror, stake) in absent {
-			let slashed = T::Staking::slash(
-				&juror,
-				T::NoShowSlash::get().mul_floor(stake).saturated_into(),
-				None,
-			);
+			// Once per round: a flood of challenges does not multiply the penalty.
+			let key = (c.pool_id, c.round, juror.clone());
+			let slashed = if NoShows::<T>::contains_key(&key) {
+				Zero::zero()
+			} else {
+				NoShows::<T>::insert(&key, ());
+				T::Staking::slash(
+					&juror,
+					T::NoShowSlash::get().mul_floor(stake).saturated_into(),
+					None,
+				)
+			};
 			Self::deposit_event(Event::JurorNoShow { challenge_id, juror: juror.clone(), slashed });
 			Self::deposit_event(Event::JurorRemoved { who: juror });
 		}
@@ -498,6 +517,16 @@ impl<T: Config> Pallet<T> {
 			let seats = c.jury.iter().fold(0u32, |a, s| a.saturating_add(s.seats));
 			ensure!(c.jury.is_empty() || seats == c.votes.seats, "committee seats differ");
 		}
+		let mut by: BTreeMap<(PoolId, RoundIndex, T::AccountId, T::AccountId), u32> =
+			BTreeMap::new();
+		for (_, c) in OpenChallenges::<T>::iter() {
+			let n = by.entry((c.pool_id, c.round, c.accused, c.challenger)).or_default();
+			*n = n.saturating_add(1);
+		}
+		for (key, n) in OpenBy::<T>::iter() {
+			ensure!(by.get(&key) == Some(&n), "OpenBy differs from the open challenges");
+		}
+		ensure!(by.len() == OpenBy::<T>::iter().count(), "an open challenge holds no slot");
 		for (key, n) in OpenAgainst::<T>::iter() {
 			ensure!(open.get(&key) == Some(&n), "open-challenge count differs");
 		}
@@ -529,7 +558,7 @@ impl<T: Config> ChallengesInspect<T::AccountId> for Pallet<T> {
 	}
 }
 
-/// A reaped pool's verdicts and proved equivocations. A pool is reaped only once every
+/// A reaped pool's verdicts, proved equivocations and no-show records. A pool is reaped only once every
 /// challenge of its rounds is over (`Timeline::settled_by`), so nothing here keeps it in use.
 impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 	fn in_use(_pool: PoolId) -> bool {
@@ -541,13 +570,18 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 		if v.maybe_cursor.is_some() {
 			return (v.unique, false);
 		}
-		let e = Equivocations::<T>::clear_prefix((pool,), limit.saturating_sub(v.unique), None);
-		(v.unique.saturating_add(e.unique), e.maybe_cursor.is_none())
+		let left = limit.saturating_sub(v.unique);
+		let e = Equivocations::<T>::clear_prefix((pool,), left, None);
+		if e.maybe_cursor.is_some() {
+			return (v.unique.saturating_add(e.unique), false);
+		}
+		let n = NoShows::<T>::clear_prefix((pool,), left.saturating_sub(e.unique), None);
+		(v.unique.saturating_add(e.unique).saturating_add(n.unique), n.maybe_cursor.is_none())
 	}
 
 	fn clear_weight(limit: u32) -> Weight {
-		// Per record: the key read by the prefix iteration and its deletion; plus the two
+		// Per record: the key read by the prefix iteration and its deletion; plus the three
 		// emptiness checks.
-		T::DbWeight::get().reads_writes(u64::from(limit).saturating_add(2), u64::from(limit))
+		T::DbWeight::get().reads_writes(u64::from(limit).saturating_add(3), u64::from(limit))
 	}
 }

@@ -3,8 +3,9 @@
 //! Step 7 of the round protocol (`docs/architecture.md`): while a final round can be challenged
 //! (`2 × challenge_window` blocks after finality), anyone may dispute a contributor's
 //! pseudo-gradient with [`Pallet::open_challenge`], holding a `ChallengeBond`. Several
-//! challenges may target the same contribution (up to `MaxChallengesPerContribution` open at
-//! once); one that fails does not shield it from the next.
+//! challenges may target the same contribution, each challenger holding at most one open
+//! against it ([`OpenBy`]): nobody can hold the slots another challenger needs, and one that
+//! fails does not shield the contribution from the next.
 //!
 //! **Evidence-bound.** A challenge carries the accused's signed announcement for that round,
 //! exactly as it was gossiped (`synod_protocol::evidence`): the runtime checks its ML-DSA-65
@@ -247,9 +248,6 @@ pub mod pallet {
 		/// there is no verdict.
 		#[pallet::constant]
 		type MinJuryStake: Get<BalanceOf<Self>>;
-		/// Most challenges open at once against one contribution.
-		#[pallet::constant]
-		type MaxChallengesPerContribution: Get<u32>;
 		/// Where the bonds of failed challenges go (after paying the jurors).
 		type Slash: OnUnbalanced<CreditOf<Self>>;
 		/// Weights of this pallet's calls and hooks.
@@ -276,6 +274,36 @@ pub mod pallet {
 	#[pallet::storage]
 	pub type OpenAgainst<T: Config> =
 		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), u32, ValueQuery>;
+
+	/// Open challenges each challenger holds against a contribution, by `(pool, round,
+	/// accused, challenger)`: a challenger may open one only while it holds none, so no
+	/// account's challenges take another's place.
+	#[pallet::storage]
+	pub type OpenBy<T: Config> = StorageNMap<
+		_,
+		(
+			NMapKey<Twox64Concat, PoolId>,
+			NMapKey<Twox64Concat, RoundIndex>,
+			NMapKey<Blake2_128Concat, T::AccountId>,
+			NMapKey<Blake2_128Concat, T::AccountId>,
+		),
+		u32,
+		ValueQuery,
+	>;
+
+	/// Jurors already slashed for not voting on a challenge of `(pool, round)`: a juror answers
+	/// for its missed votes once per round, however many challenges of the round it sat on, so
+	/// a flood of challenges cannot multiply the penalty. Deleted when the pool is reaped.
+	#[pallet::storage]
+	pub type NoShows<T: Config> = StorageNMap<
+		_,
+		(
+			NMapKey<Twox64Concat, PoolId>,
+			NMapKey<Twox64Concat, RoundIndex>,
+			NMapKey<Blake2_128Concat, T::AccountId>,
+		),
+		(),
+	>;
 
 	/// Verdicts by `(pool, round, accused)`: the last one, except that `Guilty` is final.
 	/// Keyed pool first, so that a reaped pool's verdicts are deleted by prefix.
@@ -463,7 +491,7 @@ pub mod pallet {
 		NotAContributor,
 		/// A challenger cannot accuse itself.
 		SelfChallenge,
-		/// `MaxChallengesPerContribution` challenges against this contribution are open.
+		/// The caller already holds an open challenge against this contribution.
 		AlreadyChallenged,
 		/// This contribution was already found guilty (and slashed).
 		AlreadyConvicted,
@@ -533,7 +561,7 @@ pub mod pallet {
 		/// [`Error::ScheduleFull`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get())
-			.saturating_add(T::DbWeight::get().reads_writes(1, 1)))]
+			.saturating_add(T::DbWeight::get().reads_writes(2, 2)))]
 		pub fn open_challenge(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
@@ -556,7 +584,10 @@ pub mod pallet {
 		/// Errors: [`Error::ChallengeNotFound`], [`Error::JuryNotDrawn`],
 		/// [`Error::VotingClosed`], [`Error::NotJuror`], [`Error::AlreadyVoted`].
 		#[pallet::call_index(1)]
-		#[pallet::weight((T::WeightInfo::vote(), DispatchClass::Operational))]
+		#[pallet::weight((
+			T::WeightInfo::vote().saturating_add(Pallet::<T>::close_weight()),
+			DispatchClass::Operational
+		))]
 		pub fn vote(
 			origin: OriginFor<T>,
 			challenge_id: ChallengeId,
@@ -601,7 +632,9 @@ pub mod pallet {
 		///
 		/// Errors: [`Error::ChallengeNotFound`], [`Error::NothingDue`].
 		#[pallet::call_index(4)]
-		#[pallet::weight(T::WeightInfo::on_initialize_expire(1).saturating_add(T::WeightInfo::expire()))]
+		#[pallet::weight(T::WeightInfo::on_initialize_expire(1)
+			.saturating_add(T::WeightInfo::expire())
+			.saturating_add(Pallet::<T>::close_weight()))]
 		pub fn advance_challenge(
 			origin: OriginFor<T>,
 			challenge_id: ChallengeId,
@@ -657,8 +690,11 @@ pub mod pallet {
 				Self::advance(id, n);
 			}
 			// Each due item is a draw or an expiry (bounded by its benchmarked worst case).
-			T::WeightInfo::on_initialize_expire(count)
-				.saturating_add(T::WeightInfo::expire().saturating_mul(count.into()))
+			T::WeightInfo::on_initialize_expire(count).saturating_add(
+				T::WeightInfo::expire()
+					.saturating_add(Self::close_weight())
+					.saturating_mul(count.into()),
+			)
 		}
 
 		#[cfg(feature = "try-runtime")]

@@ -146,7 +146,7 @@ pub mod v2 {
 				assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0xEE; 32]));
 				let draw_at = OpenChallenges::<Test>::get(0).expect("open").draw_at;
 				run_to_block(draw_at);
-				assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0xEE; 32]));
+				assert_ok!(open_challenge(7, 0, 1, 3, [0xEE; 32]));
 				as_v1(0, vec![(6, 1_000), (7, 1_000), (1, 1_000)]);
 				as_v1(1, vec![]);
 				crate::Votes::<Test>::insert(0, 6, true);
@@ -170,14 +170,17 @@ pub mod v2 {
 	}
 }
 
-/// v2 → v3: each open challenge's eligible jurors are frozen ([`crate::EligibleJurors`]), and
+/// v2 → v3: each open challenge's eligible jurors are frozen ([`crate::EligibleJurors`]) and
+/// its challenger's slot recorded ([`crate::OpenBy`]), and
 /// [`crate::Verdicts`] and [`crate::Equivocations`] are keyed pool first (deleted by prefix
 /// when the pool is reaped). An undrawn challenge gets the challenged round's contributors
 /// that are registered jurors at the upgrade (what its draw would have read); a drawn one
 /// needs none. Every verdict and equivocation is moved to its new key (one read and two
 /// writes each: the chain holds one per challenged contribution).
 pub mod v3 {
-	use crate::pallet::{Config, EligibleJurors, Equivocations, OpenChallenges, Pallet, Verdicts};
+	use crate::pallet::{
+		Config, EligibleJurors, Equivocations, OpenBy, OpenChallenges, Pallet, Verdicts,
+	};
 	use alloc::vec::Vec;
 	use frame_support::{
 		migrations::VersionedMigration, pallet_prelude::*, traits::UncheckedOnRuntimeUpgrade,
@@ -225,6 +228,10 @@ pub mod v3 {
 			let (mut reads, mut writes) = (moved.saturating_add(1), moved.saturating_mul(2));
 			for (id, c) in OpenChallenges::<T>::iter() {
 				reads = reads.saturating_add(1);
+				OpenBy::<T>::mutate((c.pool_id, c.round, &c.accused, &c.challenger), |n| {
+					*n = n.saturating_add(1)
+				});
+				writes = writes.saturating_add(1);
 				if !c.jury.is_empty() {
 					continue;
 				}
@@ -259,15 +266,22 @@ pub mod v3 {
 			run_test(|| {
 				final_round();
 				jurors(&[6, 7, 1], 1_000);
+				// Storage version 2 let one challenger hold two open challenges against one
+				// contribution and kept neither eligible sets nor slots.
+				let slot = (0u32, 1u32, 3u64, OUTSIDER);
 				assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0xEE; 32]));
 				let drawn_at = OpenChallenges::<Test>::get(0).expect("open").draw_at;
 				run_to_block(drawn_at);
+				OpenBy::<Test>::remove(slot);
 				assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0xEE; 32]));
+				OpenBy::<Test>::remove(slot);
 				EligibleJurors::<Test>::remove(0);
 				EligibleJurors::<Test>::remove(1);
 				StorageVersion::new(2).put::<Pallet<Test>>();
 				MigrateV2ToV3::<Test>::on_runtime_upgrade();
 				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 3);
+				// Both of the challenger's open challenges are counted in its slot.
+				assert_eq!(OpenBy::<Test>::get(slot), 2);
 				// Drawn: nothing to freeze. Undrawn: the registered contributors.
 				assert!(EligibleJurors::<Test>::get(0).is_none());
 				let eligible = EligibleJurors::<Test>::get(1).expect("frozen").into_inner();

@@ -87,7 +87,8 @@ fn open_challenge_errors() {
 		assert_noop!(open(POOR, 3), Error::<Test>::InsufficientBond);
 		assert_ok!(open(OUTSIDER, 3));
 		assert_ok!(open(1, 3));
-		assert_noop!(open(2, 3), Error::<Test>::AlreadyChallenged);
+		// One open challenge per challenger and contribution.
+		assert_noop!(open(OUTSIDER, 3), Error::<Test>::AlreadyChallenged);
 		// Finalized at 1, window 5: challenges until 1 + 2·5.
 		System::set_block_number(12);
 		assert_noop!(open(OUTSIDER, 1), Error::<Test>::ChallengeWindowClosed);

@@ -250,7 +250,6 @@ impl pallet_challenges::Config for Test {
 	type MaxJurors = ConstU32<MAX_JURORS>;
 	type MinJurorStake = ConstU128<100>;
 	type MinJuryStake = ConstU128<500>;
-	type MaxChallengesPerContribution = ConstU32<2>;
 	type Slash = ToTreasury;
 	type WeightInfo = ();
 	#[cfg(feature = "runtime-benchmarks")]

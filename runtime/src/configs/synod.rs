@@ -163,7 +163,6 @@ impl pallet_challenges::Config for Runtime {
     type MaxJurors = ConstU32<256>;
     type MinJurorStake = MinJurorStake;
     type MinJuryStake = MinJuryStake;
-    type MaxChallengesPerContribution = ConstU32<4>;
     type Slash = ToTreasury;
     type WeightInfo = pallet_challenges::weights::SubstrateWeight<Runtime>;
     #[cfg(feature = "runtime-benchmarks")]

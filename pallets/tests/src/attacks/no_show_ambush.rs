@@ -14,9 +14,9 @@ use pallet_challenges::{Error, Event, Expiries, OpenChallenges, Votes};
 /// snapshot stake each and 1 000 more bonded.
 const HONEST_JURORS: [AccountId; 3] = [3, 4, 5];
 
-/// Four filler challenges in the current block (two per contribution of members 1 and 2, the
-/// most `MaxChallengesPerContribution` allows): with a jury delay of one block they fill the
-/// next block's `MaxExpiriesPerBlock` = 4 draw slots.
+/// Four filler challenges in the current block (two per contribution of members 1 and 2, one
+/// per challenger): with a jury delay of one block they fill the next block's
+/// `MaxExpiriesPerBlock` = 4 draw slots.
 fn open_fillers() {
 	for (challenger, accused) in [(6, 1), (7, 1), (6, 2), (7, 2)] {
 		assert_ok!(open_challenge(challenger, 0, 1, accused, [0x11; 32]));

@@ -1,5 +1,7 @@
 //! Attack 9: sham challenge. Before, one challenge per (pool, round, accused) was ever allowed:
-//! a friend of the cheater opened a bogus one first, let it fail, and the real one was refused.
+//! a friend of the cheater opened a bogus one first, let it fail, and the real one was refused;
+//! later a few open at once, and friends that opened them first held every slot. Now each
+//! challenger holds at most one open challenge per contribution, and nobody else's.
 
 use super::{all_vote, challenge};
 use crate::mock::*;
@@ -31,12 +33,18 @@ fn sham_challenge_does_not_shield_the_cheater() {
 }
 
 #[test]
-fn open_challenges_per_contribution_are_bounded() {
+fn sham_challenges_cannot_hold_the_slots_of_a_contribution() {
 	run_test(|| {
 		final_round();
+		// Friends of cheater 1 open challenges against it first, from every account they have
+		// (before, the first `MaxChallengesPerContribution` = 2 took every slot)…
 		assert_ok!(open_challenge(2, 0, 1, 1, [0; 32]));
+		assert_ok!(open_challenge(4, 0, 1, 1, [0; 32]));
+		assert_ok!(open_challenge(5, 0, 1, 1, [0; 32]));
+		// …the honest challenger's own is still accepted: each account holds one slot.
 		assert_ok!(open_challenge(3, 0, 1, 1, [0; 32]));
-		assert_noop!(open_challenge(4, 0, 1, 1, [0; 32]), Error::<Test>::AlreadyChallenged);
+		assert_noop!(open_challenge(3, 0, 1, 1, [0; 32]), Error::<Test>::AlreadyChallenged);
+		assert_eq!(pallet_challenges::OpenAgainst::<Test>::get((0, 1, 1)), 4);
 	});
 }
 
@@ -58,5 +66,52 @@ fn repeated_challenges_cannot_slash_twice() {
 			slashed: 0
 		}));
 		assert_noop!(open_challenge(4, 0, 1, 1, [0; 32]), Error::<Test>::AlreadyConvicted);
+	});
+}
+
+#[test]
+fn a_flood_of_challenges_costs_an_absent_juror_one_no_show_slash() {
+	run_test(|| {
+		final_round();
+		register_jurors(&[2, 3, 4, 5]);
+		// The attacker opens one challenge against honest member 1 from each of many accounts,
+		// as fast as the schedule takes them, hoping the seated jurors cannot vote on them all.
+		let attackers: Vec<AccountId> = (300..310).collect();
+		for a in &attackers {
+			mint(*a, 10 * BOND);
+		}
+		let mut opened = 0;
+		for a in &attackers {
+			loop {
+				match open_challenge(*a, 0, 1, 1, [0x44; 32]) {
+					Ok(()) => break opened += 1,
+					Err(e) if e == pallet_challenges::Error::<Test>::ScheduleFull.into() => {
+						run_to_block(System::block_number() + 1)
+					},
+					Err(e) => panic!("{e:?}"),
+				}
+			}
+		}
+		assert!(opened >= 8, "{opened} challenges opened");
+		// Nobody votes; every challenge expires.
+		run_to_block(System::block_number() + 60);
+		assert_eq!(pallet_challenges::OpenChallenges::<Test>::iter().count(), 0);
+		// Each absent juror answers once for the round: 10 % of its 1 000 snapshot stake, not
+		// once per challenge.
+		for juror in [2u64, 3, 4, 5] {
+			let slashed: Vec<Balance> = challenges_events()
+				.into_iter()
+				.filter_map(|e| match e {
+					pallet_challenges::Event::JurorNoShow { juror: j, slashed, .. }
+						if j == juror =>
+					{
+						Some(slashed)
+					},
+					_ => None,
+				})
+				.collect();
+			assert!(slashed.len() >= 2, "juror {juror} sat on several challenges");
+			assert_eq!(slashed.iter().sum::<Balance>(), 100, "juror {juror}: {slashed:?}");
+		}
 	});
 }

@@ -8,8 +8,9 @@
 //! and whomever it accuses.
 //!
 //! The attacker plays its best strategy: every split of its stake (one whale, two equal
-//! accounts, mixed), as many tries as the challenge window and `MaxChallengesPerContribution`
-//! allow against every honest contribution (the largest first), always voting guilty. The
+//! accounts, mixed), as many tries as the challenge window and the challenge schedule allow
+//! against every honest contribution (the largest first), from as many challenger accounts as
+//! it needs (each holds one open challenge per contribution), always voting guilty. The
 //! probability is computed with the runtime's own draw ([`Challenges::seat_randomness`] and
 //! `protocol::draw_committee`), not asserted from one draw.
 
@@ -18,8 +19,8 @@ use frame_support::assert_ok;
 use pallet_challenges::{OpenChallenges, Verdict, Verdicts};
 use synod_primitives::protocol::{self, jury::wrong_verdict_probability};
 
-/// The attacker's challenger (an outsider: never on a committee).
-const CHALLENGER: AccountId = 400;
+/// The attacker's challenger accounts (outsiders: never on a committee).
+const CHALLENGERS: [AccountId; 4] = [400, 401, 402, 403];
 
 /// Snapshot stakes of members 1..=5 and the attacker's members, for the three splits it tries:
 /// the attacker holds 840 of 2 540 (33.07 %, just under ⅓); honest member 1 holds 1 400.
@@ -39,7 +40,9 @@ fn setup(stakes: &[Balance; 5]) {
 		assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
 	}
 	register_jurors(&[1, 2, 3, 4, 5]);
-	mint(CHALLENGER, 1_000_000);
+	for challenger in CHALLENGERS {
+		mint(challenger, 1_000_000);
+	}
 }
 
 /// Plays the attack: challenges every honest contribution (largest first) as often as it may
@@ -54,8 +57,10 @@ fn try_to_buy_verdicts(stakes: &[Balance; 5], adversary: &[AccountId]) -> (u32, 
 	loop {
 		let mut opened = 0;
 		for accused in &honest {
-			while open_challenge(CHALLENGER, 0, 1, *accused, [0x44; 32]).is_ok() {
-				opened += 1;
+			for challenger in CHALLENGERS {
+				if open_challenge(challenger, 0, 1, *accused, [0x44; 32]).is_ok() {
+					opened += 1;
+				}
 			}
 		}
 		if opened == 0 && OpenChallenges::<Test>::iter().count() == 0 {

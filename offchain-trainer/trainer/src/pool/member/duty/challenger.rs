@@ -12,7 +12,8 @@ impl Trainer<'_> {
     /// Opens the challenges of dishonest contributions found so far. Another challenge being
     /// open does not stop ours (an accomplice's sham challenge must not shield the cheater);
     /// a contribution already found guilty, or out of its challenge window, is dropped; one
-    /// that cannot be opened yet (`MaxChallengesPerContribution` open) is retried next pass.
+    /// whose challenge by us is already open is done; one that cannot be opened yet (the
+    /// challenge schedule full) is retried next pass.
     pub(super) fn open_pending_challenges(&mut self) -> Result<()> {
         let pool = self.pool;
         for ((round, member), (who, distance)) in self.duties.to_challenge.clone() {
@@ -27,10 +28,9 @@ impl Trainer<'_> {
                 let call = calls::open_challenge(pool, round, who, evidence)?;
                 match self.block_on(self.chain.submit(&call, &self.signer)) {
                     Ok(_) => ("opened".to_string(), true),
-                    Err(e) if e.is_module("Challenges", "AlreadyChallenged") => (
-                        "retrying: the contribution's challenge slots are full".into(),
-                        false,
-                    ),
+                    Err(e) if e.is_module("Challenges", "AlreadyChallenged") => {
+                        ("not opened: ours is already open".to_string(), true)
+                    }
                     Err(e) if e.is_module("Challenges", "ScheduleFull") => (
                         "retrying: no block left to schedule its jury draw in".into(),
                         false,
