@@ -4,8 +4,8 @@
 //! (`2 × challenge_window` blocks after finality), anyone may dispute a contributor's
 //! pseudo-gradient with [`Pallet::open_challenge`], holding a `ChallengeBond`. Several
 //! challenges may target the same contribution, each challenger holding at most one open
-//! against it ([`OpenBy`]): nobody can hold the slots another challenger needs, and one that
-//! fails does not shield the contribution from the next.
+//! against it ([`OpenBy`]): no account's challenges take another challenger's place, and one
+//! that fails does not shield the contribution from the next.
 //!
 //! **Evidence-bound.** A challenge carries the accused's signed announcement for that round,
 //! exactly as it was gossiped (`synod_protocol::evidence`): the runtime checks its ML-DSA-65
@@ -26,7 +26,8 @@
 //!
 //! **Jurors** are bonded trainers that opted in with [`Pallet::register_juror`] (active stake
 //! ≥ `MinJurorStake`). **The jury is a committee of `JurySize` seats drawn after the challenge
-//! exists, from the challenged round's contributors that are registered jurors**: they hold
+//! exists, from the challenged round's contributors that were registered jurors when the
+//! challenge opened** ([`EligibleJurors`]): they hold
 //! what a replay needs (θ_{r−1} and every included payload), and their weights are their
 //! *snapshot* stakes, fixed when the round opened, before the challenge existed. The draw runs
 //! in `on_initialize` of the latest block of the `jury_delay` blocks after opening whose
@@ -66,7 +67,8 @@
 //! **expires**: the bond is released and the accused keeps its reward. A Guilty verdict is
 //! never overwritten. **No-shows**: a drawn juror that *contributed to the challenged round*,
 //! was drawn on schedule (so it had the whole voting period) and has not voted when the voting
-//! period ends loses `NoShowSlash` of its drawn stake and is unregistered (a jury seat is not
+//! period ends loses `NoShowSlash` of its drawn stake (once per challenged round: [`NoShows`])
+//! and is unregistered (a jury seat is not
 //! free to hold). Only contributors sit, and a contributor aggregated every included payload
 //! from θ_{r−1}, so every seated juror can replay and answers for its vote; jurors of other
 //! pools are never drawn, so nobody can bleed them with cheap challenges in a pool they cannot
@@ -183,8 +185,8 @@ pub mod pallet {
 		ChallengeBond,
 	}
 
-	/// The in-code storage version (2: committees of seats drawn from the round's contributors;
-	/// see [`crate::migrations`]).
+	/// The in-code storage version (3: eligible jurors frozen at opening, challengers' slots
+	/// ([`OpenBy`]), verdicts and equivocations keyed pool first; see [`crate::migrations`]).
 	const STORAGE_VERSION: StorageVersion = StorageVersion::new(3);
 
 	#[pallet::pallet]
@@ -227,7 +229,7 @@ pub mod pallet {
 		#[pallet::constant]
 		type JurorShare: Get<Perbill>;
 		/// Share of a drawn juror's stake slashed when it has not voted by the end of the
-		/// voting period.
+		/// voting period (once per challenged round: [`NoShows`]).
 		#[pallet::constant]
 		type NoShowSlash: Get<Perbill>;
 		/// Maximum members of a pool (bounds contributor lists read at opening).
@@ -432,8 +434,8 @@ pub mod pallet {
 			jurors_paid: BalanceOf<T>,
 		},
 		/// A drawn juror that contributed to the challenged round did not vote within the
-		/// voting period: `slashed` planck of its stake were slashed and it is no longer a
-		/// registered juror.
+		/// voting period: `slashed` planck of its stake were slashed (0 for a further missed
+		/// vote in a round it was already slashed for) and it is no longer a registered juror.
 		JurorNoShow {
 			/// Challenge.
 			challenge_id: ChallengeId,

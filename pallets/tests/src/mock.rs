@@ -491,16 +491,15 @@ pub fn open_challenge(
 	)
 }
 
+/// `who` (already bonded) joins `pool` committing `stake`, with its peer id and key.
+pub fn join(who: AccountId, pool: u32, stake: Balance) -> sp_runtime::DispatchResult {
+	TrainingPools::join_pool(RuntimeOrigin::signed(who), pool, stake, peer(who), ml_dsa_key(who))
+}
+
 /// Bonds `stake` for `who` and joins `pool` with all of it.
 pub fn bond_and_join(who: AccountId, pool: u32, stake: Balance) {
 	assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), stake));
-	assert_ok!(TrainingPools::join_pool(
-		RuntimeOrigin::signed(who),
-		pool,
-		stake,
-		peer(who),
-		ml_dsa_key(who),
-	));
+	assert_ok!(join(who, pool, stake));
 }
 
 /// Creates the next pool (id returned) and lets trainers `1..=stakes.len()` join with the given

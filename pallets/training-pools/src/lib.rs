@@ -9,13 +9,15 @@
 //! - [`Pallet::join_pool`] commits part of the caller's bonded stake (TrainerStaking) and
 //!   registers its libp2p peer id and ML-DSA-65 public key. When `min_trainers` have joined, the
 //!   pool moves `Open → Training` at round 1; later joiners take part from the next round.
-//! - [`Pallet::leave_pool`] ends a membership and frees its committed stake.
+//! - [`Pallet::leave_pool`] ends a membership and frees its committed stake, at once unless
+//!   the open round's snapshot counts it: then it stays committed until that round's deadline
+//!   ([`LeftCommitments`]).
 //! - [`Pallet::cancel_pool`] (creator or root) stops the pool and releases the budget not owed
 //!   to final rounds.
 //! - [`Pallet::reap_pool`] (anyone) deletes an ended pool once every round it ran is settled:
 //!   its record, its members' and former members' registrations (their deposits go back to
-//!   them) and, through [`Config::Records`], unclaimed rewards (paid out) and its round
-//!   history; then the creator's storage deposit ([`HoldReason::PoolDeposit`]) is released. A long
+//!   them) and, through [`Config::Records`], unclaimed rewards (paid out), its round history
+//!   and its challenges' verdicts and no-show records; then the creator's storage deposit ([`HoldReason::PoolDeposit`]) is released. A long
 //!   history takes several calls of at most [`Config::ReapLimit`] records each.
 //!
 //! Checkpoints, Challenges and Rewards use the pool through
@@ -24,7 +26,8 @@
 //!
 //! Invariants (`try_state`): the creator's budget hold equals the sum of `budget_held` of its
 //! pools, its deposit hold the sum of their `deposit`; `budget_reserved ≤ budget_held`; member
-//! counts, total stake, commitments and registered peer ids match the member records.
+//! counts, total stake, commitments and registered peer ids match the member records and
+//! [`LeftCommitments`].
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -148,8 +151,9 @@ pub mod pallet {
 		/// at most; current members (≤ `MaxMembers`) are always deleted in the first call.
 		#[pallet::constant]
 		type ReapLimit: Get<u32>;
-		/// Other pallets' records of a pool (Rewards, Checkpoints): a pool is reaped only when
-		/// none is in use, and reaping clears them (unclaimed rewards are paid out).
+		/// Other pallets' records of a pool (Rewards, Checkpoints, Challenges): a pool is
+		/// reaped only when none is in use, and reaping clears them (unclaimed rewards are paid
+		/// out).
 		type Records: synod_primitives::PoolRecords;
 		/// Weights of this pallet's calls.
 		type WeightInfo: WeightInfo;
@@ -489,7 +493,7 @@ pub mod pallet {
 
 		/// Reaps the ended pool `pool_id` (any signed account may call it): deletes its current
 		/// members' and former members' registrations, releasing their storage deposits to
-		/// them, and its other records ([`Config::Records`]: the round history), at most
+		/// them, and its other records ([`Config::Records`]: the round history, verdicts, equivocation proofs and no-show records), at most
 		/// [`Config::ReapLimit`] records per call besides the current members
 		/// ([`Event::PoolPartlyReaped`]; call again). The call that deletes the last record
 		/// deletes the pool and releases its creator's storage deposit ([`Event::PoolReaped`]).

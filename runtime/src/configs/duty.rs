@@ -173,10 +173,14 @@ mod tests {
                 .max
                 .get(DispatchClass::Normal);
             // The attacker fills the normal class by weight and by length, whatever its tip.
-            frame_system::BlockWeight::<Runtime>::mutate(|w| {
-                w.set(normal_weight, DispatchClass::Normal)
-            });
-            frame_system::BlockSize::<Runtime>::put(normal_len);
+            let stuff = || {
+                frame_system::BlockWeight::<Runtime>::kill();
+                frame_system::BlockWeight::<Runtime>::mutate(|w| {
+                    w.set(normal_weight, DispatchClass::Normal)
+                });
+                frame_system::BlockSize::<Runtime>::put(normal_len);
+            };
+            stuff();
             let remark = RuntimeCall::System(frame_system::Call::remark { remark: vec![] });
             let check = |call: &RuntimeCall| -> Result<(), TransactionValidityError> {
                 let (_, next_len) =
@@ -190,7 +194,8 @@ mod tests {
             let mut fit = Vec::new();
             for call in duties() {
                 assert_eq!(info(&call).class, DispatchClass::Operational);
-                // How many of it the space that ordinary calls cannot use still takes.
+                // How many of it alone the space that ordinary calls cannot use still takes.
+                stuff();
                 let mut n = 0u32;
                 while check(&call).is_ok() {
                     n += 1;

@@ -10,9 +10,8 @@
 //!   Polkadot's relay chain (W3F research, "Transaction fees", §"Adjustment of fees over time"),
 //!   with a faster [`AdjustmentVariable`] so that it acts within one round: a full block
 //!   multiplies it by ≈ 1.08, ×90 after 60 blocks (two minutes); an empty one divides it by
-//!   ≈ 1.025, back to 1 about 180 blocks later. Honest load moves it too: a commit weighs about
-//!   an eighth of the normal class (its benchmarked weight), so a 32-member pool's commits fill
-//!   about three blocks and raise the multiplier by about a quarter for a few minutes.
+//!   ≈ 1.025, back to 1 about 180 blocks later. Commits and votes are `Operational`
+//!   (`super::duty`): their weight does not count toward the multiplier.
 //!
 //! `cargo test -p synod-runtime fees -- --nocapture` prints what stuffing costs.
 

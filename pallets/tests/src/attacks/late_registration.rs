@@ -1,8 +1,8 @@
-//! Late registration. A committee's eligible set (the challenged round's contributors that are
-//! registered jurors) used to be read at the draw. The author of the seed block (the block
-//! before the draw) knows the seed before anyone else and could, in that very block, register
-//! a contributor account when the seed gave it more seats, or unregister one that would sit
-//! against it. The set is now frozen when the challenge opens, before the seed block exists.
+//! Late registration. The author of the seed block (the block before the draw) knows the seed
+//! before anyone else; if a committee's eligible set (the challenged round's contributors that
+//! are registered jurors) were read at the draw, it could, in that very block, register a
+//! contributor account when the seed gives it more seats, or unregister one that would sit
+//! against it. The set is frozen when the challenge opens, before the seed block exists.
 
 use crate::mock::*;
 use frame_support::assert_ok;

@@ -1,7 +1,8 @@
-//! Attack 9: sham challenge. Before, one challenge per (pool, round, accused) was ever allowed:
-//! a friend of the cheater opened a bogus one first, let it fail, and the real one was refused;
-//! later a few open at once, and friends that opened them first held every slot. Now each
-//! challenger holds at most one open challenge per contribution, and nobody else's.
+//! Sham challenges. If one challenge per (pool, round, accused) were allowed, a friend of the
+//! cheater would open a bogus one first, let it fail, and the real one would be refused; with a
+//! few shared slots, friends that open them first hold every one. Each challenger holds at most
+//! one open challenge per contribution, and nobody else's. And since that lets many accounts
+//! challenge one member, a seated juror answers for missed votes once per round.
 
 use super::{all_vote, challenge};
 use crate::mock::*;

@@ -1,8 +1,9 @@
 //! Stake reuse across live snapshots. A round's snapshot freezes its participants' stake when
-//! the round opens, and the quorum and the leak are weighed against it. Leaving a pool used to
-//! free the commitment at once, while the open round's snapshot kept counting it: the same
-//! stake could back one live snapshot after another, in as many pools as the attacker cared to
-//! join and leave, past `MaxPoolsPerTrainer` and past "committed ≤ active".
+//! the round opens, and the quorum and the leak are weighed against it. If leaving a pool freed
+//! the commitment at once while the open round's snapshot kept counting it, the same stake
+//! could back one live snapshot after another, in as many pools as the attacker cared to join
+//! and leave, past `MaxPoolsPerTrainer` and past "committed ≤ active". A leaver's stake stays
+//! committed until the round's deadline.
 
 use crate::mock::*;
 use frame_support::{assert_noop, assert_ok};
@@ -16,17 +17,7 @@ fn solo_pool(who: AccountId, stake: Balance) -> u32 {
 		RuntimeOrigin::signed(CREATOR),
 		spec(3, 1, two_thirds())
 	));
-	join(who, pool, stake)
-}
-
-fn join(who: AccountId, pool: u32, stake: Balance) -> u32 {
-	assert_ok!(TrainingPools::join_pool(
-		RuntimeOrigin::signed(who),
-		pool,
-		stake,
-		peer(who),
-		ml_dsa_key(who),
-	));
+	assert_ok!(join(who, pool, stake));
 	pool
 }
 
@@ -55,16 +46,7 @@ fn left_stake_cannot_back_a_second_live_snapshot() {
 			spec(3, 1, two_thirds())
 		));
 		let second = first + 1;
-		assert_noop!(
-			TrainingPools::join_pool(
-				RuntimeOrigin::signed(1),
-				second,
-				1_000,
-				peer(1),
-				ml_dsa_key(1)
-			),
-			Error::<Test>::InsufficientStake
-		);
+		assert_noop!(join(1, second, 1_000), Error::<Test>::InsufficientStake);
 		assert_noop!(
 			TrainerStaking::unbond(RuntimeOrigin::signed(1), 1),
 			pallet_trainer_staking::Error::<Test>::StakeCommitted
@@ -72,21 +54,12 @@ fn left_stake_cannot_back_a_second_live_snapshot() {
 		// Round 1 opened at block 1: past its deadline (block 11) the snapshot is dead and the
 		// stake is free again.
 		run_to_block(11);
-		assert_noop!(
-			TrainingPools::join_pool(
-				RuntimeOrigin::signed(1),
-				second,
-				1_000,
-				peer(1),
-				ml_dsa_key(1)
-			),
-			Error::<Test>::InsufficientStake
-		);
+		assert_noop!(join(1, second, 1_000), Error::<Test>::InsufficientStake);
 		run_to_block(12);
 		// (The voided round leaked the silent leaver: what is left of its stake is free.)
 		let left = staked(1);
 		assert!(left < 1_000);
-		join(1, second, left);
+		assert_ok!(join(1, second, left));
 		assert_eq!(snapshot_stake(second, 1, 1), left);
 		assert!(pallet_training_pools::LeftCommitments::<Test>::get(1, first).is_none());
 	});
@@ -106,14 +79,11 @@ fn joining_and_leaving_cannot_pass_the_pools_per_trainer_bound() {
 			spec(3, 1, two_thirds())
 		));
 		let third = pallet_training_pools::NextPoolId::<Test>::get() - 1;
-		assert_noop!(
-			TrainingPools::join_pool(RuntimeOrigin::signed(1), third, 100, peer(1), ml_dsa_key(1)),
-			Error::<Test>::TooManyPools
-		);
+		assert_noop!(join(1, third, 100), Error::<Test>::TooManyPools);
 		assert_eq!(<TrainingPools as synod_primitives::StakeCommitments<_, _>>::committed(&1), 200);
 		// Once the rounds it left are past their deadlines, the places are free again.
 		run_to_block(12);
-		join(1, third, 100);
+		assert_ok!(join(1, third, 100));
 		assert_eq!(pallet_training_pools::TrainerPools::<Test>::get(1).into_inner(), vec![third]);
 	});
 }
@@ -127,7 +97,7 @@ fn leaving_before_a_round_counts_the_stake_frees_it_at_once() {
 			RuntimeOrigin::signed(CREATOR),
 			spec(3, 2, two_thirds())
 		));
-		join(1, 0, 1_000);
+		assert_ok!(join(1, 0, 1_000));
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0));
 		assert_eq!(<TrainingPools as synod_primitives::StakeCommitments<_, _>>::committed(&1), 0);
 		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 1_000));
