@@ -223,6 +223,15 @@ impl<T: Config> Pallet<T> {
 		Ok(())
 	}
 
+	/// The stake `who` has committed as a member of `pool_id`, if that pool has not ended (an
+	/// ended pool keeps its members' records, not their commitments).
+	pub(crate) fn member_stake(pool_id: PoolId, who: &T::AccountId) -> Option<BalanceOf<T>> {
+		Pools::<T>::get(pool_id)
+			.filter(|p| !p.status.has_ended())
+			.and_then(|_| Members::<T>::get(pool_id, who))
+			.map(|m| m.stake)
+	}
+
 	/// Weight of [`Self::pruned_pools`] and of `StakeCommitments::committed` beyond the
 	/// benchmarked calls that run them: per pool of the list, reads of [`LeftCommitments`],
 	/// [`Members`] and [`Pools`] by each, and one delete, plus reading and writing the list
@@ -243,8 +252,7 @@ impl<T: Config> Pallet<T> {
 				LeftCommitments::<T>::remove(who, pool_id);
 			}
 			LeftCommitments::<T>::contains_key(who, pool_id)
-				|| (Members::<T>::contains_key(pool_id, who)
-					&& Pools::<T>::get(pool_id).is_some_and(|p| !p.status.has_ended()))
+				|| Self::member_stake(*pool_id, who).is_some()
 		});
 		if pools.is_empty() {
 			TrainerPools::<T>::remove(who);
@@ -469,10 +477,9 @@ impl<T: Config> Pallet<T> {
 		}
 		for (who, pools) in TrainerPools::<T>::iter() {
 			for pool_id in pools.iter() {
-				let active = Pools::<T>::get(pool_id).is_some_and(|p| !p.status.has_ended());
 				ensure!(
 					LeftCommitments::<T>::contains_key(&who, pool_id)
-						|| (active && Members::<T>::contains_key(pool_id, &who)),
+						|| Self::member_stake(*pool_id, &who).is_some(),
 					"a pool in TrainerPools holds none of the account's stake"
 				);
 			}

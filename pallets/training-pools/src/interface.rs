@@ -25,9 +25,7 @@ impl<T: Config> StakeCommitments<T::AccountId, BalanceOf<T>> for Pallet<T> {
 		TrainerPools::<T>::get(who)
 			.iter()
 			.fold(Zero::zero(), |acc: BalanceOf<T>, pool_id| {
-				// (A pool that ended keeps its members' records, not their commitments.)
-				let active = Pools::<T>::get(pool_id).is_some_and(|p| !p.status.has_ended());
-				let member = Members::<T>::get(pool_id, who).filter(|_| active).map(|m| m.stake);
+				let member = Self::member_stake(*pool_id, who);
 				let left = LeftCommitments::<T>::get(who, pool_id)
 					.filter(|l| now <= l.until)
 					.map(|l| l.stake);
