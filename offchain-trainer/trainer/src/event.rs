@@ -63,8 +63,8 @@ pub enum TrainerEvent {
         /// Seconds evaluating this round's checkpoint (pools only; 0 elsewhere).
         #[serde(deserialize_with = "f64_or_nan")]
         eval_secs: f64,
-        /// Seconds of duties (replays, jury votes, challenges, equivocation reports) within
-        /// `wall_secs` (pools only; 0 elsewhere).
+        /// Seconds the duty worker spent (replays, jury votes, challenges, equivocation
+        /// reports) beside the round since the previous round's event (pools only; 0 elsewhere).
         #[serde(deserialize_with = "f64_or_nan")]
         duty_secs: f64,
         /// Members left out of the round, each with the reason (networked DiLoCo only; absent

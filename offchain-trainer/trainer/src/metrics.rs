@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
@@ -10,9 +11,11 @@ use crate::event::TrainerEvent;
 use crate::prometheus::Exporter;
 
 /// Writes each [`TrainerEvent`] as one JSON line to stdout and to an optional file, and feeds
-/// an optional Prometheus [`Exporter`].
+/// an optional Prometheus [`Exporter`]. Clones share the file: a pool member's training
+/// thread and its duty worker write whole lines to one `metrics.jsonl`.
+#[derive(Clone)]
 pub struct Metrics {
-    file: Option<BufWriter<File>>,
+    file: Option<Arc<Mutex<BufWriter<File>>>>,
     exporter: Option<Exporter>,
 }
 
@@ -20,7 +23,7 @@ impl Metrics {
     /// Metrics to stdout and `path` (truncated).
     pub fn with_file(path: &Path) -> Result<Self> {
         Ok(Self {
-            file: Some(BufWriter::new(File::create(path)?)),
+            file: Some(Arc::new(Mutex::new(BufWriter::new(File::create(path)?)))),
             exporter: None,
         })
     }
@@ -32,7 +35,7 @@ impl Metrics {
             .append(true)
             .open(path)?;
         Ok(Self {
-            file: Some(BufWriter::new(f)),
+            file: Some(Arc::new(Mutex::new(BufWriter::new(f)))),
             exporter: None,
         })
     }
@@ -46,13 +49,15 @@ impl Metrics {
     ///
     /// # Errors
     /// A line that cannot be serialised or written to the file.
-    pub fn emit(&mut self, event: &TrainerEvent) -> Result<()> {
+    pub fn emit(&self, event: &TrainerEvent) -> Result<()> {
         if let Some(e) = &self.exporter {
             e.observe(event);
         }
         let line = event.to_line()?;
         println!("{line}");
-        if let Some(f) = &mut self.file {
+        if let Some(f) = &self.file {
+            // A writer that panicked mid-line left at most a partial line: keep writing.
+            let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
             writeln!(f, "{line}")?;
             f.flush()?;
         }

@@ -9,7 +9,8 @@ use anyhow::{anyhow, Context, Result};
 use synod_checkpoint::CheckpointHash;
 use synod_p2p::{Client, PeerId};
 
-/// A content-addressed checkpoint directory.
+/// A content-addressed checkpoint directory (clones name the same directory).
+#[derive(Clone)]
 pub struct Store {
     dir: PathBuf,
     /// Largest checkpoint fetched from a peer, in bytes (the pool's model's own bound).

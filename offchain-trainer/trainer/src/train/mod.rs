@@ -49,9 +49,8 @@ pub struct RoundRecord {
     pub exchange_secs: f64,
     /// Wall-clock seconds of the round. Local runs: from the start of its inner phase to its
     /// checkpoint. Pools: from the end of the previous round's record to the end of this
-    /// one's, so that nothing between two inner phases goes uncounted (the duties run
-    /// between rounds, the wait for the previous round to settle on-chain, the exchange, the
-    /// outer step and this record's evaluation).
+    /// one's, so that nothing between two inner phases goes uncounted (the wait for the previous
+    /// round to settle on-chain, the exchange, the outer step and this record's evaluation).
     pub wall_secs: f64,
     /// Inner-phase seconds that ran within `wall_secs` ÷ `wall_secs` (0..1; 0 before any
     /// compute): the share of the round useful inner steps ran. Everything else (exchange,
@@ -62,8 +61,9 @@ pub struct RoundRecord {
     /// Seconds evaluating this round's checkpoint (`--eval-batches` batches; pools only, 0
     /// elsewhere).
     pub eval_secs: f64,
-    /// Seconds of duties within `wall_secs` (pools only): replaying sampled contributions,
-    /// jury votes, challenges and equivocation reports run between two rounds.
+    /// Seconds the member's duty worker spent since the previous record (pools only): replaying
+    /// sampled contributions, jury votes, challenges and equivocation reports, run on their own
+    /// thread beside the rounds (not part of `wall_secs`' critical path).
     pub duty_secs: f64,
     /// Members left out of the round, with the reason (networked DiLoCo only).
     pub excluded: Vec<(u32, String)>,
@@ -210,7 +210,7 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     std::fs::create_dir_all(&a.out)?;
     let setup = Setup::new(&a.model, &a.data)?;
     let theta0 = initial_params(&setup, &a.model, a.init.as_deref())?;
-    let mut metrics = Metrics::with_file(&a.out.join("metrics.jsonl"))?;
+    let metrics = Metrics::with_file(&a.out.join("metrics.jsonl"))?;
     let records = match a.method {
         Method::Diloco if a.net.member.is_some() => {
             let mut ex = net::join(a, &theta0)?;

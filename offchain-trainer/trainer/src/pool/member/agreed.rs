@@ -16,7 +16,7 @@ use crate::event::TrainerEvent;
 /// attested by at least one honest member, who holds and serves it.
 const FETCH_SECS: u64 = 60;
 
-impl Trainer<'_> {
+impl Trainer {
     /// Recomputes round `p.round` over `agreed` from θ_{round−1} (`p.parent`) with the round's
     /// stakes, stores and serves the checkpoint, keeps (and relays) the payloads fetched for
     /// it, and commits `(hash, agreed)`; returns the new hash. `expect`: the final hash when
@@ -39,14 +39,14 @@ impl Trainer<'_> {
         let mut contributions = Vec::with_capacity(agreed.len());
         let mut fetched = Vec::new();
         for &j in agreed {
-            let kept = if j == self.me {
-                self.retained.own(round, j, &p.start)
+            let kept = if j == self.ctx.me {
+                self.ctx.retained.own(round, j, &p.start)
             } else {
-                self.retained.payload(round, j)
+                self.ctx.retained.payload(round, j)
             };
             let payload = match kept {
                 Some(bytes) => Arc::new(bytes),
-                None if j == self.me => bail!("our own payload of round {round} is not kept"),
+                None if j == self.ctx.me => bail!("our own payload of round {round} is not kept"),
                 None => {
                     let bytes = self.fetch_agreed(round, j)?;
                     fetched.push(j);
@@ -56,11 +56,12 @@ impl Trainer<'_> {
             contributions.push(Contribution { member: j, payload });
         }
         let parent = self
+            .ctx
             .store
             .get(&p.parent)
             .ok_or_else(|| anyhow!("θ of round {} is not kept", round - 1))?;
-        let mut state = self.a.recipe.outer.restore(&parent, round - 1)?;
-        let rule = self.a.recipe.outer.aggregation().rule();
+        let mut state = self.ctx.a.recipe.outer.restore(&parent, round - 1)?;
+        let rule = self.ctx.a.recipe.outer.aggregation().rule();
         let outcome = state.apply(&contributions, rule.aggregator(Some(&p.stakes)).as_ref())?;
         if outcome.included != agreed {
             bail!(
@@ -75,13 +76,15 @@ impl Trainer<'_> {
                 synod_checkpoint::hex(&h)
             );
         }
-        self.store.put(&outcome.checkpoint)?;
-        self.block_on(
-            self.client
+        self.ctx.store.put(&outcome.checkpoint)?;
+        self.ctx.block_on(
+            self.ctx
+                .client
                 .serve_checkpoint(Arc::new(outcome.checkpoint.clone())),
         )?;
-        let call = calls::commit_checkpoint(self.pool, round, outcome.hash, agreed.to_vec());
-        self.block_on(self.chain.submit(&call, &self.signer))
+        let call = calls::commit_checkpoint(self.ctx.pool, round, outcome.hash, agreed.to_vec());
+        self.ctx
+            .block_on(self.ctx.chain.submit(&call, &self.ctx.signer))
             .context("commit over the agreed set")?;
         self.metrics.emit(&TrainerEvent::Recommit {
             agreed: agreed.to_vec(),
@@ -91,7 +94,7 @@ impl Trainer<'_> {
             outcome: "ok".into(),
             round,
         })?;
-        self.duties.to_verify.insert(round);
+        self.duties.verify(round);
         Ok(outcome.hash)
     }
 
@@ -99,23 +102,34 @@ impl Trainer<'_> {
     /// author or any member that holds it, and keeps it with its signed announcement.
     fn fetch_agreed(&self, round: u32, j: u32) -> Result<Arc<Vec<u8>>> {
         let start = Instant::now();
-        let max = self.recipe.max_payload_bytes;
+        let max = self.ctx.recipe.max_payload_bytes;
         let mut last = String::from("its announcement was never seen");
         while start.elapsed() < Duration::from_secs(FETCH_SECS) {
-            let announced = self.client.snapshot().announced.get(&(round, j)).cloned();
+            let announced = self
+                .ctx
+                .client
+                .snapshot()
+                .announced
+                .get(&(round, j))
+                .cloned();
             if let Some(a) = announced {
-                let author = self.client.members().get(j).map(|m| m.peer_id);
+                let author = self.ctx.client.members().get(j).map(|m| m.peer_id);
                 for peer in author.into_iter().chain(self.peers()) {
-                    match self.block_on(
-                        self.client
+                    match self.ctx.block_on(
+                        self.ctx
+                            .client
                             .fetch_payload_from(peer, j, round, a.payload, max),
                     ) {
                         Ok(bytes) => {
-                            self.retained.save(round, j, &bytes, Some(&a.signed))?;
+                            self.ctx.retained.save(round, j, &bytes, Some(&a.signed))?;
                             // Others that lack it can get it from us too.
                             let bytes = Arc::new(bytes);
-                            self.client
-                                .relay_verified(round, j, a.payload.digest, bytes.clone());
+                            self.ctx.client.relay_verified(
+                                round,
+                                j,
+                                a.payload.digest,
+                                bytes.clone(),
+                            );
                             return Ok(bytes);
                         }
                         Err(e) => last = e.to_string(),

@@ -10,7 +10,7 @@ use synod_diloco::OuterState;
 
 use super::Trainer;
 
-impl Trainer<'_> {
+impl Trainer {
     /// The state to train the next round from and its checkpoint's blake3, or `None` if the
     /// pool is over. Leaves the network node active, with its heartbeats naming the round we
     /// will contribute to.
@@ -20,7 +20,7 @@ impl Trainer<'_> {
         resumed: bool,
     ) -> Result<Option<(OuterState, CheckpointHash)>> {
         loop {
-            let p = self.pool_info()?;
+            let p = self.ctx.pool_info()?;
             if matches!(p.status, PoolStatus::Completed | PoolStatus::Cancelled) {
                 return Ok(None);
             }
@@ -44,13 +44,13 @@ impl Trainer<'_> {
             if resumed && !self.serve_kept_payload(c)? {
                 continue; // round c closed meanwhile
             }
-            if target > self.spec_rounds {
-                self.wait_round_past(self.spec_rounds)?;
+            if target > self.ctx.spec_rounds {
+                self.wait_round_past(self.ctx.spec_rounds)?;
                 return Ok(None);
             }
-            self.block_on(async {
-                self.client.set_round(target).await?;
-                self.client.set_passive(false).await
+            self.ctx.block_on(async {
+                self.ctx.client.set_round(target).await?;
+                self.ctx.client.set_passive(false).await
             })?;
             if target > c {
                 tracing::info!(
@@ -64,7 +64,7 @@ impl Trainer<'_> {
             // round): its final checkpoint is then no parent of it. Training round `target`
             // from it would sign a second payload for a round we may have announced before
             // the restart (an equivocation, slashed). Start over from the chain's new round.
-            let (f, hash) = self.last_final()?;
+            let (f, hash) = self.ctx.last_final()?;
             if !parent_precedes(f, target) {
                 continue;
             }
@@ -78,16 +78,18 @@ impl Trainer<'_> {
     /// sees two payloads from us. `false` if round `c` has closed since it was read (its own
     /// final checkpoint is no key of its payload).
     fn serve_kept_payload(&self, c: u32) -> Result<bool> {
-        let (f, parent) = self.last_final()?;
+        let (f, parent) = self.ctx.last_final()?;
         if !parent_precedes(f, c) {
             return Ok(false);
         }
-        let start = self.inner_start(c, parent)?;
-        let Some(bytes) = self.retained.own(c, self.me, &start) else {
+        let start = self.ctx.inner_start(c, parent)?;
+        let Some(bytes) = self.ctx.retained.own(c, self.ctx.me, &start) else {
             return Ok(true);
         };
-        self.serve_trace(c, &bytes);
-        let digest = self.block_on(self.client.set_payload(c, Arc::new(bytes)))?;
+        self.ctx.serve_trace(c, &bytes);
+        let digest = self
+            .ctx
+            .block_on(self.ctx.client.set_payload(c, Arc::new(bytes)))?;
         tracing::info!(
             round = c,
             digest = %synod_checkpoint::hex(&digest),
@@ -99,10 +101,10 @@ impl Trainer<'_> {
     /// The highest round ≥ `c` another member has announced a payload for, after listening
     /// for one heartbeat period.
     fn announced_max(&self, c: u32) -> Result<Option<u32>> {
-        self.block_on(async {
-            self.client.set_round(c).await?;
+        self.ctx.block_on(async {
+            self.ctx.client.set_round(c).await?;
             let start = Instant::now();
-            while self.client.snapshot().connected.is_empty()
+            while self.ctx.client.snapshot().connected.is_empty()
                 && start.elapsed() < Duration::from_secs(10)
             {
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -110,11 +112,12 @@ impl Trainer<'_> {
             // Heartbeats come every 2 s and repeat the current and previous round's announcement.
             tokio::time::sleep(Duration::from_secs(3)).await;
             Ok::<_, anyhow::Error>(
-                self.client
+                self.ctx
+                    .client
                     .snapshot()
                     .announced
                     .keys()
-                    .filter(|(r, m)| *r >= c && *m != self.me)
+                    .filter(|(r, m)| *r >= c && *m != self.ctx.me)
                     .map(|(r, _)| *r)
                     .max(),
             )
@@ -123,16 +126,18 @@ impl Trainer<'_> {
 
     /// Waits until the chain's current round is past `round` (or the pool is over).
     fn wait_round_past(&self, round: u32) -> Result<()> {
-        let (chain, pool) = (&self.chain, self.pool);
-        self.block_on(
-            chain.wait_for("the round to close", Duration::from_secs(3600), || async {
+        let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
+        self.ctx.block_on(chain.wait_for(
+            "the round to close",
+            Duration::from_secs(3600),
+            || async {
                 let p = chain.pool(pool).await?;
                 Ok(
                     p.filter(|p| p.current_round > round || p.status != PoolStatus::Training)
                         .map(|_| ()),
                 )
-            }),
-        )?;
+            },
+        ))?;
         Ok(())
     }
 }

@@ -16,7 +16,7 @@ use crate::chain_args::{Fault, LATE_SECS};
 /// Largest payload a copier fetches, in bytes.
 const MAX_COPY_BYTES: u64 = 1 << 30;
 
-impl Trainer<'_> {
+impl Trainer {
     /// Rewrites our contribution to round `r` (computed from `state`) as `--fault` asks, right
     /// before the exchange: a crafted pseudo-gradient, another member's payload, ours served
     /// to a single peer, or ours announced late.
@@ -27,14 +27,14 @@ impl Trainer<'_> {
         mine: &mut Contribution,
         codec: &EncodeOptions,
     ) -> Result<()> {
-        let Some(fault) = self.a.fault else {
+        let Some(fault) = self.ctx.a.fault else {
             return Ok(());
         };
         if let Some(attack) = fault.attack() {
             let adversary = Adversary {
-                member: self.me,
+                member: self.ctx.me,
                 attack,
-                seed: self.a.recipe.model.seed,
+                seed: self.ctx.a.recipe.model.seed,
             };
             adversary.tamper(&state.params, r, std::slice::from_mut(mine), codec)?;
             return Ok(());
@@ -50,14 +50,15 @@ impl Trainer<'_> {
                     .members
                     .iter()
                     .map(|m| m.record.index)
-                    .filter(|i| *i != self.me)
+                    .filter(|i| *i != self.ctx.me)
                     .take(1)
                     .collect();
                 tracing::warn!(
                     round = r,
                     "withholding our payload from all but {first_peer:?}"
                 );
-                self.block_on(self.client.withhold_own_payloads(Some(first_peer)))?;
+                self.ctx
+                    .block_on(self.ctx.client.withhold_own_payloads(Some(first_peer)))?;
             }
             Fault::Equivocate => self.equivocate(r, &mine.payload),
             Fault::Late => {
@@ -81,8 +82,8 @@ impl Trainer<'_> {
             size: other.len() as u64,
         };
         tracing::warn!(round = r, "equivocating: announcing a second payload");
-        let client = self.client.clone();
-        self.rt.spawn(async move {
+        let client = self.ctx.client.clone();
+        self.ctx.rt.spawn(async move {
             tokio::time::sleep(Duration::from_secs(1)).await;
             if let Err(e) = client.announce_once(r, second).await {
                 tracing::warn!("equivocation fault: {e}");
@@ -93,14 +94,19 @@ impl Trainer<'_> {
     /// Waits for another member's announcement of round `r` and fetches that payload.
     fn copy_a_payload(&self, r: u32) -> Result<Option<Vec<u8>>> {
         let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(self.a.round_deadline) {
-            let snap = self.client.snapshot();
+        while start.elapsed() < Duration::from_secs(self.ctx.a.round_deadline) {
+            let snap = self.ctx.client.snapshot();
             let others = snap
                 .announced
                 .iter()
-                .filter(|((round, m), _)| *round == r && *m != self.me);
+                .filter(|((round, m), _)| *round == r && *m != self.ctx.me);
             for ((_, m), a) in others {
-                match self.block_on(self.client.fetch_payload(*m, r, a.payload, MAX_COPY_BYTES)) {
+                match self.ctx.block_on(self.ctx.client.fetch_payload(
+                    *m,
+                    r,
+                    a.payload,
+                    MAX_COPY_BYTES,
+                )) {
                     Ok(bytes) => {
                         tracing::warn!(round = r, "announcing member {m}'s payload as ours");
                         return Ok(Some(bytes));

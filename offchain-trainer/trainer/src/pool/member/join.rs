@@ -9,12 +9,13 @@ use crate::chain_args::RunArgs;
 use crate::pool::{ensure_bonded, planck};
 use crate::prometheus::Exporter;
 
-/// Logs the pool's on-chain events as finalized blocks arrive, and sets the exporter's
-/// finalized height.
+/// Logs the pool's on-chain events as finalized blocks arrive, sets the exporter's
+/// finalized height and tells the duty worker (`duties`) of each block.
 pub(super) async fn log_chain_events(
     mut rx: tokio::sync::mpsc::Receiver<Result<FinalizedBlock, ChainError>>,
     pool: u32,
     exporter: Option<Exporter>,
+    duties: std::sync::mpsc::Sender<super::duty::DutyMsg>,
 ) {
     while let Some(b) = rx.recv().await {
         match b {
@@ -22,6 +23,8 @@ pub(super) async fn log_chain_events(
                 if let Some(x) = &exporter {
                     x.set_finalized_height(b.number);
                 }
+                // The worker is gone once the member stops: nothing left to tell.
+                let _ = duties.send(super::duty::DutyMsg::Finalized);
                 for e in b.events.iter().filter(|e| e.pool() == pool) {
                     tracing::info!(block = b.number, "chain: {e:?}");
                 }

@@ -18,24 +18,26 @@
 //! * **Trace** (during the inner phase): our full state at each of ≤ 16 segment boundaries
 //!   is kept with the round's evidence and served by its blake3; the hashes go in front of
 //!   our payload (Proof-of-Learning segments, `synod_diloco::trace`).
-//! * **Verify** (between rounds, [`duty`]): keep the included set's payloads and signed
-//!   announcements (`<base>/evidence/pool-<id>/`); once a round is final, check a sample of the
-//!   other contributors by their traces (start, end and drawn segments, states fetched from
-//!   the accused), replay whole any that fails or serves nothing, and challenge on-chain any
-//!   whose whole replay is outside the tolerance; as a juror (`--juror`), replay disputed
-//!   contributions whole and vote.
+//! * **Verify** (on the duty worker's thread, beside the rounds, [`duty`]): keep the included
+//!   set's payloads and signed announcements (`<base>/evidence/pool-<id>/`); as soon as a
+//!   round is final, check a sample of the other contributors by their traces (start, end and
+//!   drawn segments, states fetched from the accused), replay whole any that fails or serves
+//!   nothing, and challenge on-chain at once any whose whole replay is outside the tolerance;
+//!   as a juror (`--juror`), replay disputed contributions whole and vote.
 //! * **End**: when the pool completes, keep verifying and judging until the last round can no
 //!   longer be challenged, write `<base>/loss.png` and keep serving until live peers have our
 //!   last payload.
 
 mod agreed;
 mod catch_up;
+mod ctx;
 mod duty;
 mod exchange_set;
 mod fault;
 mod join;
 mod rounds;
 
+use ctx::Ctx;
 use join::{log_chain_events, register};
 
 use std::collections::BTreeMap;
@@ -44,20 +46,17 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use synod_chain::submit::account_of;
-use synod_chain::types::{AccountId, MemberInfo, PoolInfo, PoolStatus};
-use synod_chain::{Chain, Signer};
+use synod_chain::types::{MemberInfo, PoolStatus};
 use synod_checkpoint::CheckpointHash;
 use synod_diloco::OuterState;
 use synod_model::{eval_loss, load_params, TchInnerTrainer};
 use synod_p2p::libp2p_identity::Keypair;
-use synod_p2p::{
-    spawn, Client, Member, MemberKey, MemberSet, Multiaddr, NetConfig, PeerId, PublicKey,
-};
+use synod_p2p::{spawn, Member, MemberKey, MemberSet, Multiaddr, NetConfig, PeerId, PublicKey};
 use tokio::runtime::Runtime;
 
 use super::recipe::Recipe;
 use super::store::Store;
-use super::verify::{Replayer, Retained};
+use super::verify::Retained;
 use super::{connect, runtime};
 use crate::chain_args::RunArgs;
 use crate::event::TrainerEvent;
@@ -65,60 +64,28 @@ use crate::metrics::Metrics;
 use crate::prometheus::Exporter;
 use crate::train::{identity_seed, RoundRecord};
 
-/// The hashes of the states our `payload` names, which we store and serve to its verifiers:
-/// its trace's and, for a sparse payload, the error-feedback residuals it commits to
-/// ([`synod_diloco::residual`]; none for an untraced, dense or malformed payload).
-fn trace_of(payload: &[u8]) -> Vec<[u8; 32]> {
-    let mut hashes = synod_diloco::trace::split_trace(payload)
-        .ok()
-        .and_then(|(t, _)| t)
-        .unwrap_or_default();
-    if let Ok(Some(c)) = synod_diloco::residual::commitments_of(0, payload) {
-        hashes.extend(
-            [c.carried_in, c.carried_out]
-                .into_iter()
-                .filter(|h| *h != synod_diloco::residual::NO_RESIDUAL),
-        );
-    }
-    hashes
-}
-
 /// Where a member of `pool` keeps its evidence: `<base>/evidence/pool-<pool>/`.
 pub(crate) fn evidence_dir(base: &std::path::Path, pool: u32) -> std::path::PathBuf {
     base.join("evidence").join(format!("pool-{pool}"))
 }
 
-/// Everything a running member holds.
-struct Trainer<'a> {
-    a: &'a RunArgs,
-    rt: Runtime,
-    chain: Chain,
-    signer: Signer,
-    client: Client,
-    store: Store,
-    recipe: Recipe,
-    pool: u32,
-    spec_rounds: u32,
-    inner_steps: u32,
-    me: u32,
+/// Everything a running member's training thread holds.
+struct Trainer {
+    ctx: Ctx,
     /// Our inner trainer; `None` while an overlapped round's inner phase holds it.
     worker: Option<TchInnerTrainer>,
     members: Vec<MemberInfo>,
     metrics: Metrics,
-    /// Our account (the verifier identity in [`synod_diloco::verify::sampled`]).
-    account: AccountId,
-    /// The pool's challenge window, in blocks.
-    challenge_window: u32,
-    retained: Retained,
-    replayer: Replayer,
-    duties: duty::Duties,
+    /// The duty worker: verification, challenges, jury duty and equivocation reports, on
+    /// their own thread beside the rounds ([`duty`]).
+    duties: duty::DutyHandle,
     tokens: u64,
     /// (tokens, validation loss) of every round this process evaluated, for `loss.png`.
     curve: Vec<(f64, f64)>,
     /// Where the next round's wall clock starts: the end of the previous round's record.
     round_clock: std::time::Instant,
-    /// Seconds of duties run since the previous round's record ([`Trainer::duties`]).
-    duty_secs: f64,
+    /// The runtime `ctx.rt` is a handle of: dropped last, after the duty worker stopped.
+    _rt: Runtime,
 }
 
 /// `synod-trainer run`.
@@ -144,7 +111,14 @@ pub fn run(a: &RunArgs) -> Result<()> {
         Some(e)
     };
     let events = rt.block_on(chain.follow())?;
-    rt.spawn(log_chain_events(events, a.pool, exporter.clone()));
+    // Finalized blocks wake the duty worker (started once the pool trains).
+    let (duty_tx, duty_rx) = std::sync::mpsc::channel();
+    rt.spawn(log_chain_events(
+        events,
+        a.pool,
+        exporter.clone(),
+        duty_tx.clone(),
+    ));
     recipe.check(&info.spec, &a.recipe)?;
     std::fs::create_dir_all(&a.base_path)
         .with_context(|| format!("creating {}", a.base_path.display()))?;
@@ -193,8 +167,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     })?;
     let addrs = rt.block_on(client.listen_addrs());
 
-    let mut metrics =
-        Metrics::appending(&a.base_path.join("metrics.jsonl"))?.with_exporter(exporter);
+    let metrics = Metrics::appending(&a.base_path.join("metrics.jsonl"))?.with_exporter(exporter);
     metrics.emit(&TrainerEvent::Joined {
         account: account_of(&signer).to_string(),
         from_round,
@@ -230,53 +203,46 @@ pub fn run(a: &RunArgs) -> Result<()> {
         .setup
         .replica(&a.recipe.model, me, started.spec.inner_steps, total_steps)?
         .with_step_hook(inner_progress(a.quiet));
-    let account = account_of(&signer);
-    let mut t = Trainer {
-        a,
-        rt,
+    let ctx = Ctx {
+        a: Arc::new(a.clone()),
+        rt: rt.handle().clone(),
         chain,
-        signer,
+        signer: signer.clone(),
         client,
         store,
-        recipe,
+        recipe: Arc::new(recipe),
         pool,
         spec_rounds: started.spec.rounds,
         inner_steps: started.spec.inner_steps,
         me,
+        account: account_of(&signer),
+        challenge_window: started.spec.challenge_window,
+        retained: Retained::open(&evidence_dir(&a.base_path, a.pool))?,
+    };
+    let duties = duty::spawn(ctx.clone(), metrics.clone(), duty_tx, duty_rx)?;
+    let mut t = Trainer {
+        ctx,
         worker: Some(worker),
         members: Vec::new(),
         metrics,
-        account,
-        challenge_window: started.spec.challenge_window,
-        retained: Retained::open(&evidence_dir(&a.base_path, a.pool))?,
-        replayer: Replayer::new(started.spec.inner_steps, started.spec.rounds),
-        duties: duty::Duties::default(),
+        duties,
         tokens: 0,
         curve: Vec::new(),
         round_clock: std::time::Instant::now(),
-        duty_secs: 0.0,
+        _rt: rt,
     };
     let last = t.train(from_round, resumed)?;
     t.finish(last)
 }
 
-impl Trainer<'_> {
-    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.rt.block_on(f)
-    }
-
-    fn pool_info(&self) -> Result<PoolInfo> {
-        self.block_on(self.chain.pool(self.pool))?
-            .ok_or_else(|| anyhow!("pool {} disappeared", self.pool))
-    }
-
+impl Trainer {
     /// Reads the members and gives the network the set whose payloads count in `round`:
     /// the chain's frozen snapshot of `round` once it is open, the current members with
     /// `from_round ≤ round` before (see [`exchange_set::exchange_set`]). Returns the set's
     /// stakes in planck (snapshot weights; committed stakes before the round opens).
     fn refresh_members(&mut self, round: u32) -> Result<Vec<u128>> {
-        let (chain, pool) = (&self.chain, self.pool);
-        let (members, snapshot) = self.block_on(async {
+        let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
+        let (members, snapshot) = self.ctx.block_on(async {
             Ok::<_, anyhow::Error>((
                 chain.members(pool).await?,
                 chain.round_snapshot(pool, round).await?,
@@ -285,7 +251,7 @@ impl Trainer<'_> {
         let mut former = BTreeMap::new();
         if let Some(snapshot) = &snapshot {
             for index in exchange_set::former_indices(snapshot, &members) {
-                if let Some(f) = self.block_on(chain.former_member(pool, index))? {
+                if let Some(f) = self.ctx.block_on(chain.former_member(pool, index))? {
                     former.insert(index, f);
                 }
             }
@@ -307,115 +273,55 @@ impl Trainer<'_> {
             }
         }
         self.members = members;
-        self.block_on(
-            self.client
-                .set_members(MemberSet::new(u64::from(self.pool), set)),
+        self.ctx.block_on(
+            self.ctx
+                .client
+                .set_members(MemberSet::new(u64::from(self.ctx.pool), set)),
         )?;
         Ok(stakes)
     }
 
+    /// The peer ids of the members other than us (as last read by
+    /// [`Trainer::refresh_members`]).
     fn peers(&self) -> Vec<PeerId> {
-        self.members
-            .iter()
-            .filter(|m| m.record.index != self.me)
-            .filter_map(|m| PeerId::from_bytes(&m.record.peer_id).ok())
-            .collect()
-    }
-
-    /// Serves the trace states of our `payload` for `round` that are still kept (a payload
-    /// kept before a restart: verifiers fetch its states by the hashes it carries).
-    fn serve_trace(&self, round: u32, payload: &[u8]) {
-        for h in trace_of(payload) {
-            let path = self.retained.trace_path(round, &h);
-            if path.exists() {
-                self.client.serve_file(h, path);
-            }
-        }
-    }
-
-    /// Stops serving the trace states of our payload of `round` (its evidence, trace included,
-    /// is being forgotten: nobody can challenge it any more).
-    fn drop_trace(&self, round: u32) {
-        if let Some(payload) = self.retained.payload(round, self.me) {
-            let hashes = trace_of(&payload);
-            for h in &hashes {
-                self.client.unserve_file(h);
-            }
-            self.serve_shared(round, &hashes);
-        }
-    }
-
-    /// Stops serving and deletes the trace states of our `payload` for `round`, except those
-    /// `kept`'s trace also names (a recomputed phase shares its start state with the kept one).
-    fn forget_trace(&self, round: u32, payload: &[u8], kept: Option<&[u8]>) {
-        let keep = kept.map(trace_of).unwrap_or_default();
-        let gone: Vec<[u8; 32]> = trace_of(payload)
-            .into_iter()
-            .filter(|h| !keep.contains(h))
-            .collect();
-        for h in &gone {
-            self.client.unserve_file(h);
-            let _ = std::fs::remove_file(self.retained.trace_path(round, h));
-        }
-        self.serve_shared(round, &gone);
-    }
-
-    /// Serves again, from another round's copy, any of `hashes` that a payload of ours for a
-    /// round other than `round` still names: a sparse payload's residual `e_r` is round r's
-    /// `carried_out` and round r + 1's `carried_in`, kept with both rounds' evidence.
-    fn serve_shared(&self, round: u32, hashes: &[[u8; 32]]) {
-        for r in self.retained.rounds().into_iter().filter(|r| *r != round) {
-            let Some(payload) = self.retained.payload(r, self.me) else {
-                continue;
-            };
-            for h in trace_of(&payload).iter().filter(|h| hashes.contains(h)) {
-                let path = self.retained.trace_path(r, h);
-                if path.exists() {
-                    self.client.serve_file(*h, path);
-                }
-            }
-        }
-    }
-
-    /// The last final checkpoint (round 0: θ₀).
-    fn last_final(&self) -> Result<(u32, CheckpointHash)> {
-        Ok(self
-            .block_on(self.chain.last_final(self.pool))?
-            .unwrap_or((0, self.recipe.theta0_hash)))
+        self.ctx.peers_in(&self.members)
     }
 
     /// Keeps the last final checkpoint `hash` served to members (re)joining the pool, whatever
     /// else we serve later (p2p serves a bounded number: `MAX_SERVED_CHECKPOINTS`); `bytes`, or
     /// the stored file, if it is not served yet.
     fn keep_serving_final(&self, hash: CheckpointHash, bytes: Option<&[u8]>) -> Result<()> {
-        if self.block_on(self.client.pin_checkpoint(hash))? {
+        if self.ctx.block_on(self.ctx.client.pin_checkpoint(hash))? {
             return Ok(());
         }
-        let Some(bytes) = bytes.map(<[u8]>::to_vec).or_else(|| self.store.get(&hash)) else {
+        let Some(bytes) = bytes
+            .map(<[u8]>::to_vec)
+            .or_else(|| self.ctx.store.get(&hash))
+        else {
             return Ok(());
         };
-        self.block_on(async {
-            self.client.serve_checkpoint(Arc::new(bytes)).await?;
-            self.client.pin_checkpoint(hash).await
+        self.ctx.block_on(async {
+            self.ctx.client.serve_checkpoint(Arc::new(bytes)).await?;
+            self.ctx.client.pin_checkpoint(hash).await
         })?;
         Ok(())
     }
 
     /// Outer state from the checkpoint `hash` (local or fetched), numbered as after `round`.
     fn load(&mut self, hash: CheckpointHash, round: u32) -> Result<OuterState> {
-        let local = self.store.get(&hash).is_some();
+        let local = self.ctx.store.get(&hash).is_some();
         let peers = self.peers();
         let sp = (!local).then(|| {
             spinner(
-                self.a.quiet,
+                self.ctx.a.quiet,
                 format!(
                     "catching up: fetching the checkpoint of round {round} ({}…)",
                     &synod_checkpoint::hex(&hash)[..12]
                 ),
             )
         });
-        let bytes = self.block_on(self.store.get_or_fetch(
-            &self.client,
+        let bytes = self.ctx.block_on(self.ctx.store.get_or_fetch(
+            &self.ctx.client,
             &peers,
             hash,
             Duration::from_secs(300),
@@ -425,7 +331,7 @@ impl Trainer<'_> {
         }
         let bytes = bytes?;
         self.keep_serving_final(hash, Some(&bytes))?;
-        let state = self.a.recipe.outer.restore(&bytes, round)?;
+        let state = self.ctx.a.recipe.outer.restore(&bytes, round)?;
         self.metrics.emit(&TrainerEvent::Synced {
             round,
             hash: synod_checkpoint::hex(&hash),
@@ -441,7 +347,7 @@ impl Trainer<'_> {
 
     /// Evaluates θ and emits the round's record. With `busy` (the inner-phase seconds that
     /// ran within the round), its wall clock is everything since the previous record
-    /// (`round_clock`): the duties run in between and this evaluation included. Restarts the
+    /// (`round_clock`): the chain waits and this evaluation included. Restarts the
     /// clock for the next round.
     fn record(&mut self, state: &OuterState, r: RoundRecord, busy: Option<f64>) -> Result<()> {
         let t_eval = std::time::Instant::now();
@@ -453,8 +359,8 @@ impl Trainer<'_> {
         let val_loss = eval_loss(
             &worker.model,
             &worker.plan,
-            self.a.recipe.model.eval_batches,
-            self.recipe.setup.device,
+            self.ctx.a.recipe.model.eval_batches,
+            self.ctx.recipe.setup.device,
         )?;
         self.curve.push((r.tokens as f64, val_loss));
         let mut r = RoundRecord {
@@ -464,7 +370,7 @@ impl Trainer<'_> {
         };
         if let Some(busy) = busy {
             r = RoundRecord {
-                duty_secs: std::mem::take(&mut self.duty_secs),
+                duty_secs: self.duties.take_busy_secs(),
                 ..r
             }
             .with_busy_wall(busy, self.round_clock.elapsed().as_secs_f64());

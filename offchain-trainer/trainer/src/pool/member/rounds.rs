@@ -124,7 +124,7 @@ fn traced_phase(
     )?)
 }
 
-impl Trainer<'_> {
+impl Trainer {
     /// Our error-feedback memory for round `r`, whose inner phase starts from the checkpoint
     /// of round r − 1 with included set `included_prev`: a fresh one for dense codecs; for
     /// the sparse codec, `e_{r−1}` as the shared rule names it
@@ -142,11 +142,12 @@ impl Trainer<'_> {
         included_prev: &[u32],
         like: &synod_checkpoint::ParamSet,
     ) -> synod_diloco::ErrorFeedback {
-        let outer = &self.a.recipe.outer;
+        let outer = &self.ctx.a.recipe.outer;
         if !outer.wire.sparse() {
             return outer.feedback();
         }
-        let residual = match expected_carried_in(&self.retained, r, self.me, included_prev) {
+        let residual = match expected_carried_in(&self.ctx.retained, r, self.ctx.me, included_prev)
+        {
             Some(h) if h == NO_RESIDUAL => None,
             Some(h) => self.read_residual(r, &h, like),
             None => {
@@ -170,10 +171,10 @@ impl Trainer<'_> {
         like: &synod_checkpoint::ParamSet,
     ) -> Option<synod_diloco::PseudoGradient> {
         let read = || -> Result<synod_diloco::PseudoGradient> {
-            let bytes = self.retained.kept_state(r - 1, hash)?;
+            let bytes = self.ctx.retained.kept_state(r - 1, hash)?;
             let e = synod_diloco::residual::residual_from_bytes(like, &bytes)?;
-            let path = self.retained.save_trace_state(r, hash, &bytes)?;
-            self.client.serve_file(*hash, path);
+            let path = self.ctx.retained.save_trace_state(r, hash, &bytes)?;
+            self.ctx.client.serve_file(*hash, path);
             Ok(e)
         };
         read()
@@ -187,22 +188,11 @@ impl Trainer<'_> {
             .ok()
     }
 
-    /// The included set of final round `round` (empty for round 0, θ₀, or a round not final).
-    pub(super) fn final_included(&self, round: u32) -> Result<Vec<u32>> {
-        if round == 0 {
-            return Ok(Vec::new());
-        }
-        Ok(self
-            .block_on(self.chain.final_checkpoint(self.pool, round))?
-            .map(|f| f.included)
-            .unwrap_or_default())
-    }
-
     /// Waits for our commit of `p` to be processed and for the round to close on-chain; if the
     /// members' included sets split and the chain fixes another set than ours, aggregates that
     /// one and commits again ([`Trainer::recommit`]).
     fn settle(&mut self, mut p: Pending) -> Result<Closed> {
-        let failure = match self.block_on(&mut p.commit) {
+        let failure = match self.ctx.block_on(&mut p.commit) {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(format!("commit failed: {e}")),
             Err(e) => Some(format!("commit task failed: {e}")),
@@ -216,9 +206,9 @@ impl Trainer<'_> {
             hash: synod_checkpoint::hex(&p.hash),
             round: p.round,
         })?;
-        let (pool, round, me) = (self.pool, p.round, self.me);
+        let (pool, round, me) = (self.ctx.pool, p.round, self.ctx.me);
         // A member of `--fault late` withholds its commit: it does not commit again either.
-        let mut tries_left = if self.a.fault == Some(Fault::Late) {
+        let mut tries_left = if self.ctx.a.fault == Some(Fault::Late) {
             0
         } else {
             RECOMMIT_TRIES
@@ -226,9 +216,9 @@ impl Trainer<'_> {
         // Our second commit's checkpoint, once the chain took it.
         let mut second: Option<CheckpointHash> = None;
         let closed = loop {
-            let chain = &self.chain;
+            let chain = &self.ctx.chain;
             let may = tries_left > 0 && second.is_none();
-            let step = self.block_on(chain.wait_for(
+            let step = self.ctx.block_on(chain.wait_for(
                 "the round to close",
                 Duration::from_secs(3600),
                 || async {
@@ -297,7 +287,7 @@ impl Trainer<'_> {
             if closed == Closed::Final(ours) {
                 self.keep_serving_final(ours, None)?;
             } else {
-                self.store.remove(&ours);
+                self.ctx.store.remove(&ours);
             }
         }
         Ok(closed)
@@ -305,22 +295,22 @@ impl Trainer<'_> {
 
     /// Keeps the included set's payloads and signed announcements of `round` for verification.
     fn retain(&mut self, round: u32, ex: &ExchangeOutcome) {
-        for c in ex.included.iter().filter(|c| c.member != self.me) {
+        for c in ex.included.iter().filter(|c| c.member != self.ctx.me) {
             let ann = ex.announcements.get(&c.member).map(|a| a.as_slice());
-            if let Err(e) = self.retained.save(round, c.member, &c.payload, ann) {
+            if let Err(e) = self.ctx.retained.save(round, c.member, &c.payload, ann) {
                 tracing::warn!(round, member = c.member, "cannot keep evidence: {e}");
             }
         }
-        self.duties.to_verify.insert(round);
+        self.duties.verify(round);
     }
 
     /// Trains until the pool's last round; returns the last round we computed.
     pub(super) fn train(&mut self, from_round: u32, resumed: bool) -> Result<u32> {
         // After a restart, the traces of our rounds that can still be verified are served
         // again (they are kept with the rounds' evidence).
-        for r in self.retained.rounds() {
-            if let Some(payload) = self.retained.payload(r, self.me) {
-                self.serve_trace(r, &payload);
+        for r in self.ctx.retained.rounds() {
+            if let Some(payload) = self.ctx.retained.payload(r, self.ctx.me) {
+                self.ctx.serve_trace(r, &payload);
             }
         }
         // θ of the round we train from (its blake3): the last final checkpoint.
@@ -332,28 +322,29 @@ impl Trainer<'_> {
             self.record(
                 &state,
                 RoundRecord {
-                    checkpoint_hash: Some(synod_checkpoint::hex(&self.recipe.theta0_hash)),
+                    checkpoint_hash: Some(synod_checkpoint::hex(&self.ctx.recipe.theta0_hash)),
                     ..r0
                 },
                 None,
             )?;
         }
-        let codec = self.a.recipe.outer.encode_options();
-        let rule = self.a.recipe.outer.aggregation().rule();
+        let codec = self.ctx.a.recipe.outer.encode_options();
+        let rule = self.ctx.a.recipe.outer.aggregation().rule();
         let xcfg = ExchangeConfig {
-            deadline: Duration::from_secs(self.a.round_deadline),
-            max_payload_bytes: self.recipe.max_payload_bytes,
+            deadline: Duration::from_secs(self.ctx.a.round_deadline),
+            max_payload_bytes: self.ctx.recipe.max_payload_bytes,
             ..ExchangeConfig::default()
         };
-        let batch_tokens = (self.recipe.setup.plan.batch * self.recipe.setup.plan.seq_len) as u64;
-        let boundaries = if self.a.recipe.model.keep_inner_state {
+        let batch_tokens =
+            (self.ctx.recipe.setup.plan.batch * self.ctx.recipe.setup.plan.seq_len) as u64;
+        let boundaries = if self.ctx.a.recipe.model.keep_inner_state {
             Vec::new() // not replayable from θ alone: no trace either
         } else {
-            self.a.recipe.segment_boundaries(self.inner_steps)
+            self.ctx.a.recipe.segment_boundaries(self.ctx.inner_steps)
         };
         let ctx = RoundCtx {
             codec,
-            feedback: self.a.recipe.outer.feedback(),
+            feedback: self.ctx.a.recipe.outer.feedback(),
             rule,
             xcfg,
             batch_tokens,
@@ -361,20 +352,20 @@ impl Trainer<'_> {
         };
         // The first round's wall clock starts here, after catching up.
         self.round_clock = Instant::now();
-        self.duty_secs = 0.0;
-        if self.a.recipe.outer.overlap {
+        self.duties.take_busy_secs();
+        if self.ctx.a.recipe.outer.overlap {
             return self.train_overlapped(state, parent, &ctx);
         }
         let mut pending: Option<Pending> = None;
         let mut last = 0;
-        while state.round < self.spec_rounds {
+        while state.round < self.ctx.spec_rounds {
             let r = state.round + 1;
             self.refresh_members(r)?;
             // θ_{r−1}'s included set: ours while its commit is pending (optimistic), else the
             // chain's (a final checkpoint we loaded).
             let included_prev = match &pending {
                 Some(p) => p.included.clone(),
-                None => self.final_included(state.round)?,
+                None => self.ctx.final_included(state.round)?,
             };
             let mut feedback = self.round_feedback(r, &included_prev, &state.params);
             let worker = self
@@ -384,11 +375,11 @@ impl Trainer<'_> {
             let (mut mine, report) = traced_phase(
                 &state,
                 worker,
-                self.me,
+                self.ctx.me,
                 &ctx,
                 &mut feedback,
-                &self.retained,
-                &self.client,
+                &self.ctx.retained,
+                &self.ctx.client,
             )?;
             if let Some(p) = pending.take() {
                 let ours = p.hash;
@@ -396,8 +387,8 @@ impl Trainer<'_> {
                     Closed::Final(h) if h == ours => parent = ours,
                     _ => {
                         // That phase started from a θ_{r−1} that lost: its trace is dead.
-                        self.forget_trace(r, &mine.payload, None);
-                        let (_, hash) = self.last_final()?;
+                        self.ctx.forget_trace(r, &mine.payload, None);
+                        let (_, hash) = self.ctx.last_final()?;
                         state = self.load(hash, r - 1)?;
                         parent = hash;
                         continue;
@@ -414,14 +405,13 @@ impl Trainer<'_> {
             self.record(&state, rec.with_phase(&report), Some(report.secs))?;
             pending = Some(p);
             last = r;
-            self.duties();
         }
         if let Some(p) = pending.take() {
             if let Closed::Final(h) = self.settle(p)? {
                 // Keep the final file even if ours lost the vote.
                 let peers = self.peers();
-                self.block_on(self.store.get_or_fetch(
-                    &self.client,
+                self.ctx.block_on(self.ctx.store.get_or_fetch(
+                    &self.ctx.client,
                     &peers,
                     h,
                     Duration::from_secs(300),
@@ -446,17 +436,17 @@ impl Trainer<'_> {
     ) -> Result<u32> {
         let mut next: Option<Computed> = None;
         let mut last = 0;
-        while state.round < self.spec_rounds {
+        while state.round < self.ctx.spec_rounds {
             let r = state.round + 1;
             let stakes = self.refresh_members(r)?;
-            let start = self.inner_start(r, parent)?;
+            let start = self.ctx.inner_start(r, parent)?;
             // Inner-phase seconds run within this round's wall clock.
             let mut busy = 0.0;
             let (mut mine, report) = match next.take() {
                 Some(c) if c.round == r && c.start == start => (c.mine, c.report),
                 stale => {
                     if let Some(c) = stale {
-                        self.forget_trace(c.round, &c.mine.payload, None);
+                        self.ctx.forget_trace(c.round, &c.mine.payload, None);
                     }
                     // θ_{r−2} after a restart or a round computed ahead from another start
                     // (not pinned as the last final checkpoint: it is not).
@@ -464,13 +454,13 @@ impl Trainer<'_> {
                         state.clone()
                     } else {
                         let peers = self.peers();
-                        let bytes = self.block_on(self.store.get_or_fetch(
-                            &self.client,
+                        let bytes = self.ctx.block_on(self.ctx.store.get_or_fetch(
+                            &self.ctx.client,
                             &peers,
                             start,
                             Duration::from_secs(300),
                         ))?;
-                        self.a.recipe.outer.restore(&bytes, r - 1)?
+                        self.ctx.a.recipe.outer.restore(&bytes, r - 1)?
                     };
                     let worker = self
                         .worker
@@ -479,11 +469,11 @@ impl Trainer<'_> {
                     let phase = traced_phase(
                         &from,
                         worker,
-                        self.me,
+                        self.ctx.me,
                         ctx,
                         &mut ctx.feedback.clone(),
-                        &self.retained,
-                        &self.client,
+                        &self.ctx.retained,
+                        &self.ctx.client,
                     )?;
                     busy += phase.1.secs;
                     phase
@@ -492,14 +482,18 @@ impl Trainer<'_> {
             self.inject_fault(r, &state, &mut mine, &ctx.codec)?;
             self.keep_own(r, &start, &mut mine)?;
             // Round r + 1 starts from θ_{r−1}: its inner phase runs while round r settles.
-            let ahead = (r < self.spec_rounds)
+            let ahead = (r < self.ctx.spec_rounds)
                 .then(|| {
                     let mut from = state.clone();
                     from.round = r; // θ_{r−1}, numbered so that its next round is r + 1
                     self.worker.take().map(|w| (from, w))
                 })
                 .flatten();
-            let (retained, client, me) = (self.retained.clone(), self.client.clone(), self.me);
+            let (retained, client, me) = (
+                self.ctx.retained.clone(),
+                self.ctx.client.clone(),
+                self.ctx.me,
+            );
             let (settled, job) = std::thread::scope(|s| {
                 let job = ahead.map(|(from, mut w)| {
                     s.spawn(move || {
@@ -547,24 +541,8 @@ impl Trainer<'_> {
                 }
             }
             last = r;
-            self.duties();
         }
         Ok(last)
-    }
-
-    /// [`crate::pool::inner_start`] of this pool's recipe.
-    ///
-    /// # Errors
-    /// As [`crate::pool::inner_start`].
-    pub(super) fn inner_start(&self, round: u32, parent: CheckpointHash) -> Result<CheckpointHash> {
-        let overlap = self.a.recipe.outer.overlap;
-        self.block_on(crate::pool::inner_start(
-            &self.chain,
-            self.pool,
-            overlap,
-            round,
-            parent,
-        ))
     }
 
     /// Keeps our payload `mine` of round `r`, computed from checkpoint `start`, before it is
@@ -578,21 +556,22 @@ impl Trainer<'_> {
         // Announcing a payload we could not keep would risk a second, different one after
         // a restart: an equivocation, slashed on-chain. A member that cannot write its
         // evidence directory stops instead.
-        match self.retained.own(r, self.me, start) {
+        match self.ctx.retained.own(r, self.ctx.me, start) {
             Some(kept) => {
                 // Recomputed after a restart: the kept payload's trace is the one we serve.
-                self.forget_trace(r, &mine.payload, Some(&kept));
-                self.serve_trace(r, &kept);
+                self.ctx.forget_trace(r, &mine.payload, Some(&kept));
+                self.ctx.serve_trace(r, &kept);
                 mine.payload = Arc::new(kept);
             }
             None => {
                 // A payload kept for r from another start is dead: so is its trace (but
                 // not the states ours shares with it: same θ, other momentum).
-                if let Some(old) = self.retained.payload(r, self.me) {
-                    self.forget_trace(r, &old, Some(&mine.payload));
+                if let Some(old) = self.ctx.retained.payload(r, self.ctx.me) {
+                    self.ctx.forget_trace(r, &old, Some(&mine.payload));
                 }
-                self.retained
-                    .save_own(r, self.me, start, &mine.payload)
+                self.ctx
+                    .retained
+                    .save_own(r, self.ctx.me, start, &mine.payload)
                     .with_context(|| {
                         format!("keeping our payload of round {r} before announcing it")
                     })?;
@@ -622,32 +601,38 @@ impl Trainer<'_> {
     ) -> Result<(Pending, RoundRecord)> {
         let payload_bytes = mine.payload.len() as u64;
         let sp = super::spinner(
-            self.a.quiet,
+            self.ctx.a.quiet,
             format!("round {r}: exchanging pseudo-gradients (fetching the members' payloads)"),
         );
-        let ex = self.block_on(all_gather(&self.client, r, mine.payload, ctx.xcfg));
+        let ex = self
+            .ctx
+            .block_on(all_gather(&self.ctx.client, r, mine.payload, ctx.xcfg));
         sp.finish_and_clear();
         let ex = ex?;
         let received: u64 = ex
             .included
             .iter()
-            .filter(|c| c.member != self.me)
+            .filter(|c| c.member != self.ctx.me)
             .map(|c| c.payload.len() as u64)
             .sum();
         self.metrics.emit(&TrainerEvent::Exchange {
             bytes_received: received,
-            peers_connected: self.client.snapshot().connected.len() as u64,
+            peers_connected: self.ctx.client.snapshot().connected.len() as u64,
             round: r,
         })?;
         self.retain(r, &ex);
         let t_outer = Instant::now();
         let included = crate::train::net::contributions(&ex.included);
         let outcome = state.apply(&included, ctx.rule.aggregator(Some(&stakes)).as_ref())?;
-        self.store.put(&outcome.checkpoint)?;
-        self.block_on(self.client.serve_checkpoint(Arc::new(outcome.checkpoint)))?;
+        self.ctx.store.put(&outcome.checkpoint)?;
+        self.ctx.block_on(
+            self.ctx
+                .client
+                .serve_checkpoint(Arc::new(outcome.checkpoint)),
+        )?;
         let outer_secs = t_outer.elapsed().as_secs_f64();
         self.tokens +=
-            outcome.included.len() as u64 * u64::from(self.inner_steps) * ctx.batch_tokens;
+            outcome.included.len() as u64 * u64::from(self.ctx.inner_steps) * ctx.batch_tokens;
         let rec = RoundRecord {
             bytes_sent_per_worker: payload_bytes,
             checkpoint_hash: Some(synod_checkpoint::hex(&outcome.hash)),
@@ -658,14 +643,14 @@ impl Trainer<'_> {
             ..self.blank(r)
         };
         let (chain, signer, pool, hash, included) = (
-            self.chain.clone(),
-            self.signer.clone(),
-            self.pool,
+            self.ctx.chain.clone(),
+            self.ctx.signer.clone(),
+            self.ctx.pool,
             outcome.hash,
             outcome.included.clone(),
         );
-        let withhold = self.a.fault == Some(Fault::Late);
-        let commit = self.rt.spawn(async move {
+        let withhold = self.ctx.a.fault == Some(Fault::Late);
+        let commit = self.ctx.rt.spawn(async move {
             if withhold {
                 return Ok(());
             }
@@ -694,8 +679,8 @@ impl Trainer<'_> {
 
     /// Waits for the pool to complete, then serves until live peers have our last payload.
     pub(super) fn finish(mut self, last: u32) -> Result<()> {
-        let (chain, pool) = (&self.chain, self.pool);
-        let p = self.block_on(chain.wait_for(
+        let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
+        let p = self.ctx.block_on(chain.wait_for(
             "the pool to complete",
             Duration::from_secs(3600),
             || async {
@@ -705,11 +690,14 @@ impl Trainer<'_> {
                     .filter(|p| p.status != PoolStatus::Training))
             },
         ))?;
-        self.finish_duties(Duration::from_secs(3600));
-        let (f, h) = self.last_final()?;
+        self.duties.finish(Duration::from_secs(3600));
+        let (f, h) = self.ctx.last_final()?;
         if !self.curve.is_empty() {
-            let label = format!("member {} of pool {pool}, H={}", self.me, self.inner_steps);
-            let png = self.a.base_path.join("loss.png");
+            let label = format!(
+                "member {} of pool {pool}, H={}",
+                self.ctx.me, self.ctx.inner_steps
+            );
+            let png = self.ctx.a.base_path.join("loss.png");
             loss_vs_tokens(
                 &png,
                 "synod-trainer run: validation loss",
@@ -719,18 +707,18 @@ impl Trainer<'_> {
                 }],
             )?;
         }
-        let mut metrics = self.metrics;
+        let metrics = self.metrics;
         metrics.emit(&TrainerEvent::Done {
             final_checkpoint: synod_checkpoint::hex(&h),
-            final_checkpoint_file: self.store.path(&h),
+            final_checkpoint_file: self.ctx.store.path(&h),
             last_final_round: f,
             last_round_trained: last,
             pool,
             status: format!("{:?}", p.status),
         })?;
         let dead_after = ExchangeConfig::default().dead_after;
-        self.rt.block_on(synod_p2p::finish(
-            &self.client,
+        self.ctx.rt.block_on(synod_p2p::finish(
+            &self.ctx.client,
             last,
             dead_after,
             Duration::from_secs(30),

@@ -5,28 +5,35 @@ use anyhow::Result;
 use synod_chain::calls;
 use synod_chain::types::Verdict;
 
+use super::DutyWorker;
 use crate::event::TrainerEvent;
-use crate::pool::member::Trainer;
 
-impl Trainer<'_> {
+impl DutyWorker {
     /// Opens the challenges of dishonest contributions found so far. Another challenge being
     /// open does not stop ours (an accomplice's sham challenge must not shield the cheater);
     /// a contribution already found guilty, or out of its challenge window, is dropped; one
     /// whose challenge by us is already open is done; one that cannot be opened yet (the
     /// challenge schedule full) is retried next pass.
     pub(super) fn open_pending_challenges(&mut self) -> Result<()> {
-        let pool = self.pool;
+        let pool = self.ctx.pool;
         for ((round, member), (who, distance)) in self.duties.to_challenge.clone() {
-            let verdict = self.block_on(self.chain.verdict(pool, round, &who))?;
-            let f = self.block_on(self.chain.final_checkpoint(pool, round))?;
-            let now = self.block_on(self.chain.finalized_number())?;
+            let verdict = self
+                .ctx
+                .block_on(self.ctx.chain.verdict(pool, round, &who))?;
+            let f = self
+                .ctx
+                .block_on(self.ctx.chain.final_checkpoint(pool, round))?;
+            let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
             let (outcome, done) = if verdict == Some(Verdict::Guilty) {
                 ("not opened: already convicted".to_string(), true)
             } else if f.is_none_or(|f| !self.round_state(&f).phase(now).accepts_challenges()) {
                 ("not opened: challenge window closed".to_string(), true)
-            } else if let Some(evidence) = self.retained.announcement(round, member) {
+            } else if let Some(evidence) = self.ctx.retained.announcement(round, member) {
                 let call = calls::open_challenge(pool, round, who, evidence)?;
-                match self.block_on(self.chain.submit(&call, &self.signer)) {
+                match self
+                    .ctx
+                    .block_on(self.ctx.chain.submit(&call, &self.ctx.signer))
+                {
                     Ok(_) => ("opened".to_string(), true),
                     Err(e) if e.is_module("Challenges", "AlreadyChallenged") => {
                         ("not opened: ours is already open".to_string(), true)

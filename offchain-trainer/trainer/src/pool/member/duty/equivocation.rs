@@ -6,11 +6,11 @@ use synod_chain::types::{AccountId, PoolStatus};
 use synod_chain::{calls, ChainError};
 use synod_p2p::Equivocation;
 
+use super::DutyWorker;
 use super::*;
 use crate::event::TrainerEvent;
-use crate::pool::member::Trainer;
 
-impl Trainer<'_> {
+impl DutyWorker {
     /// Reports on-chain every equivocation the network saw (two payloads signed by one member
     /// for one round): `Challenges::report_equivocation` slashes it at once. The accused's
     /// account is read from the round's snapshot (a member that left after it opened is still
@@ -20,7 +20,7 @@ impl Trainer<'_> {
     /// opened while the pool trains on, and after [`MAX_TRIES`] passes that failed otherwise
     /// (RPC). A voided round stays reportable: the equivocation may be what voided it.
     pub(super) fn report_equivocations(&mut self) -> Result<()> {
-        for (key, proof) in self.client.take_equivocations() {
+        for (key, proof) in self.ctx.client.take_equivocations() {
             self.duties.to_report.entry(key).or_insert((proof, 0));
         }
         for ((round, member), (proof, tries)) in self.duties.to_report.clone() {
@@ -52,7 +52,7 @@ impl Trainer<'_> {
         Ok(())
     }
 
-    /// One pass of [`Trainer::report_equivocations`] for member `member`'s equivocation in
+    /// One pass of [`DutyWorker::report_equivocations`] for member `member`'s equivocation in
     /// `round`: `None` to drop it silently (the round is not kept, or the member is not in it);
     /// else (outcome, whether it is done, the accused).
     #[allow(clippy::type_complexity)]
@@ -62,10 +62,11 @@ impl Trainer<'_> {
         member: u32,
         proof: &Equivocation,
     ) -> Result<Option<(String, bool, Option<AccountId>)>> {
-        let (chain, pool) = (&self.chain, self.pool);
-        let Some(snapshot) = self.block_on(chain.round_snapshot(pool, round))? else {
+        let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
+        let Some(snapshot) = self.ctx.block_on(chain.round_snapshot(pool, round))? else {
             // Not opened yet (a round ahead of the chain): kept while the pool trains on.
             let ahead = self
+                .ctx
                 .block_on(chain.pool(pool))?
                 .filter(|p| p.status == PoolStatus::Training)
                 .is_some_and(|p| round > p.current_round);
@@ -76,9 +77,9 @@ impl Trainer<'_> {
         };
         // A voided round's snapshot stays in storage after its stake may be withdrawn (until
         // the pool's next voids delete it); the chain refuses reports from then on.
-        if self.block_on(chain.voided(pool, round))? {
-            let now = self.block_on(chain.finalized_number())?;
-            let kept = self.block_on(chain.kept_snapshots(pool))?;
+        if self.ctx.block_on(chain.voided(pool, round))? {
+            let now = self.ctx.block_on(chain.finalized_number())?;
+            let kept = self.ctx.block_on(chain.kept_snapshots(pool))?;
             // The report lands a block or two after the finalized head.
             if !kept
                 .iter()
@@ -90,6 +91,7 @@ impl Trainer<'_> {
         }
         let recorded = || -> Result<bool> {
             Ok(self
+                .ctx
                 .block_on(chain.equivocation(pool, round, &who))?
                 .is_some())
         };
@@ -103,7 +105,7 @@ impl Trainer<'_> {
             proof.first.to_vec(),
             proof.second.to_vec(),
         )?;
-        let (outcome, done) = match self.block_on(chain.submit(&call, &self.signer)) {
+        let (outcome, done) = match self.ctx.block_on(chain.submit(&call, &self.ctx.signer)) {
             // Confirmed by the chain, whoever's report landed.
             Ok(_) if recorded()? => ("reported".to_string(), true),
             Ok(_) => ("submitted, not recorded".to_string(), false),

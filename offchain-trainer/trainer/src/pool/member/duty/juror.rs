@@ -7,37 +7,38 @@ use anyhow::{anyhow, Result};
 use synod_chain::calls;
 use synod_chain::types::ChallengeInfo;
 
+use super::DutyWorker;
 use crate::event::TrainerEvent;
-use crate::pool::member::Trainer;
 use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::vote::juror_vote;
 
-impl Trainer<'_> {
+impl DutyWorker {
     /// Votes on every drawn jury we sit on; records in `awaiting` the rounds of our pool's
     /// challenges that still wait for a draw or our vote.
     pub(super) fn jury_duty(&mut self) -> Result<()> {
-        if !self.a.juror {
+        if !self.ctx.a.juror {
             return Ok(());
         }
-        let next = self.block_on(self.chain.next_challenge_id())?;
+        let next = self.ctx.block_on(self.ctx.chain.next_challenge_id())?;
         let mut awaiting = BTreeSet::new();
         for id in self.duties.cursor..next {
             if self.duties.handled.contains(&id) {
                 continue;
             }
-            match self.block_on(self.chain.challenge(id))? {
+            match self.ctx.block_on(self.ctx.chain.challenge(id))? {
                 None => {
                     self.duties.handled.insert(id);
                 }
                 Some(c) if c.jury.is_empty() => {
-                    if c.pool_id == self.pool {
+                    if c.pool_id == self.ctx.pool {
                         awaiting.insert(c.round);
                     }
                 }
                 Some(c) => {
-                    if c.jury.iter().any(|s| s.who == self.account)
+                    if c.jury.iter().any(|s| s.who == self.ctx.account)
                         && self
-                            .block_on(self.chain.vote_of(id, &self.account))?
+                            .ctx
+                            .block_on(self.ctx.chain.vote_of(id, &self.ctx.account))?
                             .is_none()
                     {
                         // A failed vote is retried next pass; it must not hold up the others.
@@ -65,19 +66,22 @@ impl Trainer<'_> {
         c: &ChallengeInfo,
         member: u32,
     ) -> Result<std::result::Result<(bool, f64), String>> {
-        let Some(kept) = self.retained.payload(c.round, member) else {
+        let Some(kept) = self.ctx.retained.payload(c.round, member) else {
             return Ok(Err("no payload of the accused was kept".into()));
         };
         // Two digests under the accused's key for one round convict without a replay (an
         // accomplice's sham challenge with a never-gossiped announcement looks like that).
-        let parent = match self.block_on(self.chain.final_checkpoint(self.pool, c.round))? {
+        let parent = match self
+            .ctx
+            .block_on(self.ctx.chain.final_checkpoint(self.ctx.pool, c.round))?
+        {
             Some(f) => f.parent,
             None => return Err(anyhow!("round {} is not final", c.round)),
         };
         let (round, digest, expires) = (c.round, c.payload_digest, u64::from(c.expires_at));
-        if self.a.recipe.outer.wire.sparse() {
-            let included_prev = self.final_included(round.saturating_sub(1))?;
-            if expected_carried_in(&self.retained, round, member, &included_prev).is_none() {
+        if self.ctx.a.recipe.outer.wire.sparse() {
+            let included_prev = self.ctx.final_included(round.saturating_sub(1))?;
+            if expected_carried_in(&self.ctx.retained, round, member, &included_prev).is_none() {
                 return Ok(Err(
                     "the accused's payload of the previous round was not kept: the residual it \
                      must carry in is unknown"
@@ -106,7 +110,7 @@ impl Trainer<'_> {
                 round: c.round,
             })
         };
-        if c.pool_id != self.pool {
+        if c.pool_id != self.ctx.pool {
             return abstain(
                 self,
                 format!("pool {} is not the pool this trainer replays", c.pool_id),
@@ -114,7 +118,9 @@ impl Trainer<'_> {
         }
         // The accused's index from the round's snapshot (kept until settlement, hence while a
         // challenge can exist), then its own kept payload: a copier shares its victim's digest.
-        let snapshot = self.block_on(self.chain.round_snapshot(self.pool, c.round))?;
+        let snapshot = self
+            .ctx
+            .block_on(self.ctx.chain.round_snapshot(self.ctx.pool, c.round))?;
         let Some(member) =
             snapshot.and_then(|s| s.iter().find(|p| p.who == c.accused).map(|p| p.index))
         else {
@@ -123,7 +129,7 @@ impl Trainer<'_> {
         // A member seated on a challenge of its own contribution knows what it sent: an honest
         // one votes innocent without replaying itself (the replay of a sparse payload would ask
         // its own peer for its residuals).
-        let (guilty, distance) = if c.accused == self.account {
+        let (guilty, distance) = if c.accused == self.ctx.account {
             (false, 0.0)
         } else {
             match self.replay_vote(c, member)? {
@@ -131,7 +137,11 @@ impl Trainer<'_> {
                 Err(why) => return abstain(self, why),
             }
         };
-        match self.block_on(self.chain.submit(&calls::vote(id, guilty), &self.signer)) {
+        match self.ctx.block_on(
+            self.ctx
+                .chain
+                .submit(&calls::vote(id, guilty), &self.ctx.signer),
+        ) {
             Ok(_) => {}
             Err(e)
                 if e.is_module("Challenges", "AlreadyVoted")

@@ -1,31 +1,45 @@
-//! A member's verification duties (`docs/architecture.md`, step 7), run between rounds and after the
-//! last one: replay a sample of the other contributors of every final round and challenge the
-//! ones outside the tolerance; as a registered juror, replay disputed contributions and vote.
+//! A member's verification duties (`docs/architecture.md`, step 7), run by the **duty worker**,
+//! a thread of their own beside the rounds and after the last one: replay a sample of the
+//! other contributors of every final round and challenge the ones outside the tolerance; as a
+//! registered juror, replay disputed contributions and vote.
 //!
-//! Nothing here ends `run`: a failed read, replay or extrinsic is logged and retried at the
-//! next call. The evidence of a round is deleted once the chain has pruned its snapshot
-//! (settled: nothing can challenge it any more) or voided the round.
+//! The worker ([`DutyWorker`], driven through its [`DutyHandle`]) runs one pass of every duty
+//! each time the chain finalizes a block (or the training thread hands it a round's evidence),
+//! so a round is checked as soon as it is final, while the next inner phase trains, and a
+//! replay longer than an inner phase delays no round. Nothing here ends `run`: a failed read,
+//! replay or extrinsic is logged and retried at the next pass. The evidence of a round is
+//! deleted once the chain has pruned its snapshot (settled: nothing can challenge it any more)
+//! or voided the round.
 //!
-//! One pass ([`Trainer::duties`]) runs, in order: [`equivocation`] reports, [`juror`] votes,
-//! the [`verifier`]'s checks of closed rounds, and the [`challenger`]'s pending challenges.
+//! One pass ([`DutyWorker::duty_pass`]) runs, in order: [`equivocation`] reports, [`juror`]
+//! votes, the [`verifier`]'s checks of closed rounds, and the [`challenger`]'s pending
+//! challenges.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::AtomicU64;
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use synod_chain::calls;
-use synod_chain::types::{AccountId, FinalCheckpoint};
-use synod_p2p::Equivocation;
+use synod_chain::types::{AccountId, FinalCheckpoint, MemberInfo};
+use synod_p2p::{Equivocation, PeerId};
 use synod_protocol::{RoundState, Timeline};
 
 mod challenger;
 mod equivocation;
 mod juror;
 mod verifier;
+mod worker;
 
-use super::Trainer;
+use worker::{timed_pass, Duty};
+pub(super) use worker::{DutyHandle, DutyMsg};
+
+use super::ctx::Ctx;
+use crate::metrics::Metrics;
 use crate::pool::verify::replay::Replay;
+use crate::pool::verify::Replayer;
 
 /// Trace states a verifier fetched for a round's checks: their files, by blake3.
 type FetchedStates = std::collections::HashMap<[u8; 32], std::path::PathBuf>;
@@ -37,6 +51,38 @@ const STATE_FETCH: Duration = Duration::from_secs(20);
 /// one round's checks (fetched from every accused side by side, before any segment is
 /// replayed).
 const CHECK_BUDGET: Duration = Duration::from_secs(5);
+
+/// Starts the duty worker of the member `ctx` on its own thread, writing its events to
+/// `metrics`; it is told finalized blocks through `tx` (also handed to the chain
+/// subscription) and reads them from `rx`.
+///
+/// # Errors
+/// The thread cannot be spawned.
+pub(super) fn spawn(
+    ctx: Ctx,
+    metrics: Metrics,
+    tx: Sender<DutyMsg>,
+    rx: Receiver<DutyMsg>,
+) -> Result<DutyHandle> {
+    let worker = DutyWorker {
+        replayer: Replayer::new(ctx.inner_steps, ctx.spec_rounds),
+        ctx,
+        metrics,
+        duties: Duties::default(),
+        members: Vec::new(),
+    };
+    DutyHandle::start(worker, tx, rx)
+}
+
+/// The duty worker: a member's duties on their own thread.
+pub(super) struct DutyWorker {
+    ctx: Ctx,
+    metrics: Metrics,
+    replayer: Replayer,
+    duties: Duties,
+    /// The pool's members, read at the start of every pass that has work.
+    members: Vec<MemberInfo>,
+}
 
 /// What a member tracks of its duties.
 #[derive(Default)]
@@ -56,7 +102,7 @@ pub(super) struct Duties {
     /// (account, distance). Retried every pass until opened, convicted or out of the window.
     to_challenge: BTreeMap<(u32, u32), (AccountId, f64)>,
     /// Equivocations seen by the network and not reported yet: (round, member) → (proof,
-    /// failed submissions). See [`Trainer::report_equivocations`].
+    /// failed submissions). See [`DutyWorker::report_equivocations`].
     to_report: BTreeMap<(u32, u32), (Equivocation, u32)>,
     /// The last parent checkpoint replayed from: (blake3, canonical bytes).
     parent: Option<([u8; 32], Arc<Vec<u8>>)>,
@@ -70,7 +116,7 @@ pub(super) struct Duties {
     /// ([`residual_deadline_passed`]); a verifier's and a juror's waits are counted apart.
     unserved: BTreeMap<(u32, u32, u64), u64>,
     /// Challenges against us seen open, and the next challenge id to look at
-    /// ([`Trainer::accused_in_open_challenge`]).
+    /// ([`DutyWorker::accused_in_open_challenge`]).
     against_us: (BTreeSet<u32>, u32),
 }
 
@@ -95,7 +141,7 @@ enum Unusable {
     Unknown,
 }
 
-/// How many of the latest challenge ids [`Trainer::accused_in_open_challenge`] reads the
+/// How many of the latest challenge ids [`DutyWorker::accused_in_open_challenge`] reads the
 /// first time (later calls read only the new ones).
 const RECENT_CHALLENGES: u32 = 256;
 
@@ -121,21 +167,34 @@ impl std::fmt::Display for ResidualsUnserved {
 
 impl std::error::Error for ResidualsUnserved {}
 
-impl Trainer<'_> {
+impl Duty for DutyWorker {
+    fn hand_over(&mut self, round: u32) {
+        self.duties.to_verify.insert(round);
+    }
+
+    fn pass(&mut self) {
+        self.duty_pass();
+    }
+
+    fn finish(&mut self, max_wait: Duration, busy_us: &AtomicU64) {
+        self.finish_duties(max_wait, busy_us);
+    }
+}
+
+impl DutyWorker {
     /// Whether this member verifies or judges at all.
     fn verifies(&self) -> bool {
-        self.a.verify_rate != Some(0.0) || self.a.juror
+        self.ctx.a.verify_rate != Some(0.0) || self.ctx.a.juror
     }
 
-    /// One pass of every duty; never fails (problems are logged and retried next time).
-    pub(super) fn duties(&mut self) {
-        let t = Instant::now();
-        self.duty_pass();
-        self.duty_secs += t.elapsed().as_secs_f64();
-    }
-
-    /// One pass of [`Trainer::duties`].
+    /// One pass of every duty ([`Duty::pass`]).
     fn duty_pass(&mut self) {
+        if !self.duties.to_verify.is_empty() || self.ctx.a.juror {
+            match self.ctx.block_on(self.ctx.chain.members(self.ctx.pool)) {
+                Ok(m) => self.members = m,
+                Err(e) => tracing::warn!("duties: reading the members: {e}"),
+            }
+        }
         if let Err(e) = self.report_equivocations() {
             tracing::warn!("equivocation reports: {e:#}");
         }
@@ -150,13 +209,18 @@ impl Trainer<'_> {
         }
     }
 
+    /// The peer ids of the pool's members other than us (as read at the pass's start).
+    fn peers(&self) -> Vec<PeerId> {
+        self.ctx.peers_in(&self.members)
+    }
+
     /// After the pool's last round: keeps doing the duties until the last final round can no
     /// longer be challenged and no challenge of this pool waits for a draw or our vote (at
     /// most `max_wait`); then, as a juror, unregisters (a juror that has stopped would be
     /// drawn and, for rounds it contributed to, slashed as a no-show). Never fails: problems are logged.
-    pub(super) fn finish_duties(&mut self, max_wait: Duration) {
+    fn finish_duties(&mut self, max_wait: Duration, busy_us: &AtomicU64) {
         // A sparse pool's members serve their residuals until nobody can challenge them.
-        if !self.verifies() && !self.a.recipe.outer.wire.sparse() {
+        if !self.verifies() && !self.ctx.a.recipe.outer.wire.sparse() {
             if let Err(e) = self.report_equivocations() {
                 tracing::warn!("equivocation reports: {e:#}");
             }
@@ -164,7 +228,7 @@ impl Trainer<'_> {
         }
         let start = Instant::now();
         loop {
-            self.duties();
+            timed_pass(self, busy_us);
             match self.duties_left() {
                 Ok(false) => break,
                 Ok(true) => {}
@@ -176,8 +240,12 @@ impl Trainer<'_> {
             }
             std::thread::sleep(Duration::from_secs(2));
         }
-        if self.a.juror {
-            match self.block_on(self.chain.submit(&calls::unregister_juror(), &self.signer)) {
+        if self.ctx.a.juror {
+            match self.ctx.block_on(
+                self.ctx
+                    .chain
+                    .submit(&calls::unregister_juror(), &self.ctx.signer),
+            ) {
                 Ok(_) => tracing::info!("unregistered as a juror"),
                 Err(e) if e.is_module("Challenges", "NotAJuror") => {}
                 Err(e) => tracing::warn!("unregister_juror: {e}"),
@@ -188,10 +256,11 @@ impl Trainer<'_> {
     /// Whether the last final round can still be challenged, a round is still to verify, a
     /// challenge is still to open, or a challenge of this pool waits for a draw or our vote.
     fn duties_left(&mut self) -> Result<bool> {
-        let now = self.block_on(self.chain.finalized_number())?;
-        let (last, _) = self.last_final()?;
+        let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
+        let (last, _) = self.ctx.last_final()?;
         let challengeable = self
-            .block_on(self.chain.final_checkpoint(self.pool, last))?
+            .ctx
+            .block_on(self.ctx.chain.final_checkpoint(self.ctx.pool, last))?
             .is_some_and(|f| self.round_state(&f).phase(now).accepts_challenges());
         Ok(challengeable
             || self.accused_in_open_challenge()?
@@ -205,19 +274,19 @@ impl Trainer<'_> {
     /// [`RECENT_CHALLENGES`] ids): we keep serving our evidence (a sparse payload's
     /// residuals, which only we hold) until it is decided.
     fn accused_in_open_challenge(&mut self) -> Result<bool> {
-        let next = self.block_on(self.chain.next_challenge_id())?;
+        let next = self.ctx.block_on(self.ctx.chain.next_challenge_id())?;
         let (mut open, from) = std::mem::take(&mut self.duties.against_us);
         // New ids once (at most the last RECENT_CHALLENGES), then only those against us.
         for id in from.max(next.saturating_sub(RECENT_CHALLENGES))..next {
-            if let Some(c) = self.block_on(self.chain.challenge(id))? {
-                if c.pool_id == self.pool && c.accused == self.account {
+            if let Some(c) = self.ctx.block_on(self.ctx.chain.challenge(id))? {
+                if c.pool_id == self.ctx.pool && c.accused == self.ctx.account {
                     open.insert(id);
                 }
             }
         }
         let mut still = BTreeSet::new();
         for id in open {
-            if self.block_on(self.chain.challenge(id))?.is_some() {
+            if self.ctx.block_on(self.ctx.chain.challenge(id))?.is_some() {
                 still.insert(id);
             }
         }
@@ -230,7 +299,7 @@ impl Trainer<'_> {
     /// block says whether it can still be challenged. Only the pool's challenge window matters
     /// for that, so the other spans of the timeline are left at 0.
     fn round_state(&self, f: &FinalCheckpoint) -> RoundState {
-        let timeline = Timeline::for_pool(0, u64::from(self.challenge_window), 0, 0);
+        let timeline = Timeline::for_pool(0, u64::from(self.ctx.challenge_window), 0, 0);
         RoundState::finalized(timeline, u64::from(f.finalized_at), f.hash)
     }
 }

@@ -12,19 +12,22 @@ use synod_diloco::residual::{commitments_of, NO_RESIDUAL};
 use synod_diloco::trace::split_trace;
 use synod_diloco::verify::{default_sample_rate, sampled, sampled_segments, REPLAY_TOLERANCE};
 
+use super::DutyWorker;
 use super::*;
 use crate::event::TrainerEvent;
-use crate::pool::member::Trainer;
 use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::prefetch::{prefetch_states, wanted_states};
 use crate::pool::verify::replay::{needed_states, Replay, Residuals, WholeReplay};
 
-impl Trainer<'_> {
+impl DutyWorker {
     /// Verifies every kept round that has closed; forgets the evidence of settled rounds.
     pub(super) fn verify_closed_rounds(&mut self) -> Result<()> {
-        let (pool, rounds) = (self.pool, self.duties.to_verify.clone());
+        let (pool, rounds) = (self.ctx.pool, self.duties.to_verify.clone());
         for round in rounds {
-            if let Some(f) = self.block_on(self.chain.final_checkpoint(pool, round))? {
+            if let Some(f) = self
+                .ctx
+                .block_on(self.ctx.chain.final_checkpoint(pool, round))?
+            {
                 // A failing round (no parent checkpoint, RPC) is retried a few passes, then
                 // given up: it must not hold the evidence of later rounds forever.
                 match self.verify_round(round, &f) {
@@ -43,17 +46,17 @@ impl Trainer<'_> {
                 self.duties.to_verify.remove(&round);
                 self.duties.tries.remove(&round);
                 self.duties.verified.retain(|(r, _)| *r != round);
-            } else if self.block_on(self.chain.voided(pool, round))? {
+            } else if self.ctx.block_on(self.ctx.chain.voided(pool, round))? {
                 self.duties.to_verify.remove(&round);
             }
         }
         // A round not opened yet has no snapshot either: our trace of an overlapped round
         // computed ahead is not to be forgotten — unless the pool is over (completed or
         // cancelled), when that round will never open.
-        let info = self.pool_info()?;
+        let info = self.ctx.pool_info()?;
         let over = matches!(info.status, PoolStatus::Completed | PoolStatus::Cancelled);
-        let sparse = self.a.recipe.outer.wire.sparse();
-        let rounds = self.retained.rounds();
+        let sparse = self.ctx.a.recipe.outer.wire.sparse();
+        let rounds = self.ctx.retained.rounds();
         // Rounds whose evidence nothing needs any more, by round.
         let mut done = BTreeMap::new();
         for &round in &rounds {
@@ -64,9 +67,10 @@ impl Trainer<'_> {
             // A voided round's snapshot is kept for equivocation reports, but nothing of ours
             // (verification, jury) concerns it any more.
             let closed = self
-                .block_on(self.chain.round_snapshot(pool, round))?
+                .ctx
+                .block_on(self.ctx.chain.round_snapshot(pool, round))?
                 .is_none()
-                || self.block_on(self.chain.voided(pool, round))?;
+                || self.ctx.block_on(self.ctx.chain.voided(pool, round))?;
             done.insert(round, closed && !self.duties.awaiting.contains(&round));
         }
         for &round in &rounds {
@@ -74,8 +78,8 @@ impl Trainer<'_> {
             // carry in: kept while that round can still be verified or judged.
             let next_open = sparse && done.get(&(round + 1)) == Some(&false);
             if done[&round] && !next_open {
-                self.drop_trace(round);
-                self.retained.forget(round);
+                self.ctx.drop_trace(round);
+                self.ctx.retained.forget(round);
                 self.duties.replays.retain(|(r, _), _| *r != round);
                 self.duties.unserved.retain(|(r, _, _), _| *r != round);
             }
@@ -83,12 +87,13 @@ impl Trainer<'_> {
         Ok(())
     }
 
-    /// Replays the sampled contributors of final `round` and challenges the dishonest ones.
+    /// Replays the sampled contributors of final `round` and challenges each dishonest one as
+    /// soon as its check fails.
     /// Returns `false` while a sampled sparse contribution's residuals are awaited (the round
     /// is verified again next pass, the contributions checked already are not).
     pub(super) fn verify_round(&mut self, round: u32, f: &FinalCheckpoint) -> Result<bool> {
-        let pool = self.pool;
-        let now = self.block_on(self.chain.finalized_number())?;
+        let pool = self.ctx.pool;
+        let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
         let state = self.round_state(f);
         let until = state.challenges_until().unwrap_or_default();
         if !state.phase(now).accepts_challenges() {
@@ -98,48 +103,60 @@ impl Trainer<'_> {
             })?;
             return Ok(true);
         }
-        let Some(snapshot) = self.block_on(self.chain.round_snapshot(pool, round))? else {
+        let Some(snapshot) = self
+            .ctx
+            .block_on(self.ctx.chain.round_snapshot(pool, round))?
+        else {
             return Ok(true);
         };
         // The draw's seed includes the hash of the block that made the round final: nobody
         // knows it when announcing, so an accused cannot grind its payload (or announce last)
         // to escape every verifier's sample.
         let seed = self
-            .block_on(self.chain.block_hash(u64::from(f.finalized_at)))?
+            .ctx
+            .block_on(self.ctx.chain.block_hash(u64::from(f.finalized_at)))?
             .ok_or_else(|| anyhow!("block {} is unknown", f.finalized_at))?;
         let rate = self
+            .ctx
             .a
             .verify_rate
             .unwrap_or_else(|| default_sample_rate(f.contributors.len()));
-        let segment_count = self.a.recipe.segment_boundaries(self.inner_steps).len() as u32 - 1;
+        let segment_count = self
+            .ctx
+            .a
+            .recipe
+            .segment_boundaries(self.ctx.inner_steps)
+            .len() as u32
+            - 1;
         let mut checks = Vec::new();
         for who in &f.contributors {
-            if *who == self.account {
+            if *who == self.ctx.account {
                 continue;
             }
             let Some(member) = snapshot.iter().find(|p| p.who == *who).map(|p| p.index) else {
                 continue;
             };
-            if !sampled(&f.hash, &seed, &self.account.0, round, member, rate) {
+            if !sampled(&f.hash, &seed, &self.ctx.account.0, round, member, rate) {
                 continue;
             }
             let segments = sampled_segments(
                 &f.hash,
                 &seed,
-                &self.account.0,
+                &self.ctx.account.0,
                 round,
                 member,
                 segment_count,
-                self.a.verify_segments,
+                self.ctx.a.verify_segments,
             );
             checks.push((*who, member, segments));
         }
         // Checks whose states all arrived go first: the whole replays of members that did
         // not serve theirs come last.
-        let _ = std::fs::remove_dir_all(self.retained.fetched_dir(round));
+        let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
         let states = self.prefetch_trace_states(round, &checks);
         checks.sort_by_key(|(_, member, segments)| {
             let trace = self
+                .ctx
                 .retained
                 .payload(round, *member)
                 .and_then(|p| split_trace(&p).ok().and_then(|(t, _)| t));
@@ -179,15 +196,19 @@ impl Trainer<'_> {
                 tolerance: REPLAY_TOLERANCE,
                 whole_replay: rep.whole.map(|w| w.as_str().to_string()),
             })?;
+            self.duties.verified.insert((round, member));
             if !rep.honest {
                 self.duties
                     .to_challenge
                     .insert((round, member), (*who, rep.distance));
+                // Challenged now, not after the rest of the round's checks: the window runs.
+                if let Err(e) = self.open_pending_challenges() {
+                    tracing::warn!(round, member, "challenge: {e:#}");
+                }
             }
-            self.duties.verified.insert((round, member));
         }
         // Fetched states are no evidence: only what the accused signed is.
-        let _ = std::fs::remove_dir_all(self.retained.fetched_dir(round));
+        let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
         if !unserved.is_empty() {
             // Asked again next pass (the round stays to verify); the others are not checked
             // again.
@@ -201,7 +222,7 @@ impl Trainer<'_> {
     /// ([`Residuals`]; empty for a dense codec): its `carried_in` checked against the rule
     /// ([`expected_carried_in`], from the final included set of round − 1 and the payload of
     /// round − 1 we kept), both residuals taken from `fetched` (a verifier's prefetch,
-    /// [`Trainer::prefetch_trace_states`]) or else fetched from their author (only it keeps
+    /// [`DutyWorker::prefetch_trace_states`]) or else fetched from their author (only it keeps
     /// them), checked against their hashes.
     ///
     /// # Errors
@@ -213,14 +234,14 @@ impl Trainer<'_> {
         claimed: &[u8],
         fetched: Option<&FetchedStates>,
     ) -> Result<std::result::Result<Residuals, Unusable>> {
-        if !self.a.recipe.outer.wire.sparse() {
+        if !self.ctx.a.recipe.outer.wire.sparse() {
             return Ok(Ok(Residuals::default()));
         }
         let Ok(Some(c)) = commitments_of(member, claimed) else {
             return Ok(Err(Unusable::Dishonest));
         };
-        let included_prev = self.final_included(round.saturating_sub(1))?;
-        match expected_carried_in(&self.retained, round, member, &included_prev) {
+        let included_prev = self.ctx.final_included(round.saturating_sub(1))?;
+        match expected_carried_in(&self.ctx.retained, round, member, &included_prev) {
             Some(h) if h != c.carried_in => {
                 tracing::warn!(
                     round,
@@ -268,7 +289,8 @@ impl Trainer<'_> {
         let bytes = match self.members.iter().find(|m| m.record.index == member) {
             Some(m) => m.record.peer_id.clone(),
             None => {
-                self.block_on(self.chain.former_member(self.pool, member))
+                self.ctx
+                    .block_on(self.ctx.chain.former_member(self.ctx.pool, member))
                     .ok()
                     .flatten()?
                     .peer_id
@@ -282,11 +304,11 @@ impl Trainer<'_> {
     /// if it did not come.
     pub(super) fn fetch_state(&self, member: u32, hash: [u8; 32]) -> Option<Vec<u8>> {
         let peer = self.peer_of(member)?;
-        let max = self.recipe.max_residual_bytes;
+        let max = self.ctx.recipe.max_residual_bytes;
         let within = STATE_FETCH + Duration::from_secs(max / 10_000_000);
         // The timer is made inside the runtime (tokio's timers need its context).
-        let fetched = self.rt.block_on(async {
-            tokio::time::timeout(within, self.client.fetch_checkpoint(peer, hash, max)).await
+        let fetched = self.ctx.rt.block_on(async {
+            tokio::time::timeout(within, self.ctx.client.fetch_checkpoint(peer, hash, max)).await
         });
         match fetched {
             Ok(Ok(bytes)) => Some(bytes),
@@ -310,7 +332,12 @@ impl Trainer<'_> {
         round: u32,
         checks: &[(AccountId, u32, Vec<u32>)],
     ) -> FetchedStates {
-        let boundaries = self.a.recipe.segment_boundaries(self.inner_steps).len();
+        let boundaries = self
+            .ctx
+            .a
+            .recipe
+            .segment_boundaries(self.ctx.inner_steps)
+            .len();
         let mut asked = Vec::new();
         for (_, member, segments) in checks {
             if self.duties.replays.contains_key(&(round, *member))
@@ -319,17 +346,18 @@ impl Trainer<'_> {
                 continue;
             }
             // Only the accused serves its states (nobody else keeps them).
-            let (Some(peer), Some(claimed)) =
-                (self.peer_of(*member), self.retained.payload(round, *member))
-            else {
+            let (Some(peer), Some(claimed)) = (
+                self.peer_of(*member),
+                self.ctx.retained.payload(round, *member),
+            ) else {
                 continue;
             };
             asked.push((peer, claimed, segments.clone()));
         }
-        let sparse = self.a.recipe.outer.wire.sparse();
+        let sparse = self.ctx.a.recipe.outer.wire.sparse();
         let wanted = wanted_states(asked, boundaries, sparse);
         let fetches: u64 = wanted.iter().map(|(_, h)| h.len() as u64).sum();
-        let dir = self.retained.fetched_dir(round);
+        let dir = self.ctx.retained.fetched_dir(round);
         if wanted.is_empty() {
             return FetchedStates::new();
         }
@@ -337,11 +365,11 @@ impl Trainer<'_> {
             tracing::warn!(round, "cannot keep fetched trace states: {e}");
             return FetchedStates::new();
         }
-        let (client, max) = (self.client.clone(), self.recipe.max_state_bytes);
+        let (client, max) = (self.ctx.client.clone(), self.ctx.recipe.max_state_bytes);
         let per_state = STATE_FETCH + Duration::from_secs(max / 10_000_000);
         // The authors share our link: the round's wait grows with everything it fetches.
         let within = 2 * per_state + CHECK_BUDGET + Duration::from_secs(fetches * max / 10_000_000);
-        self.rt.block_on(prefetch_states(
+        self.ctx.rt.block_on(prefetch_states(
             wanted,
             per_state,
             within,
@@ -377,7 +405,7 @@ impl Trainer<'_> {
     /// has passed, [`residual_deadline_passed`]; [`ResidualsUnserved`] before). `segments`:
     /// check these segments of its Proof-of-Learning trace first
     /// ([`Replayer::check_segments`](crate::pool::verify::Replayer::check_segments), with the
-    /// trace states fetched beforehand, [`Trainer::prefetch_trace_states`]); `None`: replay
+    /// trace states fetched beforehand, [`DutyWorker::prefetch_trace_states`]); `None`: replay
     /// the whole inner phase, as jurors do. Whole replays are cached (a verifier drawn as juror
     /// replays once).
     pub(super) fn replay(
@@ -391,7 +419,7 @@ impl Trainer<'_> {
         if let Some(r) = self.duties.replays.get(&(round, member)) {
             return Ok(Some(*r));
         }
-        let Some(claimed) = self.retained.payload(round, member) else {
+        let Some(claimed) = self.ctx.retained.payload(round, member) else {
             tracing::info!(
                 round,
                 member,
@@ -414,7 +442,7 @@ impl Trainer<'_> {
                 if let Unusable::Unserved = why {
                     // Asked again at every pass until half the time left has passed; not
                     // cached: a juror asks again, under its own deadline.
-                    let now = self.block_on(self.chain.finalized_number())?;
+                    let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
                     let key = (round, member, deadline);
                     let first = *self.duties.unserved.entry(key).or_insert(now);
                     if !residual_deadline_passed(first, now, deadline) {
@@ -430,13 +458,13 @@ impl Trainer<'_> {
         };
         // The θ the round started from (θ_{r−1}, or θ_{r−2} with overlapped rounds) is read
         // (and its blake3 checked) once for all the replays of a round.
-        let parent = &self.inner_start(round, *parent)?;
+        let parent = &self.ctx.inner_start(round, *parent)?;
         let parent = match &self.duties.parent {
             Some((h, bytes)) if h == parent => bytes.clone(),
             _ => {
                 let peers = self.peers();
-                let bytes = Arc::new(self.block_on(self.store.get_or_fetch(
-                    &self.client,
+                let bytes = Arc::new(self.ctx.block_on(self.ctx.store.get_or_fetch(
+                    &self.ctx.client,
                     &peers,
                     *parent,
                     Duration::from_secs(120),
@@ -447,8 +475,8 @@ impl Trainer<'_> {
         };
         let rep = match segments {
             None => self.replayer.check(
-                &self.recipe,
-                &self.a.recipe,
+                &self.ctx.recipe,
+                &self.ctx.a.recipe,
                 &parent,
                 round,
                 member,
@@ -456,8 +484,8 @@ impl Trainer<'_> {
                 &residuals,
             )?,
             Some((segments, states)) => self.replayer.check_segments(
-                &self.recipe,
-                &self.a.recipe,
+                &self.ctx.recipe,
+                &self.ctx.a.recipe,
                 &parent,
                 round,
                 member,
