@@ -73,14 +73,54 @@ pub fn within_tolerance(distance: f64) -> bool {
 }
 
 /// The default share of the other contributors each verifier replays, for `contributors`
-/// members in a round: the smallest rate at which a contribution escapes all `contributors − 1`
-/// other verifiers with probability ≤ 1 % (`1 − 0.01^{1/(n−1)}`, so ≥ 2 verifiers in
-/// expectation from n = 4 on). 1.0 for n ≤ 2, 0.0 for a single member.
+/// members in a round that all verify: the smallest rate at which a contribution escapes all
+/// `contributors − 1` other verifiers with probability ≤ 1 % ([`sample_rate`] of n − 1, so
+/// ≥ 2 verifiers in expectation from n = 4 on). 1.0 for n ≤ 2, 0.0 for a single member.
+/// A pool member samples at [`sample_rate`] of [`honest_verifiers_at_least`] instead: it
+/// cannot assume every other contributor verifies.
 pub fn default_sample_rate(contributors: usize) -> f64 {
     match contributors {
         0 | 1 => 0.0,
-        n => 1.0 - 0.01f64.powf(1.0 / (n - 1) as f64),
+        n => sample_rate(n - 1),
     }
+}
+
+/// The smallest rate at which a contribution escapes `verifiers` independent verifiers with
+/// probability ≤ 1 %: `1 − 0.01^{1/verifiers}`; 1.0 (check everything) for none.
+pub fn sample_rate(verifiers: usize) -> f64 {
+    match verifiers {
+        0 => 1.0,
+        m => 1.0 - 0.01f64.powf(1.0 / m as f64),
+    }
+}
+
+/// The fewest honest contributors a final round can have when the adversary holds at most a
+/// third of the round's stake (the protocol's assumption, `docs/architecture.md`), whatever the
+/// split of that stake over accounts: honest contributors hold at least `committed_stake −
+/// round_stake / 3` (planck), and no set of fewer contributors than the largest stakes of
+/// `contributor_stakes` (planck) reaching that much can. Every honest contributor verifies
+/// (the accused, if it cheated, is not among them), so sampling at [`sample_rate`] of this
+/// number lets a dishonest payload escape with probability ≤ 1 % however many seats sybils
+/// hold (they count in the number of contributors, not in this bound).
+pub fn honest_verifiers_at_least(
+    contributor_stakes: &[u128],
+    committed_stake: u128,
+    round_stake: u128,
+) -> usize {
+    let honest = committed_stake.saturating_sub(round_stake / 3);
+    if honest == 0 {
+        return 0;
+    }
+    let mut stakes = contributor_stakes.to_vec();
+    stakes.sort_unstable_by(|a, b| b.cmp(a));
+    let mut sum = 0u128;
+    for (k, s) in stakes.iter().enumerate() {
+        sum = sum.saturating_add(*s);
+        if sum >= honest {
+            return k + 1;
+        }
+    }
+    stakes.len()
 }
 
 /// Whether `verifier` (its account or key bytes) replays `member`'s contribution to `round`,
@@ -218,6 +258,69 @@ mod tests {
             }
         }
         assert_eq!(default_sample_rate(1), 0.0);
+    }
+
+    /// The probability that a dishonest payload escapes every honest contributor of a round in
+    /// which the adversary holds `attacker` (planck) over `seats` accounts, all committing,
+    /// beside the honest `honest` stakes: each honest contributor samples at `rate`.
+    fn escape(
+        honest: &[u128],
+        attacker: u128,
+        seats: u32,
+        rate: impl Fn(&[u128], u128) -> f64,
+    ) -> f64 {
+        let mut stakes = honest.to_vec();
+        let seats = seats.max(1);
+        let each = attacker / u128::from(seats);
+        stakes
+            .extend((0..seats).map(|i| each + u128::from(i == 0) * (attacker % u128::from(seats))));
+        let total: u128 = stakes.iter().sum();
+        (1.0 - rate(&stakes, total)).powi(honest.len() as i32)
+    }
+
+    #[test]
+    fn sybil_seats_cannot_dilute_the_sample_rate() {
+        // Four honest members of 100; the adversary holds just under a third of the round's
+        // stake (199 of 599) and splits it over any number of seats, every seat committing.
+        let honest = [100u128; 4];
+        let by_count = |stakes: &[u128], _: u128| default_sample_rate(stakes.len());
+        let by_stake = |stakes: &[u128], total: u128| {
+            sample_rate(honest_verifiers_at_least(stakes, total, total))
+        };
+        // Counting seats, 8 sybils let a cheater escape 18.7 % of its rounds.
+        let diluted = escape(&honest, 199, 8, by_count);
+        assert!((0.18..0.19).contains(&diluted), "{diluted}");
+        for seats in 1..=40 {
+            let p = escape(&honest, 199, seats, by_stake);
+            assert!(p <= 0.010_000_1, "{seats} seats: escapes with {p}");
+        }
+        // However the honest stake is split, and with members that did not commit.
+        for honest in [vec![250u128, 50, 50, 50], vec![397, 1, 1, 1], vec![40; 10]] {
+            let total_honest: u128 = honest.iter().sum();
+            let attacker = (total_honest - 1) / 2; // < ⅓ of the round
+            for seats in 1..=30 {
+                let p = escape(&honest, attacker, seats, by_stake);
+                assert!(p <= 0.010_000_1, "{honest:?}, {seats} seats: {p}");
+            }
+        }
+    }
+
+    #[test]
+    fn honest_verifiers_are_counted_from_the_largest_stakes_past_the_adversarys_third() {
+        // Equal stakes, everyone committed: the adversary may hold one of four seats.
+        assert_eq!(honest_verifiers_at_least(&[100; 4], 400, 400), 3);
+        assert_eq!(honest_verifiers_at_least(&[100; 10], 1000, 1000), 7);
+        // Two thirds committed of 900: the adversary's 300 may all be among the committers.
+        assert_eq!(honest_verifiers_at_least(&[100; 6], 600, 900), 3);
+        // Nothing is sure to be honest: check everything.
+        assert_eq!(honest_verifiers_at_least(&[100; 3], 300, 900), 0);
+        assert_eq!(sample_rate(0), 1.0);
+        // One large honest member may be all there is.
+        assert_eq!(
+            honest_verifiers_at_least(&[700, 100, 100, 100], 1000, 1000),
+            1
+        );
+        assert!(sample_rate(1) >= 0.99);
     }
 
     #[test]

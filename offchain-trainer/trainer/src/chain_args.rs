@@ -174,10 +174,12 @@ pub struct RunArgs {
     /// unless the node's chain type is Development or Local.
     #[arg(long, value_enum, hide = true)]
     pub fault: Option<Fault>,
-    /// Share of the other contributors of each final round whose inner phase this trainer
-    /// replays (0..=1; 0 switches verification off). Default: the smallest rate at which a
-    /// contribution escapes every verifier with probability ≤ 1 % (≥ 2 verifiers per
-    /// contribution in expectation from 4 members on). A contribution outside the replay
+    /// Share of the other members of each final round's included set whose inner phase this
+    /// trainer replays (0..=1; 0 switches verification off). Default: the smallest rate at
+    /// which a contribution escapes every honest contributor with probability ≤ 1 %, counting
+    /// only as many honest contributors as the round's stakes guarantee against an adversary
+    /// with a third of its stake, however many seats it holds
+    /// (`synod_diloco::verify::honest_verifiers_at_least`). A contribution outside the replay
     /// tolerance is challenged on-chain with its signed announcement as evidence.
     #[arg(long)]
     pub verify_rate: Option<f64>,

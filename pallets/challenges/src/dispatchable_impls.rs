@@ -90,12 +90,14 @@ impl<T: Config> Pallet<T> {
 			block::<T>(now) <= params.timeline.challenges_until(block::<T>(fin.finalized_at)),
 			Error::<T>::ChallengeWindowClosed
 		);
+		// Any member whose payload was aggregated answers for it, whether or not it committed
+		// the final hash: a member that stays silent after the exchange still moved the model.
 		let (accused_index, accused_stake) = fin
-			.contributors
+			.included
 			.iter()
 			.find(|p| p.who == accused)
 			.map(|p| (p.index, p.stake))
-			.ok_or(Error::<T>::NotAContributor)?;
+			.ok_or(Error::<T>::NotIncluded)?;
 		ensure!(challenger != accused, Error::<T>::SelfChallenge);
 		let key = (pool_id, round, accused.clone());
 		// One offence, one slash: a convicted contribution cannot be challenged again.

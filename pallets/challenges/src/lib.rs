@@ -1,8 +1,10 @@
 //! # Challenges
 //!
 //! Step 7 of the round protocol (`docs/architecture.md`): while a final round can be challenged
-//! (`2 × challenge_window` blocks after finality), anyone may dispute a contributor's
-//! pseudo-gradient with [`Pallet::open_challenge`], holding a `ChallengeBond`. Several
+//! (`2 × challenge_window` blocks after finality), anyone may dispute the payload of any member
+//! of the round's final included set (whether or not it committed the final hash: a silent
+//! member's payload moved the model too) with [`Pallet::open_challenge`], holding a
+//! `ChallengeBond`. Several
 //! challenges may target the same contribution, each challenger holding at most one open
 //! against it ([`OpenBy`]): no account's challenges take another challenger's place, and one
 //! that fails does not shield the contribution from the next.
@@ -154,7 +156,7 @@ pub mod pallet {
 		pub pool_id: PoolId,
 		/// Final round whose contribution is disputed.
 		pub round: RoundIndex,
-		/// The contributor accused.
+		/// The accused member (its payload is in the round's included set).
 		pub accused: T::AccountId,
 		/// The accused's snapshot stake in that round, in planck (what a conviction slashes a
 		/// share of).
@@ -489,8 +491,8 @@ pub mod pallet {
 		RoundNotFinal,
 		/// The round's challenge window (`2 × challenge_window` after finality) has closed.
 		ChallengeWindowClosed,
-		/// The accused is not a contributor of the round.
-		NotAContributor,
+		/// The accused's payload is not in the round's final included set.
+		NotIncluded,
 		/// A challenger cannot accuse itself.
 		SelfChallenge,
 		/// The caller already holds an open challenge against this contribution.
@@ -555,7 +557,7 @@ pub mod pallet {
 		/// blocks later.
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::RoundNotFinal`],
-		/// [`Error::ChallengeWindowClosed`], [`Error::NotAContributor`],
+		/// [`Error::ChallengeWindowClosed`], [`Error::NotIncluded`],
 		/// [`Error::SelfChallenge`], [`Error::AlreadyChallenged`], [`Error::AlreadyConvicted`],
 		/// [`Error::AccusedKeyUnknown`], [`Error::EvidenceMalformed`],
 		/// [`Error::EvidenceSignatureInvalid`], [`Error::EvidenceNotAnAnnouncement`],

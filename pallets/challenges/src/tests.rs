@@ -82,7 +82,7 @@ fn open_challenge_errors() {
 			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3]));
 		}
 		// Trainer 5 was not included: not a contributor.
-		assert_noop!(open(OUTSIDER, 5), Error::<Test>::NotAContributor);
+		assert_noop!(open(OUTSIDER, 5), Error::<Test>::NotIncluded);
 		assert_noop!(open(3, 3), Error::<Test>::SelfChallenge);
 		assert_noop!(open(POOR, 3), Error::<Test>::InsufficientBond);
 		assert_ok!(open(OUTSIDER, 3));

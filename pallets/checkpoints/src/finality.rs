@@ -574,11 +574,15 @@ impl<T: Config> CheckpointsInspect<T::AccountId, BlockNumberFor<T>> for Pallet<T
 		round: RoundIndex,
 	) -> Option<FinalView<T::AccountId, BlockNumberFor<T>>> {
 		let fin = FinalCheckpoints::<T>::get(pool, round)?;
-		let snapshot = Snapshots::<T>::get((pool, round)).unwrap_or_default();
-		let mut contributors: Vec<Participant<T::AccountId>> =
-			snapshot.into_iter().filter(|p| fin.contributors.contains(&p.who)).collect();
-		contributors.sort_by_key(|p| p.index);
-		Some(FinalView { hash: fin.hash, finalized_at: fin.finalized_at, contributors })
+		let mut included: Vec<Participant<T::AccountId>> = Snapshots::<T>::get((pool, round))
+			.unwrap_or_default()
+			.into_iter()
+			.filter(|p| fin.included.contains(&p.index))
+			.collect();
+		included.sort_by_key(|p| p.index);
+		let contributors =
+			included.iter().filter(|p| fin.contributors.contains(&p.who)).cloned().collect();
+		Some(FinalView { hash: fin.hash, finalized_at: fin.finalized_at, contributors, included })
 	}
 
 	fn participant(

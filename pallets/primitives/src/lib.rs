@@ -163,6 +163,9 @@ pub struct FinalView<AccountId, BlockNumber> {
 	/// Members whose payload was included and who committed the final hash, with their
 	/// snapshot stake (planck), in member-index order.
 	pub contributors: Vec<Participant<AccountId>>,
+	/// Members whose payload was aggregated (the included set, committed or not), with their
+	/// snapshot stake (planck), in member-index order: `contributors` is a subset.
+	pub included: Vec<Participant<AccountId>>,
 }
 
 /// Final checkpoints, implemented by `pallet-checkpoints`.

@@ -16,6 +16,7 @@ mod late_registration;
 mod no_show_ambush;
 mod reaping;
 mod sham_challenge;
+mod silent_included;
 mod slash_dodge;
 mod split_included_set;
 mod stake_concentration;

@@ -94,7 +94,6 @@ impl Trainer {
             outcome: "ok".into(),
             round,
         })?;
-        self.duties.verify(round);
         Ok(outcome.hash)
     }
 
@@ -122,6 +121,9 @@ impl Trainer {
                     ) {
                         Ok(bytes) => {
                             self.ctx.retained.save(round, j, &bytes, Some(&a.signed))?;
+                            // Verified too (the duty worker may have checked the round
+                            // without it), whether or not our recommit lands.
+                            self.duties.verify(round)?;
                             // Others that lack it can get it from us too.
                             let bytes = Arc::new(bytes);
                             self.ctx.client.relay_verified(

@@ -20,7 +20,7 @@
 //!   our payload (Proof-of-Learning segments, `synod_diloco::trace`).
 //! * **Verify** (on the duty worker's thread, beside the rounds, [`duty`]): keep the included
 //!   set's payloads and signed announcements (`<base>/evidence/pool-<id>/`); as soon as a
-//!   round is final, check a sample of the other contributors by their traces (start, end and
+//!   round is final, check a sample of the other members of its included set by their traces (start, end and
 //!   drawn segments, states fetched from the accused), replay whole any that fails or serves
 //!   nothing, and challenge on-chain at once any whose whole replay is outside the tolerance;
 //!   as a juror (`--juror`), replay disputed contributions whole and vote.
@@ -84,7 +84,8 @@ struct Trainer {
     curve: Vec<(f64, f64)>,
     /// Where the next round's wall clock starts: the end of the previous round's record.
     round_clock: std::time::Instant,
-    /// The runtime `ctx.rt` is a handle of: dropped last, after the duty worker stopped.
+    /// The runtime `ctx.rt` is a handle of: dropped last (after the duty worker was told to
+    /// stop, or, at the pool's end, has stopped).
     _rt: Runtime,
 }
 

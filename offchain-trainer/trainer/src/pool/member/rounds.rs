@@ -294,14 +294,17 @@ impl Trainer {
     }
 
     /// Keeps the included set's payloads and signed announcements of `round` for verification.
-    fn retain(&mut self, round: u32, ex: &ExchangeOutcome) {
+    ///
+    /// # Errors
+    /// The duty worker has stopped ([`super::duty::DutyHandle::verify`]).
+    fn retain(&mut self, round: u32, ex: &ExchangeOutcome) -> Result<()> {
         for c in ex.included.iter().filter(|c| c.member != self.ctx.me) {
             let ann = ex.announcements.get(&c.member).map(|a| a.as_slice());
             if let Err(e) = self.ctx.retained.save(round, c.member, &c.payload, ann) {
                 tracing::warn!(round, member = c.member, "cannot keep evidence: {e}");
             }
         }
-        self.duties.verify(round);
+        self.duties.verify(round)
     }
 
     /// Trains until the pool's last round; returns the last round we computed.
@@ -620,7 +623,7 @@ impl Trainer {
             peers_connected: self.ctx.client.snapshot().connected.len() as u64,
             round: r,
         })?;
-        self.retain(r, &ex);
+        self.retain(r, &ex)?;
         let t_outer = Instant::now();
         let included = crate::train::net::contributions(&ex.included);
         let outcome = state.apply(&included, ctx.rule.aggregator(Some(&stakes)).as_ref())?;

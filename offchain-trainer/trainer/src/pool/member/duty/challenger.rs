@@ -5,63 +5,93 @@ use anyhow::Result;
 use synod_chain::calls;
 use synod_chain::types::Verdict;
 
-use super::DutyWorker;
+use super::{DutyWorker, SCHEDULE_RETRY_BLOCKS};
 use crate::event::TrainerEvent;
 
 impl DutyWorker {
-    /// Opens the challenges of dishonest contributions found so far. Another challenge being
-    /// open does not stop ours (an accomplice's sham challenge must not shield the cheater);
-    /// a contribution already found guilty, or out of its challenge window, is dropped; one
-    /// whose challenge by us is already open is done; one that cannot be opened yet (the
-    /// challenge schedule full) is retried next pass.
+    /// Opens the challenges of dishonest contributions found so far
+    /// ([`DutyWorker::open_challenge_of`] each).
     pub(super) fn open_pending_challenges(&mut self) -> Result<()> {
-        let pool = self.ctx.pool;
-        for ((round, member), (who, distance)) in self.duties.to_challenge.clone() {
-            let verdict = self
-                .ctx
-                .block_on(self.ctx.chain.verdict(pool, round, &who))?;
-            let f = self
-                .ctx
-                .block_on(self.ctx.chain.final_checkpoint(pool, round))?;
-            let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
-            let (outcome, done) = if verdict == Some(Verdict::Guilty) {
-                ("not opened: already convicted".to_string(), true)
-            } else if f.is_none_or(|f| !self.round_state(&f).phase(now).accepts_challenges()) {
-                ("not opened: challenge window closed".to_string(), true)
-            } else if let Some(evidence) = self.ctx.retained.announcement(round, member) {
-                let call = calls::open_challenge(pool, round, who, evidence)?;
-                match self
-                    .ctx
-                    .block_on(self.ctx.chain.submit(&call, &self.ctx.signer))
-                {
-                    Ok(_) => ("opened".to_string(), true),
-                    Err(e) if e.is_module("Challenges", "AlreadyChallenged") => {
-                        ("not opened: ours is already open".to_string(), true)
-                    }
-                    Err(e) if e.is_module("Challenges", "ScheduleFull") => (
-                        "retrying: no block left to schedule its jury draw in".into(),
-                        false,
-                    ),
-                    Err(e) if e.is_module("Challenges", "AlreadyConvicted") => {
-                        ("not opened: already convicted".to_string(), true)
-                    }
-                    Err(e) => (format!("failed: {e}"), true),
-                }
-            } else {
-                ("not opened: no signed announcement kept".to_string(), true)
-            };
-            if done {
-                self.duties.to_challenge.remove(&(round, member));
-            }
-            tracing::warn!(round, member, distance, "challenge: {outcome}");
-            self.metrics.emit(&TrainerEvent::Challenge {
-                account: who.to_string(),
-                distance,
-                member,
-                outcome,
-                round,
-            })?;
+        let pending: Vec<(u32, u32)> = self.duties.to_challenge.keys().copied().collect();
+        for (round, member) in pending {
+            self.open_challenge_of(round, member)?;
         }
         Ok(())
+    }
+
+    /// Opens the challenge of `member`'s contribution to `round` if the verifier found it
+    /// dishonest (nothing otherwise). Another challenge being open does not stop ours (an
+    /// accomplice's sham challenge must not shield the cheater); a contribution already found
+    /// guilty, or out of its challenge window, is dropped; one whose challenge by us is
+    /// already open is done; one that cannot be opened yet (the challenge schedule full) is
+    /// tried again [`SCHEDULE_RETRY_BLOCKS`] later (each failed try costs a fee).
+    ///
+    /// # Errors
+    /// RPC errors (the challenge stays pending).
+    pub(super) fn open_challenge_of(&mut self, round: u32, member: u32) -> Result<()> {
+        let key = (round, member);
+        let Some(&(who, distance)) = self.duties.to_challenge.get(&key) else {
+            return Ok(());
+        };
+        let pool = self.ctx.pool;
+        let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
+        if self
+            .duties
+            .challenge_not_before
+            .get(&key)
+            .is_some_and(|b| now < *b)
+        {
+            return Ok(());
+        }
+        let verdict = self
+            .ctx
+            .block_on(self.ctx.chain.verdict(pool, round, &who))?;
+        let f = self
+            .ctx
+            .block_on(self.ctx.chain.final_checkpoint(pool, round))?;
+        let (outcome, done) = if verdict == Some(Verdict::Guilty) {
+            ("not opened: already convicted".to_string(), true)
+        } else if f.is_none_or(|f| !self.round_state(&f).phase(now).accepts_challenges()) {
+            ("not opened: challenge window closed".to_string(), true)
+        } else if let Some(evidence) = self.ctx.retained.announcement(round, member) {
+            let call = calls::open_challenge(pool, round, who, evidence)?;
+            match self
+                .ctx
+                .block_on(self.ctx.chain.submit(&call, &self.ctx.signer))
+            {
+                Ok(_) => ("opened".to_string(), true),
+                Err(e) if e.is_module("Challenges", "AlreadyChallenged") => {
+                    ("not opened: ours is already open".to_string(), true)
+                }
+                Err(e) if e.is_module("Challenges", "ScheduleFull") => {
+                    let next = now + SCHEDULE_RETRY_BLOCKS;
+                    self.duties.challenge_not_before.insert(key, next);
+                    (
+                        format!(
+                            "retrying at block {next}: no block left to schedule its jury draw in"
+                        ),
+                        false,
+                    )
+                }
+                Err(e) if e.is_module("Challenges", "AlreadyConvicted") => {
+                    ("not opened: already convicted".to_string(), true)
+                }
+                Err(e) => (format!("failed: {e}"), true),
+            }
+        } else {
+            ("not opened: no signed announcement kept".to_string(), true)
+        };
+        if done {
+            self.duties.to_challenge.remove(&key);
+            self.duties.challenge_not_before.remove(&key);
+        }
+        tracing::warn!(round, member, distance, "challenge: {outcome}");
+        self.metrics.emit(&TrainerEvent::Challenge {
+            account: who.to_string(),
+            distance,
+            member,
+            outcome,
+            round,
+        })
     }
 }

@@ -17,7 +17,7 @@ impl DutyWorker {
     /// in it). A report is submitted once the round's snapshot exists and only if nobody
     /// reported it yet; it is dropped when the chain refuses it (the call failed in a block),
     /// when the snapshot is gone (settled round, or voided and no longer slashable) or was never
-    /// opened while the pool trains on, and after [`MAX_TRIES`] passes that failed otherwise
+    /// opened while the pool trains on, and after [`MAX_REPORT_TRIES`] passes that failed otherwise
     /// (RPC). A voided round stays reportable: the equivocation may be what voided it.
     pub(super) fn report_equivocations(&mut self) -> Result<()> {
         for (key, proof) in self.ctx.client.take_equivocations() {
@@ -27,14 +27,18 @@ impl DutyWorker {
             let (outcome, done, who) = match self.report_equivocation(round, member, &proof) {
                 // Waiting for the round to open (no accused yet) costs no try.
                 Ok(Some((outcome, done, who))) => {
-                    let out_of_tries = who.is_some() && tries + 1 >= MAX_TRIES;
+                    let out_of_tries = who.is_some() && tries + 1 >= MAX_REPORT_TRIES;
                     (outcome, done || out_of_tries, who)
                 }
                 Ok(None) => {
                     self.duties.to_report.remove(&(round, member));
                     continue;
                 }
-                Err(e) => (format!("failed: {e:#}"), tries + 1 >= MAX_TRIES, None),
+                Err(e) => (
+                    format!("failed: {e:#}"),
+                    tries + 1 >= MAX_REPORT_TRIES,
+                    None,
+                ),
             };
             if done {
                 self.duties.to_report.remove(&(round, member));

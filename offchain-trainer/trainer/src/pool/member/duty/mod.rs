@@ -1,12 +1,13 @@
 //! A member's verification duties (`docs/architecture.md`, step 7), run by the **duty worker**,
 //! a thread of their own beside the rounds and after the last one: replay a sample of the
-//! other contributors of every final round and challenge the ones outside the tolerance; as a
+//! other members of every final round's included set and challenge the ones outside the tolerance; as a
 //! registered juror, replay disputed contributions and vote.
 //!
 //! The worker ([`DutyWorker`], driven through its [`DutyHandle`]) runs one pass of every duty
-//! each time the chain finalizes a block (or the training thread hands it a round's evidence),
-//! so a round is checked as soon as it is final, while the next inner phase trains, and a
-//! replay longer than an inner phase delays no round. Nothing here ends `run`: a failed read,
+//! when the chain has finalized blocks (one pass for those finalized during the previous one)
+//! or the training thread hands it a round's evidence, so a round is checked as soon as it is
+//! final, while the next inner phase trains: a replay longer than an inner phase does not hold
+//! the training thread (it shares the machine's cores, and a GPU's memory, with it). Nothing here ends `run`: a failed read,
 //! replay or extrinsic is logged and retried at the next pass. The evidence of a round is
 //! deleted once the chain has pruned its snapshot (settled: nothing can challenge it any more)
 //! or voided the round.
@@ -101,15 +102,20 @@ pub(super) struct Duties {
     /// Contributions found dishonest whose challenge is not open yet: (round, member) →
     /// (account, distance). Retried every pass until opened, convicted or out of the window.
     to_challenge: BTreeMap<(u32, u32), (AccountId, f64)>,
+    /// Finalized block before which a challenge refused for a full schedule is not tried
+    /// again ([`SCHEDULE_RETRY_BLOCKS`]): each failed try costs a fee.
+    challenge_not_before: BTreeMap<(u32, u32), u64>,
     /// Equivocations seen by the network and not reported yet: (round, member) → (proof,
     /// failed submissions). See [`DutyWorker::report_equivocations`].
     to_report: BTreeMap<(u32, u32), (Equivocation, u32)>,
     /// The last parent checkpoint replayed from: (blake3, canonical bytes).
     parent: Option<([u8; 32], Arc<Vec<u8>>)>,
-    /// Failed verification passes per round (a round is given up after [`MAX_TRIES`]).
-    tries: BTreeMap<u32, u32>,
-    /// Contributions of rounds still to verify that were checked already (a round retried
-    /// for another contribution does not check them again).
+    /// Finalized block before which a round whose sparse residuals were not served is not
+    /// verified again ([`RESIDUAL_RETRY_BLOCKS`]): each pass fetches its states anew.
+    verify_not_before: BTreeMap<u32, u64>,
+    /// Contributions checked already, kept until their round's evidence is forgotten (a round
+    /// handed over again, its lacking payloads fetched for a recommit, checks only the new
+    /// ones).
     verified: BTreeSet<(u32, u32)>,
     /// Sparse contributions whose residuals were not served: (round, member, verdict
     /// deadline) → the finalized block at which they were first missed
@@ -145,8 +151,15 @@ enum Unusable {
 /// first time (later calls read only the new ones).
 const RECENT_CHALLENGES: u32 = 256;
 
-/// Passes a round's verification may fail (RPC, missing parent) before it is given up.
-const MAX_TRIES: u32 = 5;
+/// Failed passes after which an equivocation report is given up (RPC errors; passes run at
+/// every finalized block, so this is about as many blocks).
+const MAX_REPORT_TRIES: u32 = 60;
+
+/// Blocks a challenge refused with `ScheduleFull` waits before its next try.
+const SCHEDULE_RETRY_BLOCKS: u64 = 3;
+
+/// Blocks a round with unserved sparse residuals waits before it is verified again.
+const RESIDUAL_RETRY_BLOCKS: u64 = 3;
 
 /// A sparse contribution's residuals were not served in this pass (asked again next pass).
 #[derive(Debug)]

@@ -1,4 +1,5 @@
-//! The verifier: replays a sample of the other contributors of every final round, by their
+//! The verifier: replays a sample of the other members of every final round's included set
+//! (every aggregated payload, its author committed or not), by their
 //! Proof-of-Learning trace segments first and whole when a segment fails, and records the
 //! contributions outside the tolerance for the challenger.
 
@@ -10,7 +11,9 @@ use anyhow::{anyhow, Result};
 use synod_chain::types::{AccountId, FinalCheckpoint, PoolStatus};
 use synod_diloco::residual::{commitments_of, NO_RESIDUAL};
 use synod_diloco::trace::split_trace;
-use synod_diloco::verify::{default_sample_rate, sampled, sampled_segments, REPLAY_TOLERANCE};
+use synod_diloco::verify::{
+    honest_verifiers_at_least, sample_rate, sampled, sampled_segments, REPLAY_TOLERANCE,
+};
 
 use super::DutyWorker;
 use super::*;
@@ -23,29 +26,41 @@ impl DutyWorker {
     /// Verifies every kept round that has closed; forgets the evidence of settled rounds.
     pub(super) fn verify_closed_rounds(&mut self) -> Result<()> {
         let (pool, rounds) = (self.ctx.pool, self.duties.to_verify.clone());
+        let now = if rounds.is_empty() {
+            0
+        } else {
+            self.ctx.block_on(self.ctx.chain.finalized_number())?
+        };
         for round in rounds {
+            if self
+                .duties
+                .verify_not_before
+                .get(&round)
+                .is_some_and(|b| now < *b)
+            {
+                continue;
+            }
             if let Some(f) = self
                 .ctx
                 .block_on(self.ctx.chain.final_checkpoint(pool, round))?
             {
-                // A failing round (no parent checkpoint, RPC) is retried a few passes, then
-                // given up: it must not hold the evidence of later rounds forever.
+                // A failing round (RPC, a block hash not served) is tried again at the next
+                // pass: `verify_round` gives it up once its challenge window has closed.
                 match self.verify_round(round, &f) {
                     Ok(true) => {}
-                    // Residuals still awaited: asked again next pass (no failed try).
-                    Ok(false) => continue,
+                    // Residuals still awaited: asked again a few blocks later.
+                    Ok(false) => {
+                        let next = now + RESIDUAL_RETRY_BLOCKS;
+                        self.duties.verify_not_before.insert(round, next);
+                        continue;
+                    }
                     Err(e) => {
-                        let n = self.duties.tries.entry(round).or_insert(0);
-                        *n += 1;
-                        tracing::warn!(round, tries = *n, "verification failed: {e:#}");
-                        if *n < MAX_TRIES {
-                            continue;
-                        }
+                        tracing::warn!(round, "verification failed, trying again: {e:#}");
+                        continue;
                     }
                 }
                 self.duties.to_verify.remove(&round);
-                self.duties.tries.remove(&round);
-                self.duties.verified.retain(|(r, _)| *r != round);
+                self.duties.verify_not_before.remove(&round);
             } else if self.ctx.block_on(self.ctx.chain.voided(pool, round))? {
                 self.duties.to_verify.remove(&round);
             }
@@ -82,6 +97,7 @@ impl DutyWorker {
                 self.ctx.retained.forget(round);
                 self.duties.replays.retain(|(r, _), _| *r != round);
                 self.duties.unserved.retain(|(r, _, _), _| *r != round);
+                self.duties.verified.retain(|(r, _)| *r != round);
             }
         }
         Ok(())
@@ -116,11 +132,21 @@ impl DutyWorker {
             .ctx
             .block_on(self.ctx.chain.block_hash(u64::from(f.finalized_at)))?
             .ok_or_else(|| anyhow!("block {} is unknown", f.finalized_at))?;
-        let rate = self
-            .ctx
-            .a
-            .verify_rate
-            .unwrap_or_else(|| default_sample_rate(f.contributors.len()));
+        // The verifiers are the round's honest contributors, of which there may be far fewer
+        // than contributors (sybil seats): the rate at which a payload escapes the fewest
+        // honest contributors the round's stakes allow.
+        let rate = self.ctx.a.verify_rate.unwrap_or_else(|| {
+            let stakes: Vec<u128> = snapshot
+                .iter()
+                .filter(|p| f.contributors.contains(&p.who))
+                .map(|p| p.stake)
+                .collect();
+            sample_rate(honest_verifiers_at_least(
+                &stakes,
+                f.committed_stake,
+                f.round_stake,
+            ))
+        });
         let segment_count = self
             .ctx
             .a
@@ -129,13 +155,15 @@ impl DutyWorker {
             .len() as u32
             - 1;
         let mut checks = Vec::new();
-        for who in &f.contributors {
+        // Every aggregated payload is sampled, its author's commit or not: a member that stays
+        // silent after the exchange moved the model too (and the chain accepts the challenge).
+        for &member in &f.included {
+            let Some(who) = snapshot.iter().find(|p| p.index == member).map(|p| &p.who) else {
+                continue;
+            };
             if *who == self.ctx.account {
                 continue;
             }
-            let Some(member) = snapshot.iter().find(|p| p.who == *who).map(|p| p.index) else {
-                continue;
-            };
             if !sampled(&f.hash, &seed, &self.ctx.account.0, round, member, rate) {
                 continue;
             }
@@ -202,7 +230,7 @@ impl DutyWorker {
                     .to_challenge
                     .insert((round, member), (*who, rep.distance));
                 // Challenged now, not after the rest of the round's checks: the window runs.
-                if let Err(e) = self.open_pending_challenges() {
+                if let Err(e) = self.open_challenge_of(round, member) {
                     tracing::warn!(round, member, "challenge: {e:#}");
                 }
             }

@@ -7,7 +7,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 /// How long the duty worker waits for a finalized block before it runs a pass anyway (the
 /// chain's subscription may have ended; the chain is then polled at this pace).
@@ -21,6 +21,8 @@ pub(in crate::pool::member) enum DutyMsg {
     Verify(u32),
     /// The pool is over: finish the duties (at most this long), then stop.
     Finish(Duration),
+    /// The member is stopping (its `run` failed): stop after the pass under way.
+    Stop,
 }
 
 /// What the worker's thread drives ([`super::DutyWorker`] for a member).
@@ -64,8 +66,17 @@ impl DutyHandle {
 
     /// Hands the worker the kept evidence of `round` to verify once it is final; returns at
     /// once (the worker may be in the middle of a replay).
-    pub fn verify(&self, round: u32) {
+    ///
+    /// # Errors
+    /// The worker has stopped (it panicked): a member that no longer verifies, judges or
+    /// reports must not go on (as a registered juror it would be slashed for every missed
+    /// vote).
+    pub fn verify(&self, round: u32) -> Result<()> {
+        if self.thread.as_ref().is_none_or(|t| t.is_finished()) {
+            bail!("the duty worker has stopped");
+        }
         let _ = self.tx.send(DutyMsg::Verify(round));
+        Ok(())
     }
 
     /// Seconds the worker spent in duty passes since the previous call (they ran beside the
@@ -86,17 +97,29 @@ impl DutyHandle {
     }
 }
 
+impl Drop for DutyHandle {
+    /// A member stopping without [`DutyHandle::finish`] (its `run` failed) tells the worker
+    /// to stop after the pass under way, without waiting for it (the process is ending).
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            let _ = self.tx.send(DutyMsg::Stop);
+        }
+    }
+}
+
 /// The worker's loop: a pass at each finalized block (one pass for any number of blocks
 /// finalized while the previous pass ran) or round handed over, or after [`IDLE_PASS`] without
-/// either; after [`DutyMsg::Finish`], [`Duty::finish`]. Returns when the training thread is
-/// gone (its handle dropped: `run` failed).
+/// either; after [`DutyMsg::Finish`], [`Duty::finish`]. Returns at [`DutyMsg::Stop`] (its
+/// handle dropped: `run` failed) or when every sender is gone.
 fn run<D: Duty>(mut duty: D, rx: &Receiver<DutyMsg>, busy_us: &AtomicU64) {
     loop {
         let mut finish = None;
+        let mut stop = false;
         let mut take = |msg, duty: &mut D| match msg {
             DutyMsg::Finalized => {}
             DutyMsg::Verify(round) => duty.hand_over(round),
             DutyMsg::Finish(max_wait) => finish = Some(max_wait),
+            DutyMsg::Stop => stop = true,
         };
         match rx.recv_timeout(IDLE_PASS) {
             Ok(msg) => take(msg, &mut duty),
@@ -105,6 +128,9 @@ fn run<D: Duty>(mut duty: D, rx: &Receiver<DutyMsg>, busy_us: &AtomicU64) {
         }
         while let Ok(msg) = rx.try_recv() {
             take(msg, &mut duty);
+        }
+        if stop {
+            return;
         }
         if let Some(max_wait) = finish {
             duty.finish(max_wait, busy_us);
@@ -194,12 +220,12 @@ mod tests {
     fn a_replay_longer_than_the_next_inner_phase_runs_beside_it() {
         let f = fixture();
         // The training thread hands round 1 over and goes on: the worker starts replaying it.
-        f.handle.verify(1);
+        f.handle.verify(1).unwrap();
         assert_eq!(f.started.recv_timeout(LONG), Ok(1));
         // Round 2's inner phase, exchange and hand-over run on this thread while the replay of
         // round 1 is still under way (it ends only when released below): a duty run on the
         // training thread would never get here.
-        f.handle.verify(2);
+        f.handle.verify(2).unwrap();
         assert!(
             f.checked.lock().unwrap().is_empty(),
             "round 1's replay still runs"
@@ -212,6 +238,13 @@ mod tests {
         handle.finish(LONG);
         assert_eq!(*f.checked.lock().unwrap(), vec![1, 2]);
         assert!(handle.take_busy_secs() > 0.0);
+    }
+
+    #[test]
+    fn a_worker_that_stopped_refuses_the_next_round() {
+        let mut f = fixture();
+        f.handle.finish(LONG);
+        assert!(f.handle.verify(3).is_err());
     }
 
     #[test]
@@ -229,14 +262,16 @@ mod tests {
                 "no pass after a block"
             );
         }
-        // The member stopped (its handle and the subscription's sender dropped): the worker's
-        // thread ends instead of waiting for blocks that never come.
+        // The member stopped (its `run` failed: the handle dropped) while the chain
+        // subscription, which holds a sender, lives on: the worker's thread ends instead of
+        // waiting for more blocks.
         let Fixture { mut handle, tx, .. } = f;
-        drop(tx);
         let thread = handle.thread.take().unwrap();
+        handle.thread = Some(std::thread::spawn(|| {})); // so that the drop tells the worker
         drop(handle);
         let t = Instant::now();
         while !thread.is_finished() && t.elapsed() < LONG {
+            tx.send(DutyMsg::Finalized).unwrap();
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(thread.is_finished(), "the worker outlived its member");
