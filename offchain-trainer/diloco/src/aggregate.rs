@@ -72,20 +72,20 @@ impl Aggregator for Mean {
         vec![1.0; norms.len()]
     }
 
-    /// Σ in f32 in input order, then × (1/n) in f32 (factors are not applied: all 1).
+    /// Σ in f64 in input order, × (1/n) in f64, rounded once to f32 (factors are not applied:
+    /// all 1). The mean of finite f32 values lies between their extremes, so it is finite:
+    /// an f32 sum of inputs near `f32::MAX` would overflow to ∞.
     fn combine(&self, inputs: &[&[f32]], _factors: &[f64], out: &mut [f32]) {
-        let Some(first) = inputs.first() else {
+        if inputs.is_empty() {
             return;
-        };
-        out.copy_from_slice(first);
-        for x in inputs.iter().skip(1) {
-            for (a, b) in out.iter_mut().zip(x.iter()) {
-                *a += b;
-            }
         }
-        let inv = 1.0 / inputs.len() as f32;
-        for a in out.iter_mut() {
-            *a *= inv;
+        let inv = 1.0 / inputs.len() as f64;
+        for (k, o) in out.iter_mut().enumerate() {
+            let sum: f64 = inputs
+                .iter()
+                .map(|x| x.get(k).map_or(0.0, |v| f64::from(*v)))
+                .sum();
+            *o = (sum * inv) as f32;
         }
     }
 }

@@ -32,6 +32,10 @@ pub enum DilocoError {
     /// No contribution reached the aggregation (the round cannot advance).
     #[error("round {0}: no contribution to aggregate")]
     Empty(u32),
+    /// The outer step would leave a parameter or its momentum non-finite (an outer gradient
+    /// too large for f32); nothing was changed.
+    #[error("the outer step would leave non-finite parameters")]
+    NonFinite,
     /// The exchange (transport) failed.
     #[error("exchange failed: {0}")]
     Exchange(String),

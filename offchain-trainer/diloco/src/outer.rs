@@ -37,7 +37,9 @@ impl NesterovSgd {
     /// Applies one outer step to `params` with outer gradient `g`.
     ///
     /// # Errors
-    /// [`DilocoError::LayoutMismatch`] if `g` (or a restored buffer) does not fit `params`.
+    /// [`DilocoError::LayoutMismatch`] if `g` (or a restored buffer) does not fit `params`;
+    /// [`DilocoError::NonFinite`] if the step would leave a parameter or a momentum value
+    /// non-finite (checked before anything changes: a refused step leaves both as they were).
     pub fn step(&mut self, params: &mut ParamSet, g: &PseudoGradient) -> Result<(), DilocoError> {
         let fits = |v: &PseudoGradient| {
             v.len() == params.tensors().len()
@@ -54,11 +56,30 @@ impl NesterovSgd {
             return Err(DilocoError::LayoutMismatch);
         }
         let (lr, mu) = (self.lr, self.momentum);
+        // (θ, m) after the step, the same f32 operations in the same order for the check and
+        // the update.
+        let next = |p: f32, gi: f32, mi: f32| {
+            let m = mu * mi + gi;
+            let d = gi + mu * m;
+            (p - lr * d, m)
+        };
+        let finite = params
+            .tensors()
+            .iter()
+            .zip(g)
+            .zip(&self.buf)
+            .all(|((t, grad), m)| {
+                t.data.iter().zip(grad).zip(m).all(|((p, gi), mi)| {
+                    let (p, m) = next(*p, *gi, *mi);
+                    p.is_finite() && m.is_finite()
+                })
+            });
+        if !finite {
+            return Err(DilocoError::NonFinite);
+        }
         for ((theta, grad), m) in params.data_mut().zip(g).zip(&mut self.buf) {
             for ((p, gi), mi) in theta.iter_mut().zip(grad).zip(m.iter_mut()) {
-                *mi = mu * *mi + gi;
-                let d = gi + mu * *mi;
-                *p -= lr * d;
+                (*p, *mi) = next(*p, *gi, *mi);
             }
         }
         Ok(())

@@ -365,11 +365,12 @@ impl OuterState {
     /// Decodes the included set (in ascending member order; malformed payloads and repeated
     /// members are dropped and reported, never fatal), aggregates ([`aggregate_payloads`],
     /// tensor by tensor), applies the outer step and writes the checkpoint. Advances
-    /// `self.round`.
+    /// `self.round`; on an error, changes nothing.
     ///
     /// # Errors
-    /// [`DilocoError::Empty`] if no payload survives decoding; otherwise as the aggregator and
-    /// outer step.
+    /// [`DilocoError::Empty`] if no payload survives decoding; [`DilocoError::NonFinite`] if
+    /// the aggregate would leave θ non-finite (no checkpoint with ∞ or NaN is ever written);
+    /// otherwise as the aggregator and outer step.
     pub fn apply(
         &mut self,
         contributions: &[Contribution],
@@ -381,10 +382,12 @@ impl OuterState {
             rejected,
             gradient: g,
         } = aggregate_payloads(&self.params, round, contributions, agg)?;
-        if self.overlap {
-            self.delayed_start = Some(self.params.clone());
-        }
+        // Kept only once the step is taken: a refused step changes nothing.
+        let start = self.overlap.then(|| self.params.clone());
         self.opt.step(&mut self.params, &g)?;
+        if start.is_some() {
+            self.delayed_start = start;
+        }
         self.round = round;
         let checkpoint = synod_checkpoint::to_bytes(&self.checkpoint_set()?)?;
         let hash = synod_checkpoint::hash(&checkpoint);

@@ -94,20 +94,21 @@ pub fn sample_rate(verifiers: usize) -> f64 {
     }
 }
 
-/// The fewest honest contributors a final round can have when the adversary holds at most a
-/// third of the round's stake (the protocol's assumption, `docs/architecture.md`), whatever the
-/// split of that stake over accounts: honest contributors hold at least `committed_stake −
-/// round_stake / 3` (planck), and no set of fewer contributors than the largest stakes of
-/// `contributor_stakes` (planck) reaching that much can. Every honest contributor verifies
-/// (the accused, if it cheated, is not among them), so sampling at [`sample_rate`] of this
-/// number lets a dishonest payload escape with probability ≤ 1 % however many seats sybils
-/// hold (they count in the number of contributors, not in this bound).
-pub fn honest_verifiers_at_least(
-    contributor_stakes: &[u128],
-    committed_stake: u128,
-    round_stake: u128,
-) -> usize {
-    let honest = committed_stake.saturating_sub(round_stake / 3);
+/// The fewest honest contributors a final round can have when the adversary holds less than
+/// a third of the round's stake `round_stake` (the protocol's assumption,
+/// `docs/architecture.md`), whatever the split of that stake over accounts: the contributors
+/// (snapshot participants, snapshot stakes `contributor_stakes`, planck) hold Σ, of which
+/// the adversary's are at most ⌊`round_stake` / 3⌋, so honest contributors hold at least
+/// Σ − ⌊`round_stake` / 3⌋, and no set of fewer contributors than the largest stakes reaching
+/// that much can. Every honest contributor verifies (the accused, if it cheated, is not among
+/// them), so sampling at [`sample_rate`] of this number lets a dishonest payload escape with
+/// probability ≤ 1 % however many seats sybils hold (they count in the number of
+/// contributors, not in this bound).
+pub fn honest_verifiers_at_least(contributor_stakes: &[u128], round_stake: u128) -> usize {
+    let total = contributor_stakes
+        .iter()
+        .fold(0u128, |a, s| a.saturating_add(*s));
+    let honest = total.saturating_sub(round_stake / 3);
     if honest == 0 {
         return 0;
     }
@@ -261,12 +262,15 @@ mod tests {
     }
 
     /// The probability that a dishonest payload escapes every honest contributor of a round in
-    /// which the adversary holds `attacker` (planck) over `seats` accounts, all committing,
-    /// beside the honest `honest` stakes: each honest contributor samples at `rate`.
+    /// which the adversary holds `attacker` (planck) over `seats` contributing accounts beside
+    /// the honest contributors' `honest` stakes and `absent` (planck) of stake that is not
+    /// among the contributors (silent, or a committer left out of the included set): each
+    /// honest contributor samples at `rate` of the contributors' stakes and the round's stake.
     fn escape(
         honest: &[u128],
         attacker: u128,
         seats: u32,
+        absent: u128,
         rate: impl Fn(&[u128], u128) -> f64,
     ) -> f64 {
         let mut stakes = honest.to_vec();
@@ -274,8 +278,8 @@ mod tests {
         let each = attacker / u128::from(seats);
         stakes
             .extend((0..seats).map(|i| each + u128::from(i == 0) * (attacker % u128::from(seats))));
-        let total: u128 = stakes.iter().sum();
-        (1.0 - rate(&stakes, total)).powi(honest.len() as i32)
+        let round: u128 = stakes.iter().sum::<u128>() + absent;
+        (1.0 - rate(&stakes, round)).powi(honest.len() as i32)
     }
 
     #[test]
@@ -284,42 +288,50 @@ mod tests {
         // stake (199 of 599) and splits it over any number of seats, every seat committing.
         let honest = [100u128; 4];
         let by_count = |stakes: &[u128], _: u128| default_sample_rate(stakes.len());
-        let by_stake = |stakes: &[u128], total: u128| {
-            sample_rate(honest_verifiers_at_least(stakes, total, total))
-        };
+        let by_stake =
+            |stakes: &[u128], round: u128| sample_rate(honest_verifiers_at_least(stakes, round));
         // Counting seats, 8 sybils let a cheater escape 18.7 % of its rounds.
-        let diluted = escape(&honest, 199, 8, by_count);
+        let diluted = escape(&honest, 199, 8, 0, by_count);
         assert!((0.18..0.19).contains(&diluted), "{diluted}");
         for seats in 1..=40 {
-            let p = escape(&honest, 199, seats, by_stake);
+            let p = escape(&honest, 199, seats, 0, by_stake);
             assert!(p <= 0.010_000_1, "{seats} seats: escapes with {p}");
         }
-        // However the honest stake is split, and with members that did not commit.
-        for honest in [vec![250u128, 50, 50, 50], vec![397, 1, 1, 1], vec![40; 10]] {
+        // However the honest stake is split, and with stake outside the contributors (an
+        // honest committer left out of the included set, silent members): the adversary holds
+        // as much as stays under a third of the round, all of it among the contributors.
+        for honest in [
+            vec![250u128, 50, 50, 50],
+            vec![397, 1, 1, 1],
+            vec![40; 10],
+            vec![100],
+        ] {
             let total_honest: u128 = honest.iter().sum();
-            let attacker = (total_honest - 1) / 2; // < ⅓ of the round
-            for seats in 1..=30 {
-                let p = escape(&honest, attacker, seats, by_stake);
-                assert!(p <= 0.010_000_1, "{honest:?}, {seats} seats: {p}");
+            for absent in [0u128, 100, 400, 1_000] {
+                let attacker = (total_honest + absent - 1) / 2;
+                for seats in 1..=30 {
+                    let p = escape(&honest, attacker, seats, absent, by_stake);
+                    assert!(
+                        p <= 0.010_000_1,
+                        "{honest:?}, {absent} absent, {seats} seats: {p}"
+                    );
+                }
             }
         }
     }
 
     #[test]
     fn honest_verifiers_are_counted_from_the_largest_stakes_past_the_adversarys_third() {
-        // Equal stakes, everyone committed: the adversary may hold one of four seats.
-        assert_eq!(honest_verifiers_at_least(&[100; 4], 400, 400), 3);
-        assert_eq!(honest_verifiers_at_least(&[100; 10], 1000, 1000), 7);
-        // Two thirds committed of 900: the adversary's 300 may all be among the committers.
-        assert_eq!(honest_verifiers_at_least(&[100; 6], 600, 900), 3);
+        // Equal stakes, everyone a contributor: the adversary may hold one of four seats.
+        assert_eq!(honest_verifiers_at_least(&[100; 4], 400), 3);
+        assert_eq!(honest_verifiers_at_least(&[100; 10], 1000), 7);
+        // Six of nine contributing: the adversary's 300 may all be among them.
+        assert_eq!(honest_verifiers_at_least(&[100; 6], 900), 3);
         // Nothing is sure to be honest: check everything.
-        assert_eq!(honest_verifiers_at_least(&[100; 3], 300, 900), 0);
+        assert_eq!(honest_verifiers_at_least(&[100; 3], 900), 0);
         assert_eq!(sample_rate(0), 1.0);
         // One large honest member may be all there is.
-        assert_eq!(
-            honest_verifiers_at_least(&[700, 100, 100, 100], 1000, 1000),
-            1
-        );
+        assert_eq!(honest_verifiers_at_least(&[700, 100, 100, 100], 1000), 1);
         assert!(sample_rate(1) >= 0.99);
     }
 

@@ -128,6 +128,44 @@ fn mean_is_the_element_wise_average() {
     ));
 }
 
+#[test]
+fn the_mean_of_payloads_near_f32_max_stays_finite() {
+    // Summed in f32, two finite values near f32::MAX overflow to ∞ before the division.
+    let big = vec![vec![f32::MAX, -f32::MAX, 3.0e38]];
+    let m = Mean.aggregate(1, &[&big, &big, &big]).unwrap();
+    assert_eq!(m, big, "the mean of equal values is that value");
+    assert!(m.iter().flatten().all(|x| x.is_finite()));
+}
+
+#[test]
+fn an_outer_step_that_would_overflow_is_refused_and_changes_nothing() {
+    // A member of a `mean` pool announces a pseudo-gradient near f32::MAX: θ − η·(g + μ·m)
+    // leaves f32. The step is refused before θ or the momentum moves, so no member stores,
+    // serves or commits a checkpoint with ∞ in it.
+    let mut p = params(vec![1.0, 2.0], vec![3.0]);
+    let before = p.clone();
+    let mut opt = NesterovSgd::new(0.7, 0.9);
+    let g = vec![vec![-3.0e38, 0.0], vec![0.0]];
+    assert!(matches!(opt.step(&mut p, &g), Err(DilocoError::NonFinite)));
+    assert_eq!(p, before);
+    assert!(opt.buf.iter().flatten().all(|m| *m == 0.0));
+    // Through a round: the state keeps its round number and θ.
+    let like = params(vec![0.0; 3], vec![0.0; 2]);
+    let mut s = OuterState::new(like.clone(), NesterovSgd::new(0.7, 0.9));
+    let huge: Vec<Vec<f32>> = vec![vec![3.0e38; 3], vec![3.0e38; 2]];
+    let opts = EncodeOptions {
+        mode: synod_codec::Mode::Fp32,
+        chunk_size: 0,
+        ..EncodeOptions::default()
+    };
+    let c = Contribution {
+        member: 0,
+        payload: Arc::new(encode_pseudo_gradient(&like, &huge, &opts).unwrap()),
+    };
+    assert!(matches!(s.apply(&[c], &Mean), Err(DilocoError::NonFinite)));
+    assert_eq!((s.round, &s.params), (0, &like));
+}
+
 fn payload(like: &ParamSet, scale: f32) -> Vec<u8> {
     let delta: Vec<Vec<f32>> = like
         .tensors()

@@ -39,7 +39,8 @@
 //! probability proportional to snapshot stake
 //! ([`synod_primitives::protocol::draw_committee`]), from the hash of the block before the draw
 //! — a block that did not exist when the challenge was submitted. The accused and the
-//! challenger sit like any contributor, so choosing whom to accuse (or from which account)
+//! challenger sit like any contributor when they are registered contributors (an accused that
+//! did not commit the round never sits), so choosing whom to accuse (or from which account)
 //! shifts no stake between the sides. Because every seat is an independent draw, an
 //! adversary's seats are Binomial(`JurySize`, its share of the eligible stake) however it
 //! splits its stake over accounts; with the runtime's 193 seats, an adversary holding less than

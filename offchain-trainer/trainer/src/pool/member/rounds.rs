@@ -57,6 +57,11 @@ enum Step {
 /// How many times we try to commit over an agreed (or final) set other than ours.
 const RECOMMIT_TRIES: u32 = 3;
 
+/// The hash of a [`Pending`] round for which we commit nothing: our aggregate could not be
+/// applied ([`synod_diloco::DilocoError::NonFinite`], nothing decodable). No checkpoint hashes
+/// to it (blake3 of anything is 32 zero bytes with probability 2⁻²⁵⁶).
+const NOT_COMMITTED: CheckpointHash = [0; 32];
+
 /// What every round of one `train` call shares.
 pub(super) struct RoundCtx {
     codec: EncodeOptions,
@@ -406,8 +411,17 @@ impl Trainer {
             let (p, rec) =
                 self.exchange_and_commit(r, mine, &mut state, parent, parent, stakes, &ctx)?;
             self.record(&state, rec.with_phase(&report), Some(report.secs))?;
-            pending = Some(p);
             last = r;
+            if p.hash == NOT_COMMITTED {
+                // Nothing of ours to train round r + 1 from: wait for round r to close and go
+                // on from the chain's last final checkpoint.
+                self.settle(p)?;
+                let (f, hash) = self.ctx.last_final()?;
+                state = self.load(hash, f)?;
+                parent = hash;
+                continue;
+            }
+            pending = Some(p);
         }
         if let Some(p) = pending.take() {
             if let Closed::Final(h) = self.settle(p)? {
@@ -626,7 +640,32 @@ impl Trainer {
         self.retain(r, &ex)?;
         let t_outer = Instant::now();
         let included = crate::train::net::contributions(&ex.included);
-        let outcome = state.apply(&included, ctx.rule.aggregator(Some(&stakes)).as_ref())?;
+        let outcome = match state.apply(&included, ctx.rule.aggregator(Some(&stakes)).as_ref()) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // A peer's payload (a `mean` pool's outer gradient too large for f32) or the
+                // exchange left nothing to apply: we commit nothing, θ stays as it was, and we
+                // wait for the chain's outcome of the round like a member whose commit failed.
+                tracing::warn!(round = r, "not committing round {r}: {e}");
+                let reason = format!("not committed: {e}");
+                let rec = RoundRecord {
+                    bytes_sent_per_worker: payload_bytes,
+                    exchange_secs: ex.secs,
+                    excluded: ex.excluded,
+                    ..self.blank(r)
+                };
+                let pending = Pending {
+                    round: r,
+                    hash: NOT_COMMITTED,
+                    commit: self.ctx.rt.spawn(async move { Err(reason) }),
+                    included: Vec::new(),
+                    parent,
+                    start,
+                    stakes,
+                };
+                return Ok((pending, rec));
+            }
+        };
         self.ctx.store.put(&outcome.checkpoint)?;
         self.ctx.block_on(
             self.ctx

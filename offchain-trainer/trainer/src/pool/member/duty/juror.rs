@@ -71,11 +71,11 @@ impl DutyWorker {
         };
         // Two digests under the accused's key for one round convict without a replay (an
         // accomplice's sham challenge with a never-gossiped announcement looks like that).
-        let parent = match self
+        let (parent, committed) = match self
             .ctx
             .block_on(self.ctx.chain.final_checkpoint(self.ctx.pool, c.round))?
         {
-            Some(f) => f.parent,
+            Some(f) => (f.parent, f.contributors.contains(&c.accused)),
             None => return Err(anyhow!("round {} is not final", c.round)),
         };
         let (round, digest, expires) = (c.round, c.payload_digest, u64::from(c.expires_at));
@@ -90,7 +90,7 @@ impl DutyWorker {
             }
         }
         let vote = juror_vote(&kept, &digest, |_| {
-            self.replay(round, member, &parent, None, expires)?
+            self.replay(round, member, &parent, None, expires, committed)?
                 .ok_or_else(|| anyhow!("payload of member {member} vanished"))
         })?;
         Ok(Ok(vote))

@@ -103,10 +103,11 @@ impl DutyWorker {
         Ok(())
     }
 
-    /// Replays the sampled contributors of final `round` and challenges each dishonest one as
-    /// soon as its check fails.
-    /// Returns `false` while a sampled sparse contribution's residuals are awaited (the round
-    /// is verified again next pass, the contributions checked already are not).
+    /// Replays the sampled members of final `round`'s included set and challenges each
+    /// dishonest one as soon as its check fails.
+    /// Returns `false` while a sampled sparse contribution's residuals are awaited or a replay
+    /// failed (the round is verified again a few blocks later, until its window closes; the
+    /// contributions checked already are not).
     pub(super) fn verify_round(&mut self, round: u32, f: &FinalCheckpoint) -> Result<bool> {
         let pool = self.ctx.pool;
         let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
@@ -141,11 +142,7 @@ impl DutyWorker {
                 .filter(|p| f.contributors.contains(&p.who))
                 .map(|p| p.stake)
                 .collect();
-            sample_rate(honest_verifiers_at_least(
-                &stakes,
-                f.committed_stake,
-                f.round_stake,
-            ))
+            sample_rate(honest_verifiers_at_least(&stakes, f.round_stake))
         });
         let segment_count = self
             .ctx
@@ -194,22 +191,25 @@ impl DutyWorker {
                     .all(|j| states.contains_key(&t[*j]))
             })
         });
-        let mut unserved = Vec::new();
+        // Checks to run again a few blocks later: residuals not served yet, replays that failed.
+        let mut again = Vec::new();
         for (who, member, segments) in &checks {
             let (who, member) = (who, *member);
             if self.duties.verified.contains(&(round, member)) {
                 continue;
             }
             let verifying = Some((&segments[..], &states));
-            let rep = match self.replay(round, member, &f.parent, verifying, until) {
+            let committed = f.contributors.contains(who);
+            let rep = match self.replay(round, member, &f.parent, verifying, until, committed) {
                 Ok(Some(rep)) => rep,
                 Ok(None) => continue,
                 Err(e) if e.is::<ResidualsUnserved>() => {
-                    unserved.push(member);
+                    again.push(member);
                     continue;
                 }
                 Err(e) => {
-                    tracing::warn!(round, member, "replay failed: {e:#}");
+                    tracing::warn!(round, member, "replay failed, trying again: {e:#}");
+                    again.push(member);
                     continue;
                 }
             };
@@ -237,10 +237,14 @@ impl DutyWorker {
         }
         // Fetched states are no evidence: only what the accused signed is.
         let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
-        if !unserved.is_empty() {
-            // Asked again next pass (the round stays to verify); the others are not checked
-            // again.
-            tracing::info!(round, ?unserved, "residuals not served yet: asking again");
+        if !again.is_empty() {
+            // Checked again a few blocks later (the round stays to verify, until its window
+            // closes); the others are not checked again.
+            tracing::info!(
+                round,
+                ?again,
+                "checks to run again: residuals not served or a failed replay"
+            );
             return Ok(false);
         }
         Ok(true)
@@ -435,7 +439,10 @@ impl DutyWorker {
     /// ([`Replayer::check_segments`](crate::pool::verify::Replayer::check_segments), with the
     /// trace states fetched beforehand, [`DutyWorker::prefetch_trace_states`]); `None`: replay
     /// the whole inner phase, as jurors do. Whole replays are cached (a verifier drawn as juror
-    /// replays once).
+    /// replays once). `committed`: whether `member` committed the round's final hash (a
+    /// contributor); one that did not and does not serve its residuals by the deadline is
+    /// given the benefit of the doubt (it may have stopped after the exchange, and only it
+    /// holds them): judged honest, never challenged or convicted on that alone.
     pub(super) fn replay(
         &mut self,
         round: u32,
@@ -443,6 +450,7 @@ impl DutyWorker {
         parent: &[u8; 32],
         segments: Option<(&[u32], &FetchedStates)>,
         deadline: u64,
+        committed: bool,
     ) -> Result<Option<Replay>> {
         if let Some(r) = self.duties.replays.get(&(round, member)) {
             return Ok(Some(*r));
@@ -475,6 +483,19 @@ impl DutyWorker {
                     let first = *self.duties.unserved.entry(key).or_insert(now);
                     if !residual_deadline_passed(first, now, deadline) {
                         return Err(ResidualsUnserved { round, member }.into());
+                    }
+                    if !committed {
+                        tracing::info!(
+                            round,
+                            member,
+                            "not judged on its unserved residuals: it did not commit the round \
+                             (it may have stopped)"
+                        );
+                        return Ok(Some(Replay {
+                            distance: f64::NAN,
+                            honest: true,
+                            ..dishonest(WholeReplay::Unserved)
+                        }));
                     }
                     return Ok(Some(dishonest(WholeReplay::Unserved)));
                 }

@@ -240,11 +240,32 @@ mod tests {
         assert!(handle.take_busy_secs() > 0.0);
     }
 
+    /// A duty with a bug: its first pass panics.
+    struct Panics;
+
+    impl Duty for Panics {
+        fn hand_over(&mut self, _: u32) {}
+        fn pass(&mut self) {
+            panic!("a bug in a duty");
+        }
+        fn finish(&mut self, _: Duration, _: &AtomicU64) {}
+    }
+
     #[test]
     fn a_worker_that_stopped_refuses_the_next_round() {
         let mut f = fixture();
         f.handle.finish(LONG);
         assert!(f.handle.verify(3).is_err());
+        // A worker that panicked: the member's next hand-over fails (its `run` ends) instead
+        // of training on without verifying, judging or reporting.
+        let (tx, rx) = channel();
+        let handle = DutyHandle::start(Panics, tx, rx).unwrap();
+        assert!(handle.verify(1).is_ok(), "the worker was running");
+        let t = Instant::now();
+        while handle.verify(2).is_ok() && t.elapsed() < LONG {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(handle.verify(2).is_err());
     }
 
     #[test]
