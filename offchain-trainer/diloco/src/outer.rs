@@ -39,7 +39,8 @@ impl NesterovSgd {
     /// # Errors
     /// [`DilocoError::LayoutMismatch`] if `g` (or a restored buffer) does not fit `params`;
     /// [`DilocoError::NonFinite`] if the step would leave a parameter or a momentum value
-    /// non-finite (checked before anything changes: a refused step leaves both as they were).
+    /// non-finite (checked before θ or the momentum moves: a refused step leaves both as they
+    /// were; a buffer that was empty is left as zeros, which is the same momentum).
     pub fn step(&mut self, params: &mut ParamSet, g: &PseudoGradient) -> Result<(), DilocoError> {
         let fits = |v: &PseudoGradient| {
             v.len() == params.tensors().len()

@@ -414,11 +414,19 @@ impl Trainer {
             last = r;
             if p.hash == NOT_COMMITTED {
                 // Nothing of ours to train round r + 1 from: wait for round r to close and go
-                // on from the chain's last final checkpoint.
-                self.settle(p)?;
-                let (f, hash) = self.ctx.last_final()?;
-                state = self.load(hash, f)?;
-                parent = hash;
+                // on from its outcome, numbered as after round r (a voided round changed
+                // nothing: round r + 1 trains from θ_{r−1}).
+                match self.settle(p)? {
+                    Closed::Final(h) => {
+                        state = self.load(h, r)?;
+                        parent = h;
+                    }
+                    Closed::Voided => {
+                        let (_, hash) = self.ctx.last_final()?;
+                        state = self.load(hash, r)?;
+                        parent = hash;
+                    }
+                }
                 continue;
             }
             pending = Some(p);
