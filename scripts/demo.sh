@@ -13,7 +13,8 @@
 # SYNOD_DATA (../shared/data/tinyshakespeare.txt), RPC_PORT (19944), P2P_BASE (41000),
 # PROMETHEUS_BASE (9616: trainer i serves http://127.0.0.1:PROMETHEUS_BASE+i/metrics),
 # DASHBOARD_PORT (8090: the web dashboard, http://127.0.0.1:DASHBOARD_PORT/),
-# BYZANTINE (0), CHALLENGE_WINDOW (30 blocks: a round must be verifiable within 2× this),
+# BYZANTINE (0), CHALLENGE_WINDOW and ROUND_TIMEOUT (blocks; default: what `pool create`
+# derives from the recipe's measured verification cost, `synod_diloco::budget`),
 # OVERLAP (0; 1: overlapped rounds, `--overlap --outer-momentum 0.5` in the pool's recipe),
 # CODEC (int8; sparse: top-k pseudo-gradients with verifiable error feedback,
 # `--codec sparse`: SparseLoCo's outer recipe by default; not with OVERLAP=1).
@@ -29,7 +30,9 @@ H="${H:-50}"
 MODEL="${MODEL:-baby}"
 RPC_PORT="${RPC_PORT:-19944}"
 BYZANTINE="${BYZANTINE:-0}"
-CHALLENGE_WINDOW="${CHALLENGE_WINDOW:-30}"
+TERMS=()
+if [ -n "${CHALLENGE_WINDOW:-}" ]; then TERMS+=(--challenge-window "$CHALLENGE_WINDOW"); fi
+if [ -n "${ROUND_TIMEOUT:-}" ]; then TERMS+=(--round-timeout "$ROUND_TIMEOUT"); fi
 SURIS=(//Bob //Charlie //Dave)
 FAULTS=("" "" "")
 if [ "$BYZANTINE" = 1 ]; then
@@ -76,8 +79,8 @@ if [ "${CODEC:-int8}" = sparse ]; then
 fi
 echo "== creating pool 0 (Alice): $MODEL GPT, $ROUNDS outer rounds of H=$H inner steps, $N trainers"
 "$T" pool create --rpc "$RPC" --suri //Alice "${RECIPE[@]}" --inner-steps "$H" --rounds "$ROUNDS" \
-  --min-trainers "$N" --reward-per-round 30 --min-stake 10 --round-timeout 60 \
-  --challenge-window "$CHALLENGE_WINDOW" 2>"$OUT/create.log" | tee "$OUT/pool.json"
+  --min-trainers "$N" --max-trainers "$N" --reward-per-round 30 --min-stake 10 \
+  ${TERMS[@]+"${TERMS[@]}"} 2>"$OUT/create.log" | tee "$OUT/pool.json"
 
 METRICS=()
 for ((i = 0; i < N; i++)); do METRICS+=(--metrics "http://127.0.0.1:$((PROMETHEUS_BASE + i))/metrics"); done

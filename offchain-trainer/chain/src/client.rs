@@ -304,6 +304,26 @@ impl Chain {
         Ok(kind.unwrap_or_else(|_| "Custom".to_string()))
     }
 
+    /// Seconds per block: the runtime's `Aura.SlotDuration` constant (milliseconds).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`]; [`ChainError::Decode`] if the runtime has no such constant or it
+    /// is 0.
+    pub async fn block_secs(&self) -> Result<f64, ChainError> {
+        self.retrying("slot duration", |api| async move {
+            let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+            let ms = at
+                .constants()
+                .entry(subxt::dynamic::constant::<u64>("Aura", "SlotDuration"))
+                .map_err(|e| ChainError::decode("Aura.SlotDuration", e))?;
+            if ms == 0 {
+                return Err(ChainError::decode("Aura.SlotDuration", "0 ms"));
+            }
+            Ok(ms as f64 / 1000.0)
+        })
+        .await
+    }
+
     /// Hash of block `number`, `None` if the node does not know it.
     ///
     /// # Errors

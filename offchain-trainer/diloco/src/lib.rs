@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 mod aggregate;
+pub mod budget;
 pub mod byzantine;
 mod error;
 mod feedback;

@@ -24,7 +24,11 @@ use crate::{decode_pseudo_gradient, DilocoError};
 /// thread count is bit-identical (0), 1 vs 2 libtorch threads differ by 1.3·10⁻⁷ (margin
 /// ≈ 75 000×); a member that skips 3 of its 30 inner steps is at 0.13 (12.8× the tolerance),
 /// and the attacks of [`crate::byzantine`] at ≥ 0.61 (copy: 0.61, ALIE: 0.63, zeros: 1,
-/// sign flip: 2, Gaussian: 10, ×100: 99). CPU vs CUDA is not measured yet (no GPU here).
+/// sign flip: 2, Gaussian: 10, ×100: 99). CUDA in fp32 drifts from the CPU about as much as
+/// another thread count (≤ 1.7·10⁻³ up to H = 400 on the baby model; `docs/benchmarks.md`,
+/// `offchain-trainer/python/device_drift.py`), but drift grows with H and model size: the small
+/// model at H = 100 reaches 2·10⁻² between honest runs, so `pool create` refuses recipes whose
+/// measured drift exceeds half of this.
 pub const REPLAY_TOLERANCE: f64 = 1e-2;
 
 /// Domain separator of [`sampled`]'s draw.

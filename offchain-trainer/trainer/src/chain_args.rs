@@ -64,6 +64,10 @@ pub struct StakeArgs {
     pub amount: u64,
 }
 
+/// Segments of a sampled contribution a member replays unless told otherwise
+/// (`run --verify-segments`); `pool create` prices its window with it.
+pub const DEFAULT_VERIFY_SEGMENTS: u32 = 2;
+
 /// `synod-trainer pool …`.
 // Parsed once per process; boxing the larger variant would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -109,11 +113,51 @@ pub struct PoolCreateArgs {
     pub quorum_ppb: u32,
     /// Blocks after a round opens before it is voided if not final; a jury's voting period is
     /// this plus the runtime's `VoteMargin`, so settlement comes that much after finality.
-    #[arg(long, default_value_t = 300)]
-    pub round_timeout: u32,
+    /// Refused below what the recipe's inner phase, exchange and duties take
+    /// ([`synod_diloco::budget::min_round_timeout`] with the measured step time, twice over).
+    /// Default: that minimum, and at least 60.
+    #[arg(long)]
+    pub round_timeout: Option<u32>,
     /// Blocks after finality during which late commits are accepted (challenges: twice that).
-    #[arg(long, default_value_t = 5)]
-    pub challenge_window: u32,
+    /// Refused below what one verifier's checks of a round take
+    /// ([`synod_diloco::budget::min_challenge_window`] with the measured step time, twice
+    /// over). Default: that minimum.
+    #[arg(long)]
+    pub challenge_window: Option<u32>,
+    /// Seconds per inner step on the members' machines, when they are not like this one
+    /// (e.g. a pool for GPUs created from a laptop). Default: measured here on the recipe.
+    #[arg(long, value_parser = positive_secs)]
+    pub step_secs: Option<f64>,
+    #[command(flatten)]
+    pub link: LinkArgs,
+    /// Do not replay the inner phase at two thread counts to check that honest replays stay
+    /// within half the replay tolerance (the probe costs two inner phases).
+    #[arg(long)]
+    pub skip_noise_probe: bool,
+}
+
+/// The network a pool's terms are checked against.
+#[derive(Args, Clone, Debug)]
+pub struct LinkArgs {
+    /// Download and upload rate assumed for a member, in Mbit/s: prices the exchange and the
+    /// trace states a verifier fetches against the round timeout and the challenge window.
+    #[arg(long, default_value_t = 100.0, value_parser = positive_secs)]
+    pub bandwidth_mbit: f64,
+}
+
+impl LinkArgs {
+    /// The assumed rate in bytes per second.
+    pub fn bytes_per_sec(&self) -> f64 {
+        self.bandwidth_mbit * 1e6 / 8.0
+    }
+}
+
+/// A finite number > 0.
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a number above 0")),
+    }
 }
 
 /// `synod-trainer pool show`.
@@ -166,6 +210,8 @@ pub struct RunArgs {
     /// Seconds after which a round's exchange stops waiting.
     #[arg(long, default_value_t = 300)]
     pub round_deadline: u64,
+    #[command(flatten)]
+    pub link: LinkArgs,
     /// Hide the inner-step progress bar (drawn on stderr only when it is a terminal).
     #[arg(long)]
     pub quiet: bool,
@@ -189,7 +235,7 @@ pub struct RunArgs {
     /// without a trace, whose states its author does not serve, or that fails a check is
     /// replayed whole before any challenge. A phase has ⌈H / ⌈H/S⌉⌉ ≤ min(S, H) segments;
     /// that many or more: every segment (the cost of a whole replay). At least 1.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = DEFAULT_VERIFY_SEGMENTS, value_parser = clap::value_parser!(u32).range(1..))]
     pub verify_segments: u32,
     /// Register as a juror (`Challenges.register_juror`) and vote automatically when drawn:
     /// replay the disputed contribution, vote guilty iff it is outside the replay tolerance.

@@ -114,15 +114,15 @@ impl Net {
         self.node = Self::spawn_node(self.dir.path(), self.ports);
     }
 
-    /// `pool create` by //Alice with the model flags and `flags` (challenge window 1 unless
-    /// given); checks that the pool got id 0.
+    /// `pool create` by //Alice with the model flags and `flags` (challenge window 2, the
+    /// shortest `pool create` accepts, unless given); checks that the pool got id 0.
     fn create_pool(&self, flags: &[(&str, &str)]) {
         let mut args: Vec<String> = ["pool", "create", "--suri", "//Alice"]
             .iter()
             .map(ToString::to_string)
             .collect();
         if !flags.iter().any(|(k, _)| *k == "--challenge-window") {
-            args.extend(["--challenge-window".to_string(), "1".to_string()]);
+            args.extend(["--challenge-window".to_string(), "2".to_string()]);
         }
         for (k, v) in flags {
             args.push(k.to_string());
@@ -142,7 +142,7 @@ impl Net {
         self.train_four(rounds, inner_steps, VERIFYING_WINDOW, &[], roles, &[]);
     }
 
-    /// [`Net::train_four_verified`] with a one-block challenge window (the trainers exit ≈ 2
+    /// [`Net::train_four_verified`] with a two-block challenge window (the trainers exit ≈ 2
     /// windows after the last round; for a test whose cheater is slashed without a jury), where
     /// the trainers in `may_fail` (cheaters the others ban) may fail: they are stopped once the
     /// others are done.
@@ -153,7 +153,7 @@ impl Net {
         roles: [&[&str]; 4],
         may_fail: &[usize],
     ) {
-        self.train_four(rounds, inner_steps, 1, &[], roles, may_fail);
+        self.train_four(rounds, inner_steps, 2, &[], roles, may_fail);
     }
 
     /// [`Net::train_four_tolerating`] with a challenge window of `window` blocks and the recipe
@@ -221,6 +221,22 @@ impl Net {
             self.node_log_tail()
         );
         String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Runs `synod-trainer` with `args` (and the node's RPC) expecting it to fail; its stderr.
+    fn cli_fails(&self, args: &[&str]) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
+            .args(["--threads", "1"])
+            .args(args)
+            .args(["--rpc", &self.rpc, "--connect-timeout", "180"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !out.status.success(),
+            "synod-trainer {args:?} succeeded: {err}"
+        );
+        err
     }
 
     fn node_log_tail(&self) -> String {
@@ -1254,4 +1270,85 @@ fn fault_injection_is_refused_on_a_live_chain() {
         stderr.contains("refused on a Live chain"),
         "unexpected failure: {stderr}"
     );
+}
+
+/// Lazy work that outlives the window: a pool whose challenge window closes before one
+/// verifier's checks of a round can challenge would pay a member that sends junk and
+/// withholds its trace. `pool create` measures the recipe and refuses such a window; a
+/// member that cannot keep a pool's window (here: a creator that stated faster members than
+/// this machine) refuses to join before anything is bonded or submitted.
+#[test]
+fn lazy_work_that_outlives_the_window_is_refused_before_any_stake_moves() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let net = Net::start();
+    let model = Net::model_flags();
+    let with_model = |args: &[&str]| -> Vec<String> {
+        args.iter()
+            .map(ToString::to_string)
+            .chain(model.iter().cloned())
+            .collect()
+    };
+    // 20 000 inner steps of the tiny model: a whole replay takes far longer than the 16 s
+    // that a 5-block window leaves after the lag, on any CPU.
+    let create = [
+        "pool",
+        "create",
+        "--suri",
+        "//Alice",
+        "--inner-steps",
+        "20000",
+        "--rounds",
+        "2",
+        "--round-timeout",
+        "40000",
+    ];
+    let refused = with_model(&[&create[..], &["--challenge-window", "5"]].concat());
+    let err = net.cli_fails(&refused.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        err.contains("a challenge window of 5 blocks") && err.contains("lengthen it"),
+        "{err}"
+    );
+    let err = net.cli_fails(&["pool", "show", "--pool", "0"]);
+    assert!(err.contains("pool 0 does not exist"), "{err}");
+
+    // A creator that states its members' step time gets the window that time needs …
+    let stated = with_model(
+        &[
+            &create[..],
+            &["--step-secs", "0.00001", "--skip-noise-probe"],
+        ]
+        .concat(),
+    );
+    let created = net.cli(&stated.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(created["pool_id"], 0);
+    let window = created["challenge_window"].as_u64().unwrap();
+    assert_eq!(
+        window,
+        created["terms"]["min_challenge_window"].as_u64().unwrap()
+    );
+    assert!(created["terms"]["step_secs_measured"] == false, "{created}");
+
+    // … which this machine cannot keep: it refuses to join, and nothing is staked.
+    let base = net.base(0);
+    let run = with_model(&[
+        "run",
+        "--suri",
+        SURIS[0],
+        "--pool",
+        "0",
+        "--quiet",
+        "--no-prometheus",
+        "--base-path",
+        base.to_str().unwrap(),
+        "--listen",
+        "/ip4/127.0.0.1/tcp/0",
+    ]);
+    let err = net.cli_fails(&run.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        err.contains(&format!("a challenge window of {window} blocks"))
+            && err.contains("this member cannot keep the pool's terms"),
+        "{err}"
+    );
+    let pool = net.cli(&["pool", "show", "--pool", "0"]);
+    assert_eq!(pool["members"].as_array().map(Vec::len), Some(0), "{pool}");
 }

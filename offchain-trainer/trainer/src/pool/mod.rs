@@ -5,6 +5,7 @@ mod member;
 mod recipe;
 mod status;
 mod store;
+pub(crate) mod terms;
 pub(crate) mod verify;
 
 use std::time::Duration;
@@ -73,7 +74,12 @@ pub fn stake(a: &StakeArgs) -> Result<()> {
     })
 }
 
-/// `synod-trainer pool create`.
+/// Round timeout `pool create` gives when none is asked for and the recipe needs less
+/// (blocks): room for catch-up and a slow block.
+const DEFAULT_MIN_ROUND_TIMEOUT: u32 = 60;
+
+/// `synod-trainer pool create`: measures the recipe here ([`terms`]), derives or checks the
+/// challenge window and round timeout, then submits `TrainingPools.create_pool`.
 pub fn create(a: &PoolCreateArgs) -> Result<()> {
     let recipe = Recipe::load(&a.recipe)?;
     let dataset_id = a.dataset_id.clone().unwrap_or_else(|| {
@@ -83,6 +89,41 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
+    let h = a.inner_steps;
+    let (step_secs, measured) = match a.step_secs {
+        Some(s) => (s, false),
+        None => (terms::step_secs(&recipe, &a.recipe, h)?, true),
+    };
+    let rt = runtime()?;
+    let (chain, signer) = rt.block_on(connect(&a.chain))?;
+    let costs = terms::Costs {
+        step_secs,
+        block_secs: rt.block_on(chain.block_secs())?,
+        bytes_per_sec: a.link.bytes_per_sec(),
+        inner_steps: h,
+        trace_segments: a.recipe.trace_segments,
+        verify_segments: crate::chain_args::DEFAULT_VERIFY_SEGMENTS,
+        members: a.max_trainers,
+        rate: None,
+        state_bytes: recipe.max_state_bytes,
+        payload_bytes: recipe.max_payload_bytes,
+    };
+    let margin = synod_diloco::budget::CREATOR_MARGIN;
+    let challenge_window = a
+        .challenge_window
+        .unwrap_or_else(|| costs.min_window(margin));
+    let round_timeout = a
+        .round_timeout
+        .unwrap_or_else(|| costs.min_timeout(margin).max(DEFAULT_MIN_ROUND_TIMEOUT));
+    costs.check(challenge_window, round_timeout, margin, terms::CREATE_HINT)?;
+    // Two whole inner phases: after the cheap checks.
+    let noise = if a.skip_noise_probe {
+        None
+    } else {
+        let n = terms::honest_noise(&recipe, &a.recipe, h, a.rounds)?;
+        terms::check_noise(&n)?;
+        Some(n)
+    };
     let spec = PoolSpec {
         model_config_hash: recipe.config_hash,
         initial_weights_hash: recipe.theta0_hash,
@@ -95,11 +136,10 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
         min_stake: planck(a.min_stake),
         reward_per_round: planck(a.reward_per_round),
         quorum: Perbill(a.quorum_ppb),
-        round_timeout: a.round_timeout,
-        challenge_window: a.challenge_window,
+        round_timeout,
+        challenge_window,
     };
-    runtime()?.block_on(async {
-        let (chain, signer) = connect(&a.chain).await?;
+    rt.block_on(async {
         let id = chain.next_pool_id().await?;
         chain.submit(&calls::create_pool(spec.clone()), &signer).await?;
         let pool = chain.pool(id).await?.ok_or_else(|| anyhow!("pool {id} not found after create_pool"))?;
@@ -114,6 +154,18 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
                 // What each member keeps on disk per round until its challenge window closes.
                 "trace_bytes_per_round": a.recipe.segment_boundaries(spec.inner_steps).len() as u64
                     * recipe.max_state_bytes,
+                "round_timeout": round_timeout, "challenge_window": challenge_window,
+                // What the terms were checked against (`synod_diloco::budget`).
+                "terms": {
+                    "step_secs": step_secs, "step_secs_measured": measured,
+                    "block_secs": costs.block_secs, "bandwidth_mbit": a.link.bandwidth_mbit,
+                    "verify_secs": costs.verify_secs(margin), "margin": margin,
+                    "min_challenge_window": costs.min_window(margin),
+                    "min_round_timeout": costs.min_timeout(margin),
+                    "honest_noise": noise.map(|n| serde_json::json!({
+                        "distance": n.distance, "threads": [n.threads.0, n.threads.1], "round": n.round,
+                    })),
+                },
             })
         );
         Ok(())

@@ -57,7 +57,7 @@ use tokio::runtime::Runtime;
 use super::recipe::Recipe;
 use super::store::Store;
 use super::verify::Retained;
-use super::{connect, runtime};
+use super::{connect, runtime, terms};
 use crate::chain_args::RunArgs;
 use crate::event::TrainerEvent;
 use crate::metrics::Metrics;
@@ -121,6 +121,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         duty_tx.clone(),
     ));
     recipe.check(&info.spec, &a.recipe)?;
+    keep_terms(&rt, &chain, &signer, a, &recipe, &info.spec)?;
     std::fs::create_dir_all(&a.base_path)
         .with_context(|| format!("creating {}", a.base_path.display()))?;
     let store = Store::open(
@@ -234,6 +235,50 @@ pub fn run(a: &RunArgs) -> Result<()> {
     };
     let last = t.train(from_round, resumed)?;
     t.finish(last)
+}
+
+/// Refuses to join a pool whose challenge window or round timeout this machine cannot keep
+/// with its own `--verify-rate` and `--verify-segments` ([`terms::Costs::check`], measured
+/// here without the creator's margin), before anything is bonded or submitted. A member
+/// that already joined resumes whatever the measurement says (it is logged): refusing it
+/// now would leave its stake in the pool unserved.
+fn keep_terms(
+    rt: &Runtime,
+    chain: &synod_chain::Chain,
+    signer: &synod_chain::Signer,
+    a: &RunArgs,
+    recipe: &Recipe,
+    spec: &synod_chain::types::PoolSpec,
+) -> Result<()> {
+    let costs = terms::Costs {
+        step_secs: terms::step_secs(recipe, &a.recipe, spec.inner_steps)?,
+        block_secs: rt.block_on(chain.block_secs())?,
+        bytes_per_sec: a.link.bytes_per_sec(),
+        inner_steps: spec.inner_steps,
+        trace_segments: a.recipe.trace_segments,
+        verify_segments: a.verify_segments,
+        members: spec.max_trainers,
+        rate: a.verify_rate,
+        state_bytes: recipe.max_state_bytes,
+        payload_bytes: recipe.max_payload_bytes,
+    };
+    let checked = costs.check(
+        spec.challenge_window,
+        spec.round_timeout,
+        terms::MEMBER_MARGIN,
+        terms::JOIN_HINT,
+    );
+    let joined = rt
+        .block_on(chain.member(a.pool, &account_of(signer)))?
+        .is_some();
+    match checked {
+        Ok(()) => Ok(()),
+        Err(e) if joined => {
+            tracing::warn!("resuming as a member of pool {} although {e}", a.pool);
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 impl Trainer {

@@ -1,0 +1,179 @@
+//! What a pool's terms must leave time for (`docs/architecture.md`, "Verification"): the
+//! challenge window must cover one verifier's checks of a final round, and the round timeout
+//! a member's inner phase, its exchange and the duties that share its compute. Pure arithmetic
+//! over a measured (or stated) cost per inner step; the trainer measures it
+//! (`synod-trainer pool create` and `run`) and refuses terms that these bounds say cannot be
+//! met.
+//!
+//! The worst case is the adversary's best play: concentrating stake pushes every verifier's
+//! sample rate ([`crate::verify::honest_verifiers_at_least`]) towards 1, so a verifier may
+//! have to check every other included payload of a round, and the one that fails — the last
+//! it checks — is then replayed whole before the challenge can be submitted. Until that
+//! challenge is included, a lazy member whose check does not fit is paid like an honest one.
+
+/// Blocks between a round's finality block `F` and the first block a verifier can act in:
+/// the member learns `F` once it is finalized (one block later on a healthy chain), and its
+/// challenge is included one block after it is submitted.
+pub const LAG_BLOCKS: u64 = 2;
+
+/// Factor `pool create` applies to its own measurement: members may be slower than the
+/// creator's machine, or loaded. A member checks its own measurement without it.
+pub const CREATOR_MARGIN: f64 = 2.0;
+
+/// What one verifier replays and fetches, at worst, to find and prove a lazy contribution
+/// of one final round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VerifyLoad {
+    /// Inner steps H per round.
+    pub inner_steps: u32,
+    /// Inner steps per Proof-of-Learning segment, `⌈H / S⌉` ([`crate::verify::segment_len`]).
+    pub segment_len: u32,
+    /// Segments replayed per checked contribution (`run --verify-segments`).
+    pub verify_segments: u32,
+    /// Contributions the verifier checks per round (other included members it samples).
+    pub contributions: u32,
+    /// Largest trace state, in bytes ([`crate::trace::max_state_bytes`]).
+    pub state_bytes: u64,
+}
+
+impl VerifyLoad {
+    /// Inner steps replayed: every checked contribution's sampled segments (at most a whole
+    /// phase each), then one failing contribution replayed whole, as the verifier does before
+    /// it challenges.
+    pub fn replayed_steps(&self) -> u64 {
+        let per_check = u64::from(self.verify_segments)
+            .saturating_mul(u64::from(self.segment_len.max(1)))
+            .min(u64::from(self.inner_steps));
+        u64::from(self.contributions)
+            .saturating_mul(per_check)
+            .saturating_add(u64::from(self.inner_steps))
+    }
+
+    /// Bytes fetched: per checked contribution, the end state and both boundaries of each
+    /// sampled segment (`2 · verify_segments + 1` states at most).
+    pub fn fetched_bytes(&self) -> u64 {
+        u64::from(self.contributions)
+            .saturating_mul(2 * u64::from(self.verify_segments) + 1)
+            .saturating_mul(self.state_bytes)
+    }
+
+    /// Seconds the checks take at `step_secs` per inner step and `bytes_per_sec` of download.
+    pub fn secs(&self, step_secs: f64, bytes_per_sec: f64) -> f64 {
+        self.replayed_steps() as f64 * step_secs + self.fetched_bytes() as f64 / bytes_per_sec
+    }
+}
+
+/// Contributions one verifier checks per round, at worst, in a pool of at most `members`:
+/// `⌈rate · (members − 1)⌉` for an explicit `rate` (`run --verify-rate`), every other member
+/// without one (the adversary can push the stake-derived rate to 1 by concentrating stake).
+pub fn checked_contributions(members: u32, rate: Option<f64>) -> u32 {
+    let others = members.saturating_sub(1);
+    match rate {
+        Some(r) if r.is_finite() => (f64::from(others) * r.clamp(0.0, 1.0)).ceil() as u32,
+        _ => others,
+    }
+}
+
+/// The smallest challenge window W (blocks) in which checks of `verify_secs` still
+/// challenge: challenges are accepted for 2W blocks after finality, of which [`LAG_BLOCKS`]
+/// pass before a verifier can act, so `(2W − LAG_BLOCKS) · block_secs ≥ verify_secs`.
+/// At least 1.
+pub fn min_challenge_window(verify_secs: f64, block_secs: f64) -> u32 {
+    let blocks = ((verify_secs.max(0.0) / block_secs).ceil() as u64).saturating_add(LAG_BLOCKS);
+    u32::try_from(blocks.div_ceil(2).max(1)).unwrap_or(u32::MAX)
+}
+
+/// Seconds a challenge window of `window` blocks leaves a verifier (`(2W − LAG_BLOCKS) ·
+/// block_secs`, 0 if negative).
+pub fn challenge_secs(window: u32, block_secs: f64) -> f64 {
+    (2 * u64::from(window)).saturating_sub(LAG_BLOCKS) as f64 * block_secs
+}
+
+/// The smallest round timeout (blocks) a member meets: its inner phase (`phase_secs`), the
+/// duties that share its compute (`verify_secs`), the exchange (`exchange_secs`), then its
+/// commit's inclusion ([`LAG_BLOCKS`]).
+pub fn min_round_timeout(
+    phase_secs: f64,
+    verify_secs: f64,
+    exchange_secs: f64,
+    block_secs: f64,
+) -> u32 {
+    let secs = (phase_secs + verify_secs + exchange_secs).max(0.0);
+    u32::try_from(((secs / block_secs).ceil() as u64).saturating_add(LAG_BLOCKS))
+        .unwrap_or(u32::MAX)
+}
+
+/// Seconds a member spends exchanging one round: sending its payload to, and receiving one
+/// from, each of the other `members − 1` (`payload_bytes` each way, full duplex) at
+/// `bytes_per_sec`.
+pub fn exchange_secs(members: u32, payload_bytes: u64, bytes_per_sec: f64) -> f64 {
+    f64::from(members.saturating_sub(1)) * payload_bytes as f64 / bytes_per_sec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(contributions: u32) -> VerifyLoad {
+        VerifyLoad {
+            inner_steps: 400,
+            segment_len: 25,
+            verify_segments: 2,
+            contributions,
+            state_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn a_verifier_replays_every_sampled_segment_and_one_whole_phase() {
+        assert_eq!(load(3).replayed_steps(), 3 * 50 + 400);
+        // Segments past the phase are one whole phase, not more.
+        let all = VerifyLoad {
+            verify_segments: 100,
+            ..load(2)
+        };
+        assert_eq!(all.replayed_steps(), 2 * 400 + 400);
+        let fetched = VerifyLoad {
+            state_bytes: 1000,
+            ..load(3)
+        };
+        assert_eq!(fetched.fetched_bytes(), 3 * 5 * 1000);
+        assert!((fetched.secs(0.01, 1000.0) - (5.5 + 15.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn concentrated_stake_is_priced_as_every_other_member_checked() {
+        // No explicit rate: the adversary can push the stake-derived rate to 1.
+        assert_eq!(checked_contributions(8, None), 7);
+        assert_eq!(checked_contributions(8, Some(0.5)), 4);
+        assert_eq!(checked_contributions(8, Some(2.0)), 7);
+        assert_eq!(checked_contributions(8, Some(0.0)), 0);
+        assert_eq!(checked_contributions(1, None), 0);
+        assert_eq!(checked_contributions(8, Some(f64::NAN)), 7);
+    }
+
+    #[test]
+    fn the_window_covers_the_checks_after_the_lag_and_no_more() {
+        // The measured case of the security issue: H = 400 on the baby model (≈ 28 s of
+        // duties per round) against the old 5-block default with 2-second blocks.
+        let w = min_challenge_window(28.0, 2.0);
+        assert_eq!(w, 8);
+        assert!(challenge_secs(w, 2.0) >= 28.0);
+        assert!(challenge_secs(w - 1, 2.0) < 28.0);
+        assert!(challenge_secs(5, 2.0) < 28.0);
+        // Instant checks still need the lag: one block of window.
+        assert_eq!(min_challenge_window(0.0, 2.0), 1);
+        assert_eq!(challenge_secs(1, 2.0), 0.0);
+        assert_eq!(challenge_secs(0, 2.0), 0.0);
+        // Nothing overflows.
+        assert_eq!(min_challenge_window(f64::MAX, 1e-9), u32::MAX);
+    }
+
+    #[test]
+    fn the_round_timeout_covers_phase_duties_exchange_and_inclusion() {
+        assert_eq!(min_round_timeout(20.0, 28.0, 2.0, 2.0), 25 + 2);
+        assert_eq!(min_round_timeout(0.0, 0.0, 0.0, 2.0), 2);
+        assert!((exchange_secs(4, 1_000_000, 1e6) - 3.0).abs() < 1e-12);
+        assert_eq!(exchange_secs(1, 1_000_000, 1e6), 0.0);
+    }
+}

@@ -1,0 +1,398 @@
+//! A pool's terms against what its recipe costs ([`synod_diloco::budget`]): `pool create`
+//! measures the recipe here and derives, or refuses, a challenge window and a round timeout
+//! its members cannot meet, and a recipe whose honest replays drift past half the replay
+//! tolerance; `run` measures again on the member's machine and refuses to join a pool whose
+//! window or timeout it cannot keep with its own `--verify-rate` and `--verify-segments`.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use synod_diloco::budget::{
+    challenge_secs, checked_contributions, exchange_secs, min_challenge_window, min_round_timeout,
+    VerifyLoad,
+};
+use synod_diloco::verify::{replay_distance, segment_len, REPLAY_TOLERANCE};
+use synod_model::load_params;
+use synod_model::tch;
+
+use crate::chain_args::RecipeArgs;
+use crate::pool::Recipe;
+
+/// Inner steps timed per run of [`step_secs`].
+const PROBE_STEPS: u32 = 4;
+/// Timed runs of [`step_secs`] after one untimed warm-up run; the fastest counts (a load
+/// spike on the machine does not inflate it).
+const PROBE_RUNS: u32 = 3;
+
+/// Seconds per inner step of `recipe` on this machine, as a verifier replays one (a segment
+/// replay from a fresh phase state, [`synod_model::TchInnerTrainer::replay_segment`]): the
+/// fastest of [`PROBE_RUNS`] runs of up to [`PROBE_STEPS`] steps.
+///
+/// # Errors
+/// libtorch errors.
+pub fn step_secs(recipe: &Recipe, args: &RecipeArgs, inner_steps: u32) -> Result<f64> {
+    let n = inner_steps.clamp(1, PROBE_STEPS);
+    let mut replica = recipe.setup.replica(&args.model, 0, n, n)?;
+    let state = args.outer.restore(&recipe.theta0_bytes, 0)?;
+    load_params(&replica.vs, &state.params)?;
+    replica.reset_optimizer();
+    let start = replica.phase_state()?;
+    let mut best = f64::INFINITY;
+    for run in 0..=PROBE_RUNS {
+        let t = Instant::now();
+        replica.replay_segment(&start, 1, 0, n)?;
+        if run > 0 {
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+    }
+    Ok(best / f64::from(n))
+}
+
+/// How far two honest runs of the same inner phase are apart ([`replay_distance`] of their
+/// payloads) when only libtorch's thread count differs: the floating-point reassociation a
+/// verifier on another machine sees. Measured on the first round at the schedule's peak
+/// learning rate (after the warm-up), where the drift grows fastest.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Noise {
+    /// The distance.
+    pub distance: f64,
+    /// The two thread counts.
+    pub threads: (i32, i32),
+    /// The round the phase was run for.
+    pub round: u32,
+}
+
+/// [`Noise`] of `recipe`'s inner phase of `inner_steps` in a pool of `rounds`: this process's
+/// thread count against half of it (2 on a single thread). Two whole inner phases.
+///
+/// # Errors
+/// libtorch, codec or checkpoint errors.
+pub fn honest_noise(
+    recipe: &Recipe,
+    args: &RecipeArgs,
+    inner_steps: u32,
+    rounds: u32,
+) -> Result<Noise> {
+    let h = inner_steps.max(1);
+    let round = (args.model.warmup.div_ceil(h) + 1).min(rounds.max(1));
+    let state = args.outer.restore(&recipe.theta0_bytes, round - 1)?;
+    let opts = args.outer.encode_options();
+    let here = tch::get_num_threads().max(1);
+    let other = if here > 1 { here / 2 } else { 2 };
+    let run = |threads: i32| -> Result<std::sync::Arc<Vec<u8>>> {
+        tch::set_num_threads(threads);
+        let mut replica =
+            recipe
+                .setup
+                .replica(&args.model, 0, h, h.saturating_mul(rounds.max(1)))?;
+        let (c, _) = state.contribute(&mut replica, 0, &opts, &mut args.outer.feedback())?;
+        Ok(c.payload)
+    };
+    let a = run(here);
+    let b = run(other);
+    tch::set_num_threads(here);
+    let distance = replay_distance(&state.params, 0, &a?, &b?)?;
+    Ok(Noise {
+        distance,
+        threads: (here, other),
+        round,
+    })
+}
+
+/// What a pool's terms are checked against: one machine's cost per inner step and the
+/// pool's shape.
+#[derive(Clone, Copy, Debug)]
+pub struct Costs {
+    /// Seconds per inner step ([`step_secs`], or stated).
+    pub step_secs: f64,
+    /// Seconds per block (the runtime's slot duration).
+    pub block_secs: f64,
+    /// Assumed download and upload rate, bytes per second.
+    pub bytes_per_sec: f64,
+    /// Inner steps H per round.
+    pub inner_steps: u32,
+    /// The recipe's trace segments S.
+    pub trace_segments: u32,
+    /// Segments a verifier replays per checked contribution.
+    pub verify_segments: u32,
+    /// Most members of the pool.
+    pub members: u32,
+    /// The verifier's sample rate, if it states one (else every other member: the worst case).
+    pub rate: Option<f64>,
+    /// Largest trace state, bytes.
+    pub state_bytes: u64,
+    /// Largest payload, bytes.
+    pub payload_bytes: u64,
+}
+
+impl Costs {
+    fn load(&self) -> VerifyLoad {
+        VerifyLoad {
+            inner_steps: self.inner_steps,
+            segment_len: segment_len(self.inner_steps, self.trace_segments),
+            verify_segments: self.verify_segments,
+            contributions: checked_contributions(self.members, self.rate),
+            state_bytes: self.state_bytes,
+        }
+    }
+
+    /// Seconds of one verifier's checks of a round, its compute scaled by `margin`.
+    pub fn verify_secs(&self, margin: f64) -> f64 {
+        let load = self.load();
+        load.replayed_steps() as f64 * self.step_secs * margin
+            + load.fetched_bytes() as f64 / self.bytes_per_sec
+    }
+
+    /// The smallest challenge window, compute scaled by `margin`.
+    pub fn min_window(&self, margin: f64) -> u32 {
+        min_challenge_window(self.verify_secs(margin), self.block_secs)
+    }
+
+    /// The smallest round timeout, compute scaled by `margin`.
+    pub fn min_timeout(&self, margin: f64) -> u32 {
+        min_round_timeout(
+            f64::from(self.inner_steps) * self.step_secs * margin,
+            self.verify_secs(margin),
+            exchange_secs(self.members, self.payload_bytes, self.bytes_per_sec),
+            self.block_secs,
+        )
+    }
+
+    /// Refuses `window` and `timeout` (blocks) below [`Costs::min_window`] and
+    /// [`Costs::min_timeout`] at `margin`; `hint` says what to change.
+    ///
+    /// # Errors
+    /// [`TermsError::WindowTooShort`], [`TermsError::TimeoutTooShort`].
+    pub fn check(
+        &self,
+        window: u32,
+        timeout: u32,
+        margin: f64,
+        hint: &'static str,
+    ) -> Result<(), TermsError> {
+        let load = self.load();
+        let min = self.min_window(margin);
+        if window < min {
+            return Err(TermsError::WindowTooShort {
+                window,
+                available: challenge_secs(window, self.block_secs),
+                needed: self.verify_secs(margin),
+                checks: load.contributions,
+                steps: load.replayed_steps(),
+                step_secs: self.step_secs * margin,
+                fetched: load.fetched_bytes(),
+                min,
+                hint,
+            });
+        }
+        let min = self.min_timeout(margin);
+        if timeout < min {
+            return Err(TermsError::TimeoutTooShort {
+                timeout,
+                available: f64::from(timeout) * self.block_secs,
+                phase: f64::from(self.inner_steps) * self.step_secs * margin,
+                duties: self.verify_secs(margin),
+                exchange: exchange_secs(self.members, self.payload_bytes, self.bytes_per_sec),
+                min,
+                hint,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Why a pool's terms, or a recipe, are refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TermsError {
+    /// The challenge window closes before one verifier's checks of a round can challenge.
+    #[error(
+        "a challenge window of {window} blocks leaves a verifier {available:.1} s after \
+         finality, and its checks of one round take {needed:.1} s ({checks} contributions \
+         checked, {steps} inner steps replayed at {step_secs:.4} s, {fetched} bytes of trace \
+         states fetched): a lazy member would be paid before it can be challenged; {hint} \
+         (window ≥ {min})"
+    )]
+    WindowTooShort {
+        /// The window, blocks.
+        window: u32,
+        /// Seconds it leaves after the lag.
+        available: f64,
+        /// Seconds the checks take.
+        needed: f64,
+        /// Contributions checked.
+        checks: u32,
+        /// Inner steps replayed.
+        steps: u64,
+        /// Seconds per step (margin included).
+        step_secs: f64,
+        /// Bytes fetched.
+        fetched: u64,
+        /// The smallest window that fits.
+        min: u32,
+        /// What to change.
+        hint: &'static str,
+    },
+    /// The round is voided before a member's inner phase, exchange and duties fit.
+    #[error(
+        "a round timeout of {timeout} blocks ({available:.1} s) is shorter than a member's \
+         round: {phase:.1} s of inner phase, {duties:.1} s of verification sharing its \
+         compute, {exchange:.1} s of exchange, and its commit's inclusion; honest members \
+         would be leaked; {hint} (timeout ≥ {min})"
+    )]
+    TimeoutTooShort {
+        /// The timeout, blocks.
+        timeout: u32,
+        /// Seconds it lasts.
+        available: f64,
+        /// Seconds of the inner phase.
+        phase: f64,
+        /// Seconds of duties.
+        duties: f64,
+        /// Seconds of exchange.
+        exchange: f64,
+        /// The smallest timeout that fits.
+        min: u32,
+        /// What to change.
+        hint: &'static str,
+    },
+    /// Honest replays of the recipe differ by more than half the replay tolerance.
+    #[error(
+        "two honest runs of this recipe's inner phase (round {round}) differ by {distance:.3e} \
+         between {} and {} libtorch threads, over half the replay tolerance ({tolerance}): \
+         verifiers on other machines would convict honest members; use fewer inner steps, a \
+         lower learning rate or a smaller model",
+        threads.0,
+        threads.1
+    )]
+    NoisyRecipe {
+        /// The measured distance.
+        distance: f64,
+        /// The thread counts.
+        threads: (i32, i32),
+        /// The round probed.
+        round: u32,
+        /// The replay tolerance.
+        tolerance: f64,
+    },
+}
+
+/// Refuses a recipe whose honest replays drift past half of [`REPLAY_TOLERANCE`].
+///
+/// # Errors
+/// [`TermsError::NoisyRecipe`] (a NaN distance included).
+pub fn check_noise(n: &Noise) -> Result<(), TermsError> {
+    if n.distance.is_nan() || n.distance > REPLAY_TOLERANCE / 2.0 {
+        return Err(TermsError::NoisyRecipe {
+            distance: n.distance,
+            threads: n.threads,
+            round: n.round,
+            tolerance: REPLAY_TOLERANCE,
+        });
+    }
+    Ok(())
+}
+
+/// The hint of a refusal at `pool create`.
+pub const CREATE_HINT: &str = "lengthen it, or give the members' --step-secs";
+/// The hint of a refusal at `run`.
+pub const JOIN_HINT: &str = "this member cannot keep the pool's terms: lower --verify-rate or \
+     --verify-segments, or run on faster hardware";
+
+/// The margin a creator applies ([`CREATOR_MARGIN`]) and a member does not (1).
+pub const MEMBER_MARGIN: f64 = 1.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use synod_diloco::budget::CREATOR_MARGIN;
+
+    fn costs(step_secs: f64) -> Costs {
+        Costs {
+            step_secs,
+            block_secs: 2.0,
+            bytes_per_sec: 12.5e6,
+            inner_steps: 400,
+            trace_segments: 16,
+            verify_segments: 2,
+            members: 4,
+            rate: None,
+            state_bytes: 0,
+            payload_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn lazy_work_that_outlives_the_window_is_refused() {
+        // The security issue's measured case: H = 400 on the baby model, ≈ 50 ms per inner
+        // step on the 2-core machine, 4 members, the old default window of 5 blocks.
+        let c = costs(0.05);
+        // 3 contributions × 2 segments × 25 steps + one whole phase of 400.
+        assert!((c.verify_secs(1.0) - 550.0 * 0.05).abs() < 1e-9);
+        let refused = c.check(5, 300, CREATOR_MARGIN, CREATE_HINT).unwrap_err();
+        assert!(
+            matches!(refused, TermsError::WindowTooShort { min, .. } if min == c.min_window(CREATOR_MARGIN)),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains("window ≥ 15"), "{refused}");
+        c.check(
+            c.min_window(CREATOR_MARGIN),
+            300,
+            CREATOR_MARGIN,
+            CREATE_HINT,
+        )
+        .unwrap();
+        // A member without the margin meets a window the creator's margin would refuse.
+        c.check(c.min_window(MEMBER_MARGIN), 300, MEMBER_MARGIN, JOIN_HINT)
+            .unwrap();
+        assert!(c.min_window(MEMBER_MARGIN) < c.min_window(CREATOR_MARGIN));
+    }
+
+    #[test]
+    fn a_round_timeout_shorter_than_phase_duties_and_exchange_is_refused() {
+        let c = Costs {
+            payload_bytes: 25_000_000,
+            ..costs(0.05)
+        };
+        // 20 s phase + 27.5 s duties + 3 × 2 s exchange = 53.5 s → 27 blocks + 2.
+        assert_eq!(c.min_timeout(1.0), 29);
+        let w = c.min_window(1.0);
+        assert!(matches!(
+            c.check(w, 28, 1.0, JOIN_HINT),
+            Err(TermsError::TimeoutTooShort { min: 29, .. })
+        ));
+        c.check(w, 29, 1.0, JOIN_HINT).unwrap();
+    }
+
+    #[test]
+    fn a_stated_rate_lowers_the_checks_and_fetched_states_count() {
+        let all = Costs {
+            state_bytes: 12_500_000,
+            members: 8,
+            ..costs(0.01)
+        };
+        let half = Costs {
+            rate: Some(0.5),
+            ..all
+        };
+        // 7 contributions (the worst case) × 5 states of 1 s each, against 4 × 5.
+        assert!((all.verify_secs(1.0) - (7.0 * 50.0 + 400.0) * 0.01 - 35.0).abs() < 1e-9);
+        assert!((half.verify_secs(1.0) - (4.0 * 50.0 + 400.0) * 0.01 - 20.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn noise_past_half_the_tolerance_is_refused() {
+        let n = |distance| Noise {
+            distance,
+            threads: (2, 1),
+            round: 3,
+        };
+        check_noise(&n(1e-4)).unwrap();
+        check_noise(&n(REPLAY_TOLERANCE / 2.0)).unwrap();
+        // The small model at H = 100 measured 1.7·10⁻² between 16 and 4 CPU threads.
+        assert!(matches!(
+            check_noise(&n(0.017)),
+            Err(TermsError::NoisyRecipe { .. })
+        ));
+        assert!(check_noise(&n(f64::NAN)).is_err());
+    }
+}
