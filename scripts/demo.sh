@@ -78,7 +78,7 @@ if [ "${CODEC:-int8}" = sparse ]; then
   RECIPE+=(--codec sparse)
 fi
 echo "== creating pool 0 (Alice): $MODEL GPT, $ROUNDS outer rounds of H=$H inner steps, $N trainers"
-"$T" pool create --rpc "$RPC" --suri //Alice "${RECIPE[@]}" --inner-steps "$H" --rounds "$ROUNDS" \
+"$T" --threads 1 pool create --rpc "$RPC" --suri //Alice "${RECIPE[@]}" --inner-steps "$H" --rounds "$ROUNDS" \
   --min-trainers "$N" --max-trainers "$N" --reward-per-round 30 --min-stake 10 \
   ${TERMS[@]+"${TERMS[@]}"} 2>"$OUT/create.log" | tee "$OUT/pool.json"
 

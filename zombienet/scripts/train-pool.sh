@@ -25,7 +25,7 @@ fail() {
 RECIPE=(--data "$SYNOD_DATA" --model tiny --batch 8 --warmup 10 --lr 3e-3 --eval-batches 8 --device cpu)
 "$T" --threads 1 pool create --rpc "$RPC" --connect-timeout 180 --suri //Alice "${RECIPE[@]}" \
   --inner-steps 10 --rounds 6 --min-trainers 3 --reward-per-round 1 --min-stake 10 \
-  --round-timeout 60 --challenge-window 2 >"$OUT/pool.json" 2>"$OUT/create.log" || fail "pool create failed"
+  --round-timeout 60 >"$OUT/pool.json" 2>"$OUT/create.log" || fail "pool create failed"
 
 SURIS=(//Bob //Charlie //Dave //Eve)
 PORTS=(39400 39401 39402 39403)

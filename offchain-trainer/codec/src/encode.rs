@@ -57,6 +57,38 @@ impl EncodeOptions {
     }
 }
 
+/// Most bytes [`encode`] writes for tensors shaped `shapes` with `opts`, whatever their
+/// values: the header, every block's zstd frame at zstd's worst-case expansion
+/// (`ZSTD_compressBound` of the block's largest raw size: int8 `⌈n / chunk⌉ · 4 + n`, fp32 `4n`,
+/// sparse `sparse::max_block_bytes`) with its length prefix, and the checksum. A receiver that
+/// knows the pool's codec refuses larger payloads unread; options [`encode`] refuses give the
+/// bound of their blocks all the same (never an error here).
+pub fn max_encoded_len(shapes: &[&[usize]], opts: &EncodeOptions) -> u64 {
+    let chunk = (opts.chunk_size as usize).max(1);
+    let block = (opts.block_elems as usize).max(1);
+    let mut total: usize = 4 + 4 + 4 + 4 + 4 + if opts.mode == Mode::SparseTopK { 4 } else { 0 };
+    let mut add = |n: usize| total = total.saturating_add(n);
+    for shape in shapes {
+        add(1 + 8 * shape.len());
+        let elems = shape.iter().fold(1usize, |a, d| a.saturating_mul(*d));
+        let mut start = 0;
+        while start < elems {
+            let len = block.min(elems - start);
+            let raw = match opts.mode {
+                Mode::Int8Absmax => len.div_ceil(chunk).saturating_mul(4).saturating_add(len),
+                Mode::Fp32 => len.saturating_mul(4),
+                Mode::SparseTopK => {
+                    sparse::max_block_bytes(len, (opts.topk as usize).clamp(1, chunk), chunk)
+                }
+            };
+            add(FRAME_PREFIX.saturating_add(zstd::zstd_safe::compress_bound(raw)));
+            start += len;
+        }
+    }
+    add(CHECKSUM_LEN);
+    total as u64
+}
+
 /// One block: `len` elements of tensor `tensor` starting at element `start`.
 struct Block {
     tensor: usize,

@@ -67,7 +67,7 @@ mod quant;
 mod sparse;
 
 pub use decode::{decode, peek_header, DecodeLimits, Decoded, Decoder};
-pub use encode::{encode, EncodeOptions};
+pub use encode::{encode, max_encoded_len, EncodeOptions};
 pub use error::{DecodeError, EncodeError};
 pub use format::{Header, Mode, FORMAT_VERSION, MAGIC};
 

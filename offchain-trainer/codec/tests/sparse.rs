@@ -290,3 +290,67 @@ fn inconsistent_sparse_headers_are_rejected() {
         Err(synod_codec::EncodeError::NonFinite { index: 0 })
     ));
 }
+
+/// The bound a receiver refuses payloads by ([`synod_codec::max_encoded_len`]) holds on each
+/// mode's worst input — partial chunks and blocks, the kept elements last in every chunk
+/// (the longest gaps), every level and sign — and a sparse pool's bound is a small fraction of
+/// a dense one's.
+#[test]
+fn max_encoded_len_bounds_every_mode_on_its_worst_input() {
+    let shapes: [&[usize]; 3] = [&[3, 1000], &[4097], &[7]];
+    let data: Vec<Vec<f32>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(t, s)| gaussian(s.iter().product(), t as u64 + 1))
+        .collect();
+    let refs: Vec<TensorRef<'_>> = shapes
+        .iter()
+        .zip(&data)
+        .map(|(shape, data)| TensorRef { shape, data })
+        .collect();
+    let small_blocks = |mut o: EncodeOptions| {
+        o.block_elems = o.chunk_size.max(1) * 2;
+        o
+    };
+    let fp32 = EncodeOptions {
+        block_elems: 1024,
+        ..EncodeOptions::fp32()
+    };
+    for opts in [
+        EncodeOptions::default(),
+        small_blocks(EncodeOptions::default()),
+        fp32,
+        EncodeOptions::sparse(256, 8),
+        small_blocks(EncodeOptions::sparse(256, 8)),
+        EncodeOptions::sparse(64, 64),
+    ] {
+        let len = encode(&refs, &opts).unwrap().len() as u64;
+        let bound = synod_codec::max_encoded_len(&shapes, &opts);
+        assert!(len <= bound, "{opts:?}: {len} > {bound}");
+    }
+    // Sparse at its worst: the k largest last in each chunk, levels and signs alternating.
+    let (chunk, k) = (256usize, 8usize);
+    for shape in [&[4096usize][..], &[4100]] {
+        let n: usize = shape.iter().product();
+        let x: Vec<f32> = (0..n)
+            .map(|i| {
+                let j = i % chunk;
+                let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
+                if j >= chunk - k {
+                    sign * (10.0 + (j % 4) as f32)
+                } else {
+                    sign * 1e-3 * (j % 7) as f32
+                }
+            })
+            .collect();
+        let opts = EncodeOptions::sparse(chunk as u32, k as u32);
+        let len = one(shape, &x, &opts).len() as u64;
+        let bound = synod_codec::max_encoded_len(&[shape], &opts);
+        assert!(len <= bound, "{len} > {bound}");
+    }
+    // A model of 1 Mi parameters: the default sparse recipe's bound against int8's.
+    let model: [&[usize]; 1] = [&[1 << 20]];
+    let sparse = synod_codec::max_encoded_len(&model, &EncodeOptions::sparse(4096, 64));
+    let int8 = synod_codec::max_encoded_len(&model, &EncodeOptions::default());
+    assert!(sparse * 20 < int8, "sparse {sparse} vs int8 {int8}");
+}

@@ -7,18 +7,20 @@
 //!
 //! The worst case is the adversary's best play: concentrating stake pushes every verifier's
 //! sample rate ([`crate::verify::honest_verifiers_at_least`]) towards 1, so a verifier may
-//! have to check every other included payload of a round, and the one that fails — the last
-//! it checks — is then replayed whole before the challenge can be submitted. Until that
-//! challenge is included, a lazy member whose check does not fit is paid like an honest one.
+//! have to check every other included payload of a round; seats that withhold their trace
+//! states (which costs them nothing) turn each of those checks into a whole replay. Until
+//! the challenge is included, a lazy member whose check does not fit is paid like an honest
+//! one.
 
-/// Blocks between a round's finality block `F` and the first block a verifier can act in:
-/// the member learns `F` once it is finalized (one block later on a healthy chain), and its
-/// challenge is included one block after it is submitted.
-pub const LAG_BLOCKS: u64 = 2;
+/// Blocks of a challenge window a verifier cannot use: the member learns the round's
+/// finality block `F` once GRANDPA finalizes it (one or two blocks later), and its challenge
+/// is included one block after it is submitted.
+pub const LAG_BLOCKS: u64 = 3;
 
-/// Factor `pool create` applies to its own measurement: members may be slower than the
-/// creator's machine, or loaded. A member checks its own measurement without it.
-pub const CREATOR_MARGIN: f64 = 2.0;
+/// Factor `pool create` applies to its own measurement: 2 for duties that share a member's
+/// cores with its inner phase, × 1.5 for members slower than the creator's machine. A member
+/// checks its own (idle) measurement without it.
+pub const CREATOR_MARGIN: f64 = 3.0;
 
 /// What one verifier replays and fetches, at worst, to find and prove a lazy contribution
 /// of one final round.
@@ -32,29 +34,37 @@ pub struct VerifyLoad {
     pub verify_segments: u32,
     /// Contributions the verifier checks per round (other included members it samples).
     pub contributions: u32,
+    /// The recipe's trace segments S (at most S states per check are fetched).
+    pub trace_segments: u32,
     /// Largest trace state, in bytes ([`crate::trace::max_state_bytes`]).
     pub state_bytes: u64,
+    /// Error-feedback residual bytes fetched per check (two residuals of
+    /// [`crate::residual::max_residual_bytes`] in a sparse pool, 0 in a dense one).
+    pub residual_bytes: u64,
 }
 
 impl VerifyLoad {
     /// Inner steps replayed: every checked contribution's sampled segments (at most a whole
-    /// phase each), then one failing contribution replayed whole, as the verifier does before
-    /// it challenges.
+    /// phase), then the whole phase, as the verifier does when a segment check fails or the
+    /// states are not served.
     pub fn replayed_steps(&self) -> u64 {
         let per_check = u64::from(self.verify_segments)
             .saturating_mul(u64::from(self.segment_len.max(1)))
             .min(u64::from(self.inner_steps));
         u64::from(self.contributions)
-            .saturating_mul(per_check)
-            .saturating_add(u64::from(self.inner_steps))
+            .saturating_mul(per_check.saturating_add(u64::from(self.inner_steps)))
     }
 
     /// Bytes fetched: per checked contribution, the end state and both boundaries of each
-    /// sampled segment (`2 · verify_segments + 1` states at most).
+    /// sampled segment (`2 · verify_segments + 1` states, at most S), and its residuals.
     pub fn fetched_bytes(&self) -> u64 {
-        u64::from(self.contributions)
-            .saturating_mul(2 * u64::from(self.verify_segments) + 1)
-            .saturating_mul(self.state_bytes)
+        let states =
+            (2 * u64::from(self.verify_segments) + 1).min(u64::from(self.trace_segments.max(1)));
+        u64::from(self.contributions).saturating_mul(
+            states
+                .saturating_mul(self.state_bytes)
+                .saturating_add(self.residual_bytes),
+        )
     }
 
     /// Seconds the checks take at `step_secs` per inner step and `bytes_per_sec` of download.
@@ -64,12 +74,18 @@ impl VerifyLoad {
 }
 
 /// Contributions one verifier checks per round, at worst, in a pool of at most `members`:
-/// `⌈rate · (members − 1)⌉` for an explicit `rate` (`run --verify-rate`), every other member
-/// without one (the adversary can push the stake-derived rate to 1 by concentrating stake).
+/// for an explicit `rate` (`run --verify-rate`, each other member sampled independently) the
+/// mean plus three standard deviations of Binomial(members − 1, rate), rounded up and at most
+/// every other member; every other member without one (the adversary can push the
+/// stake-derived rate to 1 by concentrating stake).
 pub fn checked_contributions(members: u32, rate: Option<f64>) -> u32 {
     let others = members.saturating_sub(1);
     match rate {
-        Some(r) if r.is_finite() => (f64::from(others) * r.clamp(0.0, 1.0)).ceil() as u32,
+        Some(r) if r.is_finite() => {
+            let (n, r) = (f64::from(others), r.clamp(0.0, 1.0));
+            let high = n * r + 3.0 * (n * r * (1.0 - r)).sqrt();
+            (high.ceil() as u32).min(others)
+        }
         _ => others,
     }
 }
@@ -120,49 +136,61 @@ mod tests {
             segment_len: 25,
             verify_segments: 2,
             contributions,
+            trace_segments: 16,
             state_bytes: 0,
+            residual_bytes: 0,
         }
     }
 
     #[test]
-    fn a_verifier_replays_every_sampled_segment_and_one_whole_phase() {
-        assert_eq!(load(3).replayed_steps(), 3 * 50 + 400);
+    fn a_verifier_may_replay_every_sampled_contribution_whole() {
+        // Each check: 2 segments of 25 steps, then the whole phase (states withheld).
+        assert_eq!(load(3).replayed_steps(), 3 * (50 + 400));
         // Segments past the phase are one whole phase, not more.
         let all = VerifyLoad {
             verify_segments: 100,
             ..load(2)
         };
-        assert_eq!(all.replayed_steps(), 2 * 400 + 400);
+        assert_eq!(all.replayed_steps(), 2 * (400 + 400));
         let fetched = VerifyLoad {
             state_bytes: 1000,
+            residual_bytes: 7,
             ..load(3)
         };
-        assert_eq!(fetched.fetched_bytes(), 3 * 5 * 1000);
-        assert!((fetched.secs(0.01, 1000.0) - (5.5 + 15.0)).abs() < 1e-9);
+        assert_eq!(fetched.fetched_bytes(), 3 * (5 * 1000 + 7));
+        assert!((fetched.secs(0.01, 1000.0) - (13.5 + 15.021)).abs() < 1e-9);
+        // No more states than the trace has.
+        let short = VerifyLoad {
+            trace_segments: 2,
+            state_bytes: 1000,
+            ..load(1)
+        };
+        assert_eq!(short.fetched_bytes(), 2000);
     }
 
     #[test]
     fn concentrated_stake_is_priced_as_every_other_member_checked() {
         // No explicit rate: the adversary can push the stake-derived rate to 1.
         assert_eq!(checked_contributions(8, None), 7);
-        assert_eq!(checked_contributions(8, Some(0.5)), 4);
+        assert_eq!(checked_contributions(8, Some(f64::NAN)), 7);
+        // An explicit rate: independent draws, priced at mean + 3σ.
+        assert_eq!(checked_contributions(8, Some(0.5)), 7);
+        assert_eq!(checked_contributions(101, Some(0.1)), 19);
         assert_eq!(checked_contributions(8, Some(2.0)), 7);
         assert_eq!(checked_contributions(8, Some(0.0)), 0);
         assert_eq!(checked_contributions(1, None), 0);
-        assert_eq!(checked_contributions(8, Some(f64::NAN)), 7);
     }
 
     #[test]
     fn the_window_covers_the_checks_after_the_lag_and_no_more() {
-        // The measured case of the security issue: H = 400 on the baby model (≈ 28 s of
-        // duties per round) against the old 5-block default with 2-second blocks.
+        // 28 s of checks with 2-second blocks: 14 blocks after the 3 of lag.
         let w = min_challenge_window(28.0, 2.0);
-        assert_eq!(w, 8);
+        assert_eq!(w, 9);
         assert!(challenge_secs(w, 2.0) >= 28.0);
         assert!(challenge_secs(w - 1, 2.0) < 28.0);
-        assert!(challenge_secs(5, 2.0) < 28.0);
-        // Instant checks still need the lag: one block of window.
-        assert_eq!(min_challenge_window(0.0, 2.0), 1);
+        // Instant checks still need the lag: two blocks of window.
+        assert_eq!(min_challenge_window(0.0, 2.0), 2);
+        assert_eq!(challenge_secs(2, 2.0), 2.0);
         assert_eq!(challenge_secs(1, 2.0), 0.0);
         assert_eq!(challenge_secs(0, 2.0), 0.0);
         // Nothing overflows.
@@ -171,8 +199,8 @@ mod tests {
 
     #[test]
     fn the_round_timeout_covers_phase_duties_exchange_and_inclusion() {
-        assert_eq!(min_round_timeout(20.0, 28.0, 2.0, 2.0), 25 + 2);
-        assert_eq!(min_round_timeout(0.0, 0.0, 0.0, 2.0), 2);
+        assert_eq!(min_round_timeout(20.0, 28.0, 2.0, 2.0), 25 + 3);
+        assert_eq!(min_round_timeout(0.0, 0.0, 0.0, 2.0), 3);
         assert!((exchange_secs(4, 1_000_000, 1e6) - 3.0).abs() < 1e-12);
         assert_eq!(exchange_secs(1, 1_000_000, 1e6), 0.0);
     }

@@ -43,8 +43,8 @@ pub use feedback::ErrorFeedback;
 pub use inner::{InnerReport, InnerTrainer};
 pub use outer::NesterovSgd;
 pub use pseudograd::{
-    decode_pseudo_gradient, encode_pseudo_gradient, max_payload_bytes, open_pseudo_gradient,
-    pseudo_gradient, PseudoGradient,
+    decode_pseudo_gradient, encode_pseudo_gradient, max_payload_bytes, max_payload_bytes_for,
+    open_pseudo_gradient, pseudo_gradient, PseudoGradient,
 };
 pub use round::{
     aggregate_payloads, max_checkpoint_bytes, Aggregated, Contribution, Exchange, OuterState,

@@ -76,6 +76,18 @@ pub fn max_payload_bytes(like: &ParamSet) -> u64 {
         + crate::residual::COMMITMENT_BYTES) as u64
 }
 
+/// Largest payload of a pool whose codec is `opts`, for a model laid out like `like`, in
+/// bytes: [`synod_codec::max_encoded_len`] of its shapes plus the trace and the commitments,
+/// never above [`max_payload_bytes`] (what any codec's payload of this model decodes from).
+/// A sparse pool's bound is a few percent of a dense one's, so a member cannot make every
+/// other member fetch and keep a dense-sized payload in it.
+pub fn max_payload_bytes_for(like: &ParamSet, opts: &EncodeOptions) -> u64 {
+    let shapes: Vec<&[usize]> = like.tensors().iter().map(|t| t.shape.as_slice()).collect();
+    synod_codec::max_encoded_len(&shapes, opts)
+        .saturating_add((crate::trace::MAX_TRACE_BYTES + crate::residual::COMMITMENT_BYTES) as u64)
+        .min(max_payload_bytes(like))
+}
+
 /// Decodes member `member`'s payload (its trace, if any, skipped), checking it against the
 /// layout of `like`.
 ///

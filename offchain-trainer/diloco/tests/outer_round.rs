@@ -521,6 +521,55 @@ fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() 
     assert!(synod_diloco::decode_pseudo_gradient(&p, 0, &big).is_err());
 }
 
+/// A sparse pool's fetch limit follows its codec: an honest sparse payload with the largest
+/// trace and commitments fits it, and it is a small fraction of the any-codec limit (5 bytes
+/// per parameter), so a member cannot make every other one fetch and keep a dense-sized
+/// payload in a sparse pool. Dense codecs keep their own, tighter bound too.
+#[test]
+fn a_pools_payload_limit_follows_its_codec() {
+    let n = 1 << 20;
+    let p = params(vec![0.0; n], vec![0.0; 700]);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut noise = |n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x as u32 as f32 / u32::MAX as f32) - 0.5
+            })
+            .collect()
+    };
+    let delta = vec![noise(n), noise(700)];
+    let any = synod_diloco::max_payload_bytes(&p);
+    for (opts, share) in [
+        (EncodeOptions::sparse(4096, 64), 0.05),
+        (EncodeOptions::default(), 0.25),
+        (EncodeOptions::fp32(), 0.85),
+    ] {
+        let limit = synod_diloco::max_payload_bytes_for(&p, &opts);
+        assert!(
+            (limit as f64) < share * any as f64,
+            "{opts:?}: {limit} against {any}"
+        );
+        let payload = encode_pseudo_gradient(&p, &delta, &opts).unwrap();
+        let hashes = [[9u8; 32]; synod_diloco::trace::MAX_TRACE_HASHES];
+        let committed = synod_diloco::residual::with_commitments(
+            &synod_diloco::residual::Commitments {
+                carried_in: [1; 32],
+                carried_out: [2; 32],
+            },
+            &payload,
+        );
+        let traced = synod_diloco::trace::with_trace(&hashes, &committed);
+        assert!(
+            traced.len() as u64 <= limit,
+            "{opts:?}: {} > {limit}",
+            traced.len()
+        );
+    }
+}
+
 /// Five members, two tensors, int8 payloads of varied scale (member 4's ×50, so the clip
 /// acts), member 2's payload corrupted.
 fn fixed_round() -> (ParamSet, Vec<Contribution>) {

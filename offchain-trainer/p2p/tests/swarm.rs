@@ -487,6 +487,53 @@ async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned
     }
 }
 
+/// Heartbeat flood: a member sends thousands of valid signed heartbeats (a fresh `seq` makes
+/// each a new gossip message, and each would cost an ML-DSA verification on the swarm loop
+/// and delay the honest heartbeats queued behind it). Every peer meters authors before
+/// verifying: past a small burst the flood is dropped unverified and its author banned, and
+/// the honest members' round completes with all of them included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_flooding_heartbeats_is_metered_and_banned_while_the_round_completes() {
+    let ids = ids(4);
+    let set = member_set(&ids);
+    let first = start(&ids, &set, 0, ids[0].1.clone(), None).await;
+    let boot = first.listen_addrs().await.into_iter().next().unwrap();
+    let mut honest = vec![first];
+    for i in 1..3 {
+        honest.push(start(&ids, &set, i, ids[i].1.clone(), Some(boot.clone())).await);
+    }
+    let flooder = start(&ids, &set, 3, ids[3].1.clone(), Some(boot.clone())).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let me = ids[3].0.public().to_peer_id();
+    for seq in 0..2_000u64 {
+        let e = Envelope {
+            pool: POOL,
+            round: 1,
+            member: 3,
+            peer_id: me.to_bytes(),
+            body: Body::Alive {
+                seq: 1_000_000 + seq,
+                payload: None,
+            },
+        };
+        flooder
+            .publish_raw(message::sign(e, &ids[3].1).encode())
+            .await
+            .unwrap();
+    }
+    let outcomes = gather(&honest, 1, 0).await;
+    for (c, out) in honest.iter().zip(&outcomes) {
+        let members: Vec<u32> = out.included.iter().map(|c| c.member).collect();
+        assert_eq!(members, vec![0, 1, 2]);
+        let snap = c.snapshot();
+        let why = snap.banned.get(&me).map(String::as_str).unwrap_or("");
+        assert!(why.contains("over the rate"), "{:?}", snap.banned);
+    }
+    for c in honest.iter().chain([&flooder]) {
+        c.shutdown().await;
+    }
+}
+
 /// Equivocation: member 2 signs two payloads for round 1. Every peer that sees both bans it and
 /// keeps the first two signed announcements, which prove it on-chain
 /// (`verify_equivocation`, what `Challenges::report_equivocation` runs); each proof is taken once.

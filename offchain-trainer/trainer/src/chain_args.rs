@@ -114,19 +114,19 @@ pub struct PoolCreateArgs {
     /// Blocks after a round opens before it is voided if not final; a jury's voting period is
     /// this plus the runtime's `VoteMargin`, so settlement comes that much after finality.
     /// Refused below what the recipe's inner phase, exchange and duties take
-    /// ([`synod_diloco::budget::min_round_timeout`] with the measured step time, twice over).
+    /// ([`synod_diloco::budget::min_round_timeout`] at three times the measured step time).
     /// Default: that minimum, and at least 60.
     #[arg(long)]
     pub round_timeout: Option<u32>,
     /// Blocks after finality during which late commits are accepted (challenges: twice that).
     /// Refused below what one verifier's checks of a round take
-    /// ([`synod_diloco::budget::min_challenge_window`] with the measured step time, twice
-    /// over). Default: that minimum.
+    /// ([`synod_diloco::budget::min_challenge_window`] at three times the measured step time).
+    /// Default: that minimum.
     #[arg(long)]
     pub challenge_window: Option<u32>,
     /// Seconds per inner step on the members' machines, when they are not like this one
     /// (e.g. a pool for GPUs created from a laptop). Default: measured here on the recipe.
-    #[arg(long, value_parser = positive_secs)]
+    #[arg(long, value_parser = positive)]
     pub step_secs: Option<f64>,
     #[command(flatten)]
     pub link: LinkArgs,
@@ -141,7 +141,7 @@ pub struct PoolCreateArgs {
 pub struct LinkArgs {
     /// Download and upload rate assumed for a member, in Mbit/s: prices the exchange and the
     /// trace states a verifier fetches against the round timeout and the challenge window.
-    #[arg(long, default_value_t = 100.0, value_parser = positive_secs)]
+    #[arg(long, default_value_t = 100.0, value_parser = positive)]
     pub bandwidth_mbit: f64,
 }
 
@@ -152,8 +152,8 @@ impl LinkArgs {
     }
 }
 
-/// A finite number > 0.
-fn positive_secs(s: &str) -> Result<f64, String> {
+/// A finite number > 0 (seconds, Mbit/s).
+fn positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("{s:?} is not a number above 0")),

@@ -29,6 +29,10 @@ const SURIS: [&str; 4] = ["//Bob", "//Charlie", "//Dave", "//Eve"];
 /// A challenge window (blocks) long enough to verify a round between rounds and open a
 /// challenge: what a test that needs verifiers or jurors gives its pool.
 const VERIFYING_WINDOW: u32 = 15;
+/// The challenge window (blocks) of a test that needs no verification: the shortest that
+/// `pool create` and every member accept for these tiny pools (3 blocks of lag, then a few
+/// seconds of checks at the step time the machine measures, loaded or not).
+const SHORT_WINDOW: u32 = 5;
 /// One end-to-end test at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -114,15 +118,25 @@ impl Net {
         self.node = Self::spawn_node(self.dir.path(), self.ports);
     }
 
-    /// `pool create` by //Alice with the model flags and `flags` (challenge window 2, the
-    /// shortest `pool create` accepts, unless given); checks that the pool got id 0.
+    /// `pool create` by //Alice with the model flags and `flags` (unless given: a challenge
+    /// window of [`SHORT_WINDOW`], and as many members at most as `--min-trainers`, which
+    /// sets how many checks a verifier's window is priced for); checks that the pool got id 0.
     fn create_pool(&self, flags: &[(&str, &str)]) {
         let mut args: Vec<String> = ["pool", "create", "--suri", "//Alice"]
             .iter()
             .map(ToString::to_string)
             .collect();
-        if !flags.iter().any(|(k, _)| *k == "--challenge-window") {
-            args.extend(["--challenge-window".to_string(), "2".to_string()]);
+        let given = |k: &str| {
+            flags
+                .iter()
+                .find(|(f, _)| *f == k)
+                .map(|(_, v)| v.to_string())
+        };
+        if given("--challenge-window").is_none() {
+            args.extend(["--challenge-window".to_string(), SHORT_WINDOW.to_string()]);
+        }
+        if let (None, Some(min)) = (given("--max-trainers"), given("--min-trainers")) {
+            args.extend(["--max-trainers".to_string(), min]);
         }
         for (k, v) in flags {
             args.push(k.to_string());
@@ -142,8 +156,8 @@ impl Net {
         self.train_four(rounds, inner_steps, VERIFYING_WINDOW, &[], roles, &[]);
     }
 
-    /// [`Net::train_four_verified`] with a two-block challenge window (the trainers exit ≈ 2
-    /// windows after the last round; for a test whose cheater is slashed without a jury), where
+    /// [`Net::train_four_verified`] with a [`SHORT_WINDOW`] (the trainers exit ≈ 2 windows
+    /// after the last round; for a test whose cheater is slashed without a jury), where
     /// the trainers in `may_fail` (cheaters the others ban) may fail: they are stopped once the
     /// others are done.
     fn train_four_tolerating(
@@ -153,7 +167,7 @@ impl Net {
         roles: [&[&str]; 4],
         may_fail: &[usize],
     ) {
-        self.train_four(rounds, inner_steps, 2, &[], roles, may_fail);
+        self.train_four(rounds, inner_steps, SHORT_WINDOW, &[], roles, may_fail);
     }
 
     /// [`Net::train_four_tolerating`] with a challenge window of `window` blocks and the recipe

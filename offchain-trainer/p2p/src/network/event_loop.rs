@@ -35,6 +35,8 @@ pub(super) struct EventLoop {
     pub(super) heartbeat: Duration,
     /// No heartbeats while set (see [`Client::set_passive`]).
     pub(super) passive: bool,
+    /// Gossip rate of each member's peer id ([`super::gossip::Bucket`]).
+    pub(super) rates: std::collections::HashMap<PeerId, super::gossip::Bucket>,
     /// Dropped with the loop: tells the serving tasks to stop.
     pub(super) _stop: tokio::sync::watch::Sender<()>,
 }
@@ -115,6 +117,8 @@ impl EventLoop {
                     s.last_seen.entry(m.index).or_insert(now);
                 }
                 drop(s);
+                self.rates
+                    .retain(|peer, _| set.iter().any(|m| m.peer_id == *peer));
                 self.members = set;
                 let _ = applied.send(());
             }

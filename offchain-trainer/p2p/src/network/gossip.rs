@@ -27,6 +27,68 @@ const MAX_IHAVE_IDS: usize = 400;
 /// id, sequence number, topic and ed25519 signature (≈ 150 bytes), with room to spare.
 const GOSSIP_ENVELOPE_BYTES: usize = 1024;
 
+/// Messages of one author verified in a burst (the bucket's size): an honest member sends at
+/// most two per heartbeat interval (its current and previous round), and gossip may deliver a
+/// few intervals' worth at once after a reconnection.
+const GOSSIP_BURST: f64 = 16.0;
+/// Messages of one author verified per heartbeat interval in the long run (twice an honest
+/// member's most).
+const GOSSIP_PER_INTERVAL: f64 = 4.0;
+/// Messages of one author dropped over its rate after which it is banned: an honest member
+/// never gets there.
+const BAN_AFTER_DROPPED: u32 = 64;
+
+/// A token bucket of one gossip author (Turner 1986's leaky bucket as a meter): each verified
+/// message takes a token; tokens come back at [`GOSSIP_PER_INTERVAL`] per heartbeat interval up
+/// to [`GOSSIP_BURST`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Bucket {
+    tokens: f64,
+    at: Instant,
+    dropped: u32,
+}
+
+/// What [`Bucket::take`] says about one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Metered {
+    /// Within the rate: verify it.
+    Pass,
+    /// Over the rate: drop it unverified.
+    Drop,
+    /// Over the rate [`BAN_AFTER_DROPPED`] times: ban the author.
+    Ban,
+}
+
+impl Bucket {
+    /// A full bucket at `now`.
+    pub(super) fn new(now: Instant) -> Self {
+        Self {
+            tokens: GOSSIP_BURST,
+            at: now,
+            dropped: 0,
+        }
+    }
+
+    /// Meters one message at `now` for a heartbeat interval of `interval`.
+    pub(super) fn take(&mut self, now: Instant, interval: Duration) -> Metered {
+        let refill = now.saturating_duration_since(self.at).as_secs_f64()
+            / interval.as_secs_f64().max(1e-3)
+            * GOSSIP_PER_INTERVAL;
+        self.tokens = (self.tokens + refill).min(GOSSIP_BURST);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            return Metered::Pass;
+        }
+        self.dropped = self.dropped.saturating_add(1);
+        if self.dropped >= BAN_AFTER_DROPPED {
+            Metered::Ban
+        } else {
+            Metered::Drop
+        }
+    }
+}
+
 /// Rounds an untaken [`Equivocation`] is kept after its own (bounds memory if nobody takes
 /// them; a trainer takes them every round).
 pub const EQUIVOCATION_ROUNDS: u32 = 8;
@@ -134,6 +196,35 @@ impl EventLoop {
         data: &[u8],
     ) {
         use gossipsub::MessageAcceptance::{Accept, Ignore, Reject};
+        // Meter the author (gossipsub checked its ed25519 signature) before our ML-DSA check:
+        // one bucket per registered peer id, so the map stays as small as the member set.
+        if let Some(author) = source.filter(|a| self.members.iter().any(|m| m.peer_id == *a)) {
+            let now = Instant::now();
+            let metered = self
+                .rates
+                .entry(author)
+                .or_insert_with(|| Bucket::new(now))
+                .take(now, self.heartbeat);
+            if metered != Metered::Pass {
+                if metered == Metered::Ban {
+                    self.ban(
+                        author,
+                        format!("sent gossip over the rate ({BAN_AFTER_DROPPED} messages dropped)"),
+                    );
+                }
+                let verdict = if metered == Metered::Ban {
+                    Reject
+                } else {
+                    Ignore
+                };
+                let _ = self
+                    .swarm
+                    .behaviour_mut()
+                    .gossipsub
+                    .report_message_validation_result(&id, &propagation, verdict);
+                return;
+            }
+        }
         let opened =
             message::open(data, &self.members, self.round.saturating_sub(1)).and_then(|e| {
                 // The gossipsub author signature must come from the same peer the envelope names.
@@ -206,5 +297,45 @@ impl EventLoop {
             .behaviour_mut()
             .gossipsub
             .report_message_validation_result(&id, &propagation, verdict);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_passes_a_burst_then_the_rate_and_bans_a_sustained_flood() {
+        let t0 = Instant::now();
+        let tick = Duration::from_secs(1);
+        let mut b = Bucket::new(t0);
+        for _ in 0..GOSSIP_BURST as usize {
+            assert_eq!(b.take(t0, tick), Metered::Pass);
+        }
+        assert_eq!(b.take(t0, tick), Metered::Drop);
+        // One interval later: GOSSIP_PER_INTERVAL more.
+        let t1 = t0 + tick;
+        for _ in 0..GOSSIP_PER_INTERVAL as usize {
+            assert_eq!(b.take(t1, tick), Metered::Pass);
+        }
+        assert_eq!(b.take(t1, tick), Metered::Drop);
+        // An honest member's two messages per interval never run dry.
+        let mut honest = Bucket::new(t0);
+        for i in 1..1000u32 {
+            let t = t0 + tick * i;
+            assert_eq!(honest.take(t, tick), Metered::Pass);
+            assert_eq!(honest.take(t, tick), Metered::Pass);
+        }
+        // A flood is dropped, then banned after BAN_AFTER_DROPPED drops.
+        let mut flood = Bucket::new(t0);
+        let verdicts: Vec<Metered> = (0..GOSSIP_BURST as u32 + BAN_AFTER_DROPPED)
+            .map(|_| flood.take(t0, tick))
+            .collect();
+        assert_eq!(verdicts.iter().filter(|v| **v == Metered::Pass).count(), 16);
+        assert_eq!(verdicts.last(), Some(&Metered::Ban));
+        assert_eq!(
+            verdicts.iter().filter(|v| **v == Metered::Drop).count(),
+            BAN_AFTER_DROPPED as usize - 1
+        );
     }
 }

@@ -280,6 +280,7 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         served: served.clone(),
         heartbeat: cfg.heartbeat,
         passive: false,
+        rates: std::collections::HashMap::new(),
         _stop: stop,
     };
     tokio::spawn(ev.run());

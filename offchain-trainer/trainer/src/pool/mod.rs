@@ -105,7 +105,8 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
         verify_segments: crate::chain_args::DEFAULT_VERIFY_SEGMENTS,
         members: a.max_trainers,
         rate: None,
-        state_bytes: recipe.max_state_bytes,
+        state_bytes: terms::state_bytes(&recipe)?,
+        residual_bytes: terms::residual_bytes(&recipe, &a.recipe),
         payload_bytes: recipe.max_payload_bytes,
     };
     let margin = synod_diloco::budget::CREATOR_MARGIN;

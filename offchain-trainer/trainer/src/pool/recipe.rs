@@ -23,7 +23,8 @@ pub struct Recipe {
     /// Largest checkpoint of this model, in bytes ([`synod_diloco::max_checkpoint_bytes`]):
     /// larger offers from peers are refused unread.
     pub max_checkpoint_bytes: u64,
-    /// Largest payload of this model, in bytes ([`synod_diloco::max_payload_bytes`]).
+    /// Largest payload of this model with the recipe's codec, in bytes
+    /// ([`synod_diloco::max_payload_bytes_for`]): larger announcements are refused unfetched.
     pub max_payload_bytes: u64,
     /// Largest Proof-of-Learning trace state of this model, in bytes
     /// ([`synod_diloco::trace::max_state_bytes`]).
@@ -100,7 +101,10 @@ impl Recipe {
             theta0_bytes,
             theta0_hash,
             max_checkpoint_bytes: synod_diloco::max_checkpoint_bytes(&theta0),
-            max_payload_bytes: synod_diloco::max_payload_bytes(&theta0),
+            max_payload_bytes: synod_diloco::max_payload_bytes_for(
+                &theta0,
+                &r.outer.encode_options(),
+            ),
             max_state_bytes: synod_diloco::trace::max_state_bytes(&theta0),
             max_residual_bytes: synod_diloco::residual::max_residual_bytes(&theta0),
         })

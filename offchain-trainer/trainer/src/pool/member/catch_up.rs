@@ -1,5 +1,6 @@
 //! Catching up: the first round to train and its parent checkpoint (passive until known).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,8 +34,10 @@ impl Trainer {
             // A resumed member whose peers already announced round c (or c + 1) joins the round
             // after the last one announced. Its heartbeats name that round, so peers still
             // gathering an earlier round do not wait for it, and peers in that round do.
+            // One member announcing a round ahead is not enough: it would make us skip two
+            // rounds, and be leaked as silent in both.
             let target = match resumed
-                .then(|| self.announced_max(c))
+                .then(|| self.exchanged_round(c))
                 .transpose()?
                 .flatten()
             {
@@ -98,10 +101,11 @@ impl Trainer {
         Ok(true)
     }
 
-    /// The highest round ≥ `c` another member has announced a payload for, after listening
-    /// for one heartbeat period.
-    fn announced_max(&self, c: u32) -> Result<Option<u32>> {
-        self.ctx.block_on(async {
+    /// The latest round ≥ `c` that other members holding more than a third of round `c`'s
+    /// snapshot stake have announced payloads for ([`exchanged_round`]), after listening for
+    /// one heartbeat period.
+    fn exchanged_round(&self, c: u32) -> Result<Option<u32>> {
+        let announced = self.ctx.block_on(async {
             self.ctx.client.set_round(c).await?;
             let start = Instant::now();
             while self.ctx.client.snapshot().connected.is_empty()
@@ -117,11 +121,22 @@ impl Trainer {
                     .snapshot()
                     .announced
                     .keys()
-                    .filter(|(r, m)| *r >= c && *m != self.ctx.me)
-                    .map(|(r, _)| *r)
-                    .max(),
+                    .copied()
+                    .collect::<Vec<_>>(),
             )
-        })
+        })?;
+        let snapshot = self
+            .ctx
+            .block_on(self.ctx.chain.round_snapshot(self.ctx.pool, c))?;
+        let stakes: BTreeMap<u32, u128> = match snapshot {
+            Some(s) => s.iter().map(|p| (p.index, p.stake)).collect(),
+            None => self
+                .members
+                .iter()
+                .map(|m| (m.record.index, m.record.stake))
+                .collect(),
+        };
+        Ok(exchanged_round(&announced, &stakes, c, self.ctx.me))
     }
 
     /// Waits until the chain's current round is past `round` (or the pool is over).
@@ -142,6 +157,34 @@ impl Trainer {
     }
 }
 
+/// The latest round ≥ `c` among `announced` ((round, member) pairs heard in heartbeats) whose
+/// announcers, other than `me`, hold more than a third of `stakes` (planck by member index;
+/// announcers outside it count for nothing): under the protocol's assumption that the
+/// adversary holds less than a third of the stake, at least one honest member is exchanging
+/// that round. `None` if no round qualifies.
+fn exchanged_round(
+    announced: &[(u32, u32)],
+    stakes: &BTreeMap<u32, u128>,
+    c: u32,
+    me: u32,
+) -> Option<u32> {
+    let total = stakes.values().fold(0u128, |a, s| a.saturating_add(*s));
+    let mut by_round: BTreeMap<u32, u128> = BTreeMap::new();
+    for (r, m) in announced {
+        if *r >= c && *m != me {
+            if let Some(s) = stakes.get(m) {
+                let e = by_round.entry(*r).or_default();
+                *e = e.saturating_add(*s);
+            }
+        }
+    }
+    by_round
+        .into_iter()
+        .rev()
+        .find(|(_, s)| s.saturating_mul(3) > total)
+        .map(|(r, _)| r)
+}
+
 /// Whether the last final round `last_final` (0: none, θ₀) can be the parent of open round
 /// `round`: it must precede it. A later one means `round` closed after it was read.
 fn parent_precedes(last_final: u32, round: u32) -> bool {
@@ -150,7 +193,31 @@ fn parent_precedes(last_final: u32, round: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::parent_precedes;
+    use super::{exchanged_round, parent_precedes};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn one_member_announcing_ahead_cannot_make_a_resumed_member_skip_rounds() {
+        // Five members of 100 each; we are member 0, the chain's round is 7.
+        let stakes: BTreeMap<u32, u128> = (0..5).map(|m| (m, 100)).collect();
+        // Member 4 alone announces round 8: ignored (before, the resumed member jumped to 9
+        // and was silent in rounds 7 and 8).
+        assert_eq!(exchanged_round(&[(8, 4)], &stakes, 7, 0), None);
+        // Two members (200 of 500, over a third) exchanging round 7: join round 8.
+        assert_eq!(
+            exchanged_round(&[(7, 1), (7, 2), (8, 4)], &stakes, 7, 0),
+            Some(7)
+        );
+        // Our own announcement, outsiders and older rounds count for nothing.
+        assert_eq!(
+            exchanged_round(&[(7, 0), (7, 9), (6, 1), (6, 2)], &stakes, 7, 0),
+            None
+        );
+        // A whale is a third by itself only with more than a third of the stake.
+        let whale: BTreeMap<u32, u128> = [(0, 100), (1, 100), (2, 101)].into();
+        assert_eq!(exchanged_round(&[(8, 2)], &whale, 7, 0), Some(8));
+        assert_eq!(exchanged_round(&[(8, 1)], &whale, 7, 0), None);
+    }
 
     #[test]
     fn a_round_that_closed_while_catching_up_is_not_trained_from_its_own_checkpoint() {

@@ -64,6 +64,10 @@ pub(super) struct Ctx {
     pub account: AccountId,
     /// The pool's challenge window, in blocks.
     pub challenge_window: u32,
+    /// Seconds per block (the runtime's slot duration).
+    pub block_secs: f64,
+    /// Seconds per inner step on this machine, measured at start (`pool::terms::step_secs`).
+    pub step_secs: f64,
     /// The evidence we keep, ours and the included sets' (`<base>/evidence/pool-<id>/`).
     pub retained: Retained,
 }

@@ -121,7 +121,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         duty_tx.clone(),
     ));
     recipe.check(&info.spec, &a.recipe)?;
-    keep_terms(&rt, &chain, &signer, a, &recipe, &info.spec)?;
+    let costs = keep_terms(&rt, &chain, &signer, a, &recipe, &info.spec)?;
     std::fs::create_dir_all(&a.base_path)
         .with_context(|| format!("creating {}", a.base_path.display()))?;
     let store = Store::open(
@@ -219,6 +219,8 @@ pub fn run(a: &RunArgs) -> Result<()> {
         me,
         account: account_of(&signer),
         challenge_window: started.spec.challenge_window,
+        block_secs: costs.block_secs,
+        step_secs: costs.step_secs,
         retained: Retained::open(&evidence_dir(&a.base_path, a.pool))?,
     };
     let duties = duty::spawn(ctx.clone(), metrics.clone(), duty_tx, duty_rx)?;
@@ -241,7 +243,8 @@ pub fn run(a: &RunArgs) -> Result<()> {
 /// with its own `--verify-rate` and `--verify-segments` ([`terms::Costs::check`], measured
 /// here without the creator's margin), before anything is bonded or submitted. A member
 /// that already joined resumes whatever the measurement says (it is logged): refusing it
-/// now would leave its stake in the pool unserved.
+/// now would leave its stake in the pool unserved. Returns the measured costs (the verifier
+/// budgets its waits with them).
 fn keep_terms(
     rt: &Runtime,
     chain: &synod_chain::Chain,
@@ -249,7 +252,7 @@ fn keep_terms(
     a: &RunArgs,
     recipe: &Recipe,
     spec: &synod_chain::types::PoolSpec,
-) -> Result<()> {
+) -> Result<terms::Costs> {
     let costs = terms::Costs {
         step_secs: terms::step_secs(recipe, &a.recipe, spec.inner_steps)?,
         block_secs: rt.block_on(chain.block_secs())?,
@@ -259,7 +262,8 @@ fn keep_terms(
         verify_segments: a.verify_segments,
         members: spec.max_trainers,
         rate: a.verify_rate,
-        state_bytes: recipe.max_state_bytes,
+        state_bytes: terms::state_bytes(recipe)?,
+        residual_bytes: terms::residual_bytes(recipe, &a.recipe),
         payload_bytes: recipe.max_payload_bytes,
     };
     let checked = costs.check(
@@ -272,10 +276,10 @@ fn keep_terms(
         .block_on(chain.member(a.pool, &account_of(signer)))?
         .is_some();
     match checked {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(costs),
         Err(e) if joined => {
             tracing::warn!("resuming as a member of pool {} although {e}", a.pool);
-            Ok(())
+            Ok(costs)
         }
         Err(e) => Err(e.into()),
     }

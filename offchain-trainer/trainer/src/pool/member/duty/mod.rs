@@ -52,6 +52,9 @@ const STATE_FETCH: Duration = Duration::from_secs(20);
 /// one round's checks (fetched from every accused side by side, before any segment is
 /// replayed).
 const CHECK_BUDGET: Duration = Duration::from_secs(5);
+/// The shortest wait for a round's trace states, however little of the challenge window the
+/// replays leave.
+const MIN_STATE_WAIT: Duration = Duration::from_secs(2);
 
 /// Starts the duty worker of the member `ctx` on its own thread, writing its events to
 /// `metrics`; it is told finalized blocks through `tx` (also handed to the chain

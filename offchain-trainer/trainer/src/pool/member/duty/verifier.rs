@@ -178,7 +178,8 @@ impl DutyWorker {
         // Checks whose states all arrived go first: the whole replays of members that did
         // not serve theirs come last.
         let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
-        let states = self.prefetch_trace_states(round, &checks);
+        let wait = self.state_wait(now, until, checks.len());
+        let states = self.prefetch_trace_states(round, &checks, wait);
         checks.sort_by_key(|(_, member, segments)| {
             let trace = self
                 .ctx
@@ -352,17 +353,35 @@ impl DutyWorker {
         }
     }
 
+    /// How long the trace states of `checks` checks may be waited for at block `now` when
+    /// challenges close at block `until`: what the window leaves after every check's
+    /// segments and whole replay at this machine's step time (an author that withholds its
+    /// states forces the whole replay; waiting for them longer would let it outlast the
+    /// window), at least [`MIN_STATE_WAIT`]. The challenge must be submitted a block before
+    /// `until` to be included in it.
+    fn state_wait(&self, now: u64, until: u64, checks: usize) -> Duration {
+        let left = until.saturating_sub(now).saturating_sub(1) as f64 * self.ctx.block_secs;
+        let h = self.ctx.inner_steps;
+        let k = synod_diloco::verify::segment_len(h, self.ctx.a.recipe.trace_segments);
+        let per_check =
+            (u64::from(self.ctx.a.verify_segments) * u64::from(k)).min(u64::from(h)) + u64::from(h);
+        let replays = checks as f64 * per_check as f64 * self.ctx.step_secs;
+        Duration::from_secs_f64((left - replays).clamp(MIN_STATE_WAIT.as_secs_f64(), 1e6))
+    }
+
     /// The trace states that the segment checks `checks` ((account, member, drawn segments))
     /// of `round` need, fetched from their authors side by side ([`prefetch_states`]) into
     /// [`Retained::fetched_dir`](crate::pool::verify::Retained::fetched_dir): each state gets
     /// at most [`STATE_FETCH`] plus its transfer at 10 MB/s, the whole round twice that plus
-    /// [`CHECK_BUDGET`], however many authors stall. Contributions already replayed whole, not
-    /// kept, or without a trace of this pool's segments need nothing. Returns each received
-    /// state's file by blake3.
+    /// [`CHECK_BUDGET`], however many authors stall, and all of it at most `cap`
+    /// ([`DutyWorker::state_wait`]). Contributions already replayed whole, not kept, or
+    /// without a trace of this pool's segments need nothing. Returns each received state's
+    /// file by blake3.
     pub(super) fn prefetch_trace_states(
         &self,
         round: u32,
         checks: &[(AccountId, u32, Vec<u32>)],
+        cap: Duration,
     ) -> FetchedStates {
         let boundaries = self
             .ctx
@@ -398,9 +417,11 @@ impl DutyWorker {
             return FetchedStates::new();
         }
         let (client, max) = (self.ctx.client.clone(), self.ctx.recipe.max_state_bytes);
-        let per_state = STATE_FETCH + Duration::from_secs(max / 10_000_000);
+        let per_state = (STATE_FETCH + Duration::from_secs(max / 10_000_000)).min(cap);
         // The authors share our link: the round's wait grows with everything it fetches.
-        let within = 2 * per_state + CHECK_BUDGET + Duration::from_secs(fetches * max / 10_000_000);
+        let within =
+            (2 * per_state + CHECK_BUDGET + Duration::from_secs(fetches * max / 10_000_000))
+                .min(cap);
         self.ctx.rt.block_on(prefetch_states(
             wanted,
             per_state,
