@@ -60,12 +60,24 @@ pub fn sign(envelope: Envelope, key: &MemberKey) -> Signed {
 }
 
 /// Decodes and validates a message: size, shape, pool, membership (index and peer id must
-/// match the registration), signature, and round window `[min_round, min_round + 2]`
-/// (callers pass their current round − 1: one round behind to one ahead).
+/// match the registration), round window `[min_round, min_round + 2]` (callers pass their
+/// current round − 1: one round behind to one ahead), then the signature.
 ///
 /// # Errors
 /// The [`Rejection`] that applies first.
 pub fn open(bytes: &[u8], members: &MemberSet, min_round: u32) -> Result<Envelope, Rejection> {
+    let s = precheck(bytes, members, min_round)?;
+    verify(&s, members)?;
+    Ok(s.envelope)
+}
+
+/// Every check of [`open`] but the signature (the costly one: an ML-DSA-65 verification):
+/// size, shape, pool, membership and round window. A receiver meters senders between the
+/// two ([`verify`] after).
+///
+/// # Errors
+/// The [`Rejection`] that applies first.
+pub fn precheck(bytes: &[u8], members: &MemberSet, min_round: u32) -> Result<Signed, Rejection> {
     let s = Signed::decode_wire(bytes).map_err(|e| match e {
         EvidenceError::TooLarge => Rejection::TooLarge(bytes.len()),
         _ => Rejection::Malformed,
@@ -78,12 +90,20 @@ pub fn open(bytes: &[u8], members: &MemberSet, min_round: u32) -> Result<Envelop
     if PeerId::from_bytes(&e.peer_id).ok() != Some(m.peer_id) {
         return Err(Rejection::PeerMismatch);
     }
-    // The round window before the signature: a stale message costs no ML-DSA verification.
     if e.round < min_round || e.round > min_round.saturating_add(2) {
         return Err(Rejection::Stale(e.round));
     }
-    s.verify(&m.key.0).map_err(|_| Rejection::BadSignature)?;
-    Ok(s.envelope)
+    Ok(s)
+}
+
+/// The signature check of a message that passed [`precheck`] against the same `members`.
+///
+/// # Errors
+/// [`Rejection::NotMember`] if the member left the set meanwhile,
+/// [`Rejection::BadSignature`].
+pub fn verify(s: &Signed, members: &MemberSet) -> Result<(), Rejection> {
+    let m = members.get(s.envelope.member).ok_or(Rejection::NotMember)?;
+    s.verify(&m.key.0).map_err(|_| Rejection::BadSignature)
 }
 
 #[cfg(test)]

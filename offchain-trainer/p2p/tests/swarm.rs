@@ -123,6 +123,14 @@ fn payload(member: u32) -> Arc<Vec<u8>> {
     Arc::new(encode_pseudo_gradient(&t, &delta, &EncodeOptions::default()).unwrap())
 }
 
+/// Milliseconds since the Unix epoch: what heartbeats are numbered with.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
 fn cfg() -> ExchangeConfig {
     ExchangeConfig {
         deadline: Duration::from_secs(40),
@@ -379,7 +387,9 @@ async fn a_burst_of_signed_messages_does_not_switch_off_the_senders_gossip() {
     let (ids, clients) = network_after_a_round(2).await;
     // Signed first, then published back to back, so they reach the receiver faster than one
     // at a time.
-    let burst: Vec<Vec<u8>> = (0..200u64)
+    // As many as one author may send at once (peers meter authors: a larger burst of new
+    // messages is a flood).
+    let burst: Vec<Vec<u8>> = (0..16u64)
         .map(|k| {
             let env = Envelope {
                 pool: POOL,
@@ -387,7 +397,7 @@ async fn a_burst_of_signed_messages_does_not_switch_off_the_senders_gossip() {
                 member: 1,
                 peer_id: ids[1].0.public().to_peer_id().to_bytes(),
                 body: Body::Alive {
-                    seq: 1_000_000 + k,
+                    seq: now_ms() + k,
                     payload: None,
                 },
             };
@@ -512,7 +522,8 @@ async fn a_member_flooding_heartbeats_is_metered_and_banned_while_the_round_comp
             member: 3,
             peer_id: me.to_bytes(),
             body: Body::Alive {
-                seq: 1_000_000 + seq,
+                // Fresh: its own clock's milliseconds, as its heartbeats are numbered.
+                seq: now_ms() + seq,
                 payload: None,
             },
         };
@@ -530,6 +541,89 @@ async fn a_member_flooding_heartbeats_is_metered_and_banned_while_the_round_comp
         assert!(why.contains("over the rate"), "{:?}", snap.banned);
     }
     for c in honest.iter().chain([&flooder]) {
+        c.shutdown().await;
+    }
+}
+
+/// Connection exhaustion without stake: identities that are no members of the pool (free to
+/// make) dial a member until its connection limit is reached. Outsiders hold at most a
+/// quarter of a node's connections and members bypass that limit, so a member that comes
+/// later still connects and the two gather a round together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn outsiders_cannot_hold_a_members_connection_slots() {
+    let ids = ids(2);
+    let set = member_set(&ids);
+    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
+    cfg.heartbeat = Duration::from_millis(500);
+    cfg.max_connections = 8;
+    let first = spawn(cfg).unwrap();
+    let boot = first.listen_addrs().await.into_iter().next().unwrap();
+    // Twelve outsiders, each a pool of its own, dial the member.
+    let mut outsiders = Vec::new();
+    for i in 0..12u8 {
+        let kp = Keypair::ed25519_from_bytes([100 + i; 32]).unwrap();
+        let key = Arc::new(MemberKey::from_seed([100 + i; 32]));
+        let own = MemberSet::new(
+            POOL + 1,
+            vec![Member {
+                index: 0,
+                peer_id: kp.public().to_peer_id(),
+                key: key.public(),
+            }],
+        );
+        let mut cfg = NetConfig::new(kp, key, 0, own);
+        cfg.bootnodes.push(boot.clone());
+        outsiders.push(spawn(cfg).unwrap());
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let held = first.snapshot().connected.len();
+    assert!(
+        held <= 2,
+        "outsiders hold {held} of the member's 8 connections"
+    );
+    let second = start(&ids, &set, 1, ids[1].1.clone(), Some(boot.clone())).await;
+    let outcomes = gather(&[first.clone(), second.clone()], 1, 0).await;
+    for out in &outcomes {
+        let members: Vec<u32> = out.included.iter().map(|c| c.member).collect();
+        assert_eq!(members, vec![0, 1]);
+    }
+    for c in outsiders.iter().chain([&first, &second]) {
+        c.shutdown().await;
+    }
+}
+
+/// Replayed heartbeats: a member's own signed heartbeats, resent by anyone once gossipsub's
+/// duplicate cache forgot them, would cost that member its rate (and, enough of them, a ban)
+/// if they were metered. Heartbeats older than the freshness window are dropped before the
+/// meter: here member 2 itself sends 500 of them, ten minutes old, and is neither banned nor
+/// left out of the round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stale_heartbeats_are_dropped_before_they_cost_their_author() {
+    let (ids, clients) = network_after_a_round(3).await;
+    let old = now_ms() - 600_000;
+    for k in 0..500u64 {
+        let e = Envelope {
+            pool: POOL,
+            round: 2,
+            member: 2,
+            peer_id: ids[2].0.public().to_peer_id().to_bytes(),
+            body: Body::Alive {
+                seq: old + k,
+                payload: None,
+            },
+        };
+        clients[2]
+            .publish_raw(message::sign(e, &ids[2].1).encode())
+            .await
+            .unwrap();
+    }
+    let outcomes = gather(&clients, 2, 0).await;
+    for (c, out) in clients.iter().zip(&outcomes) {
+        let members: Vec<u32> = out.included.iter().map(|c| c.member).collect();
+        assert_eq!(members, vec![0, 1, 2], "{:?}", out.excluded);
+        assert!(c.snapshot().banned.is_empty(), "{:?}", c.snapshot().banned);
+    }
+    for c in &clients {
         c.shutdown().await;
     }
 }

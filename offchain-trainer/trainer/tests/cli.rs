@@ -319,6 +319,14 @@ fn verify_benchmark_prices_segment_checks_against_whole_replays_and_catches_a_la
     let caught = v["caught_measured"].as_f64().unwrap();
     assert!(caught > 0.0, "no verifier caught the lazy member: {v}");
     assert!(v["escape_one_round"].as_f64().unwrap() < 1.0);
+    // 4 members of equal stake: the 3 honest ones a third of the stake guarantees are counted
+    // on, each sampling at 1 − 0.01^{1/3}.
+    assert_eq!(v["honest_verifiers"], 3);
+    let rate = v["verify_rate"].as_f64().unwrap();
+    assert!(
+        (rate - (1.0 - 0.01f64.powf(1.0 / 3.0))).abs() < 1e-12,
+        "{rate}"
+    );
 }
 
 #[test]

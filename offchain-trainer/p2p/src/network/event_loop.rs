@@ -45,6 +45,9 @@ impl EventLoop {
     /// Runs until a [`Command::Shutdown`] or every [`super::Client`] is dropped.
     pub(super) async fn run(mut self) {
         let mut tick = tokio::time::interval(self.heartbeat);
+        // After a stall, one heartbeat rather than every missed one at once (peers meter us).
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut ticks = 0u64;
         loop {
             tokio::select! {
                 ev = self.swarm.select_next_some() => self.on_swarm(ev),
@@ -55,7 +58,8 @@ impl EventLoop {
                 _ = tick.tick() => {
                     self.publish_alive();
                     self.dial_missing_members();
-                    if self.seq % 10 < 2 {
+                    ticks += 1;
+                    if ticks % 10 < 2 {
                         let _ = self.swarm.behaviour_mut().kad.bootstrap();
                     }
                 }
@@ -119,6 +123,13 @@ impl EventLoop {
                 drop(s);
                 self.rates
                     .retain(|peer, _| set.iter().any(|m| m.peer_id == *peer));
+                let gate = &mut self.swarm.behaviour_mut().outsiders;
+                for m in self.members.iter() {
+                    gate.remove_peer_id(&m.peer_id);
+                }
+                for m in set.iter() {
+                    gate.bypass_peer_id(&m.peer_id);
+                }
                 self.members = set;
                 let _ = applied.send(());
             }

@@ -34,8 +34,11 @@ const GOSSIP_BURST: f64 = 16.0;
 /// Messages of one author verified per heartbeat interval in the long run (twice an honest
 /// member's most).
 const GOSSIP_PER_INTERVAL: f64 = 4.0;
-/// Messages of one author dropped over its rate after which it is banned: an honest member
-/// never gets there.
+/// Messages of one author dropped over its rate (less what the refill forgives) after which
+/// it is banned. Only fresh heartbeats its own keys signed are metered (stale copies are
+/// dropped free, fresh copies by gossipsub's duplicate cache), so a replay cannot get there;
+/// a member's leave messages, which carry no number, could be replayed, but a member sends
+/// one.
 const BAN_AFTER_DROPPED: u32 = 64;
 
 /// A token bucket of one gossip author (Turner 1986's leaky bucket as a meter): each verified
@@ -45,7 +48,9 @@ const BAN_AFTER_DROPPED: u32 = 64;
 pub(super) struct Bucket {
     tokens: f64,
     at: Instant,
-    dropped: u32,
+    /// Messages dropped over the rate, forgotten at the refill rate (an honest member's rare
+    /// overrun fades; a flood accumulates).
+    dropped: f64,
 }
 
 /// What [`Bucket::take`] says about one message.
@@ -65,7 +70,7 @@ impl Bucket {
         Self {
             tokens: GOSSIP_BURST,
             at: now,
-            dropped: 0,
+            dropped: 0.0,
         }
     }
 
@@ -75,18 +80,41 @@ impl Bucket {
             / interval.as_secs_f64().max(1e-3)
             * GOSSIP_PER_INTERVAL;
         self.tokens = (self.tokens + refill).min(GOSSIP_BURST);
+        self.dropped = (self.dropped - refill).max(0.0);
         self.at = now;
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
             return Metered::Pass;
         }
-        self.dropped = self.dropped.saturating_add(1);
-        if self.dropped >= BAN_AFTER_DROPPED {
+        self.dropped += 1.0;
+        if self.dropped >= f64::from(BAN_AFTER_DROPPED) {
             Metered::Ban
         } else {
             Metered::Drop
         }
     }
+}
+
+/// How far a heartbeat's `seq` (its sender's wall clock, milliseconds) may be from ours, in
+/// milliseconds: older or further ahead, it is a stale copy and dropped free (neither
+/// verified nor charged to its author). Within it, gossipsub's duplicate cache
+/// ([`DUPLICATE_CACHE`]) drops copies of what it already saw, so a replay never costs the
+/// member that signed it. Members' clocks must agree to within this.
+pub const FRESH_MS: u64 = 120_000;
+/// How long gossipsub remembers the ids of messages it received: longer than [`FRESH_MS`].
+const DUPLICATE_CACHE: Duration = Duration::from_secs(180);
+
+/// Milliseconds since the Unix epoch by this machine's clock (0 if it is set before 1970).
+pub(super) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Whether a heartbeat numbered `seq` is fresh at `now` (both in milliseconds).
+pub(super) fn fresh(seq: u64, now: u64) -> bool {
+    seq.abs_diff(now) <= FRESH_MS
 }
 
 /// Rounds an untaken [`Equivocation`] is kept after its own (bounds memory if nobody takes
@@ -106,6 +134,7 @@ pub(super) fn behaviour(
         .validation_mode(gossipsub::ValidationMode::Strict)
         .validate_messages()
         .max_transmit_size(GOSSIP_BUFFER_BYTES)
+        .duplicate_cache_time(DUPLICATE_CACHE)
         // One message of the pool's topic stays bounded by our own limit.
         .max_transmit_size_for_topic(
             crate::message::MAX_MESSAGE_BYTES + GOSSIP_ENVELOPE_BYTES,
@@ -156,10 +185,16 @@ impl EventLoop {
             .publish(self.topic.clone(), bytes);
     }
 
+    /// The next heartbeat number: the wall clock's milliseconds, and above the last one (so
+    /// numbers rise across restarts, and peers can tell a stale copy by its age, [`fresh`]).
+    pub(super) fn next_seq(&mut self) -> u64 {
+        self.seq = self.seq.saturating_add(1).max(now_ms());
+        self.seq
+    }
+
     /// A heartbeat (with the next `seq`) about `round`, announcing `payload` if any.
     pub(super) fn publish_heartbeat(&mut self, round: u32, payload: Option<PayloadRef>) {
-        self.seq += 1;
-        let seq = self.seq;
+        let seq = self.next_seq();
         self.publish(round, Body::Alive { seq, payload });
     }
 
@@ -168,7 +203,7 @@ impl EventLoop {
     /// have moved on; a bare heartbeat if we have no payload for the current round yet.
     pub(super) fn publish_alive(&mut self) {
         if self.passive {
-            self.seq += 1;
+            self.next_seq();
             return;
         }
         let mut rounds: Vec<(u32, Option<PayloadRef>)> = lock(&self.served)
@@ -185,6 +220,43 @@ impl EventLoop {
         }
     }
 
+    /// Meters the author of a prechecked message before its signature is verified: `None`
+    /// to go on, or the verdict to report. A heartbeat that is not [`fresh`] is a stale copy
+    /// (a replay: fresh copies never reach us twice, gossipsub's duplicate cache outlasts
+    /// the freshness window) and is dropped without charging its author; anything else
+    /// takes a token of the author's [`Bucket`] (over the rate: dropped unverified, and the
+    /// author banned after [`BAN_AFTER_DROPPED`]).
+    fn meter(
+        &mut self,
+        source: Option<PeerId>,
+        s: &message::Signed,
+    ) -> Option<gossipsub::MessageAcceptance> {
+        use gossipsub::MessageAcceptance::{Ignore, Reject};
+        let author = source?;
+        if let Body::Alive { seq, .. } = s.envelope.body {
+            if !fresh(seq, now_ms()) {
+                return Some(Ignore);
+            }
+        }
+        let now = Instant::now();
+        let metered = self
+            .rates
+            .entry(author)
+            .or_insert_with(|| Bucket::new(now))
+            .take(now, self.heartbeat);
+        match metered {
+            Metered::Pass => None,
+            Metered::Drop => Some(Ignore),
+            Metered::Ban => {
+                self.ban(
+                    author,
+                    format!("sent gossip over the rate ({BAN_AFTER_DROPPED} messages dropped)"),
+                );
+                Some(Reject)
+            }
+        }
+    }
+
     /// Verifies one gossip message and records what it says: liveness, the round its author is
     /// in, its announced payload (the first per round; a second, different one is an
     /// equivocation: kept as proof, author banned), its leave. Invalid senders are banned.
@@ -196,44 +268,30 @@ impl EventLoop {
         data: &[u8],
     ) {
         use gossipsub::MessageAcceptance::{Accept, Ignore, Reject};
-        // Meter the author (gossipsub checked its ed25519 signature) before our ML-DSA check:
-        // one bucket per registered peer id, so the map stays as small as the member set.
-        if let Some(author) = source.filter(|a| self.members.iter().any(|m| m.peer_id == *a)) {
-            let now = Instant::now();
-            let metered = self
-                .rates
-                .entry(author)
-                .or_insert_with(|| Bucket::new(now))
-                .take(now, self.heartbeat);
-            if metered != Metered::Pass {
-                if metered == Metered::Ban {
-                    self.ban(
-                        author,
-                        format!("sent gossip over the rate ({BAN_AFTER_DROPPED} messages dropped)"),
-                    );
-                }
-                let verdict = if metered == Metered::Ban {
-                    Reject
-                } else {
-                    Ignore
-                };
-                let _ = self
-                    .swarm
-                    .behaviour_mut()
-                    .gossipsub
-                    .report_message_validation_result(&id, &propagation, verdict);
-                return;
-            }
-        }
-        let opened =
-            message::open(data, &self.members, self.round.saturating_sub(1)).and_then(|e| {
-                // The gossipsub author signature must come from the same peer the envelope names.
-                if source.map(|s| s.to_bytes()) == Some(e.peer_id.clone()) {
-                    Ok(e)
+        let prechecked = message::precheck(data, &self.members, self.round.saturating_sub(1))
+            .and_then(|s| {
+                // The gossipsub author signature must come from the same peer the envelope
+                // names: from here on the message is the registered member's own (or a copy).
+                if source.map(|s| s.to_bytes()) == Some(s.envelope.peer_id.clone()) {
+                    Ok(s)
                 } else {
                     Err(Rejection::PeerMismatch)
                 }
             });
+        let opened = match prechecked {
+            Ok(s) => match self.meter(source, &s) {
+                Some(verdict) => {
+                    let _ = self
+                        .swarm
+                        .behaviour_mut()
+                        .gossipsub
+                        .report_message_validation_result(&id, &propagation, verdict);
+                    return;
+                }
+                None => message::verify(&s, &self.members).map(|()| s.envelope),
+            },
+            Err(r) => Err(r),
+        };
         let verdict = match opened {
             Ok(e) => {
                 let mut s = lock(&self.shared);
@@ -303,6 +361,18 @@ impl EventLoop {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heartbeats_are_fresh_within_the_window_either_side() {
+        let now = 1_800_000_000_000;
+        assert!(fresh(now, now));
+        assert!(fresh(now - FRESH_MS, now));
+        assert!(fresh(now + FRESH_MS, now));
+        assert!(!fresh(now - FRESH_MS - 1, now));
+        assert!(!fresh(now + FRESH_MS + 1, now));
+        assert!(!fresh(0, now));
+        assert!(DUPLICATE_CACHE.as_millis() > u128::from(FRESH_MS));
+    }
 
     #[test]
     fn a_bucket_passes_a_burst_then_the_rate_and_bans_a_sustained_flood() {

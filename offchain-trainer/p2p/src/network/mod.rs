@@ -54,7 +54,8 @@ pub struct NetConfig {
     pub bootnodes: Vec<Multiaddr>,
     /// Heartbeat period (Prime's ElasticDeviceMesh uses 2 s).
     pub heartbeat: Duration,
-    /// Most established connections.
+    /// Most established connections; peers that are not members of the pool hold at most a
+    /// quarter of them.
     pub max_connections: u32,
     /// Time bounds of every payload and checkpoint transfer, both directions.
     pub limits: Limits,
@@ -103,6 +104,9 @@ impl NetConfig {
 pub(super) struct Behaviour {
     blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
     limits: connection_limits::Behaviour,
+    /// A second limit that the pool's members bypass ([`outsider_limit`]): peers that are
+    /// not members cannot hold the connections members need.
+    outsiders: connection_limits::Behaviour,
     identify: identify::Behaviour,
     kad: kad::Behaviour<kad::store::MemoryStore>,
     gossipsub: gossipsub::Behaviour,
@@ -157,10 +161,18 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Most established connections of peers that are not members of the pool, of
+/// `max_connections` in all: a quarter (at least 1). Members' connections count towards it
+/// but are never refused by it, so at least three quarters stay for members.
+pub(super) fn outsider_limit(max_connections: u32) -> u32 {
+    (max_connections / 4).max(1)
+}
+
 fn behaviour(
     key: &identity::Keypair,
     max_connections: u32,
     topic: &gossipsub::IdentTopic,
+    members: &MemberSet,
 ) -> Result<Behaviour, NetError> {
     let peer_id = key.public().to_peer_id();
     let gossipsub = gossip::behaviour(key, topic)?;
@@ -168,9 +180,17 @@ fn behaviour(
         .with_max_established(Some(max_connections))
         .with_max_established_per_peer(Some(2))
         .with_max_pending_incoming(Some(max_connections));
+    let mut outsiders = connection_limits::Behaviour::new(
+        connection_limits::ConnectionLimits::default()
+            .with_max_established(Some(outsider_limit(max_connections))),
+    );
+    for m in members.iter() {
+        outsiders.bypass_peer_id(&m.peer_id);
+    }
     Ok(Behaviour {
         blocked: allow_block_list::Behaviour::default(),
         limits: connection_limits::Behaviour::new(limits),
+        outsiders,
         identify: identify::Behaviour::new(identify::Config::new(
             "/synod/id/1".into(),
             key.public(),
@@ -203,7 +223,7 @@ fn config_error(what: &str, e: &dyn std::error::Error) -> NetError {
 /// [`NetError::Config`] for an unusable listen address or transport setup.
 pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     let topic = gossipsub::IdentTopic::new(format!("synod/pool/{}", cfg.members.pool));
-    let b = behaviour(&cfg.keypair, cfg.max_connections, &topic)?;
+    let b = behaviour(&cfg.keypair, cfg.max_connections, &topic, &cfg.members)?;
     // The swarm's type does not depend on the security upgrade (the transport is boxed), but
     // the builder's intermediate types do: one chain per preference.
     macro_rules! swarm_with {
@@ -276,7 +296,9 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         key: cfg.member_key,
         me: cfg.me,
         round: 0,
-        seq: 0,
+        // Heartbeat numbers are the wall clock's milliseconds (`gossip::fresh`): a restarted
+        // member's heartbeats are new messages, not copies of its old ones.
+        seq: gossip::now_ms(),
         served: served.clone(),
         heartbeat: cfg.heartbeat,
         passive: false,

@@ -6,8 +6,9 @@
 //! a whole replay, and a segment check (start, end and `--segments` sampled segments); a lazy
 //! member that skips `--fake-fraction` of its steps (whole segments, contiguous: the hardest
 //! to find) checked by `--trials` verifiers drawing their segments as in a pool. From those:
-//! each verifier's share of its own training compute at the default sample rate for
-//! `--members`, and the probability that a lazy member escapes a round.
+//! each verifier's share of its own training compute at a member's sample rate for `--members`
+//! of equal stake (only the honest two thirds of the stake are counted on to verify,
+//! [`honest_verifiers_at_least`]), and the probability that a lazy member escapes a round.
 
 use std::time::Instant;
 
@@ -15,7 +16,8 @@ use anyhow::{bail, Result};
 use clap::Args;
 use serde_json::json;
 use synod_diloco::verify::{
-    default_sample_rate, sampled_segments, segment_escape_probability, segment_len,
+    honest_verifiers_at_least, sample_rate, sampled_segments, segment_escape_probability,
+    segment_len,
 };
 
 use crate::chain_args::RecipeArgs;
@@ -32,14 +34,14 @@ pub struct VerifyArgs {
     /// Inner steps per round (H).
     #[arg(long, default_value_t = 50)]
     pub inner_steps: u32,
-    /// Members of the pool (each verifies the others at the default sample rate).
+    /// Members of the pool, of equal stake (each verifies the others at a member's rate).
     #[arg(long, default_value_t = 4)]
     pub members: u32,
     /// Segments each verifier replays per sampled contribution (`run --verify-segments`).
     #[arg(long, default_value_t = 2)]
     pub segments: u32,
     /// Share of the other members' contributions each verifier samples (`run
-    /// --verify-rate`; default: the pool's default for `--members`).
+    /// --verify-rate`; default: what a member samples at for `--members` of equal stake).
     #[arg(long)]
     pub rate: Option<f64>,
     /// Share of its inner steps the lazy member skips.
@@ -158,15 +160,20 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
         caught += u32::from(!rep.honest);
     }
 
-    // Per round: each of the other members samples the contribution with the default rate.
+    // Per round: every member samples each other contribution at a member's rate; only the
+    // fewest honest verifiers the stakes guarantee are counted on (the others may be the
+    // lazy member's own seats).
     let n = a.members;
-    let rate = a.rate.unwrap_or_else(|| default_sample_rate(n as usize));
+    let stakes = vec![1u128; n as usize];
+    // The accused is none of its own verifiers.
+    let honest = honest_verifiers_at_least(&stakes, u128::from(n)).min(n as usize - 1);
+    let rate = a.rate.unwrap_or_else(|| sample_rate(honest));
     if !(0.0..=1.0).contains(&rate) {
         bail!("--rate must be within 0..=1, not {rate}");
     }
     let checks_per_verifier = f64::from(n - 1) * rate;
     let escape_check = segment_escape_probability(segments, bad, a.segments);
-    let escape_round = (1.0 - rate * (1.0 - escape_check)).powi(n as i32 - 1);
+    let escape_round = (1.0 - rate * (1.0 - escape_check)).powi(honest as i32);
     let rounds_99 = (0.01f64.ln() / escape_round.ln()).ceil();
     // Samples of one contribution needed to catch it in one round with 99 %.
     let samples_99 = (1..=segments)
@@ -190,6 +197,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
             "segment_check_vs_whole_replay": checked.secs / whole.secs,
             "members": n,
             "verify_rate": rate,
+            "honest_verifiers": honest,
             "contributions_checked_per_verifier": checks_per_verifier,
             "cost_share_whole_replays": checks_per_verifier * whole.secs / inner_secs,
             "cost_share_segments": checks_per_verifier * checked.secs / inner_secs,

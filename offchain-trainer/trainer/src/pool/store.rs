@@ -1,13 +1,21 @@
 //! Checkpoints under the trainer's base path, addressed by their blake3
 //! (`<base>/checkpoints/<hex>.safetensors`), and their retrieval from peers.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use synod_checkpoint::CheckpointHash;
 use synod_p2p::{Client, PeerId};
+
+/// How long a checkpoint fetch waits for the peers already asked before it asks one more.
+pub const HEDGE: Duration = Duration::from_secs(5);
+/// Pause before asking again once every peer asked has failed.
+const RETRY: Duration = Duration::from_millis(500);
+/// Most checkpoint asks in flight at once.
+pub const MAX_ASKS: usize = 2;
 
 /// A content-addressed checkpoint directory (clones name the same directory).
 #[derive(Clone)]
@@ -70,9 +78,11 @@ impl Store {
         let _ = std::fs::remove_file(self.path(hash));
     }
 
-    /// The checkpoint `hash` from this store or, failing that, from any of `peers` over
-    /// `/synod/checkpoint/2` (verified against `hash`, then stored and served). Retries for up
-    /// to `timeout`.
+    /// The checkpoint `hash` from this store or, failing that, from `peers` over
+    /// `/synod/checkpoint/2` (verified against `hash`, then stored and served), asked in
+    /// turn with one more peer after [`HEDGE`] without a delivery, at most [`MAX_ASKS`] at a
+    /// time ([`first_delivery`]), all under one deadline `timeout`: a slow or silent peer
+    /// delays catch-up by one hedge, not by its whole transfer limit.
     ///
     /// # Errors
     /// If no peer delivered it in time.
@@ -86,32 +96,157 @@ impl Store {
         if let Some(b) = self.get(&hash) {
             return Ok(b);
         }
-        let start = Instant::now();
-        let mut last = String::from("no peer to ask");
-        while start.elapsed() < timeout {
-            for peer in peers {
-                match tokio::time::timeout(
-                    Duration::from_secs(60),
-                    client.fetch_checkpoint(*peer, hash, self.max_bytes),
+        let max = self.max_bytes;
+        let ask = |peer: PeerId| {
+            let client = client.clone();
+            async move { client.fetch_checkpoint(peer, hash, max).await }
+        };
+        let (peer, bytes) = first_delivery(peers, HEDGE, timeout, ask)
+            .await
+            .map_err(|last| {
+                anyhow!(
+                    "checkpoint {} not found at any peer within {} s: {last}",
+                    synod_checkpoint::hex(&hash),
+                    timeout.as_secs()
                 )
-                .await
-                {
-                    Ok(Ok(bytes)) => {
-                        self.put(&bytes)?;
-                        let _ = client.serve_checkpoint(Arc::new(bytes.clone())).await;
-                        tracing::info!(%peer, hash = %synod_checkpoint::hex(&hash), bytes = bytes.len(), "fetched checkpoint");
-                        return Ok(bytes);
-                    }
-                    Ok(Err(e)) => last = format!("{peer}: {e}"),
-                    Err(_) => last = format!("{peer}: timed out"),
+            })?;
+        self.put(&bytes)?;
+        let _ = client.serve_checkpoint(Arc::new(bytes.clone())).await;
+        tracing::info!(%peer, hash = %synod_checkpoint::hex(&hash), bytes = bytes.len(), "fetched checkpoint");
+        Ok(bytes)
+    }
+}
+
+/// The first bytes that `ask` gets from any of `peers` within `timeout`, with the peer that
+/// sent them: a hedged request (Dean and Barroso, "The Tail at Scale", CACM 2013, "hedged
+/// requests") that asks one peer, then one more once `hedge` passes without a delivery (or at
+/// once when the ask in flight failed), at most [`MAX_ASKS`] at a time (each may hold a whole
+/// checkpoint in memory, and they share the link), never two to one peer, cycling over the
+/// peers until the deadline. Asks still in flight when one delivers are dropped (cancelled).
+///
+/// # Errors
+/// The last failure (or "timed out", "no peer to ask") when nothing arrived in time.
+pub async fn first_delivery<P, F, Fut, E>(
+    peers: &[P],
+    hedge: Duration,
+    timeout: Duration,
+    ask: F,
+) -> Result<(P, Vec<u8>), String>
+where
+    P: Copy + Eq + std::hash::Hash + std::fmt::Display + Send + 'static,
+    F: Fn(P) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<u8>, E>> + Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    use tokio::time::Instant;
+    let deadline = Instant::now() + timeout;
+    let mut asks = tokio::task::JoinSet::new();
+    // The peer each task asks, by task id (a task that panics still frees its peer).
+    let mut asked: std::collections::HashMap<tokio::task::Id, P> = Default::default();
+    let mut next = 0usize;
+    let mut last = String::from("no peer to ask");
+    let mut hedge_at = Instant::now();
+    while Instant::now() < deadline {
+        let now = Instant::now();
+        if (asks.is_empty() || now >= hedge_at) && asks.len() < MAX_ASKS {
+            // The next peer in turn that is not being asked already.
+            let busy: HashSet<P> = asked.values().copied().collect();
+            if let Some(i) = (0..peers.len())
+                .map(|k| (next + k) % peers.len())
+                .find(|i| !busy.contains(&peers[*i]))
+            {
+                next = (i + 1) % peers.len();
+                let peer = peers[i];
+                let fut = ask(peer);
+                let handle = asks.spawn(fut);
+                asked.insert(handle.id(), peer);
+                hedge_at = now + hedge;
+            }
+        }
+        if asks.is_empty() {
+            // Nobody to ask now (no peers, or all failed): wait before going round again.
+            tokio::time::sleep_until((now + RETRY).min(deadline)).await;
+            hedge_at = Instant::now();
+            continue;
+        }
+        match tokio::time::timeout_at(hedge_at.min(deadline), asks.join_next_with_id()).await {
+            Ok(Some(Ok((id, Ok(bytes))))) => {
+                if let Some(peer) = asked.remove(&id) {
+                    return Ok((peer, bytes));
                 }
             }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            Ok(Some(Ok((id, Err(e))))) => {
+                if let Some(peer) = asked.remove(&id) {
+                    last = format!("{peer}: {e}");
+                }
+                // The next peer at once (the failed one waits its turn).
+                hedge_at = Instant::now();
+            }
+            Ok(Some(Err(e))) => {
+                asked.remove(&e.id());
+                last = format!("fetch task: {e}");
+            }
+            Ok(None) => {}
+            Err(_) => {
+                if Instant::now() >= deadline {
+                    last = String::from("timed out");
+                }
+            }
         }
-        Err(anyhow!(
-            "checkpoint {} not found at any peer within {} s: {last}",
-            synod_checkpoint::hex(&hash),
-            timeout.as_secs()
-        ))
+    }
+    Err(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_delivery;
+    use std::time::Duration;
+
+    /// Asks of peer `p`: 0 never answers, 1 fails at once, 2 delivers after 50 ms.
+    async fn ask(p: u32) -> Result<Vec<u8>, String> {
+        match p {
+            0 => std::future::pending().await,
+            1 => Err("not found".into()),
+            _ => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Ok(vec![p as u8])
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_silent_peer_first_in_line_does_not_hold_the_fetch() {
+        // Serial asks would wait out peer 0's whole limit (here: the deadline) and fail.
+        let got = first_delivery(
+            &[0u32, 1, 2],
+            Duration::from_millis(100),
+            Duration::from_secs(30),
+            ask,
+        )
+        .await;
+        assert_eq!(got, Ok((2, vec![2])));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn nothing_delivered_reports_the_last_failure_at_the_deadline() {
+        let got = first_delivery(
+            &[0u32, 1],
+            Duration::from_millis(20),
+            Duration::from_millis(300),
+            ask,
+        )
+        .await;
+        assert!(
+            matches!(&got, Err(e) if e.contains("not found") || e.contains("timed out")),
+            "{got:?}"
+        );
+        let none = first_delivery::<u32, _, _, String>(
+            &[],
+            Duration::from_millis(20),
+            Duration::from_millis(50),
+            ask,
+        )
+        .await;
+        assert_eq!(none, Err("no peer to ask".to_string()));
     }
 }

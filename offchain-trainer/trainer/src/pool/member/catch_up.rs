@@ -101,9 +101,9 @@ impl Trainer {
         Ok(true)
     }
 
-    /// The latest round ≥ `c` that other members holding more than a third of round `c`'s
-    /// snapshot stake have announced payloads for ([`exchanged_round`]), after listening for
-    /// one heartbeat period.
+    /// The round already being exchanged by others when the chain's round is `c`
+    /// ([`exchanged_round`] over round `c`'s snapshot stakes), after listening for one
+    /// heartbeat period.
     fn exchanged_round(&self, c: u32) -> Result<Option<u32>> {
         let announced = self.ctx.block_on(async {
             self.ctx.client.set_round(c).await?;
@@ -157,11 +157,14 @@ impl Trainer {
     }
 }
 
-/// The latest round ≥ `c` among `announced` ((round, member) pairs heard in heartbeats) whose
-/// announcers, other than `me`, hold more than a third of `stakes` (planck by member index;
-/// announcers outside it count for nothing): under the protocol's assumption that the
-/// adversary holds less than a third of the stake, at least one honest member is exchanging
-/// that round. `None` if no round qualifies.
+/// The round a resuming member should treat as already being exchanged, from `announced`
+/// ((round, member) pairs heard in heartbeats) while the chain's round is `c`: the latest
+/// round above `c` whose announcers, other than `me`, hold more than a third of `stakes`
+/// (planck by member index; announcers outside it count for nothing) — under the protocol's
+/// assumption that the adversary holds less than a third of the stake, at least one honest
+/// member is exchanging it — else `c` itself if any other member announced it (joining `c`
+/// late would only hold its exchange up; skipping it is what the member would do anyway),
+/// else `None`.
 fn exchanged_round(
     announced: &[(u32, u32)],
     stakes: &BTreeMap<u32, u128>,
@@ -171,18 +174,24 @@ fn exchanged_round(
     let total = stakes.values().fold(0u128, |a, s| a.saturating_add(*s));
     let mut by_round: BTreeMap<u32, u128> = BTreeMap::new();
     for (r, m) in announced {
-        if *r >= c && *m != me {
+        if *r > c && *m != me {
             if let Some(s) = stakes.get(m) {
                 let e = by_round.entry(*r).or_default();
                 *e = e.saturating_add(*s);
             }
         }
     }
-    by_round
+    let ahead = by_round
         .into_iter()
         .rev()
         .find(|(_, s)| s.saturating_mul(3) > total)
-        .map(|(r, _)| r)
+        .map(|(r, _)| r);
+    ahead.or_else(|| {
+        announced
+            .iter()
+            .any(|(r, m)| *r == c && *m != me && stakes.contains_key(m))
+            .then_some(c)
+    })
 }
 
 /// Whether the last final round `last_final` (0: none, θ₀) can be the parent of open round
@@ -200,13 +209,15 @@ mod tests {
     fn one_member_announcing_ahead_cannot_make_a_resumed_member_skip_rounds() {
         // Five members of 100 each; we are member 0, the chain's round is 7.
         let stakes: BTreeMap<u32, u128> = (0..5).map(|m| (m, 100)).collect();
-        // Member 4 alone announces round 8: ignored (before, the resumed member jumped to 9
-        // and was silent in rounds 7 and 8).
+        // Member 4 alone announces round 8: not enough to skip rounds 7 and 8 (a member
+        // that did would be silent in both).
         assert_eq!(exchanged_round(&[(8, 4)], &stakes, 7, 0), None);
-        // Two members (200 of 500, over a third) exchanging round 7: join round 8.
+        // Any other member exchanging round 7 already: join round 8 (7 is under way).
+        assert_eq!(exchanged_round(&[(7, 1), (8, 4)], &stakes, 7, 0), Some(7));
+        // Two members (200 of 500, over a third) in round 8: join round 9.
         assert_eq!(
-            exchanged_round(&[(7, 1), (7, 2), (8, 4)], &stakes, 7, 0),
-            Some(7)
+            exchanged_round(&[(7, 1), (8, 2), (8, 3)], &stakes, 7, 0),
+            Some(8)
         );
         // Our own announcement, outsiders and older rounds count for nothing.
         assert_eq!(

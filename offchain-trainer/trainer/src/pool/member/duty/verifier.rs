@@ -178,7 +178,11 @@ impl DutyWorker {
         // Checks whose states all arrived go first: the whole replays of members that did
         // not serve theirs come last.
         let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
-        let wait = self.state_wait(now, until, checks.len());
+        let unverified = checks
+            .iter()
+            .filter(|(_, m, _)| !self.duties.verified.contains(&(round, *m)))
+            .count();
+        let wait = self.state_wait(now, until, unverified);
         let states = self.prefetch_trace_states(round, &checks, wait);
         checks.sort_by_key(|(_, member, segments)| {
             let trace = self
@@ -353,20 +357,30 @@ impl DutyWorker {
         }
     }
 
-    /// How long the trace states of `checks` checks may be waited for at block `now` when
-    /// challenges close at block `until`: what the window leaves after every check's
-    /// segments and whole replay at this machine's step time (an author that withholds its
-    /// states forces the whole replay; waiting for them longer would let it outlast the
-    /// window), at least [`MIN_STATE_WAIT`]. The challenge must be submitted a block before
-    /// `until` to be included in it.
+    /// How long the trace states of `checks` checks may be waited for when the finalized
+    /// head is block `now` and challenges close at block `until`: what the window leaves,
+    /// less [`LAG_BLOCKS`](synod_diloco::budget::LAG_BLOCKS) (the chain's head runs ahead of
+    /// `now`, and a challenge is included a block after it is sent), after every check's
+    /// segments and whole replay at twice this machine's idle step time (the replays share
+    /// its cores with the inner phase); at least [`MIN_STATE_WAIT`]. An author that withholds
+    /// its states forces the whole replay; waiting for them longer would let it outlast the
+    /// window.
     fn state_wait(&self, now: u64, until: u64, checks: usize) -> Duration {
-        let left = until.saturating_sub(now).saturating_sub(1) as f64 * self.ctx.block_secs;
+        let blocks = until
+            .saturating_sub(now)
+            .saturating_sub(synod_diloco::budget::LAG_BLOCKS);
+        let left = blocks as f64 * self.ctx.block_secs;
         let h = self.ctx.inner_steps;
         let k = synod_diloco::verify::segment_len(h, self.ctx.a.recipe.trace_segments);
         let per_check =
             (u64::from(self.ctx.a.verify_segments) * u64::from(k)).min(u64::from(h)) + u64::from(h);
-        let replays = checks as f64 * per_check as f64 * self.ctx.step_secs;
-        Duration::from_secs_f64((left - replays).clamp(MIN_STATE_WAIT.as_secs_f64(), 1e6))
+        let replays = 2.0 * checks as f64 * per_check as f64 * self.ctx.step_secs;
+        let secs = left - replays;
+        if secs.is_finite() {
+            Duration::from_secs_f64(secs.clamp(MIN_STATE_WAIT.as_secs_f64(), 1e6))
+        } else {
+            MIN_STATE_WAIT
+        }
     }
 
     /// The trace states that the segment checks `checks` ((account, member, drawn segments))
