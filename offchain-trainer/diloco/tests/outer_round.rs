@@ -440,11 +440,24 @@ fn sparse_rounds_with_error_feedback_reach_the_consensus_that_top_k_alone_is_slo
     assert!(without > 5.0 * with, "with {with}, without {without}");
 }
 
-#[test]
-fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() {
-    // Incompressible values (fp32 mode, random bits): the largest a payload of this model gets.
+/// `payload` behind the largest trace (every hash a trace may hold) and error-feedback
+/// commitments: the largest payload a member can send for it.
+fn with_largest_prefixes(payload: &[u8]) -> Vec<u8> {
+    let hashes = [[9u8; 32]; synod_diloco::trace::MAX_TRACE_HASHES];
+    let committed = synod_diloco::residual::with_commitments(
+        &synod_diloco::residual::Commitments {
+            carried_in: [1; 32],
+            carried_out: [2; 32],
+        },
+        payload,
+    );
+    synod_diloco::trace::with_trace(&hashes, &committed)
+}
+
+/// A generator of `n` incompressible values in [−0.5, 0.5) (xorshift64).
+fn incompressible() -> impl FnMut(usize) -> Vec<f32> {
     let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut noise = |n: usize| -> Vec<f32> {
+    move |n| {
         (0..n)
             .map(|_| {
                 x ^= x << 13;
@@ -453,7 +466,13 @@ fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() 
                 (x as u32 as f32 / u32::MAX as f32) - 0.5
             })
             .collect()
-    };
+    }
+}
+
+#[test]
+fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() {
+    // Incompressible values (fp32 mode, random bits): the largest a payload of this model gets.
+    let mut noise = incompressible();
     let p = params(noise(3000), noise(700));
     let mut state = OuterState::new(p.clone(), NesterovSgd::new(0.7, 0.9));
     let delta = vec![noise(3000), noise(700)];
@@ -481,15 +500,7 @@ fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() 
         "tied to the model: {max_payload}"
     );
     // The largest trace and error-feedback commitments in front still fit.
-    let hashes = [[9u8; 32]; synod_diloco::trace::MAX_TRACE_HASHES];
-    let committed = synod_diloco::residual::with_commitments(
-        &synod_diloco::residual::Commitments {
-            carried_in: [1; 32],
-            carried_out: [2; 32],
-        },
-        &payload,
-    );
-    let traced = synod_diloco::trace::with_trace(&hashes, &committed);
+    let traced = with_largest_prefixes(&payload);
     assert!(traced.len() as u64 <= max_payload);
     assert_eq!(
         synod_diloco::decode_pseudo_gradient(&p, 0, &traced).unwrap(),
@@ -529,17 +540,7 @@ fn fetch_limits_hold_real_checkpoints_and_payloads_and_refuse_far_larger_ones() 
 fn a_pools_payload_limit_follows_its_codec() {
     let n = 1 << 20;
     let p = params(vec![0.0; n], vec![0.0; 700]);
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut noise = |n: usize| -> Vec<f32> {
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x as u32 as f32 / u32::MAX as f32) - 0.5
-            })
-            .collect()
-    };
+    let mut noise = incompressible();
     let delta = vec![noise(n), noise(700)];
     let any = synod_diloco::max_payload_bytes(&p);
     for (opts, share) in [
@@ -553,15 +554,7 @@ fn a_pools_payload_limit_follows_its_codec() {
             "{opts:?}: {limit} against {any}"
         );
         let payload = encode_pseudo_gradient(&p, &delta, &opts).unwrap();
-        let hashes = [[9u8; 32]; synod_diloco::trace::MAX_TRACE_HASHES];
-        let committed = synod_diloco::residual::with_commitments(
-            &synod_diloco::residual::Commitments {
-                carried_in: [1; 32],
-                carried_out: [2; 32],
-            },
-            &payload,
-        );
-        let traced = synod_diloco::trace::with_trace(&hashes, &committed);
+        let traced = with_largest_prefixes(&payload);
         assert!(
             traced.len() as u64 <= limit,
             "{opts:?}: {} > {limit}",

@@ -131,6 +131,36 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
+/// Member `member`'s signed heartbeat about `round` numbered `seq`, as sent on the wire.
+fn heartbeat(ids: &[(Keypair, Arc<MemberKey>)], member: usize, round: u32, seq: u64) -> Vec<u8> {
+    let e = Envelope {
+        pool: POOL,
+        round,
+        member: member as u32,
+        peer_id: ids[member].0.public().to_peer_id().to_bytes(),
+        body: Body::Alive { seq, payload: None },
+    };
+    message::sign(e, &ids[member].1).encode()
+}
+
+/// Members 0–2 of four, started honestly and connected, and member 3's node signing with
+/// `key` (its registered key or not): the honest clients and member 3's.
+async fn three_honest_and_a_fourth(
+    ids: &[(Keypair, Arc<MemberKey>)],
+    key: Arc<MemberKey>,
+) -> (Vec<Client>, Client) {
+    let set = member_set(ids);
+    let first = start(ids, &set, 0, ids[0].1.clone(), None).await;
+    let boot = first.listen_addrs().await.into_iter().next().unwrap();
+    let mut honest = vec![first];
+    for i in 1..3 {
+        honest.push(start(ids, &set, i, ids[i].1.clone(), Some(boot.clone())).await);
+    }
+    let fourth = start(ids, &set, 3, key, Some(boot)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    (honest, fourth)
+}
+
 fn cfg() -> ExchangeConfig {
     ExchangeConfig {
         deadline: Duration::from_secs(40),
@@ -390,19 +420,7 @@ async fn a_burst_of_signed_messages_does_not_switch_off_the_senders_gossip() {
     // As many as one author may send at once (peers meter authors: a larger burst of new
     // messages is a flood).
     let burst: Vec<Vec<u8>> = (0..16u64)
-        .map(|k| {
-            let env = Envelope {
-                pool: POOL,
-                round: 1,
-                member: 1,
-                peer_id: ids[1].0.public().to_peer_id().to_bytes(),
-                body: Body::Alive {
-                    seq: now_ms() + k,
-                    payload: None,
-                },
-            };
-            message::sign(env, &ids[1].1).encode()
-        })
+        .map(|k| heartbeat(&ids, 1, 1, now_ms() + k))
         .collect();
     for bytes in burst {
         clients[1].publish_raw(bytes).await.unwrap();
@@ -444,23 +462,9 @@ async fn an_oversized_message_is_not_published_so_its_author_is_not_banned() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned() {
     let ids = ids(4);
-    let set = member_set(&ids);
-    let first = start(&ids, &set, 0, ids[0].1.clone(), None).await;
-    let boot = first.listen_addrs().await.into_iter().next().unwrap();
-    let mut honest = vec![first];
-    for i in 1..3 {
-        honest.push(start(&ids, &set, i, ids[i].1.clone(), Some(boot.clone())).await);
-    }
     // Member 3's slot is taken by a node signing with a key that is not the registered one.
-    let rogue = start(
-        &ids,
-        &set,
-        3,
-        Arc::new(MemberKey::from_seed([99; 32])),
-        Some(boot.clone()),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (honest, rogue) =
+        three_honest_and_a_fourth(&ids, Arc::new(MemberKey::from_seed([99; 32]))).await;
     rogue
         .publish_raw(b"\x00garbage that is no SCALE message".to_vec())
         .await
@@ -505,30 +509,12 @@ async fn garbage_forged_and_replayed_messages_are_rejected_and_the_sender_banned
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_member_flooding_heartbeats_is_metered_and_banned_while_the_round_completes() {
     let ids = ids(4);
-    let set = member_set(&ids);
-    let first = start(&ids, &set, 0, ids[0].1.clone(), None).await;
-    let boot = first.listen_addrs().await.into_iter().next().unwrap();
-    let mut honest = vec![first];
-    for i in 1..3 {
-        honest.push(start(&ids, &set, i, ids[i].1.clone(), Some(boot.clone())).await);
-    }
-    let flooder = start(&ids, &set, 3, ids[3].1.clone(), Some(boot.clone())).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (honest, flooder) = three_honest_and_a_fourth(&ids, ids[3].1.clone()).await;
     let me = ids[3].0.public().to_peer_id();
-    for seq in 0..2_000u64 {
-        let e = Envelope {
-            pool: POOL,
-            round: 1,
-            member: 3,
-            peer_id: me.to_bytes(),
-            body: Body::Alive {
-                // Fresh: its own clock's milliseconds, as its heartbeats are numbered.
-                seq: now_ms() + seq,
-                payload: None,
-            },
-        };
+    for k in 0..2_000u64 {
+        // Fresh: its own clock's milliseconds, as its heartbeats are numbered.
         flooder
-            .publish_raw(message::sign(e, &ids[3].1).encode())
+            .publish_raw(heartbeat(&ids, 3, 1, now_ms() + k))
             .await
             .unwrap();
     }
@@ -602,18 +588,8 @@ async fn stale_heartbeats_are_dropped_before_they_cost_their_author() {
     let (ids, clients) = network_after_a_round(3).await;
     let old = now_ms() - 600_000;
     for k in 0..500u64 {
-        let e = Envelope {
-            pool: POOL,
-            round: 2,
-            member: 2,
-            peer_id: ids[2].0.public().to_peer_id().to_bytes(),
-            body: Body::Alive {
-                seq: old + k,
-                payload: None,
-            },
-        };
         clients[2]
-            .publish_raw(message::sign(e, &ids[2].1).encode())
+            .publish_raw(heartbeat(&ids, 2, 2, old + k))
             .await
             .unwrap();
     }

@@ -221,13 +221,18 @@ impl Net {
         serde_json::from_str(stdout.lines().last().unwrap_or("null")).unwrap()
     }
 
-    fn cli_text(&self, args: &[&str]) -> String {
-        let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
+    /// Runs `synod-trainer` with `args` against the node (one libtorch thread).
+    fn run_cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
             .args(["--threads", "1"])
             .args(args)
             .args(["--rpc", &self.rpc, "--connect-timeout", "180"])
             .output()
-            .unwrap();
+            .unwrap()
+    }
+
+    fn cli_text(&self, args: &[&str]) -> String {
+        let out = self.run_cli(args);
         assert!(
             out.status.success(),
             "synod-trainer {args:?} failed: {}\nnode log tail:\n{}",
@@ -239,12 +244,7 @@ impl Net {
 
     /// Runs `synod-trainer` with `args` (and the node's RPC) expecting it to fail; its stderr.
     fn cli_fails(&self, args: &[&str]) -> String {
-        let out = Command::new(env!("CARGO_BIN_EXE_synod-trainer"))
-            .args(["--threads", "1"])
-            .args(args)
-            .args(["--rpc", &self.rpc, "--connect-timeout", "180"])
-            .output()
-            .unwrap();
+        let out = self.run_cli(args);
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(
             !out.status.success(),
