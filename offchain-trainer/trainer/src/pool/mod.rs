@@ -96,19 +96,21 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
     };
     let rt = runtime()?;
     let (chain, signer) = rt.block_on(connect(&a.chain))?;
-    let costs = terms::Costs {
-        step_secs,
-        block_secs: rt.block_on(chain.block_secs())?,
-        bytes_per_sec: a.link.bytes_per_sec(),
+    let shape = terms::Shape {
         inner_steps: h,
-        trace_segments: a.recipe.trace_segments,
-        verify_segments: crate::chain_args::DEFAULT_VERIFY_SEGMENTS,
         members: a.max_trainers,
+        verify_segments: crate::chain_args::DEFAULT_VERIFY_SEGMENTS,
         rate: None,
-        state_bytes: terms::state_bytes(&recipe)?,
-        residual_bytes: terms::residual_bytes(&recipe, &a.recipe),
-        payload_bytes: recipe.max_payload_bytes,
     };
+    let block_secs = rt.block_on(chain.block_secs())?;
+    let costs = terms::Costs::for_recipe(
+        &recipe,
+        &a.recipe,
+        shape,
+        step_secs,
+        block_secs,
+        a.link.bytes_per_sec(),
+    )?;
     let margin = synod_diloco::budget::CREATOR_MARGIN;
     let challenge_window = a
         .challenge_window

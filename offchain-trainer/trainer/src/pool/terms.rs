@@ -163,7 +163,48 @@ pub struct Costs {
     pub payload_bytes: u64,
 }
 
+/// What a pool's shape and a verifier's settings are, for [`Costs::for_recipe`].
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Inner steps H per round.
+    pub inner_steps: u32,
+    /// Most members of the pool.
+    pub members: u32,
+    /// Segments a verifier replays per checked contribution.
+    pub verify_segments: u32,
+    /// The verifier's sample rate, if it states one.
+    pub rate: Option<f64>,
+}
+
 impl Costs {
+    /// The costs of `recipe` (built from `args`) in a pool shaped `shape`, at `step_secs` per
+    /// inner step, `block_secs` per block and `bytes_per_sec` of link.
+    ///
+    /// # Errors
+    /// As [`state_bytes`].
+    pub fn for_recipe(
+        recipe: &Recipe,
+        args: &RecipeArgs,
+        shape: Shape,
+        step_secs: f64,
+        block_secs: f64,
+        bytes_per_sec: f64,
+    ) -> Result<Self> {
+        Ok(Self {
+            step_secs,
+            block_secs,
+            bytes_per_sec,
+            inner_steps: shape.inner_steps,
+            trace_segments: args.trace_segments,
+            verify_segments: shape.verify_segments,
+            members: shape.members,
+            rate: shape.rate,
+            state_bytes: state_bytes(recipe)?,
+            residual_bytes: residual_bytes(recipe, args),
+            payload_bytes: recipe.max_payload_bytes,
+        })
+    }
+
     fn load(&self) -> VerifyLoad {
         VerifyLoad {
             inner_steps: self.inner_steps,
@@ -178,9 +219,8 @@ impl Costs {
 
     /// Seconds of one verifier's checks of a round, its compute scaled by `margin`.
     pub fn verify_secs(&self, margin: f64) -> f64 {
-        let load = self.load();
-        load.replayed_steps() as f64 * self.step_secs * margin
-            + load.fetched_bytes() as f64 / self.bytes_per_sec
+        self.load()
+            .secs(self.step_secs * margin, self.bytes_per_sec)
     }
 
     /// The smallest challenge window, compute scaled by `margin`.

@@ -253,19 +253,20 @@ fn keep_terms(
     recipe: &Recipe,
     spec: &synod_chain::types::PoolSpec,
 ) -> Result<terms::Costs> {
-    let costs = terms::Costs {
-        step_secs: terms::step_secs(recipe, &a.recipe, spec.inner_steps)?,
-        block_secs: rt.block_on(chain.block_secs())?,
-        bytes_per_sec: a.link.bytes_per_sec(),
+    let shape = terms::Shape {
         inner_steps: spec.inner_steps,
-        trace_segments: a.recipe.trace_segments,
-        verify_segments: a.verify_segments,
         members: spec.max_trainers,
+        verify_segments: a.verify_segments,
         rate: a.verify_rate,
-        state_bytes: terms::state_bytes(recipe)?,
-        residual_bytes: terms::residual_bytes(recipe, &a.recipe),
-        payload_bytes: recipe.max_payload_bytes,
     };
+    let costs = terms::Costs::for_recipe(
+        recipe,
+        &a.recipe,
+        shape,
+        terms::step_secs(recipe, &a.recipe, spec.inner_steps)?,
+        rt.block_on(chain.block_secs())?,
+        a.link.bytes_per_sec(),
+    )?;
     let checked = costs.check(
         spec.challenge_window,
         spec.round_timeout,

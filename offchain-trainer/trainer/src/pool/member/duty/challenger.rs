@@ -35,12 +35,7 @@ impl DutyWorker {
         };
         let pool = self.ctx.pool;
         let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
-        if self
-            .duties
-            .challenge_not_before
-            .get(&key)
-            .is_some_and(|b| now < *b)
-        {
+        if self.duties.challenge_not_before.waits(&key, now) {
             return Ok(());
         }
         let verdict = self
@@ -64,8 +59,10 @@ impl DutyWorker {
                     ("not opened: ours is already open".to_string(), true)
                 }
                 Err(e) if e.is_module("Challenges", "ScheduleFull") => {
-                    let next = now + SCHEDULE_RETRY_BLOCKS;
-                    self.duties.challenge_not_before.insert(key, next);
+                    let next =
+                        self.duties
+                            .challenge_not_before
+                            .after(key, now, SCHEDULE_RETRY_BLOCKS);
                     (
                         format!(
                             "retrying at block {next}: no block left to schedule its jury draw in"
@@ -83,7 +80,7 @@ impl DutyWorker {
         };
         if done {
             self.duties.to_challenge.remove(&key);
-            self.duties.challenge_not_before.remove(&key);
+            self.duties.challenge_not_before.clear(&key);
         }
         tracing::warn!(round, member, distance, "challenge: {outcome}");
         self.metrics.emit(&TrainerEvent::Challenge {

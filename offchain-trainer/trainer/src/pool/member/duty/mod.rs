@@ -107,7 +107,7 @@ pub(super) struct Duties {
     to_challenge: BTreeMap<(u32, u32), (AccountId, f64)>,
     /// Finalized block before which a challenge refused for a full schedule is not tried
     /// again ([`SCHEDULE_RETRY_BLOCKS`]): each failed try costs a fee.
-    challenge_not_before: BTreeMap<(u32, u32), u64>,
+    challenge_not_before: RetryAt<(u32, u32)>,
     /// Equivocations seen by the network and not reported yet: (round, member) → (proof,
     /// failed submissions). See [`DutyWorker::report_equivocations`].
     to_report: BTreeMap<(u32, u32), (Equivocation, u32)>,
@@ -115,7 +115,7 @@ pub(super) struct Duties {
     parent: Option<([u8; 32], Arc<Vec<u8>>)>,
     /// Finalized block before which a round whose sparse residuals were not served is not
     /// verified again ([`RESIDUAL_RETRY_BLOCKS`]): each pass fetches its states anew.
-    verify_not_before: BTreeMap<u32, u64>,
+    verify_not_before: RetryAt<u32>,
     /// Contributions checked already, kept until their round's evidence is forgotten (a round
     /// handed over again, its lacking payloads fetched for a recommit, checks only the new
     /// ones).
@@ -160,6 +160,36 @@ const MAX_REPORT_TRIES: u32 = 60;
 
 /// Blocks a challenge refused with `ScheduleFull` waits before its next try.
 const SCHEDULE_RETRY_BLOCKS: u64 = 3;
+
+/// Finalized blocks before which keyed work is not tried again (a challenge refused for a
+/// full schedule, a round whose residuals were not served).
+#[derive(Debug)]
+struct RetryAt<K>(BTreeMap<K, u64>);
+
+impl<K: Ord> Default for RetryAt<K> {
+    fn default() -> Self {
+        Self(BTreeMap::new())
+    }
+}
+
+impl<K: Ord> RetryAt<K> {
+    /// Whether `key` waits at finalized block `now`.
+    fn waits(&self, key: &K, now: u64) -> bool {
+        self.0.get(key).is_some_and(|b| now < *b)
+    }
+
+    /// Tries `key` again `blocks` after `now`; returns that block.
+    fn after(&mut self, key: K, now: u64, blocks: u64) -> u64 {
+        let at = now + blocks;
+        self.0.insert(key, at);
+        at
+    }
+
+    /// Forgets `key` (done).
+    fn clear(&mut self, key: &K) {
+        self.0.remove(key);
+    }
+}
 
 /// Blocks a round with unserved sparse residuals waits before it is verified again.
 const RESIDUAL_RETRY_BLOCKS: u64 = 3;

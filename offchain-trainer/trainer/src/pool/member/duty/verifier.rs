@@ -32,12 +32,7 @@ impl DutyWorker {
             self.ctx.block_on(self.ctx.chain.finalized_number())?
         };
         for round in rounds {
-            if self
-                .duties
-                .verify_not_before
-                .get(&round)
-                .is_some_and(|b| now < *b)
-            {
+            if self.duties.verify_not_before.waits(&round, now) {
                 continue;
             }
             if let Some(f) = self
@@ -50,8 +45,9 @@ impl DutyWorker {
                     Ok(true) => {}
                     // Residuals still awaited: asked again a few blocks later.
                     Ok(false) => {
-                        let next = now + RESIDUAL_RETRY_BLOCKS;
-                        self.duties.verify_not_before.insert(round, next);
+                        self.duties
+                            .verify_not_before
+                            .after(round, now, RESIDUAL_RETRY_BLOCKS);
                         continue;
                     }
                     Err(e) => {
@@ -60,7 +56,7 @@ impl DutyWorker {
                     }
                 }
                 self.duties.to_verify.remove(&round);
-                self.duties.verify_not_before.remove(&round);
+                self.duties.verify_not_before.clear(&round);
             } else if self.ctx.block_on(self.ctx.chain.voided(pool, round))? {
                 self.duties.to_verify.remove(&round);
             }
@@ -371,10 +367,16 @@ impl DutyWorker {
             .saturating_sub(synod_diloco::budget::LAG_BLOCKS);
         let left = blocks as f64 * self.ctx.block_secs;
         let h = self.ctx.inner_steps;
-        let k = synod_diloco::verify::segment_len(h, self.ctx.a.recipe.trace_segments);
-        let per_check =
-            (u64::from(self.ctx.a.verify_segments) * u64::from(k)).min(u64::from(h)) + u64::from(h);
-        let replays = 2.0 * checks as f64 * per_check as f64 * self.ctx.step_secs;
+        let load = synod_diloco::budget::VerifyLoad {
+            inner_steps: h,
+            segment_len: synod_diloco::verify::segment_len(h, self.ctx.a.recipe.trace_segments),
+            verify_segments: self.ctx.a.verify_segments,
+            contributions: u32::try_from(checks).unwrap_or(u32::MAX),
+            trace_segments: self.ctx.a.recipe.trace_segments,
+            state_bytes: 0,
+            residual_bytes: 0,
+        };
+        let replays = 2.0 * load.replayed_steps() as f64 * self.ctx.step_secs;
         let secs = left - replays;
         if secs.is_finite() {
             Duration::from_secs_f64(secs.clamp(MIN_STATE_WAIT.as_secs_f64(), 1e6))
