@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the FRAME benchmarks (v2) of Synod's six pallets on the dev runtime and regenerates each
+# Runs the FRAME benchmarks (v2) of Synod's seven pallets on the dev runtime and regenerates each
 # pallet's src/weights.rs from scripts/weight-template.hbs.
 #
 #   ./scripts/benchmark.sh [steps] [repeat]      (defaults 20 and 10)
@@ -16,7 +16,7 @@ REPEAT=${2:-10}
 # weights measured here are ≈ 3× those of an all-optimised node (safe upper bounds).
 cargo build --locked -p synod-node --features runtime-benchmarks
 NODE="$CARGO_TARGET_DIR/debug/synod-node"
-for dir in ${PALLETS:-trainer-staking training-pools checkpoints challenges rewards validator-set}; do
+for dir in ${PALLETS:-trainer-staking training-pools checkpoints challenges rewards validator-set randomness}; do
   pallet="pallet_${dir//-/_}"
   "$NODE" benchmark pallet --chain dev --pallet "$pallet" --extrinsic '*' \
     --steps "$STEPS" --repeat "$REPEAT" --wasm-execution compiled \

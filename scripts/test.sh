@@ -11,7 +11,7 @@ export SYNOD_DATA="${SYNOD_DATA:-$(cd .. && pwd)/shared/data/tinyshakespeare.txt
 test -f "$SYNOD_DATA" || { echo "missing corpus $SYNOD_DATA" >&2; exit 1; }
 cargo test --workspace --locked "$@"
 # The pallets' FRAME benchmarks (v2) run as tests against their mock runtimes.
-pallets=(trainer-staking training-pools checkpoints challenges rewards validator-set)
+pallets=(trainer-staking training-pools checkpoints challenges rewards validator-set randomness)
 features=$(printf 'pallet-%s/runtime-benchmarks ' "${pallets[@]}")
 cargo test --locked "${pallets[@]/#/--package=pallet-}" --features "$features" "$@"
 # The web dashboard in headless Chromium, against a dev chain and a trainer (debug binaries

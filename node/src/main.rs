@@ -6,6 +6,7 @@
 mod chain_spec;
 mod cli;
 mod command;
+mod randomness;
 mod rpc;
 mod service;
 

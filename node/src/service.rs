@@ -260,6 +260,9 @@ pub fn new_full<
         );
 
         let slot_duration = sc_consensus_aura::slot_duration::<AuraId, _, _>(&*client)?;
+        // The block's VRF (pallet-randomness) is signed with the slot author's Aura key.
+        let vrf_client = client.clone();
+        let vrf_keystore = keystore_container.keystore();
 
         let aura = sc_consensus_aura::start_aura::<AuraPair, _, _, _, _, _, _, _, _, _, _>(
             StartAuraParams {
@@ -268,14 +271,21 @@ pub fn new_full<
                 select_chain,
                 block_import,
                 proposer_factory,
-                create_inherent_data_providers: move |_, ()| async move {
-                    let timestamp = sp_timestamp::InherentDataProvider::from_system_time();
-                    let slot =
-						sp_consensus_aura::inherents::InherentDataProvider::from_timestamp_and_slot_duration(
-							*timestamp,
-							slot_duration,
-						);
-                    Ok((slot, timestamp))
+                create_inherent_data_providers: move |parent, ()| {
+                    let client = vrf_client.clone();
+                    let keystore = vrf_keystore.clone();
+                    async move {
+                        let timestamp = sp_timestamp::InherentDataProvider::from_system_time();
+                        let slot =
+							sp_consensus_aura::inherents::InherentDataProvider::from_timestamp_and_slot_duration(
+								*timestamp,
+								slot_duration,
+							);
+                        let vrf = crate::randomness::inherent_data_provider(
+                            &*client, &keystore, parent, *slot,
+                        );
+                        Ok((slot, timestamp, vrf))
+                    }
                 },
                 force_authoring,
                 backoff_authoring_blocks,

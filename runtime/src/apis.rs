@@ -25,6 +25,12 @@ use super::{
 };
 
 impl_runtime_apis! {
+    impl pallet_randomness::RandomnessApi<Block> for Runtime {
+        fn current() -> [u8; 32] {
+            pallet_randomness::Current::<Runtime>::get()
+        }
+    }
+
     impl sp_api::Core<Block> for Runtime {
         fn version() -> RuntimeVersion {
             VERSION

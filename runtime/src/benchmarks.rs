@@ -12,4 +12,5 @@ frame_benchmarking::define_benchmarks!(
     [pallet_challenges, Challenges]
     [pallet_rewards, Rewards]
     [pallet_validator_set, ValidatorSet]
+    [pallet_randomness, Randomness]
 );

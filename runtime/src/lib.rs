@@ -67,7 +67,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: alloc::borrow::Cow::Borrowed("synod"),
     impl_name: alloc::borrow::Cow::Borrowed("synod-node"),
     authoring_version: 1,
-    spec_version: 112,
+    spec_version: 113,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,
@@ -144,13 +144,36 @@ type Migrations = (
     pallet_training_pools::migrations::v1::MigrateV0ToV1<Runtime>,
 );
 
+/// The pallets whose hooks the executive runs, in the order it runs them: the pallet index
+/// order (`AllPalletsWithSystem`), except that `Randomness` runs right after `Aura` and before
+/// `Session`. `Randomness` reads the slot's author from Aura's authorities in `on_initialize`,
+/// which must still be the set the author claimed the slot with; `Session` may rotate them in
+/// its own `on_initialize` (a new session).
+pub type HookOrder = (
+    System,
+    Timestamp,
+    Aura,
+    Randomness,
+    Grandpa,
+    Balances,
+    TransactionPayment,
+    Sudo,
+    Session,
+    TrainerStaking,
+    TrainingPools,
+    Checkpoints,
+    Challenges,
+    Rewards,
+    ValidatorSet,
+);
+
 /// Executive: dispatches to the various pallets.
 pub type Executive = frame_executive::Executive<
     Runtime,
     Block,
     frame_system::ChainContext<Runtime>,
     Runtime,
-    AllPalletsWithSystem,
+    HookOrder,
     Migrations,
 >;
 
@@ -177,6 +200,10 @@ mod runtime {
     pub type Timestamp = pallet_timestamp;
     #[runtime::pallet_index(2)]
     pub type Aura = pallet_aura;
+    // Its hooks run after Aura's and before Session's (`HookOrder`): the VRF of each block is
+    // checked against the key that claimed its slot.
+    #[runtime::pallet_index(8)]
+    pub type Randomness = pallet_randomness;
     #[runtime::pallet_index(3)]
     pub type Grandpa = pallet_grandpa;
     #[runtime::pallet_index(4)]
@@ -202,4 +229,30 @@ mod runtime {
     pub type ValidatorSet = pallet_validator_set;
     #[runtime::pallet_index(7)]
     pub type Session = pallet_session;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use frame_support::traits::PalletsInfoAccess;
+
+    /// The executive runs every pallet's hooks once, and `Randomness` reads the slot author
+    /// after Aura has read the slot and before Session can rotate the authorities: otherwise
+    /// the block that starts a session with a changed set checks its author's VRF against the
+    /// wrong key, and no block can be built at that height.
+    #[test]
+    fn hooks_run_every_pallet_once_with_randomness_between_aura_and_session() {
+        let order: Vec<&str> = HookOrder::infos().iter().map(|p| p.name).collect();
+        let mut every: Vec<&str> = AllPalletsWithSystem::infos()
+            .iter()
+            .map(|p| p.name)
+            .collect();
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        every.sort_unstable();
+        assert_eq!(sorted, every, "each pallet exactly once");
+        let at = |name: &str| order.iter().position(|p| *p == name);
+        assert!(at("Aura") < at("Randomness") && at("Randomness") < at("Session"));
+        assert_eq!(at("System"), Some(0));
+    }
 }

@@ -324,20 +324,17 @@ impl Chain {
         .await
     }
 
-    /// Hash of block `number`, `None` if the node does not know it.
+    /// The randomness fixed by block `number` (`Randomness.History`: its author's VRF output
+    /// chained over its parent's, which no author can grind), `None` if the runtime no longer
+    /// keeps it (`KeptBlocks`, 2 400 blocks) or the block is not final yet.
     ///
     /// # Errors
-    /// [`ChainError::Rpc`] (after reconnecting for `PATIENCE`).
-    pub async fn block_hash(&self, number: u64) -> Result<Option<[u8; 32]>, ChainError> {
-        use subxt::error::OnlineClientAtBlockError as E;
-        self.retrying("block hash", |api| async move {
-            match api.at_block(number).await {
-                Ok(at) => Ok(Some(at.block_hash().0)),
-                Err(E::BlockNotFound { .. }) => Ok(None),
-                Err(e) => Err(ChainError::rpc(e)),
-            }
-        })
-        .await
+    /// [`ChainError::Rpc`] (after reconnecting for `PATIENCE`), [`ChainError::Decode`].
+    pub async fn randomness_at(&self, number: u64) -> Result<Option<[u8; 32]>, ChainError> {
+        let Ok(number) = u32::try_from(number) else {
+            return Ok(None);
+        };
+        self.fetch("Randomness", "History", (number,)).await
     }
 
     /// The endpoint connected to now.

@@ -11,8 +11,9 @@
 //! check of Jia et al. 2021 (§4, "verification by re-execution") applied to whole inner phases.
 //!
 //! Which contributions a verifier replays is drawn with [`sampled`] from the round's final
-//! checkpoint hash, the hash of the block that made it final, and the verifier's own
-//! identity: unknown to the accused when it announces (the block does not exist yet),
+//! checkpoint hash, the randomness of the block that made it final (`pallet-randomness`: its
+//! author's VRF output) and the verifier's own identity: unknown to the accused when it
+//! announces (the block does not exist yet),
 //! different for every verifier (the work spreads), and checkable by anyone afterwards.
 
 use synod_checkpoint::ParamSet;
@@ -129,14 +130,14 @@ pub fn honest_verifiers_at_least(contributor_stakes: &[u128], round_stake: u128)
 }
 
 /// Whether `verifier` (its account or key bytes) replays `member`'s contribution to `round`,
-/// whose final checkpoint is `final_hash`, with `seed` the hash of the block in which the round
-/// became final: blake3 of the inputs read as a uniform number in [0, 1), below `rate`. Rates
+/// whose final checkpoint is `final_hash`, with `seed` the randomness of the block in which the
+/// round became final (32 bytes, `Randomness.History`): blake3 of the inputs read as a uniform number in [0, 1), below `rate`. Rates
 /// ≥ 1 select everything, ≤ 0 nothing.
 ///
 /// The final hash alone would not do: the aggregate is deterministic, so the last member to
 /// announce could compute it for variants of its own payload and pick one no verifier
-/// samples. The block hash is unknown to every member when it announces (only the block's
-/// author could grind it).
+/// samples. The block's randomness is unknown to every member when it announces, and its
+/// author cannot grind it (a VRF output: the author can only publish or skip its slot).
 pub fn sampled(
     final_hash: &[u8; 32],
     seed: &[u8; 32],
@@ -152,7 +153,7 @@ pub fn sampled(
 }
 
 /// The random stream of one verifier's draws about one contribution: blake3 (XOF) of
-/// `domain`, the round's final hash, the finality block's hash, the verifier's identity
+/// `domain`, the round's final hash, the finality block's randomness, the verifier's identity
 /// (length-prefixed), the round and the member.
 fn draw(
     domain: &[u8],
@@ -210,7 +211,7 @@ pub fn segment_len(inner_steps: u32, segments: u32) -> u32 {
 
 /// The `count` distinct segments (indices in `0..segments`, ascending) that `verifier`
 /// replays of `member`'s contribution to `round`: drawn like [`sampled`] from the round's
-/// final hash, the finality block's hash `seed` and the verifier's identity, so the accused
+/// final hash, the finality block's randomness `seed` and the verifier's identity, so the accused
 /// cannot know which when it commits its trace. All of them when `count ≥ segments`.
 pub fn sampled_segments(
     final_hash: &[u8; 32],
@@ -364,7 +365,7 @@ mod tests {
     fn last_announcer_cannot_grind_the_final_hash_to_escape_the_sample() {
         // With the draw keyed by the final hash alone, a member announcing last tries payload
         // variants (each gives another final hash) until no verifier samples it: about one
-        // variant in eleven escapes two verifiers at rate 0.7. The finality block's hash,
+        // variant in eleven escapes two verifiers at rate 0.7. The finality block's randomness,
         // unknown when it announces, re-draws every sample: the escapes do not carry over.
         let rate = 0.7;
         let verifiers: [&[u8]; 2] = [b"v1", b"v2"];

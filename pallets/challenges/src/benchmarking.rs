@@ -56,14 +56,13 @@ fn announcement<T: Config>(
 		.map_err(|_| BenchmarkError::Weightless)
 }
 
-/// Makes sure the seed block of a draw at `draw_at` has a hash (benchmark blocks have none).
+/// Makes sure the seed block of a draw at `draw_at` has randomness (benchmark blocks carry no
+/// VRF).
 fn seed_draw<T: Config>(draw_at: BlockNumberFor<T>) {
+	use synod_primitives::RandomnessAt;
 	let seed_block = draw_at - 1u32.into();
-	if frame_system::Pallet::<T>::block_hash(seed_block) == T::Hash::default() {
-		frame_system::BlockHash::<T>::insert(
-			seed_block,
-			<T::Hashing as sp_runtime::traits::Hash>::hash(b"synod/benchmark"),
-		);
+	if T::Randomness::randomness_at(seed_block).is_none() {
+		T::Randomness::set_for_benchmark(seed_block, [7u8; 32]);
 	}
 }
 

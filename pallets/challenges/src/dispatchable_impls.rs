@@ -44,8 +44,9 @@ impl<T: Config> Pallet<T> {
 
 	/// The blocks of a challenge opened at `now` with `timeline`: its draw, the end of its
 	/// voting period, and the block whose `on_initialize` expires it. The draw is the latest
-	/// block of `now + 1 ..= jury_drawn_at(now)` with room in its schedule (its seed, the hash
-	/// of the block before it, does not exist yet at `now`); the voting period is the whole
+	/// block of `now + MIN_JURY_DELAY ..= jury_drawn_at(now)` with room in its schedule (its
+	/// seed, the randomness of the block before it, is that of a block after `now`, which not
+	/// even `now`'s author can compute when it includes the challenge); the voting period is the whole
 	/// `voting_period` from the draw; the expiry is the first block from there to
 	/// `votes_until(now)` with room. Both stay within the pool's timeline, so every challenge
 	/// is over before its round settles.
@@ -60,8 +61,10 @@ impl<T: Config> Pallet<T> {
 	) -> Result<ScheduledBlocks<T>, Error<T>> {
 		let now = block::<T>(now);
 		let latest = timeline.jury_drawn_at(now);
-		let draw_at = Self::free_block((now.saturating_add(1)..=latest).rev())
-			.ok_or(Error::<T>::ScheduleFull)?;
+		let draw_at = Self::free_block(
+			(now.saturating_add(protocol::timeline::MIN_JURY_DELAY)..=latest).rev(),
+		)
+		.ok_or(Error::<T>::ScheduleFull)?;
 		let expires_at = block::<T>(draw_at).saturating_add(timeline.voting_period);
 		let expiry_at = Self::free_block(expires_at..=timeline.votes_until(now).max(expires_at))
 			.ok_or(Error::<T>::ScheduleFull)?;

@@ -6,7 +6,7 @@ use codec::Encode;
 use frame_support::pallet_prelude::*;
 use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::traits::{One, Saturating};
-use synod_primitives::{protocol, CheckpointsInspect, TrainerStake};
+use synod_primitives::{protocol, CheckpointsInspect, RandomnessAt, TrainerStake};
 
 impl<T: Config> Pallet<T> {
 	pub(crate) fn do_register_juror(who: T::AccountId) -> DispatchResult {
@@ -45,12 +45,11 @@ impl<T: Config> Pallet<T> {
 		BoundedVec::truncate_from(eligible.map(|p| p.who.clone()).collect())
 	}
 
-	/// The randomness of a draw at `draw_at`: the hash of block `draw_at − 1`, which did not
-	/// exist when the challenge was opened; `None` once it is no longer kept (a caller must not
-	/// be able to pick the seed by choosing when to draw).
-	fn draw_seed(draw_at: BlockNumberFor<T>) -> Option<T::Hash> {
-		let fixed = frame_system::Pallet::<T>::block_hash(draw_at.saturating_sub(One::one()));
-		(fixed != T::Hash::default()).then_some(fixed)
+	/// The randomness of a draw at `draw_at`: that of block `draw_at − 1` ([`Config::Randomness`],
+	/// its author's VRF), which did not exist when the challenge was opened; `None` once it is
+	/// no longer kept (a caller must not be able to pick the seed by choosing when to draw).
+	fn draw_seed(draw_at: BlockNumberFor<T>) -> Option<[u8; 32]> {
+		T::Randomness::randomness_at(draw_at.saturating_sub(One::one()))
 	}
 
 	/// Draws the committee of `c`: `JurySize` seats, each drawn with replacement ∝ snapshot
@@ -80,9 +79,9 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// The 128 random bits of seat `seat` of challenge `id`'s committee: the first 16 bytes of
-	/// `blake2_256(("synod/jury", seed, id, seat))`, little-endian, where `seed` is the hash of
-	/// the block before the draw.
-	pub fn seat_randomness(seed: T::Hash, id: ChallengeId, seat: u32) -> u128 {
+	/// `blake2_256(("synod/jury", seed, id, seat))`, little-endian, where `seed` is the
+	/// randomness of the block before the draw.
+	pub fn seat_randomness(seed: [u8; 32], id: ChallengeId, seat: u32) -> u128 {
 		let h = sp_io::hashing::blake2_256(&(b"synod/jury", seed, id, seat).encode());
 		let mut b = [0u8; 16];
 		b.copy_from_slice(h.get(..16).unwrap_or(&[0u8; 16]));

@@ -37,24 +37,26 @@
 //! draw is ever left for someone to call at the time of its choosing;
 //! [`Pallet::advance_challenge`] only catches up); each seat is drawn *with replacement* with
 //! probability proportional to snapshot stake
-//! ([`synod_primitives::protocol::draw_committee`]), from the hash of the block before the draw
-//! — a block that did not exist when the challenge was submitted. The accused and the
+//! ([`synod_primitives::protocol::draw_committee`]), from the randomness of the block before the
+//! draw ([`Config::Randomness`]: its author's VRF output, chained over its parent's) — a block
+//! that did not exist when the challenge was submitted. The accused and the
 //! challenger sit like any contributor when they are registered contributors (an accused that
 //! did not commit the round never sits), so choosing whom to accuse (or from which account)
 //! shifts no stake between the sides. Because every seat is an independent draw, an
 //! adversary's seats are Binomial(`JurySize`, its share of the eligible stake) however it
-//! splits its stake over accounts; with the runtime's 193 seats, an adversary holding less than
+//! splits its stake over accounts; with the runtime's 203 seats, an adversary holding less than
 //! ⅓ of the eligible stake reaches a majority (to convict an honest member, or to keep a
-//! cheater from being convicted) with probability below 10⁻⁶ per challenge
-//! ([`synod_primitives::protocol::jury::wrong_verdict_probability`]). The parties are not paid
+//! cheater from being convicted) with probability below 10⁻⁶ per challenge even when it may
+//! choose between the two seeds an adversarial author of the seed block has (publish or skip
+//! its slot; [`synod_primitives::protocol::jury::wrong_verdict_probability`]). The parties are not paid
 //! as jurors of their own dispute. A committee whose jurors other than the parties hold less
 //! than `MinJuryStake` gives **no verdict** (so an accused alone cannot acquit itself): the
 //! bond is released and nobody is slashed; so does a draw that comes so late that the seed
-//! block's hash is no longer kept (`BlockHashCount`).
-//! What an Aura author can still do: the author of the block before the draw knows its slot in
-//! advance and can grind that block's contents (order of transactions, remarks) until its hash
-//! draws a committee it likes, or withhold it; only a VRF or commit–reveal randomness source
-//! closes this.
+//! block's randomness is no longer kept (`pallet-randomness`'s `KeptBlocks`).
+//! What an Aura author can still do: the author of the block before the draw cannot grind its
+//! VRF output (unique for its key and slot), but can skip its slot, so that the next slot's
+//! author seeds the draw: two seeds to choose from (`2^c` for `c` adversarial authors in
+//! consecutive slots), each with the committee bound.
 //!
 //! **Verdicts** need a majority of *all* the committee's seats
 //! ([`synod_primitives::protocol::JuryVotes`]; a seat that does not vote never counts for
@@ -211,6 +213,9 @@ pub mod pallet {
 		type Pools: PoolsInterface<Self::AccountId, BalanceOf<Self>, BlockNumberFor<Self>>;
 		/// Final checkpoints, their contributors and snapshot stakes.
 		type Checkpoints: CheckpointsInspect<Self::AccountId, BlockNumberFor<Self>>;
+		/// Randomness no block author can grind, by block (`pallet-randomness`): the seed of a
+		/// draw at `draw_at` is the randomness of block `draw_at − 1`.
+		type Randomness: synod_primitives::RandomnessAt<BlockNumberFor<Self>>;
 		/// Bond a challenger holds, in planck.
 		#[pallet::constant]
 		type ChallengeBond: Get<BalanceOf<Self>>;

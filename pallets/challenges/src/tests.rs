@@ -57,10 +57,10 @@ fn open_challenge_holds_bond_and_draws_the_jury_later() {
 		);
 		assert!(c.jury.is_empty());
 		// Drawn at 1 + JURY_DELAY; expires after one round timeout (10) + VOTE_MARGIN (10).
-		assert_eq!((c.draw_at, c.expires_at), (2, 22));
+		assert_eq!((c.draw_at, c.expires_at), (3, 23));
 		assert!(matches!(
 			events().last(),
-			Some(Event::ChallengeOpened { challenge_id: 0, accused: 3, draw_at: 2, .. })
+			Some(Event::ChallengeOpened { challenge_id: 0, accused: 3, draw_at: 3, .. })
 		));
 		let jury = drawn(0);
 		let mut who: Vec<AccountId> = jury.iter().map(|(j, _)| *j).collect();
@@ -187,7 +187,7 @@ fn vote_errors() {
 			Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, false),
 			Error::<Test>::AlreadyVoted
 		);
-		System::set_block_number(22);
+		System::set_block_number(23);
 		assert_noop!(
 			Challenges::vote(RuntimeOrigin::signed(jury[1].0), 0, true),
 			Error::<Test>::VotingClosed
@@ -203,14 +203,14 @@ fn unresolved_challenge_expires_at_its_block() {
 		jurors(&[1, 2, 4, 5], 1_000);
 		assert_ok!(open(OUTSIDER, 3));
 		let jury = drawn(0);
-		assert_eq!(jury.len(), 4, "193 seats over 4 equal jurors seat them all");
+		assert_eq!(jury.len(), 4, "203 seats over 4 equal jurors seat them all");
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, true));
-		run_to_block(21);
+		run_to_block(22);
 		assert!(OpenChallenges::<Test>::get(0).is_some());
 		// (Rounds 2 and 3 were voided meanwhile: stakes leaked; compare with just before.)
 		let before: Vec<Balance> =
 			jury.iter().map(|(j, _)| TrainerStaking::active_stake(j)).collect();
-		run_to_block(22);
+		run_to_block(23);
 		assert!(OpenChallenges::<Test>::get(0).is_none());
 		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::Expired));
 		assert_eq!(bond_held(OUTSIDER), 0);
@@ -239,23 +239,24 @@ fn unresolved_challenge_expires_at_its_block() {
 fn a_full_schedule_refuses_a_challenge_rather_than_leave_its_draw_unscheduled() {
 	run_test(|| {
 		setup();
-		// MaxExpiriesPerBlock = 4: four challenges fill block 2's draws; the fifth is refused.
+		// MaxExpiriesPerBlock = 4: four challenges fill block 3's draws; the fifth is refused
+		// (block 2's randomness is block 1's author's to know: no draw there).
 		for (challenger, accused) in [(OUTSIDER, 1), (6, 1), (OUTSIDER, 2), (6, 2)] {
 			assert_ok!(open(challenger, accused));
 		}
-		assert_eq!(Expiries::<Test>::get(2).len(), 4);
+		assert_eq!(Expiries::<Test>::get(3).len(), 4);
 		assert_noop!(open(7, 3), Error::<Test>::ScheduleFull);
 		// One block later its draw has a block.
 		run_to_block(2);
 		assert_ok!(open(7, 3));
 		let c = OpenChallenges::<Test>::get(4).expect("open");
-		assert_eq!(c.draw_at, 3);
-		assert!(Expiries::<Test>::get(3).contains(&4));
+		assert_eq!(c.draw_at, 4);
+		assert!(Expiries::<Test>::get(4).contains(&4));
 		assert_noop!(
 			Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 4),
 			Error::<Test>::NothingDue
 		);
-		run_to_block(3);
+		run_to_block(4);
 		assert!(!OpenChallenges::<Test>::get(4).expect("open").jury.is_empty(), "drawn on time");
 		assert_noop!(
 			Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 4),

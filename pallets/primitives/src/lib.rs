@@ -221,6 +221,17 @@ impl<AccountId> ChallengesInspect<AccountId> for () {
 	}
 }
 
+/// Randomness no single block author can grind, by block: implemented by `pallet-randomness`
+/// (each block's author's VRF output, chained over its parent's).
+pub trait RandomnessAt<BlockNumber> {
+	/// The 32 random bytes fixed once block `n` was finalised by the executive (`on_finalize`),
+	/// or `None` if `n` is not yet built or no longer kept.
+	fn randomness_at(n: BlockNumber) -> Option<[u8; 32]>;
+	/// Sets the randomness of block `n`. For benchmarks only (their blocks carry no VRF); no
+	/// pallet calls it otherwise.
+	fn set_for_benchmark(n: BlockNumber, randomness: [u8; 32]);
+}
+
 /// What other pallets keep of a pool, for reaping (`TrainingPools::reap_pool`); implemented by
 /// `pallet-checkpoints` (its open round, its round history) and `pallet-rewards` (unsettled
 /// rounds, unclaimed rewards).

@@ -23,6 +23,13 @@ use crate::Block;
 /// reports (`pallet-checkpoints::KeptSnapshots`); see [`Timeline::keeps_voided_snapshots`].
 pub const KEPT_VOIDED_SNAPSHOTS: u32 = 16;
 
+/// Fewest blocks between opening a challenge and drawing its committee. The draw at `d` is
+/// seeded by the randomness of block `d − 1` (its author's VRF), which its author can compute
+/// as soon as the parent's randomness is known: `d − 1` must come after the block that
+/// includes the challenge, or that block's author would know the committee of every challenge
+/// it chooses to include.
+pub const MIN_JURY_DELAY: Block = 2;
+
 /// A pool's timing rules, in blocks.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Timeline {
@@ -31,8 +38,8 @@ pub struct Timeline {
 	/// `W`: blocks after finality during which late commits are accepted; challenges are
 	/// accepted for `2W`.
 	pub challenge_window: Block,
-	/// Blocks between opening a challenge and drawing its jury (≥ 1: the randomness is the hash
-	/// of a block that did not exist when the challenge was submitted).
+	/// Blocks between opening a challenge and drawing its jury (≥ [`MIN_JURY_DELAY`]: the seed
+	/// is the randomness of a block after the one that includes the challenge).
 	pub jury_delay: Block,
 	/// Blocks the jury has to vote once drawn.
 	pub voting_period: Block,
@@ -50,7 +57,7 @@ impl Timeline {
 		Self {
 			round_timeout,
 			challenge_window,
-			jury_delay: jury_delay.max(1),
+			jury_delay: jury_delay.max(MIN_JURY_DELAY),
 			voting_period: round_timeout.saturating_add(vote_margin),
 		}
 	}
@@ -71,9 +78,9 @@ impl Timeline {
 	}
 
 	/// Block whose `on_initialize` draws the jury of a challenge opened at `opened_at`, from the
-	/// hash of its parent block.
+	/// randomness of its parent block.
 	pub fn jury_drawn_at(&self, opened_at: Block) -> Block {
-		opened_at.saturating_add(self.jury_delay.max(1))
+		opened_at.saturating_add(self.jury_delay.max(MIN_JURY_DELAY))
 	}
 
 	/// Block at which a challenge opened at `opened_at` expires if undecided.

@@ -1,6 +1,6 @@
 //! Unit tests: reservation, settlement after the challenge window, the reward split and its
 //! dust, guilty contributors, missed rounds, claims, budget conservation over a whole pool.
-//! Settlement is due at `finalized_at + 2·W + jury delay + voting period + 1` = `f + 32` here.
+//! Settlement is due at `finalized_at + 2·W + jury delay + voting period + 1` = `f + 33` here.
 //! `try_state` of all five pallets runs after every test.
 
 use crate::{mock::*, pallet::*, Error, Event};
@@ -30,18 +30,18 @@ fn finality_reserves_and_schedules_settlement() {
 		System::set_block_number(4);
 		assert_ok!(commit(1, 1, 7, &[0, 1, 2]));
 		assert_ok!(commit(2, 1, 7, &[0, 1, 2]));
-		// 4 + 2·5 + 1 + (10 + 10) + 1.
+		// 4 + 2·5 + 2 + (10 + 10) + 1.
 		assert_eq!(
 			Unsettled::<Test>::get(0, 1),
-			Some(PendingRound { reserved: 1_000, settle_at: 36, scheduled: true })
+			Some(PendingRound { reserved: 1_000, settle_at: 37, scheduled: true })
 		);
-		assert_eq!(Settlements::<Test>::get(36).to_vec(), vec![(0, 1)]);
+		assert_eq!(Settlements::<Test>::get(37).to_vec(), vec![(0, 1)]);
 		assert_eq!(pallet_training_pools::Pools::<Test>::get(0).unwrap().budget_reserved, 1_000);
 		assert!(events().contains(&Event::RewardReserved {
 			pool_id: 0,
 			round: 1,
 			reserved: 1_000,
-			settle_at: 36
+			settle_at: 37
 		}));
 	});
 }
@@ -53,9 +53,9 @@ fn settlement_splits_equally_and_returns_dust() {
 		for who in 1..=3 {
 			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
 		}
-		run_to_block(32);
-		assert_eq!(Claimable::<Test>::get(0, 1), 0, "not before the challenge window and votes");
 		run_to_block(33);
+		assert_eq!(Claimable::<Test>::get(0, 1), 0, "not before the challenge window and votes");
+		run_to_block(34);
 		for who in 1..=3 {
 			assert_eq!(Claimable::<Test>::get(0, who), 333);
 			assert_eq!(Rewards::claimable(0, who), 333);
@@ -88,7 +88,7 @@ fn guilty_contributor_is_not_paid() {
 		final_round(); // trainers 1..=5 contribute to round 1 at block 1
 		jurors(&[1, 2, 4], 1_000);
 		assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0; 32]));
-		run_to_block(2); // the jury is drawn
+		run_to_block(3); // the jury is drawn
 		let jury = pallet_challenges::OpenChallenges::<Test>::get(0).unwrap().jury.to_vec();
 		for seated in &jury[..2] {
 			assert_ok!(pallet_challenges::Pallet::<Test>::vote(
@@ -97,7 +97,7 @@ fn guilty_contributor_is_not_paid() {
 				true
 			));
 		}
-		run_to_block(33);
+		run_to_block(34);
 		// Shares over all five contributors: the guilty one's 200 returns to the budget.
 		assert_eq!(Claimable::<Test>::get(0, 3), 0);
 		for who in [1, 2, 4, 5] {
@@ -118,8 +118,8 @@ fn innocent_or_expired_accused_is_paid() {
 	run_test(|| {
 		final_round();
 		assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0; 32]));
-		// No juror registered: no verdict at the draw (block 2), long before settlement at 33.
-		run_to_block(33);
+		// No juror registered: no verdict at the draw (block 3), long before settlement at 34.
+		run_to_block(34);
 		assert_eq!(Claimable::<Test>::get(0, 3), 200);
 	});
 }
@@ -209,7 +209,7 @@ fn settlements_per_block_are_bounded() {
 				included(&[0]),
 			)
 		};
-		// Four pools finalizing in one block: two settle at 33, two spill to 34.
+		// Four pools finalizing in one block: two settle at 34, two spill to 35.
 		assert_ok!(TrainingPools::create_pool(
 			RuntimeOrigin::signed(CREATOR),
 			spec(1, 1, Perbill::from_percent(60))
@@ -225,9 +225,9 @@ fn settlements_per_block_are_bounded() {
 		for (who, pool) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
 			assert_ok!(c(who, pool));
 		}
-		assert_eq!(Settlements::<Test>::get(33).to_vec(), vec![(0, 1), (1, 1)]);
-		assert_eq!(Settlements::<Test>::get(34).to_vec(), vec![(2, 1), (3, 1)]);
-		run_to_block(34);
+		assert_eq!(Settlements::<Test>::get(34).to_vec(), vec![(0, 1), (1, 1)]);
+		assert_eq!(Settlements::<Test>::get(35).to_vec(), vec![(2, 1), (3, 1)]);
+		run_to_block(35);
 		assert!((1..=4).all(|who| Claimable::<Test>::get(who as u32 - 1, who) == 1_000));
 	});
 }
@@ -235,14 +235,14 @@ fn settlements_per_block_are_bounded() {
 #[test]
 fn a_claim_settles_no_more_rounds_than_it_is_weighed_for() {
 	run_test(|| {
-		// One member commits rounds 1..=10 ahead: all final in block 1, settlement due at 33.
-		// The queue takes `MaxSettlementsPerBlock` (2) at 33 and 2 at 34; 6 are left unscheduled.
+		// One member commits rounds 1..=10 ahead: all final in block 1, settlement due at 34.
+		// The queue takes `MaxSettlementsPerBlock` (2) at 34 and 2 at 35; 6 are left unscheduled.
 		training_pool(10, Perbill::from_percent(60), &[1_000]);
 		for round in 1..=10 {
 			assert_ok!(commit(1, round, round as u8, &[0]));
 		}
 		assert_eq!(Unsettled::<Test>::iter_prefix(0).filter(|(_, p)| !p.scheduled).count(), 6);
-		run_to_block(34);
+		run_to_block(35);
 		assert_eq!(Unsettled::<Test>::iter_prefix(0).count(), 6);
 		// `claim_rewards` is weighed for `MaxSettlementsPerBlock` settlements: it settles 2.
 		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(1), 0));

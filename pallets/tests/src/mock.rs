@@ -57,6 +57,59 @@ mod runtime {
 	pub type ValidatorSet = pallet_validator_set;
 	#[runtime::pallet_index(8)]
 	pub type Session = pallet_session;
+	#[runtime::pallet_index(9)]
+	pub type Randomness = pallet_randomness;
+}
+
+/// Block authors of the mock: [`AUTHORS`] sr25519 keys in turn, the slot of block `n` being `n`.
+pub const AUTHORS: u8 = 4;
+
+/// The key of the author of `slot` (`authorities[slot % AUTHORS]`, as Aura picks).
+pub fn slot_author(slot: u64) -> sp_core::sr25519::Pair {
+	use sp_core::Pair as _;
+	sp_core::sr25519::Pair::from_seed(&[(slot % u64::from(AUTHORS)) as u8 + 1; 32])
+}
+
+thread_local! {
+	/// Slots skipped so far: block `n` is authored at slot `n + SKIPPED`.
+	static SKIPPED: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
+/// The slot of block `n`: `n` plus the slots skipped before it ([`skip_slots`]).
+pub fn slot_of(n: u64) -> u64 {
+	n.wrapping_add(SKIPPED.with(|s| s.get()))
+}
+
+/// Lets the next `count` slots pass without a block (their authors withhold them): later
+/// blocks are authored at later slots, by other keys.
+pub fn skip_slots(count: u64) {
+	SKIPPED.with(|s| s.set(s.get().wrapping_add(count)));
+}
+
+/// The slot of the block being built and its author's key.
+pub struct MockSlotAuthor;
+impl frame_support::traits::Get<Option<(u64, sp_core::sr25519::Public)>> for MockSlotAuthor {
+	fn get() -> Option<(u64, sp_core::sr25519::Public)> {
+		use sp_core::Pair as _;
+		let slot = slot_of(System::block_number());
+		Some((slot, slot_author(slot).public()))
+	}
+}
+
+impl pallet_randomness::Config for Test {
+	type SlotAuthor = MockSlotAuthor;
+	type KeptBlocks = ConstU64<250>;
+	type WeightInfo = ();
+}
+
+/// The VRF proof the author of `slot` makes for the block being built (what the node's
+/// keystore signs).
+pub fn block_vrf(slot: u64) -> pallet_randomness::VrfProof {
+	use sp_core::crypto::VrfSecret;
+	let input = pallet_randomness::transcript(&pallet_randomness::Current::<Test>::get(), slot);
+	pallet_randomness::VrfProof::from_signature(
+		&slot_author(slot).vrf_sign(&input.into_sign_data()),
+	)
 }
 
 #[derive_impl(frame_system::config_preludes::TestDefaultConfig)]
@@ -90,7 +143,7 @@ pub const MAX_MEMBERS: u32 = 5;
 /// The challenge bond, planck.
 pub const BOND: Balance = 300;
 /// Jury draws happen this many blocks after a challenge is opened.
-pub const JURY_DELAY: u64 = 1;
+pub const JURY_DELAY: u64 = 2;
 /// Most registered jurors.
 pub const MAX_JURORS: u32 = 24;
 /// Seats of a committee: the runtime's, sized by the ⅓-adversary bound.
@@ -239,6 +292,7 @@ impl pallet_challenges::Config for Test {
 	type Staking = TrainerStaking;
 	type Pools = TrainingPools;
 	type Checkpoints = Checkpoints;
+	type Randomness = Randomness;
 	type ChallengeBond = ConstU128<BOND>;
 	type JurySize = ConstU32<JURY_SEATS>;
 	type SlashFraction = SlashFraction;
@@ -362,6 +416,7 @@ pub fn new_test_ext() -> sp_io::TestExternalities {
 		.expect("session genesis");
 	let mut ext = sp_io::TestExternalities::new(t);
 	ext.execute_with(|| System::set_block_number(1));
+	SKIPPED.with(|s| s.set(0));
 	ext
 }
 
@@ -374,6 +429,7 @@ pub fn check_invariants() {
 	Challenges::do_try_state().expect("challenges invariants hold");
 	Rewards::do_try_state().expect("rewards invariants hold");
 	ValidatorSet::do_try_state().expect("validator set invariants hold");
+	Randomness::do_try_state(System::block_number()).expect("randomness invariants hold");
 	let sum = frame_system::Account::<Test>::iter()
 		.fold(0u128, |acc, (_, a)| acc + a.data.free + a.data.reserved);
 	assert_eq!(sum, pallet_balances::TotalIssuance::<Test>::get(), "Σ free + held = issuance");
@@ -392,14 +448,24 @@ pub fn hash_of(n: u64) -> sp_core::H256 {
 	sp_core::H256(sp_io::hashing::blake2_256(&n.to_le_bytes()))
 }
 
-/// Advances to block `n` as the executive would: records the parent's hash, then runs the
-/// pallets' `on_initialize` in pallet order.
+/// The hash of block `n` once built: it commits to the block's number, slot and digest, so the
+/// author changes it with every byte of contents it chooses (as a real header hash does).
+pub fn header_hash(n: u64) -> sp_core::H256 {
+	sp_core::H256(sp_io::hashing::blake2_256(&(n, slot_of(n), System::digest()).encode()))
+}
+
+/// Advances to block `n` as the executive would: finalises the parent's randomness and records
+/// its hash, then runs the pallets' `on_initialize` in pallet order and applies the block's VRF
+/// inherent (its slot author's, [`block_vrf`]).
 pub fn run_to_block(n: u64) {
 	while System::block_number() < n {
 		let parent = System::block_number();
-		frame_system::BlockHash::<Test>::insert(parent, hash_of(parent));
+		Randomness::on_finalize(parent);
+		frame_system::BlockHash::<Test>::insert(parent, header_hash(parent));
 		let next = parent + 1;
 		System::set_block_number(next);
+		Randomness::on_initialize(next);
+		assert_ok!(Randomness::note(RuntimeOrigin::none(), block_vrf(slot_of(next))));
 		Checkpoints::on_initialize(next);
 		Challenges::on_initialize(next);
 		Rewards::on_initialize(next);

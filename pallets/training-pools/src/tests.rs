@@ -193,15 +193,15 @@ fn member_deposit_is_held_until_the_key_is_no_longer_needed() {
 		// challenges are over, slashable_until(11).
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0));
 		let former = crate::FormerMembers::<Test>::get(0, 0).expect("kept");
-		assert_eq!((former.who, former.deposit, former.kept_until), (1, MEMBER_DEPOSIT, 43));
+		assert_eq!((former.who, former.deposit, former.kept_until), (1, MEMBER_DEPOSIT, 44));
 		assert_eq!(former.ml_dsa_key, *key(1));
 		assert_eq!(deposit(1), MEMBER_DEPOSIT);
-		System::set_block_number(43);
+		System::set_block_number(44);
 		assert_noop!(
 			TrainingPools::release_member_deposit(RuntimeOrigin::signed(2), 0, 0),
 			Error::<Test>::DepositStillNeeded
 		);
-		System::set_block_number(44);
+		System::set_block_number(45);
 		assert_ok!(TrainingPools::release_member_deposit(RuntimeOrigin::signed(2), 0, 0));
 		assert_eq!(deposit(1), 0);
 		assert!(events().contains(&Event::MemberDepositReleased {

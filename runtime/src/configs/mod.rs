@@ -77,6 +77,33 @@ impl pallet_aura::Config for Runtime {
     type SlotDuration = pallet_aura::MinimumPeriodTimesTwo<Runtime>;
 }
 
+/// This block's Aura slot (from its pre-runtime digest; `None` without one) and the key that
+/// must author it, as the parent left the authorities: read by `pallet-randomness` in
+/// `on_initialize`, which the executive runs before Session's (`crate::HookOrder`: a new
+/// session may rotate the authorities within the block).
+pub struct AuraSlotAuthor;
+impl frame_support::traits::Get<Option<(u64, sp_core::sr25519::Public)>> for AuraSlotAuthor {
+    fn get() -> Option<(u64, sp_core::sr25519::Public)> {
+        let slot: sp_consensus_aura::Slot = System::digest()
+            .logs()
+            .iter()
+            .find_map(|item| item.pre_runtime_try_to(&sp_consensus_aura::AURA_ENGINE_ID))?;
+        let slot = u64::from(slot);
+        let authorities = pallet_aura::Authorities::<Runtime>::get();
+        let len = u64::try_from(authorities.len()).ok().filter(|l| *l > 0)?;
+        let index = usize::try_from(slot % len).ok()?;
+        let author: &sp_core::sr25519::Public = authorities.get(index)?.as_ref();
+        Some((slot, *author))
+    }
+}
+
+impl pallet_randomness::Config for Runtime {
+    type SlotAuthor = AuraSlotAuthor;
+    // A draw's seed is kept as long as a block hash: a draw later than that gives no verdict.
+    type KeptBlocks = BlockHashCount;
+    type WeightInfo = pallet_randomness::weights::SubstrateWeight<Runtime>;
+}
+
 impl pallet_grandpa::Config for Runtime {
     type RuntimeEvent = RuntimeEvent;
     type WeightInfo = ();

@@ -8,8 +8,9 @@ use frame_support::{
 use sp_runtime::{traits::AccountIdConversion, Perbill};
 
 use crate::{
-    AccountId, Balance, Balances, BlockNumber, Challenges, Checkpoints, Rewards, Runtime,
-    RuntimeHoldReason, Session, TrainerStaking, TrainingPools, ValidatorSet, DAYS, MINUTES, UNIT,
+    AccountId, Balance, Balances, BlockNumber, Challenges, Checkpoints, Randomness, Rewards,
+    Runtime, RuntimeHoldReason, Session, TrainerStaking, TrainingPools, ValidatorSet, DAYS,
+    MINUTES, UNIT,
 };
 
 /// Maximum members of one pool (bounds included sets, juries and contributor lists).
@@ -149,6 +150,7 @@ impl pallet_challenges::Config for Runtime {
     type Staking = TrainerStaking;
     type Pools = TrainingPools;
     type Checkpoints = Checkpoints;
+    type Randomness = Randomness;
     type ChallengeBond = ChallengeBond;
     type JurySize = ConstU32<{ synod_primitives::protocol::COMMITTEE_SEATS }>;
     type SlashFraction = SlashFraction;

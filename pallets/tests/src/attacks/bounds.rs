@@ -81,7 +81,7 @@ fn creator_cancel_still_pays_the_round_in_flight() {
 		assert_ok!(commit(2, 1, 7, &[0, 1, 2]));
 		assert_eq!(Pools::<Test>::get(0).expect("pool").status, PoolStatus::Cancelled);
 		assert!(pallet_checkpoints::OpenRounds::<Test>::get(0).is_none(), "no round 2");
-		run_to_block(33);
+		run_to_block(34);
 		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 1), 500);
 		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 2), 500);
 	});

@@ -45,7 +45,7 @@ fn equivocation_is_slashed_on_chain_at_once_and_the_equivocator_is_unpaid() {
 		for who in 1..=5 {
 			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
 		}
-		run_to_block(33);
+		run_to_block(34);
 		assert_eq!(Claimable::<Test>::get(0, 3), 0);
 		for honest in [1, 2, 4, 5] {
 			assert_eq!(
@@ -264,14 +264,14 @@ fn forced_voids_cannot_evict_a_voided_rounds_snapshot_while_it_is_slashable() {
 		// Holders of more than ⅓ of the stake can void every round by committing their own
 		// hash (no inactivity leak: they committed). The chain keeps 16 voided rounds'
 		// snapshots per pool, so a pool whose slashable window (2W + jury delay + voting period
-		// + 1 = 2W + 22 blocks here) spans more than 16 timeouts (160 blocks) is refused.
+		// + 1 = 2W + 23 blocks here) spans more than 16 timeouts (160 blocks) is refused.
 		let mut s = spec(20, 5, two_thirds());
-		s.challenge_window = 70;
+		s.challenge_window = 69;
 		assert_noop!(
 			TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s.clone()),
 			pallet_training_pools::Error::<Test>::InvalidChallengeWindow
 		);
-		s.challenge_window = 69;
+		s.challenge_window = 68;
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s));
 		for who in 1..=5 {
 			bond_and_join(who, 0, 1_000);

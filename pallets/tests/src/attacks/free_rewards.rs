@@ -48,8 +48,8 @@ fn rewards_are_split_by_stake_not_by_account() {
 		for who in 1..=4 {
 			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3]));
 		}
-		// settle_at = 1 + 2·5 + 1 + (10 + 10) + 1.
-		run_to_block(33);
+		// settle_at = 1 + 2·5 + 2 + (10 + 10) + 1.
+		run_to_block(34);
 		assert_eq!(Claimable::<Test>::get(0, 1), 500);
 		for sybil in 2..=4 {
 			assert_eq!(Claimable::<Test>::get(0, sybil), 166);

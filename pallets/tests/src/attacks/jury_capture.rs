@@ -92,7 +92,8 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 			Challenges::advance_challenge(RuntimeOrigin::signed(OUTSIDER), 0),
 			Error::<Test>::NothingDue
 		);
-		// The draw uses the hash of block draw_at − 1: another hash, (usually) another jury.
+		// The draw uses the randomness of block draw_at − 1 (its author's VRF): other randomness,
+		// (usually) another jury.
 		let seeded = |h: sp_core::H256| {
 			let mut ext = new_test_ext();
 			ext.execute_with(|| {
@@ -101,7 +102,7 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 				assert_ok!(open_challenge(2, 0, 1, 1, [0x44; 32]));
 				let c = OpenChallenges::<Test>::get(0).expect("open");
 				run_to_block(c.draw_at - 1);
-				frame_system::BlockHash::<Test>::insert(c.draw_at - 1, h);
+				pallet_randomness::History::<Test>::insert(c.draw_at - 1, h.0);
 				System::set_block_number(c.draw_at);
 				assert_ok!(Challenges::advance_challenge(RuntimeOrigin::signed(OUTSIDER), 0));
 				OpenChallenges::<Test>::get(0).expect("drawn").jury.into_inner()
@@ -109,7 +110,7 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 		};
 		let juries: std::collections::BTreeSet<Vec<pallet_challenges::Seated<AccountId>>> =
 			(1u8..9).map(|b| seeded(sp_core::H256::repeat_byte(b))).collect();
-		assert!(juries.len() > 1, "the jury depends on the later block's hash");
+		assert!(juries.len() > 1, "the jury depends on the later block's randomness");
 	});
 }
 

@@ -24,7 +24,7 @@ fn registering_or_leaving_after_a_challenge_opens_changes_no_seat() {
 		let c = OpenChallenges::<Test>::get(0).expect("drawn");
 		let seats = |who| c.jury.iter().filter(|s| s.who == who).map(|s| s.seats).sum::<u32>();
 		// 5 registered too late: no seat. 4 holds a third of the eligible stake and keeps its
-		// seats (P(no seat) = (2/3)^193 < 10⁻³³), so it still answers for its vote.
+		// seats (P(no seat) = (2/3)^203 < 10⁻³⁵), so it still answers for its vote.
 		assert_eq!(seats(5), 0);
 		assert!(seats(4) > 0);
 		assert_eq!(seats(2) + seats(3) + seats(4), JURY_SEATS);

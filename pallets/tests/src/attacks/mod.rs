@@ -15,6 +15,7 @@ mod jury_capture;
 mod late_registration;
 mod no_show_ambush;
 mod reaping;
+mod seed_grinding;
 mod sham_challenge;
 mod silent_included;
 mod slash_dodge;

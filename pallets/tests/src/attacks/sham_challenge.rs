@@ -27,7 +27,7 @@ fn sham_challenge_does_not_shield_the_cheater() {
 		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
 		// The cheater is not paid for the round; the others keep their own share (its share
 		// returns to the budget).
-		run_to_block(33);
+		run_to_block(34);
 		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 1), 0);
 		assert_eq!(pallet_rewards::Claimable::<Test>::get(0, 2), 200);
 	});

@@ -26,8 +26,8 @@ fn slash_cannot_be_dodged_by_leaving_and_unbonding() {
 		two_final_rounds();
 		jurors(&[2, 3], 1_000);
 		// Rounds 1 to 3 opened at block 1 with deadline 11: the snapshot stake stays
-		// slashable until settle_at(11) = 11 + 2·5 + 1 + (10 + 10) + 1 = 43.
-		assert_eq!(SlashableUntil::<Test>::get(1), Some(43));
+		// slashable until settle_at(11) = 11 + 2·5 + 2 + (10 + 10) + 1 = 44.
+		assert_eq!(SlashableUntil::<Test>::get(1), Some(44));
 		let (id, jury) = challenge(2, 0, 1, 1);
 		// The accused leaves and unbonds everything at once.
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0));
@@ -40,7 +40,7 @@ fn slash_cannot_be_dodged_by_leaving_and_unbonding() {
 		// The verdict slashes half of its snapshot stake from the unbonding chunk.
 		super::all_vote(id, &jury, true);
 		assert_eq!(staked(1), 500);
-		run_to_block(43);
+		run_to_block(44);
 		let before = free(1);
 		assert_ok!(TrainerStaking::withdraw_unbonded(RuntimeOrigin::signed(1)));
 		assert_eq!(free(1), before + 500);
@@ -54,12 +54,12 @@ fn stake_stays_held_until_the_rounds_it_backs_are_settled() {
 		two_final_rounds();
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(3), 0));
 		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(3), 1_000));
-		run_to_block(42);
+		run_to_block(43);
 		assert_noop!(
 			TrainerStaking::withdraw_unbonded(RuntimeOrigin::signed(3)),
 			Error::<Test>::StakeBacksRound
 		);
-		run_to_block(43);
+		run_to_block(44);
 		assert_ok!(TrainerStaking::withdraw_unbonded(RuntimeOrigin::signed(3)));
 		assert!(SlashableUntil::<Test>::get(3).is_none());
 	});

@@ -4,7 +4,7 @@
 //! and the adversary's concentrated stake then held ⅔ of what was left (and one large juror sat
 //! beside small ones on almost every jury). Committees of [`JURY_SEATS`] seats drawn with
 //! replacement from the round's contributors, the parties included, and a majority of all seats
-//! make the adversary's seats Binomial(193, its stake share) whatever it does with its stake
+//! make the adversary's seats Binomial(203, its stake share) whatever it does with its stake
 //! and whomever it accuses.
 //!
 //! The attacker plays its best strategy: every split of its stake (one whale, two equal
@@ -121,7 +121,7 @@ fn adversary_seats(
 		.map(|k| {
 			let seed = hash_of(k);
 			protocol::draw_committee(candidates, JURY_SEATS, |j| {
-				Challenges::seat_randomness(seed, 0, j)
+				Challenges::seat_randomness(seed.0, 0, j)
 			})
 			.iter()
 			.filter(|s| adversary.contains(&s.who))
@@ -165,7 +165,7 @@ fn committee_bound_holds_for_every_split_of_a_third_of_the_stake() {
 					 \"mean_seats\":{mean:.2},\"max_seats\":{max},\"majority\":{majority},\
 					 \"p_wrong_verdict\":{p:e}}}"
 				);
-				// Seats follow stake, not accounts: the mean is 193 × share within 4 standard
+				// Seats follow stake, not accounts: the mean is 203 × share within 4 standard
 				// errors (σ/√2000 ≈ 0.15 seats) for every split.
 				assert!((mean - f64::from(JURY_SEATS) * share).abs() < 0.6, "mean {mean}");
 				assert!(max < majority, "the adversary held a majority in one of 2 000 draws");

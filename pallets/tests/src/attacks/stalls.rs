@@ -63,7 +63,7 @@ fn late_commit_voids_an_unscheduled_round_instead_of_counting() {
 #[test]
 fn settlement_queue_full_never_blocks_finality() {
 	run_test(|| {
-		// Four attacker rounds become final in block 1: settlements at 33 and 34 are full
+		// Four attacker rounds become final in block 1: settlements at 34 and 35 are full
 		// (MaxSettlementsPerBlock = 2).
 		for attacker in 4..=7 {
 			let pool = single_member_pool(attacker);
@@ -122,7 +122,7 @@ fn voided_round_with_full_queues_never_freezes_the_pool() {
 		assert_ok!(commit_to(honest, 1, 2, 5, &[0, 1]));
 		assert_ok!(commit_to(honest, 2, 2, 5, &[0, 1]));
 		// Block 11: the attacker pools were voided (they completed); four new ones become final
-		// and fill the settlement slots of blocks 43 and 44.
+		// and fill the settlement slots of blocks 44 and 45.
 		run_to_block(11);
 		for attacker in 4..=7 {
 			let pool = single_member_pool(attacker);
@@ -140,7 +140,7 @@ fn voided_round_with_full_queues_never_freezes_the_pool() {
 		);
 		assert!(!Unsettled::<Test>::get(honest, 2).expect("reserved").scheduled);
 		check_invariants();
-		run_to_block(43);
+		run_to_block(44);
 		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(1), honest));
 		assert_eq!(pallet_rewards::Claimable::<Test>::get(honest, 2), 500);
 	});

@@ -122,13 +122,19 @@ impl DutyWorker {
         else {
             return Ok(true);
         };
-        // The draw's seed includes the hash of the block that made the round final: nobody
-        // knows it when announcing, so an accused cannot grind its payload (or announce last)
-        // to escape every verifier's sample.
+        // The draw's seed is the randomness of the block that made the round final (its
+        // author's VRF): nobody knows it when announcing, so an accused cannot grind its
+        // payload (or announce last) to escape every verifier's sample, and that block's
+        // author cannot grind it either (a block hash it could).
         let seed = self
             .ctx
-            .block_on(self.ctx.chain.block_hash(u64::from(f.finalized_at)))?
-            .ok_or_else(|| anyhow!("block {} is unknown", f.finalized_at))?;
+            .block_on(self.ctx.chain.randomness_at(u64::from(f.finalized_at)))?
+            .ok_or_else(|| {
+                anyhow!(
+                    "the randomness of block {} is no longer kept",
+                    f.finalized_at
+                )
+            })?;
         // The verifiers are the round's honest contributors, of which there may be far fewer
         // than contributors (sybil seats): the rate at which a payload escapes the fewest
         // honest contributors the round's stakes allow.
