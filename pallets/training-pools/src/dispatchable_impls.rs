@@ -114,6 +114,7 @@ impl<T: Config> Pallet<T> {
 			Error::<T>::PoolClosed
 		);
 		ensure!(!Members::<T>::contains_key(pool_id, &who), Error::<T>::AlreadyMember);
+		ensure!(!Dropped::<T>::contains_key(pool_id, &who), Error::<T>::DroppedFromPool);
 		ensure!(pool.member_count < pool.spec.max_trainers, Error::<T>::PoolFull);
 		ensure!(!peer_id.is_empty(), Error::<T>::InvalidPeerId);
 		ensure!(!PeerIds::<T>::contains_key(pool_id, &peer_id), Error::<T>::PeerIdTaken);
@@ -362,8 +363,8 @@ impl<T: Config> Pallet<T> {
 		}
 		pool.member_count = 0;
 		pool.total_stake = Zero::zero();
-		// Former members, then the other pallets' records (unclaimed rewards are paid out of
-		// the budget, the round history deleted), up to `ReapLimit`.
+		// Former members, the dropped accounts, then the other pallets' records (unclaimed
+		// rewards are paid out of the budget, the round history deleted), up to `ReapLimit`.
 		let limit = T::ReapLimit::get();
 		let mut formers = 0u32;
 		for (index, former) in FormerMembers::<T>::drain_prefix(pool_id).take(limit as usize) {
@@ -371,7 +372,13 @@ impl<T: Config> Pallet<T> {
 			Self::pruned_pools(&former.who);
 			formers = formers.saturating_add(1);
 		}
-		let (others, done) = if FormerMembers::<T>::iter_prefix(pool_id).next().is_some() {
+		// The dropped-account marks (each weighed as a former member's record, a heavier one).
+		for _ in Dropped::<T>::drain_prefix(pool_id).take(limit.saturating_sub(formers) as usize) {
+			formers = formers.saturating_add(1);
+		}
+		let (others, done) = if FormerMembers::<T>::iter_prefix(pool_id).next().is_some()
+			|| Dropped::<T>::iter_prefix(pool_id).next().is_some()
+		{
 			(0, false)
 		} else {
 			T::Records::clear(pool_id, limit.saturating_sub(formers))
@@ -474,6 +481,10 @@ impl<T: Config> Pallet<T> {
 				);
 			}
 			ensure!(stake == pool.total_stake, "total_stake differs from the members' stakes");
+		}
+		for (pool_id, who, ()) in Dropped::<T>::iter() {
+			ensure!(Pools::<T>::contains_key(pool_id), "a dropped account of a reaped pool");
+			ensure!(!Members::<T>::contains_key(pool_id, &who), "a dropped account is a member");
 		}
 		for (who, pools) in TrainerPools::<T>::iter() {
 			for pool_id in pools.iter() {

@@ -77,6 +77,11 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 	}
 
 	fn drop_member(pool_id: PoolId, who: &T::AccountId) {
+		// Also when it already left (its stake still counted in the round's snapshot): leaving
+		// before the drop does not buy a way back in.
+		if Pools::<T>::contains_key(pool_id) {
+			Dropped::<T>::insert(pool_id, who, ());
+		}
 		if Self::remove_member(pool_id, who).is_ok() {
 			Self::deposit_event(Event::MemberDropped { pool_id, who: who.clone() });
 		}

@@ -187,6 +187,13 @@ pub mod pallet {
 	pub type FormerMembers<T: Config> =
 		StorageDoubleMap<_, Twox64Concat, PoolId, Twox64Concat, MemberIndex, FormerMember<T>>;
 
+	/// Accounts a pool dropped for missing rounds (the inactivity leak, `DropAfterMissed` voided
+	/// rounds in a row): they cannot join that pool again, so silence costs a withholder its
+	/// place rather than a pause. Deleted with the pool ([`Pallet::reap_pool`]).
+	#[pallet::storage]
+	pub type Dropped<T: Config> =
+		StorageDoubleMap<_, Twox64Concat, PoolId, Blake2_128Concat, T::AccountId, ()>;
+
 	/// The current member that registered each libp2p peer id in a pool: peers are told apart
 	/// by peer id, so no two members of a pool share one.
 	#[pallet::storage]
@@ -364,6 +371,8 @@ pub mod pallet {
 		PoolFull,
 		/// The caller is already a member.
 		AlreadyMember,
+		/// The pool dropped the caller for missing rounds: it cannot join that pool again.
+		DroppedFromPool,
 		/// The caller is not a member.
 		NotMember,
 		/// The committed stake is below the pool's `min_stake`.
@@ -427,9 +436,9 @@ pub mod pallet {
 		/// tell members apart by peer id. Holds `MemberDeposit` ([`HoldReason::MemberDeposit`]).
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolClosed`], [`Error::PoolFull`],
-		/// [`Error::AlreadyMember`], [`Error::StakeBelowMinimum`], [`Error::InsufficientStake`],
-		/// [`Error::TooManyPools`], [`Error::InvalidPeerId`], [`Error::PeerIdTaken`],
-		/// [`Error::InsufficientDeposit`], [`Error::Overflow`].
+		/// [`Error::AlreadyMember`], [`Error::DroppedFromPool`], [`Error::StakeBelowMinimum`],
+		/// [`Error::InsufficientStake`], [`Error::TooManyPools`], [`Error::InvalidPeerId`],
+		/// [`Error::PeerIdTaken`], [`Error::InsufficientDeposit`], [`Error::Overflow`].
 		#[pallet::call_index(1)]
 		#[pallet::weight(T::WeightInfo::join_pool().saturating_add(Pallet::<T>::prune_weight()))]
 		pub fn join_pool(
