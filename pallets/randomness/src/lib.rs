@@ -88,6 +88,15 @@ pub struct VrfProof {
 	pub proof: [u8; 64],
 }
 
+/// The proof the holder of `pair` makes for a block at Aura slot `slot` whose parent left the
+/// randomness `previous`: what the node's keystore signs (`node/src/randomness.rs`), for tests
+/// and tools that hold the key pair itself.
+#[cfg(feature = "std")]
+pub fn prove(pair: &sp_core::sr25519::Pair, previous: &[u8; 32], slot: u64) -> VrfProof {
+	use sp_core::crypto::VrfSecret;
+	VrfProof::from_signature(&pair.vrf_sign(&transcript(previous, slot).into_sign_data()))
+}
+
 impl VrfProof {
 	/// The proof of a signature made by a keystore or key pair.
 	pub fn from_signature(signature: &VrfSignature) -> Self {

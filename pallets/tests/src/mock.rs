@@ -105,11 +105,7 @@ impl pallet_randomness::Config for Test {
 /// The VRF proof the author of `slot` makes for the block being built (what the node's
 /// keystore signs).
 pub fn block_vrf(slot: u64) -> pallet_randomness::VrfProof {
-	use sp_core::crypto::VrfSecret;
-	let input = pallet_randomness::transcript(&pallet_randomness::Current::<Test>::get(), slot);
-	pallet_randomness::VrfProof::from_signature(
-		&slot_author(slot).vrf_sign(&input.into_sign_data()),
-	)
+	pallet_randomness::prove(&slot_author(slot), &pallet_randomness::Current::<Test>::get(), slot)
 }
 
 #[derive_impl(frame_system::config_preludes::TestDefaultConfig)]
