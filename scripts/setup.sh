@@ -3,7 +3,9 @@
 # $SYNOD_CACHE/env.sh, which the other scripts source.
 #
 #  - Debian packages: pkg-config and fontconfig/freetype headers (PNG plots); protobuf-compiler,
-#    clang and libclang-dev (Substrate's libp2p and librocksdb-free node build).
+#    clang and libclang-dev (Substrate's libp2p and librocksdb-free node build); libssl-dev, which
+#    the node's WebRTC transport (litep2p's str0m) links instead of compiling OpenSSL from source
+#    (OPENSSL_NO_VENDOR in env.sh: 222 s less of a cold build).
 #  - Rust: the wasm32-unknown-unknown target and rust-src (the runtime's wasm build).
 #  - Node.js packages for the Polkadot.js scripts (scripts/polkadot-js, from package-lock.json):
 #    @polkadot/api (its browser bundles also serve the web dashboard) and playwright-core.
@@ -21,7 +23,7 @@ TORCH_VERSION=2.13.0
 mkdir -p "$SYNOD_CACHE"
 
 need_apt=()
-for pkg in pkg-config libfontconfig1-dev libfreetype-dev protobuf-compiler clang libclang-dev chromium; do
+for pkg in pkg-config libfontconfig1-dev libfreetype-dev libssl-dev protobuf-compiler clang libclang-dev chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
@@ -68,5 +70,6 @@ export PATH="$VENV/bin:\$PATH"
 export LIBTORCH_USE_PYTORCH=1
 export SYNOD_PYTHON="$VENV/bin/python"
 export CARGO_TARGET_DIR="\${CARGO_TARGET_DIR:-$SYNOD_CACHE/target}"
+export OPENSSL_NO_VENDOR=1
 ENV
 echo "setup: ok ($SYNOD_CACHE/env.sh)" >&2

@@ -1005,7 +1005,12 @@ fn assert_cheater_convicted(
     let stake = |i: usize| active_stake(net, show, i);
     assert!(stake(cheater) < STAKE, "the cheater kept its stake");
     for &i in honest.iter().chain(innocent) {
-        assert_eq!(stake(i), STAKE, "member {i} lost stake");
+        assert_eq!(
+            stake(i),
+            STAKE,
+            "member {i} lost stake: {show}\nits events: {:?}",
+            net.metrics(i)
+        );
     }
 }
 
@@ -1156,7 +1161,12 @@ fn equivocating_trainer_is_reported_and_slashed_on_chain() {
         "the equivocator kept its stake: {show}"
     );
     for i in 0..3 {
-        assert_eq!(stake(i), STAKE, "member {i} lost stake");
+        assert_eq!(
+            stake(i),
+            STAKE,
+            "member {i} lost stake: {show}\nits events: {:?}",
+            net.metrics(i)
+        );
     }
 }
 
