@@ -371,8 +371,6 @@ pub mod pallet {
 		PoolFull,
 		/// The caller is already a member.
 		AlreadyMember,
-		/// The pool dropped the caller for missing rounds: it cannot join that pool again.
-		DroppedFromPool,
 		/// The caller is not a member.
 		NotMember,
 		/// The committed stake is below the pool's `min_stake`.
@@ -404,6 +402,8 @@ pub mod pallet {
 		DepositStillNeeded,
 		/// The pool has already completed or been cancelled.
 		PoolEnded,
+		/// The pool dropped the caller for missing rounds: it cannot join that pool again.
+		DroppedFromPool,
 	}
 
 	#[pallet::call]
