@@ -13,10 +13,11 @@
 //! The body is one `write_all` into the stream on one side and reads straight into the result
 //! buffer on the other: no per-chunk stream, SCALE copy or round trip through the event loop.
 //!
-//! Both sides bound their time: every read or write must progress within
-//! [`Limits::stall`], and the whole body within `stall + total / min_rate`, so a peer that
-//! announces and never delivers (or trickles a byte at a time) costs a fetcher seconds, not the
-//! round.
+//! Both sides bound their time ([`Limits`]): every read or write must progress within
+//! `stall`, and the body must keep ahead of the line `min_rate × (t − stall)` (bytes done by
+//! `t` seconds after its header), so a peer that announces and never delivers, or trickles a
+//! byte at a time, is cut as soon as it falls behind: it costs a fetcher (or holds a serving
+//! slot for) about `stall`, not the whole body's `stall + total / min_rate`, nor the round.
 
 use std::io;
 use std::time::Duration;
@@ -79,8 +80,9 @@ pub enum FetchHeader {
 pub struct Limits {
     /// Longest wait for any single read or write to make progress.
     pub stall: Duration,
-    /// Slowest acceptable average rate, bytes per second: a body of `total` bytes must arrive
-    /// within `stall + total / min_rate`.
+    /// Slowest acceptable rate, bytes per second, after the first `stall`: the first `n`
+    /// bytes of a body are due `stall + n / min_rate` after its header ([`Limits::body_time`]
+    /// of `n`); a transfer behind that line is cut.
     pub min_rate: u64,
 }
 
@@ -96,10 +98,52 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// Longest a body of `total` bytes may take (saturating).
+    /// Longest the first `total` bytes of a body may take: `stall + total / min_rate`
+    /// (saturating; nanosecond precision).
     pub fn body_time(&self, total: u64) -> Duration {
-        self.stall
-            .saturating_add(Duration::from_secs(total / self.min_rate.max(1)))
+        let nanos = u128::from(total) * 1_000_000_000 / u128::from(self.min_rate.max(1));
+        self.stall.saturating_add(Duration::from_nanos(
+            u64::try_from(nanos).unwrap_or(u64::MAX),
+        ))
+    }
+}
+
+/// The minimum-throughput line of one body ([`Limits`]), from the moment its header went out
+/// (server) or came in (requester).
+struct Pace {
+    start: tokio::time::Instant,
+    limits: Limits,
+}
+
+impl Pace {
+    fn new(limits: Limits) -> Self {
+        Self {
+            start: tokio::time::Instant::now(),
+            limits,
+        }
+    }
+
+    /// Runs one read or write of the body that must be done before the line reaches `due`
+    /// bytes (a read: the bytes already in; a write: those in after it) and within `stall`.
+    ///
+    /// # Errors
+    /// `TimedOut` ("peer stalled" or "peer below the minimum rate"); `f`'s errors.
+    async fn step<T>(
+        &self,
+        due: u64,
+        f: impl std::future::Future<Output = io::Result<T>>,
+    ) -> io::Result<T> {
+        let left = self
+            .start
+            .checked_add(self.limits.body_time(due))
+            .map(|at| at.saturating_duration_since(tokio::time::Instant::now()));
+        let (wait, why) = match left {
+            Some(left) if left < self.limits.stall => (left, "peer below the minimum rate"),
+            _ => (self.limits.stall, "peer stalled"),
+        };
+        tokio::time::timeout(wait, f)
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, why))?
     }
 }
 
@@ -194,22 +238,20 @@ pub async fn request<T: AsyncRead + AsyncWrite + Unpin>(
             expect.size.unwrap_or_default()
         )));
     }
-    let body = tokio::time::timeout(limits.body_time(total), read_body(io, total, limits.stall))
-        .await
-        .map_err(|_| NetError::Request("peer too slow".into()))?
-        .map_err(fail)?;
-    let (bytes, digest) = body;
+    let (bytes, digest) = read_body(io, total, limits).await.map_err(fail)?;
     if digest != expect.digest {
         return Err(NetError::DigestMismatch);
     }
     Ok(bytes)
 }
 
+/// Reads a body of `total` bytes paced by `limits` ([`Pace`]); its bytes and blake3.
 async fn read_body<T: AsyncRead + Unpin>(
     io: &mut T,
     total: u64,
-    stall: Duration,
+    limits: Limits,
 ) -> io::Result<(Vec<u8>, [u8; 32])> {
+    let pace = Pace::new(limits);
     let total = usize::try_from(total).map_err(|_| invalid("object larger than memory"))?;
     let mut buf: Vec<u8> = Vec::new();
     buf.try_reserve_exact(total)
@@ -222,7 +264,9 @@ async fn read_body<T: AsyncRead + Unpin>(
     let mut step = vec![0u8; STEP.min(total)];
     while buf.len() < total {
         let want = (total - buf.len()).min(STEP);
-        let n = timed(stall, io.read(&mut step[..want])).await?;
+        let n = pace
+            .step(buf.len() as u64, io.read(&mut step[..want]))
+            .await?;
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -264,15 +308,14 @@ pub async fn respond<T: AsyncRead + AsyncWrite + Unpin>(
         Answer::Data(bytes) => {
             let total = bytes.len() as u64;
             timed(limits.stall, write_frame(io, &FetchHeader::Data { total })).await?;
-            // Every step must go out within `stall` (a requester that stops reading frees the
-            // slot in seconds), the whole body within `body_time`.
-            timed(limits.body_time(total), async {
-                for step in bytes.chunks(STEP) {
-                    timed(limits.stall, io.write_all(step)).await?;
-                }
-                timed(limits.stall, io.close()).await
-            })
-            .await
+            // Every step must go out within `stall` and keep ahead of the line (a requester
+            // that stops reading, or reads a drip, frees the slot in seconds).
+            let (pace, mut done) = (Pace::new(limits), 0u64);
+            for step in bytes.chunks(STEP) {
+                done += step.len() as u64;
+                pace.step(done, io.write_all(step)).await?;
+            }
+            timed(limits.stall, io.close()).await
         }
         Answer::File(path) => respond_file(io, limits, path).await,
         Answer::NotFound => {
@@ -307,24 +350,22 @@ async fn respond_file<T: AsyncRead + AsyncWrite + Unpin>(
         return timed(limits.stall, io.close()).await;
     };
     timed(limits.stall, write_frame(io, &FetchHeader::Data { total })).await?;
-    timed(limits.body_time(total), async {
-        let mut left = total;
-        while left > 0 {
-            let want = left.min(STEP as u64) as usize;
-            let (f, step) = tokio::task::spawn_blocking(move || {
-                let mut step = vec![0u8; want];
-                let r = file.read_exact(&mut step);
-                (file, r.map(|()| step))
-            })
-            .await
-            .map_err(io::Error::other)?;
-            file = f;
-            timed(limits.stall, io.write_all(&step?)).await?;
-            left -= want as u64;
-        }
-        timed(limits.stall, io.close()).await
-    })
-    .await
+    let pace = Pace::new(limits);
+    let mut left = total;
+    while left > 0 {
+        let want = left.min(STEP as u64) as usize;
+        let (f, step) = tokio::task::spawn_blocking(move || {
+            let mut step = vec![0u8; want];
+            let r = file.read_exact(&mut step);
+            (file, r.map(|()| step))
+        })
+        .await
+        .map_err(io::Error::other)?;
+        file = f;
+        left -= want as u64;
+        pace.step(total - left, io.write_all(&step?)).await?;
+    }
+    timed(limits.stall, io.close()).await
 }
 
 #[cfg(test)]
@@ -334,12 +375,15 @@ mod tests {
     use std::sync::Arc;
 
     /// An in-memory stream. Reads come from `input` (`None`: a peer that never sends; every
-    /// read stays pending); writes of at most `max_write` bytes are collected in `output`,
-    /// larger ones stay pending (a peer that stops reading).
+    /// read stays pending), one byte per `drip` when set (a peer that trickles); writes of at
+    /// most `max_write` bytes are collected in `output`, larger ones stay pending (a peer that
+    /// stops reading).
     struct Mock {
         input: Option<Cursor<Vec<u8>>>,
         output: Vec<u8>,
         max_write: usize,
+        drip: Option<Duration>,
+        next_drop: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     }
 
     impl AsyncRead for Mock {
@@ -348,8 +392,21 @@ mod tests {
             cx: &mut std::task::Context<'_>,
             buf: &mut [u8],
         ) -> std::task::Poll<io::Result<usize>> {
-            match self.input.as_mut() {
-                Some(input) => std::pin::Pin::new(input).poll_read(cx, buf),
+            use std::future::Future;
+            let this = &mut *self;
+            let mut n = buf.len();
+            if let Some(every) = this.drip {
+                let next = this
+                    .next_drop
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(every)));
+                if next.as_mut().poll(cx).is_pending() {
+                    return std::task::Poll::Pending;
+                }
+                this.next_drop = None;
+                n = n.min(1);
+            }
+            match this.input.as_mut() {
+                Some(input) => std::pin::Pin::new(input).poll_read(cx, &mut buf[..n]),
                 None => std::task::Poll::Pending,
             }
         }
@@ -387,6 +444,8 @@ mod tests {
             input: Some(Cursor::new(input)),
             output: Vec::new(),
             max_write: usize::MAX,
+            drip: None,
+            next_drop: None,
         }
     }
 
@@ -394,8 +453,7 @@ mod tests {
     fn silent() -> Mock {
         Mock {
             input: None,
-            output: Vec::new(),
-            max_write: usize::MAX,
+            ..duplex(Vec::new())
         }
     }
 
@@ -613,6 +671,51 @@ mod tests {
             Duration::MAX,
             "saturates, never panics"
         );
+    }
+
+    #[test]
+    fn a_slow_drip_is_cut_once_it_falls_behind_the_minimum_rate_not_after_the_body_time() {
+        // A server that trickles one byte every 2 ms (500 B/s: never `stall`ed) of a 1 MB
+        // body whose minimum rate is 10 kB/s: cut about `stall` after the header, not after
+        // the body's `stall + total / min_rate` (100 s) as a whole-body deadline would.
+        let limits = Limits {
+            stall: Duration::from_millis(200),
+            min_rate: 10_000,
+        };
+        let drip = |object: &[u8]| Mock {
+            drip: Some(Duration::from_millis(2)),
+            ..duplex(
+                [
+                    frame(&FetchHeader::Data {
+                        total: object.len() as u64,
+                    }),
+                    object.to_vec(),
+                ]
+                .concat(),
+            )
+        };
+        let object = vec![7u8; 1_000_000];
+        rt().block_on(async {
+            let t = std::time::Instant::now();
+            let r = request(&mut drip(&object), &REQ, expect(&object), limits).await;
+            assert!(
+                matches!(&r, Err(NetError::Request(m)) if m.contains("minimum rate")),
+                "{:?}",
+                r.map(|b| b.len())
+            );
+            assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        });
+        // The same drip at 5× a minimum rate of 100 B/s stays ahead of the line: a body that
+        // takes twice `stall` (200 bytes, 400 ms) arrives whole.
+        let small = vec![9u8; 200];
+        let slow = Limits {
+            min_rate: 100,
+            ..limits
+        };
+        rt().block_on(async {
+            let r = request(&mut drip(&small), &REQ, expect(&small), slow).await;
+            assert_eq!(r.unwrap(), small);
+        });
     }
 
     #[test]

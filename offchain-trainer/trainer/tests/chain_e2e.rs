@@ -7,7 +7,7 @@
 //! does the same with a free-rider (`--fault copy`) next to a member that withholds its payload
 //! from all but one peer (`--fault withhold`), which must not void a round; a third
 //! checks that `--fault` is refused against a node whose chain is declared Live.
-//! The tests take turns (`SERIAL`): each starts a node and several trainers on two cores.
+//! At most [`AT_ONCE`] tests run at a time: each starts a node and several trainers.
 //!
 //! `synod-node` is taken from the same target directory as `synod-trainer` (`cargo test
 //! --workspace` builds both before running any test).
@@ -33,8 +33,35 @@ const VERIFYING_WINDOW: u32 = 15;
 /// `pool create` and every member accept for these tiny pools (3 blocks of lag, then a few
 /// seconds of checks at the step time the machine measures, loaded or not).
 const SHORT_WINDOW: u32 = 5;
-/// One end-to-end test at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// End-to-end tests running at once (with as many test threads): a test's processes wait for
+/// blocks most of the time (a serial run of these tests used a quarter of two cores), so two
+/// share the machine without their trainers missing a window.
+const AT_ONCE: usize = 2;
+static RUNNING: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// A turn to run: held for the test's lifetime, at most [`AT_ONCE`] at a time.
+struct Turn;
+
+impl Turn {
+    fn take() -> Self {
+        let (count, freed) = &RUNNING;
+        let mut n = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *n >= AT_ONCE {
+            n = freed.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+        Turn
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let (count, freed) = &RUNNING;
+        *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        freed.notify_one();
+    }
+}
 
 #[path = "../../../node/tests/common/ports.rs"]
 mod ports;
@@ -446,7 +473,7 @@ fn wait_done(p: &mut Proc, i: usize, timeout: Duration) -> std::process::ExitSta
 
 #[test]
 fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = Turn::take();
     let net = Net::start();
     net.create_pool(&[
         ("--inner-steps", "30"),
@@ -794,7 +821,7 @@ fn clean_local_run(
 
 #[test]
 fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_training() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = Turn::take();
     const R: u32 = 3;
     const H: u32 = 30;
     // Overlapped rounds (round r trains from θ_{r−2}): members train, and verifiers and
@@ -1008,10 +1035,20 @@ fn assert_cheater_convicted(
         assert_eq!(
             stake(i),
             STAKE,
-            "member {i} lost stake: {show}\nits events: {:?}",
-            net.metrics(i)
+            "member {i} lost stake: {show}\nits events: {:?}\nits warnings:\n{}",
+            net.metrics(i),
+            warnings(net, i)
         );
     }
+}
+
+/// The lines of trainer `i`'s log at level WARN or above.
+fn warnings(net: &Net, i: usize) -> String {
+    let log = std::fs::read_to_string(net.base(i).join("trainer.log")).unwrap_or_default();
+    log.lines()
+        .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A free-rider announcing another member's payload as its own (`--fault copy`) is replayed,
@@ -1025,7 +1062,7 @@ fn assert_cheater_convicted(
 /// names residuals it does not have, does not.
 #[test]
 fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = Turn::take();
     const R: u32 = 3;
     const SPARSE: &[&str] = &["--codec", "sparse", "--aggregation", "clipped-mean"];
     let net = Net::start();
@@ -1088,7 +1125,7 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
 /// again, and every round is final with the late payload in it.
 #[test]
 fn late_announcer_cannot_void_rounds_by_splitting_the_included_set() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = Turn::take();
     const R: u32 = 2;
     let net = Net::start();
     net.train_four_verified(
@@ -1130,7 +1167,7 @@ fn late_announcer_cannot_void_rounds_by_splitting_the_included_set() {
 /// loses stake and the pool completes.
 #[test]
 fn equivocating_trainer_is_reported_and_slashed_on_chain() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = Turn::take();
     let net = Net::start();
     // The equivocator, banned by every peer, would wait 300 s for the final checkpoint.
     net.train_four_tolerating(2, 10, [&[], &[], &[], &["--fault", "equivocate"]], &[3]);
@@ -1175,7 +1212,7 @@ fn equivocating_trainer_is_reported_and_slashed_on_chain() {
 /// and every round becomes final.
 #[test]
 fn trainers_survive_a_node_restart() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = Turn::take();
     const R: u32 = 4;
     let mut net = Net::start();
     net.create_pool(&[
@@ -1210,7 +1247,7 @@ fn trainers_survive_a_node_restart() {
 /// second one invalidated the first: "rendered invalid by another extrinsic").
 #[test]
 fn concurrent_extrinsics_of_one_account_do_not_invalidate_each_other() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = Turn::take();
     let net = Net::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -1240,7 +1277,7 @@ fn concurrent_extrinsics_of_one_account_do_not_invalidate_each_other() {
 
 #[test]
 fn fault_injection_is_refused_on_a_live_chain() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = Turn::take();
     let node_bin = Path::new(env!("CARGO_BIN_EXE_synod-trainer")).with_file_name("synod-node");
     let dir = tempfile::tempdir().unwrap();
     // The local testnet's spec, declared Live (as a production chain's spec is).
@@ -1303,7 +1340,7 @@ fn fault_injection_is_refused_on_a_live_chain() {
 /// this machine) refuses to join before anything is bonded or submitted.
 #[test]
 fn lazy_work_that_outlives_the_window_is_refused_before_any_stake_moves() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = Turn::take();
     let net = Net::start();
     let model = Net::model_flags();
     let with_model = |args: &[&str]| -> Vec<String> {

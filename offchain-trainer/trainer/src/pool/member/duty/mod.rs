@@ -129,6 +129,18 @@ pub(super) struct Duties {
     against_us: (BTreeSet<u32>, u32),
 }
 
+/// Whether a member that has finished its rounds may stop its duties after a pass that began
+/// at finalized block `pass_began`: no work is left (`work_left`, which counts the challenges
+/// the pass's jury duty saw waiting for a draw or our vote) and the last final round (`last`,
+/// `None` if there is none) no longer accepted challenges at `pass_began`. Every challenge on
+/// it was then opened at or before that block, so the pass read it and counted it. Deciding from
+/// the block reached *after* the pass missed a challenge opened while the pass ran (at the
+/// window's last block, our own included): its committee, which seats every registered
+/// contributor, was drawn after we stopped, and we were slashed as a no-show.
+fn may_stop(last: Option<&RoundState>, pass_began: u64, work_left: bool) -> bool {
+    !work_left && !last.is_some_and(|r| r.phase(pass_began).accepts_challenges())
+}
+
 /// Whether a residual first missed at block `first` is no longer waited for at block `now`
 /// when a verdict is due by block `deadline` (a verifier's challenge window, a juror's vote):
 /// half the time that was left when it was first missed has passed. Asked again at every pass
@@ -274,8 +286,12 @@ impl DutyWorker {
         }
         let start = Instant::now();
         loop {
+            let pass_began = self.ctx.block_on(self.ctx.chain.finalized_number());
             timed_pass(self, busy_us);
-            match self.duties_left() {
+            match pass_began
+                .map_err(anyhow::Error::from)
+                .and_then(|b| self.duties_left(b))
+            {
                 Ok(false) => break,
                 Ok(true) => {}
                 Err(e) => tracing::warn!("duties: {e:#}"),
@@ -299,21 +315,22 @@ impl DutyWorker {
         }
     }
 
-    /// Whether the last final round can still be challenged, a round is still to verify, a
-    /// challenge is still to open, or a challenge of this pool waits for a draw or our vote.
-    fn duties_left(&mut self) -> Result<bool> {
-        let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
+    /// Whether duties are left after a pass that began at finalized block `pass_began`
+    /// ([`may_stop`]): the last final round could still be challenged at that block, a round
+    /// is still to verify, a challenge is still to open, we are accused in an open challenge,
+    /// or a challenge of this pool waits for a draw or our vote.
+    fn duties_left(&mut self, pass_began: u64) -> Result<bool> {
         let (last, _) = self.ctx.last_final()?;
-        let challengeable = self
+        let last = self
             .ctx
             .block_on(self.ctx.chain.final_checkpoint(self.ctx.pool, last))?
-            .is_some_and(|f| self.round_state(&f).phase(now).accepts_challenges());
-        Ok(challengeable
-            || self.accused_in_open_challenge()?
+            .map(|f| self.round_state(&f));
+        let work_left = self.accused_in_open_challenge()?
             || !self.duties.to_verify.is_empty()
             || !self.duties.to_challenge.is_empty()
             || !self.duties.to_report.is_empty()
-            || !self.duties.awaiting.is_empty())
+            || !self.duties.awaiting.is_empty();
+        Ok(!may_stop(last.as_ref(), pass_began, work_left))
     }
 
     /// Whether a challenge against us in this pool is open (among the last
@@ -352,7 +369,24 @@ impl DutyWorker {
 
 #[cfg(test)]
 mod tests {
-    use super::residual_deadline_passed;
+    use super::{may_stop, residual_deadline_passed};
+    use synod_protocol::{RoundState, Timeline};
+
+    #[test]
+    fn a_challenge_opened_at_the_windows_last_block_keeps_a_finishing_juror_on_duty() {
+        // Final at block 100 with a 15-block window.
+        let last = RoundState::finalized(Timeline::for_pool(0, 15, 0, 0), 100, [0; 32]);
+        let until = last.challenges_until().unwrap();
+        assert!(last.phase(until).accepts_challenges());
+        assert!(!last.phase(until + 1).accepts_challenges());
+        // A pass that began at the window's last block may have missed a challenge opened in
+        // it, however late the pass ended: one more pass.
+        assert!(!may_stop(Some(&last), until, false));
+        // One that began after the window read every challenge on the round.
+        assert!(may_stop(Some(&last), until + 1, false));
+        assert!(!may_stop(Some(&last), until + 1, true));
+        assert!(may_stop(None, 0, false));
+    }
 
     #[test]
     fn an_unserved_residual_is_waited_for_half_the_time_left_then_counts_as_withheld() {
