@@ -14,11 +14,14 @@ use crate::pool::verify::vote::juror_vote;
 
 impl DutyWorker {
     /// Votes on every drawn jury we sit on; records in `awaiting` the rounds of our pool's
-    /// challenges that still wait for a draw or our vote.
+    /// challenges that still wait for a draw or our vote, and in `jury_read_at` the finalized
+    /// block read before the challenges (cleared first: a pass that fails leaves `None`).
     pub(super) fn jury_duty(&mut self) -> Result<()> {
         if !self.ctx.a.juror {
             return Ok(());
         }
+        self.duties.jury_read_at = None;
+        let read_at = self.ctx.block_on(self.ctx.chain.finalized_number())?;
         let next = self.ctx.block_on(self.ctx.chain.next_challenge_id())?;
         let mut awaiting = BTreeSet::new();
         for id in self.duties.cursor..next {
@@ -56,6 +59,7 @@ impl DutyWorker {
             self.duties.cursor += 1;
         }
         self.duties.awaiting = awaiting;
+        self.duties.jury_read_at = Some(read_at);
         Ok(())
     }
 

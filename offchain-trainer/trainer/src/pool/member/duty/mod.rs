@@ -102,6 +102,10 @@ pub(super) struct Duties {
     /// Rounds with a challenge of our pool that waited for its draw or our vote at the last
     /// jury pass (their evidence is kept; `finish_duties` waits for them).
     awaiting: BTreeSet<u32>,
+    /// The finalized block read just before the last jury pass read the challenges (`None`
+    /// if that pass failed): every challenge opened at or before it was seen, and counted in
+    /// `awaiting` if it still waits.
+    jury_read_at: Option<u64>,
     /// Contributions found dishonest whose challenge is not open yet: (round, member) →
     /// (account, distance). Retried every pass until opened, convicted or out of the window.
     to_challenge: BTreeMap<(u32, u32), (AccountId, f64)>,
@@ -129,16 +133,16 @@ pub(super) struct Duties {
     against_us: (BTreeSet<u32>, u32),
 }
 
-/// Whether a member that has finished its rounds may stop its duties after a pass that began
-/// at finalized block `pass_began`: no work is left (`work_left`, which counts the challenges
-/// the pass's jury duty saw waiting for a draw or our vote) and the last final round (`last`,
-/// `None` if there is none) no longer accepted challenges at `pass_began`. Every challenge on
-/// it was then opened at or before that block, so the pass read it and counted it. Deciding from
-/// the block reached *after* the pass missed a challenge opened while the pass ran (at the
-/// window's last block, our own included): its committee, which seats every registered
-/// contributor, was drawn after we stopped, and we were slashed as a no-show.
-fn may_stop(last: Option<&RoundState>, pass_began: u64, work_left: bool) -> bool {
-    !work_left && !last.is_some_and(|r| r.phase(pass_began).accepts_challenges())
+/// Whether a member that has finished its rounds may stop its duties after a pass that read
+/// the challenges at finalized block `read_at` or later: no work is left (`work_left`, which
+/// counts the challenges that pass saw waiting for a draw or our vote) and the last final
+/// round (`last`, `None` if there is none) no longer accepted challenges at `read_at`. Every
+/// challenge on it was then opened at or before that block, so the pass read it and counted
+/// it. Deciding from the block reached *after* the pass missed a challenge opened while the
+/// pass ran (at the window's last block, our own included): its committee, which seats every
+/// registered contributor, was drawn after we stopped, and we were slashed as a no-show.
+fn may_stop(last: Option<&RoundState>, read_at: u64, work_left: bool) -> bool {
+    !work_left && !last.is_some_and(|r| r.phase(read_at).accepts_challenges())
 }
 
 /// Whether a residual first missed at block `first` is no longer waited for at block `now`
@@ -288,10 +292,14 @@ impl DutyWorker {
         loop {
             let pass_began = self.ctx.block_on(self.ctx.chain.finalized_number());
             timed_pass(self, busy_us);
-            match pass_began
-                .map_err(anyhow::Error::from)
-                .and_then(|b| self.duties_left(b))
-            {
+            // A juror judges from the block its jury duty read the challenges at (none if that
+            // read failed: another pass); anyone else from the pass's first block.
+            let judged_at = if self.ctx.a.juror {
+                self.duties.jury_read_at
+            } else {
+                pass_began.ok()
+            };
+            match judged_at.map_or(Ok(true), |b| self.duties_left(b)) {
                 Ok(false) => break,
                 Ok(true) => {}
                 Err(e) => tracing::warn!("duties: {e:#}"),
@@ -315,11 +323,11 @@ impl DutyWorker {
         }
     }
 
-    /// Whether duties are left after a pass that began at finalized block `pass_began`
-    /// ([`may_stop`]): the last final round could still be challenged at that block, a round
-    /// is still to verify, a challenge is still to open, we are accused in an open challenge,
-    /// or a challenge of this pool waits for a draw or our vote.
-    fn duties_left(&mut self, pass_began: u64) -> Result<bool> {
+    /// Whether duties are left after a pass whose challenges were read at finalized block
+    /// `read_at` or later ([`may_stop`]): the last final round could still be challenged at
+    /// that block, a round is still to verify, a challenge is still to open, we are accused in
+    /// an open challenge, or a challenge of this pool waits for a draw or our vote.
+    fn duties_left(&mut self, read_at: u64) -> Result<bool> {
         let (last, _) = self.ctx.last_final()?;
         let last = self
             .ctx
@@ -330,7 +338,7 @@ impl DutyWorker {
             || !self.duties.to_challenge.is_empty()
             || !self.duties.to_report.is_empty()
             || !self.duties.awaiting.is_empty();
-        Ok(!may_stop(last.as_ref(), pass_began, work_left))
+        Ok(!may_stop(last.as_ref(), read_at, work_left))
     }
 
     /// Whether a challenge against us in this pool is open (among the last
@@ -338,7 +346,8 @@ impl DutyWorker {
     /// residuals, which only we hold) until it is decided.
     fn accused_in_open_challenge(&mut self) -> Result<bool> {
         let next = self.ctx.block_on(self.ctx.chain.next_challenge_id())?;
-        let (mut open, from) = std::mem::take(&mut self.duties.against_us);
+        // A failed read leaves what was tracked as it was (the next call reads it again).
+        let (mut open, from) = self.duties.against_us.clone();
         // New ids once (at most the last RECENT_CHALLENGES), then only those against us.
         for id in from.max(next.saturating_sub(RECENT_CHALLENGES))..next {
             if let Some(c) = self.ctx.block_on(self.ctx.chain.challenge(id))? {
