@@ -58,13 +58,15 @@ const MIN_STATE_WAIT: Duration = Duration::from_secs(2);
 
 /// Starts the duty worker of the member `ctx` on its own thread, writing its events to
 /// `metrics`; it is told finalized blocks through `tx` (also handed to the chain
-/// subscription) and reads them from `rx`.
+/// subscription) and reads them from `rx`. With `juror_after` ([`juror_after`]) it registers
+/// us as a juror once that round can no longer be challenged.
 ///
 /// # Errors
 /// The thread cannot be spawned.
 pub(super) fn spawn(
     ctx: Ctx,
     metrics: Metrics,
+    juror_after: Option<u32>,
     tx: Sender<DutyMsg>,
     rx: Receiver<DutyMsg>,
 ) -> Result<DutyHandle> {
@@ -74,6 +76,7 @@ pub(super) fn spawn(
         metrics,
         duties: Duties::default(),
         members: Vec::new(),
+        juror_after,
     };
     DutyHandle::start(worker, tx, rx)
 }
@@ -86,6 +89,28 @@ pub(super) struct DutyWorker {
     duties: Duties,
     /// The pool's members, read at the start of every pass that has work.
     members: Vec<MemberInfo>,
+    /// The round that must no longer be challengeable before we register as a juror
+    /// ([`juror_after`]); `None` once registered, or when registered at start.
+    juror_after: Option<u32>,
+}
+
+/// The round a member that joined a pool at `from_round` must see closed to challenges before
+/// it registers as a juror, or `None` to register at once. Judging a sparse pool's round r
+/// needs the accused's round r − 1 payload (the residual it must carry in,
+/// `verify::carried`); a member that joined at round `from_round` > 1 never received round
+/// `from_round − 1`'s, so seated on a challenge of round `from_round` (every registered
+/// contributor is eligible, frozen when the challenge opens) it could only abstain and be
+/// slashed as a no-show. From round `from_round + 1` on it holds what it needs. A resumed
+/// member kept its evidence on disk; a dense pool's jurors replay from the final checkpoint.
+pub(super) fn juror_after(sparse: bool, from_round: u32, resumed: bool) -> Option<u32> {
+    (sparse && from_round > 1 && !resumed).then_some(from_round)
+}
+
+/// Whether round `first` can no longer be challenged at finalized block `now`: it was voided
+/// (`voided`), or it is final (`state`) and its challenge window has closed. A round neither
+/// final nor voided yet can still become challengeable.
+fn closed_to_challenges(state: Option<&RoundState>, voided: bool, now: u64) -> bool {
+    voided || state.is_some_and(|s| !s.phase(now).accepts_challenges())
 }
 
 /// What a member tracks of its duties.
@@ -249,8 +274,32 @@ impl DutyWorker {
         self.ctx.a.verify_rate != Some(0.0) || self.ctx.a.juror
     }
 
+    /// Registers us as a juror once [`DutyWorker::juror_after`]'s round is closed to
+    /// challenges ([`closed_to_challenges`]).
+    fn register_when_judgeable(&mut self) -> Result<()> {
+        let Some(first) = self.juror_after else {
+            return Ok(());
+        };
+        let (pool, chain) = (self.ctx.pool, &self.ctx.chain);
+        let now = self.ctx.block_on(chain.finalized_number())?;
+        let state = self
+            .ctx
+            .block_on(chain.final_checkpoint(pool, first))?
+            .map(|f| self.round_state(&f));
+        let voided = state.is_none() && self.ctx.block_on(chain.voided(pool, first))?;
+        if closed_to_challenges(state.as_ref(), voided, now) {
+            self.ctx
+                .block_on(super::join::register_juror(chain, &self.ctx.signer))?;
+            self.juror_after = None;
+        }
+        Ok(())
+    }
+
     /// One pass of every duty ([`Duty::pass`]).
     fn duty_pass(&mut self) {
+        if let Err(e) = self.register_when_judgeable() {
+            tracing::warn!("juror registration: {e:#}");
+        }
         if !self.duties.to_verify.is_empty() || self.ctx.a.juror {
             match self.ctx.block_on(self.ctx.chain.members(self.ctx.pool)) {
                 Ok(m) => self.members = m,
@@ -378,8 +427,27 @@ impl DutyWorker {
 
 #[cfg(test)]
 mod tests {
-    use super::{may_stop, residual_deadline_passed};
+    use super::{closed_to_challenges, juror_after, may_stop, residual_deadline_passed};
     use synod_protocol::{RoundState, Timeline};
+
+    #[test]
+    fn a_sparse_pool_newcomer_is_not_seated_on_a_round_it_cannot_judge() {
+        // Joined a sparse pool at round 5: no juror before round 5 is closed to challenges
+        // (it never received round 4's payloads, which judging round 5 needs).
+        assert_eq!(juror_after(true, 5, false), Some(5));
+        // From the pool's start, after a restart (evidence kept), or in a dense pool: at once.
+        assert_eq!(juror_after(true, 1, false), None);
+        assert_eq!(juror_after(true, 5, true), None);
+        assert_eq!(juror_after(false, 5, false), None);
+        // Round 5 final at block 100 with a 15-block window: registered only once it closed.
+        let fin = RoundState::finalized(Timeline::for_pool(0, 15, 0, 0), 100, [0; 32]);
+        let until = fin.challenges_until().unwrap();
+        assert!(!closed_to_challenges(Some(&fin), false, until));
+        assert!(closed_to_challenges(Some(&fin), false, until + 1));
+        // Neither final nor voided yet: it may still be challenged later.
+        assert!(!closed_to_challenges(None, false, 1_000));
+        assert!(closed_to_challenges(None, true, 0));
+    }
 
     #[test]
     fn a_challenge_opened_at_the_windows_last_block_keeps_a_finishing_juror_on_duty() {
