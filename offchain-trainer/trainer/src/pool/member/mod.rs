@@ -140,7 +140,8 @@ pub fn run(a: &RunArgs) -> Result<()> {
     // exchanges in: the duty worker registers it once that round can no longer be challenged.
     let juror_waits = a.juror && duty::juror_waits(a.recipe.outer.wire.sparse(), from_round);
     if a.juror && !juror_waits {
-        rt.block_on(join::register_juror(&chain, &signer))?;
+        rt.block_on(join::register_juror(&chain, &signer))
+            .map_err(|e| anyhow!("register_juror: {e}"))?;
     }
 
     let own = Member {

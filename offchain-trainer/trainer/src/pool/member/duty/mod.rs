@@ -316,10 +316,9 @@ impl DutyWorker {
         }
         match self
             .ctx
-            .block_on(chain.submit(&calls::register_juror(), &self.ctx.signer))
+            .block_on(super::join::register_juror(chain, &self.ctx.signer))
         {
-            Ok(_) => tracing::info!(after_round = first, "registered as a juror"),
-            Err(e) if e.is_module("Challenges", "AlreadyJuror") => {}
+            Ok(()) => {}
             Err(e @ synod_chain::ChainError::Module { .. }) => {
                 tracing::warn!("not registering as a juror: {e}");
             }
