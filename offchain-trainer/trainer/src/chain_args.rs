@@ -242,8 +242,7 @@ pub struct RunArgs {
     /// Committees are drawn from the challenged round's registered contributors, this
     /// trainer's own challenges included (it votes innocent on its own contribution). A
     /// juror that lacks what a replay needs abstains, and the runtime slashes a seated juror
-    /// that does not vote; so a member of a sparse pool that joined after round 1 registers
-    /// once the first round it exchanges in is closed to challenges.
+    /// that does not vote.
     #[arg(long)]
     pub juror: bool,
     /// Port of the Prometheus exporter (`/metrics`: `synod_trainer_*` rounds, losses, seconds,

@@ -79,15 +79,11 @@ pub(super) async fn register(
 }
 
 /// Registers as a juror (`Challenges.register_juror`); already being one is fine.
-///
-/// # Errors
-/// The submission's [`ChainError`]: [`ChainError::Module`] when the runtime refuses it (stake
-/// too low, list full).
-pub(super) async fn register_juror(chain: &Chain, signer: &Signer) -> Result<(), ChainError> {
+pub(super) async fn register_juror(chain: &Chain, signer: &Signer) -> Result<()> {
     match chain.submit(&calls::register_juror(), signer).await {
         Ok(_) => tracing::info!("registered as a juror"),
         Err(e) if e.is_module("Challenges", "AlreadyJuror") => {}
-        Err(e) => return Err(e),
+        Err(e) => bail!("register_juror: {e}"),
     }
     Ok(())
 }

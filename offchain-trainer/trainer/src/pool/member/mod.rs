@@ -136,12 +136,8 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let peer_id = keypair.public().to_peer_id();
     let (me, from_round, resumed, stake) =
         rt.block_on(register(&chain, &signer, a, &peer_id, &member_key))?;
-    // A sparse pool's member that joined after round 1 could not judge the first round it
-    // exchanges in: the duty worker registers it once that round can no longer be challenged.
-    let juror_waits = a.juror && duty::juror_waits(a.recipe.outer.wire.sparse(), from_round);
-    if a.juror && !juror_waits {
-        rt.block_on(join::register_juror(&chain, &signer))
-            .map_err(|e| anyhow!("register_juror: {e}"))?;
+    if a.juror {
+        rt.block_on(join::register_juror(&chain, &signer))?;
     }
 
     let own = Member {
@@ -227,7 +223,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         step_secs: costs.step_secs,
         retained: Retained::open(&evidence_dir(&a.base_path, a.pool))?,
     };
-    let duties = duty::spawn(ctx.clone(), metrics.clone(), juror_waits, duty_tx, duty_rx)?;
+    let duties = duty::spawn(ctx.clone(), metrics.clone(), duty_tx, duty_rx)?;
     let mut t = Trainer {
         ctx,
         worker: Some(worker),

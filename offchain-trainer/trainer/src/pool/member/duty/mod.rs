@@ -58,15 +58,13 @@ const MIN_STATE_WAIT: Duration = Duration::from_secs(2);
 
 /// Starts the duty worker of the member `ctx` on its own thread, writing its events to
 /// `metrics`; it is told finalized blocks through `tx` (also handed to the chain
-/// subscription) and reads them from `rx`. With `juror_waits` ([`juror_waits`]) it registers
-/// us as a juror once the first round handed to it can no longer be challenged.
+/// subscription) and reads them from `rx`.
 ///
 /// # Errors
 /// The thread cannot be spawned.
 pub(super) fn spawn(
     ctx: Ctx,
     metrics: Metrics,
-    juror_waits: bool,
     tx: Sender<DutyMsg>,
     rx: Receiver<DutyMsg>,
 ) -> Result<DutyHandle> {
@@ -76,7 +74,6 @@ pub(super) fn spawn(
         metrics,
         duties: Duties::default(),
         members: Vec::new(),
-        juror_wait: juror_waits.then_some(JurorWait::FirstRound),
     };
     DutyHandle::start(worker, tx, rx)
 }
@@ -89,50 +86,6 @@ pub(super) struct DutyWorker {
     duties: Duties,
     /// The pool's members, read at the start of every pass that has work.
     members: Vec<MemberInfo>,
-    /// What our registration as a juror waits for ([`juror_waits`]); `None` once registered,
-    /// given up, or registered at start.
-    juror_wait: Option<JurorWait>,
-}
-
-/// What a member's registration as a juror waits for ([`juror_waits`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum JurorWait {
-    /// The first round whose evidence the training thread hands over (the first round this
-    /// run exchanged in).
-    FirstRound,
-    /// This round to be closed to challenges ([`closed_to_challenges`]).
-    Closed(u32),
-}
-
-impl JurorWait {
-    /// The wait once the evidence of `round` is handed over: the first round handed over is
-    /// the one to see closed; later ones change nothing.
-    fn handed_over(self, round: u32) -> Self {
-        match self {
-            JurorWait::FirstRound => JurorWait::Closed(round),
-            closed => closed,
-        }
-    }
-}
-
-/// Whether a member of a pool whose rounds it joins from `from_round` registers as a juror
-/// only once the first round it exchanges in is closed to challenges (else at once). Judging
-/// a sparse pool's round r needs the accused's round r − 1 payload (the residual it must carry
-/// in, `verify::carried`); a member that first exchanges in round c > 1 (joined after the
-/// pool's first round, caught up past `from_round`, or restarted) may never have received round
-/// c − 1's, so seated on a challenge of round c (every registered contributor is eligible,
-/// frozen when the challenge opens) it could only abstain and be slashed as a no-show. From
-/// round c + 1 on it holds what it needs. A dense pool's jurors replay from the final
-/// checkpoint, and in round 1 nothing is carried in.
-pub(super) fn juror_waits(sparse: bool, from_round: u32) -> bool {
-    sparse && from_round > 1
-}
-
-/// Whether round `first` can no longer be challenged at finalized block `now`: it was voided
-/// (`voided`), or it is final (`state`) and its challenge window has closed. A round neither
-/// final nor voided yet can still become challengeable.
-fn closed_to_challenges(state: Option<&RoundState>, voided: bool, now: u64) -> bool {
-    voided || state.is_some_and(|s| !s.phase(now).accepts_challenges())
 }
 
 /// What a member tracks of its duties.
@@ -279,7 +232,6 @@ impl std::error::Error for ResidualsUnserved {}
 impl Duty for DutyWorker {
     fn hand_over(&mut self, round: u32) {
         self.duties.to_verify.insert(round);
-        self.juror_wait = self.juror_wait.map(|w| w.handed_over(round));
     }
 
     fn pass(&mut self) {
@@ -297,42 +249,8 @@ impl DutyWorker {
         self.ctx.a.verify_rate != Some(0.0) || self.ctx.a.juror
     }
 
-    /// Registers us as a juror once the first round we exchanged in is closed to challenges
-    /// ([`JurorWait`]). A refusal by the runtime (stake too low, list full) gives up, with a
-    /// warning, rather than pay a fee at every pass; other errors are retried next pass.
-    fn register_when_judgeable(&mut self) -> Result<()> {
-        let Some(JurorWait::Closed(first)) = self.juror_wait else {
-            return Ok(());
-        };
-        let (pool, chain) = (self.ctx.pool, &self.ctx.chain);
-        let now = self.ctx.block_on(chain.finalized_number())?;
-        let state = self
-            .ctx
-            .block_on(chain.final_checkpoint(pool, first))?
-            .map(|f| self.round_state(&f));
-        let voided = state.is_none() && self.ctx.block_on(chain.voided(pool, first))?;
-        if !closed_to_challenges(state.as_ref(), voided, now) {
-            return Ok(());
-        }
-        match self
-            .ctx
-            .block_on(super::join::register_juror(chain, &self.ctx.signer))
-        {
-            Ok(()) => {}
-            Err(e @ synod_chain::ChainError::Module { .. }) => {
-                tracing::warn!("not registering as a juror: {e}");
-            }
-            Err(e) => return Err(e.into()),
-        }
-        self.juror_wait = None;
-        Ok(())
-    }
-
     /// One pass of every duty ([`Duty::pass`]).
     fn duty_pass(&mut self) {
-        if let Err(e) = self.register_when_judgeable() {
-            tracing::warn!("juror registration: {e:#}");
-        }
         if !self.duties.to_verify.is_empty() || self.ctx.a.juror {
             match self.ctx.block_on(self.ctx.chain.members(self.ctx.pool)) {
                 Ok(m) => self.members = m,
@@ -460,32 +378,8 @@ impl DutyWorker {
 
 #[cfg(test)]
 mod tests {
-    use super::{closed_to_challenges, juror_waits, may_stop, residual_deadline_passed, JurorWait};
+    use super::{may_stop, residual_deadline_passed};
     use synod_protocol::{RoundState, Timeline};
-
-    #[test]
-    fn a_sparse_pool_newcomer_is_not_seated_on_a_round_it_cannot_judge() {
-        // Joined a sparse pool at round 5: no juror before its first round is closed to
-        // challenges (it never received the previous round's payloads, which judging its first
-        // round needs), restarted or not.
-        assert!(juror_waits(true, 5));
-        // From the pool's start, or in a dense pool: at once.
-        assert!(!juror_waits(true, 1));
-        assert!(!juror_waits(false, 5));
-        // The round to see closed is the first one it exchanged in (7 after a catch-up past
-        // round 5), not a later one.
-        let wait = JurorWait::FirstRound.handed_over(7);
-        assert_eq!(wait, JurorWait::Closed(7));
-        assert_eq!(wait.handed_over(8), JurorWait::Closed(7));
-        // Round 5 final at block 100 with a 15-block window: registered only once it closed.
-        let fin = RoundState::finalized(Timeline::for_pool(0, 15, 0, 0), 100, [0; 32]);
-        let until = fin.challenges_until().unwrap();
-        assert!(!closed_to_challenges(Some(&fin), false, until));
-        assert!(closed_to_challenges(Some(&fin), false, until + 1));
-        // Neither final nor voided yet: it may still be challenged later.
-        assert!(!closed_to_challenges(None, false, 1_000));
-        assert!(closed_to_challenges(None, true, 0));
-    }
 
     #[test]
     fn a_challenge_opened_at_the_windows_last_block_keeps_a_finishing_juror_on_duty() {
