@@ -1,4 +1,5 @@
-//! Reads at the finalized head and the finalized-block subscription.
+//! The connection (endpoints, reconnection and retries), the storage-read primitives the typed
+//! reads of [`crate::storage`] use, and the finalized-block subscription.
 
 use std::time::{Duration, Instant};
 
@@ -7,10 +8,6 @@ use subxt::{OnlineClient, PolkadotConfig};
 use tokio::sync::mpsc;
 
 use crate::events::{decode, SynodEvent};
-use crate::types::{
-    AccountId, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, Ledger, MemberInfo,
-    MemberRecord, Participant, PoolInfo, Verdict,
-};
 use crate::ChainError;
 
 /// The client configuration: the runtime uses Polkadot's address, signature and header types
@@ -51,17 +48,6 @@ pub struct FinalizedBlock {
     pub number: u64,
     /// Synod events in block order.
     pub events: Vec<SynodEvent>,
-}
-
-#[derive(DecodeAsType)]
-struct AccountInfo {
-    nonce: u32,
-    data: AccountData,
-}
-
-#[derive(DecodeAsType)]
-struct AccountData {
-    free: u128,
 }
 
 impl Chain {
@@ -198,7 +184,7 @@ impl Chain {
     }
 
     /// Reads `pallet.entry(keys)` at the finalized head and decodes it with `decode`.
-    async fn fetch_with<K, V, T, E>(
+    pub(crate) async fn fetch_with<K, V, T, E>(
         &self,
         pallet: &str,
         entry: &str,
@@ -237,7 +223,12 @@ impl Chain {
     }
 
     /// A pallet record, decoded by field name against the metadata (see [`crate::types`]).
-    async fn fetch<K, V>(&self, pallet: &str, entry: &str, keys: K) -> Result<Option<V>, ChainError>
+    pub(crate) async fn fetch<K, V>(
+        &self,
+        pallet: &str,
+        entry: &str,
+        keys: K,
+    ) -> Result<Option<V>, ChainError>
     where
         K: subxt::ext::frame_decode::storage::IntoEncodableValues
             + subxt::ext::frame_decode::storage::IntoDecodableValues
@@ -251,7 +242,7 @@ impl Chain {
 
     /// A value-query storage item: its value, or the type's default when absent (as the
     /// runtime reads it).
-    async fn fetch_or_default<K, V>(
+    pub(crate) async fn fetch_or_default<K, V>(
         &self,
         pallet: &str,
         entry: &str,
@@ -269,7 +260,7 @@ impl Chain {
 
     /// A round-protocol type (`synod-protocol`): the value's SCALE bytes decoded with the
     /// type's `Decode`, the one the runtime encodes with.
-    async fn fetch_scale<K, V>(
+    pub(crate) async fn fetch_scale<K, V>(
         &self,
         pallet: &str,
         entry: &str,
@@ -360,287 +351,6 @@ impl Chain {
                 .block_number())
         })
         .await
-    }
-
-    /// `TrainingPools.Pools(pool)`.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn pool(&self, pool: u32) -> Result<Option<PoolInfo>, ChainError> {
-        self.fetch("TrainingPools", "Pools", (pool,)).await
-    }
-
-    /// `TrainingPools.NextPoolId`: the id the next `create_pool` gets.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn next_pool_id(&self) -> Result<u32, ChainError> {
-        self.fetch_or_default::<(), u32>("TrainingPools", "NextPoolId", ())
-            .await
-    }
-
-    /// The pool's current members with their registrations, ascending index.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn members(&self, pool: u32) -> Result<Vec<MemberInfo>, ChainError> {
-        let list: Vec<AccountId> = self
-            .fetch_or_default("TrainingPools", "MemberList", (pool,))
-            .await?;
-        let mut out = Vec::with_capacity(list.len());
-        for account in list {
-            if let Some(record) = self
-                .fetch::<_, MemberRecord>("TrainingPools", "Members", (pool, account))
-                .await?
-            {
-                out.push(MemberInfo { account, record });
-            }
-        }
-        out.sort_by_key(|m| m.record.index);
-        Ok(out)
-    }
-
-    /// `who`'s registration in `pool`, if a member.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn member(
-        &self,
-        pool: u32,
-        who: &AccountId,
-    ) -> Result<Option<MemberRecord>, ChainError> {
-        self.fetch("TrainingPools", "Members", (pool, *who)).await
-    }
-
-    /// `TrainingPools.FormerMembers(pool, index)`: the registration of a member that left or
-    /// was dropped, while its key may still be needed.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn former_member(
-        &self,
-        pool: u32,
-        index: u32,
-    ) -> Result<Option<FormerMemberRecord>, ChainError> {
-        self.fetch("TrainingPools", "FormerMembers", (pool, index))
-            .await
-    }
-
-    /// `Checkpoints.Snapshots((pool, round))`: the participants of `round`, frozen when it
-    /// opened (ascending member index); `None` before it opens and after it is pruned (at
-    /// settlement; a voided round's is kept while its stake is slashable, see
-    /// `Checkpoints.KeptSnapshots`).
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn round_snapshot(
-        &self,
-        pool: u32,
-        round: u32,
-    ) -> Result<Option<Vec<Participant>>, ChainError> {
-        self.fetch_scale("Checkpoints", "Snapshots", ((pool, round),))
-            .await
-    }
-
-    /// `Checkpoints.FinalCheckpoints(pool, round)`.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn final_checkpoint(
-        &self,
-        pool: u32,
-        round: u32,
-    ) -> Result<Option<FinalCheckpoint>, ChainError> {
-        self.fetch("Checkpoints", "FinalCheckpoints", (pool, round))
-            .await
-    }
-
-    /// `Checkpoints.AgreedSets((pool, round))`: the included set the chain fixed for open
-    /// `round` after its members' sets split (`synod_protocol::agreement`), ascending member
-    /// indices; `None` if the round has not split (or is closed).
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn agreed_set(&self, pool: u32, round: u32) -> Result<Option<Vec<u32>>, ChainError> {
-        self.fetch_scale("Checkpoints", "AgreedSets", ((pool, round),))
-            .await
-    }
-
-    /// `Checkpoints.LastFinal(pool)`: the last final round and its hash.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn last_final(&self, pool: u32) -> Result<Option<(u32, [u8; 32])>, ChainError> {
-        self.fetch("Checkpoints", "LastFinal", (pool,)).await
-    }
-
-    /// Whether `round` of `pool` was voided (`Checkpoints.Voided`).
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn voided(&self, pool: u32, round: u32) -> Result<bool, ChainError> {
-        Ok(self
-            .fetch::<_, u32>("Checkpoints", "Voided", (pool, round))
-            .await?
-            .is_some())
-    }
-
-    /// `Checkpoints.KeptSnapshots(pool)`: the voided rounds whose snapshot is kept for
-    /// equivocation reports, each with the block from which it no longer counts (its stake may
-    /// be withdrawn), oldest first; empty if none.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn kept_snapshots(&self, pool: u32) -> Result<Vec<(u32, u32)>, ChainError> {
-        Ok(self
-            .fetch_scale("Checkpoints", "KeptSnapshots", (pool,))
-            .await?
-            .unwrap_or_default())
-    }
-
-    /// `Rewards.Claimable(pool, who)`, in planck.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn claimable(&self, pool: u32, who: &AccountId) -> Result<u128, ChainError> {
-        self.fetch_or_default("Rewards", "Claimable", (pool, *who))
-            .await
-    }
-
-    /// Final rounds of `pool` whose rewards are not settled yet (`Rewards.Unsettled` entries).
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`].
-    pub async fn unsettled_rounds(&self, pool: u32) -> Result<usize, ChainError> {
-        self.retrying("Rewards.Unsettled", |api| async move {
-            let at = api.at_current_block().await.map_err(ChainError::rpc)?;
-            let addr = subxt::dynamic::storage::<(u32, u32), subxt::dynamic::Value>(
-                "Rewards",
-                "Unsettled",
-            );
-            let mut it = at
-                .storage()
-                .iter(addr, (pool,))
-                .await
-                .map_err(ChainError::rpc)?;
-            let mut n = 0;
-            while let Some(e) = it.next().await {
-                e.map_err(ChainError::rpc)?;
-                n += 1;
-            }
-            Ok(n)
-        })
-        .await
-    }
-
-    /// `Challenges.NextChallengeId`: the id the next challenge gets (ids count from 0).
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn next_challenge_id(&self) -> Result<u32, ChainError> {
-        self.fetch_or_default::<(), u32>("Challenges", "NextChallengeId", ())
-            .await
-    }
-
-    /// `Challenges.OpenChallenges(id)`: `None` once resolved (or never opened).
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn challenge(&self, id: u32) -> Result<Option<ChallengeInfo>, ChainError> {
-        self.fetch("Challenges", "OpenChallenges", (id,)).await
-    }
-
-    /// `Challenges.Votes(id, who)`: `who`'s vote on challenge `id` (`true` = guilty).
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn vote_of(&self, id: u32, who: &AccountId) -> Result<Option<bool>, ChainError> {
-        self.fetch("Challenges", "Votes", (id, *who)).await
-    }
-
-    /// `Challenges.OpenAgainst((pool, round, who))`: challenges open against that contribution.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn open_against(
-        &self,
-        pool: u32,
-        round: u32,
-        who: &AccountId,
-    ) -> Result<u32, ChainError> {
-        self.fetch_or_default::<_, u32>("Challenges", "OpenAgainst", ((pool, round, *who),))
-            .await
-    }
-
-    /// `Challenges.Verdicts(pool, round, who)`: the verdict on that contribution, if any.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn verdict(
-        &self,
-        pool: u32,
-        round: u32,
-        who: &AccountId,
-    ) -> Result<Option<Verdict>, ChainError> {
-        self.fetch_scale("Challenges", "Verdicts", (pool, round, *who))
-            .await
-    }
-
-    /// `Challenges.Equivocations(pool, round, who)`: the two payload digests `who` was
-    /// proved to have signed for that round, if reported.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn equivocation(
-        &self,
-        pool: u32,
-        round: u32,
-        who: &AccountId,
-    ) -> Result<Option<([u8; 32], [u8; 32])>, ChainError> {
-        self.fetch_scale("Challenges", "Equivocations", (pool, round, *who))
-            .await
-    }
-
-    /// `Challenges.Jurors`: the registered jurors.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn jurors(&self) -> Result<Vec<AccountId>, ChainError> {
-        self.fetch_or_default::<(), Vec<AccountId>>("Challenges", "Jurors", ())
-            .await
-    }
-
-    /// `who`'s free balance, in planck.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn free_balance(&self, who: &AccountId) -> Result<u128, ChainError> {
-        Ok(self
-            .fetch::<_, AccountInfo>("System", "Account", (*who,))
-            .await?
-            .map_or(0, |a| a.data.free))
-    }
-
-    /// `who`'s next nonce at the finalized head.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn nonce(&self, who: &AccountId) -> Result<u32, ChainError> {
-        Ok(self
-            .fetch::<_, AccountInfo>("System", "Account", (*who,))
-            .await?
-            .map_or(0, |a| a.nonce))
-    }
-
-    /// `who`'s active bonded stake, in planck.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn active_stake(&self, who: &AccountId) -> Result<u128, ChainError> {
-        Ok(self
-            .fetch::<_, Ledger>("TrainerStaking", "Ledger", (*who,))
-            .await?
-            .map_or(0, |l| l.active))
     }
 
     /// Follows finalized blocks from now on: one [`FinalizedBlock`] per block (with its Synod

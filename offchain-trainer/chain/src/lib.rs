@@ -21,6 +21,7 @@ pub mod calls;
 pub mod client;
 pub mod error;
 pub mod events;
+pub mod storage;
 pub mod submit;
 pub mod types;
 

@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use synod_chain::calls;
 use synod_diloco::Contribution;
 
-use super::rounds::Pending;
+use super::settle::Pending;
 use super::Trainer;
 use crate::event::TrainerEvent;
 

@@ -30,12 +30,14 @@
 
 mod agreed;
 mod catch_up;
+mod commit;
 mod ctx;
 mod duty;
 mod exchange_set;
 mod fault;
 mod join;
 mod rounds;
+mod settle;
 
 use ctx::Ctx;
 use join::{log_chain_events, register};

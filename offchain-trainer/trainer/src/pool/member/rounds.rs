@@ -1,79 +1,34 @@
-//! The rounds: optimistic inner phase, confirmation of the parent, exchange, outer step,
-//! background commit; then the end of the pool.
+//! The round loops, plain and overlapped: each round's inner phase (with its Proof-of-Learning
+//! trace), confirmation of the parent, then [`super::commit`] and [`super::settle`].
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
-use synod_chain::calls;
-use synod_chain::types::PoolStatus;
+use anyhow::{anyhow, bail, Result};
 use synod_checkpoint::CheckpointHash;
 use synod_codec::EncodeOptions;
 use synod_diloco::{AggregationRule, Contribution, DilocoError, InnerReport, OuterState};
 use synod_model::TchInnerTrainer;
-use synod_p2p::{all_gather, Client, ExchangeConfig, ExchangeOutcome};
-use tokio::task::JoinHandle;
+use synod_p2p::{Client, ExchangeConfig};
 
+use super::settle::{Closed, Pending, NOT_COMMITTED};
 use super::Trainer;
-use crate::chain_args::Fault;
-use crate::event::TrainerEvent;
-use crate::plot::{loss_vs_tokens, Curve};
 use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::Retained;
 use crate::train::RoundRecord;
 use synod_diloco::residual::NO_RESIDUAL;
 
-/// How a round ended on-chain.
-#[derive(Debug, PartialEq, Eq)]
-enum Closed {
-    Final(CheckpointHash),
-    Voided,
-}
-
-/// Our checkpoint of a round whose commit is in flight.
-pub(super) struct Pending {
-    pub round: u32,
-    pub hash: CheckpointHash,
-    commit: JoinHandle<Result<(), String>>,
-    /// The included set we aggregated and committed (ascending member indices).
-    pub included: Vec<u32>,
-    /// blake3 of θ_{round−1}, the checkpoint the outer step was applied to.
-    pub parent: CheckpointHash,
-    /// blake3 of the checkpoint our inner phase started from ([`Trainer::inner_start`]): the
-    /// key our own payload is kept under.
-    pub start: CheckpointHash,
-    /// The round's snapshot stakes (planck), the aggregation rule's weights.
-    pub stakes: Vec<u128>,
-}
-
-/// What the chain says of a round we committed.
-enum Step {
-    Closed(Closed),
-    /// The members' included sets split and the chain fixed this one, which is not ours; with
-    /// the final hash when the round is already final over it (we commit it late).
-    Agreed(Vec<u32>, Option<CheckpointHash>),
-}
-
-/// How many times we try to commit over an agreed (or final) set other than ours.
-const RECOMMIT_TRIES: u32 = 3;
-
-/// The hash of a [`Pending`] round for which we commit nothing: our aggregate could not be
-/// applied ([`synod_diloco::DilocoError::NonFinite`], nothing decodable). No checkpoint hashes
-/// to it (blake3 of anything is 32 zero bytes with probability 2⁻²⁵⁶).
-const NOT_COMMITTED: CheckpointHash = [0; 32];
-
 /// What every round of one `train` call shares.
 pub(super) struct RoundCtx {
-    codec: EncodeOptions,
-    rule: AggregationRule,
-    xcfg: ExchangeConfig,
+    pub(super) codec: EncodeOptions,
+    pub(super) rule: AggregationRule,
+    pub(super) xcfg: ExchangeConfig,
     /// A member's empty error-feedback memory, for dense codecs (never filled); a sparse
     /// pool's rounds each get theirs ([`Trainer::round_feedback`]).
-    feedback: synod_diloco::ErrorFeedback,
+    pub(super) feedback: synod_diloco::ErrorFeedback,
     /// Tokens of one inner step's batch.
-    batch_tokens: u64,
+    pub(super) batch_tokens: u64,
     /// Inner steps whose full state goes into our Proof-of-Learning trace (empty: no trace).
-    boundaries: Vec<u32>,
+    pub(super) boundaries: Vec<u32>,
 }
 
 /// Our payload of a round computed ahead (overlapped rounds) from checkpoint `start`.
@@ -191,125 +146,6 @@ impl Trainer {
                 );
             })
             .ok()
-    }
-
-    /// Waits for our commit of `p` to be processed and for the round to close on-chain; if the
-    /// members' included sets split and the chain fixes another set than ours, aggregates that
-    /// one and commits again ([`Trainer::recommit`]).
-    fn settle(&mut self, mut p: Pending) -> Result<Closed> {
-        let failure = match self.ctx.block_on(&mut p.commit) {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(format!("commit failed: {e}")),
-            Err(e) => Some(format!("commit task failed: {e}")),
-        };
-        if let Some(e) = &failure {
-            tracing::warn!(round = p.round, "{e}");
-        }
-        self.metrics.emit(&TrainerEvent::Commit {
-            outcome: if failure.is_some() { "failed" } else { "ok" }.into(),
-            error: failure,
-            hash: synod_checkpoint::hex(&p.hash),
-            round: p.round,
-        })?;
-        let (pool, round, me) = (self.ctx.pool, p.round, self.ctx.me);
-        // A member of `--fault late` withholds its commit: it does not commit again either.
-        let mut tries_left = if self.ctx.a.fault == Some(Fault::Late) {
-            0
-        } else {
-            RECOMMIT_TRIES
-        };
-        // Our second commit's checkpoint, once the chain took it.
-        let mut second: Option<CheckpointHash> = None;
-        let closed = loop {
-            let chain = &self.ctx.chain;
-            let may = tries_left > 0 && second.is_none();
-            let step = self.ctx.block_on(chain.wait_for(
-                "the round to close",
-                Duration::from_secs(3600),
-                || async {
-                    if let Some(f) = chain.final_checkpoint(pool, round).await? {
-                        // Final over another set that holds our payload (a split round is
-                        // final once quorum has committed again): commit it late, to be paid.
-                        if may
-                            && f.hash != p.hash
-                            && f.included != p.included
-                            && f.included.contains(&me)
-                        {
-                            return Ok(Some(Step::Agreed(f.included, Some(f.hash))));
-                        }
-                        return Ok(Some(Step::Closed(Closed::Final(f.hash))));
-                    }
-                    if chain.voided(pool, round).await? {
-                        return Ok(Some(Step::Closed(Closed::Voided)));
-                    }
-                    if may {
-                        if let Some(agreed) = chain.agreed_set(pool, round).await? {
-                            if agreed != p.included {
-                                return Ok(Some(Step::Agreed(agreed, None)));
-                            }
-                        }
-                    }
-                    Ok(None)
-                },
-            ))?;
-            match step {
-                Step::Closed(c) => break c,
-                Step::Agreed(set, expect) => {
-                    tries_left -= 1;
-                    match self.recommit(&p, &set, expect) {
-                        Ok(h) => second = Some(h),
-                        Err(e) => {
-                            tracing::warn!(round, "cannot commit over the agreed set: {e:#}");
-                            self.metrics.emit(&TrainerEvent::Recommit {
-                                agreed: set,
-                                error: Some(format!("{e:#}")),
-                                fetched: None,
-                                hash: None,
-                                outcome: "failed".into(),
-                                round,
-                            })?;
-                        }
-                    }
-                }
-            }
-        };
-        let detail = match &closed {
-            Closed::Final(h) if *h == p.hash => "final: our checkpoint".to_string(),
-            Closed::Final(h) if Some(*h) == second => {
-                "final: our checkpoint over the agreed included set".to_string()
-            }
-            Closed::Final(h) => {
-                format!("final at {} (ours lost the vote)", synod_checkpoint::hex(h))
-            }
-            Closed::Voided => "voided".to_string(),
-        };
-        self.metrics.emit(&TrainerEvent::Closed {
-            round,
-            hash: synod_checkpoint::hex(&p.hash),
-            detail,
-        })?;
-        for ours in std::iter::once(p.hash).chain(second) {
-            if closed == Closed::Final(ours) {
-                self.keep_serving_final(ours, None)?;
-            } else {
-                self.ctx.store.remove(&ours);
-            }
-        }
-        Ok(closed)
-    }
-
-    /// Keeps the included set's payloads and signed announcements of `round` for verification.
-    ///
-    /// # Errors
-    /// The duty worker has stopped ([`super::duty::DutyHandle::verify`]).
-    fn retain(&mut self, round: u32, ex: &ExchangeOutcome) -> Result<()> {
-        for c in ex.included.iter().filter(|c| c.member != self.ctx.me) {
-            let ann = ex.announcements.get(&c.member).map(|a| a.as_slice());
-            if let Err(e) = self.ctx.retained.save(round, c.member, &c.payload, ann) {
-                tracing::warn!(round, member = c.member, "cannot keep evidence: {e}");
-            }
-        }
-        self.duties.verify(round)
     }
 
     /// Trains until the pool's last round; returns the last round we computed.
@@ -568,211 +404,5 @@ impl Trainer {
             last = r;
         }
         Ok(last)
-    }
-
-    /// Keeps our payload `mine` of round `r`, computed from checkpoint `start`, before it is
-    /// announced — or, recomputed after a restart, swaps in the one kept then.
-    fn keep_own(&mut self, r: u32, start: &CheckpointHash, mine: &mut Contribution) -> Result<()> {
-        // We sign one payload per round. It is kept before it is announced, so that,
-        // restarted mid-round, we serve these very bytes again (`catch_up`) instead of
-        // leaving peers waiting for a payload nobody holds; and a kept one wins over a
-        // recomputation, which another thread count or device may round differently (two
-        // signed payloads for one round read as equivocation).
-        // Announcing a payload we could not keep would risk a second, different one after
-        // a restart: an equivocation, slashed on-chain. A member that cannot write its
-        // evidence directory stops instead.
-        match self.ctx.retained.own(r, self.ctx.me, start) {
-            Some(kept) => {
-                // Recomputed after a restart: the kept payload's trace is the one we serve.
-                self.ctx.forget_trace(r, &mine.payload, Some(&kept));
-                self.ctx.serve_trace(r, &kept);
-                mine.payload = Arc::new(kept);
-            }
-            None => {
-                // A payload kept for r from another start is dead: so is its trace (but
-                // not the states ours shares with it: same θ, other momentum).
-                if let Some(old) = self.ctx.retained.payload(r, self.ctx.me) {
-                    self.ctx.forget_trace(r, &old, Some(&mine.payload));
-                }
-                self.ctx
-                    .retained
-                    .save_own(r, self.ctx.me, start, &mine.payload)
-                    .with_context(|| {
-                        format!("keeping our payload of round {r} before announcing it")
-                    })?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Round `r` from our payload `mine` (computed from checkpoint `start`): all-gathers the
-    /// included set, keeps its evidence, applies the outer step to `state` (θ_{r−1}, blake3
-    /// `parent`) with the snapshot's `stakes`, serves the checkpoint and commits it in the
-    /// background. Returns the pending commit and the round's record (without its inner
-    /// phase's figures and validation loss).
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the round's inputs, each used once"
-    )]
-    fn exchange_and_commit(
-        &mut self,
-        r: u32,
-        mine: Contribution,
-        state: &mut OuterState,
-        parent: CheckpointHash,
-        start: CheckpointHash,
-        stakes: Vec<u128>,
-        ctx: &RoundCtx,
-    ) -> Result<(Pending, RoundRecord)> {
-        let payload_bytes = mine.payload.len() as u64;
-        let sp = super::spinner(
-            self.ctx.a.quiet,
-            format!("round {r}: exchanging pseudo-gradients (fetching the members' payloads)"),
-        );
-        let ex = self
-            .ctx
-            .block_on(all_gather(&self.ctx.client, r, mine.payload, ctx.xcfg));
-        sp.finish_and_clear();
-        let ex = ex?;
-        let received: u64 = ex
-            .included
-            .iter()
-            .filter(|c| c.member != self.ctx.me)
-            .map(|c| c.payload.len() as u64)
-            .sum();
-        self.metrics.emit(&TrainerEvent::Exchange {
-            bytes_received: received,
-            peers_connected: self.ctx.client.snapshot().connected.len() as u64,
-            round: r,
-        })?;
-        self.retain(r, &ex)?;
-        let t_outer = Instant::now();
-        let included = crate::train::net::contributions(&ex.included);
-        let outcome = match state.apply(&included, ctx.rule.aggregator(Some(&stakes)).as_ref()) {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                // A peer's payload (a `mean` pool's outer gradient too large for f32) or the
-                // exchange left nothing to apply: we commit nothing, θ stays as it was, and we
-                // wait for the chain's outcome of the round like a member whose commit failed.
-                tracing::warn!(round = r, "not committing round {r}: {e}");
-                let reason = format!("not committed: {e}");
-                let rec = RoundRecord {
-                    bytes_sent_per_worker: payload_bytes,
-                    exchange_secs: ex.secs,
-                    excluded: ex.excluded,
-                    ..self.blank(r)
-                };
-                let pending = Pending {
-                    round: r,
-                    hash: NOT_COMMITTED,
-                    commit: self.ctx.rt.spawn(async move { Err(reason) }),
-                    included: Vec::new(),
-                    parent,
-                    start,
-                    stakes,
-                };
-                return Ok((pending, rec));
-            }
-        };
-        self.ctx.store.put(&outcome.checkpoint)?;
-        self.ctx.block_on(
-            self.ctx
-                .client
-                .serve_checkpoint(Arc::new(outcome.checkpoint)),
-        )?;
-        let outer_secs = t_outer.elapsed().as_secs_f64();
-        self.tokens +=
-            outcome.included.len() as u64 * u64::from(self.ctx.inner_steps) * ctx.batch_tokens;
-        let rec = RoundRecord {
-            bytes_sent_per_worker: payload_bytes,
-            checkpoint_hash: Some(synod_checkpoint::hex(&outcome.hash)),
-            included: outcome.included.clone(),
-            outer_secs,
-            exchange_secs: ex.secs,
-            excluded: ex.excluded,
-            ..self.blank(r)
-        };
-        let (chain, signer, pool, hash, included) = (
-            self.ctx.chain.clone(),
-            self.ctx.signer.clone(),
-            self.ctx.pool,
-            outcome.hash,
-            outcome.included.clone(),
-        );
-        let withhold = self.ctx.a.fault == Some(Fault::Late);
-        let commit = self.ctx.rt.spawn(async move {
-            if withhold {
-                return Ok(());
-            }
-            match chain
-                .submit(&calls::commit_checkpoint(pool, r, hash, included), &signer)
-                .await
-            {
-                Ok(_) => Ok(()),
-                Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => Ok(()),
-                Err(e) => Err(e.to_string()),
-            }
-        });
-        Ok((
-            Pending {
-                round: r,
-                hash: outcome.hash,
-                commit,
-                included: outcome.included,
-                parent,
-                start,
-                stakes,
-            },
-            rec,
-        ))
-    }
-
-    /// Waits for the pool to complete, then serves until live peers have our last payload.
-    pub(super) fn finish(mut self, last: u32) -> Result<()> {
-        let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
-        let p = self.ctx.block_on(chain.wait_for(
-            "the pool to complete",
-            Duration::from_secs(3600),
-            || async {
-                Ok(chain
-                    .pool(pool)
-                    .await?
-                    .filter(|p| p.status != PoolStatus::Training))
-            },
-        ))?;
-        self.duties.finish(Duration::from_secs(3600));
-        let (f, h) = self.ctx.last_final()?;
-        if !self.curve.is_empty() {
-            let label = format!(
-                "member {} of pool {pool}, H={}",
-                self.ctx.me, self.ctx.inner_steps
-            );
-            let png = self.ctx.a.base_path.join("loss.png");
-            loss_vs_tokens(
-                &png,
-                "synod-trainer run: validation loss",
-                &[Curve {
-                    label: &label,
-                    points: &self.curve,
-                }],
-            )?;
-        }
-        let metrics = self.metrics;
-        metrics.emit(&TrainerEvent::Done {
-            final_checkpoint: synod_checkpoint::hex(&h),
-            final_checkpoint_file: self.ctx.store.path(&h),
-            last_final_round: f,
-            last_round_trained: last,
-            pool,
-            status: format!("{:?}", p.status),
-        })?;
-        let dead_after = ExchangeConfig::default().dead_after;
-        self.ctx.rt.block_on(synod_p2p::finish(
-            &self.ctx.client,
-            last,
-            dead_after,
-            Duration::from_secs(30),
-        ));
-        Ok(())
     }
 }

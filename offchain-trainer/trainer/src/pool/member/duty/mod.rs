@@ -30,6 +30,7 @@ use synod_protocol::{RoundState, Timeline};
 
 mod challenger;
 mod equivocation;
+mod evidence;
 mod juror;
 mod verifier;
 mod worker;

@@ -1,0 +1,197 @@
+//! One round's exchange, outer step and commit: our payload kept before it is announced, the
+//! included set all-gathered and kept as evidence, the outer step applied, and the checkpoint
+//! served and committed in the background ([`super::settle`] waits for the outcome).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use synod_chain::calls;
+use synod_checkpoint::CheckpointHash;
+use synod_diloco::{Contribution, OuterState};
+use synod_p2p::{all_gather, ExchangeOutcome};
+
+use super::rounds::RoundCtx;
+use super::settle::{Pending, NOT_COMMITTED};
+use super::Trainer;
+use crate::chain_args::Fault;
+use crate::event::TrainerEvent;
+use crate::train::RoundRecord;
+
+impl Trainer {
+    /// Keeps the included set's payloads and signed announcements of `round` for verification.
+    ///
+    /// # Errors
+    /// The duty worker has stopped ([`super::duty::DutyHandle::verify`]).
+    pub(super) fn retain(&mut self, round: u32, ex: &ExchangeOutcome) -> Result<()> {
+        for c in ex.included.iter().filter(|c| c.member != self.ctx.me) {
+            let ann = ex.announcements.get(&c.member).map(|a| a.as_slice());
+            if let Err(e) = self.ctx.retained.save(round, c.member, &c.payload, ann) {
+                tracing::warn!(round, member = c.member, "cannot keep evidence: {e}");
+            }
+        }
+        self.duties.verify(round)
+    }
+
+    /// Keeps our payload `mine` of round `r`, computed from checkpoint `start`, before it is
+    /// announced — or, recomputed after a restart, swaps in the one kept then.
+    pub(super) fn keep_own(
+        &mut self,
+        r: u32,
+        start: &CheckpointHash,
+        mine: &mut Contribution,
+    ) -> Result<()> {
+        // We sign one payload per round. It is kept before it is announced, so that,
+        // restarted mid-round, we serve these very bytes again (`catch_up`) instead of
+        // leaving peers waiting for a payload nobody holds; and a kept one wins over a
+        // recomputation, which another thread count or device may round differently (two
+        // signed payloads for one round read as equivocation).
+        // Announcing a payload we could not keep would risk a second, different one after
+        // a restart: an equivocation, slashed on-chain. A member that cannot write its
+        // evidence directory stops instead.
+        match self.ctx.retained.own(r, self.ctx.me, start) {
+            Some(kept) => {
+                // Recomputed after a restart: the kept payload's trace is the one we serve.
+                self.ctx.forget_trace(r, &mine.payload, Some(&kept));
+                self.ctx.serve_trace(r, &kept);
+                mine.payload = Arc::new(kept);
+            }
+            None => {
+                // A payload kept for r from another start is dead: so is its trace (but
+                // not the states ours shares with it: same θ, other momentum).
+                if let Some(old) = self.ctx.retained.payload(r, self.ctx.me) {
+                    self.ctx.forget_trace(r, &old, Some(&mine.payload));
+                }
+                self.ctx
+                    .retained
+                    .save_own(r, self.ctx.me, start, &mine.payload)
+                    .with_context(|| {
+                        format!("keeping our payload of round {r} before announcing it")
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Round `r` from our payload `mine` (computed from checkpoint `start`): all-gathers the
+    /// included set, keeps its evidence, applies the outer step to `state` (θ_{r−1}, blake3
+    /// `parent`) with the snapshot's `stakes`, serves the checkpoint and commits it in the
+    /// background. Returns the pending commit and the round's record (without its inner
+    /// phase's figures and validation loss).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the round's inputs, each used once"
+    )]
+    pub(super) fn exchange_and_commit(
+        &mut self,
+        r: u32,
+        mine: Contribution,
+        state: &mut OuterState,
+        parent: CheckpointHash,
+        start: CheckpointHash,
+        stakes: Vec<u128>,
+        ctx: &RoundCtx,
+    ) -> Result<(Pending, RoundRecord)> {
+        let payload_bytes = mine.payload.len() as u64;
+        let sp = super::spinner(
+            self.ctx.a.quiet,
+            format!("round {r}: exchanging pseudo-gradients (fetching the members' payloads)"),
+        );
+        let ex = self
+            .ctx
+            .block_on(all_gather(&self.ctx.client, r, mine.payload, ctx.xcfg));
+        sp.finish_and_clear();
+        let ex = ex?;
+        let received: u64 = ex
+            .included
+            .iter()
+            .filter(|c| c.member != self.ctx.me)
+            .map(|c| c.payload.len() as u64)
+            .sum();
+        self.metrics.emit(&TrainerEvent::Exchange {
+            bytes_received: received,
+            peers_connected: self.ctx.client.snapshot().connected.len() as u64,
+            round: r,
+        })?;
+        self.retain(r, &ex)?;
+        let t_outer = Instant::now();
+        let included = crate::train::net::contributions(&ex.included);
+        let outcome = match state.apply(&included, ctx.rule.aggregator(Some(&stakes)).as_ref()) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // A peer's payload (a `mean` pool's outer gradient too large for f32) or the
+                // exchange left nothing to apply: we commit nothing, θ stays as it was, and we
+                // wait for the chain's outcome of the round like a member whose commit failed.
+                tracing::warn!(round = r, "not committing round {r}: {e}");
+                let reason = format!("not committed: {e}");
+                let rec = RoundRecord {
+                    bytes_sent_per_worker: payload_bytes,
+                    exchange_secs: ex.secs,
+                    excluded: ex.excluded,
+                    ..self.blank(r)
+                };
+                let pending = Pending {
+                    round: r,
+                    hash: NOT_COMMITTED,
+                    commit: self.ctx.rt.spawn(async move { Err(reason) }),
+                    included: Vec::new(),
+                    parent,
+                    start,
+                    stakes,
+                };
+                return Ok((pending, rec));
+            }
+        };
+        self.ctx.store.put(&outcome.checkpoint)?;
+        self.ctx.block_on(
+            self.ctx
+                .client
+                .serve_checkpoint(Arc::new(outcome.checkpoint)),
+        )?;
+        let outer_secs = t_outer.elapsed().as_secs_f64();
+        self.tokens +=
+            outcome.included.len() as u64 * u64::from(self.ctx.inner_steps) * ctx.batch_tokens;
+        let rec = RoundRecord {
+            bytes_sent_per_worker: payload_bytes,
+            checkpoint_hash: Some(synod_checkpoint::hex(&outcome.hash)),
+            included: outcome.included.clone(),
+            outer_secs,
+            exchange_secs: ex.secs,
+            excluded: ex.excluded,
+            ..self.blank(r)
+        };
+        let (chain, signer, pool, hash, included) = (
+            self.ctx.chain.clone(),
+            self.ctx.signer.clone(),
+            self.ctx.pool,
+            outcome.hash,
+            outcome.included.clone(),
+        );
+        let withhold = self.ctx.a.fault == Some(Fault::Late);
+        let commit = self.ctx.rt.spawn(async move {
+            if withhold {
+                return Ok(());
+            }
+            match chain
+                .submit(&calls::commit_checkpoint(pool, r, hash, included), &signer)
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
+        });
+        Ok((
+            Pending {
+                round: r,
+                hash: outcome.hash,
+                commit,
+                included: outcome.included,
+                parent,
+                start,
+                stakes,
+            },
+            rec,
+        ))
+    }
+}

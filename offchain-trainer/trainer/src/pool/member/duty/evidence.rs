@@ -1,0 +1,234 @@
+//! Fetching the evidence a check needs from the member that holds it: a sparse payload's
+//! residuals and the Proof-of-Learning trace states of its sampled segments, waiting for them
+//! only as long as the challenge window leaves after the round's other checks.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use synod_chain::types::AccountId;
+use synod_diloco::residual::{commitments_of, NO_RESIDUAL};
+
+use super::DutyWorker;
+use super::*;
+use crate::pool::verify::carried::expected_carried_in;
+use crate::pool::verify::prefetch::{prefetch_states, wanted_states};
+use crate::pool::verify::replay::Residuals;
+
+impl DutyWorker {
+    /// `member`'s error-feedback residuals for its sparse payload `claimed` of `round`
+    /// ([`Residuals`]; empty for a dense codec): its `carried_in` checked against the rule
+    /// ([`expected_carried_in`], from the final included set of round − 1 and the payload of
+    /// round − 1 we kept), both residuals taken from `fetched` (a verifier's prefetch,
+    /// [`DutyWorker::prefetch_trace_states`]) or else fetched from their author (only it keeps
+    /// them), checked against their hashes.
+    ///
+    /// # Errors
+    /// Chain RPC failures.
+    pub(super) fn residuals_of(
+        &self,
+        round: u32,
+        member: u32,
+        claimed: &[u8],
+        fetched: Option<&FetchedStates>,
+    ) -> Result<std::result::Result<Residuals, Unusable>> {
+        if !self.ctx.a.recipe.outer.wire.sparse() {
+            return Ok(Ok(Residuals::default()));
+        }
+        let Ok(Some(c)) = commitments_of(member, claimed) else {
+            return Ok(Err(Unusable::Dishonest));
+        };
+        let included_prev = self.ctx.final_included(round.saturating_sub(1))?;
+        match expected_carried_in(&self.ctx.retained, round, member, &included_prev) {
+            Some(h) if h != c.carried_in => {
+                tracing::warn!(
+                    round,
+                    member,
+                    "the payload carries in a residual the rule does not name"
+                );
+                return Ok(Err(Unusable::Dishonest));
+            }
+            Some(_) => {}
+            None => {
+                tracing::info!(
+                    round,
+                    member,
+                    "its payload of round {} is not kept: cannot check the residual it carries in",
+                    round.saturating_sub(1)
+                );
+                return Ok(Err(Unusable::Unknown));
+            }
+        }
+        let fetch = |h: [u8; 32]| -> std::result::Result<Option<Vec<u8>>, Unusable> {
+            if h == NO_RESIDUAL {
+                return Ok(None);
+            }
+            let bytes = match fetched {
+                Some(states) => states.get(&h).and_then(|p| std::fs::read(p).ok()),
+                None => self.fetch_state(member, h),
+            };
+            match bytes {
+                Some(b) if synod_checkpoint::hash(&b) == h => Ok(Some(b)),
+                _ => Err(Unusable::Unserved),
+            }
+        };
+        Ok((|| {
+            Ok(Residuals {
+                carried_in: fetch(c.carried_in)?,
+                carried_out: fetch(c.carried_out)?,
+            })
+        })())
+    }
+
+    /// Member `member`'s libp2p peer id: from the member list, or, for a member that has left
+    /// the pool since (its evidence is still served until its windows close), from the
+    /// chain's record of former members.
+    pub(super) fn peer_of(&self, member: u32) -> Option<synod_p2p::PeerId> {
+        let bytes = match self.members.iter().find(|m| m.record.index == member) {
+            Some(m) => m.record.peer_id.clone(),
+            None => {
+                self.ctx
+                    .block_on(self.ctx.chain.former_member(self.ctx.pool, member))
+                    .ok()
+                    .flatten()?
+                    .peer_id
+            }
+        };
+        synod_p2p::PeerId::from_bytes(&bytes).ok()
+    }
+
+    /// The residual with blake3 `hash` from `member`, who alone serves it (a juror's fetch;
+    /// verifiers prefetch theirs): waits [`STATE_FETCH`] plus its transfer at 10 MB/s; `None`
+    /// if it did not come.
+    pub(super) fn fetch_state(&self, member: u32, hash: [u8; 32]) -> Option<Vec<u8>> {
+        let peer = self.peer_of(member)?;
+        let max = self.ctx.recipe.max_residual_bytes;
+        let within = STATE_FETCH + Duration::from_secs(max / 10_000_000);
+        // The timer is made inside the runtime (tokio's timers need its context).
+        let fetched = self.ctx.rt.block_on(async {
+            tokio::time::timeout(within, self.ctx.client.fetch_checkpoint(peer, hash, max)).await
+        });
+        match fetched {
+            Ok(Ok(bytes)) => Some(bytes),
+            Ok(Err(e)) => {
+                tracing::info!(member, "residual {}: {e}", synod_checkpoint::hex(&hash));
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// How long the trace states of `checks` checks may be waited for when the finalized
+    /// head is block `now` and challenges close at block `until`: what the window leaves,
+    /// less [`LAG_BLOCKS`](synod_diloco::budget::LAG_BLOCKS) (the chain's head runs ahead of
+    /// `now`, and a challenge is included a block after it is sent), after every check's
+    /// segments and whole replay at twice this machine's idle step time (the replays share
+    /// its cores with the inner phase); at least [`MIN_STATE_WAIT`]. An author that withholds
+    /// its states forces the whole replay; waiting for them longer would let it outlast the
+    /// window.
+    pub(super) fn state_wait(&self, now: u64, until: u64, checks: usize) -> Duration {
+        let blocks = until
+            .saturating_sub(now)
+            .saturating_sub(synod_diloco::budget::LAG_BLOCKS);
+        let left = blocks as f64 * self.ctx.block_secs;
+        let h = self.ctx.inner_steps;
+        let load = synod_diloco::budget::VerifyLoad {
+            inner_steps: h,
+            segment_len: synod_diloco::verify::segment_len(h, self.ctx.a.recipe.trace_segments),
+            verify_segments: self.ctx.a.verify_segments,
+            contributions: u32::try_from(checks).unwrap_or(u32::MAX),
+            trace_segments: self.ctx.a.recipe.trace_segments,
+            state_bytes: 0,
+            residual_bytes: 0,
+        };
+        let replays = 2.0 * load.replayed_steps() as f64 * self.ctx.step_secs;
+        let secs = left - replays;
+        if secs.is_finite() {
+            Duration::from_secs_f64(secs.clamp(MIN_STATE_WAIT.as_secs_f64(), 1e6))
+        } else {
+            MIN_STATE_WAIT
+        }
+    }
+
+    /// The trace states that the segment checks `checks` ((account, member, drawn segments))
+    /// of `round` need, fetched from their authors side by side ([`prefetch_states`]) into
+    /// [`Retained::fetched_dir`](crate::pool::verify::Retained::fetched_dir): each state gets
+    /// at most [`STATE_FETCH`] plus its transfer at 10 MB/s, the whole round twice that plus
+    /// [`CHECK_BUDGET`], however many authors stall, and all of it at most `cap`
+    /// ([`DutyWorker::state_wait`]). Contributions already replayed whole, not kept, or
+    /// without a trace of this pool's segments need nothing. Returns each received state's
+    /// file by blake3.
+    pub(super) fn prefetch_trace_states(
+        &self,
+        round: u32,
+        checks: &[(AccountId, u32, Vec<u32>)],
+        cap: Duration,
+    ) -> FetchedStates {
+        let boundaries = self
+            .ctx
+            .a
+            .recipe
+            .segment_boundaries(self.ctx.inner_steps)
+            .len();
+        let mut asked = Vec::new();
+        for (_, member, segments) in checks {
+            if self.duties.replays.contains_key(&(round, *member))
+                || self.duties.verified.contains(&(round, *member))
+            {
+                continue;
+            }
+            // Only the accused serves its states (nobody else keeps them).
+            let (Some(peer), Some(claimed)) = (
+                self.peer_of(*member),
+                self.ctx.retained.payload(round, *member),
+            ) else {
+                continue;
+            };
+            asked.push((peer, claimed, segments.clone()));
+        }
+        let sparse = self.ctx.a.recipe.outer.wire.sparse();
+        let wanted = wanted_states(asked, boundaries, sparse);
+        let fetches: u64 = wanted.iter().map(|(_, h)| h.len() as u64).sum();
+        let dir = self.ctx.retained.fetched_dir(round);
+        if wanted.is_empty() {
+            return FetchedStates::new();
+        }
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            tracing::warn!(round, "cannot keep fetched trace states: {e}");
+            return FetchedStates::new();
+        }
+        let (client, max) = (self.ctx.client.clone(), self.ctx.recipe.max_state_bytes);
+        let per_state = (STATE_FETCH + Duration::from_secs(max / 10_000_000)).min(cap);
+        // The authors share our link: the round's wait grows with everything it fetches.
+        let within =
+            (2 * per_state + CHECK_BUDGET + Duration::from_secs(fetches * max / 10_000_000))
+                .min(cap);
+        self.ctx.rt.block_on(prefetch_states(
+            wanted,
+            per_state,
+            within,
+            move |peer, h| {
+                let client = client.clone();
+                let path = dir.join(format!("{}.state", synod_checkpoint::hex(&h)));
+                async move {
+                    let bytes = client
+                        .fetch_checkpoint(peer, h, max)
+                        .await
+                        .map_err(|e| tracing::info!(round, %peer, "trace state: {e}"))
+                        .ok()?;
+                    // Written whole, then renamed: a fetch cut at its deadline leaves no
+                    // partial file under the state's name (one temporary file per author: two
+                    // authors may serve the same residual at once).
+                    tokio::task::spawn_blocking(move || {
+                        let tmp = path.with_extension(format!("{peer}.tmp"));
+                        std::fs::write(&tmp, bytes)?;
+                        std::fs::rename(&tmp, &path).map(|_| path)
+                    })
+                    .await
+                    .ok()?
+                    .map_err(|e| tracing::warn!(round, "cannot keep a trace state: {e}"))
+                    .ok()
+                }
+            },
+        ))
+    }
+}
