@@ -30,7 +30,7 @@ pub use members::{Member, MemberSet};
 pub use network::{
     spawn, Announced, Client, Equivocation, NetConfig, Security, Snapshot, EQUIVOCATION_ROUNDS,
     MAX_SERVED_CHECKPOINTS, MAX_SERVED_FILES, MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS,
-    PINNED_CHECKPOINTS,
+    PINNED_CHECKPOINTS, RESERVED_PER_MEMBER,
 };
 pub use protocol::Limits;
 

@@ -803,3 +803,120 @@ fn contributions(included: &[synod_p2p::Gathered]) -> Vec<Contribution> {
         })
         .collect()
 }
+
+/// A registered member that is only a bare libp2p node: it dials `target` and opens streams on
+/// `protocol` that never send a request. Returns the streams (held open while kept) and the
+/// task driving its swarm.
+async fn silent_streams(
+    key: Keypair,
+    target: (synod_p2p::PeerId, Multiaddr),
+    protocol: libp2p::StreamProtocol,
+    n: usize,
+) -> (Vec<libp2p::Stream>, tokio::task::JoinHandle<()>) {
+    use futures::StreamExt;
+    let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
+        .with_tokio()
+        .with_tcp(
+            libp2p::tcp::Config::default(),
+            libp2p::noise::Config::new,
+            libp2p::yamux::Config::default,
+        )
+        .unwrap()
+        .with_behaviour(|_| libp2p_stream::Behaviour::new())
+        .unwrap()
+        .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(120)))
+        .build();
+    let mut control = swarm.behaviour().new_control();
+    swarm.dial(target.1).unwrap();
+    let connected = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let libp2p::swarm::SwarmEvent::ConnectionEstablished { .. } =
+                swarm.select_next_some().await
+            {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(connected.is_ok(), "a member's connection is accepted");
+    let driver = tokio::spawn(async move {
+        loop {
+            swarm.select_next_some().await;
+        }
+    });
+    let mut streams = Vec::new();
+    for _ in 0..n {
+        let open = control.open_stream(target.0, protocol.clone());
+        if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(10), open).await {
+            streams.push(s);
+        }
+    }
+    (streams, driver)
+}
+
+/// Slot exhaustion: colluding members open every stream they may to an honest member and send
+/// nothing, holding its serving slots for as long as it waits for a request (here a minute),
+/// and again after. An honest requester (a verifier fetching trace states, a juror fetching
+/// residuals, a member fetching a payload) is still served at once from the slots reserved to
+/// it, so unavailability cannot be manufactured by others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn silent_streams_of_colluding_members_cannot_take_an_honest_requesters_serving_slots() {
+    use synod_p2p::{MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS, RESERVED_PER_MEMBER};
+    // Enough colluders to take every shared slot beside their own reserved ones.
+    let attackers = MAX_SERVED_STREAMS / (MAX_SERVED_PER_PEER - RESERVED_PER_MEMBER) + 1;
+    let ids = ids(2 + attackers as u8);
+    let set = member_set(&ids);
+    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
+    cfg.heartbeat = Duration::from_millis(500);
+    cfg.limits.stall = Duration::from_secs(60);
+    let victim = spawn(cfg).unwrap();
+    let addr = victim.listen_addrs().await.into_iter().next().unwrap();
+    let victim_peer = ids[0].0.public().to_peer_id();
+    let hash = victim
+        .serve_checkpoint(Arc::new(vec![7u8; 1 << 20]))
+        .await
+        .unwrap();
+    let mut held = Vec::new();
+    for (key, _) in &ids[2..] {
+        held.push(
+            silent_streams(
+                key.clone(),
+                (victim_peer, addr.clone()),
+                synod_p2p::protocol::CHECKPOINT_PROTOCOL,
+                MAX_SERVED_PER_PEER,
+            )
+            .await,
+        );
+    }
+    let opened: usize = held.iter().map(|(s, _)| s.len()).sum();
+    assert!(
+        opened >= MAX_SERVED_STREAMS + attackers * RESERVED_PER_MEMBER,
+        "the attack opens more streams than the shared slots and its reserved ones: {opened}"
+    );
+    // Let the victim's serving loop take them all in.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let honest = start(&ids, &set, 1, ids[1].1.clone(), Some(addr)).await;
+    let t = std::time::Instant::now();
+    while !honest.snapshot().connected.contains(&victim_peer)
+        && t.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let t = std::time::Instant::now();
+    let got = tokio::time::timeout(
+        Duration::from_secs(5),
+        honest.fetch_checkpoint(victim_peer, hash, 2 << 20),
+    )
+    .await;
+    assert!(
+        matches!(&got, Ok(Ok(bytes)) if bytes.len() == 1 << 20),
+        "the honest requester was served within {:?} while the attack held its streams: {got:?}",
+        t.elapsed()
+    );
+    for (_, driver) in &held {
+        driver.abort();
+    }
+    for c in [&victim, &honest] {
+        c.shutdown().await;
+    }
+}

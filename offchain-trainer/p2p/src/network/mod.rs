@@ -35,7 +35,7 @@ pub use client::Client;
 pub use gossip::EQUIVOCATION_ROUNDS;
 pub use serve::{
     MAX_SERVED_CHECKPOINTS, MAX_SERVED_FILES, MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS,
-    PINNED_CHECKPOINTS,
+    PINNED_CHECKPOINTS, RESERVED_PER_MEMBER,
 };
 
 /// Settings of one trainer's network node.

@@ -1,6 +1,7 @@
 //! What a node serves (its payloads, relayed payloads, checkpoints, trace files) and the tasks
 //! that answer `/synod/pseudograd/2` and `/synod/checkpoint/2` streams, with admission: only
-//! registered members take a serving slot, within a bound in all and per member.
+//! registered members take a serving slot: a few reserved to each member, the rest shared
+//! within a bound in all and per member.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -35,11 +36,19 @@ pub const PINNED_CHECKPOINTS: usize = 2;
 /// then a whole replay).
 pub const MAX_SERVED_FILES: usize = 8 * synod_protocol::limits::MAX_TRACE_HASHES;
 
-/// Most transfers a node serves at once, and to one peer: a member that opens streams and never
-/// reads holds at most [`MAX_SERVED_PER_PEER`] of them, each for at most its
-/// [`Limits::body_time`].
+/// Serving slots that every registered member holds for itself: a member with fewer than
+/// this many transfers open is always admitted, whatever the others hold, so colluding members
+/// that open streams and never send a request cannot make a node unavailable to anyone else
+/// (its exchange fetch, a verifier's trace states, a juror's residuals and a catch-up
+/// checkpoint each fit in one). At most `RESERVED_PER_MEMBER × (members − 1)` slots.
+pub const RESERVED_PER_MEMBER: usize = 4;
+/// Slots shared by all members beyond their reserved ones, first come first served: a
+/// member's transfers past [`RESERVED_PER_MEMBER`] take one, up to [`MAX_SERVED_PER_PEER`] in
+/// all. A node therefore serves at most `MAX_SERVED_STREAMS + RESERVED_PER_MEMBER × (members −
+/// 1)` transfers at once, each for at most its [`Limits::body_time`] (a stream that sends no
+/// request is dropped after [`Limits::stall`]).
 pub const MAX_SERVED_STREAMS: usize = 64;
-/// See [`MAX_SERVED_STREAMS`].
+/// Most transfers a node serves one member at once, reserved and shared slots together.
 pub const MAX_SERVED_PER_PEER: usize = 8;
 
 /// What a node serves, shared by the event loop (heartbeats announce the payloads) and the
@@ -69,6 +78,9 @@ pub(super) struct Served {
     pub(super) streams: HashMap<PeerId, usize>,
     /// Sum of `streams`.
     pub(super) streaming: usize,
+    /// Transfers in shared slots: the sum over peers of their transfers past
+    /// [`RESERVED_PER_MEMBER`]; at most [`MAX_SERVED_STREAMS`].
+    pub(super) shared: usize,
 }
 
 impl Served {
@@ -85,6 +97,7 @@ impl Served {
             serve_own_to: None,
             streams: HashMap::new(),
             streaming: 0,
+            shared: 0,
         }
     }
 
@@ -118,24 +131,32 @@ impl Served {
         }
     }
 
-    /// Takes a serving slot for `peer` if it is a registered member and under the limits (a
-    /// non-member takes none: it cannot crowd members out).
+    /// Takes a serving slot for `peer` if it is a registered member and under the limits: one
+    /// of its [`RESERVED_PER_MEMBER`] if it holds fewer, else one of the
+    /// [`MAX_SERVED_STREAMS`] shared slots if any is free, never more than
+    /// [`MAX_SERVED_PER_PEER`] in all (a non-member takes none: it cannot crowd members out).
     pub(super) fn admit(&mut self, peer: PeerId) -> bool {
         let mine = self.streams.get(&peer).copied().unwrap_or(0);
+        let shared = mine >= RESERVED_PER_MEMBER;
         if self.members.by_peer(&peer).is_none()
-            || self.streaming >= MAX_SERVED_STREAMS
             || mine >= MAX_SERVED_PER_PEER
+            || (shared && self.shared >= MAX_SERVED_STREAMS)
         {
             return false;
         }
         self.streams.insert(peer, mine + 1);
         self.streaming += 1;
+        self.shared += usize::from(shared);
         true
     }
 
-    /// Gives back a slot [`Served::admit`] took for `peer`.
+    /// Gives back a slot [`Served::admit`] took for `peer` (a shared one while it holds more
+    /// than its reserved ones).
     fn release(&mut self, peer: PeerId) {
         if let Some(n) = self.streams.get_mut(&peer) {
+            if *n > RESERVED_PER_MEMBER {
+                self.shared -= 1;
+            }
             *n -= 1;
             self.streaming -= 1;
             if *n == 0 {
@@ -371,7 +392,10 @@ mod tests {
 
     #[test]
     fn serving_slots_are_bounded_per_member_and_in_all_and_given_back() {
-        let mut s = served(9);
+        let per_shared = MAX_SERVED_PER_PEER - RESERVED_PER_MEMBER;
+        let fillers = MAX_SERVED_STREAMS / per_shared;
+        let late = u8::try_from(fillers + 1).unwrap();
+        let mut s = served(late + 1);
         for _ in 0..MAX_SERVED_PER_PEER {
             assert!(s.admit(peer(1)));
         }
@@ -379,28 +403,34 @@ mod tests {
             !s.admit(peer(1)),
             "one member holds at most MAX_SERVED_PER_PEER"
         );
-        // 8 members × 8 = 64 = MAX_SERVED_STREAMS: the ninth member waits.
-        for i in 2..=8 {
+        // Members 1..=fillers each hold MAX_SERVED_PER_PEER: every shared slot is taken.
+        for i in 2..late {
             for _ in 0..MAX_SERVED_PER_PEER {
                 assert!(s.admit(peer(i)));
             }
         }
-        assert_eq!(s.streaming, MAX_SERVED_STREAMS);
-        assert!(!s.admit(peer(9)));
-        // A slot dropped (as a serving task does, even when it panics) is given back.
+        assert_eq!(s.shared, MAX_SERVED_STREAMS);
+        // A member holding nothing still gets its reserved slots, and no more.
+        for _ in 0..RESERVED_PER_MEMBER {
+            assert!(s.admit(peer(late)), "reserved slots are always free");
+        }
+        assert!(!s.admit(peer(late)), "no shared slot is free");
+        // A slot dropped (as a serving task does, even when it panics) is given back: a
+        // shared one here, which the late member takes.
         let shared = Arc::new(Mutex::new(s));
         drop(Slot {
             served: shared.clone(),
             peer: peer(1),
         });
         let mut s = lock(&shared);
-        assert_eq!(s.streaming, MAX_SERVED_STREAMS - 1);
-        assert!(s.admit(peer(9)));
-        for i in 1..=9 {
+        assert_eq!(s.shared, MAX_SERVED_STREAMS - 1);
+        assert!(s.admit(peer(late)));
+        assert_eq!(s.shared, MAX_SERVED_STREAMS);
+        for i in 1..=late {
             while s.streams.contains_key(&peer(i)) {
                 s.release(peer(i));
             }
         }
-        assert!(s.streams.is_empty() && s.streaming == 0);
+        assert!(s.streams.is_empty() && s.streaming == 0 && s.shared == 0);
     }
 }
