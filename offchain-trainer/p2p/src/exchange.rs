@@ -10,10 +10,14 @@
 //! been silent for `dead_after` (10 s), has answered "not found" for the payload it announced
 //! and no relay has delivered it within `dead_after` of that answer (a member that heartbeats
 //! but never delivers), or has moved on to a later round without announcing this one (a member
-//! re-joining after a restart), or at the deadline. A failed fetch is retried from the author
-//! and the relays in turn. The included set is returned in member order.
+//! re-joining after a restart), or at the deadline. A payload is asked of its author first,
+//! then, while no source asked has answered, of one more member every `hedge_after` (hedged
+//! requests): the author and the other members in turn, the fetches in flight side by side;
+//! the first intact delivery wins and the others are aborted.
+//! The included set is returned in member order.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,6 +34,12 @@ pub struct ExchangeConfig {
     pub dead_after: Duration,
     /// Largest payload accepted, in bytes.
     pub max_payload_bytes: u64,
+    /// While no source asked for a payload has answered (sent its header), one more source
+    /// (the next relay) is asked every `hedge_after`, beside the ones still in flight: sources
+    /// that take a request and never answer cost this each, not their whole stall time one
+    /// after the other. A source that answers and then drips is cut by the transfer's pace
+    /// ([`crate::Limits::min_rate`]), and the next is asked.
+    pub hedge_after: Duration,
 }
 
 impl Default for ExchangeConfig {
@@ -38,6 +48,7 @@ impl Default for ExchangeConfig {
             deadline: Duration::from_secs(120),
             dead_after: Duration::from_secs(10),
             max_payload_bytes: 1 << 30,
+            hedge_after: Duration::from_secs(2),
         }
     }
 }
@@ -70,6 +81,29 @@ pub struct ExchangeOutcome {
 /// itself answered, the bytes or the error.
 type Fetched = (u32, [u8; 32], bool, Result<Vec<u8>, NetError>);
 
+/// The fetches of one author's payload in flight.
+struct Flights {
+    /// How many have not finished.
+    live: usize,
+    /// When the last one started.
+    last: Instant,
+    /// All started since the payload was last asked for afresh (finished ones included:
+    /// aborting those is a no-op), each with its flag: set while its source has answered with
+    /// the payload's header and is sending it (no more sources are asked meanwhile), cleared
+    /// when it fails.
+    handles: Vec<(tokio::task::AbortHandle, Arc<AtomicBool>)>,
+}
+
+impl Default for Flights {
+    fn default() -> Self {
+        Self {
+            live: 0,
+            last: Instant::now(),
+            handles: Vec::new(),
+        }
+    }
+}
+
 /// Whether `member` has announced a later round than `round` and nothing for `round`: it will
 /// not contribute to `round` (a member that re-joins after a restart starts at a later round).
 fn moved_on(snap: &crate::Snapshot, member: u32, round: u32) -> bool {
@@ -95,8 +129,9 @@ pub async fn all_gather(
     got.insert(client.me, payload);
     let mut failed: BTreeMap<u32, String> = BTreeMap::new();
     let mut inflight: JoinSet<Fetched> = JoinSet::new();
-    let mut started: BTreeMap<u32, Instant> = BTreeMap::new();
-    // After a failed fetch, wait this long before asking the same author again.
+    // Fetches in flight per author, and when the last of them started.
+    let mut started: BTreeMap<u32, Flights> = BTreeMap::new();
+    // After every fetch of an author's payload failed, wait this long before asking again.
     let mut retry_at: BTreeMap<u32, Instant> = BTreeMap::new();
     // Fetch attempts per author: 0 asks the author, later ones go round the relays.
     let mut attempts: BTreeMap<u32, usize> = BTreeMap::new();
@@ -112,57 +147,84 @@ pub async fn all_gather(
         let snap = client.snapshot();
         let now = Instant::now();
         for m in members.iter() {
-            if got.contains_key(&m.index)
-                || started.contains_key(&m.index)
-                || retry_at.get(&m.index).is_some_and(|t| now < *t)
-            {
+            if got.contains_key(&m.index) || retry_at.get(&m.index).is_some_and(|t| now < *t) {
                 continue;
             }
-            if let Some(p) = snap.announced.get(&(round, m.index)).map(|a| a.payload) {
-                // First from the author, then in turn from the other members (relays) and
-                // the author again: one failed fetch (a dropped stream, a busy server) does
-                // not stop us asking the one peer sure to hold it.
-                let n = attempts.entry(m.index).or_insert(0usize);
-                let sources: Vec<_> = std::iter::once(m.peer_id)
-                    .chain(
-                        members
-                            .iter()
-                            .filter(|o| o.index != m.index && o.index != client.me)
-                            .map(|o| o.peer_id),
-                    )
-                    .collect();
-                let peer = sources[*n % sources.len()];
-                *n += 1;
-                let c = client.clone();
-                let (idx, max) = (m.index, cfg.max_payload_bytes);
-                let direct = peer == m.peer_id;
-                started.insert(idx, now);
-                inflight.spawn(async move {
-                    (
-                        idx,
-                        p.digest,
-                        direct,
-                        c.fetch_payload_from(peer, idx, round, p, max).await,
-                    )
-                });
+            let Some(p) = snap.announced.get(&(round, m.index)).map(|a| a.payload) else {
+                continue;
+            };
+            // The author, then the other members (relays) and the author again, in turn:
+            // one failed or stalled fetch does not stop us asking the one peer sure to hold
+            // it, nor the others that may.
+            let sources: Vec<_> = std::iter::once(m.peer_id)
+                .chain(
+                    members
+                        .iter()
+                        .filter(|o| o.index != m.index && o.index != client.me)
+                        .map(|o| o.peer_id),
+                )
+                .collect();
+            let flights = started.entry(m.index).or_default();
+            let hedge = flights.live > 0
+                && flights.live < sources.len()
+                && !flights
+                    .handles
+                    .iter()
+                    .any(|(_, a)| a.load(Ordering::Relaxed))
+                && now.duration_since(flights.last) >= cfg.hedge_after;
+            if flights.live > 0 && !hedge {
+                continue;
             }
+            let n = attempts.entry(m.index).or_insert(0usize);
+            let peer = sources[*n % sources.len()];
+            *n += 1;
+            let c = client.clone();
+            let (idx, max) = (m.index, cfg.max_payload_bytes);
+            let direct = peer == m.peer_id;
+            flights.live += 1;
+            flights.last = now;
+            let answered = Arc::new(AtomicBool::new(false));
+            let flag = answered.clone();
+            let handle = inflight.spawn(async move {
+                let r = c
+                    .fetch_payload_signalled(peer, idx, round, p, max, Some(&answered))
+                    .await;
+                if r.is_err() {
+                    // A source that answered and then failed (cut as a drip, a wrong
+                    // digest) no longer holds more sources back.
+                    answered.store(false, Ordering::Relaxed);
+                }
+                (idx, p.digest, direct, r)
+            });
+            flights.handles.push((handle, flag));
         }
         while let Some(done) = inflight.try_join_next() {
-            if let Ok((idx, digest, direct, r)) = done {
-                match r {
-                    Ok(bytes) => {
-                        // Relay it: a peer whose fetch from the author failed can get it from us.
-                        let bytes = Arc::new(bytes);
-                        client.relay_verified(round, idx, digest, bytes.clone());
-                        got.insert(idx, bytes);
-                        failed.remove(&idx);
+            let Ok((idx, digest, direct, r)) = done else {
+                continue; // aborted: its payload was delivered by another source
+            };
+            if got.contains_key(&idx) {
+                continue;
+            }
+            match r {
+                Ok(bytes) => {
+                    // Relay it: a peer whose fetch from the author failed can get it from us.
+                    let bytes = Arc::new(bytes);
+                    client.relay_verified(round, idx, digest, bytes.clone());
+                    got.insert(idx, bytes);
+                    failed.remove(&idx);
+                    if let Some(f) = started.remove(&idx) {
+                        f.handles.iter().for_each(|(h, _)| h.abort());
                     }
-                    Err(e) => {
-                        // Retry on the next pass (the author may still be starting to serve).
-                        if direct && matches!(e, NetError::NotFound) {
-                            failing_since.entry(idx).or_insert_with(Instant::now);
-                        }
-                        failed.insert(idx, e.to_string());
+                }
+                Err(e) => {
+                    if direct && matches!(e, NetError::NotFound) {
+                        failing_since.entry(idx).or_insert_with(Instant::now);
+                    }
+                    failed.insert(idx, e.to_string());
+                    let f = started.entry(idx).or_default();
+                    f.live = f.live.saturating_sub(1);
+                    if f.live == 0 {
+                        // Retry on a later pass (the author may still be starting to serve).
                         started.remove(&idx);
                         retry_at.insert(idx, Instant::now() + Duration::from_millis(250));
                     }

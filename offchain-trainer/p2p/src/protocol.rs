@@ -218,6 +218,22 @@ pub async fn request<T: AsyncRead + AsyncWrite + Unpin>(
     expect: Expect,
     limits: Limits,
 ) -> Result<Vec<u8>, NetError> {
+    request_signalled(io, req, expect, limits, None).await
+}
+
+/// As [`request`], and sets `answered` once the server has answered with the object's header
+/// (it holds the object and is sending it): a requester that asks several sources for one
+/// object asks no more once one has answered.
+///
+/// # Errors
+/// As [`request`].
+pub async fn request_signalled<T: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut T,
+    req: &FetchRequest,
+    expect: Expect,
+    limits: Limits,
+    answered: Option<&std::sync::atomic::AtomicBool>,
+) -> Result<Vec<u8>, NetError> {
     let fail = |e: io::Error| NetError::Request(e.to_string());
     timed(limits.stall, write_frame(io, req))
         .await
@@ -225,6 +241,9 @@ pub async fn request<T: AsyncRead + AsyncWrite + Unpin>(
     let header = timed(limits.stall, read_frame(io, MAX_HEADER_FRAME))
         .await
         .map_err(fail)?;
+    if let (FetchHeader::Data { .. }, Some(a)) = (&header, answered) {
+        a.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let total = match header {
         FetchHeader::Data { total } => total,
         FetchHeader::NotFound => return Err(NetError::NotFound),

@@ -920,3 +920,66 @@ async fn silent_streams_of_colluding_members_cannot_take_an_honest_requesters_se
         c.shutdown().await;
     }
 }
+
+/// Stalling sources in a row: an author and the colluding members first in its relay order
+/// take the victim's payload requests and never answer them. Asked one source at a time, the
+/// victim would wait out its stall time (here a minute, longer than the round's deadline) on
+/// each before reaching the honest member that relays the payloads, and leave them all out.
+/// Asked by hedged requests (one more source every `hedge_after` while none has delivered),
+/// it includes every payload through the honest relay well before the deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stalling_authors_and_relays_cannot_keep_a_payload_from_a_member_an_honest_relay_serves() {
+    const VICTIM: u32 = 5;
+    let ids = ids(6);
+    let set = member_set(&ids);
+    let mut clients = Vec::new();
+    let mut boot = None;
+    for (i, (key, member_key)) in ids.iter().enumerate() {
+        let mut cfg = NetConfig::new(key.clone(), member_key.clone(), i as u32, set.clone());
+        cfg.heartbeat = Duration::from_millis(500);
+        cfg.limits.stall = Duration::from_secs(60);
+        cfg.bootnodes.extend(boot.clone());
+        let c = spawn(cfg).unwrap();
+        if boot.is_none() {
+            boot = c.listen_addrs().await.into_iter().next();
+        }
+        clients.push(c);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Members 0..=3 collude against the victim; member 4 is honest.
+    for c in &clients[..4] {
+        c.stall_payloads_to([VICTIM].into()).await.unwrap();
+    }
+    let deadline = Duration::from_secs(30);
+    let tasks: Vec<_> = clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let c = c.clone();
+            tokio::spawn(async move {
+                let cfg = ExchangeConfig {
+                    deadline,
+                    ..ExchangeConfig::default()
+                };
+                all_gather(&c, 1, payload(i as u32), cfg).await.unwrap()
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.push(t.await.unwrap());
+    }
+    let victim = &outcomes[VICTIM as usize];
+    let members: Vec<u32> = victim.included.iter().map(|g| g.member).collect();
+    assert_eq!(
+        members,
+        vec![0, 1, 2, 3, 4, 5],
+        "the victim includes every payload (excluded: {:?}) in {:.1} s",
+        victim.excluded,
+        victim.secs
+    );
+    assert!(victim.secs < deadline.as_secs_f64());
+    for c in &clients {
+        c.shutdown().await;
+    }
+}

@@ -2,6 +2,7 @@
 //! of the state it shares.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -193,6 +194,7 @@ impl Client {
         protocol: libp2p::StreamProtocol,
         req: FetchRequest,
         expect: Expect,
+        answered: Option<&AtomicBool>,
     ) -> Result<Vec<u8>, NetError> {
         let mut stream = tokio::time::timeout(
             self.limits.stall,
@@ -201,7 +203,7 @@ impl Client {
         .await
         .map_err(|_| NetError::Request("opening a stream timed out".into()))?
         .map_err(|e| NetError::Request(e.to_string()))?;
-        protocol::request(&mut stream, &req, expect, self.limits).await
+        protocol::request_signalled(&mut stream, &req, expect, self.limits, answered).await
     }
 
     /// Fetches member `member`'s payload for `round` from its registered peer, on one stream,
@@ -240,6 +242,24 @@ impl Client {
         announced: PayloadRef,
         max_bytes: u64,
     ) -> Result<Vec<u8>, NetError> {
+        self.fetch_payload_signalled(peer, member, round, announced, max_bytes, None)
+            .await
+    }
+
+    /// As [`Client::fetch_payload_from`], and sets `answered` once `peer` has answered with
+    /// the payload's header (see [`crate::protocol::request_signalled`]).
+    ///
+    /// # Errors
+    /// As [`Client::fetch_payload`].
+    pub async fn fetch_payload_signalled(
+        &self,
+        peer: PeerId,
+        member: u32,
+        round: u32,
+        announced: PayloadRef,
+        max_bytes: u64,
+        answered: Option<&AtomicBool>,
+    ) -> Result<Vec<u8>, NetError> {
         let members = self.members();
         if members.get(member).is_none() {
             return Err(NetError::NotMember(member));
@@ -258,7 +278,8 @@ impl Client {
             max: max_bytes,
             digest: announced.digest,
         };
-        self.fetch(peer, PSEUDOGRAD_PROTOCOL, req, expect).await
+        self.fetch(peer, PSEUDOGRAD_PROTOCOL, req, expect, answered)
+            .await
     }
 
     /// Serves member `member`'s verified payload for `round` to peers that could not get it
@@ -309,6 +330,7 @@ impl Client {
             CHECKPOINT_PROTOCOL,
             FetchRequest::Checkpoint { hash },
             expect,
+            None,
         )
         .await
     }
@@ -331,6 +353,18 @@ impl Client {
     /// None today; `Result` for symmetry with the other calls.
     pub async fn withhold_own_payloads(&self, to: Option<BTreeSet<u32>>) -> Result<(), NetError> {
         lock(&self.served).serve_own_to = to;
+        Ok(())
+    }
+
+    /// Fault injection (tests): takes every payload request (ours or relayed) from the members
+    /// in `to` and never answers it: those members' fetches from us stall until their own
+    /// `Limits::stall` cuts them (a seat that holds its requesters' streams; empty: answer
+    /// everyone again).
+    ///
+    /// # Errors
+    /// None today; `Result` for symmetry with the other calls.
+    pub async fn stall_payloads_to(&self, to: BTreeSet<u32>) -> Result<(), NetError> {
+        lock(&self.served).stall_to = to;
         Ok(())
     }
 

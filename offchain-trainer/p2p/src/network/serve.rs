@@ -74,6 +74,9 @@ pub(super) struct Served {
     /// Members our own payloads are served to; `None`: every member (see
     /// [`super::Client::withhold_own_payloads`]).
     pub(super) serve_own_to: Option<BTreeSet<u32>>,
+    /// Members whose payload requests we take and never answer (fault injection,
+    /// [`super::Client::stall_payloads_to`]).
+    pub(super) stall_to: BTreeSet<u32>,
     /// Transfers being served, per peer (no entry: none).
     pub(super) streams: HashMap<PeerId, usize>,
     /// Sum of `streams`.
@@ -95,6 +98,7 @@ impl Served {
             files: VecDeque::new(),
             relayed: HashMap::new(),
             serve_own_to: None,
+            stall_to: BTreeSet::new(),
             streams: HashMap::new(),
             streaming: 0,
             shared: 0,
@@ -272,7 +276,20 @@ pub(super) async fn serve_incoming(
             peer,
         };
         let tx = tx.clone();
+        let stall = !checkpoint && {
+            let s = lock(&served);
+            s.members
+                .by_peer(&peer)
+                .is_some_and(|m| s.stall_to.contains(&m.index))
+        };
+        let mut until_stopped = stopped.clone();
         tokio::spawn(async move {
+            if stall {
+                // Hold the stream unanswered until the requester gives up or we stop.
+                let _ = until_stopped.changed().await;
+                drop((stream, slot));
+                return;
+            }
             let r = protocol::respond(&mut stream, limits, |req| {
                 lock(&slot.served).answer(&peer, req, checkpoint)
             })
