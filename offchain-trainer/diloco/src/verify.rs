@@ -192,6 +192,23 @@ pub const MAX_SEGMENTS: u32 = synod_protocol::limits::MAX_TRACE_SEGMENTS;
 /// undetected by segment checks — a whole replay (what jurors run) still bounds the sum.
 pub const SEGMENT_TOLERANCE: f64 = 1e-2;
 
+/// The drift a whole inner phase accumulates if every one of its `segments_in_phase` segments
+/// drifted as far as the segments drawn did: the mean of the drawn segments' replay distances
+/// (`distances`, each [`SEGMENT_TOLERANCE`] at most) times `segments_in_phase`; 0 with none
+/// drawn. A member that bends every segment one way, each within [`SEGMENT_TOLERANCE`], passes
+/// every segment check; past [`REPLAY_TOLERANCE`] this extrapolation sends its check to a
+/// whole replay, which bounds the sum as jurors judge it. Honest segments drift ≤ 8.2·10⁻⁵
+/// apart (1 vs 2 libtorch threads), so a 16-segment trace extrapolates to ≤ 1.3·10⁻³; a trace
+/// cut into ≥ 122 segments may send an honest member's check to a whole replay (a slower
+/// check, never a wrong verdict).
+pub fn segment_drift(distances: &[f64], segments_in_phase: usize) -> f64 {
+    if distances.is_empty() {
+        return 0.0;
+    }
+    let mean = distances.iter().sum::<f64>() / distances.len() as f64;
+    mean * segments_in_phase as f64
+}
+
 /// Segment boundaries of a phase of `inner_steps` H cut into at most `segments` S segments
 /// (clamped to 1..=[`MAX_SEGMENTS`]): `0, k, 2k, …` and H itself, with `k = ⌈H / S⌉`
 /// ([`segment_len`]). Segment `i` runs from `b[i]` to `b[i + 1]`; there are `⌈H / k⌉ ≤ S` of
@@ -252,6 +269,16 @@ pub fn segment_escape_probability(segments: u32, bad: u32, samples: u32) -> f64 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segment_drift_extrapolates_the_drawn_segments_to_the_whole_phase() {
+        assert_eq!(segment_drift(&[], 16), 0.0);
+        // Honest noise over 16 segments stays far inside the whole phase's tolerance.
+        assert!(segment_drift(&[8.2e-5, 1e-5], 16) < REPLAY_TOLERANCE / 5.0);
+        // A bend of half the segment tolerance in each of 16 segments: 8× the whole tolerance.
+        let bent = segment_drift(&[SEGMENT_TOLERANCE / 2.0; 3], 16);
+        assert!((bent - 8.0 * REPLAY_TOLERANCE).abs() < 1e-12, "{bent}");
+    }
 
     #[test]
     fn default_rate_leaves_at_most_one_percent_unchecked_and_two_verifiers_expected() {

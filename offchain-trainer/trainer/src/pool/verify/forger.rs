@@ -116,3 +116,41 @@ pub(crate) fn edited(state: &ParamSet, step: u32, set: &[(&str, usize, f32)]) ->
 pub(crate) fn skipping(skip: &[u32]) -> impl FnMut(u32, &ParamSet, u32) -> Option<ParamSet> + '_ {
     move |i, s, end| skip.contains(&i).then(|| edited(s, end, &[]))
 }
+
+/// A member that bends every segment one way: it runs each segment honestly on `replica`
+/// (round `round`, segment `i` from `bounds[i]` to `bounds[i + 1]`), then moves each parameter
+/// tensor of the end state by `share` of that segment's update norm along one fixed direction
+/// (every coordinate up by the same amount), moments untouched. Each segment is then `share`
+/// from its replay ([`synod_model::segment::state_distance`]); the bias adds up over the
+/// phase.
+#[cfg(test)]
+pub(crate) fn bending<'a>(
+    replica: &'a mut TchInnerTrainer,
+    bounds: &'a [u32],
+    round: u32,
+    share: f64,
+) -> impl FnMut(u32, &ParamSet, u32) -> Option<ParamSet> + 'a {
+    move |i, s, _| {
+        let (from, to) = (*bounds.get(i as usize)?, *bounds.get(i as usize + 1)?);
+        let honest = replica.replay_segment(s, round, from, to).ok()?;
+        let mut t = honest.tensors().to_vec();
+        for (x, start) in t.iter_mut().zip(s.tensors()) {
+            if x.name == STEP_NAME
+                || x.name.starts_with(synod_model::FIRST_MOMENT_PREFIX)
+                || x.name.starts_with(synod_model::SECOND_MOMENT_PREFIX)
+            {
+                continue;
+            }
+            let norm = x
+                .data
+                .iter()
+                .zip(&start.data)
+                .map(|(a, b)| (f64::from(*a) - f64::from(*b)).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            let step = (share * norm / (x.data.len() as f64).sqrt()) as f32;
+            x.data.iter_mut().for_each(|v| *v += step);
+        }
+        ParamSet::new(t).ok()
+    }
+}

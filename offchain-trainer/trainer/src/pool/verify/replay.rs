@@ -9,7 +9,9 @@ use anyhow::{bail, Context, Result};
 use synod_checkpoint::ParamSet;
 use synod_diloco::residual::{carried_distance, residual_from_bytes, NO_RESIDUAL};
 use synod_diloco::trace::split_trace;
-use synod_diloco::verify::{replay_distance, within_tolerance, SEGMENT_TOLERANCE};
+use synod_diloco::verify::{
+    replay_distance, segment_drift, within_tolerance, REPLAY_TOLERANCE, SEGMENT_TOLERANCE,
+};
 use synod_diloco::{pseudo_gradient, DilocoError, ErrorFeedback, OuterState, PseudoGradient};
 use synod_model::segment::{params_of, plausible_state, state_distance};
 use synod_model::{load_params, TchInnerTrainer};
@@ -49,6 +51,10 @@ pub enum WholeReplay {
     Refused,
     /// The start state, the end state's payload or a drawn segment did not match.
     Mismatch,
+    /// Every drawn segment matched, but their drift extrapolated to the whole phase
+    /// ([`synod_diloco::verify::segment_drift`]) is past the whole replay's tolerance: a member
+    /// bending every segment one way within the segment tolerance.
+    Drift,
 }
 
 impl WholeReplay {
@@ -60,6 +66,7 @@ impl WholeReplay {
             Self::Unserved => "unserved",
             Self::Refused => "refused",
             Self::Mismatch => "mismatch",
+            Self::Drift => "drift",
         }
     }
 }
@@ -173,6 +180,8 @@ enum TraceCheck {
     Failed,
     /// A state was not served.
     Unserved,
+    /// Every check passed, but the segments' drift extrapolated to the phase did not.
+    Drift,
 }
 
 /// Replays inner phases of one pool's recipe, keeping one model replica between replays.
@@ -285,7 +294,8 @@ impl Replayer {
     /// fresh optimizer (rebuilt here bit for bit), its last state's θ must encode to the
     /// claimed payload, and each of `segments` (indices drawn by
     /// [`synod_diloco::verify::sampled_segments`]) must replay from its start state to its end
-    /// state within [`SEGMENT_TOLERANCE`]. States come from `fetch`. Without a trace, with a
+    /// state within [`SEGMENT_TOLERANCE`], and their drift extrapolated to the whole phase
+    /// ([`segment_drift`]) must be within [`REPLAY_TOLERANCE`]. States come from `fetch`. Without a trace, with a
     /// state nobody serves, or when any check fails, it replays the whole phase
     /// ([`Replayer::check`]) and returns that: a challenge always rests on the replay jurors
     /// run, so a member's wrong trace alone costs it nothing but never frames it. A sparse
@@ -376,6 +386,7 @@ impl Replayer {
             if !within_tolerance(worst) {
                 return Ok(TraceCheck::Failed);
             }
+            let mut drifts = Vec::with_capacity(drawn.len());
             for &i in &drawn {
                 let (Some(from), Some(to)) = (state_at(i), state_at(i + 1)) else {
                     return Ok(TraceCheck::Unserved);
@@ -386,6 +397,10 @@ impl Replayer {
                     return Ok(TraceCheck::Failed);
                 }
                 worst = worst.max(d);
+                drifts.push(d);
+            }
+            if segment_drift(&drifts, last) > REPLAY_TOLERANCE {
+                return Ok(TraceCheck::Drift);
             }
             Ok(TraceCheck::Passed(worst))
         })();
@@ -400,6 +415,7 @@ impl Replayer {
                 })
             }
             Ok(TraceCheck::Failed) => WholeReplay::Mismatch,
+            Ok(TraceCheck::Drift) => WholeReplay::Drift,
             Ok(TraceCheck::Unserved) => WholeReplay::Unserved,
             // A state that does not parse or fit the model is the accused's fault: replay whole.
             Err(e) => {

@@ -48,7 +48,7 @@ fn accomplice_sham_challenge_with_a_second_signed_payload_convicts_the_cheater()
 /// Replays on the tiny model of contributions with Proof-of-Learning traces.
 mod traced {
     use super::super::*;
-    use crate::pool::verify::forger::{edited, forged_contribution, skipping};
+    use crate::pool::verify::forger::{bending, edited, forged_contribution, skipping};
     use clap::Parser;
     use std::sync::Arc;
     use synod_diloco::byzantine::{Adversary, Attack};
@@ -253,6 +253,34 @@ mod traced {
             missed.honest && missed.segments == 1 && missed.whole.is_none(),
             "{missed:?}"
         );
+    }
+
+    #[test]
+    fn bending_every_segment_within_the_tolerance_is_replayed_whole_and_caught() {
+        // Each segment's end is moved 0.9 × SEGMENT_TOLERANCE off its honest replay, every
+        // time in the same direction: each drawn segment passes on its own, but the drift
+        // they extrapolate to over the phase does not, so the verifier replays the phase whole,
+        // as jurors do, and the bias the segments added up is caught there.
+        let f = setup();
+        let (recipe, a, _) = &f;
+        let bounds = a.segment_boundaries(H);
+        let mut honest_segments = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+        let share = 0.9 * SEGMENT_TOLERANCE;
+        let (payload, states) = forged(&f, &mut bending(&mut honest_segments, &bounds, 1, share));
+        let segments = (bounds.len() - 1) as u32;
+        let drawn = [1, segments / 2, segments - 1];
+        let rep = check(&f, &payload, &drawn, Some(&states));
+        let juror = check(&f, &payload, &[], Some(&states));
+        eprintln!(
+            "{{\"segments\":{segments},\"share\":{share},\"whole_distance\":{}}}",
+            juror.distance
+        );
+        assert_eq!(rep.whole, Some(WholeReplay::Drift), "{rep:?}");
+        assert_eq!(
+            rep.distance, juror.distance,
+            "the verifier judges as jurors do"
+        );
+        assert!(!rep.honest && !juror.honest, "{rep:?}");
     }
 
     #[test]
