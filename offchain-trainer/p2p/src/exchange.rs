@@ -12,8 +12,10 @@
 //! but never delivers), or has moved on to a later round without announcing this one (a member
 //! re-joining after a restart), or at the deadline. A payload is asked of its author first,
 //! then, while no source asked has answered, of one more member every `hedge_after` (hedged
-//! requests): the author and the other members in turn, the fetches in flight side by side;
-//! the first intact delivery wins and the others are aborted.
+//! requests): the author and the other members in turn, at most
+//! [`MAX_FETCHES_PER_PAYLOAD`] side by side (the oldest silent one dropped for the next);
+//! once a source answers, the silent ones are dropped; the first intact delivery wins and the
+//! others are aborted.
 //! The included set is returned in member order.
 
 use std::collections::BTreeMap;
@@ -81,26 +83,37 @@ pub struct ExchangeOutcome {
 /// itself answered, the bytes or the error.
 type Fetched = (u32, [u8; 32], bool, Result<Vec<u8>, NetError>);
 
-/// The fetches of one author's payload in flight.
-struct Flights {
-    /// How many have not finished.
-    live: usize,
-    /// When the last one started.
-    last: Instant,
-    /// All started since the payload was last asked for afresh (finished ones included:
-    /// aborting those is a no-op), each with its flag: set while its source has answered with
-    /// the payload's header and is sending it (no more sources are asked meanwhile), cleared
-    /// when it fails.
-    handles: Vec<(tokio::task::AbortHandle, Arc<AtomicBool>)>,
+/// Most fetches of one payload in flight at once: a source that has not answered when the
+/// next hedge is due with this many in flight is dropped for it, so silent sources cost
+/// [`ExchangeConfig::hedge_after`] each in turn, and at most this many bodies of one payload
+/// are ever read side by side.
+pub const MAX_FETCHES_PER_PAYLOAD: usize = 3;
+
+/// One fetch of a payload in flight.
+struct Flight {
+    /// The fetch task.
+    handle: tokio::task::AbortHandle,
+    /// Set once its source has answered with the payload's header (it is sending the body).
+    answered: Arc<AtomicBool>,
 }
 
-impl Default for Flights {
-    fn default() -> Self {
-        Self {
-            live: 0,
-            last: Instant::now(),
-            handles: Vec::new(),
-        }
+/// The fetches of one author's payload in flight (never empty while kept), oldest first, and
+/// when the last one started.
+struct Flights {
+    live: Vec<Flight>,
+    last: Instant,
+}
+
+impl Flights {
+    /// Aborts the flight of task `id` (if in flight) and forgets it.
+    fn drop_flight(&mut self, id: tokio::task::Id) {
+        self.live.retain(|f| {
+            let keep = f.handle.id() != id;
+            if !keep {
+                f.handle.abort();
+            }
+            keep
+        });
     }
 }
 
@@ -131,6 +144,9 @@ pub async fn all_gather(
     let mut inflight: JoinSet<Fetched> = JoinSet::new();
     // Fetches in flight per author, and when the last of them started.
     let mut started: BTreeMap<u32, Flights> = BTreeMap::new();
+    // The author and whether it was asked directly, by fetch task.
+    let mut task_of: std::collections::HashMap<tokio::task::Id, (u32, bool)> =
+        std::collections::HashMap::new();
     // After every fetch of an author's payload failed, wait this long before asking again.
     let mut retry_at: BTreeMap<u32, Instant> = BTreeMap::new();
     // Fetch attempts per author: 0 asks the author, later ones go round the relays.
@@ -153,27 +169,44 @@ pub async fn all_gather(
             let Some(p) = snap.announced.get(&(round, m.index)).map(|a| a.payload) else {
                 continue;
             };
-            // The author, then the other members (relays) and the author again, in turn:
-            // one failed or stalled fetch does not stop us asking the one peer sure to hold
-            // it, nor the others that may.
-            let sources: Vec<_> = std::iter::once(m.peer_id)
-                .chain(
-                    members
-                        .iter()
-                        .filter(|o| o.index != m.index && o.index != client.me)
-                        .map(|o| o.peer_id),
-                )
+            // The author, then the other members (relays, their order rotated by author and
+            // requester so that hedges spread over them) and the author again, in turn: one
+            // failed or stalled fetch does not stop us asking the one peer sure to hold it,
+            // nor the others that may.
+            let mut relays: Vec<_> = members
+                .iter()
+                .filter(|o| o.index != m.index && o.index != client.me)
+                .map(|o| o.peer_id)
                 .collect();
-            let flights = started.entry(m.index).or_default();
-            let hedge = flights.live > 0
-                && flights.live < sources.len()
-                && !flights
-                    .handles
-                    .iter()
-                    .any(|(_, a)| a.load(Ordering::Relaxed))
-                && now.duration_since(flights.last) >= cfg.hedge_after;
-            if flights.live > 0 && !hedge {
-                continue;
+            if !relays.is_empty() {
+                let k = (m.index as usize + client.me as usize) % relays.len();
+                relays.rotate_left(k);
+            }
+            let sources: Vec<_> = std::iter::once(m.peer_id).chain(relays).collect();
+            if let Some(f) = started.get_mut(&m.index) {
+                if f.live.iter().any(|x| x.answered.load(Ordering::Relaxed)) {
+                    // A source is sending the body: the silent ones are not needed.
+                    let silent: Vec<_> = f
+                        .live
+                        .iter()
+                        .filter(|x| !x.answered.load(Ordering::Relaxed))
+                        .map(|x| x.handle.id())
+                        .collect();
+                    for id in silent {
+                        f.drop_flight(id);
+                        task_of.remove(&id);
+                    }
+                    continue;
+                }
+                if now.duration_since(f.last) < cfg.hedge_after || f.live.len() >= sources.len() {
+                    continue;
+                }
+                if f.live.len() >= MAX_FETCHES_PER_PAYLOAD {
+                    // The oldest source has had its turn without answering.
+                    let id = f.live[0].handle.id();
+                    f.drop_flight(id);
+                    task_of.remove(&id);
+                }
             }
             let n = attempts.entry(m.index).or_insert(0usize);
             let peer = sources[*n % sources.len()];
@@ -181,8 +214,6 @@ pub async fn all_gather(
             let c = client.clone();
             let (idx, max) = (m.index, cfg.max_payload_bytes);
             let direct = peer == m.peer_id;
-            flights.live += 1;
-            flights.last = now;
             let answered = Arc::new(AtomicBool::new(false));
             let flag = answered.clone();
             let handle = inflight.spawn(async move {
@@ -196,14 +227,31 @@ pub async fn all_gather(
                 }
                 (idx, p.digest, direct, r)
             });
-            flights.handles.push((handle, flag));
+            task_of.insert(handle.id(), (idx, direct));
+            let f = started.entry(idx).or_insert_with(|| Flights {
+                live: Vec::new(),
+                last: now,
+            });
+            f.last = now;
+            f.live.push(Flight {
+                handle,
+                answered: flag,
+            });
         }
-        while let Some(done) = inflight.try_join_next() {
-            let Ok((idx, digest, direct, r)) = done else {
-                continue; // aborted: its payload was delivered by another source
+        while let Some(done) = inflight.try_join_next_with_id() {
+            let (id, (idx, digest, direct, r)) = match done {
+                Ok((id, fetched)) => (id, fetched),
+                Err(e) => {
+                    // Aborted by us (forgotten then), or panicked: a failed fetch.
+                    let Some(&(idx, direct)) = task_of.get(&e.id()) else {
+                        continue;
+                    };
+                    let err = NetError::Request(format!("fetch task failed: {e}"));
+                    (e.id(), (idx, [0; 32], direct, Err(err)))
+                }
             };
-            if got.contains_key(&idx) {
-                continue;
+            if task_of.remove(&id).is_none() || got.contains_key(&idx) {
+                continue; // dropped for another source, or already delivered
             }
             match r {
                 Ok(bytes) => {
@@ -213,7 +261,10 @@ pub async fn all_gather(
                     got.insert(idx, bytes);
                     failed.remove(&idx);
                     if let Some(f) = started.remove(&idx) {
-                        f.handles.iter().for_each(|(h, _)| h.abort());
+                        for x in f.live {
+                            x.handle.abort();
+                            task_of.remove(&x.handle.id());
+                        }
                     }
                 }
                 Err(e) => {
@@ -221,12 +272,13 @@ pub async fn all_gather(
                         failing_since.entry(idx).or_insert_with(Instant::now);
                     }
                     failed.insert(idx, e.to_string());
-                    let f = started.entry(idx).or_default();
-                    f.live = f.live.saturating_sub(1);
-                    if f.live == 0 {
-                        // Retry on a later pass (the author may still be starting to serve).
-                        started.remove(&idx);
-                        retry_at.insert(idx, Instant::now() + Duration::from_millis(250));
+                    if let Some(f) = started.get_mut(&idx) {
+                        f.live.retain(|x| x.handle.id() != id);
+                        if f.live.is_empty() {
+                            // Retry on a later pass (the author may still be starting to serve).
+                            started.remove(&idx);
+                            retry_at.insert(idx, Instant::now() + Duration::from_millis(250));
+                        }
                     }
                 }
             }

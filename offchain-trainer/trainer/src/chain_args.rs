@@ -210,6 +210,17 @@ pub struct RunArgs {
     /// Seconds after which a round's exchange stops waiting.
     #[arg(long, default_value_t = 300)]
     pub round_deadline: u64,
+    /// Longest wait, in seconds, for any single read or write of a payload, checkpoint or
+    /// trace-state transfer to make progress, both when fetching and when serving
+    /// (`synod_p2p::Limits::stall`).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub transfer_stall: u64,
+    /// Slowest transfer kept, in bytes per second after the first `--transfer-stall` seconds,
+    /// both ways (`synod_p2p::Limits::min_rate`): a peer that falls behind is cut (a drip), and
+    /// the next source is asked. Lower it on a link shared by many transfers at once (a node
+    /// serves up to 64 shared streams plus 4 per member).
+    #[arg(long, default_value_t = 250_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub min_transfer_rate: u64,
     #[command(flatten)]
     pub link: LinkArgs,
     /// Hide the inner-step progress bar (drawn on stderr only when it is a terminal).

@@ -357,9 +357,9 @@ impl Client {
     }
 
     /// Fault injection (tests): takes every payload request (ours or relayed) from the members
-    /// in `to` and never answers it: those members' fetches from us stall until their own
-    /// `Limits::stall` cuts them (a seat that holds its requesters' streams; empty: answer
-    /// everyone again).
+    /// in `to` and does not answer it: each stream is held for twice our `Limits::stall` (or
+    /// until the node stops), so those members' fetches from us stall until their own limits
+    /// cut them (a seat that holds its requesters' streams; empty: answer everyone again).
     ///
     /// # Errors
     /// None today; `Result` for symmetry with the other calls.

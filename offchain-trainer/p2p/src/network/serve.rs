@@ -285,8 +285,11 @@ pub(super) async fn serve_incoming(
         let mut until_stopped = stopped.clone();
         tokio::spawn(async move {
             if stall {
-                // Hold the stream unanswered until the requester gives up or we stop.
-                let _ = until_stopped.changed().await;
+                // Hold the stream unanswered past the requester's patience, or until we stop.
+                tokio::select! {
+                    _ = until_stopped.changed() => {}
+                    _ = tokio::time::sleep(limits.stall.saturating_mul(2)) => {}
+                }
                 drop((stream, slot));
                 return;
             }

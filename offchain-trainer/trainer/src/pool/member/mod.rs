@@ -154,6 +154,10 @@ pub fn run(a: &RunArgs) -> Result<()> {
         MemberSet::new(u64::from(a.pool), vec![own]),
     );
     cfg.listen = vec![a.listen.parse().context("--listen")?];
+    cfg.limits = synod_p2p::Limits {
+        stall: Duration::from_secs(a.transfer_stall),
+        min_rate: a.min_transfer_rate,
+    };
     cfg.bootnodes = a
         .bootnode
         .iter()
