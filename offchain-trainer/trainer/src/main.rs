@@ -14,7 +14,6 @@
 mod args;
 mod bench;
 mod chain_args;
-mod dashboard;
 mod event;
 mod metrics;
 mod plot;
@@ -61,7 +60,7 @@ enum Cmd {
     /// A pool's members, stakes and rounds as tables (`pool show` prints the same as JSON).
     Status(chain_args::StatusArgs),
     /// Serve the web dashboard: pools, rounds, stakes, challenges and a live loss chart.
-    Dashboard(dashboard::DashboardArgs),
+    Dashboard(synod_dashboard::DashboardArgs),
     /// Run a benchmark (prints JSON lines).
     Bench {
         #[command(subcommand)]
@@ -100,7 +99,11 @@ fn main() -> anyhow::Result<()> {
         Cmd::Claim(a) => pool::claim(&a),
         Cmd::Status(a) => pool::status(&a),
         Cmd::Verify(a) => pool::verify(&a),
-        Cmd::Dashboard(a) => dashboard::run(&a),
+        Cmd::Dashboard(a) => synod_dashboard::run(&a, |url| {
+            // The line scripts wait for: the URL to open.
+            println!("{}", event::TrainerEvent::Dashboard { url }.to_line()?);
+            Ok(())
+        }),
         Cmd::Bench { which } => bench::run(which, threads),
     }
 }

@@ -577,4 +577,64 @@ mod tests {
         assert!(exported.len() >= 10, "{exported:?}");
         assert_eq!(used, exported, "dashboard vs exporter");
     }
+
+    #[test]
+    fn the_dashboards_scraper_charts_what_the_exporter_serves() {
+        use std::time::Duration;
+        use synod_dashboard::scrape::{Point, Scraper, Trainer};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = Exporter::new().unwrap();
+        e.observe(&TrainerEvent::Joined {
+            account: "5Grw".into(),
+            from_round: 0,
+            listen: Vec::new(),
+            member: 0,
+            peer_id: "12D3".into(),
+            pool: 3,
+            prometheus: None,
+            resumed: false,
+            stake: "0".into(),
+        });
+        e.observe(
+            &RoundRecord {
+                train_loss: 4.0,
+                val_loss: 3.5,
+                ..RoundRecord::diloco(1, 0)
+            }
+            .event(),
+        );
+        e.serve(&rt, port, false);
+        let url = format!("http://127.0.0.1:{port}/metrics");
+        let scraper = Scraper::new(Duration::from_secs(2));
+        let page = rt.block_on(async {
+            for _ in 0..100 {
+                if let Ok(p) = scraper.get(&url).await {
+                    return p;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("the exporter never answered");
+        });
+        let mut t = Trainer::new(&url);
+        t.observe(&page);
+        assert_eq!(t.pool, Some(3));
+        assert_eq!(
+            t.points,
+            vec![Point {
+                round: 1,
+                val_loss: 3.5,
+                inner_loss: 4.0
+            }]
+        );
+        let closed = rt.block_on(scraper.get("http://127.0.0.1:1/metrics"));
+        assert!(closed.is_err());
+    }
 }

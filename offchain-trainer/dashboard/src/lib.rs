@@ -1,3 +1,5 @@
+//! # synod-dashboard
+//!
 //! `synod-trainer dashboard`: serves a single web page that shows the chain's pools, their
 //! rounds (final / voided, contributors, on-chain hash), stakes, challenges, verdicts and
 //! slashes, and a live validation-loss chart per pool.
@@ -10,6 +12,7 @@
 //! Routes: `/` (the page), `/app.js`, `/shim.js`, `/config.json` (`{"rpc", "metrics"}`),
 //! `/api/trainers` (JSON, [`scrape::Trainer`] per endpoint), `/vendor/{util,util-crypto,
 //! keyring,types,api}.js`.
+#![deny(missing_docs)]
 
 pub mod scrape;
 
@@ -29,7 +32,6 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
 
-use crate::event::TrainerEvent;
 use scrape::{Scraper, Trainer};
 
 const INDEX_HTML: &str = include_str!("page/index.html");
@@ -79,11 +81,13 @@ struct Site {
     trainers: Mutex<Vec<Trainer>>,
 }
 
-/// Serves the dashboard until interrupted.
+/// Serves the dashboard until interrupted; `listening` is called once with the page's URL
+/// when the server is bound (the trainer prints it as a JSON line that scripts wait for).
 ///
 /// # Errors
-/// A missing Polkadot.js bundle (run `scripts/setup.sh`), a `--listen` address in use.
-pub fn run(a: &DashboardArgs) -> Result<()> {
+/// A missing Polkadot.js bundle (run `scripts/setup.sh`), a `--listen` address in use, an
+/// error of `listening`.
+pub fn run(a: &DashboardArgs, listening: impl FnOnce(String) -> Result<()>) -> Result<()> {
     let site = Arc::new(site(a)?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -98,9 +102,7 @@ pub fn run(a: &DashboardArgs) -> Result<()> {
             site.clone(),
             Duration::from_secs(a.scrape_interval.max(1)),
         ));
-        // The line scripts wait for: the URL to open.
-        let url = format!("http://{addr}/");
-        println!("{}", TrainerEvent::Dashboard { url }.to_line()?);
+        listening(format!("http://{addr}/"))?;
         tracing::info!("dashboard at http://{addr}/ (chain {})", a.rpc);
         serve(listener, site).await
     })
@@ -366,61 +368,6 @@ mod tests {
         ] {
             assert_eq!(route(&s, p).status(), StatusCode::NOT_FOUND, "{p}");
         }
-    }
-
-    #[test]
-    fn the_scraper_charts_what_a_trainer_exporter_serves() {
-        let rt = rt();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let e = crate::prometheus::Exporter::new().unwrap();
-        e.observe(&TrainerEvent::Joined {
-            account: "5Grw".into(),
-            from_round: 0,
-            listen: Vec::new(),
-            member: 0,
-            peer_id: "12D3".into(),
-            pool: 3,
-            prometheus: None,
-            resumed: false,
-            stake: "0".into(),
-        });
-        e.observe(
-            &crate::train::RoundRecord {
-                train_loss: 4.0,
-                val_loss: 3.5,
-                ..crate::train::RoundRecord::diloco(1, 0)
-            }
-            .event(),
-        );
-        e.serve(&rt, port, false);
-        let url = format!("http://127.0.0.1:{port}/metrics");
-        let scraper = Scraper::new(Duration::from_secs(2));
-        let page = rt.block_on(async {
-            for _ in 0..100 {
-                if let Ok(p) = scraper.get(&url).await {
-                    return p;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            panic!("the exporter never answered");
-        });
-        let mut t = Trainer::new(&url);
-        t.observe(&page);
-        assert_eq!(t.pool, Some(3));
-        assert_eq!(
-            t.points,
-            vec![scrape::Point {
-                round: 1,
-                val_loss: 3.5,
-                inner_loss: 4.0
-            }]
-        );
-        let closed = rt.block_on(scraper.get("http://127.0.0.1:1/metrics"));
-        assert!(closed.is_err());
     }
 
     #[test]
