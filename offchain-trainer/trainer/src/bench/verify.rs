@@ -175,6 +175,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
     let escape_check = segment_escape_probability(segments, bad, a.segments);
     let escape_round = (1.0 - rate * (1.0 - escape_check)).powi(honest as i32);
     let rounds_99 = (0.01f64.ln() / escape_round.ln()).ceil();
+    let worst_secs = f64::from(n - 1) * (checked.secs + whole.secs);
     // Samples of one contribution needed to catch it in one round with 99 %.
     let samples_99 = (1..=segments)
         .find(|s| segment_escape_probability(segments, bad, *s) <= 0.01)
@@ -211,6 +212,14 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
             "segments_for_99pct_in_one_check": samples_99,
             // Steps replayed over steps trained, for one contribution.
             "cost_share_for_99pct_in_one_round": f64::from(samples_99 * k) / f64::from(h),
+            // Verification latency against the challenge window (2 s blocks, state
+            // transfers not counted): a verifier's checks of one round at the sample rate,
+            // the worst case (every other member checked, each segment check failing into a
+            // whole replay), and the smallest window in which the worst case still
+            // challenges (`synod_diloco::budget::min_challenge_window`).
+            "round_checks_secs": checks_per_verifier * checked.secs,
+            "round_checks_secs_worst": worst_secs,
+            "min_challenge_window_blocks": synod_diloco::budget::min_challenge_window(worst_secs, 2.0),
         })
     );
     Ok(())
