@@ -89,6 +89,9 @@ type Fetched = (u32, [u8; 32], bool, Result<Vec<u8>, NetError>);
 /// are ever read side by side.
 pub const MAX_FETCHES_PER_PAYLOAD: usize = 3;
 
+/// The author and whether it was asked directly, by fetch task.
+type TaskOf = std::collections::HashMap<tokio::task::Id, (u32, bool)>;
+
 /// One fetch of a payload in flight.
 struct Flight {
     /// The fetch task.
@@ -105,8 +108,10 @@ struct Flights {
 }
 
 impl Flights {
-    /// Aborts the flight of task `id` (if in flight) and forgets it.
-    fn drop_flight(&mut self, id: tokio::task::Id) {
+    /// Aborts the flight of task `id` (if in flight) and forgets it, here and in `task_of`
+    /// (so that its cancellation is not taken for a failed fetch).
+    fn drop_flight(&mut self, id: tokio::task::Id, task_of: &mut TaskOf) {
+        task_of.remove(&id);
         self.live.retain(|f| {
             let keep = f.handle.id() != id;
             if !keep {
@@ -145,8 +150,7 @@ pub async fn all_gather(
     // Fetches in flight per author, and when the last of them started.
     let mut started: BTreeMap<u32, Flights> = BTreeMap::new();
     // The author and whether it was asked directly, by fetch task.
-    let mut task_of: std::collections::HashMap<tokio::task::Id, (u32, bool)> =
-        std::collections::HashMap::new();
+    let mut task_of = TaskOf::new();
     // After every fetch of an author's payload failed, wait this long before asking again.
     let mut retry_at: BTreeMap<u32, Instant> = BTreeMap::new();
     // Fetch attempts per author: 0 asks the author, later ones go round the relays.
@@ -193,8 +197,7 @@ pub async fn all_gather(
                         .map(|x| x.handle.id())
                         .collect();
                     for id in silent {
-                        f.drop_flight(id);
-                        task_of.remove(&id);
+                        f.drop_flight(id, &mut task_of);
                     }
                     continue;
                 }
@@ -204,8 +207,7 @@ pub async fn all_gather(
                 if f.live.len() >= MAX_FETCHES_PER_PAYLOAD {
                     // The oldest source has had its turn without answering.
                     let id = f.live[0].handle.id();
-                    f.drop_flight(id);
-                    task_of.remove(&id);
+                    f.drop_flight(id, &mut task_of);
                 }
             }
             let n = attempts.entry(m.index).or_insert(0usize);

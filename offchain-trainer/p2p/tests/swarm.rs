@@ -171,13 +171,23 @@ fn cfg() -> ExchangeConfig {
 /// Runs round `round` on every client at once (client i contributes `payload(first + i)`) and
 /// returns the outcomes in client order.
 async fn gather(clients: &[Client], round: u32, first: u32) -> Vec<ExchangeOutcome> {
+    gather_with(clients, round, first, cfg()).await
+}
+
+/// [`gather`] with the exchange timing `xcfg`.
+async fn gather_with(
+    clients: &[Client],
+    round: u32,
+    first: u32,
+    xcfg: ExchangeConfig,
+) -> Vec<ExchangeOutcome> {
     let tasks: Vec<_> = clients
         .iter()
         .enumerate()
         .map(|(i, c)| {
             let c = c.clone();
             tokio::spawn(async move {
-                all_gather(&c, round, payload(first + i as u32), cfg())
+                all_gather(&c, round, payload(first + i as u32), xcfg)
                     .await
                     .unwrap()
             })
@@ -951,24 +961,11 @@ async fn stalling_authors_and_relays_cannot_keep_a_payload_from_a_member_an_hone
         c.stall_payloads_to([VICTIM].into()).await.unwrap();
     }
     let deadline = Duration::from_secs(30);
-    let tasks: Vec<_> = clients
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let c = c.clone();
-            tokio::spawn(async move {
-                let cfg = ExchangeConfig {
-                    deadline,
-                    ..ExchangeConfig::default()
-                };
-                all_gather(&c, 1, payload(i as u32), cfg).await.unwrap()
-            })
-        })
-        .collect();
-    let mut outcomes = Vec::new();
-    for t in tasks {
-        outcomes.push(t.await.unwrap());
-    }
+    let xcfg = ExchangeConfig {
+        deadline,
+        ..ExchangeConfig::default()
+    };
+    let outcomes = gather_with(&clients, 1, 0, xcfg).await;
     let victim = &outcomes[VICTIM as usize];
     let members: Vec<u32> = victim.included.iter().map(|g| g.member).collect();
     assert_eq!(

@@ -267,21 +267,22 @@ pub(super) async fn serve_incoming(
             },
             _ = stopped.changed() => return,
         };
-        if !lock(&served).admit(peer) {
-            tracing::debug!(%peer, "not a member, or busy: stream dropped");
-            continue;
-        }
+        let stall = {
+            let mut s = lock(&served);
+            if !s.admit(peer) {
+                tracing::debug!(%peer, "not a member, or busy: stream dropped");
+                continue;
+            }
+            !checkpoint
+                && s.members
+                    .by_peer(&peer)
+                    .is_some_and(|m| s.stall_to.contains(&m.index))
+        };
         let slot = Slot {
             served: served.clone(),
             peer,
         };
         let tx = tx.clone();
-        let stall = !checkpoint && {
-            let s = lock(&served);
-            s.members
-                .by_peer(&peer)
-                .is_some_and(|m| s.stall_to.contains(&m.index))
-        };
         let mut until_stopped = stopped.clone();
         tokio::spawn(async move {
             if stall {
