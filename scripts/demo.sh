@@ -92,8 +92,8 @@ echo "== web dashboard: http://127.0.0.1:$DASHBOARD_PORT/ (pools, rounds, stakes
 for ((i = 0; i < N; i++)); do
   boots=()
   for ((j = 0; j < N; j++)); do [ "$j" != "$i" ] && boots+=(--bootnode "/ip4/127.0.0.1/tcp/$((P2P_BASE + j))"); done
-  role=(--juror)
-  [ -n "${FAULTS[$i]}" ] && role=(--fault "${FAULTS[$i]}") && echo "== ${SURIS[$i]} cheats: --fault ${FAULTS[$i]}"
+  role=()
+  [ -n "${FAULTS[$i]}" ] && role=(--fault "${FAULTS[$i]}" --no-jury) && echo "== ${SURIS[$i]} cheats: --fault ${FAULTS[$i]}"
   "$T" --threads 1 run --rpc "$RPC" --suri "${SURIS[$i]}" --pool 0 --stake "$STAKE" "${RECIPE[@]}" --device auto \
     --base-path "$OUT/trainer-$i" --listen "/ip4/127.0.0.1/tcp/$((P2P_BASE + i))" "${boots[@]}" --quiet \
     --prometheus-port $((PROMETHEUS_BASE + i)) \

@@ -67,7 +67,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: alloc::borrow::Cow::Borrowed("synod"),
     impl_name: alloc::borrow::Cow::Borrowed("synod-node"),
     authoring_version: 1,
-    spec_version: 114,
+    spec_version: 115,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,
@@ -141,6 +141,7 @@ pub type SignedPayload = generic::SignedPayload<RuntimeCall, TxExtension>;
 type Migrations = (
     pallet_challenges::migrations::v2::MigrateV1ToV2<Runtime>,
     pallet_challenges::migrations::v3::MigrateV2ToV3<Runtime>,
+    pallet_challenges::migrations::v4::MigrateV3ToV4<Runtime>,
     pallet_training_pools::migrations::v1::MigrateV0ToV1<Runtime>,
 );
 

@@ -132,12 +132,14 @@ pub fn vote(challenge: u32, guilty: bool) -> Call<(u32, bool)> {
     subxt::dynamic::tx("Challenges", "vote", (challenge, guilty))
 }
 
-/// `Challenges.register_juror()`: opts in to jury duty (active stake ≥ `MinJurorStake`).
+/// `Challenges.register_juror()`: opts back in to juries (every bonded trainer is a juror
+/// until it opts out).
 pub fn register_juror() -> Call<()> {
     subxt::dynamic::tx("Challenges", "register_juror", ())
 }
 
-/// `Challenges.unregister_juror()`: leaves jury duty (juries already drawn keep the caller).
+/// `Challenges.unregister_juror()`: opts out of juries (challenges already open keep the
+/// caller eligible, juries already drawn keep its seats).
 pub fn unregister_juror() -> Call<()> {
     subxt::dynamic::tx("Challenges", "unregister_juror", ())
 }

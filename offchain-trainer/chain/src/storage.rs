@@ -262,15 +262,6 @@ impl Chain {
             .await
     }
 
-    /// `Challenges.Jurors`: the registered jurors.
-    ///
-    /// # Errors
-    /// [`ChainError::Rpc`], [`ChainError::Decode`].
-    pub async fn jurors(&self) -> Result<Vec<AccountId>, ChainError> {
-        self.fetch_or_default::<(), Vec<AccountId>>("Challenges", "Jurors", ())
-            .await
-    }
-
     /// `who`'s free balance, in planck.
     ///
     /// # Errors

@@ -128,6 +128,25 @@ enum Attempt {
 }
 
 impl Chain {
+    /// The SCALE call data of `call` (pallet index, call index, arguments) encoded against the
+    /// metadata of the chain's current runtime: what the signed extrinsic will carry. Checks
+    /// that the pallet and the call exist and that the arguments have the call's names and
+    /// types, without signing or submitting anything.
+    ///
+    /// # Errors
+    /// [`ChainError::Invalid`] if `call` does not fit the metadata; [`ChainError::Rpc`] if the
+    /// current block cannot be read.
+    pub async fn call_data<C: Payload>(&self, call: &C) -> Result<Vec<u8>, ChainError> {
+        let at = self
+            .retrying("reading the current block", |api| async move {
+                api.at_current_block().await.map_err(ChainError::rpc)
+            })
+            .await?;
+        at.tx().call_data(call).map_err(|e| {
+            ChainError::Invalid(format!("{}.{}: {e}", call.pallet_name(), call.call_name()))
+        })
+    }
+
     /// Signs `call` as `signer`, submits it and waits until it is in a finalized block; waits
     /// first for any other submission through this client to finish.
     ///

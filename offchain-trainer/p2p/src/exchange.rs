@@ -177,9 +177,11 @@ pub async fn all_gather(
             // requester so that hedges spread over them) and the author again, in turn: one
             // failed or stalled fetch does not stop us asking the one peer sure to hold it,
             // nor the others that may.
+            // A peer that served a body with the wrong digest is not asked to relay again.
             let mut relays: Vec<_> = members
                 .iter()
                 .filter(|o| o.index != m.index && o.index != client.me)
+                .filter(|o| !snap.distrusted.contains(&o.peer_id))
                 .map(|o| o.peer_id)
                 .collect();
             if !relays.is_empty() {
@@ -226,6 +228,9 @@ pub async fn all_gather(
                     // A source that answered and then failed (cut as a drip, a wrong
                     // digest) no longer holds more sources back.
                     answered.store(false, Ordering::Relaxed);
+                }
+                if !direct && matches!(r, Err(NetError::DigestMismatch)) {
+                    c.distrust_relay(peer);
                 }
                 (idx, p.digest, direct, r)
             });

@@ -937,6 +937,54 @@ async fn silent_streams_of_colluding_members_cannot_take_an_honest_requesters_se
 /// each before reaching the honest member that relays the payloads, and leave them all out.
 /// Asked by hedged requests (one more source every `hedge_after` while none has delivered),
 /// it includes every payload through the honest relay well before the deadline.
+/// Relays that answer with garbage bodies: the colluding authors 0..=3 do not serve their own
+/// payloads to the victim, and as relays answer its requests with garbage of the right length
+/// at full speed, so that it downloads each body before its digest check fails. An honest peer
+/// never serves bytes of another digest than the one asked for, so a relay that does is not
+/// asked to relay again: in the next round the victim downloads no garbage at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn relays_serving_garbage_bodies_are_not_asked_to_relay_again() {
+    const VICTIM: u32 = 5;
+    let (_, _, clients) = network(6).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let others: std::collections::BTreeSet<u32> = (0..6).filter(|i| *i != VICTIM).collect();
+    for c in &clients[..4] {
+        c.withhold_own_payloads(Some(others.clone())).await.unwrap();
+        c.garble_relays_to([VICTIM].into()).await.unwrap();
+    }
+    let garbled = || clients[..4].iter().map(Client::garbled_bodies).sum::<u64>();
+    let xcfg = ExchangeConfig {
+        deadline: Duration::from_secs(30),
+        ..ExchangeConfig::default()
+    };
+    let mut served = Vec::new();
+    for (round, first) in [(1, 0), (2, 10)] {
+        let outcomes = gather_with(&clients, round, first, xcfg).await;
+        let victim = &outcomes[VICTIM as usize];
+        let members: Vec<u32> = victim.included.iter().map(|g| g.member).collect();
+        assert_eq!(
+            members,
+            vec![0, 1, 2, 3, 4, 5],
+            "round {round}: the victim includes every payload (excluded: {:?})",
+            victim.excluded
+        );
+        served.push(garbled());
+    }
+    println!(
+        "{{\"garbage_bodies_round_1\":{},\"garbage_bodies_round_2\":{}}}",
+        served[0],
+        served[1] - served[0]
+    );
+    assert!(served[0] > 0, "the colluders did serve garbage in round 1");
+    assert_eq!(
+        served[1], served[0],
+        "no garbage body is downloaded in round 2"
+    );
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stalling_authors_and_relays_cannot_keep_a_payload_from_a_member_an_honest_relay_serves() {
     const VICTIM: u32 = 5;

@@ -248,13 +248,15 @@ pub struct RunArgs {
     /// that many or more: every segment (the cost of a whole replay). At least 1.
     #[arg(long, default_value_t = DEFAULT_VERIFY_SEGMENTS, value_parser = clap::value_parser!(u32).range(1..))]
     pub verify_segments: u32,
-    /// Register as a juror (`Challenges.register_juror`) and vote automatically when drawn:
-    /// replay the disputed contribution, vote guilty iff it is outside the replay tolerance.
-    /// Committees are drawn from the challenged round's registered contributors, this
-    /// trainer's own challenges included (it votes innocent on its own contribution). A
-    /// juror that lacks what a replay needs abstains, and the runtime slashes a seated juror
-    /// that does not vote.
-    #[arg(long)]
+    /// Opt out of juries (`Challenges.unregister_juror`). By default every member is a juror:
+    /// it opts back in at start (`Challenges.register_juror`, if it had opted out or missed a
+    /// vote) and votes automatically when drawn: it replays the disputed contribution and
+    /// votes guilty iff it is outside the replay tolerance (innocent on its own). Committees
+    /// are drawn from the challenged round's contributors that did not opt out and were in
+    /// the previous round's included set; a seated juror that lacks what a replay needs
+    /// abstains, and the runtime slashes a seated juror that does not vote. The trainer opts
+    /// out when it stops, after its last duties.
+    #[arg(long = "no-jury", action = clap::ArgAction::SetFalse)]
     pub juror: bool,
     /// Port of the Prometheus exporter (`/metrics`: `synod_trainer_*` rounds, losses, seconds,
     /// bytes, replays, challenges, votes). A port in use only disables it, with a warning.

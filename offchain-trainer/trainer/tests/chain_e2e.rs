@@ -833,12 +833,7 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
         H,
         VERIFYING_WINDOW,
         OVERLAP,
-        [
-            &["--juror"],
-            &["--juror"],
-            &["--juror"],
-            &["--fault", "scale-x100"],
-        ],
+        [&[], &[], &[], &["--fault", "scale-x100", "--no-jury"]],
         &[],
     );
 
@@ -968,7 +963,7 @@ fn account(net: &Net, i: usize) -> String {
         .unwrap()
 }
 
-/// Checks the verification of a finished pool with trainers `honest` (run with `--juror`),
+/// Checks the verification of a finished pool with trainers `honest` (jurors by default),
 /// one `cheater`, and members in `innocent` that misbehaved on the network only: every replay
 /// of the cheater is outside the tolerance and every other inside; the cheater was challenged,
 /// voted guilty by the automatic jury, convicted in at least one round and slashed; nobody
@@ -1072,10 +1067,10 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
         VERIFYING_WINDOW,
         SPARSE,
         [
-            &["--juror"],
-            &["--juror"],
-            &["--fault", "copy"],
-            &["--fault", "withhold"],
+            &[],
+            &[],
+            &["--fault", "copy", "--no-jury"],
+            &["--fault", "withhold", "--no-jury"],
         ],
         &[],
     );
@@ -1412,4 +1407,75 @@ fn lazy_work_that_outlives_the_window_is_refused_before_any_stake_moves() {
     );
     let pool = net.cli(&["pool", "show", "--pool", "0"]);
     assert_eq!(pool["members"].as_array().map(Vec::len), Some(0), "{pool}");
+}
+
+/// Every call a trainer submits (`synod_chain::calls`, built by pallet and call name) encodes
+/// against the running runtime's metadata: the pallets, calls, argument names and types the
+/// trainer assumes are the runtime's. A call the runtime does not have is refused the same way.
+#[test]
+fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
+    use synod_chain::{calls, types::PoolSpec};
+    let _turn = Turn::take();
+    let net = Net::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let chain = synod_chain::Chain::connect(&net.rpc, Duration::from_secs(180))
+            .await
+            .unwrap();
+        let bob = synod_chain::submit::account_of(
+            &synod_chain::submit::signer_from_suri("//Bob").unwrap(),
+        );
+        let spec = PoolSpec {
+            model_config_hash: [1; 32],
+            initial_weights_hash: [2; 32],
+            dataset_id: b"tinyshakespeare".to_vec(),
+            dataset_hash: [3; 32],
+            inner_steps: 50,
+            rounds: 6,
+            min_trainers: 3,
+            max_trainers: 8,
+            min_stake: 100 * UNIT,
+            reward_per_round: 30 * UNIT,
+            quorum: synod_chain::types::Perbill(666_666_667),
+            round_timeout: 60,
+            challenge_window: 5,
+        };
+        let key = vec![0u8; calls::ML_DSA_65_PUBLIC_KEY_LEN];
+        let mut encoded = vec![
+            chain.call_data(&calls::bond(UNIT)).await,
+            chain.call_data(&calls::create_pool(spec)).await,
+            chain
+                .call_data(&calls::join_pool(0, UNIT, vec![1; 38], &key).unwrap())
+                .await,
+            chain
+                .call_data(&calls::commit_checkpoint(0, 1, [4; 32], vec![0, 1, 2]))
+                .await,
+            chain
+                .call_data(&calls::open_challenge(0, 1, bob, vec![5; 64]).unwrap())
+                .await,
+            chain
+                .call_data(
+                    &calls::report_equivocation(0, 1, bob, vec![6; 64], vec![7; 64]).unwrap(),
+                )
+                .await,
+            chain.call_data(&calls::vote(0, true)).await,
+            chain.call_data(&calls::register_juror()).await,
+            chain.call_data(&calls::unregister_juror()).await,
+            chain.call_data(&calls::claim_rewards(0)).await,
+        ];
+        assert_eq!(
+            encoded.len(),
+            10,
+            "one per function of `synod_chain::calls`"
+        );
+        for (i, call) in encoded.drain(..).enumerate() {
+            let bytes = call.unwrap_or_else(|e| panic!("call {i}: {e}"));
+            assert!(bytes.len() >= 2, "pallet and call index");
+        }
+        // The check can fail: an unknown call, and a call with an argument missing.
+        let unknown = subxt::dynamic::tx("Challenges", "register_jurors", ());
+        assert!(chain.call_data(&unknown).await.is_err());
+        let short = subxt::dynamic::tx("Challenges", "vote", (0u32,));
+        assert!(chain.call_data(&short).await.is_err());
+    });
 }

@@ -1,7 +1,7 @@
 //! Benchmarks (FRAME benchmarking v2).
 
 use super::*;
-use crate::pallet::{Equivocations, Jurors, OpenChallenges, Verdicts};
+use crate::pallet::{Equivocations, OpenChallenges, OptedOut, Verdicts};
 use alloc::vec::Vec;
 use codec::Encode;
 use frame_benchmarking::v2::*;
@@ -66,20 +66,16 @@ fn seed_draw<T: Config>(draw_at: BlockNumberFor<T>) {
 	}
 }
 
-/// A final round of a full pool, `jurors` registered jurors (every contributor, the accused
-/// included, then outsiders, who are never drawn but make the juror list long), and challenge
-/// 0 against its first member opened and its committee drawn (as many distinct jurors as the
-/// pool has members: the worst case of paying voters and of slashing no-shows); returns the
-/// pool and the accused.
-fn drawn_challenge<T: Config>(jurors: u32) -> Result<(PoolId, T::AccountId), BenchmarkError> {
+/// A final round of a full pool (every member a contributor and, by default, a juror, each
+/// bonding [`juror_stake`] more), and challenge 0 against its first member opened and its
+/// committee drawn (as many distinct jurors as the pool has members: the worst case of paying
+/// voters and of slashing no-shows); returns the pool and the accused.
+fn drawn_challenge<T: Config>() -> Result<(PoolId, T::AccountId), BenchmarkError> {
 	let (pool, members) = T::BenchmarkHelper::final_round(T::MaxPoolMembers::get());
 	let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
-	let contributors: Vec<T::AccountId> = members.iter().take(jurors as usize).cloned().collect();
-	for who in &contributors {
+	for who in &members {
 		T::BenchmarkHelper::bond(who, juror_stake::<T>());
-		Pallet::<T>::do_register_juror(who.clone())?;
 	}
-	register_jurors::<T>(jurors.saturating_sub(contributors.len() as u32))?;
 	Pallet::<T>::do_open_challenge(
 		funded::<T>("challenger", 0),
 		pool,
@@ -99,28 +95,25 @@ fn drawn_challenge<T: Config>(jurors: u32) -> Result<(PoolId, T::AccountId), Ben
 	Ok((pool, accused))
 }
 
-/// Stake a benchmark juror bonds, in planck: enough to register (`MinJurorStake`), and as much
-/// as a verdict needs (`MinJuryStake`).
+/// Stake a benchmark juror bonds, in planck: as much as a verdict needs (`MinJuryStake`).
 fn juror_stake<T: Config>() -> u128 {
-	T::MinJurorStake::get()
-		.saturated_into::<u128>()
-		.max(T::MinJuryStake::get().saturated_into())
+	T::MinJuryStake::get().saturated_into()
 }
 
-/// Registers `n` jurors from outside the pool, each bonding [`juror_stake`].
-fn register_jurors<T: Config>(n: u32) -> Result<(), BenchmarkError> {
-	for i in 0..n {
-		let who = funded::<T>("juror", i);
-		T::BenchmarkHelper::bond(&who, juror_stake::<T>());
-		Pallet::<T>::do_register_juror(who)?;
-	}
-	Ok(())
+/// A bonded trainer outside every pool.
+fn bonded<T: Config>() -> T::AccountId {
+	let who = funded::<T>("trainer", 0);
+	T::BenchmarkHelper::bond(&who, juror_stake::<T>());
+	who
 }
 
 #[benchmarks]
 mod benchmarks {
 	use super::*;
 
+	// Worst case measured: `m` contributors, none opted out (each one's `OptedOut` entry read).
+	// Round `r − 1`'s final checkpoint, read for the eligible set, is missing in round 1; the
+	// call's weight adds its read.
 	#[benchmark]
 	fn open_challenge(m: Linear<2, { T::MaxPoolMembers::get() }>) -> Result<(), BenchmarkError> {
 		let (pool, members) = T::BenchmarkHelper::final_round(m);
@@ -134,10 +127,10 @@ mod benchmarks {
 	}
 
 	// Worst case: the deciding vote of a guilty verdict (slash, bond release, cleanup, the
-	// guilty voters paid by seats) with a committee drawn from a full juror list.
+	// guilty voters paid by seats) with a committee drawn from a full pool's contributors.
 	#[benchmark]
 	fn vote() -> Result<(), BenchmarkError> {
-		let (pool, accused) = drawn_challenge::<T>(T::MaxJurors::get())?;
+		let (pool, accused) = drawn_challenge::<T>()?;
 		let jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
 		let mut voters = jury.iter().map(|s| (s.who.clone(), s.seats));
 		let (mut last, mut seats) = voters.next().ok_or(BenchmarkError::Weightless)?;
@@ -153,9 +146,9 @@ mod benchmarks {
 		Ok(())
 	}
 
-	// Worst case: `e` jury draws due in one block, each over `MaxJurors` registered jurors and
-	// each on a round of a different pool (so every draw reads its own snapshot and final
-	// checkpoint: nothing is cached for the next one).
+	// Worst case: `e` jury draws due in one block, each over a full pool's contributors (every
+	// one eligible) and each on a round of a different pool (so every draw reads its own
+	// snapshot and final checkpoint: nothing is cached for the next one).
 	#[benchmark]
 	fn on_initialize_expire(
 		e: Linear<0, { T::MaxExpiriesPerBlock::get() }>,
@@ -163,18 +156,6 @@ mod benchmarks {
 		let pools: Vec<_> = (0..e)
 			.map(|_| T::BenchmarkHelper::final_round(T::MaxPoolMembers::get()))
 			.collect();
-		// A full juror list, shared out over the pools' contributors (each draw seats as many
-		// of its pool's as the list holds), the rest outsiders.
-		let per_pool = T::MaxJurors::get().checked_div(e).unwrap_or(0);
-		let mut registered = 0u32;
-		for (_, members) in &pools {
-			for who in members.iter().take(per_pool as usize) {
-				T::BenchmarkHelper::bond(who, juror_stake::<T>());
-				Pallet::<T>::do_register_juror(who.clone())?;
-				registered = registered.saturating_add(1);
-			}
-		}
-		register_jurors::<T>(T::MaxJurors::get().saturating_sub(registered))?;
 		let challenger = funded::<T>("challenger", 0);
 		for (pool, members) in &pools {
 			let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
@@ -202,10 +183,10 @@ mod benchmarks {
 	}
 
 	// Worst case: the expiry of a challenge whose whole committee did not vote (each
-	// juror slashed and unregistered from a full list), no verdict.
+	// juror slashed and opted out), no verdict.
 	#[benchmark]
 	fn expire() -> Result<(), BenchmarkError> {
-		let (pool, accused) = drawn_challenge::<T>(T::MaxJurors::get())?;
+		let (pool, accused) = drawn_challenge::<T>()?;
 		let c = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?;
 		frame_system::Pallet::<T>::set_block_number(c.expires_at);
 		#[block]
@@ -240,15 +221,22 @@ mod benchmarks {
 		Ok(())
 	}
 
-	// Worst case: the list is full and the newcomer replaces the weakest juror.
 	#[benchmark]
-	fn register_juror(j: Linear<1, { T::MaxJurors::get() }>) -> Result<(), BenchmarkError> {
-		register_jurors::<T>(j)?;
-		let who = funded::<T>("newcomer", 0);
-		T::BenchmarkHelper::bond(&who, juror_stake::<T>().saturating_mul(2));
+	fn register_juror() -> Result<(), BenchmarkError> {
+		let who = bonded::<T>();
+		Pallet::<T>::do_unregister_juror(who.clone())?;
 		#[extrinsic_call]
 		_(RawOrigin::Signed(who.clone()));
-		assert!(Jurors::<T>::get().contains(&who));
+		assert!(!OptedOut::<T>::contains_key(&who));
+		Ok(())
+	}
+
+	#[benchmark]
+	fn unregister_juror() -> Result<(), BenchmarkError> {
+		let who = bonded::<T>();
+		#[extrinsic_call]
+		_(RawOrigin::Signed(who.clone()));
+		assert!(OptedOut::<T>::contains_key(&who));
 		Ok(())
 	}
 

@@ -113,7 +113,7 @@ impl<T: Config> Pallet<T> {
 		ensure!(OpenBy::<T>::get(&by) == 0, Error::<T>::AlreadyChallenged);
 		let payload_digest =
 			Self::check_evidence(pool_id, round, &accused, accused_index, evidence)?.digest;
-		let eligible = Self::registered_among(&fin.contributors);
+		let eligible = Self::eligible_among(pool_id, round, &fin.contributors);
 		let challenge_id = NextChallengeId::<T>::get();
 		let next = challenge_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		let (draw_at, expires_at, expiry_at) = Self::schedule_blocks(now, &params.timeline)?;
@@ -433,8 +433,9 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Slashes `NoShowSlash` of the drawn (snapshot) stake of every juror of `c` that has not
-	/// voted, once per challenged round ([`NoShows`]), and unregisters it. Every seated juror
-	/// contributed to the challenged round, so it held what a replay needs.
+	/// voted, once per challenged round ([`NoShows`]), and opts it out ([`OptedOut`]). Every
+	/// seated juror contributed to the challenged round and was in the previous round's
+	/// included set (when that round is final), so it held what a replay needs.
 	fn penalize_no_shows(challenge_id: ChallengeId, c: &Challenge<T>) {
 		// Only a jury that had the whole voting period answers for not voting: never one drawn
 		// late, whoever advanced it and when.
@@ -454,7 +455,6 @@ impl<T: Config> Pallet<T> {
 		if absent.is_empty() {
 			return;
 		}
-		Jurors::<T>::mutate(|list| list.retain(|j| !absent.iter().any(|(a, _)| a == j)));
 		for (juror, stake) in absent {
 			// Once per round: a flood of challenges does not multiply the penalty.
 			let key = (c.pool_id, c.round, juror.clone());
@@ -469,14 +469,14 @@ impl<T: Config> Pallet<T> {
 				)
 			};
 			Self::deposit_event(Event::JurorNoShow { challenge_id, juror: juror.clone(), slashed });
-			Self::deposit_event(Event::JurorRemoved { who: juror });
+			Self::opt_out(juror);
 		}
 	}
 
 	/// Invariants: each challenger's bond hold equals its open challenges' bonds; the seat
 	/// tallies match the recorded votes; committees list each juror once with at least one
-	/// seat, and their seats sum to the tally's; open counts match; jurors are registered
-	/// once.
+	/// seat, and their seats sum to the tally's; open counts match; every eligible juror of an
+	/// open challenge contributed to the challenged round.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		use alloc::collections::btree_map::BTreeMap;
 		use frame_support::traits::fungible::InspectHold;
@@ -542,14 +542,16 @@ impl<T: Config> Pallet<T> {
 				"bond hold differs from open challenges"
 			);
 		}
-		for id in EligibleJurors::<T>::iter_keys() {
-			ensure!(OpenChallenges::<T>::contains_key(id), "eligible jurors of a closed challenge");
+		for (id, eligible) in EligibleJurors::<T>::iter() {
+			let c = OpenChallenges::<T>::get(id).ok_or("eligible jurors of a closed challenge")?;
+			let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
+				.map(|f| f.contributors)
+				.unwrap_or_default();
+			ensure!(
+				eligible.iter().all(|j| contributors.iter().any(|p| p.who == *j)),
+				"an eligible juror that did not contribute to the round"
+			);
 		}
-		let mut jurors = Jurors::<T>::get().into_inner();
-		let n = jurors.len();
-		jurors.sort();
-		jurors.dedup();
-		ensure!(jurors.len() == n, "a juror is registered twice");
 		Ok(())
 	}
 }

@@ -1,47 +1,51 @@
-//! Juror registration and the jury draw.
+//! Opting in and out of juries, the eligible jurors and the jury draw.
 
 use crate::{pallet::*, Event};
 use alloc::vec::Vec;
 use codec::Encode;
 use frame_support::pallet_prelude::*;
 use frame_system::pallet_prelude::BlockNumberFor;
-use sp_runtime::traits::{One, Saturating};
+use sp_runtime::traits::{One, Saturating, Zero};
 use synod_primitives::{protocol, CheckpointsInspect, RandomnessAt, TrainerStake};
 
 impl<T: Config> Pallet<T> {
 	pub(crate) fn do_register_juror(who: T::AccountId) -> DispatchResult {
-		let stake = T::Staking::active_stake(&who);
-		ensure!(stake >= T::MinJurorStake::get(), Error::<T>::JurorStakeTooLow);
-		let mut jurors = Jurors::<T>::get();
-		ensure!(!jurors.contains(&who), Error::<T>::AlreadyJuror);
-		if jurors.try_push(who.clone()).is_err() {
-			// Full: the registered juror with the least stake gives way to one with more.
-			let weakest = jurors
-				.iter()
-				.enumerate()
-				.min_by_key(|(_, j)| T::Staking::active_stake(j))
-				.map(|(i, j)| (i, j.clone(), T::Staking::active_stake(j)));
-			let Some((i, out, out_stake)) = weakest else {
-				return Err(Error::<T>::TooManyJurors.into());
-			};
-			ensure!(stake > out_stake, Error::<T>::TooManyJurors);
-			if let Some(slot) = jurors.get_mut(i) {
-				*slot = who.clone();
-			}
-			Self::deposit_event(Event::JurorRemoved { who: out });
-		}
-		Jurors::<T>::put(jurors);
-		Self::deposit_event(Event::JurorRegistered { who });
+		ensure!(!T::Staking::active_stake(&who).is_zero(), Error::<T>::NotBonded);
+		ensure!(OptedOut::<T>::take(&who).is_some(), Error::<T>::AlreadyJuror);
+		Self::deposit_event(Event::JurorOptedIn { who });
 		Ok(())
 	}
 
-	/// The accounts among `contributors` (a final checkpoint's) that are registered jurors
-	/// now, in the contributors' order: a challenge's [`EligibleJurors`], frozen at opening.
-	pub(crate) fn registered_among(
+	pub(crate) fn do_unregister_juror(who: T::AccountId) -> DispatchResult {
+		ensure!(!T::Staking::active_stake(&who).is_zero(), Error::<T>::NotBonded);
+		ensure!(!OptedOut::<T>::contains_key(&who), Error::<T>::NotAJuror);
+		Self::opt_out(who);
+		Ok(())
+	}
+
+	/// Records that `who` is no longer seated on challenges opened from now on.
+	pub(crate) fn opt_out(who: T::AccountId) {
+		OptedOut::<T>::insert(&who, ());
+		Self::deposit_event(Event::JurorOptedOut { who });
+	}
+
+	/// The jurors eligible for a challenge of round `round` of `pool_id` whose final checkpoint
+	/// lists `contributors`, in the contributors' order: those that have not opted out
+	/// ([`OptedOut`], read now) and can replay the round (members of round `round − 1`'s
+	/// included set when that round is final; [`protocol::eligible_jurors`]). A challenge's
+	/// [`EligibleJurors`], frozen at opening.
+	pub(crate) fn eligible_among(
+		pool_id: synod_primitives::PoolId,
+		round: synod_primitives::RoundIndex,
 		contributors: &[protocol::Participant<T::AccountId>],
 	) -> BoundedVec<T::AccountId, T::MaxPoolMembers> {
-		let registered = Jurors::<T>::get();
-		let eligible = contributors.iter().filter(|p| registered.contains(&p.who));
+		let previous = round
+			.checked_sub(1)
+			.and_then(|r| T::Checkpoints::final_checkpoint(pool_id, r))
+			.map(|f| f.included);
+		let eligible = protocol::eligible_jurors(contributors, previous.as_deref(), |who| {
+			OptedOut::<T>::contains_key(who)
+		});
 		BoundedVec::truncate_from(eligible.map(|p| p.who.clone()).collect())
 	}
 
@@ -53,8 +57,8 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Draws the committee of `c`: `JurySize` seats, each drawn with replacement ∝ snapshot
-	/// stake from the challenged round's contributors that were registered jurors when the
-	/// challenge opened ([`EligibleJurors`]) — the accused and the challenger included, each
+	/// stake from the challenged round's contributors that were eligible when the challenge
+	/// opened ([`EligibleJurors`]) — the accused and the challenger included, each
 	/// with its stake — so the committee holds what a replay needs (θ_{r−1} and every included
 	/// payload), its weights were fixed when the round opened and its members when the
 	/// challenge did, both before the seed block existed. Returns the committee; an empty one

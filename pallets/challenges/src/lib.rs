@@ -26,10 +26,14 @@
 //! slash and shields nothing. Splitting the included set by showing different payloads to
 //! different peers therefore costs stake.
 //!
-//! **Jurors** are bonded trainers that opted in with [`Pallet::register_juror`] (active stake
-//! ≥ `MinJurorStake`). **The jury is a committee of `JurySize` seats drawn after the challenge
-//! exists, from the challenged round's contributors that were registered jurors when the
-//! challenge opened** ([`EligibleJurors`]): they hold
+//! **Every contributor is a juror by default**; a bonded trainer may opt out with
+//! [`Pallet::unregister_juror`] (and back in with [`Pallet::register_juror`]), and a no-show is
+//! opted out. **The jury is a committee of `JurySize` seats drawn after the challenge
+//! exists, from the challenged round's contributors that had not opted out when the challenge
+//! opened and that can replay it** ([`EligibleJurors`],
+//! [`synod_primitives::protocol::eligible_jurors`]: when round `r − 1` is final, only members
+//! of its included set, which received the payloads a sparse payload's carried residual
+//! names): they hold
 //! what a replay needs (θ_{r−1} and every included payload), and their weights are their
 //! *snapshot* stakes, fixed when the round opened, before the challenge existed. The draw runs
 //! in `on_initialize` of the latest block of the `jury_delay` blocks after opening whose
@@ -40,8 +44,8 @@
 //! ([`synod_primitives::protocol::draw_committee`]), from the randomness of the block before the
 //! draw ([`Config::Randomness`]: its author's VRF output, chained over its parent's) — a block
 //! that did not exist when the challenge was submitted. The accused and the
-//! challenger sit like any contributor when they are registered contributors (an accused that
-//! did not commit the round never sits), so choosing whom to accuse (or from which account)
+//! challenger sit like any eligible contributor (an accused that did not commit the round
+//! never sits), so choosing whom to accuse (or from which account)
 //! shifts no stake between the sides. Because every seat is an independent draw, an
 //! adversary's seats are Binomial(`JurySize`, its share of the eligible stake) however it
 //! splits its stake over accounts; with the runtime's 203 seats, an adversary holding less than
@@ -73,9 +77,11 @@
 //! never overwritten. **No-shows**: a drawn juror that *contributed to the challenged round*,
 //! was drawn on schedule (so it had the whole voting period) and has not voted when the voting
 //! period ends loses `NoShowSlash` of its drawn stake (once per challenged round: [`NoShows`])
-//! and is unregistered (a jury seat is not
-//! free to hold). Only contributors sit, and a contributor aggregated every included payload
-//! from θ_{r−1}, so every seated juror can replay and answers for its vote; jurors of other
+//! and is opted out ([`OptedOut`]: a member that stopped is not seated again until it opts back
+//! in). Only contributors sit that were in round `r − 1`'s included set (any, in round 1 or
+//! after a void): such a contributor aggregated every included payload from θ_{r−1} and
+//! received what round `r − 1` carried over, so every seated juror can replay and answers for
+//! its vote; jurors of other
 //! pools are never drawn, so nobody can bleed them with cheap challenges in a pool they cannot
 //! judge.
 #![cfg_attr(not(feature = "std"), no_std)]
@@ -190,9 +196,9 @@ pub mod pallet {
 		ChallengeBond,
 	}
 
-	/// The in-code storage version (3: eligible jurors frozen at opening, challengers' slots
-	/// ([`OpenBy`]), verdicts and equivocations keyed pool first; see [`crate::migrations`]).
-	const STORAGE_VERSION: StorageVersion = StorageVersion::new(3);
+	/// The in-code storage version (4: jurors by default, opting out recorded in [`OptedOut`];
+	/// see [`crate::migrations`]).
+	const STORAGE_VERSION: StorageVersion = StorageVersion::new(4);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]
@@ -248,12 +254,6 @@ pub mod pallet {
 		/// pool's timeline (else [`Error::ScheduleFull`]): nothing is left unscheduled.
 		#[pallet::constant]
 		type MaxExpiriesPerBlock: Get<u32>;
-		/// Maximum registered jurors.
-		#[pallet::constant]
-		type MaxJurors: Get<u32>;
-		/// Least active stake of a registered juror, in planck.
-		#[pallet::constant]
-		type MinJurorStake: Get<BalanceOf<Self>>;
 		/// Least stake, in planck, of a drawn committee's jurors other than the parties; below it
 		/// there is no verdict.
 		#[pallet::constant]
@@ -355,9 +355,10 @@ pub mod pallet {
 	>;
 
 	/// The jurors eligible for each open challenge, frozen when it was opened: the challenged
-	/// round's contributors that were registered jurors then (their weights are the round's
-	/// snapshot stakes). Registering or unregistering later changes nothing for it: the
-	/// eligible set is fixed before the draw's seed block exists, so its author cannot pick it.
+	/// round's contributors that had not opted out then and can replay the round
+	/// ([`synod_primitives::protocol::eligible_jurors`]; their weights are the round's snapshot
+	/// stakes). Opting out or back in later changes nothing for it: the eligible set is fixed
+	/// before the draw's seed block exists, so its author cannot pick it.
 	/// Deleted at the draw (or when the challenge closes undrawn).
 	#[pallet::storage]
 	pub type EligibleJurors<T: Config> = StorageMap<
@@ -368,10 +369,12 @@ pub mod pallet {
 		OptionQuery,
 	>;
 
-	/// Registered jurors (bonded trainers that opted in to verify).
+	/// Bonded trainers that opted out of juries ([`Pallet::unregister_juror`], or seated and
+	/// absent: a no-show). Every other contributor is eligible. One entry per account, written
+	/// only for an account with active stake (or slashed as a no-show), deleted when it opts
+	/// back in ([`Pallet::register_juror`]).
 	#[pallet::storage]
-	pub type Jurors<T: Config> =
-		StorageValue<_, BoundedVec<T::AccountId, T::MaxJurors>, ValueQuery>;
+	pub type OptedOut<T: Config> = StorageMap<_, Blake2_128Concat, T::AccountId, ()>;
 
 	/// Events.
 	#[pallet::event]
@@ -443,7 +446,7 @@ pub mod pallet {
 		},
 		/// A drawn juror that contributed to the challenged round did not vote within the
 		/// voting period: `slashed` planck of its stake were slashed (0 for a further missed
-		/// vote in a round it was already slashed for) and it is no longer a registered juror.
+		/// vote in a round it was already slashed for) and it is opted out of juries.
 		JurorNoShow {
 			/// Challenge.
 			challenge_id: ChallengeId,
@@ -475,14 +478,14 @@ pub mod pallet {
 			/// Planck slashed.
 			slashed: BalanceOf<T>,
 		},
-		/// `who` registered as a juror.
-		JurorRegistered {
+		/// `who` opted back in to juries: it is eligible again for challenges opened from now on.
+		JurorOptedIn {
 			/// Juror.
 			who: T::AccountId,
 		},
-		/// `who` is no longer a juror (unregistered, or replaced by a juror with more stake
-		/// when the list was full).
-		JurorRemoved {
+		/// `who` is opted out of juries (by its own call, or as a no-show): challenges opened
+		/// from now on do not seat it.
+		JurorOptedOut {
 			/// Juror.
 			who: T::AccountId,
 		},
@@ -519,14 +522,10 @@ pub mod pallet {
 		AlreadyVoted,
 		/// Nothing to advance: the draw and the expiry are not due yet.
 		NothingDue,
-		/// The caller's active stake is below `MinJurorStake`.
-		JurorStakeTooLow,
-		/// The caller is already a registered juror.
+		/// The caller is a juror already (it has not opted out).
 		AlreadyJuror,
-		/// The caller is not a registered juror.
+		/// The caller has opted out of juries already.
 		NotAJuror,
-		/// `MaxJurors` jurors are registered, none with less stake than the caller.
-		TooManyJurors,
 		/// The challenge id space is exhausted.
 		Overflow,
 		/// The evidence is not a signed message (too large, not SCALE, or trailing bytes).
@@ -552,6 +551,8 @@ pub mod pallet {
 		/// Every block in which this challenge's jury could be drawn, or its voting period end,
 		/// has `MaxExpiriesPerBlock` events scheduled: try again in a later block.
 		ScheduleFull,
+		/// The caller has no active stake: only bonded trainers opt in or out of juries.
+		NotBonded,
 	}
 
 	#[pallet::call]
@@ -571,7 +572,9 @@ pub mod pallet {
 		/// [`Error::ScheduleFull`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get())
-			.saturating_add(T::DbWeight::get().reads_writes(2, 2)))]
+			.saturating_add(T::DbWeight::get().reads_writes(2, 2))
+			// Round `r − 1`'s final checkpoint (the eligible jurors), missing where measured.
+			.saturating_add(T::DbWeight::get().reads(1)))]
 		pub fn open_challenge(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
@@ -607,34 +610,29 @@ pub mod pallet {
 			Self::do_vote(juror, challenge_id, guilty)
 		}
 
-		/// Registers the caller as a juror (active stake ≥ `MinJurorStake`). When `MaxJurors`
-		/// are registered, the one with the least active stake is replaced if the caller has
-		/// more.
+		/// Opts the caller back in to juries: challenges opened from now on seat it when it
+		/// contributed to the challenged round ([`Event::JurorOptedIn`]). Every bonded trainer
+		/// is a juror unless it opted out, so this only undoes [`Pallet::unregister_juror`] (or
+		/// a no-show's opting out).
 		///
-		/// Errors: [`Error::JurorStakeTooLow`], [`Error::AlreadyJuror`],
-		/// [`Error::TooManyJurors`].
+		/// Errors: [`Error::NotBonded`], [`Error::AlreadyJuror`].
 		#[pallet::call_index(2)]
-		#[pallet::weight(T::WeightInfo::register_juror(T::MaxJurors::get()))]
+		#[pallet::weight(T::WeightInfo::register_juror())]
 		pub fn register_juror(origin: OriginFor<T>) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::do_register_juror(who)
 		}
 
-		/// Unregisters the caller as a juror (challenges already open keep it eligible, juries
-		/// already drawn keep its seats).
+		/// Opts the caller out of juries ([`Event::JurorOptedOut`]): challenges opened from now
+		/// on do not seat it; challenges already open keep it eligible, and juries already
+		/// drawn keep its seats (it answers for those votes).
 		///
-		/// Errors: [`Error::NotAJuror`].
+		/// Errors: [`Error::NotBonded`], [`Error::NotAJuror`].
 		#[pallet::call_index(3)]
-		#[pallet::weight(T::WeightInfo::register_juror(T::MaxJurors::get()))]
+		#[pallet::weight(T::WeightInfo::unregister_juror())]
 		pub fn unregister_juror(origin: OriginFor<T>) -> DispatchResult {
 			let who = ensure_signed(origin)?;
-			let mut jurors = Jurors::<T>::get();
-			let before = jurors.len();
-			jurors.retain(|j| j != &who);
-			ensure!(jurors.len() < before, Error::<T>::NotAJuror);
-			Jurors::<T>::put(jurors);
-			Self::deposit_event(Event::JurorRemoved { who });
-			Ok(())
+			Self::do_unregister_juror(who)
 		}
 
 		/// Draws the jury of `challenge_id` if its draw is due, or expires it if its voting

@@ -173,8 +173,8 @@ pub mod v2 {
 /// v2 → v3: each open challenge's eligible jurors are frozen ([`crate::EligibleJurors`]) and
 /// its challenger's slot recorded ([`crate::OpenBy`]), and
 /// [`crate::Verdicts`] and [`crate::Equivocations`] are keyed pool first (deleted by prefix
-/// when the pool is reaped). An undrawn challenge gets the challenged round's contributors
-/// that are registered jurors at the upgrade (what its draw would have read); a drawn one
+/// when the pool is reaped). An undrawn challenge gets the challenged round's eligible
+/// contributors at the upgrade (what its draw would have read); a drawn one
 /// needs none. Every verdict and equivocation is moved to its new key (one read and two
 /// writes each: the chain holds one per challenged contribution).
 pub mod v3 {
@@ -238,7 +238,10 @@ pub mod v3 {
 				let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
 					.map(|f| f.contributors)
 					.unwrap_or_default();
-				EligibleJurors::<T>::insert(id, Pallet::<T>::registered_among(&contributors));
+				EligibleJurors::<T>::insert(
+					id,
+					Pallet::<T>::eligible_among(c.pool_id, c.round, &contributors),
+				);
 				reads = reads.saturating_add(1);
 				writes = writes.saturating_add(1);
 			}
@@ -262,7 +265,7 @@ pub mod v3 {
 		use frame_support::{assert_ok, traits::OnRuntimeUpgrade};
 
 		#[test]
-		fn undrawn_challenges_get_the_registered_contributors() {
+		fn undrawn_challenges_get_the_eligible_contributors() {
 			run_test(|| {
 				final_round();
 				jurors(&[6, 7, 1], 1_000);
@@ -273,6 +276,7 @@ pub mod v3 {
 				let drawn_at = OpenChallenges::<Test>::get(0).expect("open").draw_at;
 				run_to_block(drawn_at);
 				OpenBy::<Test>::remove(slot);
+				assert_ok!(Challenges::unregister_juror(RuntimeOrigin::signed(1)));
 				assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0xEE; 32]));
 				OpenBy::<Test>::remove(slot);
 				EligibleJurors::<Test>::remove(0);
@@ -282,15 +286,18 @@ pub mod v3 {
 				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 3);
 				// Both of the challenger's open challenges are counted in its slot.
 				assert_eq!(OpenBy::<Test>::get(slot), 2);
-				// Drawn: nothing to freeze. Undrawn: the registered contributors.
+				// Drawn: nothing to freeze. Undrawn: the contributors that did not opt out.
 				assert!(EligibleJurors::<Test>::get(0).is_none());
 				let eligible = EligibleJurors::<Test>::get(1).expect("frozen").into_inner();
-				let registered: Vec<_> = crate::Jurors::<Test>::get()
+				let contributors: Vec<_> = Checkpoints::final_checkpoint(0, 1)
+					.expect("final")
+					.contributors
 					.into_iter()
-					.filter(|j| eligible.contains(j))
+					.map(|p| p.who)
+					.filter(|w| *w != 1)
 					.collect();
 				assert!(!eligible.is_empty());
-				assert_eq!(registered.len(), eligible.len());
+				assert_eq!(eligible, contributors);
 			});
 		}
 
@@ -307,6 +314,69 @@ pub mod v3 {
 				assert!(!old::Verdicts::<Test>::contains_key(key));
 				assert!(!old::Equivocations::<Test>::contains_key(key));
 				assert_eq!(Verdicts::<Test>::iter_prefix((0,)).count(), 1);
+			});
+		}
+	}
+}
+
+/// v3 → v4: every contributor is a juror by default. The opt-in list `Jurors` is deleted;
+/// nobody is opted out ([`crate::OptedOut`] starts empty), so accounts that had not registered
+/// are eligible from the upgrade on. A trainer that does not do jury duty must opt out
+/// (`unregister_juror`, or run a trainer that does): seated and absent, it loses
+/// `NoShowSlash` of its drawn stake once and is then opted out.
+pub mod v4 {
+	use crate::pallet::{Config, Pallet};
+	use frame_support::{
+		migrations::VersionedMigration, pallet_prelude::*, traits::UncheckedOnRuntimeUpgrade,
+	};
+
+	/// The storage version 3 layout.
+	pub(crate) mod old {
+		use super::*;
+
+		/// The opt-in list (at most 256 accounts), deleted by [`MigrateV3ToV4`].
+		#[frame_support::storage_alias]
+		pub type Jurors<T: Config> = StorageValue<
+			Pallet<T>,
+			BoundedVec<<T as frame_system::Config>::AccountId, ConstU32<256>>,
+			ValueQuery,
+		>;
+	}
+
+	/// The unversioned step; use [`MigrateV3ToV4`].
+	pub struct JurorsByDefault<T>(core::marker::PhantomData<T>);
+
+	impl<T: Config> UncheckedOnRuntimeUpgrade for JurorsByDefault<T> {
+		fn on_runtime_upgrade() -> Weight {
+			old::Jurors::<T>::kill();
+			T::DbWeight::get().writes(1)
+		}
+	}
+
+	/// Jurors by default (storage version 3 → 4).
+	pub type MigrateV3ToV4<T> = VersionedMigration<
+		3,
+		4,
+		JurorsByDefault<T>,
+		Pallet<T>,
+		<T as frame_system::Config>::DbWeight,
+	>;
+
+	#[cfg(test)]
+	mod tests {
+		use super::*;
+		use crate::mock::*;
+		use frame_support::traits::OnRuntimeUpgrade;
+
+		#[test]
+		fn the_opt_in_list_is_deleted_and_nobody_is_opted_out() {
+			run_test(|| {
+				old::Jurors::<Test>::put(BoundedVec::truncate_from(vec![6u64, 7]));
+				StorageVersion::new(3).put::<Pallet<Test>>();
+				MigrateV3ToV4::<Test>::on_runtime_upgrade();
+				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 4);
+				assert!(!old::Jurors::<Test>::exists());
+				assert_eq!(crate::OptedOut::<Test>::iter().count(), 0);
 			});
 		}
 	}

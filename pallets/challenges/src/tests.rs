@@ -20,10 +20,12 @@ fn bond_held(who: AccountId) -> Balance {
 }
 
 /// Round 1 of pool 0 final with members 1..=5 (1 000 snapshot stake each); members 1, 2 and 4
-/// registered as jurors (bonding 1 000 more each, which does not change their seats' weight).
+/// bond 1 000 more each (which does not change their seats' weight), 3 and 5 opted out of
+/// juries.
 fn setup() {
 	final_round();
 	jurors(&[1, 2, 4], 1_000);
+	opt_out(&[3, 5]);
 }
 
 /// Seats of each juror of challenge `id` (drawn), in committee order.
@@ -65,7 +67,7 @@ fn open_challenge_holds_bond_and_draws_the_jury_later() {
 		let jury = drawn(0);
 		let mut who: Vec<AccountId> = jury.iter().map(|(j, _)| *j).collect();
 		who.sort();
-		assert_eq!(who, vec![1, 2, 4], "the round's registered contributors");
+		assert_eq!(who, vec![1, 2, 4], "the round's contributors that did not opt out");
 		assert!(jury.iter().all(|(_, stake)| *stake == 1_000), "weighted by snapshot stake");
 		assert_eq!(OpenChallenges::<Test>::get(0).expect("open").votes.seats, JURY_SEATS);
 		assert!(events().iter().any(|e| matches!(e, Event::JuryDrawn { challenge_id: 0, .. })));
@@ -198,12 +200,13 @@ fn vote_errors() {
 #[test]
 fn unresolved_challenge_expires_at_its_block() {
 	run_test(|| {
-		// The jurors are the accused's co-contributors: they could have replayed the round.
+		// The jurors are the round's contributors, the accused among them: they could have
+		// replayed the round.
 		final_round();
 		jurors(&[1, 2, 4, 5], 1_000);
 		assert_ok!(open(OUTSIDER, 3));
 		let jury = drawn(0);
-		assert_eq!(jury.len(), 4, "203 seats over 4 equal jurors seat them all");
+		assert_eq!(jury.len(), 5, "203 seats over 5 equal jurors seat them all");
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, true));
 		run_to_block(22);
 		assert!(OpenChallenges::<Test>::get(0).is_some());
@@ -218,12 +221,13 @@ fn unresolved_challenge_expires_at_its_block() {
 		assert!(!<Challenges as ChallengesInspect<_>>::is_guilty(0, 1, &3));
 		assert_eq!(events().last(), Some(&Event::ChallengeExpired { challenge_id: 0 }));
 		// The jurors that did not vote lose 10 % of their drawn stake (the 1 000 of the round's
-		// snapshot) and their place on the list.
+		// snapshot) and are opted out of juries.
 		assert_eq!(TrainerStaking::active_stake(&jury[0].0), before[0]);
-		assert!(Jurors::<Test>::get().contains(&jury[0].0));
+		assert!(!OptedOut::<Test>::contains_key(jury[0].0));
 		for (i, (j, _)) in jury.iter().enumerate().skip(1) {
 			assert_eq!(TrainerStaking::active_stake(j), before[i] - 100);
-			assert!(!Jurors::<Test>::get().contains(j));
+			assert!(OptedOut::<Test>::contains_key(j));
+			assert!(events().contains(&Event::JurorOptedOut { who: *j }));
 			assert!(events().contains(&Event::JurorNoShow {
 				challenge_id: 0,
 				juror: *j,
@@ -270,27 +274,32 @@ fn a_full_schedule_refuses_a_challenge_rather_than_leave_its_draw_unscheduled() 
 }
 
 #[test]
-fn juror_registration() {
+fn bonded_trainers_are_jurors_until_they_opt_out() {
 	run_test(|| {
-		assert_noop!(
-			Challenges::register_juror(RuntimeOrigin::signed(1)),
-			Error::<Test>::JurorStakeTooLow
-		);
+		// Only bonded trainers opt in or out (no entries for accounts without stake).
 		assert_noop!(
 			Challenges::unregister_juror(RuntimeOrigin::signed(1)),
-			Error::<Test>::NotAJuror
+			Error::<Test>::NotBonded
+		);
+		assert_noop!(
+			Challenges::register_juror(RuntimeOrigin::signed(1)),
+			Error::<Test>::NotBonded
 		);
 		jurors(&[1], 100);
+		// A juror by default: opting in again is refused.
 		assert_noop!(
 			Challenges::register_juror(RuntimeOrigin::signed(1)),
 			Error::<Test>::AlreadyJuror
 		);
 		assert_ok!(Challenges::unregister_juror(RuntimeOrigin::signed(1)));
-		assert!(Jurors::<Test>::get().is_empty());
-		// A juror may register again after leaving, bonding more on the way (its weight on a
-		// committee is its snapshot stake in the challenged round, not its bond).
-		jurors(&[1], 100);
-		assert_eq!(<TrainerStaking as TrainerStake<_>>::active_stake(&1), 200, "bonded twice");
+		assert!(OptedOut::<Test>::contains_key(1));
+		assert_noop!(
+			Challenges::unregister_juror(RuntimeOrigin::signed(1)),
+			Error::<Test>::NotAJuror
+		);
+		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(1)));
+		assert!(!OptedOut::<Test>::contains_key(1));
+		assert_eq!(events(), [Event::JurorOptedOut { who: 1 }, Event::JurorOptedIn { who: 1 }]);
 	});
 }
 

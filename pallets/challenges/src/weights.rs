@@ -2,7 +2,7 @@
 //! (frame-benchmarking-cli 64.0.0, 2026-11-28).
 //!
 //! STEPS: `20`, REPEAT: `10`, WASM-EXECUTION: `Compiled`,
-//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `AMD EPYC`.
+//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `Intel(R) Xeon(R) Processor`.
 
 #![allow(unused_parens)]
 #![allow(unused_imports)]
@@ -21,7 +21,8 @@ pub trait WeightInfo {
 	fn on_initialize_expire(e: u32) -> Weight;
 	fn expire() -> Weight;
 	fn report_equivocation(m: u32) -> Weight;
-	fn register_juror(j: u32) -> Weight;
+	fn register_juror() -> Weight;
+	fn unregister_juror() -> Weight;
 }
 
 /// Weights for `pallet_challenges` using the runtime's database weights.
@@ -29,7 +30,7 @@ pub struct SubstrateWeight<T>(PhantomData<T>);
 impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(357), added: 2832, mode: `MaxEncodedLen`)
-	/// Storage: `Checkpoints::FinalCheckpoints` (r:1 w:0)
+	/// Storage: `Checkpoints::FinalCheckpoints` (r:2 w:0)
 	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Snapshots` (r:1 w:0)
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
@@ -41,8 +42,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OpenBy` (`max_values`: None, `max_size`: Some(124), added: 2599, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Members` (r:1 w:0)
 	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::Jurors` (r:1 w:0)
-	/// Proof: `Challenges::Jurors` (`max_values`: Some(1), `max_size`: Some(8194), added: 8689, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::OptedOut` (r:32 w:0)
+	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::NextChallengeId` (r:1 w:1)
 	/// Proof: `Challenges::NextChallengeId` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:2 w:2)
@@ -56,11 +57,14 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::EligibleJurors` (r:0 w:1)
 	/// Proof: `Challenges::EligibleJurors` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
-	fn open_challenge(_m: u32) -> Weight {
-		// Proof size: measured `3373`, estimated `9679` bytes.
-		Weight::from_parts(4_236_422_804, 9679)
+	fn open_challenge(m: u32) -> Weight {
+		// Proof size: measured `3373`, estimated `8496` bytes.
+		Weight::from_parts(2_849_173_048, 8496)
+			.saturating_add(Weight::from_parts(19_459_240, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(13_u64))
+			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(9_u64))
+			.saturating_add(Weight::from_parts(0, 2523).saturating_mul(m.into()))
 	}
 	/// Storage: `Challenges::OpenChallenges` (r:1 w:1)
 	/// Proof: `Challenges::OpenChallenges` (`max_values`: None, `max_size`: Some(10730), added: 13205, mode: `MaxEncodedLen`)
@@ -83,8 +87,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::EligibleJurors` (r:0 w:1)
 	/// Proof: `Challenges::EligibleJurors` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
 	fn vote() -> Weight {
-		// Proof size: measured `9622`, estimated `82142` bytes.
-		Weight::from_parts(5_682_740_000, 82142)
+		// Proof size: measured `6185`, estimated `82142` bytes.
+		Weight::from_parts(4_119_165_000, 82142)
 			.saturating_add(T::DbWeight::get().reads(57_u64))
 			.saturating_add(T::DbWeight::get().writes(41_u64))
 	}
@@ -102,9 +106,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
 	/// The range of component `e` is `[0, 16]`.
 	fn on_initialize_expire(e: u32) -> Weight {
-		// Proof size: measured `2335`, estimated `3542` bytes.
-		Weight::from_parts(184_824_567, 3542)
-			.saturating_add(Weight::from_parts(834_624_109, 0).saturating_mul(e.into()))
+		// Proof size: measured `509`, estimated `3542` bytes.
+		Weight::from_parts(19_227_000, 3542)
+			.saturating_add(Weight::from_parts(622_622_626, 0).saturating_mul(e.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(e.into())))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
@@ -117,8 +121,6 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(357), added: 2832, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Votes` (r:32 w:0)
 	/// Proof: `Challenges::Votes` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::Jurors` (r:1 w:1)
-	/// Proof: `Challenges::Jurors` (`max_values`: Some(1), `max_size`: Some(8194), added: 8689, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::NoShows` (r:32 w:32)
 	/// Proof: `Challenges::NoShows` (`max_values`: None, `max_size`: Some(72), added: 2547, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::Ledger` (r:32 w:32)
@@ -135,13 +137,15 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OpenAgainst` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Verdicts` (r:1 w:1)
 	/// Proof: `Challenges::Verdicts` (`max_values`: None, `max_size`: Some(73), added: 2548, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::OptedOut` (r:0 w:32)
+	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::EligibleJurors` (r:0 w:1)
 	/// Proof: `Challenges::EligibleJurors` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
 	fn expire() -> Weight {
-		// Proof size: measured `31552`, estimated `102750` bytes.
-		Weight::from_parts(18_972_039_000, 102750)
-			.saturating_add(T::DbWeight::get().reads(170_u64))
-			.saturating_add(T::DbWeight::get().writes(138_u64))
+		// Proof size: measured `10853`, estimated `102750` bytes.
+		Weight::from_parts(12_471_019_000, 102750)
+			.saturating_add(T::DbWeight::get().reads(169_u64))
+			.saturating_add(T::DbWeight::get().writes(169_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(357), added: 2832, mode: `MaxEncodedLen`)
@@ -167,61 +171,74 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
 	fn report_equivocation(m: u32) -> Weight {
-		// Proof size: measured `4057`, estimated `8799` bytes.
-		Weight::from_parts(5_616_780_826, 8799)
-			.saturating_add(Weight::from_parts(47_129_322, 0).saturating_mul(m.into()))
+		// Proof size: measured `4067`, estimated `8799` bytes.
+		Weight::from_parts(3_979_227_993, 8799)
+			.saturating_add(Weight::from_parts(42_691_071, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
-	/// Storage: `TrainerStaking::Ledger` (r:257 w:0)
+	/// Storage: `TrainerStaking::Ledger` (r:1 w:0)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::Jurors` (r:1 w:1)
-	/// Proof: `Challenges::Jurors` (`max_values`: Some(1), `max_size`: Some(8194), added: 8689, mode: `MaxEncodedLen`)
-	/// The range of component `j` is `[1, 256]`.
-	fn register_juror(j: u32) -> Weight {
-		// Proof size: measured `650`, estimated `9679` bytes.
-		Weight::from_parts(269_084_000, 9679)
-			.saturating_add(Weight::from_parts(4_917_617, 0).saturating_mul(j.into()))
+	/// Storage: `Challenges::OptedOut` (r:1 w:1)
+	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
+	fn register_juror() -> Weight {
+		// Proof size: measured `245`, estimated `4170` bytes.
+		Weight::from_parts(188_998_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
-			.saturating_add(Weight::from_parts(0, 465).saturating_mul(j.into()))
+	}
+	/// Storage: `TrainerStaking::Ledger` (r:1 w:0)
+	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::OptedOut` (r:1 w:1)
+	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
+	fn unregister_juror() -> Weight {
+		// Proof size: measured `172`, estimated `4170` bytes.
+		Weight::from_parts(195_700_000, 4170)
+			.saturating_add(T::DbWeight::get().reads(2_u64))
+			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
 }
 
 // For tests.
 impl WeightInfo for () {
-	fn open_challenge(_m: u32) -> Weight {
-		Weight::from_parts(4_236_422_804, 9679)
+	fn open_challenge(m: u32) -> Weight {
+		Weight::from_parts(2_849_173_048, 8496)
+			.saturating_add(Weight::from_parts(19_459_240, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
+			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(9_u64))
 	}
 	fn vote() -> Weight {
-		Weight::from_parts(5_682_740_000, 82142)
+		Weight::from_parts(4_119_165_000, 82142)
 			.saturating_add(RocksDbWeight::get().reads(57_u64))
 			.saturating_add(RocksDbWeight::get().writes(41_u64))
 	}
 	fn on_initialize_expire(e: u32) -> Weight {
-		Weight::from_parts(184_824_567, 3542)
-			.saturating_add(Weight::from_parts(834_624_109, 0).saturating_mul(e.into()))
+		Weight::from_parts(19_227_000, 3542)
+			.saturating_add(Weight::from_parts(622_622_626, 0).saturating_mul(e.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(e.into())))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 			.saturating_add(RocksDbWeight::get().writes((2_u64).saturating_mul(e.into())))
 	}
 	fn expire() -> Weight {
-		Weight::from_parts(18_972_039_000, 102750)
-			.saturating_add(RocksDbWeight::get().reads(170_u64))
-			.saturating_add(RocksDbWeight::get().writes(138_u64))
+		Weight::from_parts(12_471_019_000, 102750)
+			.saturating_add(RocksDbWeight::get().reads(169_u64))
+			.saturating_add(RocksDbWeight::get().writes(169_u64))
 	}
 	fn report_equivocation(m: u32) -> Weight {
-		Weight::from_parts(5_616_780_826, 8799)
-			.saturating_add(Weight::from_parts(47_129_322, 0).saturating_mul(m.into()))
+		Weight::from_parts(3_979_227_993, 8799)
+			.saturating_add(Weight::from_parts(42_691_071, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
-	fn register_juror(j: u32) -> Weight {
-		Weight::from_parts(269_084_000, 9679)
-			.saturating_add(Weight::from_parts(4_917_617, 0).saturating_mul(j.into()))
+	fn register_juror() -> Weight {
+		Weight::from_parts(188_998_000, 4170)
+			.saturating_add(RocksDbWeight::get().reads(2_u64))
+			.saturating_add(RocksDbWeight::get().writes(1_u64))
+	}
+	fn unregister_juror() -> Weight {
+		Weight::from_parts(195_700_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}

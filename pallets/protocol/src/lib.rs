@@ -47,7 +47,7 @@ pub mod timeline;
 
 pub use arith::{mul_div_floor, PPB};
 pub use evidence::{verify_announcement, verify_equivocation, Announcement, EvidenceError};
-pub use jury::{draw_committee, JuryVotes, Seated, Verdict, COMMITTEE_SEATS};
+pub use jury::{draw_committee, eligible_jurors, JuryVotes, Seated, Verdict, COMMITTEE_SEATS};
 pub use leak::LeakRule;
 pub use pool::{pool_deposit, PoolStatus};
 pub use quorum::{quorum_threshold, reaches_quorum};

@@ -87,6 +87,7 @@ fn guilty_contributor_is_not_paid() {
 	run_test(|| {
 		final_round(); // trainers 1..=5 contribute to round 1 at block 1
 		jurors(&[1, 2, 4], 1_000);
+		opt_out(&[3, 5]); // the jurors are 1, 2 and 4
 		assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0; 32]));
 		run_to_block(3); // the jury is drawn
 		let jury = pallet_challenges::OpenChallenges::<Test>::get(0).unwrap().jury.to_vec();

@@ -140,8 +140,6 @@ pub const MAX_MEMBERS: u32 = 5;
 pub const BOND: Balance = 300;
 /// Jury draws happen this many blocks after a challenge is opened.
 pub const JURY_DELAY: u64 = 2;
-/// Most registered jurors.
-pub const MAX_JURORS: u32 = 24;
 /// Seats of a committee: the runtime's, sized by the ⅓-adversary bound.
 pub const JURY_SEATS: u32 = synod_primitives::protocol::COMMITTEE_SEATS;
 /// Voting period = round timeout + this.
@@ -297,8 +295,6 @@ impl pallet_challenges::Config for Test {
 	type NoShowSlash = NoShowSlash;
 	type MaxPoolMembers = ConstU32<MAX_MEMBERS>;
 	type MaxExpiriesPerBlock = ConstU32<4>;
-	type MaxJurors = ConstU32<MAX_JURORS>;
-	type MinJurorStake = ConstU128<100>;
 	type MinJuryStake = ConstU128<500>;
 	type Slash = ToTreasury;
 	type WeightInfo = ();
@@ -621,18 +617,17 @@ pub fn mint(who: AccountId, amount: Balance) {
 	assert_ok!(<Balances as Mutate<_>>::mint_into(&who, amount));
 }
 
-/// Bonds `stake` for each of `who` and registers them as jurors.
+/// Bonds `stake` more for each of `who` (every bonded contributor is a juror by default).
 pub fn jurors(who: &[AccountId], stake: Balance) {
 	for j in who {
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(*j), stake));
 	}
-	register_jurors(who);
 }
 
-/// Registers `who` (already bonded) as jurors without bonding more.
-pub fn register_jurors(who: &[AccountId]) {
+/// Opts each of `who` (bonded) out of juries.
+pub fn opt_out(who: &[AccountId]) {
 	for j in who {
-		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(*j)));
+		assert_ok!(Challenges::unregister_juror(RuntimeOrigin::signed(*j)));
 	}
 }
 

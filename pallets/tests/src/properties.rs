@@ -200,7 +200,6 @@ fn two_pools() {
 	bond_and_join(4, p1, 500);
 	bond_and_join(5, p1, 300);
 	// Every member opts in as a juror (committees are drawn from a round's contributors).
-	register_jurors(&[1, 2, 3, 4, 5]);
 }
 
 proptest! {

@@ -368,6 +368,34 @@ impl Client {
         Ok(())
     }
 
+    /// Fault injection (tests): answers the payload requests of the members in `to` for
+    /// payloads we relay (not our own) with as many bytes of garbage (each byte of the
+    /// relayed payload inverted), at full speed: a relay that makes its requesters download a
+    /// body only to fail its digest check at the end (empty: serve everyone the real bytes).
+    ///
+    /// # Errors
+    /// None today; `Result` for symmetry with the other calls.
+    pub async fn garble_relays_to(&self, to: BTreeSet<u32>) -> Result<(), NetError> {
+        lock(&self.served).garble_to = to;
+        Ok(())
+    }
+
+    /// Garbage bodies served so far under [`Client::garble_relays_to`].
+    pub fn garbled_bodies(&self) -> u64 {
+        lock(&self.served)
+            .garbled
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Stops asking `peer` to relay payloads, for as long as this node runs
+    /// ([`Snapshot::distrusted`]): it served a body that did not hash to the digest asked for,
+    /// which no honest peer does. Its own payloads are still fetched from it.
+    pub fn distrust_relay(&self, peer: PeerId) {
+        if lock(&self.shared).distrusted.insert(peer) {
+            tracing::warn!(%peer, "served a payload body with the wrong digest: not asked to relay again");
+        }
+    }
+
     /// Fault injection (tests): signs and publishes, once, an announcement of `payload` for
     /// `round` that this node does not serve. Next to our real announcement of that round it is
     /// an equivocation: peers ban us and keep both as proof.

@@ -149,6 +149,11 @@ pub struct Snapshot {
     pub left: HashSet<u32>,
     /// Peers banned for invalid messages, with the reason.
     pub banned: HashMap<PeerId, String>,
+    /// Peers that served a payload body which did not hash to the digest we asked for: an
+    /// honest peer answers a payload request only with bytes of the requested digest (else
+    /// "not found"), so such a peer is never asked to relay a payload again
+    /// ([`Client::distrust_relay`]). Its own payloads are still fetched from it.
+    pub distrusted: HashSet<PeerId>,
     /// Our listen addresses.
     pub listen_addrs: Vec<Multiaddr>,
     /// Peers with an open connection.

@@ -77,6 +77,10 @@ pub(super) struct Served {
     /// Members whose payload requests we take and never answer (fault injection,
     /// [`super::Client::stall_payloads_to`]).
     pub(super) stall_to: BTreeSet<u32>,
+    /// Members to whom relayed payloads are served as garbage (fault injection,
+    /// [`super::Client::garble_relays_to`]), and how many garbage bodies were served.
+    pub(super) garble_to: BTreeSet<u32>,
+    pub(super) garbled: std::sync::atomic::AtomicU64,
     /// Transfers being served, per peer (no entry: none).
     pub(super) streams: HashMap<PeerId, usize>,
     /// Sum of `streams`.
@@ -99,6 +103,8 @@ impl Served {
             relayed: HashMap::new(),
             serve_own_to: None,
             stall_to: BTreeSet::new(),
+            garble_to: BTreeSet::new(),
+            garbled: std::sync::atomic::AtomicU64::new(0),
             streams: HashMap::new(),
             streaming: 0,
             shared: 0,
@@ -217,8 +223,16 @@ impl Served {
                             .is_none_or(|to| to.contains(&asker))
                     })
                     .map(|(p, b)| (p.digest, b));
-                match own.or_else(|| self.relayed.get(&(*round, *member)).map(|(d, b)| (*d, b))) {
-                    Some((d, bytes)) if d == *digest => Answer::Data(bytes.clone()),
+                let relayed = || self.relayed.get(&(*round, *member)).map(|(d, b)| (*d, b));
+                match own.or_else(relayed) {
+                    Some((d, bytes)) if d == *digest => {
+                        if *member != self.me && self.garble_to.contains(&asker) {
+                            self.garbled
+                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            return Answer::Data(Arc::new(bytes.iter().map(|b| !b).collect()));
+                        }
+                        Answer::Data(bytes.clone())
+                    }
                     _ => Answer::NotFound,
                 }
             }

@@ -3,13 +3,13 @@
 //! challenge it cannot judge could only abstain and be slashed `NoShowSlash` as a no-show.
 //! Whoever runs a pool could then open challenges there against its own sybil (the bond comes
 //! back when the challenge expires) and drain the honest jurors of every other pool out of the
-//! juror list, for the price of the transaction fees. Committees are drawn from the challenged
+//! juries (opted out as no-shows), for the price of the transaction fees. Committees are drawn from the challenged
 //! round's contributors only.
 
 use super::challenge;
 use crate::mock::*;
 use frame_support::assert_ok;
-use pallet_challenges::{Event, Jurors, Verdict, Verdicts};
+use pallet_challenges::{Event, OptedOut, Verdict, Verdicts};
 
 #[test]
 fn cross_pool_challenges_cannot_bleed_honest_jurors() {
@@ -39,7 +39,7 @@ fn cross_pool_challenges_cannot_bleed_honest_jurors() {
 			.any(|e| matches!(e, Event::NoJuryDrawn { challenge_id, .. } if *challenge_id == id)));
 		for who in 5..=7 {
 			assert_eq!(staked(who), 2_000, "juror {who} lost nothing");
-			assert!(Jurors::<Test>::get().contains(&who), "juror {who} keeps its seat");
+			assert!(!OptedOut::<Test>::contains_key(who), "juror {who} is still a juror");
 		}
 		assert!(!challenges_events().iter().any(|e| matches!(e, Event::JurorNoShow { .. })));
 		// The attacker gains nothing either: its bond is back, nobody was slashed.

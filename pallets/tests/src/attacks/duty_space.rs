@@ -36,7 +36,6 @@ fn only_a_seated_jurors_first_vote_is_admitted() {
 	run_test(|| {
 		final_round();
 		jurors(&[6, 7], 1_000);
-		register_jurors(&[2, 3, 4, 5]);
 		let (id, jury) = challenge(2, 0, 1, 1);
 		let seated = jury.first().map(|(j, _)| *j).expect("a committee");
 		let before = sp_io::storage::root(sp_runtime::StateVersion::V1);

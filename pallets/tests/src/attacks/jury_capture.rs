@@ -20,9 +20,8 @@ fn sybil_pool() {
 fn jury_cannot_be_captured_by_sybils() {
 	run_test(|| {
 		sybil_pool();
-		// Every member opts in, the sybils too; an outsider with a large bond as well (it did
-		// not contribute, so it is never drawn).
-		register_jurors(&[1, 2, 3, 4, 5]);
+		// Every member is a juror, the sybils too; an outsider with a large bond as well (it
+		// did not contribute, so it is never drawn).
 		jurors(&[6], 5_000);
 		let (free_2, free_4) = (free(2), free(4));
 		// Sybil 2 accuses honest member 1.
@@ -60,8 +59,9 @@ fn jury_cannot_be_captured_by_sybils() {
 fn sybil_jury_below_minimum_stake_gives_no_verdict() {
 	run_test(|| {
 		sybil_pool();
-		// Only the sybil (100) opted in: below MinJuryStake (500), no verdict is possible.
-		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(3)));
+		// Every member but the sybils opted out: the sybil 3 (100) is below MinJuryStake (500)
+		// and the challenger 2 is a party, so no verdict is possible.
+		opt_out(&[1, 4, 5]);
 		let free_2 = free(2);
 		let (id, jury) = challenge(2, 0, 1, 1);
 		assert!(jury.is_empty());
@@ -79,7 +79,6 @@ fn sybil_jury_below_minimum_stake_gives_no_verdict() {
 fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 	run_test(|| {
 		sybil_pool();
-		register_jurors(&[1, 3, 4, 5]);
 		assert_ok!(open_challenge(2, 0, 1, 1, [0x44; 32]));
 		let c = OpenChallenges::<Test>::get(0).expect("open");
 		assert!(c.jury.is_empty() && c.draw_at > System::block_number());
@@ -98,7 +97,6 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 			let mut ext = new_test_ext();
 			ext.execute_with(|| {
 				sybil_pool();
-				register_jurors(&[1, 3, 4, 5]);
 				assert_ok!(open_challenge(2, 0, 1, 1, [0x44; 32]));
 				let c = OpenChallenges::<Test>::get(0).expect("open");
 				run_to_block(c.draw_at - 1);
@@ -117,12 +115,12 @@ fn jury_is_drawn_after_the_challenge_from_a_later_block() {
 #[test]
 fn conviction_needs_a_majority_of_seats() {
 	run_test(|| {
-		// Unequal jurors: members 3 (2 000), 4 and 5 (500 each); 2 accuses 1.
+		// Unequal jurors: members 3 (2 000), 4 and 5 (500 each); 2 accuses 1 (both opted out).
 		training_pool(3, two_thirds(), &[1_000, 100, 2_000, 500, 500]);
 		for who in 1..=5 {
 			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
 		}
-		register_jurors(&[3, 4, 5]);
+		opt_out(&[1, 2]);
 		let (free_2, treasury) = (free(2), free(TREASURY));
 		let (free_3, free_4) = (free(3), free(4));
 		let (id, jury) = challenge(2, 0, 1, 1);
@@ -151,29 +149,58 @@ fn conviction_needs_a_majority_of_seats() {
 	});
 }
 
+/// An adversary that is the only one to register as jurors while the honest members (most of
+/// the stake) never do: were committees drawn from registered contributors only, its
+/// accounts would be the whole committee and convict at will. Every contributor is a juror
+/// by default, so the adversary's share of the eligible stake is its share of the round's.
 #[test]
-fn juror_list_cannot_be_flooded_with_minimum_stake() {
+fn honest_members_that_never_register_still_sit_on_the_committee() {
 	run_test(|| {
-		// MAX_JURORS minimum-stake jurors fill the list…
-		let flood: Vec<AccountId> = (0..u64::from(MAX_JURORS)).map(|i| 1_000 + i).collect();
-		for who in &flood {
-			mint(*who, 1_000);
+		use synod_primitives::protocol::jury::wrong_verdict_probability;
+		// Honest 1, 4 and 5 (1 000 each) never call `register_juror`; the adversary's 2
+		// (challenger, 100) and 3 (600) hold 19 % of the round's stake.
+		training_pool(3, two_thirds(), &[1_000, 100, 600, 1_000, 1_000]);
+		for who in 1..=5 {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
 		}
-		jurors(&flood, 100);
-		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(7), 100));
+		// Registering is not needed (and opting in twice is refused).
 		assert_noop!(
-			Challenges::register_juror(RuntimeOrigin::signed(7)),
-			Error::<Test>::TooManyJurors
+			Challenges::register_juror(RuntimeOrigin::signed(3)),
+			Error::<Test>::AlreadyJuror
 		);
-		// …but a juror with more stake replaces the weakest.
-		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(8), 1_000));
-		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(8)));
-		assert!(pallet_challenges::Jurors::<Test>::get().contains(&8));
-		assert_eq!(pallet_challenges::Jurors::<Test>::get().len(), MAX_JURORS as usize);
-		assert_noop!(
-			Challenges::register_juror(RuntimeOrigin::signed(OUTSIDER)),
-			Error::<Test>::JurorStakeTooLow
+		let (id, jury) = challenge(2, 0, 1, 1);
+		// The eligible stake, as the draw weighs it: every contributor's snapshot stake.
+		let contributors =
+			<Checkpoints as synod_primitives::CheckpointsInspect<_, _>>::final_checkpoint(0, 1)
+				.expect("final")
+				.contributors;
+		assert_eq!(contributors.len(), 5, "all five contributors are eligible");
+		let stake: u128 = contributors.iter().map(|p| p.stake).sum();
+		let adversary: u128 =
+			contributors.iter().filter(|p| p.who == 2 || p.who == 3).map(|p| p.stake).sum();
+		assert_eq!(stake, 3_700);
+		// The probability that the adversary's seats turn the verdict, by the committee's
+		// own binomial (seats drawn with replacement ∝ stake).
+		let p = wrong_verdict_probability(JURY_SEATS, adversary as f64 / stake as f64);
+		println!(
+			"{{\"adversary_share\":{:.3},\"wrong_verdict_probability\":{p:e}}}",
+			adversary as f64 / stake as f64
 		);
+		assert!(p < 1e-12, "P(wrong verdict) = {p:e}");
+		// The honest seats acquit.
+		let c = OpenChallenges::<Test>::get(id).expect("drawn");
+		let honest: Vec<(AccountId, u128)> =
+			jury.iter().filter(|(j, _)| *j != 2 && *j != 3).cloned().collect();
+		assert!(
+			c.jury.iter().filter(|s| s.who != 2 && s.who != 3).map(|s| s.seats).sum::<u32>()
+				>= c.votes.conviction_threshold()
+		);
+		for sybil in [2, 3] {
+			assert_ok!(Challenges::vote(RuntimeOrigin::signed(sybil), id, true));
+		}
+		all_vote(id, &honest, false);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Innocent));
+		assert_eq!(staked(1), 1_000);
 	});
 }
 
@@ -181,9 +208,10 @@ fn juror_list_cannot_be_flooded_with_minimum_stake() {
 fn an_accused_alone_on_its_committee_cannot_acquit_itself() {
 	run_test(|| {
 		final_round();
-		// Only the accused registered: a committee of its own seats would acquit it and pay it
-		// the challenger's bond. The parties' stake does not count toward `MinJuryStake`.
-		register_jurors(&[3]);
+		// Every other member opted out: a committee of the accused's own seats would acquit it
+		// and pay it the challenger's bond. The parties' stake does not count toward
+		// `MinJuryStake`.
+		opt_out(&[1, 2, 4, 5]);
 		let free_outsider = free(OUTSIDER);
 		let (id, jury) = challenge(OUTSIDER, 0, 1, 3);
 		assert!(jury.is_empty(), "no verdict");

@@ -13,6 +13,7 @@ mod forged_evidence;
 mod free_rewards;
 mod jury_capture;
 mod late_registration;
+mod newcomer_no_show;
 mod no_show_ambush;
 mod reaping;
 mod seed_grinding;

@@ -28,7 +28,6 @@ fn challenged_round() -> u64 {
 	for who in 1..=5 {
 		assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
 	}
-	register_jurors(&[1, 2, 3, 4, 5]);
 	mint(400, 1_000_000);
 	assert_ok!(open_challenge(400, 0, 1, 1, [0x44; 32]));
 	OpenChallenges::<Test>::get(0).expect("open").draw_at

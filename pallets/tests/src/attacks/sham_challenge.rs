@@ -74,7 +74,6 @@ fn repeated_challenges_cannot_slash_twice() {
 fn a_flood_of_challenges_costs_an_absent_juror_one_no_show_slash() {
 	run_test(|| {
 		final_round();
-		register_jurors(&[2, 3, 4, 5]);
 		// The attacker opens one challenge against honest member 1 from each of many accounts,
 		// as fast as the schedule takes them, hoping the seated jurors cannot vote on them all.
 		let attackers: Vec<AccountId> = (300..310).collect();

@@ -20,7 +20,6 @@ fn an_included_member_that_never_commits_is_challenged_and_convicted() {
 		}
 		let fin = pallet_checkpoints::FinalCheckpoints::<Test>::get(0, 1).expect("final");
 		assert!(!fin.contributors.contains(&5), "member 5 did not commit");
-		register_jurors(&[2, 3, 4]);
 		let (id, jury) = challenge(1, 0, 1, 5);
 		assert!(!jury.is_empty(), "a committee of the round's contributors is drawn");
 		all_vote(id, &jury, true);

@@ -39,7 +39,6 @@ fn setup(stakes: &[Balance; 5]) {
 	for who in 1..=5 {
 		assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
 	}
-	register_jurors(&[1, 2, 3, 4, 5]);
 	for challenger in CHALLENGERS {
 		mint(challenger, 1_000_000);
 	}

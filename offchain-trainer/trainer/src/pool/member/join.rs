@@ -78,12 +78,29 @@ pub(super) async fn register(
     Ok((rec.index, rec.from_round, false, rec.stake))
 }
 
-/// Registers as a juror (`Challenges.register_juror`); already being one is fine.
-pub(super) async fn register_juror(chain: &Chain, signer: &Signer) -> Result<()> {
-    match chain.submit(&calls::register_juror(), signer).await {
-        Ok(_) => tracing::info!("registered as a juror"),
-        Err(e) if e.is_module("Challenges", "AlreadyJuror") => {}
-        Err(e) => bail!("register_juror: {e}"),
+/// Opts in to juries (`Challenges.register_juror`, `juror`) or out of them
+/// (`Challenges.unregister_juror`); being in that state already is fine.
+///
+/// # Errors
+/// Chain RPC failures and any other dispatch error.
+pub(super) async fn set_jury_duty(chain: &Chain, signer: &Signer, juror: bool) -> Result<()> {
+    let (call, unchanged, done) = if juror {
+        (
+            calls::register_juror(),
+            "AlreadyJuror",
+            "opted in to juries",
+        )
+    } else {
+        (
+            calls::unregister_juror(),
+            "NotAJuror",
+            "opted out of juries",
+        )
+    };
+    match chain.submit(&call, signer).await {
+        Ok(_) => tracing::info!("{done}"),
+        Err(e) if e.is_module("Challenges", unchanged) => {}
+        Err(e) => bail!("{done}: {e}"),
     }
     Ok(())
 }

@@ -138,9 +138,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let peer_id = keypair.public().to_peer_id();
     let (me, from_round, resumed, stake) =
         rt.block_on(register(&chain, &signer, a, &peer_id, &member_key))?;
-    if a.juror {
-        rt.block_on(join::register_juror(&chain, &signer))?;
-    }
+    rt.block_on(join::set_jury_duty(&chain, &signer, a.juror))?;
 
     let own = Member {
         index: me,

@@ -1,5 +1,5 @@
-//! Jury duty: as a registered juror, replays the disputed contributions of the challenges it
-//! is drawn for and votes.
+//! Jury duty: as a juror (every member unless `--no-jury`), replays the disputed contributions
+//! of the challenges it is drawn for and votes.
 
 use std::collections::BTreeSet;
 

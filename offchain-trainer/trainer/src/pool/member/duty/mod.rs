@@ -1,7 +1,7 @@
 //! A member's verification duties (`docs/architecture.md`, step 7), run by the **duty worker**,
 //! a thread of their own beside the rounds and after the last one: replay a sample of the
 //! other members of every final round's included set and challenge the ones outside the tolerance; as a
-//! registered juror, replay disputed contributions and vote.
+//! juror (unless `--no-jury`), replay disputed contributions and vote.
 //!
 //! The worker ([`DutyWorker`], driven through its [`DutyHandle`]) runs one pass of every duty
 //! when the chain has finalized blocks (one pass for those finalized during the previous one)
@@ -279,8 +279,8 @@ impl DutyWorker {
 
     /// After the pool's last round: keeps doing the duties until the last final round can no
     /// longer be challenged and no challenge of this pool waits for a draw or our vote (at
-    /// most `max_wait`); then, as a juror, unregisters (a juror that has stopped would be
-    /// drawn and, for rounds it contributed to, slashed as a no-show). Never fails: problems are logged.
+    /// most `max_wait`); then, as a juror, opts out of juries (a juror that has stopped would
+    /// be drawn and, for rounds it contributed to, slashed as a no-show). Never fails: problems are logged.
     fn finish_duties(&mut self, max_wait: Duration, busy_us: &AtomicU64) {
         // A sparse pool's members serve their residuals until nobody can challenge them.
         if !self.verifies() && !self.ctx.a.recipe.outer.wire.sparse() {
@@ -317,7 +317,7 @@ impl DutyWorker {
                     .chain
                     .submit(&calls::unregister_juror(), &self.ctx.signer),
             ) {
-                Ok(_) => tracing::info!("unregistered as a juror"),
+                Ok(_) => tracing::info!("opted out of juries"),
                 Err(e) if e.is_module("Challenges", "NotAJuror") => {}
                 Err(e) => tracing::warn!("unregister_juror: {e}"),
             }

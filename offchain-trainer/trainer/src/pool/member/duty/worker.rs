@@ -69,8 +69,7 @@ impl DutyHandle {
     ///
     /// # Errors
     /// The worker has stopped (it panicked): a member that no longer verifies, judges or
-    /// reports must not go on (as a registered juror it would be slashed for every missed
-    /// vote).
+    /// reports must not go on (as a juror it would be slashed for every missed vote).
     pub fn verify(&self, round: u32) -> Result<()> {
         if self.thread.as_ref().is_none_or(|t| t.is_finished()) {
             bail!("the duty worker has stopped");
