@@ -136,12 +136,22 @@ pub type UncheckedExtrinsic =
 /// The payload being signed in transactions.
 pub type SignedPayload = generic::SignedPayload<RuntimeCall, TxExtension>;
 
+/// Every bonded account (`TrainerStaking::Ledger`'s keys): those that were not registered
+/// jurors are opted out when juries become opt-out (`pallet_challenges::migrations::v4`).
+pub struct BondedTrainers;
+
+impl frame_support::traits::Get<Vec<AccountId>> for BondedTrainers {
+    fn get() -> Vec<AccountId> {
+        pallet_trainer_staking::Ledger::<Runtime>::iter_keys().collect()
+    }
+}
+
 /// Migrations of the runtime, aside from the ones declared in the pallets.
 #[allow(unused_parens)]
 type Migrations = (
     pallet_challenges::migrations::v2::MigrateV1ToV2<Runtime>,
     pallet_challenges::migrations::v3::MigrateV2ToV3<Runtime>,
-    pallet_challenges::migrations::v4::MigrateV3ToV4<Runtime>,
+    pallet_challenges::migrations::v4::MigrateV3ToV4<Runtime, BondedTrainers>,
     pallet_training_pools::migrations::v1::MigrateV0ToV1<Runtime>,
 );
 

@@ -219,6 +219,18 @@ impl Chain {
         self.fetch("Challenges", "Votes", (id, *who)).await
     }
 
+    /// `Challenges.OptedOut(who)`: whether `who` is opted out of juries (by its own call, or
+    /// as a no-show).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn opted_out_of_juries(&self, who: &AccountId) -> Result<bool, ChainError> {
+        Ok(self
+            .fetch_scale::<_, ()>("Challenges", "OptedOut", (*who,))
+            .await?
+            .is_some())
+    }
+
     /// `Challenges.OpenAgainst((pool, round, who))`: challenges open against that contribution.
     ///
     /// # Errors

@@ -253,7 +253,7 @@ pub struct RunArgs {
     /// vote) and votes automatically when drawn: it replays the disputed contribution and
     /// votes guilty iff it is outside the replay tolerance (innocent on its own). Committees
     /// are drawn from the challenged round's contributors that did not opt out and were in
-    /// the previous round's included set; a seated juror that lacks what a replay needs
+    /// the previous round's contributors; a seated juror that lacks what a replay needs
     /// abstains, and the runtime slashes a seated juror that does not vote. The trainer opts
     /// out when it stops, after its last duties.
     #[arg(long = "no-jury", action = clap::ArgAction::SetFalse)]

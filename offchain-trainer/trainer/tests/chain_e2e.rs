@@ -1441,6 +1441,7 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
             challenge_window: 5,
         };
         let key = vec![0u8; calls::ML_DSA_65_PUBLIC_KEY_LEN];
+        // One per function of `synod_chain::calls`.
         let mut encoded = vec![
             chain.call_data(&calls::bond(UNIT)).await,
             chain.call_data(&calls::create_pool(spec)).await,
@@ -1463,11 +1464,6 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
             chain.call_data(&calls::unregister_juror()).await,
             chain.call_data(&calls::claim_rewards(0)).await,
         ];
-        assert_eq!(
-            encoded.len(),
-            10,
-            "one per function of `synod_chain::calls`"
-        );
         for (i, call) in encoded.drain(..).enumerate() {
             let bytes = call.unwrap_or_else(|e| panic!("call {i}: {e}"));
             assert!(bytes.len() >= 2, "pallet and call index");

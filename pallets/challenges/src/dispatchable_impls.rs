@@ -435,7 +435,7 @@ impl<T: Config> Pallet<T> {
 	/// Slashes `NoShowSlash` of the drawn (snapshot) stake of every juror of `c` that has not
 	/// voted, once per challenged round ([`NoShows`]), and opts it out ([`OptedOut`]). Every
 	/// seated juror contributed to the challenged round and was in the previous round's
-	/// included set (when that round is final), so it held what a replay needs.
+	/// contributors (when that round is final), so it held what a replay needs.
 	fn penalize_no_shows(challenge_id: ChallengeId, c: &Challenge<T>) {
 		// Only a jury that had the whole voting period answers for not voting: never one drawn
 		// late, whoever advanced it and when.

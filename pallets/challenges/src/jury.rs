@@ -31,18 +31,21 @@ impl<T: Config> Pallet<T> {
 
 	/// The jurors eligible for a challenge of round `round` of `pool_id` whose final checkpoint
 	/// lists `contributors`, in the contributors' order: those that have not opted out
-	/// ([`OptedOut`], read now) and can replay the round (members of round `round − 1`'s
-	/// included set when that round is final; [`protocol::eligible_jurors`]). A challenge's
+	/// ([`OptedOut`], read now) and can replay the round (contributors of round `round − 1`
+	/// when that round is final; [`protocol::eligible_jurors`]). A challenge's
 	/// [`EligibleJurors`], frozen at opening.
 	pub(crate) fn eligible_among(
 		pool_id: synod_primitives::PoolId,
 		round: synod_primitives::RoundIndex,
 		contributors: &[protocol::Participant<T::AccountId>],
 	) -> BoundedVec<T::AccountId, T::MaxPoolMembers> {
+		// A final round has contributors: none read means its snapshot is no longer kept (it
+		// was settled), and the rule is not applied rather than seat nobody.
 		let previous = round
 			.checked_sub(1)
 			.and_then(|r| T::Checkpoints::final_checkpoint(pool_id, r))
-			.map(|f| f.included);
+			.map(|f| f.contributors)
+			.filter(|c| !c.is_empty());
 		let eligible = protocol::eligible_jurors(contributors, previous.as_deref(), |who| {
 			OptedOut::<T>::contains_key(who)
 		});

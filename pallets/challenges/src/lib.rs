@@ -31,9 +31,9 @@
 //! opted out. **The jury is a committee of `JurySize` seats drawn after the challenge
 //! exists, from the challenged round's contributors that had not opted out when the challenge
 //! opened and that can replay it** ([`EligibleJurors`],
-//! [`synod_primitives::protocol::eligible_jurors`]: when round `r − 1` is final, only members
-//! of its included set, which received the payloads a sparse payload's carried residual
-//! names): they hold
+//! [`synod_primitives::protocol::eligible_jurors`]: when round `r − 1` is final, only its
+//! contributors, which aggregated the payloads a sparse payload's carried residual names):
+//! they hold
 //! what a replay needs (θ_{r−1} and every included payload), and their weights are their
 //! *snapshot* stakes, fixed when the round opened, before the challenge existed. The draw runs
 //! in `on_initialize` of the latest block of the `jury_delay` blocks after opening whose
@@ -78,8 +78,8 @@
 //! was drawn on schedule (so it had the whole voting period) and has not voted when the voting
 //! period ends loses `NoShowSlash` of its drawn stake (once per challenged round: [`NoShows`])
 //! and is opted out ([`OptedOut`]: a member that stopped is not seated again until it opts back
-//! in). Only contributors sit that were in round `r − 1`'s included set (any, in round 1 or
-//! after a void): such a contributor aggregated every included payload from θ_{r−1} and
+//! in). Only contributors sit that contributed to round `r − 1` too (any, in round 1 or after
+//! a void): such a contributor aggregated every included payload from θ_{r−1} and
 //! received what round `r − 1` carried over, so every seated juror can replay and answers for
 //! its vote; jurors of other
 //! pools are never drawn, so nobody can bleed them with cheap challenges in a pool they cannot
@@ -573,7 +573,8 @@ pub mod pallet {
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get())
 			.saturating_add(T::DbWeight::get().reads_writes(2, 2))
-			// Round `r − 1`'s final checkpoint (the eligible jurors), missing where measured.
+			// Round `r − 1`'s snapshot (its contributors, for the eligible jurors), missing where
+			// measured (round 1).
 			.saturating_add(T::DbWeight::get().reads(1)))]
 		pub fn open_challenge(
 			origin: OriginFor<T>,

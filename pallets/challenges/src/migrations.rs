@@ -319,13 +319,14 @@ pub mod v3 {
 	}
 }
 
-/// v3 → v4: every contributor is a juror by default. The opt-in list `Jurors` is deleted;
-/// nobody is opted out ([`crate::OptedOut`] starts empty), so accounts that had not registered
-/// are eligible from the upgrade on. A trainer that does not do jury duty must opt out
-/// (`unregister_juror`, or run a trainer that does): seated and absent, it loses
-/// `NoShowSlash` of its drawn stake once and is then opted out.
+/// v3 → v4: every contributor is a juror by default. The opt-in list `Jurors` is deleted, and
+/// every bonded account that `Bonded` lists and that was not on it is opted out
+/// ([`crate::OptedOut`]): nobody's jury duty changes at the upgrade, so a trainer that does
+/// not judge (one started without jury duty) is never seated and slashed as a no-show. A
+/// trainer opts in when it starts (`synod-trainer run`, unless `--no-jury`).
 pub mod v4 {
-	use crate::pallet::{Config, Pallet};
+	use crate::pallet::{Config, OptedOut, Pallet};
+	use alloc::vec::Vec;
 	use frame_support::{
 		migrations::VersionedMigration, pallet_prelude::*, traits::UncheckedOnRuntimeUpgrade,
 	};
@@ -343,21 +344,31 @@ pub mod v4 {
 		>;
 	}
 
-	/// The unversioned step; use [`MigrateV3ToV4`].
-	pub struct JurorsByDefault<T>(core::marker::PhantomData<T>);
+	/// The unversioned step; use [`MigrateV3ToV4`]. `Bonded` lists the bonded accounts (the
+	/// runtime: `TrainerStaking::Ledger`'s keys), read once.
+	pub struct JurorsByDefault<T, Bonded>(core::marker::PhantomData<(T, Bonded)>);
 
-	impl<T: Config> UncheckedOnRuntimeUpgrade for JurorsByDefault<T> {
+	impl<T: Config, Bonded: Get<Vec<T::AccountId>>> UncheckedOnRuntimeUpgrade
+		for JurorsByDefault<T, Bonded>
+	{
 		fn on_runtime_upgrade() -> Weight {
-			old::Jurors::<T>::kill();
-			T::DbWeight::get().writes(1)
+			let registered = old::Jurors::<T>::take();
+			let bonded = Bonded::get();
+			let mut writes = 1u64;
+			for who in bonded.iter().filter(|w| !registered.contains(w)) {
+				OptedOut::<T>::insert(who, ());
+				writes = writes.saturating_add(1);
+			}
+			T::DbWeight::get().reads_writes((bonded.len() as u64).saturating_add(1), writes)
 		}
 	}
 
-	/// Jurors by default (storage version 3 → 4).
-	pub type MigrateV3ToV4<T> = VersionedMigration<
+	/// Jurors by default (storage version 3 → 4), the registered jurors' and the other bonded
+	/// accounts' duty unchanged.
+	pub type MigrateV3ToV4<T, Bonded> = VersionedMigration<
 		3,
 		4,
-		JurorsByDefault<T>,
+		JurorsByDefault<T, Bonded>,
 		Pallet<T>,
 		<T as frame_system::Config>::DbWeight,
 	>;
@@ -368,15 +379,20 @@ pub mod v4 {
 		use crate::mock::*;
 		use frame_support::traits::OnRuntimeUpgrade;
 
+		frame_support::parameter_types! {
+			pub Bonded: Vec<AccountId> = vec![6, 7, 8];
+		}
+
 		#[test]
-		fn the_opt_in_list_is_deleted_and_nobody_is_opted_out() {
+		fn registered_jurors_stay_jurors_and_other_bonded_accounts_are_opted_out() {
 			run_test(|| {
 				old::Jurors::<Test>::put(BoundedVec::truncate_from(vec![6u64, 7]));
 				StorageVersion::new(3).put::<Pallet<Test>>();
-				MigrateV3ToV4::<Test>::on_runtime_upgrade();
+				MigrateV3ToV4::<Test, Bonded>::on_runtime_upgrade();
 				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 4);
 				assert!(!old::Jurors::<Test>::exists());
-				assert_eq!(crate::OptedOut::<Test>::iter().count(), 0);
+				let opted_out: Vec<AccountId> = OptedOut::<Test>::iter_keys().collect();
+				assert_eq!(opted_out, [8]);
 			});
 		}
 	}

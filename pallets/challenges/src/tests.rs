@@ -1,6 +1,6 @@
 //! Unit tests: opening (and each error), the later draw of a committee of seats, votes counted
 //! by seats, guilty and innocent verdicts with their slashing and juror pay, deterministic expiry,
-//! the lazy path when a block's schedule is full, juror registration. `try_state` and the
+//! the lazy path when a block's schedule is full, opting in and out of juries. `try_state` and the
 //! issuance check run after every test. The attacks on juries are in `synod-pallet-tests`.
 
 use crate::{mock::*, pallet::*, Error, Event};

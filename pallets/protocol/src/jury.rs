@@ -150,23 +150,25 @@ pub struct Seated<AccountId> {
 /// those that opted out (`opted_out`) and those that cannot replay it.
 ///
 /// A replay of round `r` needs θ_{r−1}, every included payload of round `r` (both held by every
-/// contributor) and what round `r − 1` left to the members of its exchange: a sparse payload
-/// carries in its author's error-feedback residual of round `r − 1`, named by that author's
-/// round `r − 1` payload, which only the members of round `r − 1`'s included set received. So
-/// when round `r − 1` is final (`included_prev`: its included set), a contributor outside it (a
-/// member that joined in round `r`, or whose own payload was left out in `r − 1`) is not
-/// eligible: seated, it could not replay and would be slashed as a no-show. In round 1, or
-/// after a voided round `r − 1` (`included_prev` = `None`), nothing carries over and every
-/// contributor that did not opt out is eligible.
+/// contributor) and what round `r − 1` left to its members: a sparse payload carries in its
+/// author's error-feedback residual of round `r − 1`, named by that author's round `r − 1`
+/// payload, which only round `r − 1`'s contributors are known to hold (they aggregated its
+/// whole included set; being in the included set only says that the others received one's
+/// own payload). So when round `r − 1` is final (`contributors_prev`: its contributors), a
+/// contributor of `r` outside them (a member that joined in round `r`, or that did not commit
+/// `r − 1`'s final hash) is not eligible: seated, it could not replay and would be slashed as a
+/// no-show. In round 1, or after a voided round `r − 1` (`contributors_prev` = `None`), nothing
+/// carries over and every contributor that did not opt out is eligible.
 ///
-/// Cost: O(contributors × included_prev) comparisons and one `opted_out` call per contributor.
+/// Cost: O(contributors × contributors_prev) comparisons and one `opted_out` call per
+/// contributor.
 pub fn eligible_jurors<'a, AccountId: PartialEq>(
 	contributors: &'a [crate::Participant<AccountId>],
-	included_prev: Option<&'a [crate::Participant<AccountId>]>,
+	contributors_prev: Option<&'a [crate::Participant<AccountId>]>,
 	mut opted_out: impl FnMut(&AccountId) -> bool,
 ) -> impl Iterator<Item = &'a crate::Participant<AccountId>> {
 	contributors.iter().filter(move |p| {
-		let replays = included_prev.is_none_or(|prev| prev.iter().any(|q| q.who == p.who));
+		let replays = contributors_prev.is_none_or(|prev| prev.iter().any(|q| q.who == p.who));
 		replays && !opted_out(&p.who)
 	})
 }
@@ -348,7 +350,8 @@ mod tests {
 		let who = |e: Vec<&crate::Participant<u64>>| e.iter().map(|q| q.who).collect::<Vec<_>>();
 		// Round 1 (or after a void): everyone that did not opt out.
 		assert_eq!(who(eligible_jurors(&contributors, None, |w| *w == 2).collect()), [1, 3, 4]);
-		// Round r − 1 final without 4 (a newcomer) and 3 (left out): it cannot replay.
+		// Round r − 1 final without 4 (a newcomer) and 3 (did not commit it): they cannot
+		// replay.
 		let prev = [p(0, 1), p(1, 2), p(5, 9)];
 		assert_eq!(who(eligible_jurors(&contributors, Some(&prev), |_| false).collect()), [1, 2]);
 		assert_eq!(who(eligible_jurors(&contributors, Some(&prev), |w| *w == 1).collect()), [2]);

@@ -199,7 +199,7 @@ fn two_pools() {
 	));
 	bond_and_join(4, p1, 500);
 	bond_and_join(5, p1, 300);
-	// Every member opts in as a juror (committees are drawn from a round's contributors).
+	// Every member is a juror by default (committees are drawn from a round's contributors).
 }
 
 proptest! {

@@ -157,9 +157,10 @@ impl pallet_challenges::Config for Runtime {
     type NoShowSlash = NoShowSlash;
     type MaxPoolMembers = ConstU32<MAX_POOL_MEMBERS>;
     // Benchmarked (`pallets/challenges/src/weights.rs`, dev-profile node): a draw over a full
-    // pool's 32 contributors ≈ 0.6 ms, an expiry slashing a silent 32-juror committee ≈ 12.5 ms;
-    // each due item is charged both: 16 per block ≈ 210 ms. A challenge whose draw or expiry
-    // finds no block with room within its timeline is refused (`ScheduleFull`).
+    // pool's 32 contributors ≈ 0.6 ms, an expiry slashing a silent 32-juror committee ≈ 12.5 ms
+    // of execution, each with its database reads and writes; each due item is charged both. A
+    // challenge whose draw or expiry finds no block with room within its timeline is refused
+    // (`ScheduleFull`).
     type MaxExpiriesPerBlock = ConstU32<16>;
     type MinJuryStake = MinJuryStake;
     type Slash = ToTreasury;

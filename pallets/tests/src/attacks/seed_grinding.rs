@@ -21,7 +21,7 @@ use synod_primitives::protocol::{
 /// Contents the grinding author tries for its block.
 const TRIES: u32 = 200;
 
-/// Pool 0, round 1 final with members 1..=5 contributing and registered as jurors, and a
+/// Pool 0, round 1 final with members 1..=5 contributing (all of them jurors), and a
 /// challenge against member 1 opened by an outsider; returns the challenge's draw block.
 fn challenged_round() -> u64 {
 	training_pool(3, two_thirds(), &[300, 150, 200, 200, 150]);

@@ -23,7 +23,7 @@
 //!   round is final, check a sample of the other members of its included set by their traces (start, end and
 //!   drawn segments, states fetched from the accused), replay whole any that fails or serves
 //!   nothing, and challenge on-chain at once any whose whole replay is outside the tolerance;
-//!   as a juror (`--juror`), replay disputed contributions whole and vote.
+//!   as a juror (unless `--no-jury`), replay disputed contributions whole and vote.
 //! * **End**: when the pool completes, keep verifying and judging until the last round can no
 //!   longer be challenged, write `<base>/loss.png` and keep serving until live peers have our
 //!   last payload.

@@ -13,14 +13,30 @@ use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::vote::juror_vote;
 
 impl DutyWorker {
-    /// Votes on every drawn jury we sit on; records in `awaiting` the rounds of our pool's
-    /// challenges that still wait for a draw or our vote, and in `jury_read_at` the finalized
-    /// block read before the challenges (cleared first: a pass that fails leaves `None`).
+    /// Votes on every drawn jury we sit on (with `--no-jury` too: an account seated anyway,
+    /// because another process of it opted in, votes rather than be slashed as a no-show);
+    /// records in `awaiting` the rounds of our pool's challenges that still wait for a draw or
+    /// our vote, and in `jury_read_at` the finalized block read before the challenges (cleared
+    /// first: a pass that fails leaves `None`). As a juror, first opts back in if the chain
+    /// opted us out (a vote we missed as a no-show).
     pub(super) fn jury_duty(&mut self) -> Result<()> {
-        if !self.ctx.a.juror {
-            return Ok(());
-        }
         self.duties.jury_read_at = None;
+        if self.ctx.a.juror
+            && self
+                .ctx
+                .block_on(self.ctx.chain.opted_out_of_juries(&self.ctx.account))?
+        {
+            tracing::warn!("opted out of juries on-chain (a missed vote): opting back in");
+            match self.ctx.block_on(
+                self.ctx
+                    .chain
+                    .submit(&calls::register_juror(), &self.ctx.signer),
+            ) {
+                Ok(_) => {}
+                Err(e) if e.is_module("Challenges", "AlreadyJuror") => {}
+                Err(e) => tracing::warn!("register_juror: {e}"),
+            }
+        }
         let read_at = self.ctx.block_on(self.ctx.chain.finalized_number())?;
         let next = self.ctx.block_on(self.ctx.chain.next_challenge_id())?;
         let mut awaiting = BTreeSet::new();
