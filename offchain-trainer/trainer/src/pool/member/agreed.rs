@@ -113,7 +113,10 @@ impl Trainer {
                 .cloned();
             if let Some(a) = announced {
                 let author = self.ctx.client.members().get(j).map(|m| m.peer_id);
-                for peer in author.into_iter().chain(self.peers()) {
+                // Relays that served a body with the wrong digest are not asked again.
+                let distrusted = self.ctx.client.snapshot().distrusted;
+                let relays = self.peers().into_iter().filter(|p| !distrusted.contains(p));
+                for peer in author.into_iter().chain(relays) {
                     match self.ctx.block_on(
                         self.ctx
                             .client
@@ -134,7 +137,14 @@ impl Trainer {
                             );
                             return Ok(bytes);
                         }
-                        Err(e) => last = e.to_string(),
+                        Err(e) => {
+                            if Some(peer) != author
+                                && matches!(e, synod_p2p::NetError::DigestMismatch)
+                            {
+                                self.ctx.client.distrust_relay(peer);
+                            }
+                            last = e.to_string();
+                        }
                     }
                 }
             }
