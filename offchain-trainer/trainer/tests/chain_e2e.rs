@@ -239,6 +239,13 @@ impl Net {
         }
     }
 
+    /// A chain client of the test node (waits up to 3 minutes for it).
+    async fn chain(&self) -> synod_chain::Chain {
+        synod_chain::Chain::connect(&self.rpc, Duration::from_secs(180))
+            .await
+            .unwrap()
+    }
+
     fn base(&self, i: usize) -> PathBuf {
         self.dir.path().join(format!("trainer-{i}"))
     }
@@ -1246,9 +1253,7 @@ fn concurrent_extrinsics_of_one_account_do_not_invalidate_each_other() {
     let net = Net::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let chain = synod_chain::Chain::connect(&net.rpc, Duration::from_secs(180))
-            .await
-            .unwrap();
+        let chain = net.chain().await;
         let bob = synod_chain::submit::signer_from_suri("//Bob").unwrap();
         let who = synod_chain::submit::account_of(&bob);
         let before = chain.nonce(&who).await.unwrap();
@@ -1419,9 +1424,7 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
     let net = Net::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let chain = synod_chain::Chain::connect(&net.rpc, Duration::from_secs(180))
-            .await
-            .unwrap();
+        let chain = net.chain().await;
         let bob = synod_chain::submit::account_of(
             &synod_chain::submit::signer_from_suri("//Bob").unwrap(),
         );
