@@ -563,6 +563,11 @@ impl<T: Config> ChallengesInspect<T::AccountId> for Pallet<T> {
 		Verdicts::<T>::get(&key) == Some(protocol::Verdict::Guilty)
 			|| Equivocations::<T>::contains_key(&key)
 	}
+
+	/// Some entry of [`Equivocations`] under `(pool, round)`.
+	fn equivocation_proved(pool: PoolId, round: RoundIndex) -> bool {
+		Equivocations::<T>::iter_prefix((pool, round)).next().is_some()
+	}
 }
 
 /// A reaped pool's verdicts, proved equivocations and no-show records. A pool is reaped only once every

@@ -1,7 +1,9 @@
 //! Benchmarks (FRAME benchmarking v2).
 
 use super::*;
-use crate::pallet::{Deadlines, FinalCheckpoints, KeptSnapshots, Snapshots, Voided};
+use crate::pallet::{
+	Deadlines, FinalCheckpoints, KeptSnapshots, MissedRounds, Snapshots, UnmatchedCommits, Voided,
+};
 use alloc::{vec, vec::Vec};
 use frame_benchmarking::v2::*;
 use frame_support::{
@@ -65,17 +67,29 @@ mod benchmarks {
 	fn on_initialize_void(
 		v: Linear<0, { T::MaxDeadlinesPerBlock::get() }>,
 	) -> Result<(), BenchmarkError> {
-		// Each pool keeps as many voided rounds' snapshots as it may, all expired: the void
-		// deletes two of them before keeping its own.
+		// Each pool keeps as many voided rounds' snapshots as it may, all expired, each with
+		// unmatched commits never scheduled; every participant has missed
+		// `DropAfterMissed − 1` rounds. The void leaks and drops every participant of its own
+		// round (silent), then deletes two kept snapshots and their unmatched commits before
+		// keeping its own. A scheduled leak decision (an entry of the same list) slashes and
+		// drops at most the same participants, without the next round's snapshot.
 		let mut due = None;
 		for _ in 0..v {
 			let (pool, _) = T::BenchmarkHelper::training_pool(T::MaxMembers::get());
 			let open =
 				crate::pallet::OpenRounds::<T>::get(pool).ok_or(BenchmarkError::Weightless)?;
 			let snapshot = Snapshots::<T>::get((pool, open.round)).unwrap_or_default();
+			for p in snapshot.iter() {
+				MissedRounds::<T>::insert(
+					pool,
+					&p.who,
+					T::DropAfterMissed::get().saturating_sub(1),
+				);
+			}
 			let old = 1_000..1_000 + crate::KEPT_VOIDED_SNAPSHOTS;
 			for round in old.clone() {
 				Snapshots::<T>::insert((pool, round), snapshot.clone());
+				UnmatchedCommits::<T>::insert((pool, round), snapshot.clone());
 				Voided::<T>::insert(pool, round, BlockNumberFor::<T>::from(1u32));
 			}
 			KeptSnapshots::<T>::insert(
@@ -94,6 +108,11 @@ mod benchmarks {
 			assert!(Voided::<T>::iter().count() > 0);
 			assert!(KeptSnapshots::<T>::iter()
 				.all(|(_, k)| k.len() as u32 == crate::KEPT_VOIDED_SNAPSHOTS - 1));
+			assert_eq!(
+				UnmatchedCommits::<T>::iter().count() as u32,
+				v * (crate::KEPT_VOIDED_SNAPSHOTS - 2),
+				"two kept rounds' unmatched commits of each pool were deleted"
+			);
 		}
 		Ok(())
 	}

@@ -72,7 +72,6 @@ impl<T: Config> Pallet<T> {
 				&who,
 				CommitRecord { hash, included: included.clone() },
 			);
-			MissedRounds::<T>::remove(pool_id, &who);
 			Self::deposit_event(Event::CheckpointCommitted {
 				pool_id,
 				round,
@@ -85,6 +84,7 @@ impl<T: Config> Pallet<T> {
 					Divergent::<T>::mutate((pool_id, round), |d| d.retain(|(w, _)| *w != who));
 				}
 				if fin.included.contains(&index) && fin.contributors.try_push(who.clone()).is_ok() {
+					MissedRounds::<T>::remove(pool_id, &who);
 					FinalCheckpoints::<T>::insert(pool_id, round, fin);
 					Self::deposit_event(Event::LateContributorAdded { pool_id, round, who });
 				}
@@ -110,13 +110,9 @@ impl<T: Config> Pallet<T> {
 		let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::RoundClosed)?;
 		if Self::round_state(&open, &params, now).status().is_voided() {
 			// The deadline passed and no queue voided the round yet: void it now. This commit
-			// does not count toward quorum, but a participant's shows it was not withholding
-			// (no inactivity leak); the extrinsic succeeds so that the void is kept.
-			if Snapshots::<T>::get((pool_id, round))
-				.is_some_and(|s| protocol::snapshot::find(&s, &who).is_some())
-			{
-				Commits::<T>::insert((pool_id, round), &who, CommitRecord { hash, included });
-			}
+			// comes after the deadline: it is not recorded (a withholder could otherwise copy
+			// the majority's commit from the chain and escape the leak); the extrinsic succeeds
+			// so that the void is kept.
 			return Self::void_if_open(pool_id, round, now);
 		}
 		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
@@ -156,8 +152,10 @@ impl<T: Config> Pallet<T> {
 			},
 		}
 		Candidates::<T>::insert((pool_id, round), candidates);
+		// A commit alone does not reset the member's missed rounds: garbage would. The count
+		// resets when the round is final with it among the contributors, or voided with its
+		// commit counted as present (`leak_inactive`).
 		Commits::<T>::insert((pool_id, round), &who, CommitRecord { hash, included });
-		MissedRounds::<T>::remove(pool_id, &who);
 		Self::deposit_event(Event::CheckpointCommitted { pool_id, round, who, hash });
 		Self::try_finalize(pool_id, round)
 	}

@@ -8,8 +8,8 @@ use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::traits::{One, SaturatedConversion, Saturating};
 use synod_primitives::{
 	protocol::{self, Action, Fact, LeakRule, RoundState, Timeline},
-	CheckpointsInspect, FinalView, MemberIndex, OnRoundFinalized, OnTrainingStarted, Participant,
-	PoolId, PoolsInterface, RoundIndex, RoundParams, TrainerStake,
+	ChallengesInspect, CheckpointsInspect, FinalView, MemberIndex, OnRoundFinalized,
+	OnTrainingStarted, Participant, PoolId, PoolsInterface, RoundIndex, RoundParams, TrainerStake,
 };
 
 /// A block number as the protocol crate's `u64`.
@@ -141,6 +141,9 @@ impl<T: Config> Pallet<T> {
 				.into_iter()
 				.map(|p| p.who)
 				.collect();
+		for who in contributors.iter() {
+			MissedRounds::<T>::remove(pool_id, who);
+		}
 		let contributors = BoundedVec::truncate_from(contributors);
 		for c in candidates
 			.iter()
@@ -241,10 +244,10 @@ impl<T: Config> Pallet<T> {
 				return Ok(());
 			}
 			Voided::<T>::insert(pool_id, round, now);
-			Candidates::<T>::remove((pool_id, round));
+			let candidates = Candidates::<T>::take((pool_id, round));
 			AgreedSets::<T>::remove((pool_id, round));
 			Self::deposit_event(Event::RoundVoided { pool_id, round });
-			Self::leak_inactive(pool_id, round);
+			Self::leak_inactive(pool_id, round, open.round_stake, &candidates);
 			Self::prune_commits(pool_id, round);
 			Self::keep_voided_snapshot(pool_id, round, open.deadline, now);
 			Self::close(pool_id, round)
@@ -253,8 +256,9 @@ impl<T: Config> Pallet<T> {
 
 	/// Keeps voided `round`'s snapshot until its stake stops being slashable (the block
 	/// `Timeline::slashable_until(deadline)`, excluded), so that an equivocation in it can still
-	/// be reported; first deletes at most two kept snapshots of the pool: expired ones, or the
-	/// oldest if [`KEPT_VOIDED_SNAPSHOTS`](crate::KEPT_VOIDED_SNAPSHOTS) are kept.
+	/// be reported, and schedules the decision on its [`UnmatchedCommits`] for that block; first
+	/// deletes at most two kept snapshots of the pool: expired ones, or the oldest if
+	/// [`KEPT_VOIDED_SNAPSHOTS`](crate::KEPT_VOIDED_SNAPSHOTS) are kept.
 	fn keep_voided_snapshot(
 		pool_id: PoolId,
 		round: RoundIndex,
@@ -263,22 +267,74 @@ impl<T: Config> Pallet<T> {
 	) {
 		let Some(params) = T::Pools::round_params(pool_id) else {
 			Snapshots::<T>::remove((pool_id, round));
+			UnmatchedCommits::<T>::remove((pool_id, round));
 			return;
 		};
 		let until = runtime_block::<T>(params.timeline.slashable_until(block::<T>(deadline)));
-		KeptSnapshots::<T>::mutate(pool_id, |kept| {
-			for _ in 0..2 {
-				let expired = kept.first().is_some_and(|(_, u)| *u <= now);
-				if !expired && !kept.is_full() {
-					break;
+		let mut kept = KeptSnapshots::<T>::get(pool_id);
+		let mut closed = Vec::new();
+		for _ in 0..2 {
+			let expired = kept.first().is_some_and(|(_, u)| *u <= now);
+			if !expired && !kept.is_full() {
+				break;
+			}
+			closed.push(kept.remove(0));
+		}
+		let keeps = kept.try_push((round, until)).is_ok();
+		KeptSnapshots::<T>::insert(pool_id, kept);
+		for (old, _) in closed {
+			// Decided at its scheduled block if it had one; otherwise never judged (a void
+			// does not take on other rounds' leaks: its weight bounds every commit's).
+			UnmatchedCommits::<T>::remove((pool_id, old));
+			Snapshots::<T>::remove((pool_id, old));
+		}
+		if !keeps {
+			Snapshots::<T>::remove((pool_id, round));
+			UnmatchedCommits::<T>::remove((pool_id, round));
+			return;
+		}
+		let Some(unmatched) = UnmatchedCommits::<T>::get((pool_id, round)) else {
+			return;
+		};
+		// Decided at `until` (or a few blocks later if that block's list is full), before any
+		// extrinsic of the block: their stake stays slashable until then. With no room in any
+		// of those blocks they are not judged.
+		match Self::schedule_deadline(until, pool_id, round) {
+			Some(at) => {
+				for p in unmatched.iter() {
+					T::Staking::keep_slashable(&p.who, block::<T>(at));
 				}
-				let (old, _) = kept.remove(0);
-				Snapshots::<T>::remove((pool_id, old));
-			}
-			if kept.try_push((round, until)).is_err() {
-				Snapshots::<T>::remove((pool_id, round));
-			}
-		});
+			},
+			None => UnmatchedCommits::<T>::remove((pool_id, round)),
+		}
+	}
+
+	/// Decides voided `round`'s [`UnmatchedCommits`] at its scheduled block, once its
+	/// equivocation reports are closed (its kept snapshot expired): each is leaked as a silent
+	/// participant is (its missed round counted now), unless an equivocation was proved in the
+	/// round. Nothing happens while reports are still open or when nothing is pending.
+	pub(crate) fn leak_unmatched(pool_id: PoolId, round: RoundIndex, now: BlockNumberFor<T>) {
+		let open = KeptSnapshots::<T>::get(pool_id).iter().any(|(r, u)| *r == round && now < *u);
+		if open {
+			return;
+		}
+		let Some(unmatched) = UnmatchedCommits::<T>::take((pool_id, round)) else {
+			return;
+		};
+		if T::Challenges::equivocation_proved(pool_id, round) {
+			Self::deposit_event(Event::UnmatchedCommitsExcused { pool_id, round });
+			return;
+		}
+		for p in unmatched {
+			let (leaked, missed) = Self::leak(pool_id, &p);
+			Self::deposit_event(Event::UnmatchedCommitLeaked {
+				pool_id,
+				round,
+				who: p.who,
+				leaked,
+				missed,
+			});
+		}
 	}
 
 	/// The snapshot of `round` while something can still be charged against it: an open round's,
@@ -316,36 +372,80 @@ impl<T: Config> Pallet<T> {
 		);
 	}
 
-	/// The inactivity leak of a voided round ([`protocol::LeakRule`]).
-	fn leak_inactive(pool_id: PoolId, round: RoundIndex) {
+	/// The inactivity leak of a voided round ([`protocol::LeakRule`],
+	/// [`protocol::leak::at_void`]): silent participants are leaked now; participants that
+	/// committed another hash over the included set of the candidate a strict majority of
+	/// `round_stake` committed are kept in [`UnmatchedCommits`] for the decision on their leak
+	/// (their counts unchanged until then); the others' counts reset.
+	fn leak_inactive(
+		pool_id: PoolId,
+		round: RoundIndex,
+		round_stake: T::Balance,
+		candidates: &[Candidate<T>],
+	) {
+		use protocol::leak::{AtVoid, VoidedCommit};
+		let stakes: Vec<u128> = candidates.iter().map(|c| c.stake.saturated_into()).collect();
+		let majority = protocol::leak::majority_candidate(round_stake.saturated_into(), &stakes)
+			.and_then(|m| candidates.get(m).map(|c| (m, &c.included)));
+		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
+		let mut unmatched: SnapshotOf<T> = BoundedVec::new();
+		for p in snapshot {
+			// Commits made while the round was open (or ahead of it) back a candidate; a commit
+			// made after the deadline was not recorded.
+			let backed = candidates.iter().position(|c| c.committers.contains(&p.index));
+			let commit = match (backed, majority) {
+				(None, _) if !Commits::<T>::contains_key((pool_id, round), &p.who) => {
+					VoidedCommit::None
+				},
+				(Some(i), Some((m, _))) if i == m => VoidedCommit::Majority,
+				(Some(i), Some((_, set)))
+					if candidates.get(i).is_some_and(|c| c.included == *set) =>
+				{
+					VoidedCommit::OtherHashSameSet
+				},
+				_ => VoidedCommit::Other,
+			};
+			match protocol::leak::at_void(commit) {
+				AtVoid::Present => MissedRounds::<T>::remove(pool_id, &p.who),
+				AtVoid::Silent => {
+					let (leaked, missed) = Self::leak(pool_id, &p);
+					Self::deposit_event(Event::InactivityLeaked {
+						pool_id,
+						round,
+						who: p.who,
+						leaked,
+						missed,
+					});
+				},
+				AtVoid::Unmatched => {
+					// The snapshot is bounded by `MaxMembers`: nothing is cut.
+					let _ = unmatched.try_push(p);
+				},
+			}
+		}
+		if !unmatched.is_empty() {
+			UnmatchedCommits::<T>::insert((pool_id, round), unmatched);
+		}
+	}
+
+	/// Leaks participant `p` of a voided round (silent, or unmatched and not excused): slashes
+	/// `InactivityLeak` of its snapshot stake, counts the missed round and drops it from the
+	/// pool after `DropAfterMissed` in a row. Returns the planck slashed and the count.
+	fn leak(pool_id: PoolId, p: &Participant<T::AccountId>) -> (T::Balance, u32) {
 		let rule = LeakRule {
 			penalty_ppb: T::InactivityLeak::get().deconstruct(),
 			drop_after: T::DropAfterMissed::get(),
 		};
-		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
-		for p in snapshot {
-			let committed = Commits::<T>::contains_key((pool_id, round), &p.who);
-			let (missed, drop) =
-				rule.after_voided_round(MissedRounds::<T>::get(pool_id, &p.who), committed);
-			if committed {
-				MissedRounds::<T>::remove(pool_id, &p.who);
-				continue;
-			}
-			let leaked = T::Staking::slash(&p.who, rule.penalty(p.stake).saturated_into(), None);
-			Self::deposit_event(Event::InactivityLeaked {
-				pool_id,
-				round,
-				who: p.who.clone(),
-				leaked,
-				missed,
-			});
-			if drop {
-				MissedRounds::<T>::remove(pool_id, &p.who);
-				T::Pools::drop_member(pool_id, &p.who);
-			} else {
-				MissedRounds::<T>::insert(pool_id, &p.who, missed);
-			}
+		let (missed, drop) =
+			rule.after_voided_round(MissedRounds::<T>::get(pool_id, &p.who), false);
+		let leaked = T::Staking::slash(&p.who, rule.penalty(p.stake).saturated_into(), None);
+		if drop {
+			MissedRounds::<T>::remove(pool_id, &p.who);
+			T::Pools::drop_member(pool_id, &p.who);
+		} else {
+			MissedRounds::<T>::insert(pool_id, &p.who, missed);
 		}
+		(leaked, missed)
 	}
 
 	/// Invariants: every final checkpoint held quorum (rounded up) of its snapshot, its
@@ -353,7 +453,8 @@ impl<T: Config> Pallet<T> {
 	/// previous final hash; open rounds have a snapshot whose stake is their `round_stake`,
 	/// candidates only of its participants, an agreed set (only while open) of its
 	/// participants, and a scheduled deadline when they say so; kept
-	/// snapshots are of voided rounds, in round order, and exist.
+	/// snapshots are of voided rounds, in round order, and exist; unmatched commits are of
+	/// kept rounds' participants.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		for (pool_id, round, fin) in FinalCheckpoints::<T>::iter() {
 			let params =
@@ -454,6 +555,17 @@ impl<T: Config> Pallet<T> {
 				);
 			}
 		}
+		for ((pool_id, round), unmatched) in UnmatchedCommits::<T>::iter() {
+			ensure!(
+				KeptSnapshots::<T>::get(pool_id).iter().any(|(r, _)| *r == round),
+				"unmatched commits of a round whose snapshot is not kept"
+			);
+			let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
+			ensure!(
+				unmatched.iter().all(|p| snapshot.contains(p)),
+				"unmatched committer outside the voided round's snapshot"
+			);
+		}
 		for (pool_id, kept) in KeptSnapshots::<T>::iter() {
 			ensure!(
 				kept.windows(2).all(|w| matches!(w, [a, b] if a.0 < b.0)),
@@ -496,6 +608,7 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 				let n = (l as usize).min(kept.len());
 				for (round, _) in kept.drain(..n) {
 					Snapshots::<T>::remove((pool, round));
+					UnmatchedCommits::<T>::remove((pool, round));
 				}
 				let none_left = kept.is_empty();
 				if none_left {
@@ -539,8 +652,11 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 	fn clear_weight(limit: u32) -> Weight {
 		// Per record: the key read by the prefix iteration and its deletion; plus LastFinal,
 		// the kept-snapshot list, the pool's parameters and the emptiness checks.
-		T::DbWeight::get()
-			.reads_writes(u64::from(limit).saturating_add(7), u64::from(limit).saturating_add(2))
+		// A kept snapshot's record also deletes its unmatched commits: two writes.
+		T::DbWeight::get().reads_writes(
+			u64::from(limit).saturating_add(7),
+			u64::from(limit).saturating_mul(2).saturating_add(2),
+		)
 	}
 }
 

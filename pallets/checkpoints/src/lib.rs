@@ -27,7 +27,11 @@
 //! queue. Participants that committed nothing in a voided round lose `InactivityLeak` of their
 //! snapshot stake and are dropped from the pool after `DropAfterMissed` such rounds in a row
 //! ([`synod_primitives::protocol::LeakRule`]), so a withholding minority cannot stall a pool
-//! for ever. Voiding runs in its own storage layer: it happens entirely or not at all.
+//! for ever. A commit of another hash over the included set of the candidate a strict
+//! majority of the snapshot stake committed ([`UnmatchedCommits`],
+//! [`synod_primitives::protocol::leak::at_void`]) is leaked the same way once the round's
+//! equivocation reports close, unless an equivocation was proved in the round. Voiding runs in
+//! its own storage layer: it happens entirely or not at all.
 //!
 //! **Voided rounds stay reportable.** A voided round's commits are deleted at once, but its
 //! snapshot is kept ([`KeptSnapshots`]) until its stake stops being slashable
@@ -77,8 +81,8 @@ pub mod pallet {
 	use frame_system::pallet_prelude::*;
 	use sp_runtime::{traits::AtLeast32BitUnsigned, Perbill};
 	use synod_primitives::{
-		Hash32, MemberIndex, OnRoundFinalized, Participant, PoolId, PoolsInterface, RoundIndex,
-		TrainerStake,
+		ChallengesInspect, Hash32, MemberIndex, OnRoundFinalized, Participant, PoolId,
+		PoolsInterface, RoundIndex, TrainerStake,
 	};
 
 	/// The included set of a commit: member indices, strictly increasing.
@@ -191,11 +195,16 @@ pub mod pallet {
 		type OnRoundFinalized: OnRoundFinalized<BlockNumberFor<Self>>;
 		/// Bonded stake: keeps snapshot stake slashable, applies the inactivity leak.
 		type Staking: TrainerStake<Self::AccountId, Balance = Self::Balance>;
+		/// Proved equivocations: an unmatched commit of a voided round in which one was proved is
+		/// not leaked ([`UnmatchedCommits`]).
+		type Challenges: ChallengesInspect<Self::AccountId>;
 		/// Share of its snapshot stake a participant loses for each voided round in which it
-		/// committed nothing.
+		/// committed nothing, or something other than the checkpoint a majority of the round's
+		/// stake committed ([`UnmatchedCommits`]).
 		#[pallet::constant]
 		type InactivityLeak: Get<Perbill>;
-		/// Voided rounds in a row without a commit after which a member is dropped (≥ 1).
+		/// Voided rounds in a row without a commit (or with an unmatched one) after which a
+		/// member is dropped (≥ 1).
 		#[pallet::constant]
 		type DropAfterMissed: Get<u32>;
 		/// Maximum members of a pool (bounds included sets, committers and candidates).
@@ -222,7 +231,9 @@ pub mod pallet {
 	pub type Snapshots<T: Config> =
 		StorageMap<_, Twox64Concat, (PoolId, RoundIndex), SnapshotOf<T>, OptionQuery>;
 
-	/// Voided rounds in a row in which a member committed nothing, by pool and account.
+	/// Voided rounds in a row in which a member committed nothing (or an unmatched commit that
+	/// was leaked), by pool and account; reset when it contributes to a final round or commits
+	/// the majority candidate of a voided one.
 	#[pallet::storage]
 	pub type MissedRounds<T: Config> =
 		StorageDoubleMap<_, Twox64Concat, PoolId, Blake2_128Concat, T::AccountId, u32, ValueQuery>;
@@ -293,7 +304,20 @@ pub mod pallet {
 		ValueQuery,
 	>;
 
-	/// Rounds to void at a block unless final by then.
+	/// Participants of a voided round that committed another hash over the included set of the
+	/// candidate a strict majority of the round's snapshot stake committed
+	/// (`synod_protocol::leak::at_void`), with their snapshot stake. Decided when the round's
+	/// stake stops being slashable (the block `Timeline::slashable_until` of its deadline,
+	/// scheduled in [`Deadlines`]; never judged if none of the `MaxDeadlinesPerBlock` blocks
+	/// from it had room): each is leaked like a silent participant
+	/// ([`Event::UnmatchedCommitLeaked`]) unless an equivocation was proved in the round by then
+	/// ([`Event::UnmatchedCommitsExcused`]). Exists only beside the round's kept snapshot.
+	#[pallet::storage]
+	pub type UnmatchedCommits<T: Config> =
+		StorageMap<_, Twox64Concat, (PoolId, RoundIndex), SnapshotOf<T>, OptionQuery>;
+
+	/// Rounds to void at a block unless final by then, and voided rounds whose
+	/// [`UnmatchedCommits`] are decided at that block.
 	#[pallet::storage]
 	pub type Deadlines<T: Config> = StorageMap<
 		_,
@@ -392,6 +416,29 @@ pub mod pallet {
 			round: RoundIndex,
 			/// Member indices attested by more than ⅓ of the round's stake, ascending.
 			included: IncludedSet<T>,
+		},
+		/// `who` committed another hash over the included set of the checkpoint a majority of
+		/// voided `round`'s stake committed, no equivocation was proved in the round, and it lost
+		/// `leaked` planck of stake, as a silent participant does.
+		UnmatchedCommitLeaked {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// The committer.
+			who: T::AccountId,
+			/// Planck slashed.
+			leaked: T::Balance,
+			/// Voided rounds in a row it missed or committed unmatched.
+			missed: u32,
+		},
+		/// An equivocation was proved in voided `round`: its unmatched commits (honest members
+		/// split over an equivocator's two payloads commit two hashes) are not leaked.
+		UnmatchedCommitsExcused {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
 		},
 	}
 
@@ -526,9 +573,15 @@ pub mod pallet {
 			let due = Deadlines::<T>::take(n);
 			let count = due.len() as u32;
 			for (pool_id, round) in due {
-				// In its own storage layer: a void that fails half-way leaves nothing behind,
-				// and the round is voided by the next commit or `void_expired_round`.
-				let _ = Self::void_if_open(pool_id, round, n);
+				if Voided::<T>::contains_key(pool_id, round) {
+					// A voided round's unmatched commits, due now that its reports are closed.
+					Self::leak_unmatched(pool_id, round, n);
+				} else {
+					// In its own storage layer: a void that fails half-way leaves nothing
+					// behind, and the round is voided by the next commit or
+					// `void_expired_round`.
+					let _ = Self::void_if_open(pool_id, round, n);
+				}
 			}
 			T::WeightInfo::on_initialize_void(count)
 		}

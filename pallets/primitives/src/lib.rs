@@ -213,10 +213,17 @@ pub trait ChallengesInspect<AccountId> {
 	/// Whether `who` was found guilty for `(pool, round)`: convicted by a jury or proved to
 	/// have equivocated.
 	fn is_guilty(pool: PoolId, round: RoundIndex, who: &AccountId) -> bool;
+	/// Whether some participant of `(pool, round)` was proved to have equivocated (two signed
+	/// payloads for the round).
+	fn equivocation_proved(pool: PoolId, round: RoundIndex) -> bool;
 }
 
 impl<AccountId> ChallengesInspect<AccountId> for () {
 	fn is_guilty(_: PoolId, _: RoundIndex, _: &AccountId) -> bool {
+		false
+	}
+
+	fn equivocation_proved(_: PoolId, _: RoundIndex) -> bool {
 		false
 	}
 }

@@ -1,8 +1,16 @@
 //! The inactivity leak (`docs/architecture.md`, "Liveness"): a member of a voided round's snapshot
 //! that committed nothing for it loses `penalty_ppb` of its snapshot stake, and after
 //! `drop_after` such rounds in a row it is dropped from the pool, so it no longer counts in the
-//! next snapshots and the honest stake that remains reaches quorum again. A member that commits
-//! anything (even a losing checkpoint) is not leaked: disagreement is not withholding.
+//! next snapshots and the honest stake that remains reaches quorum again.
+//!
+//! A commit counts as silence when a strict majority of the snapshot stake committed one
+//! candidate (one hash on one included set, [`majority_candidate`]), the commit is over that
+//! same included set with another hash, and no equivocation was proved in the round by the
+//! time its stake stops being slashable ([`at_void`], [`AtVoid::Unmatched`]). Over one included
+//! set, honest members compute one hash (they aggregate the same payloads bit for bit), unless
+//! an equivocator's two payloads split them: hence the excuse. A commit over another included
+//! set is not judged: an honest member that could not fetch a payload (withheld from it) commits
+//! a smaller set, and the chain cannot tell it from garbage.
 
 use crate::{arith::ppb_floor, Planck};
 
@@ -32,9 +40,69 @@ impl LeakRule {
 	}
 }
 
+/// The candidate (index into `candidate_stakes`, each the planck that committed it) backed by
+/// more than half of `round_stake` (planck, the snapshot's total): at most one can be. `None`
+/// when no candidate holds a strict majority.
+pub fn majority_candidate(round_stake: Planck, candidate_stakes: &[Planck]) -> Option<usize> {
+	// 2s > R ⇔ s > ⌊R / 2⌋ for integers, without overflow.
+	candidate_stakes.iter().position(|s| *s > round_stake / 2)
+}
+
+/// What the leak makes of one participant of a voided round when the round is voided.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AtVoid {
+	/// It committed the majority candidate, over another included set, or there was no
+	/// majority: present (its count resets).
+	Present,
+	/// It committed nothing: leaked now.
+	Silent,
+	/// It committed another hash over the majority candidate's included set: leaked like a
+	/// silent one (and its missed round counted) once the round's stake stops being slashable,
+	/// unless an equivocation was proved in the round by then; its count is unchanged until
+	/// that decision.
+	Unmatched,
+}
+
+/// A participant's commit in a voided round, as the leak sees it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum VoidedCommit {
+	/// No commit before the deadline.
+	None,
+	/// It backs the majority candidate.
+	Majority,
+	/// Another hash over the majority candidate's included set.
+	OtherHashSameSet,
+	/// Another included set (or no majority candidate).
+	Other,
+}
+
+/// The leak's reading of a participant's commit in a voided round.
+pub fn at_void(commit: VoidedCommit) -> AtVoid {
+	match commit {
+		VoidedCommit::None => AtVoid::Silent,
+		VoidedCommit::OtherHashSameSet => AtVoid::Unmatched,
+		VoidedCommit::Majority | VoidedCommit::Other => AtVoid::Present,
+	}
+}
+
 #[cfg(test)]
 mod tests {
 	use super::*;
+
+	#[test]
+	fn only_a_strict_majority_is_a_reference() {
+		assert_eq!(majority_candidate(100, &[40, 60]), Some(1));
+		assert_eq!(majority_candidate(100, &[50, 50]), None, "a tie is no majority");
+		assert_eq!(majority_candidate(100, &[35, 25, 40]), None, "honest split, adversary most");
+		assert_eq!(majority_candidate(101, &[51, 50]), Some(0));
+		assert_eq!(majority_candidate(0, &[]), None);
+		assert_eq!(majority_candidate(Planck::MAX, &[Planck::MAX / 2 + 1]), Some(0));
+		assert_eq!(majority_candidate(Planck::MAX, &[Planck::MAX / 2]), None);
+		assert_eq!(at_void(VoidedCommit::None), AtVoid::Silent);
+		assert_eq!(at_void(VoidedCommit::Majority), AtVoid::Present);
+		assert_eq!(at_void(VoidedCommit::OtherHashSameSet), AtVoid::Unmatched);
+		assert_eq!(at_void(VoidedCommit::Other), AtVoid::Present, "another set is not judged");
+	}
 
 	#[test]
 	fn leaks_then_drops() {

@@ -16,7 +16,7 @@
 //! | [`agreement`] | the one included set S* the chain fixes when honest members' sets split |
 //! | [`rewards`] | splitting a round's reward over its contributors by stake |
 //! | [`jury`] | the committee: its size from the ⅓-adversary bound, seats drawn with replacement ∝ stake, the majority-of-seats verdict |
-//! | [`leak`] | the inactivity leak of members who do not commit in voided rounds |
+//! | [`leak`] | the inactivity leak of members who commit nothing in voided rounds, or something other than the candidate a majority of the stake committed |
 //! | [`limits`] | bounds both halves check on the same objects (trace length) |
 //! | [`pool`] | a pool's lifecycle, its storage deposit and when it can be reaped |
 //! | [`spec`] | bounds on every pool-spec field |

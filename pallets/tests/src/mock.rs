@@ -271,6 +271,7 @@ impl pallet_checkpoints::Config for Test {
 	type Pools = TrainingPools;
 	type OnRoundFinalized = Rewards;
 	type Staking = TrainerStaking;
+	type Challenges = Challenges;
 	type InactivityLeak = InactivityLeak;
 	type DropAfterMissed = ConstU32<2>;
 	type MaxMembers = ConstU32<MAX_MEMBERS>;

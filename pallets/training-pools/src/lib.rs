@@ -303,8 +303,8 @@ pub mod pallet {
 			/// Planck released.
 			amount: BalanceOf<T>,
 		},
-		/// `who` was dropped from `pool_id` by the inactivity leak (it committed nothing in
-		/// several voided rounds in a row); it is in no later snapshot.
+		/// `who` was dropped from `pool_id` by the inactivity leak (it committed nothing, or an
+		/// unmatched hash, in several voided rounds in a row); it is in no later snapshot.
 		MemberDropped {
 			/// Pool.
 			pool_id: PoolId,

@@ -131,11 +131,14 @@ impl pallet_checkpoints::Config for Runtime {
     type Pools = TrainingPools;
     type OnRoundFinalized = Rewards;
     type Staking = TrainerStaking;
+    type Challenges = Challenges;
     type InactivityLeak = InactivityLeak;
     type DropAfterMissed = ConstU32<3>;
     type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
-    // A void costs up to ~14 ms (leak, drop, next snapshot); 8 per block ≈ 112 ms of the 500 ms
-    // block. Rounds beyond it are voided lazily (`void_expired_round`, a late commit).
+    // A void costs up to ~29 ms (leak and drop of every participant, the leak decisions of two
+    // earlier voided rounds, next snapshot; `on_initialize_void` on the dev-profile benchmark
+    // node); 8 per block ≈ 232 ms of the 500 ms block. Rounds beyond it are voided lazily
+    // (`void_expired_round`, a late commit).
     type MaxDeadlinesPerBlock = ConstU32<8>;
     type WeightInfo = pallet_checkpoints::weights::SubstrateWeight<Runtime>;
     #[cfg(feature = "runtime-benchmarks")]

@@ -11,6 +11,7 @@ mod duty_space;
 mod equivocation;
 mod forged_evidence;
 mod free_rewards;
+mod garbage_commits;
 mod jury_capture;
 mod late_registration;
 mod newcomer_no_show;
