@@ -5,6 +5,7 @@ mod allreduce;
 mod byzantine;
 mod codec;
 mod diloco;
+pub(crate) mod forger;
 mod memory;
 mod sanity;
 mod throughput;

@@ -20,8 +20,8 @@ use synod_diloco::verify::{
     segment_len,
 };
 
+use crate::bench::forger::{forged_contribution, skipping};
 use crate::chain_args::RecipeArgs;
-use crate::pool::verify::forger::{forged_contribution, skipping};
 use crate::pool::verify::replay::{Residuals, TraceStates};
 use crate::pool::verify::Replayer;
 use crate::pool::Recipe;
@@ -105,9 +105,9 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
 
     // A verifier: a whole replay, then the segment check of the same payload.
     let mut replayer = Replayer::new(h, 4);
+    let view = recipe.replay_view(args);
     let whole = replayer.check(
-        &recipe,
-        args,
+        &view,
         &recipe.theta0_bytes,
         round,
         accused,
@@ -118,8 +118,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
     let mut check = |v: &[u8], payload: &[u8], served: &TraceStates| {
         let drawn = sampled_segments(&[0; 32], &[1; 32], v, round, accused, segments, a.segments);
         let rep = replayer.check_segments(
-            &recipe,
-            args,
+            &view,
             &recipe.theta0_bytes,
             round,
             accused,

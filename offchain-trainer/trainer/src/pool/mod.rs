@@ -3,10 +3,11 @@
 
 mod member;
 mod recipe;
+#[cfg(test)]
+mod replay_tests;
 mod status;
 mod store;
 pub(crate) mod terms;
-pub(crate) mod verify;
 
 use std::time::Duration;
 
@@ -17,6 +18,9 @@ use synod_chain::{calls, Chain, Signer, SynodEvent, UNIT};
 
 pub use member::run;
 pub use recipe::{recipe_json, Recipe};
+// Verification (replays, segment checks, evidence, votes) is the `synod-verify` crate, kept
+// under its former path.
+pub(crate) use synod_verify as verify;
 
 use crate::chain_args::{
     ChainArgs, ClaimArgs, PoolCreateArgs, PoolShowArgs, StakeArgs, StatusArgs, VerifyArgs,
@@ -315,7 +319,12 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
     // A sparse payload's residuals: only its author keeps them (`--base-path` of the accused).
     let residuals = verify::replay::Residuals::from_evidence(&kept, a.round, a.member, &claimed)?;
     let rep = replayer.check(
-        &recipe, &a.recipe, &parent, a.round, a.member, &claimed, &residuals,
+        &recipe.replay_view(&a.recipe),
+        &parent,
+        a.round,
+        a.member,
+        &claimed,
+        &residuals,
     )?;
     let mut challenge = serde_json::Value::Null;
     if a.challenge && !rep.honest {

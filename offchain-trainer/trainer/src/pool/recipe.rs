@@ -4,6 +4,10 @@
 use anyhow::{bail, Result};
 use synod_chain::types::PoolSpec;
 use synod_checkpoint::CheckpointHash;
+use synod_codec::EncodeOptions;
+use synod_diloco::{ErrorFeedback, OuterState};
+use synod_model::TchInnerTrainer;
+use synod_verify::ReplayRecipe;
 
 use crate::chain_args::RecipeArgs;
 use crate::train::{initial_params, Setup};
@@ -141,6 +145,54 @@ impl Recipe {
             );
         }
         Ok(())
+    }
+
+    /// What a replay needs of this recipe with its flags `args` ([`ReplayRecipe`]: what
+    /// `synod_verify::Replayer` checks a member's payload with).
+    pub fn replay_view<'a>(&'a self, args: &'a RecipeArgs) -> ReplayView<'a> {
+        ReplayView { recipe: self, args }
+    }
+}
+
+/// A [`Recipe`] with its flags, as the replay sees it ([`Recipe::replay_view`]).
+pub struct ReplayView<'a> {
+    recipe: &'a Recipe,
+    args: &'a RecipeArgs,
+}
+
+impl ReplayRecipe for ReplayView<'_> {
+    fn keeps_inner_state(&self) -> bool {
+        self.args.model.keep_inner_state
+    }
+
+    fn restore(&self, checkpoint: &[u8], round: u32) -> Result<OuterState> {
+        self.args.outer.restore(checkpoint, round)
+    }
+
+    fn replica(&self, worker: u32, inner_steps: u32, total_steps: u32) -> Result<TchInnerTrainer> {
+        self.recipe
+            .setup
+            .replica(&self.args.model, worker, inner_steps, total_steps)
+    }
+
+    fn encode_options(&self) -> EncodeOptions {
+        self.args.outer.encode_options()
+    }
+
+    fn feedback(&self) -> ErrorFeedback {
+        self.args.outer.feedback()
+    }
+
+    fn sparse(&self) -> bool {
+        self.args.outer.wire.sparse()
+    }
+
+    fn ef_decay(&self) -> f32 {
+        self.args.outer.ef_decay
+    }
+
+    fn segment_boundaries(&self, inner_steps: u32) -> Vec<u32> {
+        self.args.segment_boundaries(inner_steps)
     }
 }
 

@@ -347,8 +347,7 @@ impl DutyWorker {
         };
         let rep = match segments {
             None => self.replayer.check(
-                &self.ctx.recipe,
-                &self.ctx.a.recipe,
+                &self.ctx.recipe.replay_view(&self.ctx.a.recipe),
                 &parent,
                 round,
                 member,
@@ -356,8 +355,7 @@ impl DutyWorker {
                 &residuals,
             )?,
             Some((segments, states)) => self.replayer.check_segments(
-                &self.ctx.recipe,
-                &self.ctx.a.recipe,
+                &self.ctx.recipe.replay_view(&self.ctx.a.recipe),
                 &parent,
                 round,
                 member,

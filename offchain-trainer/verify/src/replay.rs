@@ -1,12 +1,15 @@
 //! Replaying a member's inner phase (Proof-of-Learning re-execution, Jia et al. 2021, §4):
 //! whole ([`Replayer::check`], what jurors run) or a sample of its trace's segments
 //! ([`Replayer::check_segments`], what verifiers run first). A juror's vote on a replay is
-//! [`super::vote`]; the dishonest members the checks are tested against, [`super::forger`].
+//! [`super::vote`]. The dishonest members the checks are tested against are the trainer's
+//! forger (`offchain-trainer/trainer/src/bench/forger.rs`). What a replay needs of the pool's
+//! recipe comes through [`ReplayRecipe`].
 
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use synod_checkpoint::ParamSet;
+use synod_codec::EncodeOptions;
 use synod_diloco::residual::{carried_distance, residual_from_bytes, NO_RESIDUAL};
 use synod_diloco::trace::split_trace;
 use synod_diloco::verify::{
@@ -16,8 +19,48 @@ use synod_diloco::{pseudo_gradient, DilocoError, ErrorFeedback, OuterState, Pseu
 use synod_model::segment::{params_of, plausible_state, state_distance};
 use synod_model::{load_params, TchInnerTrainer};
 
-use crate::chain_args::RecipeArgs;
-use crate::pool::recipe::Recipe;
+/// What a replay needs of a pool's recipe (the recipe every member trains with, whose hash the
+/// pool spec commits to): the trainer implements it over its loaded recipe and command-line
+/// recipe flags (`ReplayView` in `offchain-trainer/trainer/src/pool/recipe.rs`).
+pub trait ReplayRecipe {
+    /// Whether the recipe keeps the inner AdamW moments across rounds (`--keep-inner-state`):
+    /// then an inner phase cannot be replayed from θ alone.
+    fn keeps_inner_state(&self) -> bool;
+
+    /// The outer state after `round` from `checkpoint` (canonical bytes of θ with its outer
+    /// momentum, or θ₀ without), with the recipe's outer learning rate and momentum.
+    ///
+    /// # Errors
+    /// A checkpoint that does not parse, or whose momentum does not fit θ.
+    fn restore(&self, checkpoint: &[u8], round: u32) -> Result<OuterState>;
+
+    /// A model replica for `worker` (fresh weights from the pool seed, the recipe's corpus and
+    /// device) for phases of `inner_steps` steps out of `total_steps` in all (the inner
+    /// learning-rate schedule).
+    ///
+    /// # Errors
+    /// An unknown model preset, or libtorch errors.
+    fn replica(&self, worker: u32, inner_steps: u32, total_steps: u32) -> Result<TchInnerTrainer>;
+
+    /// The encoder options of the recipe's codec (and its sparse settings).
+    fn encode_options(&self) -> EncodeOptions;
+
+    /// A member's empty error-feedback memory with the recipe's decay (used by the sparse
+    /// codec only).
+    fn feedback(&self) -> ErrorFeedback;
+
+    /// Whether the recipe's codec is the sparse one (its payloads carry error-feedback
+    /// residuals).
+    fn sparse(&self) -> bool;
+
+    /// The recipe's error-feedback decay β.
+    fn ef_decay(&self) -> f32;
+
+    /// Segment boundaries of the recipe's Proof-of-Learning trace for a phase of
+    /// `inner_steps` ([`synod_diloco::verify::segment_boundaries`] with the recipe's segment
+    /// count).
+    fn segment_boundaries(&self, inner_steps: u32) -> Vec<u32>;
+}
 
 /// The result of one replay.
 #[derive(Clone, Copy, Debug)]
@@ -88,12 +131,12 @@ impl Residuals {
     /// `round` (an author's own evidence holds them; [`Retained::trace_path`]). Empty for a
     /// dense payload.
     ///
-    /// [`Retained::trace_path`]: crate::pool::verify::Retained::trace_path
+    /// [`Retained::trace_path`]: crate::Retained::trace_path
     ///
     /// # Errors
     /// A malformed payload; a residual that is not there or does not hash to its commitment.
     pub fn from_evidence(
-        retained: &crate::pool::verify::Retained,
+        retained: &crate::Retained,
         round: u32,
         member: u32,
         claimed: &[u8],
@@ -123,11 +166,11 @@ impl Residuals {
     /// `Err` (a dishonest author) for residual bytes that do not parse or fit the model.
     fn replay_memory(
         &self,
-        args: &RecipeArgs,
+        recipe: &dyn ReplayRecipe,
         like: &ParamSet,
     ) -> Result<(ErrorFeedback, Option<PseudoGradient>), DilocoError> {
-        if !args.outer.wire.sparse() {
-            return Ok((args.outer.feedback(), None));
+        if !recipe.sparse() {
+            return Ok((recipe.feedback(), None));
         }
         let parse = |b: &Option<Vec<u8>>| {
             b.as_deref()
@@ -136,7 +179,7 @@ impl Residuals {
         };
         let carried_in = parse(&self.carried_in)?;
         Ok((
-            ErrorFeedback::committed(args.outer.ef_decay, carried_in),
+            ErrorFeedback::committed(recipe.ef_decay(), carried_in),
             parse(&self.carried_out)?,
         ))
     }
@@ -205,23 +248,17 @@ impl Replayer {
     /// set to replay `member`'s batches.
     fn prepare(
         &mut self,
-        recipe: &Recipe,
-        args: &RecipeArgs,
+        recipe: &dyn ReplayRecipe,
         parent: &[u8],
         round: u32,
         member: u32,
     ) -> Result<(OuterState, &mut TchInnerTrainer)> {
-        if args.model.keep_inner_state {
+        if recipe.keeps_inner_state() {
             bail!("the recipe keeps inner optimizer state across rounds: replay is impossible");
         }
-        let state = args.outer.restore(parent, round.saturating_sub(1))?;
+        let state = recipe.restore(parent, round.saturating_sub(1))?;
         if self.replica.is_none() {
-            self.replica = Some(recipe.setup.replica(
-                &args.model,
-                member,
-                self.inner_steps,
-                self.total_steps,
-            )?);
+            self.replica = Some(recipe.replica(member, self.inner_steps, self.total_steps)?);
         }
         let replica = self
             .replica
@@ -241,14 +278,9 @@ impl Replayer {
     /// # Errors
     /// A recipe that keeps AdamW moments across rounds (not replayable from θ alone), an
     /// unreadable parent checkpoint, libtorch errors.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the replay's inputs, each used once"
-    )]
     pub fn check(
         &mut self,
-        recipe: &Recipe,
-        args: &RecipeArgs,
+        recipe: &dyn ReplayRecipe,
         parent: &[u8],
         round: u32,
         member: u32,
@@ -256,15 +288,11 @@ impl Replayer {
         residuals: &Residuals,
     ) -> Result<Replay> {
         let t0 = Instant::now();
-        let (state, replica) = self.prepare(recipe, args, parent, round, member)?;
-        let distance = match residuals.replay_memory(args, &state.params) {
+        let (state, replica) = self.prepare(recipe, parent, round, member)?;
+        let distance = match residuals.replay_memory(recipe, &state.params) {
             Ok((mut feedback, out)) => {
-                let (replayed, _) = state.contribute(
-                    replica,
-                    member,
-                    &args.outer.encode_options(),
-                    &mut feedback,
-                )?;
+                let (replayed, _) =
+                    state.contribute(replica, member, &recipe.encode_options(), &mut feedback)?;
                 let d = replay_distance(&state.params, member, claimed, &replayed.payload)
                     .unwrap_or(f64::INFINITY);
                 with_carried(
@@ -309,8 +337,7 @@ impl Replayer {
     )]
     pub fn check_segments(
         &mut self,
-        recipe: &Recipe,
-        args: &RecipeArgs,
+        recipe: &dyn ReplayRecipe,
         parent: &[u8],
         round: u32,
         member: u32,
@@ -320,24 +347,24 @@ impl Replayer {
         fetch: &mut FetchState<'_>,
     ) -> Result<Replay> {
         let t0 = Instant::now();
-        let bounds = args.segment_boundaries(self.inner_steps);
+        let bounds = recipe.segment_boundaries(self.inner_steps);
         let trace = match split_trace(claimed) {
             Ok((Some(_), _)) if segments.is_empty() => {
-                return self.check(recipe, args, parent, round, member, claimed, residuals)
+                return self.check(recipe, parent, round, member, claimed, residuals)
             }
             Ok((Some(t), _)) if t.len() == bounds.len() => t,
             _ => {
-                let rep = self.check(recipe, args, parent, round, member, claimed, residuals)?;
+                let rep = self.check(recipe, parent, round, member, claimed, residuals)?;
                 return Ok(Replay {
                     whole: Some(WholeReplay::NoTrace),
                     ..rep
                 });
             }
         };
-        let opts = args.outer.encode_options();
-        let (state, replica) = self.prepare(recipe, args, parent, round, member)?;
+        let opts = recipe.encode_options();
+        let (state, replica) = self.prepare(recipe, parent, round, member)?;
         let outcome = (|| -> Result<TraceCheck> {
-            let (mut feedback, carried_out) = residuals.replay_memory(args, &state.params)?;
+            let (mut feedback, carried_out) = residuals.replay_memory(recipe, &state.params)?;
             load_params(&replica.vs, &state.params)?;
             replica.reset_optimizer();
             let start = replica.phase_state()?;
@@ -423,7 +450,7 @@ impl Replayer {
                 WholeReplay::Refused
             }
         };
-        let rep = self.check(recipe, args, parent, round, member, claimed, residuals)?;
+        let rep = self.check(recipe, parent, round, member, claimed, residuals)?;
         Ok(Replay {
             whole: Some(why),
             ..rep

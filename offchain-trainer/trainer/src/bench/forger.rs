@@ -7,7 +7,7 @@ use synod_diloco::{DilocoError, InnerReport, InnerTrainer, OuterState};
 use synod_model::segment::params_of;
 use synod_model::{load_params, TchInnerTrainer, STEP_NAME};
 
-use super::replay::TraceStates;
+use synod_verify::replay::TraceStates;
 
 /// A dishonest member's inner trainer (the attacks segment checks exist for; a test and bench
 /// fixture): runs each segment `i` of the phase on `replica` unless `forge(i, state,
@@ -57,7 +57,9 @@ impl<F: FnMut(u32, &ParamSet, u32) -> Option<ParamSet>> InnerTrainer for Forger<
 
 /// A dishonest member's traced contribution to `round` from θ `start`, made on the pool's
 /// path ([`OuterState::contribute_traced`]) by a [`Forger`] with `forge`, its trace cut at
-/// `bounds` (the recipe's [`RecipeArgs::segment_boundaries`]), encoded with `opts`.
+/// `bounds` (the recipe's
+/// [`RecipeArgs::segment_boundaries`](crate::chain_args::RecipeArgs::segment_boundaries)),
+/// encoded with `opts`.
 /// Returns the payload and its states by blake3. A `forge` that returns `None`: the honest
 /// contribution.
 ///

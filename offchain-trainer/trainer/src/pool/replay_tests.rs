@@ -1,0 +1,371 @@
+//! Replays on the tiny model of contributions with Proof-of-Learning traces: the pool's
+//! replay ([`synod_verify::Replayer`]) against honest members and the dishonest ones of
+//! [`crate::bench::forger`], with the trainer's recipe (`RecipeArgs` as parsed from flags,
+//! [`Recipe::load`]) and the corpus. The replay's unit tests are in
+//! `offchain-trainer/verify/src/replay/tests.rs`.
+
+use std::sync::Arc;
+
+use clap::Parser;
+use synod_checkpoint::ParamSet;
+use synod_diloco::byzantine::{Adversary, Attack};
+use synod_diloco::trace::split_trace;
+use synod_diloco::verify::SEGMENT_TOLERANCE;
+use synod_diloco::{Contribution, ErrorFeedback, PseudoGradient};
+use synod_model::FIRST_MOMENT_PREFIX;
+use synod_verify::replay::{Replay, Replayer, Residuals, TraceStates, WholeReplay};
+
+use crate::bench::forger::{bending, edited, forged_contribution, skipping};
+use crate::chain_args::RecipeArgs;
+use crate::pool::Recipe;
+
+const H: u32 = 8;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    recipe: RecipeArgs,
+}
+
+type States = TraceStates;
+
+fn setup() -> (Recipe, RecipeArgs, ParamSet) {
+    setup_with(&[])
+}
+
+/// The tiny model's recipe with `extra` flags.
+fn setup_with(extra: &[&str]) -> (Recipe, RecipeArgs, ParamSet) {
+    let data = std::env::var("SYNOD_DATA").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/data/tinyshakespeare.txt"
+        )
+        .into()
+    });
+    let base = [
+        "t", "--model", "tiny", "--batch", "4", "--device", "cpu", "--warmup", "2", "--data", &data,
+    ];
+    let args = Cli::parse_from(base.iter().chain(extra)).recipe;
+    let recipe = Recipe::load(&args).unwrap();
+    let theta0 = synod_checkpoint::from_bytes(&recipe.theta0_bytes).unwrap();
+    (recipe, args, theta0)
+}
+
+/// Member `m`'s honest traced contribution to round 1: (payload, states by hash).
+fn honest(recipe: &Recipe, a: &RecipeArgs, m: u32) -> (Vec<u8>, States) {
+    let state = a.outer.restore(&recipe.theta0_bytes, 0).unwrap();
+    let mut w = recipe.setup.replica(&a.model, m, H, 4 * H).unwrap();
+    let mut states = States::new();
+    let (c, _) = state
+        .contribute_traced(
+            &mut w,
+            m,
+            &a.outer.encode_options(),
+            &mut a.outer.feedback(),
+            &a.segment_boundaries(H),
+            &mut |_, bytes, hash| {
+                states.insert(hash, bytes);
+                Ok(())
+            },
+        )
+        .unwrap();
+    (c.payload.to_vec(), states)
+}
+
+/// Member 1's forged contribution to round 1 (a `forger::Forger` with `forge`).
+fn forged(
+    (recipe, a, theta0): &(Recipe, RecipeArgs, ParamSet),
+    forge: &mut dyn FnMut(u32, &ParamSet, u32) -> Option<ParamSet>,
+) -> (Vec<u8>, States) {
+    let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+    let bounds = a.segment_boundaries(H);
+    forged_contribution(&mut w, theta0, 1, forge, &bounds, &a.outer.encode_options()).unwrap()
+}
+
+/// Member 1's round-1 payload checked by `segments`, states served from `states`.
+fn check(
+    f: &(Recipe, RecipeArgs, ParamSet),
+    payload: &[u8],
+    segments: &[u32],
+    states: Option<&States>,
+) -> Replay {
+    check_at(f, 1, payload, &Residuals::default(), segments, states)
+}
+
+/// Member 1's payload of `round` (started from θ₀) with its `residuals`.
+fn check_at(
+    (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
+    round: u32,
+    payload: &[u8],
+    residuals: &Residuals,
+    segments: &[u32],
+    states: Option<&States>,
+) -> Replay {
+    Replayer::new(H, 4)
+        .check_segments(
+            &recipe.replay_view(a),
+            &recipe.theta0_bytes,
+            round,
+            1,
+            payload,
+            residuals,
+            segments,
+            &mut |h| states.and_then(|s| s.get(h).cloned()),
+        )
+        .unwrap()
+}
+
+#[test]
+fn an_honest_trace_passes_by_its_segments_and_withheld_states_mean_a_whole_replay() {
+    let f = setup();
+    let (payload, states) = honest(&f.0, &f.1, 1);
+    let all: Vec<u32> = (0..H).collect();
+    let rep = check(&f, &payload, &all, Some(&states));
+    assert!(rep.honest, "{rep:?}");
+    assert_eq!(
+        rep.segments, H,
+        "checked by its segments, not replayed whole"
+    );
+    assert!(rep.distance <= SEGMENT_TOLERANCE);
+    // The author serves nothing: the verifier pays a whole replay, the member is honest.
+    let rep = check(&f, &payload, &[3], None);
+    assert!(rep.honest && rep.segments == 0, "{rep:?}");
+    assert_eq!(rep.whole, Some(WholeReplay::Unserved));
+}
+
+#[test]
+fn a_recipes_coarser_trace_is_checked_by_its_own_segments() {
+    // `--trace-segments 2`: two segments of 4 steps (the default cuts H = 8 into 8).
+    // Member and verifier cut the phase alike; a verifier on the default boundaries
+    // would find a trace of the wrong length and replay every contribution whole.
+    let f = setup_with(&["--trace-segments", "2"]);
+    assert_eq!(f.1.segment_boundaries(H), [0, 4, 8]);
+    let (payload, states) = honest(&f.0, &f.1, 1);
+    let rep = check(&f, &payload, &[0, 1], Some(&states));
+    assert!(
+        rep.honest && rep.segments == 2 && rep.whole.is_none(),
+        "{rep:?}"
+    );
+    // One step skipped in segment 1 (steps 4..8): found by that segment only.
+    let (lazy, states) = forged(&f, &mut skipping(&[1]));
+    let caught = check(&f, &lazy, &[1], Some(&states));
+    assert!(
+        !caught.honest && caught.whole == Some(WholeReplay::Mismatch),
+        "{caught:?}"
+    );
+    let missed = check(&f, &lazy, &[0], Some(&states));
+    assert!(missed.honest && missed.whole.is_none(), "{missed:?}");
+}
+
+#[test]
+fn a_payload_that_is_not_its_traces_end_is_replayed_whole_and_caught() {
+    let f = setup();
+    let (payload, states) = honest(&f.0, &f.1, 1);
+    let other = honest(&f.0, &f.1, 2).0;
+    let set = vec![
+        Contribution {
+            member: 1,
+            payload: Arc::new(payload.clone()),
+        },
+        Contribution {
+            member: 2,
+            payload: Arc::new(other),
+        },
+    ];
+    let opts = f.1.outer.encode_options();
+    for attack in [Attack::ScaleX100, Attack::Copy, Attack::Zeros] {
+        let mut set = set.clone();
+        Adversary {
+            member: 1,
+            attack,
+            seed: 3,
+        }
+        .tamper(&f.2, 1, &mut set, &opts)
+        .unwrap();
+        assert_eq!(
+            split_trace(&set[0].payload).unwrap().0,
+            split_trace(&payload).unwrap().0,
+            "the attacker keeps its honest trace"
+        );
+        // Segment 3 is honest work: the end check alone catches it.
+        let rep = check(&f, &set[0].payload, &[3], Some(&states));
+        assert!(
+            !rep.honest && rep.whole == Some(WholeReplay::Mismatch),
+            "{}: {rep:?}",
+            attack.name()
+        );
+    }
+}
+
+#[test]
+fn a_member_that_skips_a_step_is_caught_by_the_segment_that_holds_it() {
+    let f = setup();
+    // Segment 3's step is never computed: only the counter moves on.
+    let (payload, states) = forged(&f, &mut skipping(&[3]));
+
+    let caught = check(&f, &payload, &[3], Some(&states));
+    assert!(
+        !caught.honest && caught.whole == Some(WholeReplay::Mismatch),
+        "confirmed by a whole replay: {caught:?}"
+    );
+    // A verifier that draws another segment sees a consistent trace: why the draw is
+    // secret until the trace is committed, and why several verifiers draw.
+    let missed = check(&f, &payload, &[5], Some(&states));
+    assert!(
+        missed.honest && missed.segments == 1 && missed.whole.is_none(),
+        "{missed:?}"
+    );
+}
+
+#[test]
+fn bending_every_segment_within_the_tolerance_is_replayed_whole_and_caught() {
+    // Each segment's end is moved 0.9 × SEGMENT_TOLERANCE off its honest replay, every
+    // time in the same direction: each drawn segment passes on its own, but the drift
+    // they extrapolate to over the phase does not, so the verifier replays the phase whole,
+    // as jurors do, and the bias the segments added up is caught there.
+    let f = setup();
+    let (recipe, a, _) = &f;
+    let bounds = a.segment_boundaries(H);
+    let mut honest_segments = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+    let share = 0.9 * SEGMENT_TOLERANCE;
+    let (payload, states) = forged(&f, &mut bending(&mut honest_segments, &bounds, 1, share));
+    let segments = (bounds.len() - 1) as u32;
+    let drawn = [1, segments / 2, segments - 1];
+    let rep = check(&f, &payload, &drawn, Some(&states));
+    let juror = check(&f, &payload, &[], Some(&states));
+    eprintln!(
+        "{{\"segments\":{segments},\"share\":{share},\"whole_distance\":{}}}",
+        juror.distance
+    );
+    assert_eq!(rep.whole, Some(WholeReplay::Drift), "{rep:?}");
+    assert_eq!(
+        rep.distance, juror.distance,
+        "the verifier judges as jurors do"
+    );
+    assert!(!rep.honest && !juror.honest, "{rep:?}");
+}
+
+#[test]
+fn an_empty_segment_draw_cannot_pass_a_lazy_member() {
+    // Start and end checks alone pass any self-consistent forgery (`--verify-segments
+    // 0` did): no segment drawn means a whole replay, which catches it.
+    let f = setup();
+    let all: Vec<u32> = (0..H).collect();
+    let (payload, states) = forged(&f, &mut skipping(&all));
+    let rep = check(&f, &payload, &[], Some(&states));
+    assert!(
+        !rep.honest && rep.whole == Some(WholeReplay::Asked),
+        "{rep:?}"
+    );
+}
+
+#[test]
+fn a_poisoned_start_state_is_refused_and_its_member_replayed_whole() {
+    // The forger claims after segment 0 a state with one huge first moment: replays
+    // from it would move that coordinate so far that a 1 % tolerance on the update
+    // hid the lazy rest. No AdamW state has |m| > C·√v: refused, replayed whole.
+    let f = setup();
+    let m = format!("{FIRST_MOMENT_PREFIX}{}", f.2.tensors()[0].name);
+    let mut poison =
+        |i: u32, s: &ParamSet, end: u32| (i == 0).then(|| edited(s, end, &[(m.as_str(), 0, 1e4)]));
+    let (payload, states) = forged(&f, &mut poison);
+    let rep = check(&f, &payload, &[1], Some(&states));
+    assert!(
+        !rep.honest && rep.whole == Some(WholeReplay::Refused),
+        "{rep:?}"
+    );
+}
+
+/// Member 1's sparse pool payload of round 2 (from θ₀ again, numbered 2, with its
+/// round-1 residual carried in): (payload, its trace states, e_1 bytes, e_2 bytes).
+fn sparse_round_two(
+    (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
+) -> (Vec<u8>, States, Vec<u8>, Vec<u8>) {
+    let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+    let mut run = |round: u32, e: Option<PseudoGradient>| {
+        let state = a.outer.restore(&recipe.theta0_bytes, round - 1).unwrap();
+        let mut ef = ErrorFeedback::committed(a.outer.ef_decay, e);
+        let mut states = States::new();
+        let (c, _) = state
+            .contribute_traced(
+                &mut w,
+                1,
+                &a.outer.encode_options(),
+                &mut ef,
+                &a.segment_boundaries(H),
+                &mut |_, bytes, hash| {
+                    states.insert(hash, bytes);
+                    Ok(())
+                },
+            )
+            .unwrap();
+        let c = synod_diloco::residual::commitments_of(1, &c.payload)
+            .unwrap()
+            .map(|k| (k, c.payload.to_vec()))
+            .unwrap();
+        (c, ef.residual().cloned(), states)
+    };
+    let ((c1, _), e1, states1) = run(1, None);
+    let ((c2, payload), _, states2) = run(2, e1);
+    assert_eq!(c2.carried_in, c1.carried_out);
+    let e1 = states1[&c1.carried_out].clone();
+    let e2 = states2[&c2.carried_out].clone();
+    (payload, states2, e1, e2)
+}
+
+const SPARSE: &[&str] = &["--codec", "sparse", "--aggregation", "clipped-mean"];
+
+#[test]
+fn a_sparse_payload_replays_with_its_served_residuals_whole_and_by_segments() {
+    let f = setup_with(SPARSE);
+    let (payload, states, e1, e2) = sparse_round_two(&f);
+    let served = Residuals {
+        carried_in: Some(e1),
+        carried_out: Some(e2),
+    };
+    let by_segments = check_at(&f, 2, &payload, &served, &[2], Some(&states));
+    assert!(
+        by_segments.honest && by_segments.whole.is_none(),
+        "{by_segments:?}"
+    );
+    let whole = check_at(&f, 2, &payload, &served, &[], Some(&states));
+    assert!(
+        whole.honest && whole.whole == Some(WholeReplay::Asked),
+        "{whole:?}"
+    );
+}
+
+/// A member that serves another `e_r` than the one its payload leaves (hiding the
+/// mass it dropped, or inflating it to send more next round than it trained) is
+/// caught by the segment check and by the whole replay jurors run; so is one that
+/// serves no `e_r`, or an `e_{r−1}` other than the one it encoded with.
+#[test]
+fn a_sparse_member_that_forges_its_residual_is_caught() {
+    let f = setup_with(SPARSE);
+    let (payload, states, e1, e2) = sparse_round_two(&f);
+    let like = &f.2;
+    let parsed = synod_diloco::residual::residual_from_bytes(like, &e2).unwrap();
+    let scaled: PseudoGradient = parsed
+        .iter()
+        .map(|t| t.iter().map(|x| 3.0 * x).collect())
+        .collect();
+    let zeros: PseudoGradient = parsed.iter().map(|t| vec![0.0; t.len()]).collect();
+    let bytes = |e: &PseudoGradient| synod_diloco::residual::residual_bytes(like, e).unwrap().0;
+    let forgeries = [
+        ("hidden e_r", Some(e1.clone()), Some(bytes(&zeros))),
+        ("inflated e_r", Some(e1.clone()), Some(bytes(&scaled))),
+        ("no e_r", Some(e1.clone()), None),
+        ("no e_{r-1}", None, Some(e2.clone())),
+        ("garbage e_r", Some(e1), Some(b"not a residual".to_vec())),
+    ];
+    for (what, carried_in, carried_out) in forgeries {
+        let served = Residuals {
+            carried_in,
+            carried_out,
+        };
+        for segments in [&[2u32][..], &[]] {
+            let rep = check_at(&f, 2, &payload, &served, segments, Some(&states));
+            assert!(!rep.honest, "{what} passed ({segments:?}): {rep:?}");
+        }
+    }
+}
