@@ -1,6 +1,7 @@
-//! Opting in and out of juries, the eligible jurors and the jury draw.
+//! Opting in and out of juries, the eligible jurors, the jury draw and the draws and expiries
+//! due in a block.
 
-use crate::{pallet::*, Event};
+use crate::{pallet::*, Event, WeightInfo};
 use alloc::vec::Vec;
 use codec::Encode;
 use frame_support::pallet_prelude::*;
@@ -17,7 +18,9 @@ impl<T: Config> Pallet<T> {
 	}
 
 	pub(crate) fn do_unregister_juror(who: T::AccountId) -> DispatchResult {
-		ensure!(!T::Staking::active_stake(&who).is_zero(), Error::<T>::NotBonded);
+		// Stake that is unbonding is still slashable and seated for the rounds it backed: its
+		// owner may still opt out of challenges opened from now on.
+		ensure!(!T::Staking::held_stake(&who).is_zero(), Error::<T>::NotBonded);
 		ensure!(!OptedOut::<T>::contains_key(&who), Error::<T>::NotAJuror);
 		Self::opt_out(who);
 		Ok(())
@@ -83,6 +86,22 @@ impl<T: Config> Pallet<T> {
 			Self::seat_randomness(seed, id, j)
 		});
 		BoundedVec::truncate_from(jury)
+	}
+
+	/// `on_initialize` of block `n`: draws or expires every challenge scheduled at `n`
+	/// ([`Expiries`]). Returns the weight used.
+	pub(crate) fn advance_due(n: BlockNumberFor<T>) -> Weight {
+		let due = Expiries::<T>::take(n);
+		let count = due.len() as u32;
+		for id in due {
+			Self::advance(id, n);
+		}
+		// Each due item is a draw or an expiry (bounded by its benchmarked worst case).
+		T::WeightInfo::on_initialize_expire(count).saturating_add(
+			T::WeightInfo::expire()
+				.saturating_add(Self::close_weight())
+				.saturating_mul(count.into()),
+		)
 	}
 
 	/// The 128 random bits of seat `seat` of challenge `id`'s committee: the first 16 bytes of

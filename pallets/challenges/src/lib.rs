@@ -1,89 +1,4 @@
-//! # Challenges
-//!
-//! Step 7 of the round protocol (`docs/architecture.md`): while a final round can be challenged
-//! (`2 × challenge_window` blocks after finality), anyone may dispute the payload of any member
-//! of the round's final included set (whether or not it committed the final hash: a silent
-//! member's payload moved the model too) with [`Pallet::open_challenge`], holding a
-//! `ChallengeBond`. Several
-//! challenges may target the same contribution, each challenger holding at most one open
-//! against it ([`OpenBy`]): no account's challenges take another challenger's place, and one
-//! that fails does not shield the contribution from the next.
-//!
-//! **Evidence-bound.** A challenge carries the accused's signed announcement for that round,
-//! exactly as it was gossiped (`synod_protocol::evidence`): the runtime checks its ML-DSA-65
-//! signature against the key the accused registered at `join_pool` (kept after it leaves, for
-//! as long as challenges of its rounds are possible), and that it names this pool, round, member
-//! index and peer id. The challenge is then about *that* payload digest, which the accused
-//! cannot disown; a challenger cannot accuse a member of a payload it never signed.
-//!
-//! **Equivocation** needs no jury: [`Pallet::report_equivocation`] takes two announcements the
-//! accused signed for one round, of two different payloads (an honest member signs one payload
-//! per round and keeps it across restarts), verifies both against its registered key and slashes
-//! `SlashFraction` of its snapshot stake at once, `ChallengerShare` of it to the reporter; the
-//! accused is unpaid for the round and reported once ([`Equivocations`]). It is a separate
-//! offence from a wrong payload: a jury can still convict the same contribution, so an accused
-//! that reports itself from a second account (keeping the reporter's share) only pays half a
-//! slash and shields nothing. Splitting the included set by showing different payloads to
-//! different peers therefore costs stake.
-//!
-//! **Every contributor is a juror by default**; a bonded trainer may opt out with
-//! [`Pallet::unregister_juror`] (and back in with [`Pallet::register_juror`]), and a no-show is
-//! opted out. **The jury is a committee of `JurySize` seats drawn after the challenge
-//! exists, from the challenged round's contributors that had not opted out when the challenge
-//! opened and that can replay it** ([`EligibleJurors`],
-//! [`synod_primitives::protocol::eligible_jurors`]: when round `r − 1` is final, only its
-//! contributors, which aggregated the payloads a sparse payload's carried residual names):
-//! they hold
-//! what a replay needs (θ_{r−1} and every included payload), and their weights are their
-//! *snapshot* stakes, fixed when the round opened, before the challenge existed. The draw runs
-//! in `on_initialize` of the latest block of the `jury_delay` blocks after opening whose
-//! schedule has room (a challenge finding none is refused with [`Error::ScheduleFull`], so no
-//! draw is ever left for someone to call at the time of its choosing;
-//! [`Pallet::advance_challenge`] only catches up); each seat is drawn *with replacement* with
-//! probability proportional to snapshot stake
-//! ([`synod_primitives::protocol::draw_committee`]), from the randomness of the block before the
-//! draw ([`Config::Randomness`]: its author's VRF output, chained over its parent's) — a block
-//! that did not exist when the challenge was submitted. The accused and the
-//! challenger sit like any eligible contributor (an accused that did not commit the round
-//! never sits), so choosing whom to accuse (or from which account)
-//! shifts no stake between the sides. Because every seat is an independent draw, an
-//! adversary's seats are Binomial(`JurySize`, its share of the eligible stake) however it
-//! splits its stake over accounts; with the runtime's 203 seats, an adversary holding less than
-//! ⅓ of the eligible stake reaches a majority (to convict an honest member, or to keep a
-//! cheater from being convicted) with probability below 10⁻⁶ per challenge even when it may
-//! choose between the two seeds an adversarial author of the seed block has (publish or skip
-//! its slot; [`synod_primitives::protocol::jury::wrong_verdict_probability`]). The parties are not paid
-//! as jurors of their own dispute. A committee whose jurors other than the parties hold less
-//! than `MinJuryStake` gives **no verdict** (so an accused alone cannot acquit itself): the
-//! bond is released and nobody is slashed; so does a draw that comes so late that the seed
-//! block's randomness is no longer kept (`pallet-randomness`'s `KeptBlocks`).
-//! What an Aura author can still do: the author of the block before the draw cannot grind its
-//! VRF output (unique for its key and slot), but can skip its slot, so that the next slot's
-//! author seeds the draw: two seeds to choose from (`2^c` for `c` adversarial authors in
-//! consecutive slots), each with the committee bound.
-//!
-//! **Verdicts** need a majority of *all* the committee's seats
-//! ([`synod_primitives::protocol::JuryVotes`]; a seat that does not vote never counts for
-//! conviction). *Guilty*: the accused loses `SlashFraction` of its *snapshot* stake in that
-//! round through TrainerStaking (the challenger gets `ChallengerShare` of it; the stake is
-//! still held, because Checkpoints keeps snapshot stake slashable until the round's challenges
-//! are over), `JurorShare` of the slash goes to the jurors other than the parties who voted
-//! guilty (pro rata to seats), the bond comes back, and Rewards pays the accused nothing for the round. *Innocent*
-//! (guilty can no longer reach a majority): the challenger's bond is slashed and paid to the
-//! jurors other than the parties who voted innocent, pro rata to their seats (dust to
-//! `Slash`). A jury undecided when
-//! its voting period (`round_timeout + VoteMargin` blocks, enough to replay one round) ends
-//! **expires**: the bond is released and the accused keeps its reward. A Guilty verdict is
-//! never overwritten. **No-shows**: a drawn juror that *contributed to the challenged round*,
-//! was drawn on schedule (so it had the whole voting period) and has not voted when the voting
-//! period ends loses `NoShowSlash` of its drawn stake (once per challenged round: [`NoShows`])
-//! and is opted out ([`OptedOut`]: a member that stopped is not seated again until it opts back
-//! in). Only contributors sit that contributed to round `r − 1` too (any, in round 1 or after
-//! a void): such a contributor aggregated every included payload from θ_{r−1} and
-//! received what round `r − 1` carried over, so every seated juror can replay and answers for
-//! its vote; jurors of other
-//! pools are never drawn, so nobody can bleed them with cheap challenges in a pool they cannot
-//! judge.
+#![doc = include_str!("design.md")]
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -111,82 +26,22 @@ extern crate self as pallet_challenges;
 mod mock;
 #[cfg(test)]
 mod tests;
+mod types;
 pub mod weights;
 
 #[frame_support::pallet]
 pub mod pallet {
 	use super::*;
+	pub use crate::types::*;
 	use frame_support::{
 		pallet_prelude::*,
-		traits::{fungible, fungible::Inspect, OnUnbalanced},
+		traits::{fungible, OnUnbalanced},
 	};
 	use frame_system::pallet_prelude::*;
 	use sp_runtime::Perbill;
 	use synod_primitives::{
-		protocol::JuryVotes, CheckpointsInspect, Hash32, PoolId, PoolsInterface, RoundIndex,
-		TrainerStake,
+		CheckpointsInspect, Hash32, PoolId, PoolsInterface, RoundIndex, TrainerStake,
 	};
-
-	/// Balance type of the currency.
-	pub type BalanceOf<T> =
-		<<T as Config>::Currency as Inspect<<T as frame_system::Config>::AccountId>>::Balance;
-	/// A slashed bond not yet given to anyone.
-	pub type CreditOf<T> =
-		fungible::Credit<<T as frame_system::Config>::AccountId, <T as Config>::Currency>;
-	/// Identifier of a challenge, assigned in order from 0.
-	pub type ChallengeId = u32;
-	/// Most bytes of challenge evidence: one signed gossip message.
-	pub const MAX_EVIDENCE_BYTES: u32 =
-		synod_primitives::protocol::evidence::MAX_MESSAGE_BYTES as u32;
-	/// Challenge evidence: the accused's signed announcement, SCALE wire form
-	/// (`synod_protocol::evidence::Signed`).
-	pub type Evidence = BoundedVec<u8, ConstU32<MAX_EVIDENCE_BYTES>>;
-	/// A committee: each drawn juror once, with its snapshot stake (planck) and its seats
-	/// (at most `JurySize` jurors, their seats summing to `JurySize`).
-	pub type JuryOf<T> = BoundedVec<
-		synod_primitives::protocol::Seated<<T as frame_system::Config>::AccountId>,
-		<T as Config>::JurySize,
-	>;
-
-	/// An open challenge.
-	#[derive(
-		CloneNoBound,
-		PartialEqNoBound,
-		EqNoBound,
-		Encode,
-		Decode,
-		MaxEncodedLen,
-		TypeInfo,
-		DebugNoBound,
-	)]
-	#[scale_info(skip_type_params(T))]
-	pub struct Challenge<T: Config> {
-		/// Pool.
-		pub pool_id: PoolId,
-		/// Final round whose contribution is disputed.
-		pub round: RoundIndex,
-		/// The accused member (its payload is in the round's included set).
-		pub accused: T::AccountId,
-		/// The accused's snapshot stake in that round, in planck (what a conviction slashes a
-		/// share of).
-		pub accused_stake: u128,
-		/// Who opened it.
-		pub challenger: T::AccountId,
-		/// Held bond, planck.
-		pub bond: BalanceOf<T>,
-		/// blake3 digest of the accused's payload, from its verified signed announcement.
-		pub payload_digest: Hash32,
-		/// Block in which it was opened.
-		pub opened_at: BlockNumberFor<T>,
-		/// Block whose parent hash draws the jury.
-		pub draw_at: BlockNumberFor<T>,
-		/// Block at which it expires without a verdict.
-		pub expires_at: BlockNumberFor<T>,
-		/// The committee, empty until drawn.
-		pub jury: JuryOf<T>,
-		/// Votes so far, in seats.
-		pub votes: JuryVotes,
-	}
 
 	/// Reasons for which this pallet holds funds.
 	#[pallet::composite_enum]
@@ -551,7 +406,8 @@ pub mod pallet {
 		/// Every block in which this challenge's jury could be drawn, or its voting period end,
 		/// has `MaxExpiriesPerBlock` events scheduled: try again in a later block.
 		ScheduleFull,
-		/// The caller has no active stake: only bonded trainers opt in or out of juries.
+		/// Opting in: the caller has no active stake. Opting out: it holds no stake at all
+		/// (active or unbonding). Only trainers with stake opt in or out of juries.
 		NotBonded,
 	}
 
@@ -626,9 +482,11 @@ pub mod pallet {
 
 		/// Opts the caller out of juries ([`Event::JurorOptedOut`]): challenges opened from now
 		/// on do not seat it; challenges already open keep it eligible, and juries already
-		/// drawn keep its seats (it answers for those votes).
+		/// drawn keep its seats (it answers for those votes). An account whose whole stake is
+		/// unbonding may opt out too.
 		///
-		/// Errors: [`Error::NotBonded`], [`Error::NotAJuror`].
+		/// Errors: [`Error::NotBonded`] (no stake held, active or unbonding),
+		/// [`Error::NotAJuror`].
 		#[pallet::call_index(3)]
 		#[pallet::weight(T::WeightInfo::unregister_juror())]
 		pub fn unregister_juror(origin: OriginFor<T>) -> DispatchResult {
@@ -693,17 +551,7 @@ pub mod pallet {
 	#[pallet::hooks]
 	impl<T: Config> Hooks<BlockNumberFor<T>> for Pallet<T> {
 		fn on_initialize(n: BlockNumberFor<T>) -> Weight {
-			let due = Expiries::<T>::take(n);
-			let count = due.len() as u32;
-			for id in due {
-				Self::advance(id, n);
-			}
-			// Each due item is a draw or an expiry (bounded by its benchmarked worst case).
-			T::WeightInfo::on_initialize_expire(count).saturating_add(
-				T::WeightInfo::expire()
-					.saturating_add(Self::close_weight())
-					.saturating_mul(count.into()),
-			)
+			Self::advance_due(n)
 		}
 
 		#[cfg(feature = "try-runtime")]
@@ -711,17 +559,4 @@ pub mod pallet {
 			Self::do_try_state()
 		}
 	}
-}
-
-/// Creates pools with a final or a voided round, for benchmarks.
-#[cfg(feature = "runtime-benchmarks")]
-pub trait BenchmarkHelper<AccountId> {
-	/// A Training pool with `members` members whose round 1 is final with every member a
-	/// contributor; returns the pool id and the members.
-	fn final_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
-	/// A Training pool with `members` members whose round 1 was voided (nobody committed), its
-	/// snapshot kept for equivocation reports; returns the pool id and the members.
-	fn voided_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
-	/// Bonds `stake` planck for `who` (a juror candidate).
-	fn bond(who: &AccountId, stake: u128);
 }

@@ -317,3 +317,19 @@ fn late_draw_without_its_seed_gives_no_verdict() {
 		assert_eq!(TrainerStaking::active_stake(&3), 1_000);
 	});
 }
+
+#[test]
+fn an_unbonding_trainer_can_still_opt_out_of_juries() {
+	run_test(|| {
+		jurors(&[1], 100);
+		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 100));
+		// Its stake is all unbonding, still slashable: it may leave juries ...
+		assert_ok!(Challenges::unregister_juror(RuntimeOrigin::signed(1)));
+		assert!(OptedOut::<Test>::contains_key(1));
+		// ... but not join them again without active stake.
+		assert_noop!(
+			Challenges::register_juror(RuntimeOrigin::signed(1)),
+			Error::<Test>::NotBonded
+		);
+	});
+}

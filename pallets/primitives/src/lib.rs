@@ -76,6 +76,8 @@ pub trait TrainerStake<AccountId> {
 	type Balance;
 	/// Active (bonded, not unbonding) stake of `who`.
 	fn active_stake(who: &AccountId) -> Self::Balance;
+	/// Stake `who` still holds, active and unbonding (planck): what a slash can still reach.
+	fn held_stake(who: &AccountId) -> Self::Balance;
 	/// Slashes up to `amount` of `who`'s held stake (active first, then unbonding chunks).
 	/// `reporter`, if any, receives the given share of what was slashed; the rest goes to the
 	/// staking pallet's slash destination. Returns the amount actually slashed.

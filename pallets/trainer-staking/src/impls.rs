@@ -135,6 +135,10 @@ impl<T: Config> TrainerStake<T::AccountId> for Pallet<T> {
 		Ledger::<T>::get(who).map(|l| l.active).unwrap_or_default()
 	}
 
+	fn held_stake(who: &T::AccountId) -> BalanceOf<T> {
+		Ledger::<T>::get(who).map(|l| l.total()).unwrap_or_default()
+	}
+
 	fn keep_slashable(who: &T::AccountId, until: synod_primitives::protocol::Block) {
 		if !Ledger::<T>::contains_key(who) {
 			return;

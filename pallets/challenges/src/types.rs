@@ -1,0 +1,77 @@
+//! The types of this pallet's storage, calls and events: challenges, their evidence and juries.
+
+use crate::pallet::Config;
+use codec::{Decode, Encode, MaxEncodedLen};
+use frame_support::{
+	traits::{fungible, fungible::Inspect, ConstU32},
+	BoundedVec, CloneNoBound, DebugNoBound, EqNoBound, PartialEqNoBound,
+};
+use frame_system::pallet_prelude::BlockNumberFor;
+use scale_info::TypeInfo;
+use synod_primitives::{protocol::JuryVotes, Hash32, PoolId, RoundIndex};
+
+/// Balance type of the currency.
+pub type BalanceOf<T> =
+	<<T as Config>::Currency as Inspect<<T as frame_system::Config>::AccountId>>::Balance;
+/// A slashed bond not yet given to anyone.
+pub type CreditOf<T> =
+	fungible::Credit<<T as frame_system::Config>::AccountId, <T as Config>::Currency>;
+/// Identifier of a challenge, assigned in order from 0.
+pub type ChallengeId = u32;
+/// Most bytes of challenge evidence: one signed gossip message.
+pub const MAX_EVIDENCE_BYTES: u32 = synod_primitives::protocol::evidence::MAX_MESSAGE_BYTES as u32;
+/// Challenge evidence: the accused's signed announcement, SCALE wire form
+/// (`synod_protocol::evidence::Signed`).
+pub type Evidence = BoundedVec<u8, ConstU32<MAX_EVIDENCE_BYTES>>;
+/// A committee: each drawn juror once, with its snapshot stake (planck) and its seats
+/// (at most `JurySize` jurors, their seats summing to `JurySize`).
+pub type JuryOf<T> = BoundedVec<
+	synod_primitives::protocol::Seated<<T as frame_system::Config>::AccountId>,
+	<T as Config>::JurySize,
+>;
+
+/// An open challenge.
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct Challenge<T: Config> {
+	/// Pool.
+	pub pool_id: PoolId,
+	/// Final round whose contribution is disputed.
+	pub round: RoundIndex,
+	/// The accused member (its payload is in the round's included set).
+	pub accused: T::AccountId,
+	/// The accused's snapshot stake in that round, in planck (what a conviction slashes a
+	/// share of).
+	pub accused_stake: u128,
+	/// Who opened it.
+	pub challenger: T::AccountId,
+	/// Held bond, planck.
+	pub bond: BalanceOf<T>,
+	/// blake3 digest of the accused's payload, from its verified signed announcement.
+	pub payload_digest: Hash32,
+	/// Block in which it was opened.
+	pub opened_at: BlockNumberFor<T>,
+	/// Block whose parent hash draws the jury.
+	pub draw_at: BlockNumberFor<T>,
+	/// Block at which it expires without a verdict.
+	pub expires_at: BlockNumberFor<T>,
+	/// The committee, empty until drawn.
+	pub jury: JuryOf<T>,
+	/// Votes so far, in seats.
+	pub votes: JuryVotes,
+}
+
+/// Creates pools with a final or a voided round, for benchmarks.
+#[cfg(feature = "runtime-benchmarks")]
+pub trait BenchmarkHelper<AccountId> {
+	/// A Training pool with `members` members whose round 1 is final with every member a
+	/// contributor; returns the pool id and the members.
+	fn final_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
+	/// A Training pool with `members` members whose round 1 was voided (nobody committed), its
+	/// snapshot kept for equivocation reports; returns the pool id and the members.
+	fn voided_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
+	/// Bonds `stake` planck for `who` (a juror candidate).
+	fn bond(who: &AccountId, stake: u128);
+}
