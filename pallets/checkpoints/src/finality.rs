@@ -1,4 +1,4 @@
-//! Opening rounds (snapshot), quorum finality, voiding with the inactivity leak, and the
+//! Opening rounds (snapshot), quorum finality, voiding (the leak itself is `leak.rs`), and the
 //! interfaces other pallets use. The rules themselves are `synod_primitives::protocol`'s.
 
 use crate::{pallet::*, Event};
@@ -7,9 +7,9 @@ use frame_support::{pallet_prelude::*, storage::with_storage_layer};
 use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::traits::{One, SaturatedConversion, Saturating};
 use synod_primitives::{
-	protocol::{self, Action, Fact, LeakRule, RoundState, Timeline},
-	ChallengesInspect, CheckpointsInspect, FinalView, MemberIndex, OnRoundFinalized,
-	OnTrainingStarted, Participant, PoolId, PoolsInterface, RoundIndex, RoundParams, TrainerStake,
+	protocol::{self, Action, Fact, RoundState, Timeline},
+	CheckpointsInspect, FinalView, MemberIndex, OnRoundFinalized, OnTrainingStarted, Participant,
+	PoolId, PoolsInterface, RoundIndex, RoundParams, TrainerStake,
 };
 
 /// A block number as the protocol crate's `u64`.
@@ -309,34 +309,6 @@ impl<T: Config> Pallet<T> {
 		}
 	}
 
-	/// Decides voided `round`'s [`UnmatchedCommits`] at its scheduled block, once its
-	/// equivocation reports are closed (its kept snapshot expired): each is leaked as a silent
-	/// participant is (its missed round counted now), unless an equivocation was proved in the
-	/// round. Nothing happens while reports are still open or when nothing is pending.
-	pub(crate) fn leak_unmatched(pool_id: PoolId, round: RoundIndex, now: BlockNumberFor<T>) {
-		let open = KeptSnapshots::<T>::get(pool_id).iter().any(|(r, u)| *r == round && now < *u);
-		if open {
-			return;
-		}
-		let Some(unmatched) = UnmatchedCommits::<T>::take((pool_id, round)) else {
-			return;
-		};
-		if T::Challenges::equivocation_proved(pool_id, round) {
-			Self::deposit_event(Event::UnmatchedCommitsExcused { pool_id, round });
-			return;
-		}
-		for p in unmatched {
-			let (leaked, missed) = Self::leak(pool_id, &p);
-			Self::deposit_event(Event::UnmatchedCommitLeaked {
-				pool_id,
-				round,
-				who: p.who,
-				leaked,
-				missed,
-			});
-		}
-	}
-
 	/// The snapshot of `round` while something can still be charged against it: an open round's,
 	/// a final round's until it is settled, a voided round's while its stake is slashable.
 	pub(crate) fn live_snapshot(pool_id: PoolId, round: RoundIndex) -> Option<SnapshotOf<T>> {
@@ -370,216 +342,6 @@ impl<T: Config> Pallet<T> {
 			T::MaxMembers::get().saturating_mul(4),
 			None,
 		);
-	}
-
-	/// The inactivity leak of a voided round ([`protocol::LeakRule`],
-	/// [`protocol::leak::at_void`]): silent participants are leaked now; participants that
-	/// committed another hash over the included set of the candidate a strict majority of
-	/// `round_stake` committed are kept in [`UnmatchedCommits`] for the decision on their leak
-	/// (their counts unchanged until then); the others' counts reset.
-	fn leak_inactive(
-		pool_id: PoolId,
-		round: RoundIndex,
-		round_stake: T::Balance,
-		candidates: &[Candidate<T>],
-	) {
-		use protocol::leak::{AtVoid, VoidedCommit};
-		let stakes: Vec<u128> = candidates.iter().map(|c| c.stake.saturated_into()).collect();
-		let majority = protocol::leak::majority_candidate(round_stake.saturated_into(), &stakes)
-			.and_then(|m| candidates.get(m).map(|c| (m, &c.included)));
-		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
-		let mut unmatched: SnapshotOf<T> = BoundedVec::new();
-		for p in snapshot {
-			// Commits made while the round was open (or ahead of it) back a candidate; a commit
-			// made after the deadline was not recorded.
-			let backed = candidates.iter().position(|c| c.committers.contains(&p.index));
-			let commit = match (backed, majority) {
-				(None, _) if !Commits::<T>::contains_key((pool_id, round), &p.who) => {
-					VoidedCommit::None
-				},
-				(Some(i), Some((m, _))) if i == m => VoidedCommit::Majority,
-				(Some(i), Some((_, set)))
-					if candidates.get(i).is_some_and(|c| c.included == *set) =>
-				{
-					VoidedCommit::OtherHashSameSet
-				},
-				_ => VoidedCommit::Other,
-			};
-			match protocol::leak::at_void(commit) {
-				AtVoid::Present => MissedRounds::<T>::remove(pool_id, &p.who),
-				AtVoid::Silent => {
-					let (leaked, missed) = Self::leak(pool_id, &p);
-					Self::deposit_event(Event::InactivityLeaked {
-						pool_id,
-						round,
-						who: p.who,
-						leaked,
-						missed,
-					});
-				},
-				AtVoid::Unmatched => {
-					// The snapshot is bounded by `MaxMembers`: nothing is cut.
-					let _ = unmatched.try_push(p);
-				},
-			}
-		}
-		if !unmatched.is_empty() {
-			UnmatchedCommits::<T>::insert((pool_id, round), unmatched);
-		}
-	}
-
-	/// Leaks participant `p` of a voided round (silent, or unmatched and not excused): slashes
-	/// `InactivityLeak` of its snapshot stake, counts the missed round and drops it from the
-	/// pool after `DropAfterMissed` in a row. Returns the planck slashed and the count.
-	fn leak(pool_id: PoolId, p: &Participant<T::AccountId>) -> (T::Balance, u32) {
-		let rule = LeakRule {
-			penalty_ppb: T::InactivityLeak::get().deconstruct(),
-			drop_after: T::DropAfterMissed::get(),
-		};
-		let (missed, drop) =
-			rule.after_voided_round(MissedRounds::<T>::get(pool_id, &p.who), false);
-		let leaked = T::Staking::slash(&p.who, rule.penalty(p.stake).saturated_into(), None);
-		if drop {
-			MissedRounds::<T>::remove(pool_id, &p.who);
-			T::Pools::drop_member(pool_id, &p.who);
-		} else {
-			MissedRounds::<T>::insert(pool_id, &p.who, missed);
-		}
-		(leaked, missed)
-	}
-
-	/// Invariants: every final checkpoint held quorum (rounded up) of its snapshot, its
-	/// contributors are snapshot participants that committed its hash, its parent is the
-	/// previous final hash; open rounds have a snapshot whose stake is their `round_stake`,
-	/// candidates only of its participants, an agreed set (only while open) of its
-	/// participants, and a scheduled deadline when they say so; kept
-	/// snapshots are of voided rounds, in round order, and exist; unmatched commits are of
-	/// kept rounds' participants.
-	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
-		for (pool_id, round, fin) in FinalCheckpoints::<T>::iter() {
-			let params =
-				T::Pools::round_params(pool_id).ok_or("final checkpoint of unknown pool")?;
-			ensure!(
-				protocol::reaches_quorum(
-					fin.committed_stake.saturated_into(),
-					fin.round_stake.saturated_into(),
-					params.quorum.deconstruct()
-				),
-				"final checkpoint without quorum"
-			);
-			// Until the round is settled and pruned.
-			if let Some(snapshot) = Snapshots::<T>::get((pool_id, round)) {
-				for who in fin.contributors.iter() {
-					ensure!(
-						Commits::<T>::get((pool_id, round), who)
-							.is_some_and(|c| c.hash == fin.hash),
-						"contributor did not commit the final hash"
-					);
-					ensure!(
-						protocol::snapshot::find(&snapshot, who).is_some(),
-						"contributor outside the round's snapshot"
-					);
-				}
-			}
-			// A pool being reaped has lost `LastFinal` first; its chain is deleted in key order.
-			let reaping = params.status.has_ended() && !LastFinal::<T>::contains_key(pool_id);
-			let previous = (1..round)
-				.rev()
-				.find_map(|r| FinalCheckpoints::<T>::get(pool_id, r).map(|f| f.hash))
-				.unwrap_or(params.initial_checkpoint);
-			ensure!(reaping || fin.parent == previous, "parent is not the previous final hash");
-			ensure!(!Voided::<T>::contains_key(pool_id, round), "round both final and voided");
-		}
-		for (pool_id, open) in OpenRounds::<T>::iter() {
-			let snapshot =
-				Snapshots::<T>::get((pool_id, open.round)).ok_or("open round without snapshot")?;
-			ensure!(
-				protocol::snapshot::total_stake(&snapshot)
-					== open.round_stake.saturated_into::<u128>(),
-				"round_stake differs from the snapshot"
-			);
-			for c in Candidates::<T>::get((pool_id, open.round)).iter() {
-				let stake = snapshot
-					.iter()
-					.filter(|p| c.committers.contains(&p.index))
-					.fold(0u128, |a, p| a.saturating_add(p.stake));
-				ensure!(
-					c.committers.iter().all(|i| snapshot.iter().any(|p| p.index == *i)),
-					"candidate committer outside the snapshot"
-				);
-				ensure!(
-					stake == c.stake.saturated_into::<u128>(),
-					"candidate stake differs from its committers'"
-				);
-			}
-			// Each participant backs at most one candidate: the one equal to its commit.
-			for p in snapshot.iter() {
-				let backed: Vec<_> = Candidates::<T>::get((pool_id, open.round))
-					.into_iter()
-					.filter(|c| c.committers.contains(&p.index))
-					.collect();
-				ensure!(backed.len() <= 1, "a participant backs two candidates");
-				if let Some(c) = backed.first() {
-					ensure!(
-						Commits::<T>::get((pool_id, open.round), &p.who)
-							.is_some_and(|r| r.hash == c.hash && r.included == c.included),
-						"a candidate's committer committed something else"
-					);
-				}
-			}
-			if let Some(agreed) = AgreedSets::<T>::get((pool_id, open.round)) {
-				ensure!(
-					protocol::tally::is_valid_included_set(&agreed)
-						&& agreed.iter().all(|i| snapshot.iter().any(|p| p.index == *i)),
-					"agreed set not an included set of snapshot participants"
-				);
-			}
-			if let Some(at) = open.scheduled_at {
-				ensure!(
-					at >= open.deadline && Deadlines::<T>::get(at).contains(&(pool_id, open.round)),
-					"open round's deadline is not scheduled where it says"
-				);
-			}
-		}
-		for ((pool_id, round), _) in AgreedSets::<T>::iter() {
-			ensure!(
-				OpenRounds::<T>::get(pool_id).is_some_and(|o| o.round == round),
-				"agreed set of a round that is not open"
-			);
-		}
-		for ((pool_id, round), _) in Snapshots::<T>::iter() {
-			if Voided::<T>::contains_key(pool_id, round) {
-				ensure!(
-					KeptSnapshots::<T>::get(pool_id).iter().any(|(r, _)| *r == round),
-					"snapshot of a voided round outside the kept list"
-				);
-			}
-		}
-		for ((pool_id, round), unmatched) in UnmatchedCommits::<T>::iter() {
-			ensure!(
-				KeptSnapshots::<T>::get(pool_id).iter().any(|(r, _)| *r == round),
-				"unmatched commits of a round whose snapshot is not kept"
-			);
-			let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
-			ensure!(
-				unmatched.iter().all(|p| snapshot.contains(p)),
-				"unmatched committer outside the voided round's snapshot"
-			);
-		}
-		for (pool_id, kept) in KeptSnapshots::<T>::iter() {
-			ensure!(
-				kept.windows(2).all(|w| matches!(w, [a, b] if a.0 < b.0)),
-				"kept snapshots out of round order"
-			);
-			for (round, _) in kept.iter() {
-				ensure!(
-					Voided::<T>::contains_key(pool_id, round),
-					"kept snapshot of a round not voided"
-				);
-				ensure!(Snapshots::<T>::contains_key((pool_id, *round)), "kept snapshot missing");
-			}
-		}
-		Ok(())
 	}
 }
 

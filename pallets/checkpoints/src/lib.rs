@@ -63,6 +63,7 @@ pub use weights::WeightInfo;
 mod benchmarking;
 mod dispatchable_impls;
 mod finality;
+mod leak;
 // The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
 extern crate self as pallet_checkpoints;
@@ -71,6 +72,7 @@ extern crate self as pallet_checkpoints;
 mod mock;
 #[cfg(test)]
 mod tests;
+mod try_state;
 pub mod weights;
 
 #[frame_support::pallet]

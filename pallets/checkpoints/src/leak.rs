@@ -1,0 +1,119 @@
+//! The inactivity leak of voided rounds ([`protocol::LeakRule`], [`protocol::leak`]): silent
+//! participants are leaked when the round is voided; unmatched commits (another hash over the
+//! majority candidate's included set) when the round's equivocation reports close.
+
+use crate::{pallet::*, Event};
+use alloc::vec::Vec;
+use frame_support::pallet_prelude::*;
+use frame_system::pallet_prelude::BlockNumberFor;
+use sp_runtime::traits::SaturatedConversion;
+use synod_primitives::{
+	protocol::{self, LeakRule},
+	ChallengesInspect, Participant, PoolId, PoolsInterface, RoundIndex, TrainerStake,
+};
+
+impl<T: Config> Pallet<T> {
+	/// The inactivity leak of a voided round ([`protocol::LeakRule`],
+	/// [`protocol::leak::at_void`]): silent participants are leaked now; participants that
+	/// committed another hash over the included set of the candidate a strict majority of
+	/// `round_stake` committed are kept in [`UnmatchedCommits`] for the decision on their leak
+	/// (their counts unchanged until then); the others' counts reset.
+	pub(crate) fn leak_inactive(
+		pool_id: PoolId,
+		round: RoundIndex,
+		round_stake: T::Balance,
+		candidates: &[Candidate<T>],
+	) {
+		use protocol::leak::{AtVoid, VoidedCommit};
+		let stakes: Vec<u128> = candidates.iter().map(|c| c.stake.saturated_into()).collect();
+		let majority = protocol::leak::majority_candidate(round_stake.saturated_into(), &stakes)
+			.and_then(|m| candidates.get(m).map(|c| (m, &c.included)));
+		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
+		let mut unmatched: SnapshotOf<T> = BoundedVec::new();
+		for p in snapshot {
+			// Commits made while the round was open (or ahead of it) back a candidate; a commit
+			// made after the deadline was not recorded.
+			let backed = candidates.iter().position(|c| c.committers.contains(&p.index));
+			let commit = match (backed, majority) {
+				(None, _) if !Commits::<T>::contains_key((pool_id, round), &p.who) => {
+					VoidedCommit::None
+				},
+				(Some(i), Some((m, _))) if i == m => VoidedCommit::Majority,
+				(Some(i), Some((_, set)))
+					if candidates.get(i).is_some_and(|c| c.included == *set) =>
+				{
+					VoidedCommit::OtherHashSameSet
+				},
+				_ => VoidedCommit::Other,
+			};
+			match protocol::leak::at_void(commit) {
+				AtVoid::Present => MissedRounds::<T>::remove(pool_id, &p.who),
+				AtVoid::Silent => {
+					let (leaked, missed) = Self::leak(pool_id, &p);
+					Self::deposit_event(Event::InactivityLeaked {
+						pool_id,
+						round,
+						who: p.who,
+						leaked,
+						missed,
+					});
+				},
+				AtVoid::Unmatched => {
+					// The snapshot is bounded by `MaxMembers`: nothing is cut.
+					let _ = unmatched.try_push(p);
+				},
+			}
+		}
+		if !unmatched.is_empty() {
+			UnmatchedCommits::<T>::insert((pool_id, round), unmatched);
+		}
+	}
+
+	/// Leaks participant `p` of a voided round (silent, or unmatched and not excused): slashes
+	/// `InactivityLeak` of its snapshot stake, counts the missed round and drops it from the
+	/// pool after `DropAfterMissed` in a row. Returns the planck slashed and the count.
+	fn leak(pool_id: PoolId, p: &Participant<T::AccountId>) -> (T::Balance, u32) {
+		let rule = LeakRule {
+			penalty_ppb: T::InactivityLeak::get().deconstruct(),
+			drop_after: T::DropAfterMissed::get(),
+		};
+		let (missed, drop) =
+			rule.after_voided_round(MissedRounds::<T>::get(pool_id, &p.who), false);
+		let leaked = T::Staking::slash(&p.who, rule.penalty(p.stake).saturated_into(), None);
+		if drop {
+			MissedRounds::<T>::remove(pool_id, &p.who);
+			T::Pools::drop_member(pool_id, &p.who);
+		} else {
+			MissedRounds::<T>::insert(pool_id, &p.who, missed);
+		}
+		(leaked, missed)
+	}
+
+	/// Decides voided `round`'s [`UnmatchedCommits`] at its scheduled block, once its
+	/// equivocation reports are closed (its kept snapshot expired): each is leaked as a silent
+	/// participant is (its missed round counted now), unless an equivocation was proved in the
+	/// round. Nothing happens while reports are still open or when nothing is pending.
+	pub(crate) fn leak_unmatched(pool_id: PoolId, round: RoundIndex, now: BlockNumberFor<T>) {
+		let open = KeptSnapshots::<T>::get(pool_id).iter().any(|(r, u)| *r == round && now < *u);
+		if open {
+			return;
+		}
+		let Some(unmatched) = UnmatchedCommits::<T>::take((pool_id, round)) else {
+			return;
+		};
+		if T::Challenges::equivocation_proved(pool_id, round) {
+			Self::deposit_event(Event::UnmatchedCommitsExcused { pool_id, round });
+			return;
+		}
+		for p in unmatched {
+			let (leaked, missed) = Self::leak(pool_id, &p);
+			Self::deposit_event(Event::UnmatchedCommitLeaked {
+				pool_id,
+				round,
+				who: p.who,
+				leaked,
+				missed,
+			});
+		}
+	}
+}
