@@ -283,8 +283,8 @@ impl<T: Config> Pallet<T> {
 		let keeps = kept.try_push((round, until)).is_ok();
 		KeptSnapshots::<T>::insert(pool_id, kept);
 		for (old, _) in closed {
-			// Decided at its scheduled block if it had one; otherwise never judged (a void
-			// does not take on other rounds' leaks: its weight bounds every commit's).
+			// Decided at its scheduled block if that came first; otherwise never judged (a
+			// void does not take on other rounds' leaks: its weight bounds every commit's).
 			UnmatchedCommits::<T>::remove((pool_id, old));
 			Snapshots::<T>::remove((pool_id, old));
 		}

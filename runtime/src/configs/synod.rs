@@ -135,9 +135,9 @@ impl pallet_checkpoints::Config for Runtime {
     type InactivityLeak = InactivityLeak;
     type DropAfterMissed = ConstU32<3>;
     type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
-    // A void costs up to ~29 ms (leak and drop of every participant, the leak decisions of two
-    // earlier voided rounds, next snapshot; `on_initialize_void` on the dev-profile benchmark
-    // node); 8 per block ≈ 232 ms of the 500 ms block. Rounds beyond it are voided lazily
+    // A void costs up to ~19 ms (leak and drop of every participant, two expired kept
+    // snapshots deleted, next snapshot; `on_initialize_void` on the dev-profile benchmark
+    // node); 8 per block ≈ 150 ms of the 500 ms block. Rounds beyond it are voided lazily
     // (`void_expired_round`, a late commit).
     type MaxDeadlinesPerBlock = ConstU32<8>;
     type WeightInfo = pallet_checkpoints::weights::SubstrateWeight<Runtime>;
