@@ -5,11 +5,12 @@
 //! jury, and the accused is unpaid for the round. It is its own offence: reporting oneself does
 //! not shield a wrong payload from the jury.
 
+use super::split;
 use super::{all_vote, challenge};
 use crate::mock::*;
 use frame_support::{assert_noop, assert_ok};
 use pallet_challenges::{Equivocations, Error, Event, Evidence, Verdicts};
-use pallet_checkpoints::{KeptSnapshots, Snapshots, Voided};
+use pallet_checkpoints::{KeptSnapshots, Snapshots};
 use pallet_rewards::Claimable;
 use synod_primitives::{protocol::Verdict, PoolsInterface};
 
@@ -195,20 +196,6 @@ fn equivocation_needs_the_round_snapshot() {
 		assert_noop!(try_report(7, 1, 3), Error::<Test>::PoolNotFound);
 		assert_ok!(try_report(0, 1, 3));
 	});
-}
-
-/// Round `round` of pool 0 splits as an equivocation splits it: members 1 and 2 include one of
-/// member 3's payloads, 3, 4 and 5 the other; neither pair reaches ⅔ and the round is voided
-/// at its deadline, nobody silent (no inactivity leak).
-fn split(round: u32) {
-	for who in [1, 2] {
-		assert_ok!(commit(who, round, 7, &[0, 1, 2, 3, 4]));
-	}
-	for who in [3, 4, 5] {
-		assert_ok!(commit(who, round, 8, &[0, 1, 2, 3, 4]));
-	}
-	run_to_block(u64::from(round) * 10 + 1);
-	assert!(Voided::<Test>::get(0, round).is_some());
 }
 
 #[test]

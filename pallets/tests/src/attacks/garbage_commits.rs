@@ -7,6 +7,7 @@
 //! hashes, and none of them is leaked). A commit over another included set is not judged: an
 //! honest member that was denied a payload commits a smaller set.
 
+use super::split;
 use crate::mock::*;
 use frame_support::assert_ok;
 use pallet_checkpoints::{Event, FinalCheckpoints, UnmatchedCommits, Voided};
@@ -93,20 +94,6 @@ fn garbage_committing_minority_is_leaked_and_dropped() {
 		// Nobody honest lost anything.
 		assert_eq!((staked(1), staked(2), staked(3)), (1_000, 1_000, 1_000));
 	});
-}
-
-/// Round `round` of a 5 × 1 000 pool: members 1 and 2 commit hash 7, members 3..=5 hash 8 (a
-/// strict majority), all over the same included set; the round is voided. The tests' pools
-/// end with their last voided round, so no later round is voided by silence while they wait.
-fn split(round: u32) {
-	for who in [1, 2] {
-		assert_ok!(commit(who, round, 7, &[0, 1, 2, 3, 4]));
-	}
-	for who in [3, 4, 5] {
-		assert_ok!(commit(who, round, 8, &[0, 1, 2, 3, 4]));
-	}
-	run_to_block(u64::from(round) * 10 + 1);
-	assert!(Voided::<Test>::get(0, round).is_some());
 }
 
 #[test]

@@ -57,3 +57,19 @@ pub(crate) fn all_vote(id: u32, jury: &[(AccountId, u128)], guilty: bool) {
 		}
 	}
 }
+
+/// Round `round` of pool 0 (5 × 1 000 stake, ⅔ quorum) splits as an equivocation by member 3
+/// splits it: members 1 and 2 commit hash 7, members 3, 4 and 5 hash 8 (a strict majority),
+/// all over the same included set; neither reaches ⅔ and the round is voided at its deadline
+/// (members 1 and 2 are unmatched: leaked when the round's reports close unless the
+/// equivocation is proved).
+pub(crate) fn split(round: u32) {
+	for who in [1, 2] {
+		assert_ok!(commit(who, round, 7, &[0, 1, 2, 3, 4]));
+	}
+	for who in [3, 4, 5] {
+		assert_ok!(commit(who, round, 8, &[0, 1, 2, 3, 4]));
+	}
+	run_to_block(u64::from(round) * 10 + 1);
+	assert!(pallet_checkpoints::Voided::<Test>::get(0, round).is_some());
+}
