@@ -144,6 +144,13 @@ pub fn unregister_juror() -> Call<()> {
     subxt::dynamic::tx("Challenges", "unregister_juror", ())
 }
 
+/// `Checkpoints.void_expired_round(pool_id)`: voids the pool's open round once its deadline
+/// has passed (a round whose deadline found no room in the chain's per-block queue stays open
+/// until a commit or this call voids it).
+pub fn void_expired_round(pool: u32) -> Call<(u32,)> {
+    subxt::dynamic::tx("Checkpoints", "void_expired_round", (pool,))
+}
+
 /// `Rewards.claim_rewards(pool_id)`: pays out everything settled for the caller.
 pub fn claim_rewards(pool: u32) -> Call<(u32,)> {
     subxt::dynamic::tx("Rewards", "claim_rewards", (pool,))

@@ -315,6 +315,30 @@ impl Chain {
         .await
     }
 
+    /// The least `min_round_length` (blocks) the chain accepts for a pool of `inner_steps`
+    /// inner steps per round: `TrainingPools.SpecLimits`'s `inner_steps /
+    /// max_inner_steps_per_block` ([`synod_protocol::SpecLimits::min_round_length_floor`]).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`]; [`ChainError::Decode`] if the runtime has no such constant.
+    pub async fn min_round_length_floor(&self, inner_steps: u32) -> Result<u64, ChainError> {
+        self.retrying("spec limits", |api| async move {
+            let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+            let bytes = at
+                .constants()
+                .entry_bytes(subxt::dynamic::constant::<subxt::dynamic::Value>(
+                    "TrainingPools",
+                    "SpecLimits",
+                ))
+                .map_err(|e| ChainError::decode("TrainingPools.SpecLimits", e))?;
+            let limits =
+                <synod_protocol::SpecLimits as parity_scale_codec::Decode>::decode(&mut &bytes[..])
+                    .map_err(|e| ChainError::decode("TrainingPools.SpecLimits", e))?;
+            Ok(limits.min_round_length_floor(inner_steps))
+        })
+        .await
+    }
+
     /// The randomness fixed by block `number` (`Randomness.History`: its author's VRF output
     /// chained over its parent's, which no author can grind), `None` if the runtime no longer
     /// keeps it (`KeptBlocks`, 2 400 blocks) or the block is not final yet.

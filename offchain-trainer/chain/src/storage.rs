@@ -7,7 +7,7 @@ use scale_decode::DecodeAsType;
 
 use crate::types::{
     AccountId, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, Ledger, MemberInfo,
-    MemberRecord, Participant, PoolInfo, Verdict,
+    MemberRecord, OpenRound, Participant, PoolInfo, Verdict,
 };
 use crate::{Chain, ChainError};
 
@@ -125,6 +125,14 @@ impl Chain {
     pub async fn agreed_set(&self, pool: u32, round: u32) -> Result<Option<Vec<u32>>, ChainError> {
         self.fetch_scale("Checkpoints", "AgreedSets", ((pool, round),))
             .await
+    }
+
+    /// `Checkpoints.OpenRounds(pool)`: the pool's open round; `None` while it has none.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn open_round(&self, pool: u32) -> Result<Option<OpenRound>, ChainError> {
+        self.fetch("Checkpoints", "OpenRounds", (pool,)).await
     }
 
     /// `Checkpoints.LastFinal(pool)`: the last final round and its hash.

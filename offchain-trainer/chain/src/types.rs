@@ -53,6 +53,11 @@ pub struct PoolSpec {
     pub round_timeout: u32,
     /// Blocks after finality during which a contribution can be challenged.
     pub challenge_window: u32,
+    /// Blocks after a round opens before a commit to it is accepted (0: at once, and ahead of
+    /// the round); at most half of `round_timeout`.
+    pub min_round_length: u32,
+    /// Accounts allowed to join; empty: anyone may.
+    pub allowed_trainers: Vec<AccountId>,
 }
 
 /// A pool's state (`PoolInfo` of `pallet-training-pools`).
@@ -114,6 +119,32 @@ pub struct MemberInfo {
     pub record: MemberRecord,
 }
 
+/// A pool's open round (`OpenRound` of `pallet-checkpoints`).
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct OpenRound {
+    /// Round number.
+    pub round: u32,
+    /// Block in which it opened.
+    pub opened_at: u32,
+    /// Block at which it is voided unless final.
+    pub deadline: u32,
+    /// Block whose `on_initialize` voids it; `None` if the chain's per-block queue was full
+    /// (it is then voided by the first commit or `void_expired_round` from its deadline on).
+    pub scheduled_at: Option<u32>,
+}
+
+impl OpenRound {
+    /// Whether a member waiting for `round` to close should call `void_expired_round`, at
+    /// finalized block `finalized`: the open round is `round`, its deadline has passed and the
+    /// chain's queue, if it scheduled the void, had a block to do it in first.
+    pub fn needs_void(&self, round: u32, finalized: u64) -> bool {
+        let due = self
+            .scheduled_at
+            .map_or(self.deadline, |at| at.max(self.deadline));
+        self.round == round && finalized > u64::from(due)
+    }
+}
+
 /// A final checkpoint (`FinalCheckpoint` of `pallet-checkpoints`).
 #[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
 pub struct FinalCheckpoint {
@@ -171,3 +202,28 @@ pub struct Seat {
 
 /// A challenge's outcome (`synod_protocol::Verdict`), decoded with the runtime's own type.
 pub use synod_protocol::Verdict;
+
+#[cfg(test)]
+mod tests {
+    use super::OpenRound;
+
+    #[test]
+    fn an_expired_round_needs_a_void_only_after_the_queue_had_its_block() {
+        let unscheduled = OpenRound {
+            round: 4,
+            opened_at: 100,
+            deadline: 160,
+            scheduled_at: None,
+        };
+        assert!(!unscheduled.needs_void(4, 160), "the deadline block itself");
+        assert!(unscheduled.needs_void(4, 161));
+        assert!(!unscheduled.needs_void(3, 200), "another round is open");
+        // Scheduled two blocks late (its block's queue was full): the queue voids it at 162.
+        let late = OpenRound {
+            scheduled_at: Some(162),
+            ..unscheduled.clone()
+        };
+        assert!(!late.needs_void(4, 162));
+        assert!(late.needs_void(4, 163));
+    }
+}

@@ -119,6 +119,32 @@ pub fn min_round_timeout(
         .unwrap_or(u32::MAX)
 }
 
+/// How much faster than the creator's measurement the fastest honest member may be, for
+/// [`min_round_length`]: such a member never waits for a round to accept its commit.
+pub const FASTEST_MEMBER_SPEEDUP: f64 = 4.0;
+
+/// The default minimum round length (blocks; `PoolSpec::min_round_length`): the inner phase
+/// (`phase_secs`, as measured by the creator) run [`FASTEST_MEMBER_SPEEDUP`] times faster,
+/// whole blocks only (floor), at least `chain_floor` (the chain's `inner_steps /
+/// SpecLimits::max_inner_steps_per_block`) and at most half of `round_timeout` (the chain's
+/// bound) when the floor allows.
+/// A squatter holding a pool's quorum alone then finalizes no faster than members four times
+/// faster than the creator's machine could train.
+pub fn min_round_length(
+    phase_secs: f64,
+    block_secs: f64,
+    chain_floor: u32,
+    round_timeout: u32,
+) -> u32 {
+    let blocks = (phase_secs.max(0.0) / FASTEST_MEMBER_SPEEDUP / block_secs).floor();
+    let blocks = if blocks.is_finite() {
+        blocks as u32
+    } else {
+        u32::MAX
+    };
+    blocks.min(round_timeout / 2).max(chain_floor)
+}
+
 /// Seconds a member spends exchanging one round: sending its payload to, and receiving one
 /// from, each of the other `members − 1` (`payload_bytes` each way, full duplex) at
 /// `bytes_per_sec`.
@@ -195,6 +221,24 @@ mod tests {
         assert_eq!(challenge_secs(0, 2.0), 0.0);
         // Nothing overflows.
         assert_eq!(min_challenge_window(f64::MAX, 1e-9), u32::MAX);
+    }
+
+    #[test]
+    fn the_minimum_round_length_is_a_quarter_of_the_measured_phase_within_the_chains_bounds() {
+        // 40 s of inner phase at 2 s blocks: 20 blocks, 5 for a member 4× faster.
+        assert_eq!(min_round_length(40.0, 2.0, 0, 60), 5);
+        assert_eq!(
+            min_round_length(1.0, 2.0, 0, 60),
+            0,
+            "a phase shorter than a block"
+        );
+        assert_eq!(min_round_length(1.0, 2.0, 3, 60), 3, "the chain's floor");
+        assert_eq!(
+            min_round_length(4_000.0, 2.0, 0, 60),
+            30,
+            "half a round to commit in"
+        );
+        assert_eq!(min_round_length(f64::INFINITY, 2.0, 0, 60), 30);
     }
 
     #[test]

@@ -124,6 +124,16 @@ pub struct PoolCreateArgs {
     /// Default: that minimum.
     #[arg(long)]
     pub challenge_window: Option<u32>,
+    /// Blocks after a round opens before a commit to it is accepted, so before it can be final:
+    /// a party that alone holds the quorum finalizes no faster than that. Refused below the
+    /// chain's floor (`inner_steps / SpecLimits::max_inner_steps_per_block`) and above half the
+    /// round timeout. Default: the inner phase measured here, run 4× faster
+    /// ([`synod_diloco::budget::min_round_length`]).
+    #[arg(long)]
+    pub min_round_length: Option<u32>,
+    /// An account (SS58) allowed to join; repeat for each. Without any, anyone may join.
+    #[arg(long = "allow", value_name = "ACCOUNT")]
+    pub allowed_trainers: Vec<synod_chain::types::AccountId>,
     /// Seconds per inner step on the members' machines, when they are not like this one
     /// (e.g. a pool for GPUs created from a laptop). Default: measured here on the recipe.
     #[arg(long, value_parser = positive)]

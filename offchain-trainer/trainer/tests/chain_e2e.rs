@@ -1442,6 +1442,8 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
             quorum: synod_chain::types::Perbill(666_666_667),
             round_timeout: 60,
             challenge_window: 5,
+            min_round_length: 0,
+            allowed_trainers: vec![bob],
         };
         let key = vec![0u8; calls::ML_DSA_65_PUBLIC_KEY_LEN];
         // One per function of `synod_chain::calls`.
@@ -1465,6 +1467,7 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
             chain.call_data(&calls::vote(0, true)).await,
             chain.call_data(&calls::register_juror()).await,
             chain.call_data(&calls::unregister_juror()).await,
+            chain.call_data(&calls::void_expired_round(0)).await,
             chain.call_data(&calls::claim_rewards(0)).await,
         ];
         for (i, call) in encoded.drain(..).enumerate() {

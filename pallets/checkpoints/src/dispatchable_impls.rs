@@ -3,7 +3,10 @@
 use crate::{finality::block, pallet::*, Event};
 use frame_support::{pallet_prelude::*, storage::TransactionOutcome};
 use sp_runtime::traits::{CheckedAdd, SaturatedConversion, Saturating};
-use synod_primitives::{protocol, Hash32, PoolId, PoolStatus, PoolsInterface, RoundIndex};
+use synod_primitives::{
+	protocol::{self, RoundPhase},
+	Hash32, PoolId, PoolStatus, PoolsInterface, RoundIndex,
+};
 
 impl<T: Config> Pallet<T> {
 	/// Whether `who`'s `commit_checkpoint(pool_id, round, hash, included)` would succeed at the
@@ -99,22 +102,31 @@ impl<T: Config> Pallet<T> {
 		ensure!(round <= params.current_round.saturating_add(1), Error::<T>::RoundNotOpen);
 
 		if round > params.current_round {
-			// Ahead of time: stored, counted when the round opens against its snapshot.
+			// Ahead of time: stored, counted when the round opens against its snapshot; not in
+			// a pool with a minimum round length, which counts from the opening.
 			let member = T::Pools::member(pool_id, &who).ok_or(Error::<T>::NotMember)?;
 			ensure!(member.from_round <= round, Error::<T>::NotYetMember);
+			ensure!(params.timeline.accepts_commits_ahead(), Error::<T>::InnerPhaseNotOver);
 			Commits::<T>::insert((pool_id, round), &who, CommitRecord { hash, included });
 			Self::deposit_event(Event::CheckpointCommitted { pool_id, round, who, hash });
 			return Ok(());
 		}
 
 		let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::RoundClosed)?;
-		if Self::round_state(&open, &params, now).status().is_voided() {
+		let state = Self::round_state(&open, &params, now);
+		if state.status().is_voided() {
 			// The deadline passed and no queue voided the round yet: void it now. This commit
 			// comes after the deadline: it is not recorded (a withholder could otherwise copy
 			// the majority's commit from the chain and escape the leak); the extrinsic succeeds
 			// so that the void is kept.
 			return Self::void_if_open(pool_id, round, now);
 		}
+		// No commit within the round's first `min_round_length` blocks: a party holding the
+		// quorum alone cannot finalize rounds faster than their inner phase can run.
+		ensure!(
+			state.phase(block::<T>(now)) != RoundPhase::InnerPhase,
+			Error::<T>::InnerPhaseNotOver
+		);
 		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
 		let Some(participant) = protocol::snapshot::find(&snapshot, &who).cloned() else {
 			return Err(match T::Pools::member(pool_id, &who) {

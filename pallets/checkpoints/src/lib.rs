@@ -476,6 +476,10 @@ pub mod pallet {
 		/// A second commit that is not over the round's agreed set (open round) or not the
 		/// final checkpoint with its included set (final round).
 		NotTheAgreedSet,
+		/// The round opened less than its pool's `min_round_length` blocks ago (or has not
+		/// opened, in a pool with a minimum round length): its inner phase cannot be over, so no
+		/// commit to it is accepted yet.
+		InnerPhaseNotOver,
 	}
 
 	#[pallet::call]
@@ -483,7 +487,8 @@ pub mod pallet {
 		/// Commits the caller's checkpoint for `round` of `pool_id`: `checkpoint_hash` is the
 		/// blake3 of the canonical safetensors file (32 bytes), `included` the member indices
 		/// whose pseudo-gradients were aggregated, strictly increasing. Accepted from snapshot
-		/// participants for the open round, from members for the next one (counted when it
+		/// participants for the open round from `min_round_length` blocks after it opened, from
+		/// members for the next one in a pool without a minimum round length (counted when it
 		/// opens), and from participants of a final round for `challenge_window` blocks after
 		/// finality. A commit at or after the open round's deadline voids the round instead.
 		/// If the open round's included sets split ([`AgreedSets`], event
@@ -503,7 +508,7 @@ pub mod pallet {
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolNotTraining`], [`Error::NotMember`],
 		/// [`Error::NotYetMember`], [`Error::NotInSnapshot`], [`Error::RoundNotOpen`],
 		/// [`Error::RoundClosed`], [`Error::AlreadyCommitted`], [`Error::NotTheAgreedSet`],
-		/// [`Error::InvalidIncludedSet`], [`Error::Overflow`].
+		/// [`Error::InnerPhaseNotOver`], [`Error::InvalidIncludedSet`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight((
 			T::WeightInfo::commit_checkpoint(T::MaxMembers::get())

@@ -2,9 +2,10 @@
 //! round, the phase it is in at a block, and what is to be done next.
 //!
 //! ```text
-//! Upcoming ──Opened──▶ Committing ──Supported (quorum)──▶ Final ─▶ LateCommits ─▶ Challengeable
-//!                          │                               ─▶ Judging ─▶ Settled
-//!                          └──Block ≥ deadline──▶ Voided
+//! Upcoming ──Opened──▶ InnerPhase ──min_round_length──▶ Committing ──Supported (quorum)──▶ Final
+//!                          │                                  │   ─▶ LateCommits ─▶ Challengeable
+//!                          │                                  │   ─▶ Judging ─▶ Settled
+//!                          └──────────Block ≥ deadline────────┴──▶ Voided
 //! ```
 //!
 //! [`RoundState::step`] takes one [`Fact`] (a block, the round opening, the stake behind a
@@ -56,12 +57,16 @@ impl Status {
 	}
 }
 
-/// The phases of a round: `Upcoming → Committing → (LateCommits → Challengeable → Judging →
-/// Settled) | Voided`.
+/// The phases of a round: `Upcoming → InnerPhase → Committing → (LateCommits → Challengeable →
+/// Judging → Settled) | Voided`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum RoundPhase {
-	/// Not opened: commits are stored and counted at open against its snapshot.
+	/// Not opened: commits are stored and counted at open against its snapshot (in a pool
+	/// without a minimum round length; see [`Timeline::accepts_commits_ahead`]).
 	Upcoming,
+	/// Open, within its first `min_round_length` blocks: no commit is accepted, no candidate
+	/// can become final (the inner phase cannot be over).
+	InnerPhase,
 	/// Open: snapshot participants commit; final as soon as one candidate reaches quorum.
 	Committing,
 	/// Final; members of the included set may still commit late; challenges are open.
@@ -236,6 +241,11 @@ impl RoundState {
 		let t = &self.timeline;
 		match self.status {
 			Status::Upcoming => RoundPhase::Upcoming,
+			Status::Open { opened_at, .. }
+				if now < t.deadline(opened_at) && now < t.commits_from(opened_at) =>
+			{
+				RoundPhase::InnerPhase
+			},
 			Status::Open { opened_at, .. } if now < t.deadline(opened_at) => RoundPhase::Committing,
 			Status::Open { .. } | Status::Voided { .. } => RoundPhase::Voided,
 			Status::Final { at, .. } if now <= t.late_commits_until(at) => RoundPhase::LateCommits,
@@ -393,6 +403,27 @@ mod tests {
 	}
 
 	#[test]
+	fn no_candidate_is_final_within_the_minimum_round_length() {
+		let t = timeline().with_min_round_length(4);
+		let mut s = RoundState::open(t, TWO_THIRDS, 100, 3);
+		assert_eq!(s.phase(100), RoundPhase::InnerPhase);
+		assert_eq!(s.phase(103), RoundPhase::InnerPhase);
+		assert_eq!(s.phase(104), RoundPhase::Committing);
+		assert_eq!(s.step(Fact::Block(103)), []);
+		assert_eq!(s.step(Fact::Supported { candidate: 0, hash: [1; 32], stake: 3 }), []);
+		assert!(matches!(s.status(), Status::Open { .. }));
+		assert_eq!(s.step(Fact::Block(104)), []);
+		assert_eq!(
+			s.step(Fact::Supported { candidate: 0, hash: [1; 32], stake: 3 }),
+			[Action::Finalize { candidate: 0, hash: [1; 32] }, Action::Verify { until: 114 }]
+		);
+		// A length past the timeout: the round can only be voided.
+		let never = RoundState::open(timeline().with_min_round_length(10), TWO_THIRDS, 100, 3);
+		assert_eq!(never.phase(109), RoundPhase::InnerPhase);
+		assert_eq!(never.phase(110), RoundPhase::Voided);
+	}
+
+	#[test]
 	fn the_deadline_voids_an_open_round_and_support_after_it_is_too_late() {
 		let mut s = RoundState::open(timeline(), TWO_THIRDS, 100, 3);
 		assert_eq!(s.step(Fact::Block(110)), [Action::Void]);
@@ -442,8 +473,9 @@ mod tests {
 			facts in proptest::collection::vec(fact(), 0..60),
 			quorum in 1..=PPB,
 			timeout in 0u64..30, window in 0u64..30, delay in 0u64..5, margin in 0u64..30,
+			length in 0u64..10,
 		) {
-			let t = Timeline::for_pool(timeout, window, delay, margin);
+			let t = Timeline::for_pool(timeout, window, delay, margin).with_min_round_length(length);
 			let mut s = RoundState::new(t, quorum);
 			let (mut finals, mut voids, mut last_milestone) = (0, 0, 0);
 			let mut final_hash = None;
@@ -465,10 +497,11 @@ mod tests {
 							let Fact::Supported { stake, .. } = fact else {
 								return Err(TestCaseError::fail("finalized without support"));
 							};
-							let Status::Open { round_stake, .. } = before.status else {
+							let Status::Open { round_stake, opened_at } = before.status else {
 								return Err(TestCaseError::fail("finalized a round not open"));
 							};
 							prop_assert_eq!(phase, RoundPhase::Committing);
+							prop_assert!(before.now >= opened_at + length, "final within its length");
 							prop_assert!(reaches_quorum(stake, round_stake, quorum));
 							final_hash = Some(hash);
 						},

@@ -36,6 +36,13 @@ pub enum SpecField {
 	RoundTimeout,
 	/// `challenge_window` is below `min_challenge_window` or above `max_challenge_window`.
 	ChallengeWindow,
+	/// `min_round_length` is below `inner_steps / max_inner_steps_per_block`, or above half
+	/// of `round_timeout` (at least half of a round's blocks are left to commit in, so that
+	/// a creator cannot leave its members a window one stuffed block closes).
+	MinRoundLength,
+	/// `allowed_trainers` is not empty but lists fewer than `min_trainers` accounts (the pool
+	/// could never start).
+	AllowedTrainers,
 }
 
 /// The chain's limits (runtime constants).
@@ -57,6 +64,10 @@ pub struct SpecLimits {
 	pub min_challenge_window: Block,
 	/// Most challenge window, in blocks.
 	pub max_challenge_window: Block,
+	/// Most inner steps the chain assumes the fastest member runs in one block: a pool's
+	/// `min_round_length` is at least `inner_steps / max_inner_steps_per_block` blocks (floor),
+	/// so no round of H inner steps is final faster than its inner phase could run.
+	pub max_inner_steps_per_block: u32,
 }
 
 /// The fields of a pool spec that have bounds (balances widened to `u128`, blocks to `u64`).
@@ -80,6 +91,18 @@ pub struct SpecView {
 	pub round_timeout: Block,
 	/// Challenge window, blocks.
 	pub challenge_window: Block,
+	/// Blocks after a round opens before commits to it are accepted.
+	pub min_round_length: Block,
+	/// Accounts allowed to join (0: anyone may).
+	pub allowed_trainers: u32,
+}
+
+impl SpecLimits {
+	/// The least `min_round_length` of a pool with `inner_steps` inner steps per round, in
+	/// blocks: `inner_steps / max_inner_steps_per_block` (floor; 0 when the rate is 0).
+	pub fn min_round_length_floor(&self, inner_steps: u32) -> Block {
+		inner_steps.checked_div(self.max_inner_steps_per_block).unwrap_or(0).into()
+	}
 }
 
 /// Checks `spec` against `limits`; the first field out of bounds is returned.
@@ -114,6 +137,14 @@ pub fn check_spec(spec: &SpecView, limits: &SpecLimits) -> Result<(), SpecField>
 	if !within(spec.challenge_window, limits.min_challenge_window, limits.max_challenge_window) {
 		return Err(SpecField::ChallengeWindow);
 	}
+	if spec.min_round_length < limits.min_round_length_floor(spec.inner_steps)
+		|| spec.min_round_length > spec.round_timeout / 2
+	{
+		return Err(SpecField::MinRoundLength);
+	}
+	if spec.allowed_trainers != 0 && spec.allowed_trainers < spec.min_trainers {
+		return Err(SpecField::AllowedTrainers);
+	}
 	Ok(())
 }
 
@@ -130,6 +161,7 @@ mod tests {
 		max_round_timeout: 1_000,
 		min_challenge_window: 1,
 		max_challenge_window: 500,
+		max_inner_steps_per_block: 20,
 	};
 	const OK: SpecView = SpecView {
 		rounds: 10,
@@ -141,6 +173,8 @@ mod tests {
 		quorum_ppb: 666_666_666,
 		round_timeout: 60,
 		challenge_window: 8,
+		min_round_length: 2,
+		allowed_trainers: 0,
 	};
 
 	#[test]
@@ -160,7 +194,15 @@ mod tests {
 			(SpecView { round_timeout: u64::MAX, ..OK }, SpecField::RoundTimeout),
 			(SpecView { challenge_window: 0, ..OK }, SpecField::ChallengeWindow),
 			(SpecView { challenge_window: 501, ..OK }, SpecField::ChallengeWindow),
+			// 50 inner steps at 20 per block: at least 2 blocks.
+			(SpecView { min_round_length: 1, ..OK }, SpecField::MinRoundLength),
+			(SpecView { min_round_length: 31, ..OK }, SpecField::MinRoundLength),
+			(SpecView { allowed_trainers: 2, ..OK }, SpecField::AllowedTrainers),
 		];
+		assert_eq!(check_spec(&SpecView { allowed_trainers: 3, ..OK }, &LIMITS), Ok(()));
+		assert_eq!(check_spec(&SpecView { min_round_length: 30, ..OK }, &LIMITS), Ok(()));
+		let no_floor = SpecLimits { max_inner_steps_per_block: 0, ..LIMITS };
+		assert_eq!(check_spec(&SpecView { min_round_length: 0, ..OK }, &no_floor), Ok(()));
 		for (spec, field) in cases {
 			assert_eq!(check_spec(&spec, &LIMITS), Err(field), "{spec:?}");
 		}

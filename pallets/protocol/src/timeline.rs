@@ -2,12 +2,18 @@
 //! block is [`crate::round::RoundState::phase`].
 //!
 //! ```text
-//! opened ──round_timeout──▶ deadline: voided unless final
+//! opened ──min_round_length──▶ commits accepted ──▶ deadline (opened + round_timeout): voided
+//!                                                    unless final
 //!   final at f ──W──▶ late commits end ──W──▶ challenges end
 //!   challenge opened at c ──jury_delay──▶ jury drawn ──voting_period──▶ votes end
 //!   settle_at(f) = f + 2W + jury_delay + voting_period + 1
 //! ```
 //!
+//! - No commit to a round is accepted in its first `min_round_length` blocks (its inner phase
+//!   cannot be over), so no round is final sooner: a party holding a pool's quorum alone
+//!   finalizes at most one round per `min_round_length` blocks, not a pool's rounds in one
+//!   block. With `min_round_length = 0` a commit may come at once, or ahead of the round's
+//!   opening (counted when it opens).
 //! - Late commits (a member in the included set whose commit lands after finality) are accepted
 //!   for `W` blocks; challenges for `2W`, so even the last late contributor can be challenged for
 //!   `W` blocks (a late commit is never a free reward).
@@ -35,6 +41,10 @@ pub const MIN_JURY_DELAY: Block = 2;
 pub struct Timeline {
 	/// Blocks after a round opens before it is voided if not final (≥ 1).
 	pub round_timeout: Block,
+	/// Blocks after a round opens during which no commit to it is accepted: the shortest inner
+	/// phase the pool's creator allows (`PoolSpec::min_round_length`). 0: commits at once, and
+	/// ahead of the opening.
+	pub min_round_length: Block,
 	/// `W`: blocks after finality during which late commits are accepted; challenges are
 	/// accepted for `2W`.
 	pub challenge_window: Block,
@@ -56,10 +66,29 @@ impl Timeline {
 	) -> Self {
 		Self {
 			round_timeout,
+			min_round_length: 0,
 			challenge_window,
 			jury_delay: jury_delay.max(MIN_JURY_DELAY),
 			voting_period: round_timeout.saturating_add(vote_margin),
 		}
+	}
+
+	/// This timeline with rounds that accept commits only `blocks` after they open.
+	pub fn with_min_round_length(self, blocks: Block) -> Self {
+		Self { min_round_length: blocks, ..self }
+	}
+
+	/// First block in which a commit to a round opened at `opened_at` is accepted, and so the
+	/// earliest block of its finality.
+	pub fn commits_from(&self, opened_at: Block) -> Block {
+		opened_at.saturating_add(self.min_round_length)
+	}
+
+	/// Whether a member may commit to a round before it opens (counted when it opens): only
+	/// in a pool without a minimum round length, since a round's length counts from its
+	/// opening.
+	pub fn accepts_commits_ahead(&self) -> bool {
+		self.min_round_length == 0
 	}
 
 	/// Block at which a round opened at `opened_at` is voided unless final.
@@ -143,6 +172,13 @@ mod tests {
 		// settled by `settled_by(100)`.
 		assert_eq!(t.settled_by(100), t.settle_at(110));
 		assert!(t.settled_by(100) >= t.settle_at(105));
+		// Commits from the opening block, and ahead of it, unless a round has a length.
+		assert_eq!(t.commits_from(100), 100);
+		assert!(t.accepts_commits_ahead());
+		let paced = t.with_min_round_length(4);
+		assert_eq!(paced.commits_from(100), 104);
+		assert!(!paced.accepts_commits_ahead());
+		assert_eq!(paced.deadline(100), t.deadline(100), "the deadline counts from the opening");
 	}
 
 	#[test]

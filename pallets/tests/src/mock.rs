@@ -179,6 +179,7 @@ parameter_types! {
 		max_round_timeout: 1_000,
 		min_challenge_window: 1,
 		max_challenge_window: 100,
+		max_inner_steps_per_block: 100,
 	};
 }
 type ToTreasury = frame_support::traits::tokens::imbalance::ResolveTo<Treasury, Balances>;
@@ -467,7 +468,8 @@ pub fn run_to_block(n: u64) {
 }
 
 /// A spec: `rounds` rounds, `trainers` needed (cap [`MAX_MEMBERS`]), quorum, min stake 100,
-/// reward 1 000 per round, timeout 10, challenge window 5.
+/// reward 1 000 per round, timeout 10, challenge window 5, H = 50 (no minimum round length: at
+/// most 100 inner steps per block), open to all.
 pub fn spec(rounds: u32, trainers: u32, quorum: Perbill) -> PoolSpec<Test> {
 	PoolSpec {
 		model_config_hash: [1; 32],
@@ -483,6 +485,8 @@ pub fn spec(rounds: u32, trainers: u32, quorum: Perbill) -> PoolSpec<Test> {
 		quorum,
 		round_timeout: 10,
 		challenge_window: 5,
+		min_round_length: 0,
+		allowed_trainers: Default::default(),
 	}
 }
 

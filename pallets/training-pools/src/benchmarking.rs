@@ -55,7 +55,20 @@ fn spec<T: Config>(min_trainers: u32, max_trainers: u32) -> PoolSpec<T> {
 		quorum: Perbill::from_percent(67),
 		round_timeout: 100u32.into(),
 		challenge_window: 10u32.into(),
+		min_round_length: T::SpecLimits::get().min_round_length_floor(50).saturated_into(),
+		allowed_trainers: BoundedVec::new(),
 	}
+}
+
+/// `spec` admitting only the `MaxMembers` accounts `trainer 0, trainer 1, …` with `last` in the
+/// last place (a join then scans the whole list).
+fn allow_listed<T: Config>(mut spec: PoolSpec<T>, last: T::AccountId) -> PoolSpec<T> {
+	let max = T::MaxMembers::get();
+	let mut allowed: alloc::vec::Vec<T::AccountId> =
+		(0..max.saturating_sub(1)).map(|i| account("trainer", i, 0)).collect();
+	allowed.push(last);
+	spec.allowed_trainers = BoundedVec::truncate_from(allowed);
+	spec
 }
 
 /// The ML-DSA-65 key of [`synod_primitives::BENCHMARK_KEY_SEED`].
@@ -115,17 +128,19 @@ mod benchmarks {
 	fn create_pool() {
 		let creator = funded::<T>("creator", 0);
 		let max = T::MaxMembers::get();
+		let spec = allow_listed::<T>(spec::<T>(max, max), account("joiner", 0, 0));
 		#[extrinsic_call]
-		_(RawOrigin::Signed(creator), spec::<T>(max, max));
+		_(RawOrigin::Signed(creator), spec);
 		assert!(Pools::<T>::get(0).is_some());
 	}
 
-	// Worst case: the joiner is the one that starts training.
+	// Worst case: the joiner is the one that starts training, last on a full allow-list.
 	#[benchmark]
 	fn join_pool() -> Result<(), BenchmarkError> {
 		let creator = funded::<T>("creator", 0);
 		let max = T::MaxMembers::get();
-		Pallet::<T>::do_create_pool(creator, spec::<T>(max, max))?;
+		let spec = allow_listed::<T>(spec::<T>(max, max), account("joiner", 0, 0));
+		Pallet::<T>::do_create_pool(creator, spec)?;
 		for i in 0..max.saturating_sub(1) {
 			join::<T>(0, i)?;
 		}

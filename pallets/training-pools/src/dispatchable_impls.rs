@@ -36,6 +36,8 @@ impl<T: Config> Pallet<T> {
 			quorum_ppb: spec.quorum.deconstruct(),
 			round_timeout: spec.round_timeout.saturated_into(),
 			challenge_window: spec.challenge_window.saturated_into(),
+			min_round_length: spec.min_round_length.saturated_into(),
+			allowed_trainers: spec.allowed_trainers.len() as u32,
 		};
 		check_spec(&view, &limits).map_err(|field| match field {
 			SpecField::Rounds => Error::<T>::InvalidRounds,
@@ -46,6 +48,8 @@ impl<T: Config> Pallet<T> {
 			SpecField::Quorum => Error::<T>::InvalidQuorum,
 			SpecField::RoundTimeout => Error::<T>::InvalidRoundTimeout,
 			SpecField::ChallengeWindow => Error::<T>::InvalidChallengeWindow,
+			SpecField::MinRoundLength => Error::<T>::InvalidMinRoundLength,
+			SpecField::AllowedTrainers => Error::<T>::InvalidAllowedTrainers,
 		})?;
 		// A voided round's snapshot must outlive its slashable window (equivocation reports).
 		let timeline = Timeline::for_pool(
@@ -115,6 +119,10 @@ impl<T: Config> Pallet<T> {
 		);
 		ensure!(!Members::<T>::contains_key(pool_id, &who), Error::<T>::AlreadyMember);
 		ensure!(!Dropped::<T>::contains_key(pool_id, &who), Error::<T>::DroppedFromPool);
+		ensure!(
+			pool.spec.allowed_trainers.is_empty() || pool.spec.allowed_trainers.contains(&who),
+			Error::<T>::NotAllowedToJoin
+		);
 		ensure!(pool.member_count < pool.spec.max_trainers, Error::<T>::PoolFull);
 		ensure!(!peer_id.is_empty(), Error::<T>::InvalidPeerId);
 		ensure!(!PeerIds::<T>::contains_key(pool_id, &peer_id), Error::<T>::PeerIdTaken);
@@ -271,6 +279,7 @@ impl<T: Config> Pallet<T> {
 			T::JuryDelay::get().saturated_into(),
 			T::VoteMargin::get().saturated_into(),
 		)
+		.with_min_round_length(pool.spec.min_round_length.saturated_into())
 	}
 
 	pub(crate) fn deposit_reason() -> T::RuntimeHoldReason {

@@ -88,9 +88,9 @@ pub mod pallet {
 		PoolDeposit,
 	}
 
-	/// The storage version: 1 added `PoolInfo::deposit` and `PoolInfo::ended_at`
-	/// ([`crate::migrations::v1`]).
-	pub(crate) const STORAGE_VERSION: StorageVersion = StorageVersion::new(1);
+	/// The storage version: 2 added `PoolSpec::min_round_length` and
+	/// `PoolSpec::allowed_trainers` ([`crate::migrations::v2`]).
+	pub(crate) const STORAGE_VERSION: StorageVersion = StorageVersion::new(2);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]
@@ -404,6 +404,16 @@ pub mod pallet {
 		PoolEnded,
 		/// The pool dropped the caller for missing rounds: it cannot join that pool again.
 		DroppedFromPool,
+		/// `min_round_length` is below `inner_steps / SpecLimits::max_inner_steps_per_block`
+		/// (a round could be final faster than its inner phase can run), or above half of
+		/// `round_timeout` (too few blocks left to commit in).
+		InvalidMinRoundLength,
+		/// `allowed_trainers` lists fewer than `min_trainers` accounts: the pool could never
+		/// start.
+		InvalidAllowedTrainers,
+		/// The pool admits only the accounts in its `allowed_trainers`, and the caller is not
+		/// one of them.
+		NotAllowedToJoin,
 	}
 
 	#[pallet::call]
@@ -420,6 +430,7 @@ pub mod pallet {
 		/// [`Error::InvalidQuorum`], [`Error::InvalidRoundTimeout`],
 		/// [`Error::InvalidInnerSteps`], [`Error::InvalidMinStake`],
 		/// [`Error::InvalidRewardPerRound`], [`Error::InvalidChallengeWindow`],
+		/// [`Error::InvalidMinRoundLength`], [`Error::InvalidAllowedTrainers`],
 		/// [`Error::InsufficientBudget`], [`Error::InsufficientDeposit`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::create_pool())]
@@ -434,9 +445,11 @@ pub mod pallet {
 		///
 		/// The peer id must not be another current member's ([`Error::PeerIdTaken`]): trainers
 		/// tell members apart by peer id. Holds `MemberDeposit` ([`HoldReason::MemberDeposit`]).
+		/// A pool with a non-empty `allowed_trainers` admits only those accounts.
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolClosed`], [`Error::PoolFull`],
-		/// [`Error::AlreadyMember`], [`Error::DroppedFromPool`], [`Error::StakeBelowMinimum`],
+		/// [`Error::AlreadyMember`], [`Error::DroppedFromPool`], [`Error::NotAllowedToJoin`],
+		/// [`Error::StakeBelowMinimum`],
 		/// [`Error::InsufficientStake`], [`Error::TooManyPools`], [`Error::InvalidPeerId`],
 		/// [`Error::PeerIdTaken`], [`Error::InsufficientDeposit`], [`Error::Overflow`].
 		#[pallet::call_index(1)]

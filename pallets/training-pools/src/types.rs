@@ -58,6 +58,14 @@ pub struct PoolSpec<T: Config> {
 	/// `W`: blocks after finality during which late commits are accepted; a contribution can be
 	/// challenged for `2W` blocks (`synod_protocol::timeline`).
 	pub challenge_window: BlockNumberFor<T>,
+	/// Blocks after a round opens before a commit to it is accepted (so before it can be
+	/// final): the shortest inner phase the creator allows, at least
+	/// `inner_steps / SpecLimits::max_inner_steps_per_block` and at most half of
+	/// `round_timeout`. With 0,
+	/// members may also commit ahead of a round's opening.
+	pub min_round_length: BlockNumberFor<T>,
+	/// Accounts allowed to join (at least `min_trainers` of them); empty: anyone may join.
+	pub allowed_trainers: BoundedVec<T::AccountId, T::MaxMembers>,
 }
 
 /// A pool's state.

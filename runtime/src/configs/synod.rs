@@ -55,7 +55,9 @@ parameter_types! {
     /// A drawn jury needs 50 SYN of stake (besides the parties') to give a verdict.
     pub const MinJuryStake: Balance = 50 * UNIT;
     /// Bounds on pool specs: `min_stake` ≥ 1 SYN, ≤ 1 000 000 SYN per round, a round times out
-    /// within a day, challenge windows of 1 block to a day.
+    /// within a day, challenge windows of 1 block to a day; a round accepts commits no sooner
+    /// than H / 256 blocks after it opens (no member is assumed to run more than 256 inner
+    /// steps per 2-second block, 128 steps/s).
     pub const PoolSpecLimits: synod_primitives::protocol::SpecLimits =
         synod_primitives::protocol::SpecLimits {
             max_rounds: 100_000,
@@ -66,6 +68,7 @@ parameter_types! {
             max_round_timeout: DAYS as u64,
             min_challenge_window: 1,
             max_challenge_window: DAYS as u64,
+            max_inner_steps_per_block: 256,
         };
 }
 

@@ -123,6 +123,11 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
         .round_timeout
         .unwrap_or_else(|| costs.min_timeout(margin).max(DEFAULT_MIN_ROUND_TIMEOUT));
     costs.check(challenge_window, round_timeout, margin, terms::CREATE_HINT)?;
+    let chain_floor = rt.block_on(chain.min_round_length_floor(h))?;
+    let chain_floor = u32::try_from(chain_floor).unwrap_or(u32::MAX);
+    let min_round_length = a
+        .min_round_length
+        .unwrap_or_else(|| costs.min_round_length(chain_floor, round_timeout));
     // Two whole inner phases: after the cheap checks.
     let noise = if a.skip_noise_probe {
         None
@@ -145,6 +150,8 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
         quorum: Perbill(a.quorum_ppb),
         round_timeout,
         challenge_window,
+        min_round_length,
+        allowed_trainers: a.allowed_trainers.clone(),
     };
     rt.block_on(async {
         let id = chain.next_pool_id().await?;
@@ -162,6 +169,8 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
                 "trace_bytes_per_round": a.recipe.segment_boundaries(spec.inner_steps).len() as u64
                     * recipe.max_state_bytes,
                 "round_timeout": round_timeout, "challenge_window": challenge_window,
+                "min_round_length": min_round_length,
+                "allowed_trainers": spec.allowed_trainers.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
                 // What the terms were checked against (`synod_diloco::budget`).
                 "terms": {
                     "step_secs": step_secs, "step_secs_measured": measured,

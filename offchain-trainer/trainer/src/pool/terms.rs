@@ -238,6 +238,18 @@ impl Costs {
         )
     }
 
+    /// The default minimum round length (blocks) for a pool whose rounds time out after
+    /// `round_timeout` blocks, on a chain whose floor is `chain_floor` blocks
+    /// ([`synod_diloco::budget::min_round_length`] of the inner phase measured here).
+    pub fn min_round_length(&self, chain_floor: u32, round_timeout: u32) -> u32 {
+        synod_diloco::budget::min_round_length(
+            f64::from(self.inner_steps) * self.step_secs,
+            self.block_secs,
+            chain_floor,
+            round_timeout,
+        )
+    }
+
     /// Refuses `window` and `timeout` (blocks) below [`Costs::min_window`] and
     /// [`Costs::min_timeout`] at `margin`; `hint` says what to change.
     ///

@@ -56,6 +56,26 @@ fn every_spec_field_is_bounded() {
 				pallet_training_pools::PoolSpec { challenge_window: 101, ..ok.clone() },
 				Error::InvalidChallengeWindow,
 			),
+			// 250 inner steps at the mock's 100 per block: at least 2 blocks per round.
+			(
+				pallet_training_pools::PoolSpec {
+					inner_steps: 250,
+					min_round_length: 1,
+					..ok.clone()
+				},
+				Error::InvalidMinRoundLength,
+			),
+			(
+				pallet_training_pools::PoolSpec { min_round_length: 6, ..ok.clone() },
+				Error::InvalidMinRoundLength,
+			),
+			(
+				pallet_training_pools::PoolSpec {
+					allowed_trainers: frame_support::BoundedVec::truncate_from(vec![1, 2]),
+					..ok.clone()
+				},
+				Error::InvalidAllowedTrainers,
+			),
 		];
 		for (bad, error) in cases {
 			assert_noop!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), bad), error);

@@ -16,6 +16,7 @@ mod jury_capture;
 mod late_registration;
 mod newcomer_no_show;
 mod no_show_ambush;
+mod pool_squatting;
 mod reaping;
 mod seed_grinding;
 mod sham_challenge;

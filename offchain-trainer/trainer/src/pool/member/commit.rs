@@ -168,17 +168,30 @@ impl Trainer {
             outcome.included.clone(),
         );
         let withhold = self.ctx.a.fault == Some(Fault::Late);
+        let block = std::time::Duration::from_secs_f64(self.ctx.block_secs.max(0.1));
         let commit = self.ctx.rt.spawn(async move {
             if withhold {
                 return Ok(());
             }
-            match chain
-                .submit(&calls::commit_checkpoint(pool, r, hash, included), &signer)
-                .await
-            {
-                Ok(_) => Ok(()),
-                Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => Ok(()),
-                Err(e) => Err(e.to_string()),
+            // A round of a pool with a minimum round length refuses commits in its first
+            // `min_round_length` blocks (and before it opens): a member faster than that waits
+            // a block and commits again, until the round accepts it or closes.
+            loop {
+                match chain
+                    .submit(
+                        &calls::commit_checkpoint(pool, r, hash, included.clone()),
+                        &signer,
+                    )
+                    .await
+                {
+                    Ok(_) => return Ok(()),
+                    Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => return Ok(()),
+                    Err(e) if e.is_module("Checkpoints", "InnerPhaseNotOver") => {
+                        tracing::debug!(round = r, "round {r} accepts no commit yet: {e}");
+                        tokio::time::sleep(block).await;
+                    }
+                    Err(e) => return Err(e.to_string()),
+                }
             }
         });
         Ok((

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use synod_chain::types::PoolStatus;
+use synod_chain::{calls, types::PoolStatus};
 use synod_checkpoint::CheckpointHash;
 use synod_p2p::ExchangeConfig;
 use tokio::task::JoinHandle;
@@ -82,8 +82,11 @@ impl Trainer {
         };
         // Our second commit's checkpoint, once the chain took it.
         let mut second: Option<CheckpointHash> = None;
+        // Whether we asked the chain to void the round (once per round).
+        let void_asked = std::cell::Cell::new(false);
         let closed = loop {
             let chain = &self.ctx.chain;
+            let signer = &self.ctx.signer;
             let may = tries_left > 0 && second.is_none();
             let step = self.ctx.block_on(chain.wait_for(
                 "the round to close",
@@ -103,6 +106,20 @@ impl Trainer {
                     }
                     if chain.voided(pool, round).await? {
                         return Ok(Some(Step::Closed(Closed::Voided)));
+                    }
+                    // Past its deadline and not voided: the chain's queue had no room for it.
+                    // Nobody else may commit again, so we void it ourselves, once.
+                    if !void_asked.get() {
+                        let open = chain.open_round(pool).await?;
+                        let finalized = chain.finalized_number().await?;
+                        if open.is_some_and(|o| o.needs_void(round, finalized)) {
+                            void_asked.set(true);
+                            if let Err(e) =
+                                chain.submit(&calls::void_expired_round(pool), signer).await
+                            {
+                                tracing::warn!(round, "cannot void the expired round: {e}");
+                            }
+                        }
                     }
                     if may {
                         if let Some(agreed) = chain.agreed_set(pool, round).await? {
