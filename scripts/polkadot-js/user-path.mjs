@@ -70,7 +70,7 @@ function spec(overrides = {}) {
     quorum: 666_666_666, // Perbill parts; 2/3 rounded down, so two of three equal stakes reach it
     roundTimeout: 20, // the jury's voting period is this + VoteMargin (15 blocks)
     challengeWindow: 8, // late commits for 8 blocks, challenges for 16
-    minRoundLength: 0, // commits accepted as soon as a round opens (the chain's floor for H = 50)
+    minRoundLength: 1, // commits accepted from the block after a round opens (the chain's floor for H = 50)
     allowedTrainers: [], // anyone may join
     ...overrides,
   };

@@ -151,6 +151,13 @@ pub fn void_expired_round(pool: u32) -> Call<(u32,)> {
     subxt::dynamic::tx("Checkpoints", "void_expired_round", (pool,))
 }
 
+/// `Checkpoints.decide_unmatched_commits(pool_id, round)`: leaks the unmatched commits of a
+/// voided round whose equivocation reports have closed, when the chain's per-block queue had no
+/// room to decide them (free when it decides).
+pub fn decide_unmatched_commits(pool: u32, round: u32) -> Call<(u32, u32)> {
+    subxt::dynamic::tx("Checkpoints", "decide_unmatched_commits", (pool, round))
+}
+
 /// `Rewards.claim_rewards(pool_id)`: pays out everything settled for the caller.
 pub fn claim_rewards(pool: u32) -> Call<(u32,)> {
     subxt::dynamic::tx("Rewards", "claim_rewards", (pool,))

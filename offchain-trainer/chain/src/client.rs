@@ -316,8 +316,8 @@ impl Chain {
     }
 
     /// The least `min_round_length` (blocks) the chain accepts for a pool of `inner_steps`
-    /// inner steps per round: `TrainingPools.SpecLimits`'s `inner_steps /
-    /// max_inner_steps_per_block` ([`synod_protocol::SpecLimits::min_round_length_floor`]).
+    /// inner steps per round: `TrainingPools.SpecLimits`'s `⌈inner_steps /
+    /// max_inner_steps_per_block⌉` ([`synod_protocol::SpecLimits::min_round_length_floor`]).
     ///
     /// # Errors
     /// [`ChainError::Rpc`]; [`ChainError::Decode`] if the runtime has no such constant.
@@ -335,6 +335,26 @@ impl Chain {
                 <synod_protocol::SpecLimits as parity_scale_codec::Decode>::decode(&mut &bytes[..])
                     .map_err(|e| ChainError::decode("TrainingPools.SpecLimits", e))?;
             Ok(limits.min_round_length_floor(inner_steps))
+        })
+        .await
+    }
+
+    /// How many blocks a decision of the chain's per-block queue may spill over when a
+    /// block's list is full: `Checkpoints.MaxDeadlinesPerBlock`.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`]; [`ChainError::Decode`] if the runtime has no such constant.
+    pub async fn deadline_spill_blocks(&self) -> Result<u64, ChainError> {
+        self.retrying("deadline spill", |api| async move {
+            let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+            let n = at
+                .constants()
+                .entry(subxt::dynamic::constant::<u32>(
+                    "Checkpoints",
+                    "MaxDeadlinesPerBlock",
+                ))
+                .map_err(|e| ChainError::decode("Checkpoints.MaxDeadlinesPerBlock", e))?;
+            Ok(u64::from(n))
         })
         .await
     }

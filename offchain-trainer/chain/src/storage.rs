@@ -154,6 +154,22 @@ impl Chain {
             .is_some())
     }
 
+    /// Whether voided `round` of `pool` has undecided unmatched commits
+    /// (`Checkpoints.UnmatchedCommits((pool, round))`).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn unmatched_commits_pending(
+        &self,
+        pool: u32,
+        round: u32,
+    ) -> Result<bool, ChainError> {
+        Ok(self
+            .fetch_scale::<_, Vec<Participant>>("Checkpoints", "UnmatchedCommits", ((pool, round),))
+            .await?
+            .is_some())
+    }
+
     /// `Checkpoints.KeptSnapshots(pool)`: the voided rounds whose snapshot is kept for
     /// equivocation reports, each with the block from which it no longer counts (its stake may
     /// be withdrawn), oldest first; empty if none.

@@ -136,12 +136,13 @@ pub struct OpenRound {
 impl OpenRound {
     /// Whether a member waiting for `round` to close should call `void_expired_round`, at
     /// finalized block `finalized`: the open round is `round`, its deadline has passed and the
-    /// chain's queue, if it scheduled the void, had a block to do it in first.
-    pub fn needs_void(&self, round: u32, finalized: u64) -> bool {
+    /// chain's queue, if it scheduled the void, had a block to do it in first, and `slack`
+    /// blocks more have passed (members wait different slacks, so that few calls race).
+    pub fn needs_void(&self, round: u32, finalized: u64, slack: u64) -> bool {
         let due = self
             .scheduled_at
             .map_or(self.deadline, |at| at.max(self.deadline));
-        self.round == round && finalized > u64::from(due)
+        self.round == round && finalized > u64::from(due).saturating_add(slack)
     }
 }
 
@@ -215,15 +216,23 @@ mod tests {
             deadline: 160,
             scheduled_at: None,
         };
-        assert!(!unscheduled.needs_void(4, 160), "the deadline block itself");
-        assert!(unscheduled.needs_void(4, 161));
-        assert!(!unscheduled.needs_void(3, 200), "another round is open");
+        assert!(
+            !unscheduled.needs_void(4, 160, 0),
+            "the deadline block itself"
+        );
+        assert!(unscheduled.needs_void(4, 161, 0));
+        assert!(
+            !unscheduled.needs_void(4, 162, 2),
+            "a member with two blocks of slack"
+        );
+        assert!(unscheduled.needs_void(4, 163, 2));
+        assert!(!unscheduled.needs_void(3, 200, 0), "another round is open");
         // Scheduled two blocks late (its block's queue was full): the queue voids it at 162.
         let late = OpenRound {
             scheduled_at: Some(162),
             ..unscheduled.clone()
         };
-        assert!(!late.needs_void(4, 162));
-        assert!(late.needs_void(4, 163));
+        assert!(!late.needs_void(4, 162, 0));
+        assert!(late.needs_void(4, 163, 0));
     }
 }

@@ -120,13 +120,14 @@ pub fn min_round_timeout(
 }
 
 /// How much faster than the creator's measurement the fastest honest member may be, for
-/// [`min_round_length`]: such a member never waits for a round to accept its commit.
+/// [`min_round_length`]: a member that fast, starting its inner phase when the round opens,
+/// finishes it no sooner than the round accepts commits.
 pub const FASTEST_MEMBER_SPEEDUP: f64 = 4.0;
 
 /// The default minimum round length (blocks; `PoolSpec::min_round_length`): the inner phase
 /// (`phase_secs`, as measured by the creator) run [`FASTEST_MEMBER_SPEEDUP`] times faster,
-/// whole blocks only (floor), at least `chain_floor` (the chain's `inner_steps /
-/// SpecLimits::max_inner_steps_per_block`) and at most half of `round_timeout` (the chain's
+/// whole blocks only (floor), at least `chain_floor` (the chain's `⌈inner_steps /
+/// SpecLimits::max_inner_steps_per_block⌉`) and at most half of `round_timeout` (the chain's
 /// bound) when the floor allows.
 /// A squatter holding a pool's quorum alone then finalizes no faster than members four times
 /// faster than the creator's machine could train.

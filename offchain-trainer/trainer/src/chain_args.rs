@@ -126,7 +126,7 @@ pub struct PoolCreateArgs {
     pub challenge_window: Option<u32>,
     /// Blocks after a round opens before a commit to it is accepted, so before it can be final:
     /// a party that alone holds the quorum finalizes no faster than that. Refused below the
-    /// chain's floor (`inner_steps / SpecLimits::max_inner_steps_per_block`) and above half the
+    /// chain's floor (`⌈inner_steps / SpecLimits::max_inner_steps_per_block⌉`) and above half the
     /// round timeout. Default: the inner phase measured here, run 4× faster
     /// ([`synod_diloco::budget::min_round_length`]).
     #[arg(long)]

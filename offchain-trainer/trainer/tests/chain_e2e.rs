@@ -1468,6 +1468,9 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
             chain.call_data(&calls::register_juror()).await,
             chain.call_data(&calls::unregister_juror()).await,
             chain.call_data(&calls::void_expired_round(0)).await,
+            chain
+                .call_data(&calls::decide_unmatched_commits(0, 1))
+                .await,
             chain.call_data(&calls::claim_rewards(0)).await,
         ];
         for (i, call) in encoded.drain(..).enumerate() {

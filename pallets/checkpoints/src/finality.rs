@@ -283,9 +283,8 @@ impl<T: Config> Pallet<T> {
 		let keeps = kept.try_push((round, until)).is_ok();
 		KeptSnapshots::<T>::insert(pool_id, kept);
 		for (old, _) in closed {
-			// Decided at its scheduled block if that came first; otherwise never judged (a
-			// void does not take on other rounds' leaks: its weight bounds every commit's).
-			UnmatchedCommits::<T>::remove((pool_id, old));
+			// Its unmatched commits, if still undecided, stay (they hold their participants
+			// and stake): decided at their scheduled block or by `decide_unmatched_commits`.
 			Snapshots::<T>::remove((pool_id, old));
 		}
 		if !keeps {
@@ -298,14 +297,13 @@ impl<T: Config> Pallet<T> {
 		};
 		// Decided at `until` (or a few blocks later if that block's list is full), before any
 		// extrinsic of the block: their stake stays slashable until then. With no room in any
-		// of those blocks they are not judged.
-		match Self::schedule_deadline(until, pool_id, round) {
-			Some(at) => {
-				for p in unmatched.iter() {
-					T::Staking::keep_slashable(&p.who, block::<T>(at));
-				}
-			},
-			None => UnmatchedCommits::<T>::remove((pool_id, round)),
+		// of those blocks, anyone decides them with `decide_unmatched_commits` from `until`
+		// on, within `round_timeout` blocks while their stake is sure to be there.
+		let at = Self::schedule_deadline(until, pool_id, round).unwrap_or_else(|| {
+			until.saturating_add(runtime_block::<T>(params.timeline.round_timeout))
+		});
+		for p in unmatched.iter() {
+			T::Staking::keep_slashable(&p.who, block::<T>(at));
 		}
 	}
 
@@ -370,7 +368,6 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 				let n = (l as usize).min(kept.len());
 				for (round, _) in kept.drain(..n) {
 					Snapshots::<T>::remove((pool, round));
-					UnmatchedCommits::<T>::remove((pool, round));
 				}
 				let none_left = kept.is_empty();
 				if none_left {
@@ -385,8 +382,14 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 				(r.unique, r.maybe_cursor.is_none())
 			},
 			&|l| {
-				let r = Voided::<T>::clear_prefix(pool, l, None);
-				(r.unique, r.maybe_cursor.is_none())
+				// Each voided round with its undecided unmatched commits, if any: two writes.
+				let rounds: Vec<RoundIndex> =
+					Voided::<T>::iter_key_prefix(pool).take(l as usize).collect();
+				for round in rounds.iter() {
+					Voided::<T>::remove(pool, round);
+					UnmatchedCommits::<T>::remove((pool, *round));
+				}
+				(rounds.len() as u32, Voided::<T>::iter_key_prefix(pool).next().is_none())
 			},
 			&|l| {
 				let r = MissedRounds::<T>::clear_prefix(pool, l, None);
@@ -414,7 +417,7 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 	fn clear_weight(limit: u32) -> Weight {
 		// Per record: the key read by the prefix iteration and its deletion; plus LastFinal,
 		// the kept-snapshot list, the pool's parameters and the emptiness checks.
-		// A kept snapshot's record also deletes its unmatched commits: two writes.
+		// A voided round's record also deletes its unmatched commits: two writes.
 		T::DbWeight::get().reads_writes(
 			u64::from(limit).saturating_add(7),
 			u64::from(limit).saturating_mul(2).saturating_add(2),

@@ -89,13 +89,19 @@ impl<T: Config> Pallet<T> {
 		(leaked, missed)
 	}
 
-	/// Decides voided `round`'s [`UnmatchedCommits`] at its scheduled block, once its
-	/// equivocation reports are closed (its kept snapshot expired): each is leaked as a silent
-	/// participant is (its missed round counted now), unless an equivocation was proved in the
-	/// round. Nothing happens while reports are still open or when nothing is pending.
+	/// Whether equivocation reports on voided `round` are still open at `now`: its snapshot is
+	/// kept and not expired.
+	pub(crate) fn reports_open(pool_id: PoolId, round: RoundIndex, now: BlockNumberFor<T>) -> bool {
+		KeptSnapshots::<T>::get(pool_id).iter().any(|(r, u)| *r == round && now < *u)
+	}
+
+	/// Decides voided `round`'s [`UnmatchedCommits`] (at its scheduled block, or by
+	/// [`Pallet::decide_unmatched_commits`]) once its equivocation reports are closed: each is
+	/// leaked as a silent participant is (its missed round counted now), unless an equivocation
+	/// was proved in the round. Nothing happens while reports are still open or when nothing is
+	/// pending.
 	pub(crate) fn leak_unmatched(pool_id: PoolId, round: RoundIndex, now: BlockNumberFor<T>) {
-		let open = KeptSnapshots::<T>::get(pool_id).iter().any(|(r, u)| *r == round && now < *u);
-		if open {
+		if Self::reports_open(pool_id, round, now) {
 			return;
 		}
 		let Some(unmatched) = UnmatchedCommits::<T>::take((pool_id, round)) else {

@@ -1,47 +1,4 @@
-//! # Checkpoints
-//!
-//! Step 5–6 of the round protocol (`docs/architecture.md`): after each outer round, every member
-//! commits `(checkpoint_hash, included set)` with [`Pallet::commit_checkpoint`].
-//!
-//! **Snapshot.** When a round opens, its participant set is frozen in [`Snapshots`]
-//! ([`synod_primitives::protocol::snapshot`]): members with `from_round ≤ round`, each weighted
-//! by its committed stake capped by its bonded stake (a slashed member loses weight). Only
-//! snapshot participants move the round, each once, with its snapshot stake; members who join
-//! later, leave, or commit ahead of time and leave, change nothing. Every participant's stake
-//! is kept slashable until the round's last possible challenge is over
-//! (`Timeline::slashable_until`).
-//!
-//! **Finality.** A round is final when participants holding at least the pool's quorum of the
-//! snapshot stake (rounded **up**, [`synod_primitives::protocol::quorum_threshold`]) committed
-//! the same pair; the final record keeps the hash, its parent (the previous final hash, or the
-//! initial weights for the first), the contributors (included ∩ committers ∩ snapshot) and the
-//! block. Commits for the next round are stored and counted when it opens, against its own
-//! snapshot. Participants whose payload was included but whose commit lands after finality
-//! (same pair) are added to the contributors for `challenge_window` blocks (challenges stay
-//! open for twice that, so a late contributor can always be challenged). Divergent committers
-//! are recorded in [`Divergent`].
-//!
-//! **Voiding.** A round not final at its deadline (`round_timeout` blocks after it opened) is
-//! voided, in `on_initialize` of the deadline block if the per-block queue had room, or by any
-//! later commit or [`Pallet::void_expired_round`] call otherwise: no pool depends on another's
-//! queue. Participants that committed nothing in a voided round lose `InactivityLeak` of their
-//! snapshot stake and are dropped from the pool after `DropAfterMissed` such rounds in a row
-//! ([`synod_primitives::protocol::LeakRule`]), so a withholding minority cannot stall a pool
-//! for ever. A commit of another hash over the included set of the candidate a strict
-//! majority of the snapshot stake committed ([`UnmatchedCommits`],
-//! [`synod_primitives::protocol::leak::at_void`]) is leaked the same way once the round's
-//! equivocation reports close, unless an equivocation was proved in the round. Voiding runs in
-//! its own storage layer: it happens entirely or not at all.
-//!
-//! **Voided rounds stay reportable.** A voided round's commits are deleted at once, but its
-//! snapshot is kept ([`KeptSnapshots`]) until its stake stops being slashable
-//! (`Timeline::slashable_until` of its deadline): an equivocation in a voided round (two payloads
-//! signed for it, the very thing that splits the included set and voids it) is still reported
-//! with `Challenges::report_equivocation`, which needs the accused's index and snapshot stake.
-//! Each void deletes at most two kept snapshots: expired ones, or the oldest if
-//! [`KEPT_VOIDED_SNAPSHOTS`] are kept — which pool specs rule out (`create_pool` refuses a
-//! challenge window too long for the round timeout: `Timeline::keeps_voided_snapshots`) — so
-//! its weight stays bounded.
+#![doc = include_str!("design.md")]
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -308,12 +265,14 @@ pub mod pallet {
 
 	/// Participants of a voided round that committed another hash over the included set of the
 	/// candidate a strict majority of the round's snapshot stake committed
-	/// (`synod_protocol::leak::at_void`), with their snapshot stake. Decided when the round's
-	/// stake stops being slashable (the block `Timeline::slashable_until` of its deadline,
-	/// scheduled in [`Deadlines`]; never judged if none of the `MaxDeadlinesPerBlock` blocks
-	/// from it had room): each is leaked like a silent participant
+	/// (`synod_protocol::leak::at_void`), with their snapshot stake. Decided once the round's
+	/// equivocation reports close (the block `Timeline::slashable_until` of its deadline):
+	/// scheduled in [`Deadlines`], or, if none of the `MaxDeadlinesPerBlock` blocks from it had
+	/// room, by [`Pallet::decide_unmatched_commits`] (their stake stays slashable for
+	/// `round_timeout` blocks more). Each is leaked like a silent participant
 	/// ([`Event::UnmatchedCommitLeaked`]) unless an equivocation was proved in the round by then
-	/// ([`Event::UnmatchedCommitsExcused`]). Exists only beside the round's kept snapshot.
+	/// ([`Event::UnmatchedCommitsExcused`]). Kept until decided, also after the round's
+	/// snapshot is deleted; the pool's reaping deletes what is left.
 	#[pallet::storage]
 	pub type UnmatchedCommits<T: Config> =
 		StorageMap<_, Twox64Concat, (PoolId, RoundIndex), SnapshotOf<T>, OptionQuery>;
@@ -480,6 +439,12 @@ pub mod pallet {
 		/// opened, in a pool with a minimum round length): its inner phase cannot be over, so no
 		/// commit to it is accepted yet.
 		InnerPhaseNotOver,
+		/// The round has no undecided unmatched commits ([`UnmatchedCommits`]): none, or
+		/// already decided.
+		NoUnmatchedCommits,
+		/// The round's equivocation reports are still open (until `Timeline::slashable_until`
+		/// of its deadline): its unmatched commits are decided after.
+		EquivocationReportsOpen,
 	}
 
 	#[pallet::call]
@@ -541,6 +506,32 @@ pub mod pallet {
 				.is_none_or(|p| Self::round_state(&open, &p, now).status().is_voided());
 			ensure!(voided, Error::<T>::DeadlineNotReached);
 			Self::void_if_open(pool_id, open.round, now)
+		}
+
+		/// Decides the unmatched commits of voided `round` of `pool_id` ([`UnmatchedCommits`])
+		/// once its equivocation reports are closed (any signed account; free when it decides):
+		/// the fallback when the per-block queue had no room for the decision, so that filling
+		/// other pools' deadlines cannot buy a garbage committer out of the leak. Emits
+		/// [`Event::UnmatchedCommitLeaked`] per participant, or
+		/// [`Event::UnmatchedCommitsExcused`].
+		///
+		/// Errors: [`Error::NoUnmatchedCommits`], [`Error::EquivocationReportsOpen`].
+		#[pallet::call_index(2)]
+		#[pallet::weight(T::WeightInfo::decide_unmatched_commits())]
+		pub fn decide_unmatched_commits(
+			origin: OriginFor<T>,
+			pool_id: PoolId,
+			round: RoundIndex,
+		) -> DispatchResultWithPostInfo {
+			ensure_signed(origin)?;
+			ensure!(
+				UnmatchedCommits::<T>::contains_key((pool_id, round)),
+				Error::<T>::NoUnmatchedCommits
+			);
+			let now = frame_system::Pallet::<T>::block_number();
+			ensure!(!Self::reports_open(pool_id, round, now), Error::<T>::EquivocationReportsOpen);
+			Self::leak_unmatched(pool_id, round, now);
+			Ok(Pays::No.into())
 		}
 	}
 

@@ -116,14 +116,15 @@ impl<T: Config> Pallet<T> {
 		}
 		for ((pool_id, round), unmatched) in UnmatchedCommits::<T>::iter() {
 			ensure!(
-				KeptSnapshots::<T>::get(pool_id).iter().any(|(r, _)| *r == round),
-				"unmatched commits of a round whose snapshot is not kept"
+				Voided::<T>::contains_key(pool_id, round),
+				"unmatched commits of a round that was not voided"
 			);
-			let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
-			ensure!(
-				unmatched.iter().all(|p| snapshot.contains(p)),
-				"unmatched committer outside the voided round's snapshot"
-			);
+			if let Some(snapshot) = Snapshots::<T>::get((pool_id, round)) {
+				ensure!(
+					unmatched.iter().all(|p| snapshot.contains(p)),
+					"unmatched committer outside the voided round's snapshot"
+				);
+			}
 		}
 		for (pool_id, kept) in KeptSnapshots::<T>::iter() {
 			ensure!(

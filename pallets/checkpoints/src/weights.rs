@@ -18,18 +18,19 @@ use frame_support::{
 pub trait WeightInfo {
 	fn commit_checkpoint(m: u32) -> Weight;
 	fn on_initialize_void(v: u32) -> Weight;
+	fn decide_unmatched_commits() -> Weight;
 }
 
 /// Weights for `pallet_checkpoints` using the runtime's database weights.
 pub struct SubstrateWeight<T>(PhantomData<T>);
 impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(357), added: 2832, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Commits` (r:33 w:1)
 	/// Proof: `Checkpoints::Commits` (`max_values`: None, `max_size`: Some(225), added: 2700, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::FinalCheckpoints` (r:1 w:1)
 	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
-	/// Storage: `Checkpoints::AgreedSets` (r:2 w:2)
+	/// Storage: `Checkpoints::AgreedSets` (r:2 w:1)
 	/// Proof: `Checkpoints::AgreedSets` (`max_values`: None, `max_size`: Some(145), added: 2620, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Voided` (r:1 w:0)
 	/// Proof: `Checkpoints::Voided` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
@@ -61,12 +62,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Rewards::Unsettled` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
 	fn commit_checkpoint(m: u32) -> Weight {
-		// Proof size: measured `296`, estimated `13274` bytes.
-		Weight::from_parts(772_231_212, 13274)
-			.saturating_add(Weight::from_parts(185_049_544, 0).saturating_mul(m.into()))
+		// Proof size: measured `1085`, estimated `13274` bytes.
+		Weight::from_parts(13_561_215, 13274)
+			.saturating_add(Weight::from_parts(179_561_162, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(15_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
-			.saturating_add(T::DbWeight::get().writes(15_u64))
+			.saturating_add(T::DbWeight::get().writes(14_u64))
 			.saturating_add(T::DbWeight::get().writes((2_u64).saturating_mul(m.into())))
 			.saturating_add(Weight::from_parts(0, 4597).saturating_mul(m.into()))
 	}
@@ -77,7 +78,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Checkpoints::OpenRounds` (r:8 w:8)
 	/// Proof: `Checkpoints::OpenRounds` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:8 w:8)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(357), added: 2832, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::FinalCheckpoints` (r:8 w:0)
 	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Candidates` (r:8 w:16)
@@ -106,7 +107,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::PeerIds` (`max_values`: None, `max_size`: Some(126), added: 2601, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::KeptSnapshots` (r:8 w:8)
 	/// Proof: `Checkpoints::KeptSnapshots` (`max_values`: None, `max_size`: Some(141), added: 2616, mode: `MaxEncodedLen`)
-	/// Storage: `Checkpoints::UnmatchedCommits` (r:8 w:16)
+	/// Storage: `Checkpoints::UnmatchedCommits` (r:8 w:0)
 	/// Proof: `Checkpoints::UnmatchedCommits` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::AgreedSets` (r:8 w:8)
 	/// Proof: `Checkpoints::AgreedSets` (`max_values`: None, `max_size`: Some(145), added: 2620, mode: `MaxEncodedLen`)
@@ -119,32 +120,73 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `v` is `[0, 8]`.
 	fn on_initialize_void(v: u32) -> Weight {
 		// Proof size: measured `431`, estimated `4913` bytes.
-		Weight::from_parts(392_548_895, 4913)
-			.saturating_add(Weight::from_parts(18_163_876_780, 0).saturating_mul(v.into()))
+		Weight::from_parts(1_533_126_623, 4913)
+			.saturating_add(Weight::from_parts(13_819_554_559, 0).saturating_mul(v.into()))
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().reads((266_u64).saturating_mul(v.into())))
 			.saturating_add(T::DbWeight::get().writes(2_u64))
-			.saturating_add(T::DbWeight::get().writes((302_u64).saturating_mul(v.into())))
+			.saturating_add(T::DbWeight::get().writes((300_u64).saturating_mul(v.into())))
 			.saturating_add(Weight::from_parts(0, 147104).saturating_mul(v.into()))
+	}
+	/// Storage: `Checkpoints::UnmatchedCommits` (r:1 w:1)
+	/// Proof: `Checkpoints::UnmatchedCommits` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::KeptSnapshots` (r:1 w:0)
+	/// Proof: `Checkpoints::KeptSnapshots` (`max_values`: None, `max_size`: Some(141), added: 2616, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Equivocations` (r:1 w:0)
+	/// Proof: `Challenges::Equivocations` (`max_values`: None, `max_size`: Some(136), added: 2611, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::MissedRounds` (r:32 w:32)
+	/// Proof: `Checkpoints::MissedRounds` (`max_values`: None, `max_size`: Some(64), added: 2539, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::Ledger` (r:32 w:32)
+	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
+	/// Storage: `Balances::Holds` (r:32 w:32)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Storage: `System::Account` (r:33 w:33)
+	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
+	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Pools` (r:1 w:1)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Members` (r:32 w:32)
+	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::MemberList` (r:1 w:1)
+	/// Proof: `TrainingPools::MemberList` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::LeftCommitments` (r:32 w:32)
+	/// Proof: `TrainingPools::LeftCommitments` (`max_values`: None, `max_size`: Some(80), added: 2555, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::PeerIds` (r:32 w:32)
+	/// Proof: `TrainingPools::PeerIds` (`max_values`: None, `max_size`: Some(126), added: 2601, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::FormerMembers` (r:0 w:32)
+	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Dropped` (r:0 w:32)
+	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
+	fn decide_unmatched_commits() -> Weight {
+		// Proof size: measured `84994`, estimated `148094` bytes.
+		Weight::from_parts(11_168_698_000, 148094)
+			.saturating_add(T::DbWeight::get().reads(231_u64))
+			.saturating_add(T::DbWeight::get().writes(293_u64))
 	}
 }
 
 // For tests.
 impl WeightInfo for () {
 	fn commit_checkpoint(m: u32) -> Weight {
-		Weight::from_parts(772_231_212, 13274)
-			.saturating_add(Weight::from_parts(185_049_544, 0).saturating_mul(m.into()))
+		Weight::from_parts(13_561_215, 13274)
+			.saturating_add(Weight::from_parts(179_561_162, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(15_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
-			.saturating_add(RocksDbWeight::get().writes(15_u64))
+			.saturating_add(RocksDbWeight::get().writes(14_u64))
 			.saturating_add(RocksDbWeight::get().writes((2_u64).saturating_mul(m.into())))
 	}
 	fn on_initialize_void(v: u32) -> Weight {
-		Weight::from_parts(392_548_895, 4913)
-			.saturating_add(Weight::from_parts(18_163_876_780, 0).saturating_mul(v.into()))
+		Weight::from_parts(1_533_126_623, 4913)
+			.saturating_add(Weight::from_parts(13_819_554_559, 0).saturating_mul(v.into()))
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().reads((266_u64).saturating_mul(v.into())))
 			.saturating_add(RocksDbWeight::get().writes(2_u64))
-			.saturating_add(RocksDbWeight::get().writes((302_u64).saturating_mul(v.into())))
+			.saturating_add(RocksDbWeight::get().writes((300_u64).saturating_mul(v.into())))
+	}
+	fn decide_unmatched_commits() -> Weight {
+		Weight::from_parts(11_168_698_000, 148094)
+			.saturating_add(RocksDbWeight::get().reads(231_u64))
+			.saturating_add(RocksDbWeight::get().writes(293_u64))
 	}
 }

@@ -36,7 +36,7 @@ pub enum SpecField {
 	RoundTimeout,
 	/// `challenge_window` is below `min_challenge_window` or above `max_challenge_window`.
 	ChallengeWindow,
-	/// `min_round_length` is below `inner_steps / max_inner_steps_per_block`, or above half
+	/// `min_round_length` is below `⌈inner_steps / max_inner_steps_per_block⌉`, or above half
 	/// of `round_timeout` (at least half of a round's blocks are left to commit in, so that
 	/// a creator cannot leave its members a window one stuffed block closes).
 	MinRoundLength,
@@ -65,7 +65,8 @@ pub struct SpecLimits {
 	/// Most challenge window, in blocks.
 	pub max_challenge_window: Block,
 	/// Most inner steps the chain assumes the fastest member runs in one block: a pool's
-	/// `min_round_length` is at least `inner_steps / max_inner_steps_per_block` blocks (floor),
+	/// `min_round_length` is at least `⌈inner_steps / max_inner_steps_per_block⌉` blocks (so at
+	/// least one: no round is final in the block it opened, and no commit ahead of a round),
 	/// so no round of H inner steps is final faster than its inner phase could run.
 	pub max_inner_steps_per_block: u32,
 }
@@ -99,9 +100,13 @@ pub struct SpecView {
 
 impl SpecLimits {
 	/// The least `min_round_length` of a pool with `inner_steps` inner steps per round, in
-	/// blocks: `inner_steps / max_inner_steps_per_block` (floor; 0 when the rate is 0).
+	/// blocks: `⌈inner_steps / max_inner_steps_per_block⌉`, at least 1 for a pool that trains;
+	/// 0 when the rate is 0 (a chain without a floor).
 	pub fn min_round_length_floor(&self, inner_steps: u32) -> Block {
-		inner_steps.checked_div(self.max_inner_steps_per_block).unwrap_or(0).into()
+		match self.max_inner_steps_per_block {
+			0 => 0,
+			rate => inner_steps.div_ceil(rate).into(),
+		}
 	}
 }
 
@@ -173,7 +178,7 @@ mod tests {
 		quorum_ppb: 666_666_666,
 		round_timeout: 60,
 		challenge_window: 8,
-		min_round_length: 2,
+		min_round_length: 3,
 		allowed_trainers: 0,
 	};
 
@@ -194,13 +199,16 @@ mod tests {
 			(SpecView { round_timeout: u64::MAX, ..OK }, SpecField::RoundTimeout),
 			(SpecView { challenge_window: 0, ..OK }, SpecField::ChallengeWindow),
 			(SpecView { challenge_window: 501, ..OK }, SpecField::ChallengeWindow),
-			// 50 inner steps at 20 per block: at least 2 blocks.
-			(SpecView { min_round_length: 1, ..OK }, SpecField::MinRoundLength),
+			// 50 inner steps at 20 per block: at least ⌈2.5⌉ = 3 blocks.
+			(SpecView { min_round_length: 2, ..OK }, SpecField::MinRoundLength),
 			(SpecView { min_round_length: 31, ..OK }, SpecField::MinRoundLength),
 			(SpecView { allowed_trainers: 2, ..OK }, SpecField::AllowedTrainers),
 		];
 		assert_eq!(check_spec(&SpecView { allowed_trainers: 3, ..OK }, &LIMITS), Ok(()));
 		assert_eq!(check_spec(&SpecView { min_round_length: 30, ..OK }, &LIMITS), Ok(()));
+		// One inner step still takes a block: nothing is final in the block it opened.
+		assert_eq!(LIMITS.min_round_length_floor(1), 1);
+		assert_eq!(LIMITS.min_round_length_floor(40), 2);
 		let no_floor = SpecLimits { max_inner_steps_per_block: 0, ..LIMITS };
 		assert_eq!(check_spec(&SpecView { min_round_length: 0, ..OK }, &no_floor), Ok(()));
 		for (spec, field) in cases {

@@ -170,7 +170,8 @@ parameter_types! {
 	pub const JurorShare: Perbill = Perbill::from_percent(30);
 	pub const NoShowSlash: Perbill = Perbill::from_percent(10);
 	pub const InactivityLeak: Perbill = Perbill::from_percent(1);
-	pub const Limits: synod_primitives::protocol::SpecLimits = synod_primitives::protocol::SpecLimits {
+	/// The spec bounds; no floor on `min_round_length` (rate 0), which a test may set.
+	pub storage Limits: synod_primitives::protocol::SpecLimits = synod_primitives::protocol::SpecLimits {
 		max_rounds: 100,
 		max_inner_steps: 10_000,
 		max_members: MAX_MEMBERS,
@@ -179,7 +180,7 @@ parameter_types! {
 		max_round_timeout: 1_000,
 		min_challenge_window: 1,
 		max_challenge_window: 100,
-		max_inner_steps_per_block: 100,
+		max_inner_steps_per_block: 0,
 	};
 }
 type ToTreasury = frame_support::traits::tokens::imbalance::ResolveTo<Treasury, Balances>;
@@ -468,8 +469,8 @@ pub fn run_to_block(n: u64) {
 }
 
 /// A spec: `rounds` rounds, `trainers` needed (cap [`MAX_MEMBERS`]), quorum, min stake 100,
-/// reward 1 000 per round, timeout 10, challenge window 5, H = 50 (no minimum round length: at
-/// most 100 inner steps per block), open to all.
+/// reward 1 000 per round, timeout 10, challenge window 5, H = 50, no minimum round length (the
+/// mock's [`Limits`] set no floor), open to all.
 pub fn spec(rounds: u32, trainers: u32, quorum: Perbill) -> PoolSpec<Test> {
 	PoolSpec {
 		model_config_hash: [1; 32],

@@ -10,7 +10,7 @@ use frame_support::{
 };
 use frame_system::RawOrigin;
 use sp_runtime::{
-	traits::{Bounded, SaturatedConversion},
+	traits::{Bounded, SaturatedConversion, Saturating},
 	Perbill,
 };
 use synod_primitives::PoolStatus;
@@ -116,6 +116,11 @@ where
 					.expect("member joins")
 			})
 			.collect();
+		// Round 1 opened with the last join: on to the first block that accepts its commits.
+		let now = frame_system::Pallet::<T>::block_number();
+		frame_system::Pallet::<T>::set_block_number(
+			now.saturating_add(spec::<T>(n, n).min_round_length),
+		);
 		(pool_id, members)
 	}
 }

@@ -39,6 +39,11 @@ impl<T: Config> Pallet<T> {
 			min_round_length: spec.min_round_length.saturated_into(),
 			allowed_trainers: spec.allowed_trainers.len() as u32,
 		};
+		// Each allowed account once: a duplicate would count toward `min_trainers`.
+		let mut distinct = spec.allowed_trainers.to_vec();
+		distinct.sort();
+		distinct.dedup();
+		ensure!(distinct.len() == spec.allowed_trainers.len(), Error::<T>::InvalidAllowedTrainers);
 		check_spec(&view, &limits).map_err(|field| match field {
 			SpecField::Rounds => Error::<T>::InvalidRounds,
 			SpecField::InnerSteps => Error::<T>::InvalidInnerSteps,

@@ -88,7 +88,8 @@ pub mod pallet {
 		PoolDeposit,
 	}
 
-	/// The storage version: 2 added `PoolSpec::min_round_length` and
+	/// The storage version: 1 added `PoolInfo::deposit` and `PoolInfo::ended_at`
+	/// ([`crate::migrations::v1`]), 2 `PoolSpec::min_round_length` and
 	/// `PoolSpec::allowed_trainers` ([`crate::migrations::v2`]).
 	pub(crate) const STORAGE_VERSION: StorageVersion = StorageVersion::new(2);
 
@@ -404,12 +405,12 @@ pub mod pallet {
 		PoolEnded,
 		/// The pool dropped the caller for missing rounds: it cannot join that pool again.
 		DroppedFromPool,
-		/// `min_round_length` is below `inner_steps / SpecLimits::max_inner_steps_per_block`
+		/// `min_round_length` is below `⌈inner_steps / SpecLimits::max_inner_steps_per_block⌉`
 		/// (a round could be final faster than its inner phase can run), or above half of
 		/// `round_timeout` (too few blocks left to commit in).
 		InvalidMinRoundLength,
-		/// `allowed_trainers` lists fewer than `min_trainers` accounts: the pool could never
-		/// start.
+		/// `allowed_trainers` lists an account twice, or fewer than `min_trainers` accounts: the
+		/// pool could never start.
 		InvalidAllowedTrainers,
 		/// The pool admits only the accounts in its `allowed_trainers`, and the caller is not
 		/// one of them.

@@ -60,9 +60,9 @@ pub struct PoolSpec<T: Config> {
 	pub challenge_window: BlockNumberFor<T>,
 	/// Blocks after a round opens before a commit to it is accepted (so before it can be
 	/// final): the shortest inner phase the creator allows, at least
-	/// `inner_steps / SpecLimits::max_inner_steps_per_block` and at most half of
-	/// `round_timeout`. With 0,
-	/// members may also commit ahead of a round's opening.
+	/// `⌈inner_steps / SpecLimits::max_inner_steps_per_block⌉` and at most half of
+	/// `round_timeout`. With 0 (only on a chain whose rate is 0, no floor), members may also
+	/// commit ahead of a round's opening.
 	pub min_round_length: BlockNumberFor<T>,
 	/// Accounts allowed to join (at least `min_trainers` of them); empty: anyone may join.
 	pub allowed_trainers: BoundedVec<T::AccountId, T::MaxMembers>,

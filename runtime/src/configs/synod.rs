@@ -56,8 +56,8 @@ parameter_types! {
     pub const MinJuryStake: Balance = 50 * UNIT;
     /// Bounds on pool specs: `min_stake` ≥ 1 SYN, ≤ 1 000 000 SYN per round, a round times out
     /// within a day, challenge windows of 1 block to a day; a round accepts commits no sooner
-    /// than H / 256 blocks after it opens (no member is assumed to run more than 256 inner
-    /// steps per 2-second block, 128 steps/s).
+    /// than ⌈H / 256⌉ blocks after it opens (no member is assumed to run more than 256 inner
+    /// steps per 2-second block, 128 steps/s), so never in the block it opened.
     pub const PoolSpecLimits: synod_primitives::protocol::SpecLimits =
         synod_primitives::protocol::SpecLimits {
             max_rounds: 100_000,
@@ -138,9 +138,9 @@ impl pallet_checkpoints::Config for Runtime {
     type InactivityLeak = InactivityLeak;
     type DropAfterMissed = ConstU32<3>;
     type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
-    // A void costs up to ~19 ms (leak and drop of every participant, two expired kept
+    // A void costs up to ~15 ms (leak and drop of every participant, two expired kept
     // snapshots deleted, next snapshot; `on_initialize_void` on the dev-profile benchmark
-    // node); 8 per block ≈ 150 ms of the 500 ms block. Rounds beyond it are voided lazily
+    // node); 8 per block ≈ 125 ms of the 500 ms block. Rounds beyond it are voided lazily
     // (`void_expired_round`, a late commit).
     type MaxDeadlinesPerBlock = ConstU32<8>;
     type WeightInfo = pallet_checkpoints::weights::SubstrateWeight<Runtime>;

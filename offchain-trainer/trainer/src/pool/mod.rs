@@ -128,6 +128,17 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
     let min_round_length = a
         .min_round_length
         .unwrap_or_else(|| costs.min_round_length(chain_floor, round_timeout));
+    // The chain's bounds, checked before the noise probe's two inner phases.
+    if min_round_length < chain_floor || min_round_length > round_timeout / 2 {
+        bail!(
+            "a minimum round length of {min_round_length} blocks is outside the chain's bounds \
+             for H = {h} and a {round_timeout}-block round timeout: at least {chain_floor}, at \
+             most half the timeout ({}); pass a --min-round-length within them, or a \
+             --round-timeout of at least {}",
+            round_timeout / 2,
+            min_round_length.max(chain_floor).saturating_mul(2)
+        );
+    }
     // Two whole inner phases: after the cheap checks.
     let noise = if a.skip_noise_probe {
         None

@@ -9,7 +9,13 @@ use synod_primitives::PoolStatus;
 #[test]
 fn every_spec_field_is_bounded() {
 	run_test(|| {
-		let ok = spec(3, 3, two_thirds());
+		// A floor of 100 inner steps per block: the 50 of `spec` need one block.
+		Limits::set(&synod_primitives::protocol::SpecLimits {
+			max_inner_steps_per_block: 100,
+			..Limits::get()
+		});
+		let ok =
+			pallet_training_pools::PoolSpec { min_round_length: 1, ..spec(3, 3, two_thirds()) };
 		let cases: Vec<(pallet_training_pools::PoolSpec<Test>, Error<Test>)> = vec![
 			(pallet_training_pools::PoolSpec { rounds: 0, ..ok.clone() }, Error::InvalidRounds),
 			(pallet_training_pools::PoolSpec { rounds: 101, ..ok.clone() }, Error::InvalidRounds),
@@ -56,11 +62,11 @@ fn every_spec_field_is_bounded() {
 				pallet_training_pools::PoolSpec { challenge_window: 101, ..ok.clone() },
 				Error::InvalidChallengeWindow,
 			),
-			// 250 inner steps at the mock's 100 per block: at least 2 blocks per round.
+			// 250 inner steps need 3 blocks.
 			(
 				pallet_training_pools::PoolSpec {
 					inner_steps: 250,
-					min_round_length: 1,
+					min_round_length: 2,
 					..ok.clone()
 				},
 				Error::InvalidMinRoundLength,
@@ -76,7 +82,27 @@ fn every_spec_field_is_bounded() {
 				},
 				Error::InvalidAllowedTrainers,
 			),
+			// Three entries, two accounts: the pool could never start.
+			(
+				pallet_training_pools::PoolSpec {
+					allowed_trainers: frame_support::BoundedVec::truncate_from(vec![1, 2, 1]),
+					..ok.clone()
+				},
+				Error::InvalidAllowedTrainers,
+			),
 		];
+		// One inner step still needs a block: a round is never final in the block it opened.
+		assert_noop!(
+			TrainingPools::create_pool(
+				RuntimeOrigin::signed(CREATOR),
+				pallet_training_pools::PoolSpec {
+					inner_steps: 1,
+					min_round_length: 0,
+					..ok.clone()
+				}
+			),
+			Error::<Test>::InvalidMinRoundLength
+		);
 		for (bad, error) in cases {
 			assert_noop!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), bad), error);
 		}

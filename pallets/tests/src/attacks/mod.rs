@@ -7,6 +7,7 @@ mod below_quorum;
 mod bounds;
 mod candidate_flooding;
 mod cross_pool_jurors;
+mod decision_schedule;
 mod duty_space;
 mod equivocation;
 mod forged_evidence;

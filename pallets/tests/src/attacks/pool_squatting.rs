@@ -77,6 +77,11 @@ fn a_commit_in_the_rounds_inner_phase_is_refused_and_accepted_once_it_is_over() 
 		let opened = System::block_number();
 		run_to_block(opened + LENGTH - 1);
 		assert_noop!(commit_to(pool, 1, 1, 9, &[0]), Error::<Test>::InnerPhaseNotOver);
+		// The transaction pool's check refuses it too (with the error's index), so an early
+		// commit takes no block space; so is a commit ahead.
+		let check = |round| Checkpoints::check_commit(1, pool, round, [9; 32], included(&[0]));
+		assert_noop!(check(1), Error::<Test>::InnerPhaseNotOver);
+		assert_noop!(check(2), Error::<Test>::InnerPhaseNotOver);
 		run_to_block(opened + LENGTH);
 		assert_ok!(commit_to(pool, 1, 1, 9, &[0]));
 		assert_eq!(

@@ -173,9 +173,9 @@ impl Trainer {
             if withhold {
                 return Ok(());
             }
-            // A round of a pool with a minimum round length refuses commits in its first
-            // `min_round_length` blocks (and before it opens): a member faster than that waits
-            // a block and commits again, until the round accepts it or closes.
+            // A round refuses commits in its first `min_round_length` blocks (and before it
+            // opens): a member faster than that waits a block and commits again, while the
+            // round is the pool's open one (at most `min_round_length` blocks).
             loop {
                 match chain
                     .submit(
@@ -187,6 +187,10 @@ impl Trainer {
                     Ok(_) => return Ok(()),
                     Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => return Ok(()),
                     Err(e) if e.is_module("Checkpoints", "InnerPhaseNotOver") => {
+                        let open = chain.open_round(pool).await.map_err(|e| e.to_string())?;
+                        if open.is_none_or(|o| o.round != r) {
+                            return Err(format!("{e} (round {r} is not the open round)"));
+                        }
                         tracing::debug!(round = r, "round {r} accepts no commit yet: {e}");
                         tokio::time::sleep(block).await;
                     }

@@ -108,16 +108,24 @@ impl Trainer {
                         return Ok(Some(Step::Closed(Closed::Voided)));
                     }
                     // Past its deadline and not voided: the chain's queue had no room for it.
-                    // Nobody else may commit again, so we void it ourselves, once.
+                    // Nobody else may commit again, so we void it ourselves, once; members
+                    // wait `index mod 4` blocks more each, so that few calls race (the losers'
+                    // fail and pay their fee).
                     if !void_asked.get() {
                         let open = chain.open_round(pool).await?;
                         let finalized = chain.finalized_number().await?;
-                        if open.is_some_and(|o| o.needs_void(round, finalized)) {
-                            void_asked.set(true);
-                            if let Err(e) =
-                                chain.submit(&calls::void_expired_round(pool), signer).await
-                            {
-                                tracing::warn!(round, "cannot void the expired round: {e}");
+                        let slack = u64::from(me % 4);
+                        if open.is_some_and(|o| o.needs_void(round, finalized, slack)) {
+                            match chain.submit(&calls::void_expired_round(pool), signer).await {
+                                Ok(_) => void_asked.set(true),
+                                // Closed by another member's call or commit meanwhile.
+                                Err(e @ synod_chain::ChainError::Module { .. }) => {
+                                    void_asked.set(true);
+                                    tracing::debug!(round, "not voiding the expired round: {e}");
+                                }
+                                Err(e) => {
+                                    tracing::warn!(round, "cannot void the expired round: {e}")
+                                }
                             }
                         }
                     }

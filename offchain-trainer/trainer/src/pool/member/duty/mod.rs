@@ -13,8 +13,8 @@
 //! or voided the round.
 //!
 //! One pass ([`DutyWorker::duty_pass`]) runs, in order: [`equivocation`] reports, [`juror`]
-//! votes, the [`verifier`]'s checks of closed rounds, and the [`challenger`]'s pending
-//! challenges.
+//! votes, the [`verifier`]'s checks of closed rounds, the [`challenger`]'s pending
+//! challenges, and the leak [`decisions`] the chain's queue left open.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
@@ -29,6 +29,7 @@ use synod_p2p::{Equivocation, PeerId};
 use synod_protocol::{RoundState, Timeline};
 
 mod challenger;
+mod decisions;
 mod equivocation;
 mod evidence;
 mod juror;
@@ -132,6 +133,11 @@ pub(super) struct Duties {
     /// Challenges against us seen open, and the next challenge id to look at
     /// ([`DutyWorker::accused_in_open_challenge`]).
     against_us: (BTreeSet<u32>, u32),
+    /// Voided rounds whose unmatched commits may be left for us to decide → the block their
+    /// equivocation reports close ([`DutyWorker::decide_unmatched_commits`]).
+    to_decide: BTreeMap<u32, u64>,
+    /// The chain's `MaxDeadlinesPerBlock`, read once.
+    spill: Option<u64>,
 }
 
 /// Whether a member that has finished its rounds may stop its duties after a pass that read
@@ -269,6 +275,9 @@ impl DutyWorker {
         }
         if let Err(e) = self.open_pending_challenges() {
             tracing::warn!("challenges: {e:#}");
+        }
+        if let Err(e) = self.decide_unmatched_commits() {
+            tracing::warn!("leak decisions: {e:#}");
         }
     }
 

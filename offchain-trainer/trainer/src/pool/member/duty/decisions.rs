@@ -1,0 +1,85 @@
+//! Leak decisions the chain's queue left open: the unmatched commits of a voided round
+//! (`Checkpoints.UnmatchedCommits`) are decided when its equivocation reports close, in
+//! `on_initialize` if the per-block queue had room; otherwise a member decides them with
+//! `decide_unmatched_commits` (free when it decides), so that an attacker filling the queue
+//! cannot keep a garbage committer out of the leak.
+
+use anyhow::Result;
+use synod_chain::{calls, ChainError};
+
+use super::DutyWorker;
+
+impl DutyWorker {
+    /// Tracks the pool's voided rounds whose snapshot is kept (`KeptSnapshots`: the block their
+    /// reports close), and decides those whose unmatched commits are still undecided once the
+    /// queue's blocks for them have passed. A round is forgotten once nothing is left to
+    /// decide, or the chain refused the call (another member decided it first).
+    pub(super) fn decide_unmatched_commits(&mut self) -> Result<()> {
+        let chain = &self.ctx.chain;
+        for (round, until) in self.ctx.block_on(chain.kept_snapshots(self.ctx.pool))? {
+            self.duties
+                .to_decide
+                .entry(round)
+                .or_insert(u64::from(until));
+        }
+        if self.duties.to_decide.is_empty() {
+            return Ok(());
+        }
+        let spill = match self.duties.spill {
+            Some(s) => s,
+            None => *self
+                .duties
+                .spill
+                .insert(self.ctx.block_on(chain.deadline_spill_blocks())?),
+        };
+        let now = self.ctx.block_on(chain.finalized_number())?;
+        // Members wait different extra blocks, so that few calls race for one decision.
+        let slack = u64::from(self.ctx.me % 4);
+        for (round, until) in self.duties.to_decide.clone() {
+            if !decision_overdue(until, spill, slack, now) {
+                continue;
+            }
+            if !self
+                .ctx
+                .block_on(chain.unmatched_commits_pending(self.ctx.pool, round))?
+            {
+                self.duties.to_decide.remove(&round);
+                continue;
+            }
+            let call = calls::decide_unmatched_commits(self.ctx.pool, round);
+            match self.ctx.block_on(chain.submit(&call, &self.ctx.signer)) {
+                Ok(_) => {
+                    tracing::info!(round, "decided the unmatched commits the queue left open");
+                    self.duties.to_decide.remove(&round);
+                }
+                Err(e @ ChainError::Module { .. }) => {
+                    tracing::debug!(round, "not deciding the unmatched commits: {e}");
+                    self.duties.to_decide.remove(&round);
+                }
+                Err(e) => tracing::warn!(round, "decide_unmatched_commits: {e}"),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the unmatched commits of a voided round whose reports close at block `until` are
+/// past the queue's reach at finalized block `now`: the queue decides them at `until` or in
+/// the `spill − 1` blocks after it, and a member waits `slack` blocks more.
+fn decision_overdue(until: u64, spill: u64, slack: u64, now: u64) -> bool {
+    now >= until.saturating_add(spill.max(1)).saturating_add(slack)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decision_overdue;
+
+    #[test]
+    fn a_decision_is_taken_over_only_after_every_block_the_queue_could_use() {
+        // Reports close at 100; the queue may decide in 100..=107 (8 blocks a list).
+        assert!(!decision_overdue(100, 8, 0, 107));
+        assert!(decision_overdue(100, 8, 0, 108));
+        assert!(!decision_overdue(100, 8, 3, 110));
+        assert!(decision_overdue(100, 8, 3, 111));
+    }
+}
