@@ -282,9 +282,15 @@ impl<T: Config> Pallet<T> {
 		}
 		let keeps = kept.try_push((round, until)).is_ok();
 		KeptSnapshots::<T>::insert(pool_id, kept);
-		for (old, _) in closed {
+		for (old, old_until) in closed {
 			// Its unmatched commits, if still undecided, stay (they hold their participants
 			// and stake): decided at their scheduled block or by `decide_unmatched_commits`.
+			// Unless its reports were still open (a kept list full early, which the pool's
+			// spec rules out): without the snapshot an equivocation that would excuse them
+			// can no longer be proved, so they are not judged.
+			if old_until > now {
+				UnmatchedCommits::<T>::remove((pool_id, old));
+			}
 			Snapshots::<T>::remove((pool_id, old));
 		}
 		if !keeps {
@@ -298,9 +304,13 @@ impl<T: Config> Pallet<T> {
 		// Decided at `until` (or a few blocks later if that block's list is full), before any
 		// extrinsic of the block: their stake stays slashable until then. With no room in any
 		// of those blocks, anyone decides them with `decide_unmatched_commits` from `until`
-		// on, within `round_timeout` blocks while their stake is sure to be there.
+		// on, while their stake is sure to be there: `round_timeout` blocks, and at least
+		// twice the blocks the queue may spill over plus 8 (members call after the spill).
 		let at = Self::schedule_deadline(until, pool_id, round).unwrap_or_else(|| {
-			until.saturating_add(runtime_block::<T>(params.timeline.round_timeout))
+			let spill = u64::from(T::MaxDeadlinesPerBlock::get());
+			let grace =
+				params.timeline.round_timeout.max(spill.saturating_mul(2).saturating_add(8));
+			until.saturating_add(runtime_block::<T>(grace))
 		});
 		for p in unmatched.iter() {
 			T::Staking::keep_slashable(&p.who, block::<T>(at));

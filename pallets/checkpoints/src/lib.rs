@@ -269,10 +269,11 @@ pub mod pallet {
 	/// equivocation reports close (the block `Timeline::slashable_until` of its deadline):
 	/// scheduled in [`Deadlines`], or, if none of the `MaxDeadlinesPerBlock` blocks from it had
 	/// room, by [`Pallet::decide_unmatched_commits`] (their stake stays slashable for
-	/// `round_timeout` blocks more). Each is leaked like a silent participant
+	/// `max(round_timeout, 2 × MaxDeadlinesPerBlock + 8)` blocks more). Each is leaked like a silent participant
 	/// ([`Event::UnmatchedCommitLeaked`]) unless an equivocation was proved in the round by then
 	/// ([`Event::UnmatchedCommitsExcused`]). Kept until decided, also after the round's
-	/// snapshot is deleted; the pool's reaping deletes what is left.
+	/// snapshot is deleted once its reports closed (deleted with it, never judged, if the
+	/// snapshot goes earlier); the pool's reaping deletes what is left.
 	#[pallet::storage]
 	pub type UnmatchedCommits<T: Config> =
 		StorageMap<_, Twox64Concat, (PoolId, RoundIndex), SnapshotOf<T>, OptionQuery>;

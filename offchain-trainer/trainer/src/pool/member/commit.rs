@@ -187,9 +187,15 @@ impl Trainer {
                     Ok(_) => return Ok(()),
                     Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => return Ok(()),
                     Err(e) if e.is_module("Checkpoints", "InnerPhaseNotOver") => {
-                        let open = chain.open_round(pool).await.map_err(|e| e.to_string())?;
-                        if open.is_none_or(|o| o.round != r) {
-                            return Err(format!("{e} (round {r} is not the open round)"));
+                        match chain.open_round(pool).await {
+                            Ok(open) if open.as_ref().is_none_or(|o| o.round != r) => {
+                                return Err(format!("{e} (round {r} is not the open round)"));
+                            }
+                            Ok(_) => {}
+                            // A failed read is not a closed round: ask again next block.
+                            Err(read) => {
+                                tracing::warn!(round = r, "reading the open round: {read}")
+                            }
                         }
                         tracing::debug!(round = r, "round {r} accepts no commit yet: {e}");
                         tokio::time::sleep(block).await;

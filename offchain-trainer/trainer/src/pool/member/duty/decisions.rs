@@ -11,16 +11,19 @@ use super::DutyWorker;
 
 impl DutyWorker {
     /// Tracks the pool's voided rounds whose snapshot is kept (`KeptSnapshots`: the block their
-    /// reports close), and decides those whose unmatched commits are still undecided once the
-    /// queue's blocks for them have passed. A round is forgotten once nothing is left to
-    /// decide, or the chain refused the call (another member decided it first).
+    /// reports close) and that have unmatched commits, and decides those still undecided once
+    /// the queue's blocks for them have passed. A round is done (never tracked again) once
+    /// nothing is left to decide, or the chain refused the call (another member decided it
+    /// first). A member that finishes its duties waits for the rounds it tracks.
     pub(super) fn decide_unmatched_commits(&mut self) -> Result<()> {
         let chain = &self.ctx.chain;
         for (round, until) in self.ctx.block_on(chain.kept_snapshots(self.ctx.pool))? {
-            self.duties
-                .to_decide
-                .entry(round)
-                .or_insert(u64::from(until));
+            if !self.duties.decided.contains(&round) {
+                self.duties
+                    .to_decide
+                    .entry(round)
+                    .or_insert(u64::from(until));
+            }
         }
         if self.duties.to_decide.is_empty() {
             return Ok(());
@@ -36,14 +39,17 @@ impl DutyWorker {
         // Members wait different extra blocks, so that few calls race for one decision.
         let slack = u64::from(self.ctx.me % 4);
         for (round, until) in self.duties.to_decide.clone() {
-            if !decision_overdue(until, spill, slack, now) {
-                continue;
-            }
+            // Unmatched commits are recorded when the round is voided: a round without them
+            // is done at once.
             if !self
                 .ctx
                 .block_on(chain.unmatched_commits_pending(self.ctx.pool, round))?
             {
                 self.duties.to_decide.remove(&round);
+                self.duties.decided.insert(round);
+                continue;
+            }
+            if !decision_overdue(until, spill, slack, now) {
                 continue;
             }
             let call = calls::decide_unmatched_commits(self.ctx.pool, round);
@@ -51,10 +57,12 @@ impl DutyWorker {
                 Ok(_) => {
                     tracing::info!(round, "decided the unmatched commits the queue left open");
                     self.duties.to_decide.remove(&round);
+                    self.duties.decided.insert(round);
                 }
                 Err(e @ ChainError::Module { .. }) => {
                     tracing::debug!(round, "not deciding the unmatched commits: {e}");
                     self.duties.to_decide.remove(&round);
+                    self.duties.decided.insert(round);
                 }
                 Err(e) => tracing::warn!(round, "decide_unmatched_commits: {e}"),
             }

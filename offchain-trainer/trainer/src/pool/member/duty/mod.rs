@@ -136,6 +136,8 @@ pub(super) struct Duties {
     /// Voided rounds whose unmatched commits may be left for us to decide → the block their
     /// equivocation reports close ([`DutyWorker::decide_unmatched_commits`]).
     to_decide: BTreeMap<u32, u64>,
+    /// Voided rounds with nothing (left) to decide.
+    decided: BTreeSet<u32>,
     /// The chain's `MaxDeadlinesPerBlock`, read once.
     spill: Option<u64>,
 }
@@ -336,7 +338,8 @@ impl DutyWorker {
     /// Whether duties are left after a pass whose challenges were read at finalized block
     /// `read_at` or later ([`may_stop`]): the last final round could still be challenged at
     /// that block, a round is still to verify, a challenge is still to open, we are accused in
-    /// an open challenge, or a challenge of this pool waits for a draw or our vote.
+    /// an open challenge, a challenge of this pool waits for a draw or our vote, or a voided
+    /// round's unmatched commits wait for a decision.
     fn duties_left(&mut self, read_at: u64) -> Result<bool> {
         let (last, _) = self.ctx.last_final()?;
         let last = self
@@ -347,7 +350,8 @@ impl DutyWorker {
             || !self.duties.to_verify.is_empty()
             || !self.duties.to_challenge.is_empty()
             || !self.duties.to_report.is_empty()
-            || !self.duties.awaiting.is_empty();
+            || !self.duties.awaiting.is_empty()
+            || !self.duties.to_decide.is_empty();
         Ok(!may_stop(last.as_ref(), read_at, work_left))
     }
 
