@@ -170,6 +170,36 @@ impl Chain {
             .is_some())
     }
 
+    /// The voided rounds of `pool` with undecided unmatched commits (every
+    /// `Checkpoints.UnmatchedCommits` entry of the pool, also those whose round's snapshot is no
+    /// longer kept), ascending. Reads the map's keys only: each ends with the SCALE encoding of
+    /// `(pool, round)` (two `u32` LE) behind its `Twox64Concat` hash.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`].
+    pub async fn unmatched_rounds(&self, pool: u32) -> Result<Vec<u32>, ChainError> {
+        self.retrying("Checkpoints.UnmatchedCommits", |api| async move {
+            let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+            let addr = subxt::dynamic::storage::<((u32, u32),), subxt::dynamic::Value>(
+                "Checkpoints",
+                "UnmatchedCommits",
+            );
+            let mut it = at.storage().iter(addr, ()).await.map_err(ChainError::rpc)?;
+            let mut rounds = Vec::new();
+            while let Some(entry) = it.next().await {
+                let entry = entry.map_err(ChainError::rpc)?;
+                if let Some((p, round)) = pool_round_of_key(entry.key_bytes()) {
+                    if p == pool {
+                        rounds.push(round);
+                    }
+                }
+            }
+            rounds.sort_unstable();
+            Ok(rounds)
+        })
+        .await
+    }
+
     /// `Checkpoints.KeptSnapshots(pool)`: the voided rounds whose snapshot is kept for
     /// equivocation reports, each with the block from which it no longer counts (its stake may
     /// be withdrawn), oldest first; empty if none.
@@ -329,5 +359,31 @@ impl Chain {
             .fetch::<_, Ledger>("TrainerStaking", "Ledger", (*who,))
             .await?
             .map_or(0, |l| l.active))
+    }
+}
+
+/// The `(pool, round)` a storage key keyed by `Twox64Concat((PoolId, RoundIndex))` ends with
+/// (two `u32` LE); `None` for a key too short to hold it.
+fn pool_round_of_key(key: &[u8]) -> Option<(u32, u32)> {
+    let tail: &[u8; 8] = key.get(key.len().checked_sub(8)?..)?.try_into().ok()?;
+    let (pool, round) = tail.split_at(4);
+    Some((
+        u32::from_le_bytes(pool.try_into().ok()?),
+        u32::from_le_bytes(round.try_into().ok()?),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pool_round_of_key;
+
+    #[test]
+    fn a_pool_and_round_are_read_from_the_end_of_their_key() {
+        // Pallet and item prefix (32 bytes), the Twox64 hash (8), then SCALE (pool, round).
+        let mut key = vec![0xAB; 40];
+        key.extend_from_slice(&7u32.to_le_bytes());
+        key.extend_from_slice(&300u32.to_le_bytes());
+        assert_eq!(pool_round_of_key(&key), Some((7, 300)));
+        assert_eq!(pool_round_of_key(&key[..7]), None);
     }
 }

@@ -106,17 +106,19 @@ pub fn challenge_secs(window: u32, block_secs: f64) -> f64 {
 }
 
 /// The smallest round timeout (blocks) a member meets: its inner phase (`phase_secs`), the
-/// duties that share its compute (`verify_secs`), the exchange (`exchange_secs`), then its
-/// commit's inclusion ([`LAG_BLOCKS`]).
+/// duties that share its compute (`verify_secs`), the exchange (`exchange_secs`), and no
+/// sooner than the round accepts commits (`min_round_length` blocks after it opens:
+/// `PoolSpec::min_round_length`), then its commit's inclusion ([`LAG_BLOCKS`]).
 pub fn min_round_timeout(
     phase_secs: f64,
     verify_secs: f64,
     exchange_secs: f64,
     block_secs: f64,
+    min_round_length: u32,
 ) -> u32 {
     let secs = (phase_secs + verify_secs + exchange_secs).max(0.0);
-    u32::try_from(((secs / block_secs).ceil() as u64).saturating_add(LAG_BLOCKS))
-        .unwrap_or(u32::MAX)
+    let ready = ((secs / block_secs).ceil() as u64).max(u64::from(min_round_length));
+    u32::try_from(ready.saturating_add(LAG_BLOCKS)).unwrap_or(u32::MAX)
 }
 
 /// How much faster than the creator's measurement the fastest honest member may be, for
@@ -244,8 +246,11 @@ mod tests {
 
     #[test]
     fn the_round_timeout_covers_phase_duties_exchange_and_inclusion() {
-        assert_eq!(min_round_timeout(20.0, 28.0, 2.0, 2.0), 25 + 3);
-        assert_eq!(min_round_timeout(0.0, 0.0, 0.0, 2.0), 3);
+        assert_eq!(min_round_timeout(20.0, 28.0, 2.0, 2.0, 0), 25 + 3);
+        assert_eq!(min_round_timeout(0.0, 0.0, 0.0, 2.0, 0), 3);
+        // A round that accepts commits only after 40 blocks: the member waits for it.
+        assert_eq!(min_round_timeout(20.0, 28.0, 2.0, 2.0, 40), 40 + 3);
+        assert_eq!(min_round_timeout(20.0, 28.0, 2.0, 2.0, 25), 25 + 3);
         assert!((exchange_secs(4, 1_000_000, 1e6) - 3.0).abs() < 1e-12);
         assert_eq!(exchange_secs(1, 1_000_000, 1e6), 0.0);
     }

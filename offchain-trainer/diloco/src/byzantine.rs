@@ -146,7 +146,7 @@ impl Adversary {
         opts: &EncodeOptions,
     ) -> Result<(), DilocoError> {
         let mut own = None;
-        let mut trace = Vec::new();
+        let mut trace = None;
         let mut commitments = None;
         let mut others = Vec::new();
         for c in contributions.iter() {
@@ -154,11 +154,9 @@ impl Adversary {
             if c.member == self.member {
                 // The cheapest attacker keeps its honest trace and error-feedback commitments
                 // in front of the crafted Δ.
-                trace = crate::trace::split_trace(&c.payload)
-                    .ok()
-                    .and_then(|(t, _)| t)
-                    .unwrap_or_default();
-                commitments = crate::residual::commitments_of(c.member, &c.payload)?;
+                let parts = crate::payload::Payload::parse(c.member, &c.payload)?;
+                trace = parts.trace;
+                commitments = parts.commitments;
                 own = Some(d);
             } else {
                 others.push(d);
@@ -168,11 +166,13 @@ impl Adversary {
         let refs: Vec<&PseudoGradient> = others.iter().collect();
         let seed = self.seed ^ u64::from(round).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let crafted = self.attack.craft(&own, &refs, seed);
-        let mut codec = encode_pseudo_gradient(like, &crafted, opts)?;
-        if let Some(c) = &commitments {
-            codec = crate::residual::with_commitments(c, &codec);
-        }
-        let payload = std::sync::Arc::new(crate::trace::with_trace(&trace, &codec));
+        let body = encode_pseudo_gradient(like, &crafted, opts)?;
+        let payload = crate::payload::Payload {
+            trace,
+            commitments,
+            body: &body,
+        };
+        let payload = std::sync::Arc::new(payload.to_bytes());
         for c in contributions.iter_mut().filter(|c| c.member == self.member) {
             c.payload = payload.clone();
         }

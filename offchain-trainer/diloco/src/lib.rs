@@ -10,6 +10,7 @@
 //! encode Δ_i (int8, or top-k + error feedback; zstd)       (pseudograd, feedback, synod-codec)
 //! + the inner phase's state hashes (PoL trace)             (trace, verify)
 //! + error-feedback residual hashes (sparse, in a pool)       (residual)
+//! = the payload a member signs and serves                    (payload)
 //! exchange payloads                                         (Exchange: local, or libp2p)
 //! decode + robust aggregate in member-index order           (aggregate)
 //! outer Nesterov step θ_r = θ_{r-1} − η (g + μ m)           (outer)
@@ -31,6 +32,7 @@ mod error;
 mod feedback;
 mod inner;
 mod outer;
+pub mod payload;
 mod pseudograd;
 pub mod residual;
 mod round;

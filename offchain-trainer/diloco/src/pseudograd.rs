@@ -51,11 +51,7 @@ pub fn encode_pseudo_gradient(
 /// The encoded pseudo-gradient inside `payload`, after its trace prefix and its
 /// error-feedback commitments, if any.
 fn codec_bytes(member: u32, payload: &[u8]) -> Result<&[u8], DilocoError> {
-    let (_, codec) = crate::trace::split_trace(payload)
-        .map_err(|source| DilocoError::Trace { member, source })?;
-    crate::residual::split_commitments(codec)
-        .map(|(_, codec)| codec)
-        .map_err(|source| DilocoError::Residual { member, source })
+    crate::payload::Payload::parse(member, payload).map(|p| p.body)
 }
 
 /// The decoder's limits for payloads of a model laid out like `like`.

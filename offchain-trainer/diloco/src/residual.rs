@@ -28,7 +28,7 @@
 //! lie about `P_r` is; one that starts round r + 1 from another residual is caught by step 1.
 //!
 //! Wire form: `"SYEF"`, `carried_in` (32 bytes), `carried_out` (32 bytes), then the
-//! `synod-codec` payload. Dense payloads (int8, fp32) carry no commitments.
+//! `synod-codec` payload, behind the trace if any ([`crate::payload`]). Dense payloads (int8, fp32) carry no commitments.
 
 use synod_checkpoint::{NamedTensor, ParamSet};
 
@@ -59,7 +59,7 @@ pub enum ResidualError {
 }
 
 /// `codec` (an encoded pseudo-gradient) with `commitments` in front.
-pub fn with_commitments(commitments: &Commitments, codec: &[u8]) -> Vec<u8> {
+pub(crate) fn with_commitments(commitments: &Commitments, codec: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(COMMITMENT_BYTES + codec.len());
     out.extend_from_slice(&RESIDUAL_MAGIC);
     out.extend_from_slice(&commitments.carried_in);
@@ -68,12 +68,14 @@ pub fn with_commitments(commitments: &Commitments, codec: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Splits `codec` (a payload after its trace, [`crate::trace::split_trace`]) into its
+/// Splits `codec` (a payload after its trace) into its
 /// commitments (`None` if it has none) and the encoded pseudo-gradient.
 ///
 /// # Errors
 /// [`ResidualError::Truncated`] if the magic is there and the hashes are not.
-pub fn split_commitments(codec: &[u8]) -> Result<(Option<Commitments>, &[u8]), ResidualError> {
+pub(crate) fn split_commitments(
+    codec: &[u8],
+) -> Result<(Option<Commitments>, &[u8]), ResidualError> {
     let Some(rest) = codec.strip_prefix(&RESIDUAL_MAGIC) else {
         return Ok((None, codec));
     };
@@ -92,17 +94,14 @@ pub fn split_commitments(codec: &[u8]) -> Result<(Option<Commitments>, &[u8]), R
     ))
 }
 
-/// The commitments of a whole payload (trace prefix skipped), `None` for a dense one.
+/// The commitments of a whole payload, `None` for a dense one
+/// ([`crate::payload::Payload::parse`]).
 ///
 /// # Errors
 /// [`DilocoError::Trace`] / [`DilocoError::Residual`] for a malformed prefix of `member`'s
 /// payload.
 pub fn commitments_of(member: u32, payload: &[u8]) -> Result<Option<Commitments>, DilocoError> {
-    let (_, codec) = crate::trace::split_trace(payload)
-        .map_err(|source| DilocoError::Trace { member, source })?;
-    split_commitments(codec)
-        .map(|(c, _)| c)
-        .map_err(|source| DilocoError::Residual { member, source })
+    crate::payload::Payload::parse(member, payload).map(|p| p.commitments)
 }
 
 /// The `carried_in` a member's round-r payload must commit to: `previous_out` (the

@@ -333,7 +333,8 @@ impl OuterState {
             Some(e) => crate::residual::residual_bytes(start, e)?.1,
             None => crate::residual::NO_RESIDUAL,
         };
-        let mut payload = feedback.encode(start, delta, opts)?;
+        let body = feedback.encode(start, delta, opts)?;
+        let mut commitments = None;
         if commit {
             // e_r is kept (stored and served, like a trace state) before its hash is signed.
             let carried_out = match feedback.residual() {
@@ -344,15 +345,17 @@ impl OuterState {
                 }
                 None => crate::residual::NO_RESIDUAL,
             };
-            let commitments = crate::residual::Commitments {
+            commitments = Some(crate::residual::Commitments {
                 carried_in,
                 carried_out,
-            };
-            payload = crate::residual::with_commitments(&commitments, &payload);
+            });
         }
-        if !trace.is_empty() {
-            payload = crate::trace::with_trace(&trace, &payload);
+        let payload = crate::payload::Payload {
+            trace: Some(trace),
+            commitments,
+            body: &body,
         }
+        .to_bytes();
         Ok((
             Contribution {
                 member: me,

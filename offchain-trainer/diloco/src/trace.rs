@@ -5,9 +5,8 @@
 //! digest commits to its whole trajectory before any verifier draws which segments to replay.
 //!
 //! Wire form: `"SYTR"`, the hash count `n` (u32 LE, 2 ≤ n ≤ [`MAX_TRACE_HASHES`]), `n` × 32
-//! bytes of blake3, then the `synod-codec` payload (which starts with `"SYNG"`). A payload
-//! without the prefix has no trace: it is still a valid payload, and a verifier replays it
-//! whole.
+//! bytes of blake3, then the rest of the payload ([`crate::payload`]). A payload without the
+//! prefix has no trace: it is still a valid payload, and a verifier replays it whole.
 
 /// First four bytes of a traced payload.
 pub const TRACE_MAGIC: [u8; 4] = *b"SYTR";
@@ -38,7 +37,7 @@ pub enum TraceError {
 
 /// `codec` (an encoded pseudo-gradient) with `trace` in front; `codec` unchanged for an empty
 /// trace.
-pub fn with_trace(trace: &[[u8; 32]], codec: &[u8]) -> Vec<u8> {
+pub(crate) fn with_trace(trace: &[[u8; 32]], codec: &[u8]) -> Vec<u8> {
     if trace.is_empty() {
         return codec.to_vec();
     }
@@ -57,7 +56,7 @@ pub fn with_trace(trace: &[[u8; 32]], codec: &[u8]) -> Vec<u8> {
 ///
 /// # Errors
 /// [`TraceError`] for a prefix that is truncated or holds a count out of range.
-pub fn split_trace(payload: &[u8]) -> Result<(Option<Trace>, &[u8]), TraceError> {
+pub(crate) fn split_trace(payload: &[u8]) -> Result<(Option<Trace>, &[u8]), TraceError> {
     let Some(rest) = payload.strip_prefix(&TRACE_MAGIC) else {
         return Ok((None, payload));
     };

@@ -83,7 +83,9 @@ fn trace_states_are_kept_in_boundary_order_off_the_phase_and_a_failing_keep_ends
     assert_eq!(kept.iter().map(|k| k.0).collect::<Vec<_>>(), [0, 2, 3, 6]);
     // θ moves towards the target step by step: the states are the phase's, in order.
     assert!(kept.windows(2).all(|k| k[0].2 < k[1].2), "{kept:?}");
-    let (trace, _) = synod_diloco::trace::split_trace(&c.payload).unwrap();
+    let trace = synod_diloco::payload::Payload::parse(0, &c.payload)
+        .unwrap()
+        .trace;
     assert_eq!(trace.unwrap(), kept.iter().map(|k| k.1).collect::<Vec<_>>());
     // A keep that fails (a full disk) ends the phase with its own error, never a hang.
     let err = state
@@ -443,15 +445,15 @@ fn sparse_rounds_with_error_feedback_reach_the_consensus_that_top_k_alone_is_slo
 /// `payload` behind the largest trace (every hash a trace may hold) and error-feedback
 /// commitments: the largest payload a member can send for it.
 fn with_largest_prefixes(payload: &[u8]) -> Vec<u8> {
-    let hashes = [[9u8; 32]; synod_diloco::trace::MAX_TRACE_HASHES];
-    let committed = synod_diloco::residual::with_commitments(
-        &synod_diloco::residual::Commitments {
+    synod_diloco::payload::Payload {
+        trace: Some(vec![[9u8; 32]; synod_diloco::trace::MAX_TRACE_HASHES]),
+        commitments: Some(synod_diloco::residual::Commitments {
             carried_in: [1; 32],
             carried_out: [2; 32],
-        },
-        payload,
-    );
-    synod_diloco::trace::with_trace(&hashes, &committed)
+        }),
+        body: payload,
+    }
+    .to_bytes()
 }
 
 /// A generator of `n` incompressible values in [−0.5, 0.5) (xorshift64).

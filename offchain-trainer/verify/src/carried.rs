@@ -34,7 +34,8 @@ pub fn expected_carried_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use synod_diloco::residual::{with_commitments, Commitments};
+    use synod_diloco::payload::Payload;
+    use synod_diloco::residual::Commitments;
 
     #[test]
     fn the_expected_residual_follows_the_rule_and_says_when_it_cannot_tell() {
@@ -44,9 +45,12 @@ mod tests {
             carried_in: [1; 32],
             carried_out: [2; 32],
         };
-        retained
-            .save(4, 7, &with_commitments(&c, b"SYNG"), None)
-            .unwrap();
+        let payload = Payload {
+            trace: None,
+            commitments: Some(c),
+            body: b"SYNG",
+        };
+        retained.save(4, 7, &payload.to_bytes(), None).unwrap();
         assert_eq!(expected_carried_in(&retained, 5, 7, &[3, 7]), Some([2; 32]));
         // Left out of round 4's included set: the memory starts over.
         assert_eq!(

@@ -13,8 +13,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use synod_diloco::residual::{commitments_of, NO_RESIDUAL};
-use synod_diloco::trace::split_trace;
+use synod_diloco::payload::Payload;
+use synod_diloco::residual::NO_RESIDUAL;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -34,14 +34,17 @@ pub fn wanted_states<K>(
 ) -> Vec<(K, Vec<[u8; 32]>)> {
     let mut wanted = Vec::new();
     for (author, claimed, segments) in checks {
-        let mut hashes: Vec<[u8; 32]> = match commitments_of(0, &claimed) {
-            Ok(Some(c)) if sparse => [c.carried_in, c.carried_out]
+        let Ok(parts) = Payload::parse(0, &claimed) else {
+            continue;
+        };
+        let mut hashes: Vec<[u8; 32]> = match parts.commitments {
+            Some(c) if sparse => [c.carried_in, c.carried_out]
                 .into_iter()
                 .filter(|h| *h != NO_RESIDUAL)
                 .collect(),
             _ => Vec::new(),
         };
-        if let Ok((Some(trace), _)) = split_trace(&claimed) {
+        if let Some(trace) = parts.trace {
             if trace.len() == boundaries {
                 hashes.extend(
                     needed_states(trace.len(), &segments)
@@ -109,8 +112,18 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use synod_diloco::residual::{with_commitments, Commitments};
-    use synod_diloco::trace::with_trace;
+    use synod_diloco::payload::Payload;
+    use synod_diloco::residual::Commitments;
+
+    /// A sparse payload's bytes with `trace` and `c` in front of an empty body.
+    fn framed(trace: Option<Vec<[u8; 32]>>, c: Commitments) -> Vec<u8> {
+        Payload {
+            trace,
+            commitments: Some(c),
+            body: b"SYNG",
+        }
+        .to_bytes()
+    }
 
     #[test]
     fn a_copier_cannot_make_its_victims_residuals_look_withheld() {
@@ -120,7 +133,7 @@ mod tests {
             carried_out: [2; 32],
         };
         let trace: Vec<[u8; 32]> = (3..8u8).map(|b| [b; 32]).collect();
-        let payload = with_trace(&trace, &with_commitments(&c, b"SYNG"));
+        let payload = framed(Some(trace.clone()), c);
         let checks = vec![
             ("copier", payload.clone(), vec![1]),
             ("victim", payload.clone(), vec![1]),
@@ -136,7 +149,7 @@ mod tests {
             carried_in: NO_RESIDUAL,
             carried_out: [2; 32],
         };
-        let round_one = with_commitments(&first, b"SYNG");
+        let round_one = framed(None, first);
         assert_eq!(
             wanted_states(vec![("m", round_one, vec![])], trace.len(), true),
             vec![("m", vec![[2; 32]])]

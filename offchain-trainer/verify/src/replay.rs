@@ -10,8 +10,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use synod_checkpoint::ParamSet;
 use synod_codec::EncodeOptions;
+use synod_diloco::payload::Payload;
 use synod_diloco::residual::{carried_distance, residual_from_bytes, NO_RESIDUAL};
-use synod_diloco::trace::split_trace;
 use synod_diloco::verify::{
     replay_distance, segment_drift, within_tolerance, REPLAY_TOLERANCE, SEGMENT_TOLERANCE,
 };
@@ -348,11 +348,11 @@ impl Replayer {
     ) -> Result<Replay> {
         let t0 = Instant::now();
         let bounds = recipe.segment_boundaries(self.inner_steps);
-        let trace = match split_trace(claimed) {
-            Ok((Some(_), _)) if segments.is_empty() => {
+        let trace = match Payload::trace_of(claimed) {
+            Some(_) if segments.is_empty() => {
                 return self.check(recipe, parent, round, member, claimed, residuals)
             }
-            Ok((Some(t), _)) if t.len() == bounds.len() => t,
+            Some(t) if t.len() == bounds.len() => t,
             _ => {
                 let rep = self.check(recipe, parent, round, member, claimed, residuals)?;
                 return Ok(Replay {

@@ -153,8 +153,14 @@ mod benchmarks {
 	fn on_initialize_expire(
 		e: Linear<0, { T::MaxExpiriesPerBlock::get() }>,
 	) -> Result<(), BenchmarkError> {
+		// Every pool is created in this block, so every round is final in one block and every
+		// challenge opens in one.
+		let start = frame_system::Pallet::<T>::block_number();
 		let pools: Vec<_> = (0..e)
-			.map(|_| T::BenchmarkHelper::final_round(T::MaxPoolMembers::get()))
+			.map(|_| {
+				frame_system::Pallet::<T>::set_block_number(start);
+				T::BenchmarkHelper::final_round(T::MaxPoolMembers::get())
+			})
 			.collect();
 		let challenger = funded::<T>("challenger", 0);
 		for (pool, members) in &pools {

@@ -67,7 +67,8 @@ pub struct Challenge<T: Config> {
 #[cfg(feature = "runtime-benchmarks")]
 pub trait BenchmarkHelper<AccountId> {
 	/// A Training pool with `members` members whose round 1 is final with every member a
-	/// contributor; returns the pool id and the members.
+	/// contributor, created in the current block; leaves the chain at the block of its
+	/// finality (the first that accepts commits). Returns the pool id and the members.
 	fn final_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
 	/// A Training pool with `members` members whose round 1 was voided (nobody committed), its
 	/// snapshot kept for equivocation reports; returns the pool id and the members.

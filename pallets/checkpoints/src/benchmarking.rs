@@ -32,6 +32,8 @@ mod benchmarks {
 	#[benchmark]
 	fn commit_checkpoint(m: Linear<2, { T::MaxMembers::get() }>) -> Result<(), BenchmarkError> {
 		let (pool, members) = T::BenchmarkHelper::training_pool(m);
+		let from = Pallet::<T>::commits_from(pool).ok_or(BenchmarkError::Weightless)?;
+		frame_system::Pallet::<T>::set_block_number(from);
 		let m = members.len() as u32;
 		let full = all_included::<T>(m);
 		let (last, rest) = members.split_last().ok_or(BenchmarkError::Weightless)?;
@@ -81,10 +83,8 @@ mod benchmarks {
 		// decision) before keeping its own. A scheduled leak decision (an entry of the same list) slashes and
 		// drops at most the same participants, without the next round's snapshot.
 		let mut due = None;
-		// Every pool's round 1 opens in one block, so their deadlines share it.
-		let start = frame_system::Pallet::<T>::block_number();
+		// Every pool's round 1 opens in this block, so their deadlines share one.
 		for _ in 0..v {
-			frame_system::Pallet::<T>::set_block_number(start);
 			let (pool, _) = T::BenchmarkHelper::training_pool(T::MaxMembers::get());
 			let open =
 				crate::pallet::OpenRounds::<T>::get(pool).ok_or(BenchmarkError::Weightless)?;
@@ -109,6 +109,7 @@ mod benchmarks {
 			due = Some(open.deadline);
 		}
 		let at: BlockNumberFor<T> = due.unwrap_or_else(|| 100u32.into());
+		assert_eq!(Deadlines::<T>::get(at).len() as u32, v, "every pool's void is measured");
 		#[block]
 		{
 			Pallet::<T>::on_initialize(at);

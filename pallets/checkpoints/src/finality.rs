@@ -436,6 +436,14 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 }
 
 impl<T: Config> Pallet<T> {
+	/// First block in which `pool_id`'s open round accepts commits (`Timeline::commits_from`
+	/// its opening: `min_round_length` blocks after it), or `None` without an open round.
+	pub fn commits_from(pool_id: PoolId) -> Option<BlockNumberFor<T>> {
+		let open = OpenRounds::<T>::get(pool_id)?;
+		let timeline = T::Pools::round_params(pool_id)?.timeline;
+		Some(runtime_block::<T>(timeline.commits_from(block::<T>(open.opened_at))))
+	}
+
 	/// Whether any of `pool`'s round history is left (`unopened`: the round after its last).
 	fn has_history(pool: PoolId, unopened: RoundIndex) -> bool {
 		KeptSnapshots::<T>::contains_key(pool)

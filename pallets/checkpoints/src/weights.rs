@@ -63,8 +63,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn commit_checkpoint(m: u32) -> Weight {
 		// Proof size: measured `1085`, estimated `13274` bytes.
-		Weight::from_parts(13_561_215, 13274)
-			.saturating_add(Weight::from_parts(179_561_162, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_791_328_512, 13274)
+			.saturating_add(Weight::from_parts(75_188_247, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(15_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(14_u64))
@@ -120,8 +120,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `v` is `[0, 8]`.
 	fn on_initialize_void(v: u32) -> Weight {
 		// Proof size: measured `431`, estimated `4913` bytes.
-		Weight::from_parts(1_533_126_623, 4913)
-			.saturating_add(Weight::from_parts(13_819_554_559, 0).saturating_mul(v.into()))
+		Weight::from_parts(18_197_000, 4913)
+			.saturating_add(Weight::from_parts(19_859_926_595, 0).saturating_mul(v.into()))
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().reads((266_u64).saturating_mul(v.into())))
 			.saturating_add(T::DbWeight::get().writes(2_u64))
@@ -160,7 +160,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	fn decide_unmatched_commits() -> Weight {
 		// Proof size: measured `84994`, estimated `148094` bytes.
-		Weight::from_parts(11_168_698_000, 148094)
+		Weight::from_parts(21_319_170_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(231_u64))
 			.saturating_add(T::DbWeight::get().writes(293_u64))
 	}
@@ -169,23 +169,23 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn commit_checkpoint(m: u32) -> Weight {
-		Weight::from_parts(13_561_215, 13274)
-			.saturating_add(Weight::from_parts(179_561_162, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_791_328_512, 13274)
+			.saturating_add(Weight::from_parts(75_188_247, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(15_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(14_u64))
 			.saturating_add(RocksDbWeight::get().writes((2_u64).saturating_mul(m.into())))
 	}
 	fn on_initialize_void(v: u32) -> Weight {
-		Weight::from_parts(1_533_126_623, 4913)
-			.saturating_add(Weight::from_parts(13_819_554_559, 0).saturating_mul(v.into()))
+		Weight::from_parts(18_197_000, 4913)
+			.saturating_add(Weight::from_parts(19_859_926_595, 0).saturating_mul(v.into()))
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().reads((266_u64).saturating_mul(v.into())))
 			.saturating_add(RocksDbWeight::get().writes(2_u64))
 			.saturating_add(RocksDbWeight::get().writes((300_u64).saturating_mul(v.into())))
 	}
 	fn decide_unmatched_commits() -> Weight {
-		Weight::from_parts(11_168_698_000, 148094)
+		Weight::from_parts(21_319_170_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(231_u64))
 			.saturating_add(RocksDbWeight::get().writes(293_u64))
 	}

@@ -299,8 +299,9 @@ pub trait PoolSetup<AccountId> {
 	/// Creates a pool needing `members` trainers (clamped to `1..=MaxMembers`), lets that many
 	/// funded, bonded accounts join (so it is `Training` at round 1) and returns its id and the
 	/// members in index order. The pool has 10 rounds, quorum 67 %, timeout 100 and a
-	/// challenge window of 10 blocks, the chain's least `min_round_length`; it returns at the
-	/// first block in which round 1 accepts commits. Every member registers the ML-DSA-65 key
+	/// challenge window of 10 blocks, the chain's least `min_round_length`. Round 1 opens in
+	/// the current block, which this leaves as it is: it accepts commits `min_round_length`
+	/// blocks later (`pallet_checkpoints::Pallet::commits_from`). Every member registers the ML-DSA-65 key
 	/// of [`BENCHMARK_KEY_SEED`], so benchmarks can sign its announcements.
 	fn training_pool(members: u32) -> (PoolId, Vec<AccountId>);
 }

@@ -27,12 +27,17 @@ mod benchmarks {
 		s: Linear<0, { T::MaxSettlementsPerBlock::get() }>,
 		c: Linear<1, { T::MaxContributors::get() }>,
 	) -> Result<(), BenchmarkError> {
+		// Every pool is created in the same block, so their rounds are final in one block and
+		// their settlements are due in one.
+		let start = frame_system::Pallet::<T>::block_number();
 		let mut at = None;
 		for _ in 0..s {
+			frame_system::Pallet::<T>::set_block_number(start);
 			let (pool, _) = T::BenchmarkHelper::final_round(c);
 			at = Unsettled::<T>::get(pool, 1).map(|p| p.settle_at);
 		}
 		let at = at.unwrap_or_else(|| 1_000u32.into());
+		assert_eq!(Settlements::<T>::get(at).len() as u32, s, "every settlement is measured");
 		#[block]
 		{
 			Pallet::<T>::on_initialize(at);

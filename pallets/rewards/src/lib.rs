@@ -262,7 +262,8 @@ pub mod pallet {
 /// Creates pools with final rounds for benchmarks.
 #[cfg(feature = "runtime-benchmarks")]
 pub trait BenchmarkHelper<AccountId> {
-	/// A pool with `members` members whose round 1 is final (all contributors); returns the
-	/// pool id and the members.
+	/// A pool with `members` members whose round 1 is final (all contributors), created in the
+	/// current block; leaves the chain at the block of its finality (the first that accepts
+	/// commits). Returns the pool id and the members.
 	fn final_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
 }

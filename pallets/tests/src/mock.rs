@@ -326,6 +326,7 @@ pub struct BenchHelper;
 fn bench_final_round(members: u32) -> (u32, Vec<AccountId>) {
 	use synod_primitives::PoolSetup;
 	let (pool, who) = TrainingPools::training_pool(members);
+	System::set_block_number(Checkpoints::commits_from(pool).expect("round 1 is open"));
 	let all: Vec<u32> = (0..who.len() as u32).collect();
 	for w in &who {
 		let _ = Checkpoints::commit_checkpoint(

@@ -24,6 +24,8 @@ enum Op {
 		min_stake: u128,
 		timeout: u64,
 		window: u64,
+		min_round_length: u64,
+		allowed: u8,
 	},
 	Join(usize, u32, u128),
 	Leave(usize, u32),
@@ -38,6 +40,7 @@ enum Op {
 		mask: u8,
 	},
 	VoidExpired(usize, u32),
+	Decide(usize, u32, u32),
 	Challenge {
 		who: usize,
 		pool: u32,
@@ -96,11 +99,35 @@ fn op() -> impl Strategy<Value = Op> {
 			amount(),
 			amount(),
 			prop_oneof![Just(0u64), Just(1), Just(10), Just(1_000), Just(u64::MAX)],
-			prop_oneof![Just(0u64), Just(1), Just(5), Just(100), Just(u64::MAX)]
+			prop_oneof![Just(0u64), Just(1), Just(5), Just(100), Just(u64::MAX)],
+			(prop_oneof![Just(0u64), Just(1), Just(3), Just(500), Just(u64::MAX)], any::<u8>())
 		)
-			.prop_map(|(who, rounds, trainers, quorum, reward, min_stake, timeout, window)| {
-				Op::CreatePool { who, rounds, trainers, quorum, reward, min_stake, timeout, window }
-			}),
+			.prop_map(
+				|(
+					who,
+					rounds,
+					trainers,
+					quorum,
+					reward,
+					min_stake,
+					timeout,
+					window,
+					(min_round_length, allowed),
+				)| {
+					Op::CreatePool {
+						who,
+						rounds,
+						trainers,
+						quorum,
+						reward,
+						min_stake,
+						timeout,
+						window,
+						min_round_length,
+						allowed,
+					}
+				},
+			),
 		(who.clone(), pool.clone(), amount()).prop_map(|(w, p, a)| Op::Join(w, p, a)),
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Leave(w, p)),
 		(who.clone(), pool.clone(), 0..6u32).prop_map(|(w, p, i)| Op::ReleaseDeposit(w, p, i)),
@@ -109,6 +136,7 @@ fn op() -> impl Strategy<Value = Op> {
 		(who.clone(), pool.clone(), 0..3u32, 0..3u8, any::<u8>())
 			.prop_map(|(who, pool, ahead, hash, mask)| Op::Commit { who, pool, ahead, hash, mask }),
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::VoidExpired(w, p)),
+		(who.clone(), pool.clone(), 0..5u32).prop_map(|(w, p, r)| Op::Decide(w, p, r)),
 		(who.clone(), pool.clone(), 0..5u32, who.clone())
 			.prop_map(|(who, pool, round, accused)| Op::Challenge { who, pool, round, accused }),
 		(who.clone(), pool.clone(), 0..5u32, who.clone()).prop_map(
@@ -131,13 +159,31 @@ fn apply(op: &Op) {
 		Op::Bond(w, a) => TrainerStaking::bond(o(w), a),
 		Op::Unbond(w, a) => TrainerStaking::unbond(o(w), a),
 		Op::Withdraw(w) => TrainerStaking::withdraw_unbonded(o(w)),
-		Op::CreatePool { who, rounds, trainers, quorum, reward, min_stake, timeout, window } => {
+		Op::CreatePool {
+			who,
+			rounds,
+			trainers,
+			quorum,
+			reward,
+			min_stake,
+			timeout,
+			window,
+			min_round_length,
+			allowed,
+		} => {
 			let mut s = spec(rounds, trainers, Perbill::from_parts(quorum));
 			s.max_trainers = trainers.max(1);
 			s.reward_per_round = reward;
 			s.min_stake = min_stake;
 			s.round_timeout = timeout;
 			s.challenge_window = window;
+			s.min_round_length = min_round_length;
+			// The accounts whose bit is set may join (none set: anyone).
+			let list: Vec<AccountId> = (0..ACCOUNTS.len().min(8))
+				.filter(|i| allowed & (1 << i) != 0)
+				.map(|i| ACCOUNTS[i])
+				.collect();
+			s.allowed_trainers = list.try_into().unwrap_or_default();
 			TrainingPools::create_pool(o(who), s)
 		},
 		Op::Join(w, p, a) => {
@@ -162,6 +208,9 @@ fn apply(op: &Op) {
 			)
 		},
 		Op::VoidExpired(w, p) => Checkpoints::void_expired_round(o(w), p),
+		Op::Decide(w, p, r) => Checkpoints::decide_unmatched_commits(o(w), p, r)
+			.map(|_| ())
+			.map_err(|e| e.error),
 		Op::Challenge { who, pool, round, accused } => {
 			open_challenge(ACCOUNTS[who], pool, round, ACCOUNTS[accused], [9; 32])
 		},

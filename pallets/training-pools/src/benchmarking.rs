@@ -116,11 +116,6 @@ where
 					.expect("member joins")
 			})
 			.collect();
-		// Round 1 opened with the last join: on to the first block that accepts its commits.
-		let now = frame_system::Pallet::<T>::block_number();
-		frame_system::Pallet::<T>::set_block_number(
-			now.saturating_add(spec::<T>(n, n).min_round_length),
-		);
 		(pool_id, members)
 	}
 }

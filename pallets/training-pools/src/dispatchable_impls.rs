@@ -357,6 +357,15 @@ impl<T: Config> Pallet<T> {
 			)
 	}
 
+	/// The most one `reap_pool` call can weigh: every current member, and `ReapLimit` records
+	/// split between former members and other pallets' records as the heavier split makes it
+	/// (the weight is linear in both counts and their sum is at most `ReapLimit`, so the
+	/// heaviest split is all of one kind).
+	pub(crate) fn max_reap_weight() -> Weight {
+		let (members, limit) = (T::MaxMembers::get(), T::ReapLimit::get());
+		Self::reap_weight(members, limit, 0).max(Self::reap_weight(members, 0, limit))
+	}
+
 	/// [`Pallet::reap_pool`]: returns how many current members, former members and other
 	/// pallets' records it deleted.
 	pub(crate) fn do_reap_pool(pool_id: PoolId) -> Result<(u32, u32, u32), DispatchError> {

@@ -529,7 +529,7 @@ pub mod pallet {
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolNotEnded`], [`Error::PoolNotSettled`],
 		/// [`Error::PoolRecordsInUse`].
 		#[pallet::call_index(5)]
-		#[pallet::weight(Pallet::<T>::reap_weight(T::MaxMembers::get(), T::ReapLimit::get(), T::ReapLimit::get()))]
+		#[pallet::weight(Pallet::<T>::max_reap_weight())]
 		pub fn reap_pool(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResultWithPostInfo {
 			ensure_signed(origin)?;
 			let (members, formers, others) = Self::do_reap_pool(pool_id)?;

@@ -37,7 +37,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
 	fn create_pool() -> Weight {
 		// Proof size: measured `164`, estimated `3622` bytes.
-		Weight::from_parts(383_597_000, 3622)
+		Weight::from_parts(500_432_000, 3622)
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -75,7 +75,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
 	fn join_pool() -> Weight {
 		// Proof size: measured `72454`, estimated `148094` bytes.
-		Weight::from_parts(3_630_832_000, 148094)
+		Weight::from_parts(5_124_812_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(137_u64))
 			.saturating_add(T::DbWeight::get().writes(43_u64))
 	}
@@ -93,7 +93,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
 	fn leave_pool() -> Weight {
 		// Proof size: measured `4748`, estimated `5587` bytes.
-		Weight::from_parts(410_728_000, 5587)
+		Weight::from_parts(488_220_000, 5587)
 			.saturating_add(T::DbWeight::get().reads(5_u64))
 			.saturating_add(T::DbWeight::get().writes(6_u64))
 	}
@@ -107,7 +107,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::TrainerPools` (`max_values`: None, `max_size`: Some(81), added: 2556, mode: `MaxEncodedLen`)
 	fn release_member_deposit() -> Weight {
 		// Proof size: measured `2552`, estimated `5559` bytes.
-		Weight::from_parts(389_877_000, 5559)
+		Weight::from_parts(500_937_000, 5559)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -126,8 +126,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[1, 32]`.
 	fn cancel_pool(m: u32) -> Weight {
 		// Proof size: measured `804`, estimated `4851` bytes.
-		Weight::from_parts(440_570_685, 4851)
-			.saturating_add(Weight::from_parts(51_871_119, 0).saturating_mul(m.into()))
+		Weight::from_parts(527_534_941, 4851)
+			.saturating_add(Weight::from_parts(59_999_686, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().reads((2_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(3_u64))
@@ -144,13 +144,13 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::MemberList` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Members` (r:31 w:31)
 	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
-	/// Storage: `System::Account` (r:160 w:160)
+	/// Storage: `System::Account` (r:96 w:96)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
-	/// Storage: `Balances::Holds` (r:160 w:160)
+	/// Storage: `Balances::Holds` (r:96 w:96)
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
-	/// Storage: `TrainingPools::TrainerPools` (r:159 w:159)
+	/// Storage: `TrainingPools::TrainerPools` (r:95 w:95)
 	/// Proof: `TrainingPools::TrainerPools` (`max_values`: None, `max_size`: Some(81), added: 2556, mode: `MaxEncodedLen`)
-	/// Storage: `TrainingPools::FormerMembers` (r:129 w:128)
+	/// Storage: `TrainingPools::FormerMembers` (r:65 w:64)
 	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Dropped` (r:1 w:0)
 	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
@@ -171,13 +171,13 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainingPools::PeerIds` (r:0 w:31)
 	/// Proof: `TrainingPools::PeerIds` (`max_values`: None, `max_size`: Some(126), added: 2601, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[0, 31]`.
-	/// The range of component `r` is `[0, 128]`.
+	/// The range of component `r` is `[0, 64]`.
 	fn reap_pool(m: u32, r: u32) -> Weight {
-		// Proof size: measured `787`, estimated `5559` bytes.
-		Weight::from_parts(9_198_047_000, 5559)
-			.saturating_add(Weight::from_parts(154_235_145, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(309_075_499, 0).saturating_mul(r.into()))
-			.saturating_add(T::DbWeight::get().reads(12_u64))
+		// Proof size: measured `962`, estimated `5559` bytes.
+		Weight::from_parts(8_745_643_518, 5559)
+			.saturating_add(Weight::from_parts(285_249_182, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(275_988_059, 0).saturating_mul(r.into()))
+			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(r.into())))
 			.saturating_add(T::DbWeight::get().writes(5_u64))
@@ -191,38 +191,38 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn create_pool() -> Weight {
-		Weight::from_parts(383_597_000, 3622)
+		Weight::from_parts(500_432_000, 3622)
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn join_pool() -> Weight {
-		Weight::from_parts(3_630_832_000, 148094)
+		Weight::from_parts(5_124_812_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(137_u64))
 			.saturating_add(RocksDbWeight::get().writes(43_u64))
 	}
 	fn leave_pool() -> Weight {
-		Weight::from_parts(410_728_000, 5587)
+		Weight::from_parts(488_220_000, 5587)
 			.saturating_add(RocksDbWeight::get().reads(5_u64))
 			.saturating_add(RocksDbWeight::get().writes(6_u64))
 	}
 	fn release_member_deposit() -> Weight {
-		Weight::from_parts(389_877_000, 5559)
+		Weight::from_parts(500_937_000, 5559)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn cancel_pool(m: u32) -> Weight {
-		Weight::from_parts(440_570_685, 4851)
-			.saturating_add(Weight::from_parts(51_871_119, 0).saturating_mul(m.into()))
+		Weight::from_parts(527_534_941, 4851)
+			.saturating_add(Weight::from_parts(59_999_686, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().reads((2_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(3_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(m.into())))
 	}
 	fn reap_pool(m: u32, r: u32) -> Weight {
-		Weight::from_parts(9_198_047_000, 5559)
-			.saturating_add(Weight::from_parts(154_235_145, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(309_075_499, 0).saturating_mul(r.into()))
-			.saturating_add(RocksDbWeight::get().reads(12_u64))
+		Weight::from_parts(8_745_643_518, 5559)
+			.saturating_add(Weight::from_parts(285_249_182, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(275_988_059, 0).saturating_mul(r.into()))
+			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(r.into())))
 			.saturating_add(RocksDbWeight::get().writes(5_u64))

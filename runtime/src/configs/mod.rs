@@ -1,9 +1,13 @@
 //! Configuration of the standard pallets (system, consensus, money). Synod's own pallets are
 //! configured in [`synod`].
 
+#[cfg(test)]
+mod deposits;
 pub mod duty;
 pub mod fees;
 pub mod synod;
+#[cfg(test)]
+mod worst_case;
 
 use frame_support::{
     derive_impl,

@@ -29,11 +29,13 @@ parameter_types! {
     /// A member's storage deposit: 0.25 SYN for its record and 1952-byte ML-DSA key
     /// (~2.1 KB at ~0.1 SYN per KB plus one item), kept while the key can serve as evidence.
     pub const MemberDeposit: Balance = UNIT / 4;
-    /// A pool's storage deposit: 0.2 SYN for its record and member list (~1.4 KB)…
-    pub const PoolDeposit: Balance = UNIT / 5;
-    /// …plus 0.1 SYN per round for the final (≤ ~1.3 KB with 32 contributors) or voided record
-    /// each round leaves; all back to the creator when the pool is reaped.
-    pub const RoundDeposit: Balance = UNIT / 10;
+    /// A pool's storage deposit: 6 SYN for its record, member list and round state, and the
+    /// snapshots it may keep: the open round's and 16 voided rounds' with their unmatched
+    /// commits (~58 KB at ~0.1 SYN per KB: `configs::deposits`)…
+    pub const PoolDeposit: Balance = 6 * UNIT;
+    /// …plus 0.15 SYN per round for the final (≤ ~1.3 KB with 32 contributors) or voided
+    /// record each round leaves; all back to the creator when the pool is reaped.
+    pub const RoundDeposit: Balance = UNIT * 15 / 100;
     /// A challenger holds 10 SYN.
     pub const ChallengeBond: Balance = 10 * UNIT;
     /// A jury is drawn 2 blocks after its challenge was opened (from a block hash that did not
@@ -121,8 +123,10 @@ impl pallet_training_pools::Config for Runtime {
     type MemberDeposit = MemberDeposit;
     type PoolDeposit = PoolDeposit;
     type RoundDeposit = RoundDeposit;
-    /// 128 records (former members, round history) per `reap_pool` call.
-    type ReapLimit = ConstU32<128>;
+    /// 64 records (former members, round history) per `reap_pool` call: its declared weight
+    /// stays under half the normal class (`configs::worst_case`), so a reap fits blocks that
+    /// are already partly full.
+    type ReapLimit = ConstU32<64>;
     type Records = (Rewards, (Checkpoints, Challenges));
     type WeightInfo = pallet_training_pools::weights::SubstrateWeight<Runtime>;
     #[cfg(feature = "runtime-benchmarks")]
@@ -138,9 +142,9 @@ impl pallet_checkpoints::Config for Runtime {
     type InactivityLeak = InactivityLeak;
     type DropAfterMissed = ConstU32<3>;
     type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
-    // A void costs up to ~15 ms (leak and drop of every participant, two expired kept
+    // A void costs up to ~20 ms (leak and drop of every participant, two expired kept
     // snapshots deleted, next snapshot; `on_initialize_void` on the dev-profile benchmark
-    // node); 8 per block ≈ 125 ms of the 500 ms block. Rounds beyond it are voided lazily
+    // node); 8 per block ≈ 160 ms of the 500 ms block. Rounds beyond it are voided lazily
     // (`void_expired_round`, a late commit).
     type MaxDeadlinesPerBlock = ConstU32<8>;
     type WeightInfo = pallet_checkpoints::weights::SubstrateWeight<Runtime>;
@@ -207,8 +211,12 @@ mod benchmark_helpers {
         }
     }
 
+    /// A pool of `members` whose round 1 every member committed with the same hash: final in
+    /// the first block it accepts commits, which the chain is left at.
     fn final_round(members: u32) -> (u32, Vec<AccountId>) {
         let (pool, who) = TrainingPools::training_pool(members);
+        let from = Checkpoints::commits_from(pool).expect("round 1 is open");
+        frame_system::Pallet::<Runtime>::set_block_number(from);
         let all: Vec<u32> = (0..who.len() as u32).collect();
         for w in &who {
             let _ = Checkpoints::commit_checkpoint(

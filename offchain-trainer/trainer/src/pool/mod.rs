@@ -119,10 +119,11 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
     let challenge_window = a
         .challenge_window
         .unwrap_or_else(|| costs.min_window(margin));
-    let round_timeout = a
-        .round_timeout
-        .unwrap_or_else(|| costs.min_timeout(margin).max(DEFAULT_MIN_ROUND_TIMEOUT));
-    costs.check(challenge_window, round_timeout, margin, terms::CREATE_HINT)?;
+    // A stated round length delays every commit: the default timeout leaves room after it.
+    let round_timeout = a.round_timeout.unwrap_or_else(|| {
+        let stated = costs.with_min_round_length(a.min_round_length.unwrap_or(0));
+        stated.min_timeout(margin).max(DEFAULT_MIN_ROUND_TIMEOUT)
+    });
     let chain_floor = rt.block_on(chain.min_round_length_floor(h))?;
     let chain_floor = u32::try_from(chain_floor).unwrap_or(u32::MAX);
     let min_round_length = a
@@ -139,6 +140,8 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
             min_round_length.max(chain_floor).saturating_mul(2)
         );
     }
+    let costs = costs.with_min_round_length(min_round_length);
+    costs.check(challenge_window, round_timeout, margin, terms::CREATE_HINT)?;
     // Two whole inner phases: after the cheap checks.
     let noise = if a.skip_noise_probe {
         None

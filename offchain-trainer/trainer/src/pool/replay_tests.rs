@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::Parser;
 use synod_checkpoint::ParamSet;
 use synod_diloco::byzantine::{Adversary, Attack};
-use synod_diloco::trace::split_trace;
+use synod_diloco::payload::Payload;
 use synod_diloco::verify::SEGMENT_TOLERANCE;
 use synod_diloco::{Contribution, ErrorFeedback, PseudoGradient};
 use synod_model::FIRST_MOMENT_PREFIX;
@@ -183,8 +183,8 @@ fn a_payload_that_is_not_its_traces_end_is_replayed_whole_and_caught() {
         .tamper(&f.2, 1, &mut set, &opts)
         .unwrap();
         assert_eq!(
-            split_trace(&set[0].payload).unwrap().0,
-            split_trace(&payload).unwrap().0,
+            Payload::trace_of(&set[0].payload),
+            Payload::trace_of(&payload),
             "the attacker keeps its honest trace"
         );
         // Segment 3 is honest work: the end check alone catches it.

@@ -161,6 +161,8 @@ pub struct Costs {
     pub residual_bytes: u64,
     /// Largest payload, bytes.
     pub payload_bytes: u64,
+    /// Blocks after a round opens before it accepts commits (`PoolSpec::min_round_length`).
+    pub min_round_length: u32,
 }
 
 /// What a pool's shape and a verifier's settings are, for [`Costs::for_recipe`].
@@ -202,7 +204,16 @@ impl Costs {
             state_bytes: state_bytes(recipe)?,
             residual_bytes: residual_bytes(recipe, args),
             payload_bytes: recipe.max_payload_bytes,
+            min_round_length: 0,
         })
+    }
+
+    /// These costs in a pool whose rounds accept commits only `blocks` after they open.
+    pub fn with_min_round_length(self, blocks: u32) -> Self {
+        Self {
+            min_round_length: blocks,
+            ..self
+        }
     }
 
     fn load(&self) -> VerifyLoad {
@@ -235,6 +246,7 @@ impl Costs {
             self.verify_secs(margin),
             exchange_secs(self.members, self.payload_bytes, self.bytes_per_sec),
             self.block_secs,
+            self.min_round_length,
         )
     }
 
@@ -285,6 +297,7 @@ impl Costs {
                 phase: f64::from(self.inner_steps) * self.step_secs * margin,
                 duties: self.verify_secs(margin),
                 exchange: exchange_secs(self.members, self.payload_bytes, self.bytes_per_sec),
+                min_round_length: self.min_round_length,
                 min,
                 hint,
             });
@@ -328,8 +341,9 @@ pub enum TermsError {
     #[error(
         "a round timeout of {timeout} blocks ({available:.1} s) is shorter than a member's \
          round: {phase:.1} s of inner phase, {duties:.1} s of verification sharing its \
-         compute, {exchange:.1} s of exchange, and its commit's inclusion; honest members \
-         would be leaked; {hint} (timeout ≥ {min})"
+         compute, {exchange:.1} s of exchange, its commit no sooner than {min_round_length} \
+         blocks after the round opens, and its inclusion; honest members would be leaked; \
+         {hint} (timeout ≥ {min})"
     )]
     TimeoutTooShort {
         /// The timeout, blocks.
@@ -342,6 +356,8 @@ pub enum TermsError {
         duties: f64,
         /// Seconds of exchange.
         exchange: f64,
+        /// Blocks before the round accepts commits.
+        min_round_length: u32,
         /// The smallest timeout that fits.
         min: u32,
         /// What to change.
@@ -411,6 +427,7 @@ mod tests {
             state_bytes: 0,
             residual_bytes: 0,
             payload_bytes: 0,
+            min_round_length: 0,
         }
     }
 
@@ -455,6 +472,31 @@ mod tests {
             Err(TermsError::TimeoutTooShort { min: 50, .. })
         ));
         c.check(w, 50, 1.0, JOIN_HINT).unwrap();
+    }
+
+    /// A creator's best play against its members: a short-enough inner phase, then a minimum
+    /// round length that leaves too little of the timeout to exchange and commit in.
+    #[test]
+    fn a_round_length_that_leaves_no_time_to_commit_is_refused() {
+        let c = Costs {
+            payload_bytes: 25_000_000,
+            ..costs(0.05)
+        };
+        let w = c.min_window(1.0);
+        c.check(w, 50, 1.0, JOIN_HINT).unwrap();
+        // Commits only from block 48 of 50: the 3 blocks of inclusion no longer fit.
+        let squeezed = c.with_min_round_length(48);
+        assert_eq!(squeezed.min_timeout(1.0), 51);
+        assert!(matches!(
+            squeezed.check(w, 50, 1.0, JOIN_HINT),
+            Err(TermsError::TimeoutTooShort {
+                min: 51,
+                min_round_length: 48,
+                ..
+            })
+        ));
+        // A length shorter than the member's own round changes nothing.
+        assert_eq!(c.with_min_round_length(20).min_timeout(1.0), 50);
     }
 
     #[test]

@@ -22,10 +22,16 @@ fn completed_pool() -> (u32, u64) {
 	(pool, settled)
 }
 
+/// `reap_pool` by `who`; checks that what the call weighed never exceeds what it declared
+/// (the bound a block was charged before it ran).
 fn reap(who: AccountId, pool: u32) -> sp_runtime::DispatchResult {
-	TrainingPools::reap_pool(RuntimeOrigin::signed(who), pool)
-		.map(|_| ())
-		.map_err(|e| e.error)
+	use frame_support::dispatch::GetDispatchInfo;
+	let declared =
+		pallet_training_pools::Call::<Test>::reap_pool { pool_id: pool }.get_dispatch_info();
+	let post = TrainingPools::reap_pool(RuntimeOrigin::signed(who), pool).map_err(|e| e.error)?;
+	let actual = post.actual_weight.expect("reap_pool reports what it deleted");
+	assert!(actual.all_lte(declared.call_weight), "{actual:?} over {:?}", declared.call_weight);
+	Ok(())
 }
 
 #[test]

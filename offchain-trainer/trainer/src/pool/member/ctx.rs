@@ -20,11 +20,11 @@ use crate::pool::verify::Retained;
 /// its trace's and, for a sparse payload, the error-feedback residuals it commits to
 /// ([`synod_diloco::residual`]; none for an untraced, dense or malformed payload).
 fn trace_of(payload: &[u8]) -> Vec<[u8; 32]> {
-    let mut hashes = synod_diloco::trace::split_trace(payload)
-        .ok()
-        .and_then(|(t, _)| t)
-        .unwrap_or_default();
-    if let Ok(Some(c)) = synod_diloco::residual::commitments_of(0, payload) {
+    let Ok(parts) = synod_diloco::payload::Payload::parse(0, payload) else {
+        return Vec::new();
+    };
+    let mut hashes = parts.trace.unwrap_or_default();
+    if let Some(c) = parts.commitments {
         hashes.extend(
             [c.carried_in, c.carried_out]
                 .into_iter()

@@ -270,7 +270,8 @@ fn keep_terms(
         terms::step_secs(recipe, &a.recipe, spec.inner_steps)?,
         rt.block_on(chain.block_secs())?,
         a.link.bytes_per_sec(),
-    )?;
+    )?
+    .with_min_round_length(spec.min_round_length);
     let checked = costs.check(
         spec.challenge_window,
         spec.round_timeout,

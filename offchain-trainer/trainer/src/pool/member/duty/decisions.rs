@@ -10,19 +10,20 @@ use synod_chain::{calls, ChainError};
 use super::DutyWorker;
 
 impl DutyWorker {
-    /// Tracks the pool's voided rounds whose snapshot is kept (`KeptSnapshots`: the block their
-    /// reports close) and that have unmatched commits, and decides those still undecided once
-    /// the queue's blocks for them have passed. A round is done (never tracked again) once
-    /// nothing is left to decide, or the chain refused the call (another member decided it
-    /// first). A member that finishes its duties waits for the rounds it tracks.
+    /// Tracks the pool's voided rounds with unmatched commits, and decides those still
+    /// undecided once the queue's blocks for them have passed: a round whose snapshot is kept
+    /// (`KeptSnapshots`) from the block its reports close, and one whose snapshot is gone (its
+    /// reports closed) at once ([`pending_decisions`]: read from the chain each pass, so a
+    /// restarted member still finds them). A round is done (never tracked again) once nothing
+    /// is left to decide, or the chain refused the call (another member decided it first). A
+    /// member that finishes its duties waits for the rounds it tracks.
     pub(super) fn decide_unmatched_commits(&mut self) -> Result<()> {
         let chain = &self.ctx.chain;
-        for (round, until) in self.ctx.block_on(chain.kept_snapshots(self.ctx.pool))? {
+        let kept = self.ctx.block_on(chain.kept_snapshots(self.ctx.pool))?;
+        let unmatched = self.ctx.block_on(chain.unmatched_rounds(self.ctx.pool))?;
+        for (round, until) in pending_decisions(&kept, &unmatched) {
             if !self.duties.decided.contains(&round) {
-                self.duties
-                    .to_decide
-                    .entry(round)
-                    .or_insert(u64::from(until));
+                self.duties.to_decide.entry(round).or_insert(until);
             }
         }
         if self.duties.to_decide.is_empty() {
@@ -71,6 +72,21 @@ impl DutyWorker {
     }
 }
 
+/// The voided rounds to decide, each with the block its equivocation reports close: every
+/// round with a kept snapshot (`kept`: round and that block; it may have no unmatched commits,
+/// which the caller checks), and every round with unmatched commits (`unmatched`) whose
+/// snapshot is no longer kept (its reports closed: block 0).
+fn pending_decisions(kept: &[(u32, u32)], unmatched: &[u32]) -> Vec<(u32, u64)> {
+    let mut pending: Vec<(u32, u64)> = kept.iter().map(|(r, u)| (*r, u64::from(*u))).collect();
+    pending.extend(
+        unmatched
+            .iter()
+            .filter(|r| !kept.iter().any(|(k, _)| k == *r))
+            .map(|r| (*r, 0)),
+    );
+    pending
+}
+
 /// Whether the unmatched commits of a voided round whose reports close at block `until` are
 /// past the queue's reach at finalized block `now`: the queue decides them at `until` or in
 /// the `spill − 1` blocks after it, and a member waits `slack` blocks more.
@@ -80,7 +96,7 @@ fn decision_overdue(until: u64, spill: u64, slack: u64, now: u64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::decision_overdue;
+    use super::{decision_overdue, pending_decisions};
 
     #[test]
     fn a_decision_is_taken_over_only_after_every_block_the_queue_could_use() {
@@ -89,5 +105,16 @@ mod tests {
         assert!(decision_overdue(100, 8, 0, 108));
         assert!(!decision_overdue(100, 8, 3, 110));
         assert!(decision_overdue(100, 8, 3, 111));
+    }
+
+    /// A member restarted after later voids pushed a round's snapshot out of the kept list
+    /// still finds the round's unmatched commits on the chain, due at once.
+    #[test]
+    fn unmatched_commits_whose_snapshot_is_gone_are_still_decided() {
+        let kept = [(7, 300), (9, 340)];
+        let pending = pending_decisions(&kept, &[3, 7]);
+        assert_eq!(pending, vec![(7, 300), (9, 340), (3, 0)]);
+        assert!(decision_overdue(0, 8, 3, 11));
+        assert_eq!(pending_decisions(&[], &[]), vec![]);
     }
 }

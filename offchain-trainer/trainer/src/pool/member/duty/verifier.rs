@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use synod_chain::types::{FinalCheckpoint, PoolStatus};
-use synod_diloco::trace::split_trace;
+use synod_diloco::payload::Payload;
 use synod_diloco::verify::{
     honest_verifiers_at_least, sample_rate, sampled, sampled_segments, REPLAY_TOLERANCE,
 };
@@ -188,7 +188,7 @@ impl DutyWorker {
                 .ctx
                 .retained
                 .payload(round, *member)
-                .and_then(|p| split_trace(&p).ok().and_then(|(t, _)| t));
+                .and_then(|p| Payload::trace_of(&p));
             !trace.is_some_and(|t| {
                 needed_states(t.len(), segments)
                     .iter()

@@ -1,0 +1,123 @@
+//! Every extrinsic's declared weight (the worst case it is charged for before it runs) fits the
+//! block class it is dispatched in: a call whose bound exceeds the class is refused by every
+//! transaction pool ("would exhaust the block limits") and can never be included, whatever it
+//! would really cost. Each is held to half its class, so that it also lands in a block others
+//! have partly filled.
+
+use super::RuntimeBlockWeights;
+use crate::{Runtime, RuntimeCall};
+use frame_support::dispatch::GetDispatchInfo;
+use sp_runtime::traits::Get;
+
+/// A pool's account that is not a default one (the calls are never dispatched).
+fn account() -> crate::AccountId {
+    sp_runtime::AccountId32::new([7; 32])
+}
+
+/// The calls whose declared weights grow with the runtime's bounds (members, records, jurors,
+/// settlements), each with its largest arguments.
+fn heaviest_calls() -> Vec<(&'static str, RuntimeCall)> {
+    use frame_support::BoundedVec;
+    let max_members = <Runtime as pallet_training_pools::Config>::MaxMembers::get();
+    let evidence =
+        || BoundedVec::truncate_from(vec![0u8; pallet_challenges::MAX_EVIDENCE_BYTES as usize]);
+    vec![
+        (
+            "training_pools.reap_pool",
+            pallet_training_pools::Call::reap_pool { pool_id: 0 }.into(),
+        ),
+        (
+            "checkpoints.commit_checkpoint",
+            pallet_checkpoints::Call::commit_checkpoint {
+                pool_id: 0,
+                round: 1,
+                checkpoint_hash: [0; 32],
+                included: BoundedVec::truncate_from((0..max_members).collect()),
+            }
+            .into(),
+        ),
+        (
+            "checkpoints.void_expired_round",
+            pallet_checkpoints::Call::void_expired_round { pool_id: 0 }.into(),
+        ),
+        (
+            "checkpoints.decide_unmatched_commits",
+            pallet_checkpoints::Call::decide_unmatched_commits {
+                pool_id: 0,
+                round: 1,
+            }
+            .into(),
+        ),
+        (
+            "challenges.open_challenge",
+            pallet_challenges::Call::open_challenge {
+                pool_id: 0,
+                round: 1,
+                accused: account(),
+                evidence: evidence(),
+            }
+            .into(),
+        ),
+        (
+            "challenges.vote",
+            pallet_challenges::Call::vote {
+                challenge_id: 0,
+                guilty: true,
+            }
+            .into(),
+        ),
+        (
+            "challenges.advance_challenge",
+            pallet_challenges::Call::advance_challenge { challenge_id: 0 }.into(),
+        ),
+        (
+            "challenges.report_equivocation",
+            pallet_challenges::Call::report_equivocation {
+                pool_id: 0,
+                round: 1,
+                accused: account(),
+                first: evidence(),
+                second: evidence(),
+            }
+            .into(),
+        ),
+        (
+            "rewards.claim_rewards",
+            pallet_rewards::Call::claim_rewards { pool_id: 0 }.into(),
+        ),
+        (
+            "rewards.settle_round",
+            pallet_rewards::Call::settle_round {
+                pool_id: 0,
+                round: 1,
+            }
+            .into(),
+        ),
+    ]
+}
+
+/// Prints each call's declared weight as a share of its class's per-extrinsic limit (JSON,
+/// `cargo test -p synod-runtime worst_case -- --nocapture`) and fails if any exceeds half of it.
+#[test]
+fn every_heavy_call_fits_its_block_class() {
+    let weights = RuntimeBlockWeights::get();
+    let mut shares = Vec::new();
+    for (name, call) in heaviest_calls() {
+        let info = call.get_dispatch_info();
+        let class = weights.get(info.class);
+        let limit = class
+            .max_extrinsic
+            .expect("every class bounds one extrinsic");
+        let weight = info.total_weight();
+        let share = weight.ref_time() as f64 / limit.ref_time() as f64;
+        shares.push(format!("\"{name}\":{share:.3}"));
+        // Half the class: room for a regenerated weight to grow, and for a block already
+        // partly filled by others (a call near the limit lands only in an empty block).
+        assert!(
+            weight.all_lte(limit / 2),
+            "{name} declares {weight:?}, over half the {:?} class's {limit:?}",
+            info.class
+        );
+    }
+    println!("{{{}}}", shares.join(","));
+}
