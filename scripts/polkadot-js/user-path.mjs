@@ -25,7 +25,7 @@ const UNIT = 10n ** 12n;
 const PALLETS = ['TrainerStaking', 'TrainingPools', 'Checkpoints', 'Challenges', 'Rewards', 'ValidatorSet'];
 const CALLS = {
   trainerStaking: ['bond', 'unbond', 'withdrawUnbonded'],
-  trainingPools: ['createPool', 'joinPool', 'leavePool', 'cancelPool', 'releaseMemberDeposit', 'reapPool'],
+  trainingPools: ['createPool', 'joinPool', 'leavePool', 'cancelPool', 'releaseMemberDeposit', 'reapPool', 'setAllowedTrainers'],
   checkpoints: ['commitCheckpoint', 'voidExpiredRound'],
   challenges: ['openChallenge', 'vote', 'registerJuror', 'unregisterJuror', 'advanceChallenge'],
   rewards: ['claimRewards', 'settleRound'],
@@ -190,6 +190,9 @@ async function main() {
   const pool2 = find(ev, 'trainingPools', 'PoolCreated').data.poolId.toNumber();
   await ok(api, eve, api.tx.trainingPools.joinPool(pool2, 100n * UNIT, peerId(5), mlDsaKey(5)), 'Eve joins pool 2');
   await ok(api, eve, api.tx.trainingPools.leavePool(pool2), 'Eve leaves pool 2');
+  await expectError(api, bob, api.tx.trainingPools.setAllowedTrainers(pool2, [bob.address]), 'trainingPools', 'NotCreator');
+  await ok(api, alice, api.tx.trainingPools.setAllowedTrainers(pool2, [dave.address, ferdie.address]), 'Alice lets only Dave and Ferdie join pool 2');
+  await expectError(api, eve, api.tx.trainingPools.joinPool(pool2, 100n * UNIT, peerId(5), mlDsaKey(5)), 'trainingPools', 'NotAllowedToJoin');
   await expectError(api, ferdie, api.tx.trainingPools.releaseMemberDeposit(pool2, 0), 'trainingPools', 'DepositStillNeeded');
   await expectError(api, eve, api.tx.trainingPools.leavePool(pool2), 'trainingPools', 'NotMember');
   await expectError(api, bob, api.tx.trainingPools.cancelPool(pool2), 'trainingPools', 'NotCreator');

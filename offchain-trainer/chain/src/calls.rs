@@ -25,6 +25,12 @@ pub fn create_pool(spec: PoolSpec) -> Call<(PoolSpec,)> {
     subxt::dynamic::tx("TrainingPools", "create_pool", (spec,))
 }
 
+/// `TrainingPools.set_allowed_trainers(pool_id, allowed)`: the creator replaces the accounts
+/// that may join `pool` (empty: anyone).
+pub fn set_allowed_trainers(pool: u32, allowed: Vec<AccountId>) -> Call<(u32, Vec<AccountId>)> {
+    subxt::dynamic::tx("TrainingPools", "set_allowed_trainers", (pool, allowed))
+}
+
 /// `TrainingPools.join_pool(pool_id, stake, peer_id, ml_dsa_key)`.
 ///
 /// # Errors

@@ -77,6 +77,9 @@ pub enum PoolCmd {
     Create(PoolCreateArgs),
     /// Print a pool, its members and its final checkpoints as JSON.
     Show(PoolShowArgs),
+    /// Replace the accounts that may join a pool you created
+    /// (`TrainingPools.set_allowed_trainers`); members already in it stay.
+    Allow(PoolAllowArgs),
 }
 
 /// `synod-trainer pool create`.
@@ -178,6 +181,20 @@ pub struct PoolShowArgs {
     /// Pool id.
     #[arg(long, default_value_t = 0)]
     pub pool: u32,
+}
+
+/// `synod-trainer pool allow`.
+#[derive(Args, Clone, Debug)]
+pub struct PoolAllowArgs {
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    /// Pool id.
+    #[arg(long)]
+    pub pool: u32,
+    /// An account (SS58) allowed to join; repeat for each (at least `min_trainers` of them).
+    /// Without any, anyone may join.
+    #[arg(long = "allow", value_name = "ACCOUNT")]
+    pub allowed_trainers: Vec<synod_chain::types::AccountId>,
 }
 
 /// `synod-trainer status`: a pool's members, stakes and rounds as tables.

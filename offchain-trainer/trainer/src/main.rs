@@ -95,6 +95,9 @@ fn main() -> anyhow::Result<()> {
         Cmd::Pool {
             cmd: chain_args::PoolCmd::Show(a),
         } => pool::show(&a),
+        Cmd::Pool {
+            cmd: chain_args::PoolCmd::Allow(a),
+        } => pool::allow(&a),
         Cmd::Run(a) => pool::run(&a),
         Cmd::Claim(a) => pool::claim(&a),
         Cmd::Status(a) => pool::status(&a),

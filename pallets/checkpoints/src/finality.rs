@@ -365,11 +365,15 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 	}
 
 	fn clear(pool: PoolId, limit: u32) -> (u32, bool) {
-		let mut removed = u32::from(LastFinal::<T>::take(pool).is_some());
 		// The round after the last one: members may have committed to it ahead of time.
 		let unopened = T::Pools::round_params(pool)
 			.map(|p| p.current_round.saturating_add(1))
 			.unwrap_or(0);
+		// Nothing deleted beyond the limit (the reap's weight counts `limit` records).
+		if limit == 0 {
+			return (0, !LastFinal::<T>::contains_key(pool) && !Self::has_history(pool, unopened));
+		}
+		let mut removed = u32::from(LastFinal::<T>::take(pool).is_some());
 		// Each step deletes up to its limit and returns (records deleted, whether none are left).
 		let steps: [&dyn Fn(u32) -> (u32, bool); 5] = [
 			&|l| {

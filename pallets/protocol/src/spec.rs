@@ -147,7 +147,17 @@ pub fn check_spec(spec: &SpecView, limits: &SpecLimits) -> Result<(), SpecField>
 	{
 		return Err(SpecField::MinRoundLength);
 	}
-	if spec.allowed_trainers != 0 && spec.allowed_trainers < spec.min_trainers {
+	check_allowed_trainers(spec.allowed_trainers, spec.min_trainers)
+}
+
+/// Checks an allow-list of `allowed` accounts (0: anyone may join) for a pool that needs
+/// `min_trainers`: a non-empty list must name enough accounts for the pool to start. Also
+/// applies when the creator replaces the list of a live pool.
+///
+/// # Errors
+/// [`SpecField::AllowedTrainers`].
+pub fn check_allowed_trainers(allowed: u32, min_trainers: u32) -> Result<(), SpecField> {
+	if allowed != 0 && allowed < min_trainers {
 		return Err(SpecField::AllowedTrainers);
 	}
 	Ok(())

@@ -389,6 +389,21 @@ impl pallet_rewards::BenchmarkHelper<AccountId> for BenchHelper {
 	}
 }
 
+/// [`new_test_ext`] with the runtime's floor on `min_round_length` (256 inner steps per
+/// block: every round accepts commits at least one block after it opens, none ahead), for the
+/// benchmark suites: their setups must reach the worst path under the runtime's rules.
+#[cfg(feature = "runtime-benchmarks")]
+pub fn new_bench_ext() -> sp_io::TestExternalities {
+	let mut ext = new_test_ext();
+	ext.execute_with(|| {
+		Limits::set(&synod_primitives::protocol::SpecLimits {
+			max_inner_steps_per_block: 256,
+			..Limits::get()
+		})
+	});
+	ext
+}
+
 /// Genesis: trainers `1..=TRAINERS` with [`FUNDS`], the creator with 1 000 000, the outsider
 /// with 10 000, the poor account with 10, the treasury with 1; block 1.
 pub fn new_test_ext() -> sp_io::TestExternalities {

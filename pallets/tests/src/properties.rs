@@ -4,6 +4,7 @@
 //! issuance, to the planck (`mock::check_invariants`). No call may panic.
 
 use crate::mock::*;
+use frame_support::traits::ConstU32;
 use proptest::prelude::*;
 use sp_runtime::Perbill;
 
@@ -41,6 +42,7 @@ enum Op {
 	},
 	VoidExpired(usize, u32),
 	Decide(usize, u32, u32),
+	SetAllowed(usize, u32, u8),
 	Challenge {
 		who: usize,
 		pool: u32,
@@ -137,6 +139,7 @@ fn op() -> impl Strategy<Value = Op> {
 			.prop_map(|(who, pool, ahead, hash, mask)| Op::Commit { who, pool, ahead, hash, mask }),
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::VoidExpired(w, p)),
 		(who.clone(), pool.clone(), 0..5u32).prop_map(|(w, p, r)| Op::Decide(w, p, r)),
+		(who.clone(), pool.clone(), any::<u8>()).prop_map(|(w, p, a)| Op::SetAllowed(w, p, a)),
 		(who.clone(), pool.clone(), 0..5u32, who.clone())
 			.prop_map(|(who, pool, round, accused)| Op::Challenge { who, pool, round, accused }),
 		(who.clone(), pool.clone(), 0..5u32, who.clone()).prop_map(
@@ -150,6 +153,15 @@ fn op() -> impl Strategy<Value = Op> {
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Claim(w, p)),
 		(1..25u64).prop_map(Op::Blocks),
 	]
+}
+
+/// The accounts whose bit is set in `mask` (none set: anyone may join).
+fn allow_list(mask: u8) -> frame_support::BoundedVec<AccountId, ConstU32<MAX_MEMBERS>> {
+	let list: Vec<AccountId> = (0..ACCOUNTS.len().min(8))
+		.filter(|i| mask & (1 << i) != 0)
+		.map(|i| ACCOUNTS[i])
+		.collect();
+	list.try_into().unwrap_or_default()
 }
 
 fn apply(op: &Op) {
@@ -178,12 +190,7 @@ fn apply(op: &Op) {
 			s.round_timeout = timeout;
 			s.challenge_window = window;
 			s.min_round_length = min_round_length;
-			// The accounts whose bit is set may join (none set: anyone).
-			let list: Vec<AccountId> = (0..ACCOUNTS.len().min(8))
-				.filter(|i| allowed & (1 << i) != 0)
-				.map(|i| ACCOUNTS[i])
-				.collect();
-			s.allowed_trainers = list.try_into().unwrap_or_default();
+			s.allowed_trainers = allow_list(allowed);
 			TrainingPools::create_pool(o(who), s)
 		},
 		Op::Join(w, p, a) => {
@@ -208,6 +215,7 @@ fn apply(op: &Op) {
 			)
 		},
 		Op::VoidExpired(w, p) => Checkpoints::void_expired_round(o(w), p),
+		Op::SetAllowed(w, p, a) => TrainingPools::set_allowed_trainers(o(w), p, allow_list(a)),
 		Op::Decide(w, p, r) => Checkpoints::decide_unmatched_commits(o(w), p, r)
 			.map(|_| ())
 			.map_err(|e| e.error),

@@ -204,6 +204,22 @@ mod benchmarks {
 		Ok(())
 	}
 
+	// Worst case: a full list of accounts, each checked against the others, replacing a full
+	// list (the pool's record read and written whole at its largest).
+	#[benchmark]
+	fn set_allowed_trainers() -> Result<(), BenchmarkError> {
+		let creator = funded::<T>("creator", 0);
+		let max = T::MaxMembers::get();
+		let spec = allow_listed::<T>(spec::<T>(max, max), account("joiner", 0, 0));
+		Pallet::<T>::do_create_pool(creator.clone(), spec)?;
+		let list: alloc::vec::Vec<T::AccountId> =
+			(0..max).map(|i| account("replacement", i, 0)).collect();
+		#[extrinsic_call]
+		_(RawOrigin::Signed(creator), 0, BoundedVec::truncate_from(list));
+		assert!(Pools::<T>::get(0).is_some_and(|p| p.spec.allowed_trainers.len() as u32 == max));
+		Ok(())
+	}
+
 	// Worst case per record: former members (each a drained record and a released deposit),
 	// `r` of them, besides `m` current members of an ended (cancelled) pool.
 	#[benchmark]
@@ -233,5 +249,5 @@ mod benchmarks {
 		Ok(())
 	}
 
-	impl_benchmark_test_suite!(Pallet, crate::mock::new_test_ext(), crate::mock::Test);
+	impl_benchmark_test_suite!(Pallet, crate::mock::new_bench_ext(), crate::mock::Test);
 }

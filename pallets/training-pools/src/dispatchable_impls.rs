@@ -39,11 +39,7 @@ impl<T: Config> Pallet<T> {
 			min_round_length: spec.min_round_length.saturated_into(),
 			allowed_trainers: spec.allowed_trainers.len() as u32,
 		};
-		// Each allowed account once: a duplicate would count toward `min_trainers`.
-		let mut distinct = spec.allowed_trainers.to_vec();
-		distinct.sort();
-		distinct.dedup();
-		ensure!(distinct.len() == spec.allowed_trainers.len(), Error::<T>::InvalidAllowedTrainers);
+		Self::check_distinct(&spec.allowed_trainers)?;
 		check_spec(&view, &limits).map_err(|field| match field {
 			SpecField::Rounds => Error::<T>::InvalidRounds,
 			SpecField::InnerSteps => Error::<T>::InvalidInnerSteps,
@@ -304,6 +300,39 @@ impl<T: Config> Pallet<T> {
 		FormerMembers::<T>::remove(pool_id, index);
 		Self::release_deposit(pool_id, index, &former.who, former.deposit);
 		Self::pruned_pools(&former.who);
+		Ok(())
+	}
+
+	/// Each allowed account at most once: a duplicate would count toward `min_trainers`.
+	fn check_distinct(allowed: &[T::AccountId]) -> DispatchResult {
+		let mut distinct = allowed.to_vec();
+		distinct.sort();
+		distinct.dedup();
+		ensure!(distinct.len() == allowed.len(), Error::<T>::InvalidAllowedTrainers);
+		Ok(())
+	}
+
+	/// [`Pallet::set_allowed_trainers`].
+	pub(crate) fn do_set_allowed_trainers(
+		who: T::AccountId,
+		pool_id: PoolId,
+		allowed: BoundedVec<T::AccountId, T::MaxMembers>,
+	) -> DispatchResult {
+		let mut pool = Pools::<T>::get(pool_id).ok_or(Error::<T>::PoolNotFound)?;
+		ensure!(who == pool.creator, Error::<T>::NotCreator);
+		ensure!(
+			matches!(pool.status, PoolStatus::Open | PoolStatus::Training)
+				&& pool.cancel_after.is_none(),
+			Error::<T>::PoolEnded
+		);
+		// The allow-list's own rules only: a pool created under older bounds keeps its spec.
+		Self::check_distinct(&allowed)?;
+		let count = allowed.len() as u32;
+		protocol::check_allowed_trainers(count, pool.spec.min_trainers)
+			.map_err(|_| Error::<T>::InvalidAllowedTrainers)?;
+		pool.spec.allowed_trainers = allowed;
+		Pools::<T>::insert(pool_id, pool);
+		Self::deposit_event(Event::AllowedTrainersSet { pool_id, allowed: count });
 		Ok(())
 	}
 

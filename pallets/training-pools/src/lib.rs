@@ -337,6 +337,14 @@ pub mod pallet {
 			/// Planck released to the creator.
 			released: BalanceOf<T>,
 		},
+		/// The creator of `pool_id` replaced the accounts that may join it: `allowed` accounts
+		/// (0: anyone may join).
+		AllowedTrainersSet {
+			/// Pool.
+			pool_id: PoolId,
+			/// Accounts on the new list.
+			allowed: u32,
+		},
 	}
 
 	/// Errors.
@@ -534,6 +542,24 @@ pub mod pallet {
 			ensure_signed(origin)?;
 			let (members, formers, others) = Self::do_reap_pool(pool_id)?;
 			Ok(Some(Self::reap_weight(members, formers, others)).into())
+		}
+
+		/// Replaces the accounts that may join `pool_id` (its creator only, while the pool is
+		/// open or training): `allowed` empty admits anyone; otherwise each account at most
+		/// once and at least `min_trainers` of them, as in `create_pool`. Members already in
+		/// the pool stay; the list decides later joins only ([`Event::AllowedTrainersSet`]).
+		///
+		/// Errors: [`Error::PoolNotFound`], [`Error::NotCreator`], [`Error::PoolEnded`],
+		/// [`Error::InvalidAllowedTrainers`].
+		#[pallet::call_index(6)]
+		#[pallet::weight(T::WeightInfo::set_allowed_trainers())]
+		pub fn set_allowed_trainers(
+			origin: OriginFor<T>,
+			pool_id: PoolId,
+			allowed: BoundedVec<T::AccountId, T::MaxMembers>,
+		) -> DispatchResult {
+			let who = ensure_signed(origin)?;
+			Self::do_set_allowed_trainers(who, pool_id, allowed)
 		}
 	}
 

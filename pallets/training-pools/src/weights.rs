@@ -21,6 +21,7 @@ pub trait WeightInfo {
 	fn leave_pool() -> Weight;
 	fn release_member_deposit() -> Weight;
 	fn cancel_pool(m: u32) -> Weight;
+	fn set_allowed_trainers() -> Weight;
 	fn reap_pool(m: u32, r: u32) -> Weight;
 }
 
@@ -37,7 +38,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
 	fn create_pool() -> Weight {
 		// Proof size: measured `164`, estimated `3622` bytes.
-		Weight::from_parts(500_432_000, 3622)
+		Weight::from_parts(550_611_000, 3622)
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -75,7 +76,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
 	fn join_pool() -> Weight {
 		// Proof size: measured `72454`, estimated `148094` bytes.
-		Weight::from_parts(5_124_812_000, 148094)
+		Weight::from_parts(5_216_505_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(137_u64))
 			.saturating_add(T::DbWeight::get().writes(43_u64))
 	}
@@ -93,7 +94,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
 	fn leave_pool() -> Weight {
 		// Proof size: measured `4748`, estimated `5587` bytes.
-		Weight::from_parts(488_220_000, 5587)
+		Weight::from_parts(444_101_000, 5587)
 			.saturating_add(T::DbWeight::get().reads(5_u64))
 			.saturating_add(T::DbWeight::get().writes(6_u64))
 	}
@@ -107,7 +108,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::TrainerPools` (`max_values`: None, `max_size`: Some(81), added: 2556, mode: `MaxEncodedLen`)
 	fn release_member_deposit() -> Weight {
 		// Proof size: measured `2552`, estimated `5559` bytes.
-		Weight::from_parts(500_937_000, 5559)
+		Weight::from_parts(501_475_000, 5559)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -126,13 +127,21 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[1, 32]`.
 	fn cancel_pool(m: u32) -> Weight {
 		// Proof size: measured `804`, estimated `4851` bytes.
-		Weight::from_parts(527_534_941, 4851)
-			.saturating_add(Weight::from_parts(59_999_686, 0).saturating_mul(m.into()))
+		Weight::from_parts(715_120_793, 4851)
+			.saturating_add(Weight::from_parts(28_028_493, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().reads((2_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(3_u64))
 			.saturating_add(T::DbWeight::get().writes((1_u64).saturating_mul(m.into())))
 			.saturating_add(Weight::from_parts(0, 2533).saturating_mul(m.into()))
+	}
+	/// Storage: `TrainingPools::Pools` (r:1 w:1)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	fn set_allowed_trainers() -> Weight {
+		// Proof size: measured `1436`, estimated `4851` bytes.
+		Weight::from_parts(136_772_000, 4851)
+			.saturating_add(T::DbWeight::get().reads(1_u64))
+			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
@@ -174,9 +183,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `r` is `[0, 64]`.
 	fn reap_pool(m: u32, r: u32) -> Weight {
 		// Proof size: measured `962`, estimated `5559` bytes.
-		Weight::from_parts(8_745_643_518, 5559)
-			.saturating_add(Weight::from_parts(285_249_182, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(275_988_059, 0).saturating_mul(r.into()))
+		Weight::from_parts(11_719_353_000, 5559)
+			.saturating_add(Weight::from_parts(178_845_546, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(236_045_693, 0).saturating_mul(r.into()))
 			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(r.into())))
@@ -191,37 +200,42 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn create_pool() -> Weight {
-		Weight::from_parts(500_432_000, 3622)
+		Weight::from_parts(550_611_000, 3622)
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn join_pool() -> Weight {
-		Weight::from_parts(5_124_812_000, 148094)
+		Weight::from_parts(5_216_505_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(137_u64))
 			.saturating_add(RocksDbWeight::get().writes(43_u64))
 	}
 	fn leave_pool() -> Weight {
-		Weight::from_parts(488_220_000, 5587)
+		Weight::from_parts(444_101_000, 5587)
 			.saturating_add(RocksDbWeight::get().reads(5_u64))
 			.saturating_add(RocksDbWeight::get().writes(6_u64))
 	}
 	fn release_member_deposit() -> Weight {
-		Weight::from_parts(500_937_000, 5559)
+		Weight::from_parts(501_475_000, 5559)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn cancel_pool(m: u32) -> Weight {
-		Weight::from_parts(527_534_941, 4851)
-			.saturating_add(Weight::from_parts(59_999_686, 0).saturating_mul(m.into()))
+		Weight::from_parts(715_120_793, 4851)
+			.saturating_add(Weight::from_parts(28_028_493, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().reads((2_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(3_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(m.into())))
 	}
+	fn set_allowed_trainers() -> Weight {
+		Weight::from_parts(136_772_000, 4851)
+			.saturating_add(RocksDbWeight::get().reads(1_u64))
+			.saturating_add(RocksDbWeight::get().writes(1_u64))
+	}
 	fn reap_pool(m: u32, r: u32) -> Weight {
-		Weight::from_parts(8_745_643_518, 5559)
-			.saturating_add(Weight::from_parts(285_249_182, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(275_988_059, 0).saturating_mul(r.into()))
+		Weight::from_parts(11_719_353_000, 5559)
+			.saturating_add(Weight::from_parts(178_845_546, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(236_045_693, 0).saturating_mul(r.into()))
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(r.into())))

@@ -69,5 +69,5 @@ mod benchmarks {
 		assert_eq!(elected.map(|v| v.len()), Some(expected));
 	}
 
-	impl_benchmark_test_suite!(Pallet, crate::mock::new_test_ext(), crate::mock::Test);
+	impl_benchmark_test_suite!(Pallet, crate::mock::new_bench_ext(), crate::mock::Test);
 }

@@ -23,7 +23,8 @@ pub use recipe::{recipe_json, Recipe};
 pub(crate) use synod_verify as verify;
 
 use crate::chain_args::{
-    ChainArgs, ClaimArgs, PoolCreateArgs, PoolShowArgs, StakeArgs, StatusArgs, VerifyArgs,
+    ChainArgs, ClaimArgs, PoolAllowArgs, PoolCreateArgs, PoolShowArgs, StakeArgs, StatusArgs,
+    VerifyArgs,
 };
 
 /// A tokio runtime for the chain client and the libp2p node (2 worker threads).
@@ -207,6 +208,35 @@ pub fn show(a: &PoolShowArgs) -> Result<()> {
     let state = runtime()?.block_on(pool_state(&a.chain, a.pool))?;
     println!("{state}");
     Ok(())
+}
+
+/// `synod-trainer pool allow`: replaces the accounts that may join the pool (the signer must
+/// be its creator); prints the pool's new list as JSON.
+///
+/// # Errors
+/// The chain refuses the call (`NotCreator`, `PoolEnded`, `InvalidAllowedTrainers`), or RPC
+/// failures.
+pub fn allow(a: &PoolAllowArgs) -> Result<()> {
+    runtime()?.block_on(async {
+        let (chain, signer) = connect(&a.chain).await?;
+        let call = calls::set_allowed_trainers(a.pool, a.allowed_trainers.clone());
+        chain.submit(&call, &signer).await?;
+        let pool = chain
+            .pool(a.pool)
+            .await?
+            .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
+        let allowed: Vec<String> = pool
+            .spec
+            .allowed_trainers
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"pool": a.pool, "allowed_trainers": allowed})
+        );
+        Ok(())
+    })
 }
 
 /// `synod-trainer status`: [`show`]'s state as tables, with validation losses from a member's

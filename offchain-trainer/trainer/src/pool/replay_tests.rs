@@ -182,9 +182,11 @@ fn a_payload_that_is_not_its_traces_end_is_replayed_whole_and_caught() {
         }
         .tamper(&f.2, 1, &mut set, &opts)
         .unwrap();
+        let honest = Payload::trace_of(&payload);
+        assert!(honest.is_some(), "the honest payload is traced");
         assert_eq!(
             Payload::trace_of(&set[0].payload),
-            Payload::trace_of(&payload),
+            honest,
             "the attacker keeps its honest trace"
         );
         // Segment 3 is honest work: the end check alone catches it.

@@ -110,3 +110,44 @@ fn a_squatter_cannot_join_a_pool_restricted_to_allowed_trainers() {
 		assert_eq!((info.status, info.member_count), (synod_primitives::PoolStatus::Training, 3));
 	});
 }
+
+/// The list can change while the pool lives: an allowed trainer that never shows up (or turns
+/// out hostile) is replaced by its creator alone, and the new list decides later joins.
+#[test]
+fn a_creator_replaces_its_allow_list_and_only_the_new_accounts_join() {
+	use pallet_training_pools::{Error as PoolError, Event as PoolEvent};
+	run_test(|| {
+		let pool = pallet_training_pools::NextPoolId::<Test>::get();
+		let spec = pallet_training_pools::PoolSpec {
+			allowed_trainers: BoundedVec::truncate_from(vec![1, 2, 3]),
+			..spec(3, 2, two_thirds())
+		};
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec));
+		bond_and_join(1, pool, 1_000);
+		let set = |who, list: Vec<AccountId>| {
+			TrainingPools::set_allowed_trainers(
+				RuntimeOrigin::signed(who),
+				pool,
+				BoundedVec::truncate_from(list),
+			)
+		};
+		// Only the creator may change it, never to a list that cannot start the pool.
+		assert_noop!(set(8, vec![8, 9]), PoolError::<Test>::NotCreator);
+		assert_noop!(set(CREATOR, vec![4, 4]), PoolError::<Test>::InvalidAllowedTrainers);
+		assert_noop!(set(CREATOR, vec![4]), PoolError::<Test>::InvalidAllowedTrainers);
+		assert_ok!(set(CREATOR, vec![1, 4]));
+		System::assert_last_event(
+			PoolEvent::<Test>::AllowedTrainersSet { pool_id: pool, allowed: 2 }.into(),
+		);
+		// Trainer 2 was dropped from the list, trainer 4 replaces it; member 1 stays.
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(2), 1_000));
+		assert_noop!(join(2, pool, 1_000), PoolError::<Test>::NotAllowedToJoin);
+		bond_and_join(4, pool, 1_000);
+		let info = pallet_training_pools::Pools::<Test>::get(pool).expect("pool");
+		assert_eq!((info.status, info.member_count), (synod_primitives::PoolStatus::Training, 2));
+		// An empty list opens the pool to anyone; an ended pool's list is fixed.
+		assert_ok!(set(CREATOR, vec![]));
+		assert_ok!(TrainingPools::cancel_pool(RuntimeOrigin::signed(CREATOR), pool));
+		assert_noop!(set(CREATOR, vec![1, 4]), PoolError::<Test>::PoolEnded);
+	});
+}

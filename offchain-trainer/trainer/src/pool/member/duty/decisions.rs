@@ -23,7 +23,10 @@ impl DutyWorker {
         let unmatched = self.ctx.block_on(chain.unmatched_rounds(self.ctx.pool))?;
         for (round, until) in pending_decisions(&kept, &unmatched) {
             if !self.duties.decided.contains(&round) {
-                self.duties.to_decide.entry(round).or_insert(until);
+                // A kept snapshot's block replaces the 0 of a round first seen without one
+                // (the two reads can straddle the void that kept it).
+                let due = self.duties.to_decide.entry(round).or_insert(until);
+                *due = (*due).max(until);
             }
         }
         if self.duties.to_decide.is_empty() {
@@ -59,6 +62,10 @@ impl DutyWorker {
                     tracing::info!(round, "decided the unmatched commits the queue left open");
                     self.duties.to_decide.remove(&round);
                     self.duties.decided.insert(round);
+                }
+                // Its reports are still open (the round was read between two blocks): later.
+                Err(e) if e.is_module("Checkpoints", "EquivocationReportsOpen") => {
+                    tracing::debug!(round, "not deciding the unmatched commits yet: {e}");
                 }
                 Err(e @ ChainError::Module { .. }) => {
                     tracing::debug!(round, "not deciding the unmatched commits: {e}");
