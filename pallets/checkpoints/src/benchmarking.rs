@@ -32,6 +32,10 @@ mod benchmarks {
 	#[benchmark]
 	fn commit_checkpoint(m: Linear<2, { T::MaxMembers::get() }>) -> Result<(), BenchmarkError> {
 		let (pool, members) = T::BenchmarkHelper::training_pool(m);
+		// The test suite plays the runtime's rule at every `m`: no commit before the round's
+		// first `min_round_length` blocks, none ahead.
+		#[cfg(test)]
+		assert!(T::Pools::round_params(pool).is_some_and(|p| !p.timeline.accepts_commits_ahead()));
 		let from = Pallet::<T>::commits_from(pool).ok_or(BenchmarkError::Weightless)?;
 		frame_system::Pallet::<T>::set_block_number(from);
 		let m = members.len() as u32;
@@ -110,6 +114,8 @@ mod benchmarks {
 		}
 		let at: BlockNumberFor<T> = due.unwrap_or_else(|| 100u32.into());
 		assert_eq!(Deadlines::<T>::get(at).len() as u32, v, "every pool's void is measured");
+		// The hook runs in its own block: the next rounds open there, their deadlines later.
+		frame_system::Pallet::<T>::set_block_number(at);
 		#[block]
 		{
 			Pallet::<T>::on_initialize(at);

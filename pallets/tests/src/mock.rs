@@ -401,6 +401,8 @@ pub fn new_bench_ext() -> sp_io::TestExternalities {
 			..Limits::get()
 		})
 	});
+	// Into the backend: each benchmark run wipes the uncommitted changes back to it.
+	ext.commit_all().expect("benchmark genesis commits");
 	ext
 }
 

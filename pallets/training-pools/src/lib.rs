@@ -14,6 +14,10 @@
 //!   ([`LeftCommitments`]).
 //! - [`Pallet::cancel_pool`] (creator or root) stops the pool and releases the budget not owed
 //!   to final rounds.
+//! - [`Pallet::set_allowed_trainers`] (creator) replaces the accounts that may join a live
+//!   pool (`PoolSpec::allowed_trainers`); members already in it stay. A non-empty list names
+//!   at least `min_trainers` accounts, also after the pool started: list current members to
+//!   reach the count.
 //! - [`Pallet::reap_pool`] (anyone) deletes an ended pool once every round it ran is settled:
 //!   its record, its members' and former members' registrations (their deposits go back to
 //!   them) and, through [`Config::Records`], unclaimed rewards (paid out), its round history

@@ -42,7 +42,8 @@ fn storage_deposits_cover_the_records_they_pay_for() {
     let kept = u128::from(pallet_checkpoints::KEPT_VOIDED_SNAPSHOTS);
     let members = u128::from(MAX_POOL_MEMBERS);
     // A pool: its record and member list; its open round (snapshot, a commit of every member,
-    // the candidates, the agreed set); the voided rounds' snapshots it may keep.
+    // the candidates, the agreed set, the divergence proofs); the voided rounds' snapshots it
+    // may keep.
     let pool = size(&pools, "Pools")
         + size(&pools, "MemberList")
         + size(&checkpoints, "OpenRounds")
@@ -52,14 +53,16 @@ fn storage_deposits_cover_the_records_they_pay_for() {
         + members * size(&checkpoints, "Commits")
         + size(&checkpoints, "Candidates")
         + size(&checkpoints, "AgreedSets")
+        + size(&checkpoints, "Divergent")
         + kept * size(&checkpoints, "Snapshots");
     // A member: its record (with its ML-DSA key) and peer id while it is one, its
     // former-member record (the key kept as evidence) and drop mark after; its missed-round
-    // count and unclaimed reward in both.
+    // count, unclaimed reward and a leaver's held commitment in both.
     let member = (size(&pools, "Members") + size(&pools, "PeerIds"))
         .max(size(&pools, "FormerMembers") + size(&pools, "Dropped"))
         + size(&checkpoints, "MissedRounds")
-        + size(&rewards, "Claimable");
+        + size(&rewards, "Claimable")
+        + size(&pools, "LeftCommitments");
     // A round: the final checkpoint (with its contributors), or the voided mark and the
     // unmatched commits that may outlive the round's snapshot until decided.
     let round = size(&checkpoints, "FinalCheckpoints")
