@@ -27,7 +27,7 @@ const CALLS = {
   trainerStaking: ['bond', 'unbond', 'withdrawUnbonded'],
   trainingPools: ['createPool', 'joinPool', 'leavePool', 'cancelPool', 'releaseMemberDeposit', 'reapPool', 'setAllowedTrainers'],
   checkpoints: ['commitCheckpoint', 'voidExpiredRound'],
-  challenges: ['openChallenge', 'vote', 'registerJuror', 'unregisterJuror', 'advanceChallenge'],
+  challenges: ['openChallenge', 'vote', 'registerJuror', 'unregisterJuror', 'advanceChallenge', 'appeal'],
   rewards: ['claimRewards', 'settleRound'],
   validatorSet: ['validate', 'chill'],
 };
@@ -177,8 +177,31 @@ async function main() {
   const name = (k) => (k === bob ? 'Bob' : 'Charlie');
   await ok(api, fewer, api.tx.challenges.vote(challengeId, true), `${name(fewer)} votes guilty (a minority of the seats)`);
   ev = await ok(api, more, api.tx.challenges.vote(challengeId, true), `${name(more)} votes guilty (a majority of the seats reached)`);
+  const ruled = find(ev, 'challenges', 'Ruled');
+  check(ruled && ruled.data.verdict.isGuilty && !find(ev, 'challenges', 'AccusedFoundGuilty'),
+    'a guilty ruling: nothing is slashed before the loser could appeal');
+  await expectRefused(api, fewer, api.tx.challenges.vote(challengeId, false), 'challenges', 'VotingClosed');
+  await expectRefused(api, ferdie, api.tx.challenges.appeal(challengeId), 'challenges', 'NotAppellant');
+  ev = await ok(api, dave, api.tx.challenges.appeal(challengeId), 'Dave appeals the ruling');
+  check(find(ev, 'challenges', 'Appealed').data.bond.toBigInt() === api.consts.challenges.appealBond.toBigInt(),
+    'Dave holds the appeal bond');
+  await waitUntil(api, 'the appeal committee draw', async () =>
+    (await api.query.challenges.appeals(challengeId)).unwrap().ruling.isNone, 20);
+  const appealCommittee = (await api.query.challenges.openChallenges(challengeId)).unwrap().jury
+    .map((s) => ({ who: s.who.toString(), seats: s.seats.toNumber() }));
+  const appealSeats = appealCommittee.reduce((n, s) => n + s.seats, 0);
+  check(appealSeats === api.consts.challenges.appealJurySize.toNumber(),
+    `the appeal committee's ${appealSeats} seats (2 × ${seats} + 1) are all filled`);
+  for (const s of [...appealCommittee].sort((a, b) => a.seats - b.seats)) {
+    if (!(await api.query.challenges.openChallenges(challengeId)).isSome) break;
+    ev = await ok(api, s.who === bob.address ? bob : charlie, api.tx.challenges.vote(challengeId, true),
+      `${s.who === bob.address ? 'Bob' : 'Charlie'} votes guilty on the appeal`);
+  }
   const guilty = find(ev, 'challenges', 'AccusedFoundGuilty');
   check(guilty && guilty.data.slashed.toBigInt() === 15n * UNIT, 'Dave is slashed 10 % of its 150 SYN snapshot stake');
+  const settled = find(ev, 'challenges', 'AppealBondSettled');
+  check(settled && settled.data.slashed.toBigInt() === api.consts.challenges.appealBond.toBigInt(),
+    "the appeal confirmed the ruling: Dave's appeal bond pays the appeal jurors");
 
   console.log('round 2 → pool completes');
   await ok(api, bob, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Bob commits round 2');
@@ -218,8 +241,9 @@ async function main() {
 
   console.log('settlement → claim');
   await expectError(api, dave, api.tx.rewards.claimRewards(pool), 'rewards', 'NothingToClaim');
-  // Round 2 settles 2·challengeWindow + JuryDelay + (roundTimeout + VoteMargin) + 1 blocks
-  // after its finality (the last challenge that can be opened has expired by then).
+  // Round 2 settles 2·challengeWindow + JuryDelay + (roundTimeout + VoteMargin) + AppealPeriod +
+  // (roundTimeout + VoteMargin) + 1 blocks after its finality (the last challenge that can be
+  // opened is over by then, appeal included).
   await waitUntil(api, 'settlement of both rounds', async () =>
     (await api.query.rewards.unsettled.entries(pool)).length === 0, 300);
   const bobClaimable = (await api.query.rewards.claimable(pool, bob.address)).toBigInt();

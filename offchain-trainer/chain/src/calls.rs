@@ -138,6 +138,13 @@ pub fn vote(challenge: u32, guilty: bool) -> Call<(u32, bool)> {
     subxt::dynamic::tx("Challenges", "vote", (challenge, guilty))
 }
 
+/// `Challenges.appeal(challenge_id)`: the losing party of a ruling (the accused of a guilty
+/// one, the challenger of an innocent one) appeals it to a larger committee, holding the
+/// runtime's `AppealBond`.
+pub fn appeal(challenge: u32) -> Call<(u32,)> {
+    subxt::dynamic::tx("Challenges", "appeal", (challenge,))
+}
+
 /// `Challenges.register_juror()`: opts back in to juries (every bonded trainer is a juror
 /// until it opts out).
 pub fn register_juror() -> Call<()> {

@@ -6,7 +6,7 @@
 use scale_decode::DecodeAsType;
 
 use crate::types::{
-    AccountId, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, Ledger, MemberInfo,
+    AccountId, AppealInfo, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, Ledger, MemberInfo,
     MemberRecord, OpenRound, Participant, PoolInfo, Verdict,
 };
 use crate::{Chain, ChainError};
@@ -263,6 +263,15 @@ impl Chain {
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn challenge(&self, id: u32) -> Result<Option<ChallengeInfo>, ChainError> {
         self.fetch("Challenges", "OpenChallenges", (id,)).await
+    }
+
+    /// `Challenges.Appeals(id)`: the ruling and appeal of open challenge `id` (`None` in a pool
+    /// without appeals, or once the challenge is closed).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn appeal_of(&self, id: u32) -> Result<Option<AppealInfo>, ChainError> {
+        self.fetch("Challenges", "Appeals", (id,)).await
     }
 
     /// `Challenges.Votes(id, who)`: `who`'s vote on challenge `id` (`true` = guilty).

@@ -191,6 +191,17 @@ pub struct ChallengeInfo {
     pub jury: Vec<Seat>,
 }
 
+/// The appeal side of an open challenge in a pool with appeals (`Appeal` of
+/// `pallet-challenges`, read by field name).
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct AppealInfo {
+    /// The first committee's ruling and the block at which it executes unless appealed; `None`
+    /// before it is reached and once the appeal committee is drawn.
+    pub ruling: Option<(Verdict, u32)>,
+    /// Who appealed, and the bond it holds in planck.
+    pub appellant: Option<(AccountId, u128)>,
+}
+
 /// A juror of a challenge's committee (`synod_protocol::Seated`, read by field name; its stake
 /// is not needed here).
 #[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]

@@ -115,7 +115,8 @@ pub struct PoolCreateArgs {
     #[arg(long, default_value_t = 666_666_666)]
     pub quorum_ppb: u32,
     /// Blocks after a round opens before it is voided if not final; a jury's voting period is
-    /// this plus the runtime's `VoteMargin`, so settlement comes that much after finality.
+    /// this plus the runtime's `VoteMargin`, and an appeal's another such period after the
+    /// runtime's `AppealPeriod`, so settlement comes twice that much after finality.
     /// Refused below what the recipe's inner phase, exchange and duties take
     /// ([`synod_diloco::budget::min_round_timeout`] at three times the measured step time).
     /// Default: that minimum, and at least 60.

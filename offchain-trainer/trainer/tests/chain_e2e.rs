@@ -750,7 +750,7 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
 
     // Rewards: each final round's reward split equally over its contributors; nobody slashed.
     for i in 0..3 {
-        let claimed = net.cli(&["claim", "--suri", SURIS[i], "--pool", "0", "--wait", "300"]);
+        let claimed = net.cli(&["claim", "--suri", SURIS[i], "--pool", "0", "--wait", "480"]);
         let acct = &account[i];
         let expected: u128 = finals
             .iter()

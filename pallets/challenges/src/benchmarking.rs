@@ -1,13 +1,13 @@
 //! Benchmarks (FRAME benchmarking v2).
 
 use super::*;
-use crate::pallet::{Equivocations, OpenChallenges, OptedOut, Verdicts};
+use crate::pallet::{Appeals, Equivocations, Expiries, OpenChallenges, OptedOut, Verdicts};
 use alloc::vec::Vec;
 use codec::Encode;
 use frame_benchmarking::v2::*;
 use frame_support::traits::{fungible::Mutate, Get, Hooks};
 use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
-use sp_runtime::traits::{Bounded, SaturatedConversion};
+use sp_runtime::traits::{Bounded, SaturatedConversion, Saturating};
 use synod_primitives::{CheckpointsInspect, PoolId, PoolsInterface, RoundIndex};
 
 fn funded<T: Config>(name: &'static str, i: u32) -> T::AccountId {
@@ -95,6 +95,54 @@ fn drawn_challenge<T: Config>() -> Result<(PoolId, T::AccountId), BenchmarkError
 	Ok((pool, accused))
 }
 
+/// Votes `guilty` on challenge 0 from its committee, in order, until the committee decides.
+fn vote_until_decided<T: Config>(guilty: bool) -> Result<(), BenchmarkError> {
+	let jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
+	for s in jury.iter() {
+		if OpenChallenges::<T>::get(0).is_none_or(|c| c.votes.decided().is_some()) {
+			break;
+		}
+		Pallet::<T>::do_vote(s.who.clone(), 0, guilty)?;
+	}
+	Ok(())
+}
+
+/// Fills the schedule of the [`crate::SCHEDULE_PROBES`] blocks from `from` with entries of no
+/// challenge, so that scheduling an earlier block searches them all (the worst case) and falls
+/// back to the block reserved at opening.
+fn fill_probes<T: Config>(from: BlockNumberFor<T>) {
+	for i in 0..crate::SCHEDULE_PROBES {
+		let at = from + i.into();
+		Expiries::<T>::mutate(at, |e| while e.try_push(ChallengeId::MAX).is_ok() {});
+	}
+}
+
+/// [`drawn_challenge`], its committee's guilty ruling, the accused's appeal and (with
+/// `drawn`) the appeal committee drawn: the worst case of the final verdict.
+fn appealed_challenge<T: Config>(drawn: bool) -> Result<(PoolId, T::AccountId), BenchmarkError> {
+	let (pool, accused) = drawn_challenge::<T>()?;
+	vote_until_decided::<T>(true)?;
+	assert!(
+		Appeals::<T>::get(0).is_some_and(|a| a.ruling.is_some()),
+		"the benchmark runtime's rulings wait for appeals"
+	);
+	T::Currency::mint_into(&accused, T::AppealBond::get().saturating_mul(2u32.into()))
+		.map_err(|_| BenchmarkError::Weightless)?;
+	fill_probes::<T>(frame_system::Pallet::<T>::block_number() + 2u32.into());
+	Pallet::<T>::do_appeal(accused.clone(), 0)?;
+	if drawn {
+		let draw_at = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.draw_at;
+		seed_draw::<T>(draw_at);
+		frame_system::Pallet::<T>::set_block_number(draw_at);
+		Pallet::<T>::advance(0, draw_at);
+		assert!(
+			OpenChallenges::<T>::get(0).is_some_and(|c| c.votes.seats == T::AppealJurySize::get()),
+			"the appeal committee is drawn"
+		);
+	}
+	Ok((pool, accused))
+}
+
 /// Stake a benchmark juror bonds, in planck: as much as a verdict needs (`MinJuryStake`).
 fn juror_stake<T: Config>() -> u128 {
 	T::MinJuryStake::get().saturated_into()
@@ -126,11 +174,12 @@ mod benchmarks {
 		Ok(())
 	}
 
-	// Worst case: the deciding vote of a guilty verdict (slash, bond release, cleanup, the
-	// guilty voters paid by seats) with a committee drawn from a full pool's contributors.
+	// Worst case: the appeal committee's deciding vote confirming a guilty ruling (slash, the
+	// challenger's bond released, the appellant's bond slashed, the guilty voters paid by seats
+	// twice, cleanup) with committees drawn from a full pool's contributors.
 	#[benchmark]
 	fn vote() -> Result<(), BenchmarkError> {
-		let (pool, accused) = drawn_challenge::<T>()?;
+		let (pool, accused) = appealed_challenge::<T>(true)?;
 		let jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
 		let mut voters = jury.iter().map(|s| (s.who.clone(), s.seats));
 		let (mut last, mut seats) = voters.next().ok_or(BenchmarkError::Weightless)?;
@@ -224,6 +273,43 @@ mod benchmarks {
 		#[extrinsic_call]
 		_(RawOrigin::Signed(who), pool, 1, accused.clone(), first, second);
 		assert_eq!(Equivocations::<T>::get((pool, 1, accused)), Some(([1; 32], [2; 32])));
+		Ok(())
+	}
+
+	// Worst case: the accused appeals a guilty ruling and every block it could be drawn in
+	// earlier than the one reserved at opening is full (each searched).
+	#[benchmark]
+	fn appeal() -> Result<(), BenchmarkError> {
+		let (_, accused) = drawn_challenge::<T>()?;
+		vote_until_decided::<T>(true)?;
+		T::Currency::mint_into(&accused, T::AppealBond::get().saturating_mul(2u32.into()))
+			.map_err(|_| BenchmarkError::Weightless)?;
+		fill_probes::<T>(frame_system::Pallet::<T>::block_number() + 2u32.into());
+		#[extrinsic_call]
+		_(RawOrigin::Signed(accused.clone()), 0);
+		assert!(Appeals::<T>::get(0).is_some_and(|a| a.appellant.is_some()));
+		Ok(())
+	}
+
+	// Worst case: the draw of an appeal committee (`AppealJurySize` seats over a full pool's
+	// contributors), the first committee's votes deleted, every earlier block for its end full.
+	#[benchmark]
+	fn draw_appeal() -> Result<(), BenchmarkError> {
+		let _ = appealed_challenge::<T>(false)?;
+		let draw_at = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.draw_at;
+		seed_draw::<T>(draw_at);
+		frame_system::Pallet::<T>::set_block_number(draw_at);
+		let voting_period = OpenChallenges::<T>::get(0)
+			.and_then(|c| T::Pools::round_params(c.pool_id))
+			.map(|p| p.timeline.voting_period.saturated_into())
+			.unwrap_or_else(|| 1u32.into());
+		fill_probes::<T>(draw_at + voting_period);
+		#[block]
+		{
+			Pallet::<T>::advance(0, draw_at);
+		}
+		assert!(OpenChallenges::<T>::get(0)
+			.is_some_and(|c| c.votes.seats == T::AppealJurySize::get() && c.jury.len() > 1));
 		Ok(())
 	}
 

@@ -34,7 +34,9 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// The first block of `blocks` whose schedule ([`Expiries`]) has room, if any.
-	fn free_block(mut blocks: impl Iterator<Item = protocol::Block>) -> Option<BlockNumberFor<T>> {
+	pub(crate) fn free_block(
+		mut blocks: impl Iterator<Item = protocol::Block>,
+	) -> Option<BlockNumberFor<T>> {
 		let room = T::MaxExpiriesPerBlock::get() as usize;
 		blocks.find_map(|b| {
 			let at: BlockNumberFor<T> = b.saturated_into();
@@ -74,7 +76,7 @@ impl<T: Config> Pallet<T> {
 	/// Adds `id` to the schedule of block `at` (checked to have room by
 	/// [`Self::schedule_blocks`]; a draw and its expiry never share a block, the voting period
 	/// being at least one block).
-	fn schedule(at: BlockNumberFor<T>, id: ChallengeId) {
+	pub(crate) fn schedule(at: BlockNumberFor<T>, id: ChallengeId) {
 		let _ = Expiries::<T>::try_mutate(at, |e| e.try_push(id));
 	}
 
@@ -117,6 +119,7 @@ impl<T: Config> Pallet<T> {
 		let challenge_id = NextChallengeId::<T>::get();
 		let next = challenge_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		let (draw_at, expires_at, expiry_at) = Self::schedule_blocks(now, &params.timeline)?;
+		let appeal = Self::appeal_blocks(now, fin.finalized_at, expiry_at, &params.timeline)?;
 		let bond = T::ChallengeBond::get();
 		T::Currency::hold(&Self::bond_reason(), &challenger, bond)
 			.map_err(|_| Error::<T>::InsufficientBond)?;
@@ -143,6 +146,11 @@ impl<T: Config> Pallet<T> {
 		NextChallengeId::<T>::put(next);
 		Self::schedule(draw_at, challenge_id);
 		Self::schedule(expiry_at, challenge_id);
+		if let Some(a) = appeal {
+			Self::schedule(a.ruling_by, challenge_id);
+			Self::schedule(a.appeal_expiry_by, challenge_id);
+			Appeals::<T>::insert(challenge_id, a);
+		}
 		Self::deposit_event(Event::ChallengeOpened {
 			challenge_id,
 			pool_id,
@@ -202,14 +210,23 @@ impl<T: Config> Pallet<T> {
 		Ok(())
 	}
 
-	/// Whatever is due for challenge `id` at `now`: the draw, then the expiry.
+	/// Whatever is due for challenge `id` at `now`: the draw, then the end of the vote; with
+	/// appeals, the execution of an unappealed ruling, the appeal committee's draw, the end of
+	/// the appeal's vote ([`Self::advance_appeal`]).
 	pub(crate) fn advance(id: ChallengeId, now: BlockNumberFor<T>) {
 		let Some(mut c) = OpenChallenges::<T>::get(id) else {
 			return;
 		};
+		let appeal = Appeals::<T>::get(id);
+		if let Some(a) = appeal.filter(|a| a.stage() != Stage::FirstVote) {
+			return Self::advance_appeal(id, c, a, now);
+		}
 		if c.jury.is_empty() && now >= c.draw_at {
-			let jury = Self::draw(id, &c);
-			EligibleJurors::<T>::remove(id);
+			let jury = Self::draw(id, &c, T::JurySize::get());
+			if !Appeals::<T>::contains_key(id) {
+				// Kept for an appeal committee where appeals exist.
+				EligibleJurors::<T>::remove(id);
+			}
 			// Stake that is neither party's: a committee the parties dominate decides nothing.
 			let jury_stake = jury
 				.iter()
@@ -241,6 +258,19 @@ impl<T: Config> Pallet<T> {
 		}
 	}
 
+	/// Whether [`Self::advance`] has something to do for `c` (challenge `id`) at `now`.
+	pub(crate) fn is_due(id: ChallengeId, c: &Challenge<T>, now: BlockNumberFor<T>) -> bool {
+		match Appeals::<T>::get(id) {
+			Some(a) => match (a.stage(), a.ruling) {
+				(Stage::Ruled, Some((_, executes_at))) => now >= executes_at,
+				(Stage::Appealed, _) => now >= c.draw_at,
+				(Stage::AppealVote, _) => now >= c.expires_at,
+				_ => (c.jury.is_empty() && now >= c.draw_at) || now >= c.expires_at,
+			},
+			None => (c.jury.is_empty() && now >= c.draw_at) || now >= c.expires_at,
+		}
+	}
+
 	/// Whether `juror`'s `vote(challenge_id, guilty)` would succeed at the current state: the
 	/// vote (and the verdict it may reach) is run in a storage layer that is then discarded.
 	/// The runtime's transaction extension admits a vote (an `Operational` call) only if it
@@ -268,7 +298,14 @@ impl<T: Config> Pallet<T> {
 	) -> DispatchResult {
 		let mut c = OpenChallenges::<T>::get(challenge_id).ok_or(Error::<T>::ChallengeNotFound)?;
 		ensure!(!c.jury.is_empty(), Error::<T>::JuryNotDrawn);
-		ensure!(frame_system::Pallet::<T>::block_number() < c.expires_at, Error::<T>::VotingClosed);
+		let now = frame_system::Pallet::<T>::block_number();
+		ensure!(now < c.expires_at, Error::<T>::VotingClosed);
+		// A ruling closes the first committee's vote; an appeal committee votes anew.
+		ensure!(
+			Appeals::<T>::get(challenge_id)
+				.is_none_or(|a| matches!(a.stage(), Stage::FirstVote | Stage::AppealVote)),
+			Error::<T>::VotingClosed
+		);
 		let seats = c
 			.jury
 			.iter()
@@ -284,8 +321,7 @@ impl<T: Config> Pallet<T> {
 		}
 		Self::deposit_event(Event::Voted { challenge_id, juror, guilty });
 		match c.votes.decided() {
-			Some(protocol::Verdict::Guilty) => Self::convict(challenge_id, c),
-			Some(_) => Self::acquit(challenge_id, c),
+			Some(verdict) => Self::decide(challenge_id, c, verdict, now),
 			None => OpenChallenges::<T>::insert(challenge_id, c),
 		}
 		Ok(())
@@ -303,13 +339,13 @@ impl<T: Config> Pallet<T> {
 
 	/// Whether `who` is the accused or the challenger of `c` (they sit and vote, but are not
 	/// paid as jurors of their own dispute, and do not count toward `MinJuryStake`).
-	fn is_party(c: &Challenge<T>, who: &T::AccountId) -> bool {
+	pub(crate) fn is_party(c: &Challenge<T>, who: &T::AccountId) -> bool {
 		*who == c.accused || *who == c.challenger
 	}
 
 	/// The jurors of `c` other than the parties who voted `guilty`, with their seats (the
 	/// weights they are paid by).
-	fn voters(
+	pub(crate) fn voters(
 		challenge_id: ChallengeId,
 		c: &Challenge<T>,
 		guilty: bool,
@@ -325,10 +361,11 @@ impl<T: Config> Pallet<T> {
 	pub(crate) fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
 		OpenChallenges::<T>::remove(challenge_id);
 		EligibleJurors::<T>::remove(challenge_id);
+		Appeals::<T>::remove(challenge_id);
 		OpenBy::<T>::mutate_exists((c.pool_id, c.round, &c.accused, &c.challenger), |n| {
 			*n = n.and_then(|n| n.checked_sub(1)).filter(|n| *n > 0);
 		});
-		let _ = Votes::<T>::clear_prefix(challenge_id, T::JurySize::get(), None);
+		let _ = Votes::<T>::clear_prefix(challenge_id, T::AppealJurySize::get(), None);
 		let key = (c.pool_id, c.round, c.accused.clone());
 		OpenAgainst::<T>::mutate_exists(&key, |n| {
 			*n = n.and_then(|n| n.checked_sub(1)).filter(|n| *n > 0);
@@ -341,7 +378,7 @@ impl<T: Config> Pallet<T> {
 		});
 	}
 
-	fn convict(challenge_id: ChallengeId, c: Challenge<T>) {
+	pub(crate) fn convict(challenge_id: ChallengeId, c: Challenge<T>) {
 		// A share of the stake that backed the round (held until its challenges are over),
 		// once per contribution: a second guilty verdict on it slashes nothing more.
 		let already = Verdicts::<T>::get((c.pool_id, c.round, c.accused.clone()))
@@ -378,29 +415,40 @@ impl<T: Config> Pallet<T> {
 		});
 	}
 
-	fn acquit(challenge_id: ChallengeId, c: Challenge<T>) {
-		let (mut credit, _) = <T::Currency as BalancedHold<T::AccountId>>::slash(
-			&Self::bond_reason(),
-			&c.challenger,
-			c.bond,
-		);
-		let bond_slashed = credit.peek();
-		// Jurors who voted innocent share the bond pro rata to their seats.
-		let (shares, _) = protocol::split_by_stake(
-			bond_slashed.saturated_into(),
-			&Self::voters(challenge_id, &c, false),
-		);
-		let mut jurors_paid = BalanceOf::<T>::zero();
+	/// Slashes `amount` planck of `who`'s hold for `reason` and pays it to `voters` pro rata to
+	/// their seats (dust and unpayable parts to `Slash`). Returns `(slashed, paid)`, planck.
+	pub(crate) fn slash_hold_to_voters(
+		reason: &T::RuntimeHoldReason,
+		who: &T::AccountId,
+		amount: BalanceOf<T>,
+		voters: &[(T::AccountId, u128)],
+	) -> (BalanceOf<T>, BalanceOf<T>) {
+		let (mut credit, _) =
+			<T::Currency as BalancedHold<T::AccountId>>::slash(reason, who, amount);
+		let slashed = credit.peek();
+		let (shares, _) = protocol::split_by_stake(slashed.saturated_into(), voters);
+		let mut paid = BalanceOf::<T>::zero();
 		for (juror, share) in shares {
 			let (part, rest) = credit.split(share.saturated_into());
 			credit = rest;
 			let offered = part.peek();
 			match <T::Currency as Balanced<T::AccountId>>::resolve(&juror, part) {
-				Ok(()) => jurors_paid = jurors_paid.saturating_add(offered),
+				Ok(()) => paid = paid.saturating_add(offered),
 				Err(back) => credit = credit.merge(back),
 			}
 		}
 		T::Slash::on_unbalanced(credit);
+		(slashed, paid)
+	}
+
+	pub(crate) fn acquit(challenge_id: ChallengeId, c: Challenge<T>) {
+		// Jurors who voted innocent share the bond pro rata to their seats.
+		let (bond_slashed, jurors_paid) = Self::slash_hold_to_voters(
+			&Self::bond_reason(),
+			&c.challenger,
+			c.bond,
+			&Self::voters(challenge_id, &c, false),
+		);
 		Self::close(challenge_id, &c, protocol::Verdict::Innocent);
 		Self::deposit_event(Event::AccusedFoundInnocent {
 			challenge_id,
@@ -410,19 +458,28 @@ impl<T: Config> Pallet<T> {
 		});
 	}
 
+	/// The end of a committee's vote (the first one's, or the appeal's): no-shows answer for
+	/// it, then its verdict at expiry is decided ([`Self::decide`]).
 	pub(crate) fn expire(challenge_id: ChallengeId) {
 		let Some(c) = OpenChallenges::<T>::get(challenge_id) else {
 			return;
 		};
 		Self::penalize_no_shows(challenge_id, &c);
-		match c.votes.at_expiry() {
-			protocol::Verdict::Guilty => return Self::convict(challenge_id, c),
-			protocol::Verdict::Innocent => return Self::acquit(challenge_id, c),
-			_ => {},
+		let verdict = c.votes.at_expiry();
+		Self::decide(challenge_id, c, verdict, frame_system::Pallet::<T>::block_number());
+	}
+
+	/// Executes `verdict` on `c` at once: convicts, acquits, or (undecided) releases the bond.
+	pub(crate) fn execute(challenge_id: ChallengeId, c: Challenge<T>, verdict: protocol::Verdict) {
+		match verdict {
+			protocol::Verdict::Guilty => Self::convict(challenge_id, c),
+			protocol::Verdict::Innocent => Self::acquit(challenge_id, c),
+			_ => {
+				Self::release_bond(&c);
+				Self::close(challenge_id, &c, protocol::Verdict::Expired);
+				Self::deposit_event(Event::ChallengeExpired { challenge_id });
+			},
 		}
-		Self::release_bond(&c);
-		Self::close(challenge_id, &c, protocol::Verdict::Expired);
-		Self::deposit_event(Event::ChallengeExpired { challenge_id });
 	}
 
 	/// Weight of closing a challenge beyond its benchmarked paths: its challenger's slot
@@ -505,7 +562,11 @@ impl<T: Config> Pallet<T> {
 				guilty == c.votes.guilty && innocent == c.votes.innocent,
 				"vote tallies differ from recorded votes"
 			);
-			ensure!(c.votes.decided().is_none(), "a decided challenge is still open");
+			let stage = Appeals::<T>::get(id).map_or(Stage::FirstVote, |a| a.stage());
+			ensure!(
+				c.votes.decided().is_none() || matches!(stage, Stage::Ruled | Stage::Appealed),
+				"a decided challenge is still open without a ruling"
+			);
 			ensure!(
 				c.jury.iter().all(|s| s.seats > 0)
 					&& c.jury.iter().enumerate().all(|(i, s)| {
@@ -542,6 +603,7 @@ impl<T: Config> Pallet<T> {
 				"bond hold differs from open challenges"
 			);
 		}
+		Self::appeals_try_state()?;
 		for (id, eligible) in EligibleJurors::<T>::iter() {
 			let c = OpenChallenges::<T>::get(id).ok_or("eligible jurors of a closed challenge")?;
 			let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)

@@ -62,14 +62,15 @@ impl<T: Config> Pallet<T> {
 		T::Randomness::randomness_at(draw_at.saturating_sub(One::one()))
 	}
 
-	/// Draws the committee of `c`: `JurySize` seats, each drawn with replacement ∝ snapshot
+	/// Draws the committee of `c`: `seats` seats (`JurySize`, or `AppealJurySize` for an appeal),
+	/// each drawn with replacement ∝ snapshot
 	/// stake from the challenged round's contributors that were eligible when the challenge
 	/// opened ([`EligibleJurors`]) — the accused and the challenger included, each
 	/// with its stake — so the committee holds what a replay needs (θ_{r−1} and every included
 	/// payload), its weights were fixed when the round opened and its members when the
 	/// challenge did, both before the seed block existed. Returns the committee; an empty one
 	/// if the seed is no longer kept.
-	pub(crate) fn draw(id: ChallengeId, c: &Challenge<T>) -> JuryOf<T> {
+	pub(crate) fn draw(id: ChallengeId, c: &Challenge<T>, seats: u32) -> JuryOf<T> {
 		let Some(seed) = Self::draw_seed(c.draw_at) else {
 			return BoundedVec::new();
 		};
@@ -82,9 +83,8 @@ impl<T: Config> Pallet<T> {
 				.filter(|p| registered.contains(&p.who))
 				.map(|p| (p.who, p.stake))
 				.collect();
-		let jury = protocol::draw_committee(&eligible, T::JurySize::get(), |j| {
-			Self::seat_randomness(seed, id, j)
-		});
+		let jury =
+			protocol::draw_committee(&eligible, seats, |j| Self::seat_randomness(seed, id, j));
 		BoundedVec::truncate_from(jury)
 	}
 
@@ -96,12 +96,21 @@ impl<T: Config> Pallet<T> {
 		for id in due {
 			Self::advance(id, n);
 		}
-		// Each due item is a draw or an expiry (bounded by its benchmarked worst case).
-		T::WeightInfo::on_initialize_expire(count).saturating_add(
-			T::WeightInfo::expire()
-				.saturating_add(Self::close_weight())
-				.saturating_mul(count.into()),
-		)
+		Self::due_weight(count)
+	}
+
+	/// The most weight `on_initialize` takes for `count` items due in its block. The draws of
+	/// first committees are what `on_initialize_expire(count)` measures; besides, each item does
+	/// one of: an expiry (the end of a vote), a ruling's execution (a verdict, bounded by
+	/// `vote`'s worst case: the appeal committee's deciding vote) or an appeal committee's draw
+	/// (a draw is scheduled before the end of its committee's vote, so one block never does both
+	/// for one item), plus what closing a challenge touches beyond those.
+	pub fn due_weight(count: u32) -> Weight {
+		let item = T::WeightInfo::expire()
+			.max(T::WeightInfo::vote())
+			.max(T::WeightInfo::draw_appeal())
+			.saturating_add(Self::close_weight());
+		T::WeightInfo::on_initialize_expire(count).saturating_add(item.saturating_mul(count.into()))
 	}
 
 	/// The 128 random bits of seat `seat` of challenge `id`'s committee: the first 16 bytes of

@@ -8,10 +8,12 @@
 
 extern crate alloc;
 
+pub use appeal::SCHEDULE_PROBES;
 pub use pallet::*;
 pub use synod_primitives::protocol::{Seated, Verdict};
 pub use weights::WeightInfo;
 
+pub mod appeal;
 #[cfg(feature = "runtime-benchmarks")]
 mod benchmarking;
 mod dispatchable_impls;
@@ -49,11 +51,14 @@ pub mod pallet {
 		/// A challenger's bond.
 		#[codec(index = 0)]
 		ChallengeBond,
+		/// An appellant's bond.
+		#[codec(index = 1)]
+		AppealBond,
 	}
 
-	/// The in-code storage version (4: jurors by default, opting out recorded in [`OptedOut`];
-	/// see [`crate::migrations`]).
-	const STORAGE_VERSION: StorageVersion = StorageVersion::new(4);
+	/// The in-code storage version (5: appeals for rounds opened from [`AppealsFrom`]; see
+	/// [`crate::migrations`]).
+	const STORAGE_VERSION: StorageVersion = StorageVersion::new(5);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]
@@ -86,6 +91,15 @@ pub mod pallet {
 		/// the distinct jurors of a committee.
 		#[pallet::constant]
 		type JurySize: Get<u32>;
+		/// Seats of an appeal committee (the runtime uses
+		/// [`synod_primitives::protocol::APPEAL_SEATS`], `2 × JurySize + 1`); also bounds the
+		/// distinct jurors of any committee. At least `JurySize`.
+		#[pallet::constant]
+		type AppealJurySize: Get<u32>;
+		/// Bond an appellant holds, in planck: released if the appeal reverses the ruling,
+		/// slashed to the appeal jurors who voted with the verdict if it confirms it.
+		#[pallet::constant]
+		type AppealBond: Get<BalanceOf<Self>>;
 		/// Share of the guilty member's snapshot stake that is slashed.
 		#[pallet::constant]
 		type SlashFraction: Get<Perbill>;
@@ -224,6 +238,18 @@ pub mod pallet {
 		OptionQuery,
 	>;
 
+	/// The appeal side of each open challenge of a pool with appeals (see [`Appeal`]): its
+	/// reserved blocks, the first committee's ruling and the appeal. Deleted when the challenge
+	/// closes.
+	#[pallet::storage]
+	pub type Appeals<T: Config> = StorageMap<_, Twox64Concat, ChallengeId, Appeal<T>, OptionQuery>;
+
+	/// The first block of rounds whose challenges may be appealed (0: every round). Set by the
+	/// migration that brought appeals to the block it ran in: a round that opened before it had
+	/// its stake's slashable window and its settlement fixed without an appeal's blocks.
+	#[pallet::storage]
+	pub type AppealsFrom<T: Config> = StorageValue<_, BlockNumberFor<T>, ValueQuery>;
+
 	/// Bonded trainers that opted out of juries ([`Pallet::unregister_juror`], or seated and
 	/// absent: a no-show). Every other contributor is eligible. One entry per account, written
 	/// only for an account with active stake (or slashed as a no-show), deleted when it opts
@@ -268,6 +294,51 @@ pub mod pallet {
 			challenge_id: ChallengeId,
 			/// Stake of the drawn jurors other than the parties, planck.
 			jury_stake: u128,
+		},
+		/// The committee reached `verdict`; it executes at `executes_at` unless the losing party
+		/// (the accused of a guilty ruling, the challenger of an innocent one) appeals first.
+		Ruled {
+			/// Challenge.
+			challenge_id: ChallengeId,
+			/// The ruling.
+			verdict: Verdict,
+			/// Block at which it executes unless appealed.
+			executes_at: BlockNumberFor<T>,
+		},
+		/// `appellant` appealed the ruling, holding `bond` planck; the appeal committee is drawn
+		/// at `draw_at`.
+		Appealed {
+			/// Challenge.
+			challenge_id: ChallengeId,
+			/// The losing party.
+			appellant: T::AccountId,
+			/// Planck held.
+			bond: BalanceOf<T>,
+			/// Block whose parent's randomness draws the appeal committee.
+			draw_at: BlockNumberFor<T>,
+		},
+		/// The appeal committee of a challenge was drawn; it votes until `expires_at`, and its
+		/// verdict is final.
+		AppealJuryDrawn {
+			/// Challenge.
+			challenge_id: ChallengeId,
+			/// Jurors with their stake (planck) and seats.
+			jury: JuryOf<T>,
+			/// Block number.
+			expires_at: BlockNumberFor<T>,
+		},
+		/// An appellant's bond was settled: released (`slashed` = 0) when the appeal reversed
+		/// the ruling or gave no verdict, else slashed and paid to the appeal jurors who voted
+		/// with the verdict (`jurors_paid` of it).
+		AppealBondSettled {
+			/// Challenge.
+			challenge_id: ChallengeId,
+			/// The appellant.
+			appellant: T::AccountId,
+			/// Planck slashed.
+			slashed: BalanceOf<T>,
+			/// Planck of it paid to jurors.
+			jurors_paid: BalanceOf<T>,
 		},
 		/// A juror voted.
 		Voted {
@@ -406,6 +477,17 @@ pub mod pallet {
 		/// Every block in which this challenge's jury could be drawn, or its voting period end,
 		/// has `MaxExpiriesPerBlock` events scheduled: try again in a later block.
 		ScheduleFull,
+		/// Nothing to appeal: the challenge has no ruling (its committee has not decided, or
+		/// decided nothing a party loses by), or it was appealed already.
+		NoRuling,
+		/// The ruling's appeal period is over (an appeal must leave the appeal committee's draw
+		/// a block that did not exist when it was submitted).
+		AppealClosed,
+		/// Only the losing party appeals: the accused of a guilty ruling, the challenger of an
+		/// innocent one.
+		NotAppellant,
+		/// The appellant cannot hold the appeal bond.
+		InsufficientAppealBond,
 		/// Opting in: the caller has no active stake. Opting out: it holds no stake at all
 		/// (active or unbonding). Only trainers with stake opt in or out of juries.
 		NotBonded,
@@ -494,13 +576,16 @@ pub mod pallet {
 			Self::do_unregister_juror(who)
 		}
 
-		/// Draws the jury of `challenge_id` if its draw is due, or expires it if its voting
-		/// period is over (any signed account): the fallback when a block's schedule was full.
+		/// Whatever is due for `challenge_id` (any signed account): its committee's draw, the end
+		/// of its vote, the execution of an unappealed ruling, the appeal committee's draw or the
+		/// end of the appeal's vote. Each is scheduled in `on_initialize` too; this executes a
+		/// ruling as soon as its appeal period is over when its block's schedule had no room.
 		///
 		/// Errors: [`Error::ChallengeNotFound`], [`Error::NothingDue`].
 		#[pallet::call_index(4)]
 		#[pallet::weight(T::WeightInfo::on_initialize_expire(1)
 			.saturating_add(T::WeightInfo::expire())
+			.saturating_add(T::WeightInfo::draw_appeal())
 			.saturating_add(Pallet::<T>::close_weight()))]
 		pub fn advance_challenge(
 			origin: OriginFor<T>,
@@ -509,8 +594,7 @@ pub mod pallet {
 			ensure_signed(origin)?;
 			let c = OpenChallenges::<T>::get(challenge_id).ok_or(Error::<T>::ChallengeNotFound)?;
 			let now = frame_system::Pallet::<T>::block_number();
-			let due = (c.jury.is_empty() && now >= c.draw_at) || now >= c.expires_at;
-			ensure!(due, Error::<T>::NothingDue);
+			ensure!(Self::is_due(challenge_id, &c, now), Error::<T>::NothingDue);
 			Self::advance(challenge_id, now);
 			Ok(())
 		}
@@ -546,12 +630,39 @@ pub mod pallet {
 			let reporter = ensure_signed(origin)?;
 			Self::do_report_equivocation(reporter, pool_id, round, accused, &first, &second)
 		}
+
+		/// Appeals the ruling of `challenge_id` to a committee of `AppealJurySize` seats, drawn
+		/// from the same frozen eligible jurors from the randomness of a block after this one:
+		/// the caller must be the losing party (the accused of a guilty ruling, the challenger of
+		/// an innocent one) and holds `AppealBond` until the appeal's verdict, which is final and
+		/// replaces the ruling ([`Event::Appealed`]). Possible until `MIN_JURY_DELAY` blocks
+		/// before the ruling executes.
+		///
+		/// Errors: [`Error::ChallengeNotFound`], [`Error::NoRuling`], [`Error::AppealClosed`],
+		/// [`Error::NotAppellant`], [`Error::InsufficientAppealBond`].
+		///
+		/// Class: `Operational` (an appeal must not be starved by ordinary transactions within
+		/// its period); the runtime admits it to the transaction pool only if it would succeed
+		/// ([`Pallet::check_appeal`]).
+		#[pallet::call_index(6)]
+		#[pallet::weight((T::WeightInfo::appeal(), DispatchClass::Operational))]
+		pub fn appeal(origin: OriginFor<T>, challenge_id: ChallengeId) -> DispatchResult {
+			let who = ensure_signed(origin)?;
+			Self::do_appeal(who, challenge_id)
+		}
 	}
 
 	#[pallet::hooks]
 	impl<T: Config> Hooks<BlockNumberFor<T>> for Pallet<T> {
 		fn on_initialize(n: BlockNumberFor<T>) -> Weight {
 			Self::advance_due(n)
+		}
+
+		fn integrity_test() {
+			assert!(
+				T::AppealJurySize::get() >= T::JurySize::get(),
+				"an appeal committee is at least as large as a first one"
+			);
 		}
 
 		#[cfg(feature = "try-runtime")]

@@ -397,3 +397,60 @@ pub mod v4 {
 		}
 	}
 }
+
+/// v4 → v5: appeals. A round that opened before this upgrade had its stake's slashable window
+/// and its settlement fixed without an appeal's blocks, so its challenges are judged as before
+/// (a verdict executes at once): [`crate::AppealsFrom`] is set to the upgrade's block. The
+/// committee bound of [`crate::JuryOf`] grows to `AppealJurySize` (same encoding). Nothing is
+/// rewritten.
+pub mod v5 {
+	use crate::pallet::{AppealsFrom, Config, Pallet};
+	use frame_support::{
+		migrations::VersionedMigration, pallet_prelude::*, traits::UncheckedOnRuntimeUpgrade,
+	};
+	use sp_runtime::traits::One;
+
+	/// The unversioned step; use [`MigrateV4ToV5`].
+	pub struct AppealsFromNow<T>(core::marker::PhantomData<T>);
+
+	impl<T: Config> UncheckedOnRuntimeUpgrade for AppealsFromNow<T> {
+		fn on_runtime_upgrade() -> Weight {
+			// At least block 1: 0 means "every round" (a chain with appeals from genesis).
+			let now = frame_system::Pallet::<T>::block_number();
+			AppealsFrom::<T>::put(now.max(One::one()));
+			T::DbWeight::get().reads_writes(1, 1)
+		}
+	}
+
+	/// Appeals for rounds opened from the upgrade's block on (storage version 4 → 5).
+	pub type MigrateV4ToV5<T> = VersionedMigration<
+		4,
+		5,
+		AppealsFromNow<T>,
+		Pallet<T>,
+		<T as frame_system::Config>::DbWeight,
+	>;
+
+	#[cfg(test)]
+	mod tests {
+		use super::*;
+		use crate::mock::*;
+		use frame_support::{assert_ok, traits::OnRuntimeUpgrade};
+
+		#[test]
+		fn rounds_opened_before_the_upgrade_are_judged_without_appeals() {
+			run_test(|| {
+				AppealPeriod::set(&6);
+				final_round();
+				run_to_block(3);
+				StorageVersion::new(4).put::<Pallet<Test>>();
+				MigrateV4ToV5::<Test>::on_runtime_upgrade();
+				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 5);
+				assert_eq!(AppealsFrom::<Test>::get(), 3);
+				// Round 1 opened before the upgrade: no appeal side, its verdict executes at once.
+				assert_ok!(open_challenge(2, 0, 1, 1, [0x44; 32]));
+				assert!(!crate::Appeals::<Test>::contains_key(0));
+			});
+		}
+	}
+}

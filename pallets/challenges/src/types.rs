@@ -8,7 +8,10 @@ use frame_support::{
 };
 use frame_system::pallet_prelude::BlockNumberFor;
 use scale_info::TypeInfo;
-use synod_primitives::{protocol::JuryVotes, Hash32, PoolId, RoundIndex};
+use synod_primitives::{
+	protocol::{JuryVotes, Verdict},
+	Hash32, PoolId, RoundIndex,
+};
 
 /// Balance type of the currency.
 pub type BalanceOf<T> =
@@ -24,11 +27,58 @@ pub const MAX_EVIDENCE_BYTES: u32 = synod_primitives::protocol::evidence::MAX_ME
 /// (`synod_protocol::evidence::Signed`).
 pub type Evidence = BoundedVec<u8, ConstU32<MAX_EVIDENCE_BYTES>>;
 /// A committee: each drawn juror once, with its snapshot stake (planck) and its seats
-/// (at most `JurySize` jurors, their seats summing to `JurySize`).
+/// (at most `AppealJurySize` jurors, their seats summing to `JurySize`, or to `AppealJurySize`
+/// for an appeal committee).
 pub type JuryOf<T> = BoundedVec<
 	synod_primitives::protocol::Seated<<T as frame_system::Config>::AccountId>,
-	<T as Config>::JurySize,
+	<T as Config>::AppealJurySize,
 >;
+
+/// Where a challenge of a pool with appeals stands ([`Appeal::stage`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Stage {
+	/// The first committee is drawn or votes.
+	FirstVote,
+	/// The first committee ruled; the ruling executes unless the losing party appeals first.
+	Ruled,
+	/// Appealed: the appeal committee is drawn at the challenge's `draw_at`.
+	Appealed,
+	/// The appeal committee votes; its verdict is final.
+	AppealVote,
+}
+
+/// The appeal side of an open challenge in a pool whose timeline has appeals
+/// (`Timeline::appeal_period > 0`): the blocks reserved for it at opening, the first
+/// committee's ruling and the appeal.
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct Appeal<T: Config> {
+	/// Block whose `on_initialize` executes the ruling, or draws the appeal committee, at the
+	/// latest (scheduled when the challenge opened).
+	pub ruling_by: BlockNumberFor<T>,
+	/// Block whose `on_initialize` ends the appeal committee's vote at the latest (scheduled
+	/// when the challenge opened).
+	pub appeal_expiry_by: BlockNumberFor<T>,
+	/// The first committee's ruling (`Guilty` or `Innocent`) and the block at which it executes
+	/// unless appealed; `None` before it is reached and once the appeal committee is drawn.
+	pub ruling: Option<(Verdict, BlockNumberFor<T>)>,
+	/// Who appealed (the losing party) and the bond it holds, planck.
+	pub appellant: Option<(T::AccountId, BalanceOf<T>)>,
+}
+
+impl<T: Config> Appeal<T> {
+	/// The stage of the challenge this belongs to.
+	pub fn stage(&self) -> Stage {
+		match (&self.ruling, &self.appellant) {
+			(None, None) => Stage::FirstVote,
+			(Some(_), None) => Stage::Ruled,
+			(Some(_), Some(_)) => Stage::Appealed,
+			(None, Some(_)) => Stage::AppealVote,
+		}
+	}
+}
 
 /// An open challenge.
 #[derive(

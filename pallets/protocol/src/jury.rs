@@ -40,6 +40,13 @@ pub const SEED_OPTIONS: u32 = 2;
 pub const COMMITTEE_SEATS: u32 =
 	committee_seats(ADVERSARY_SHARE, MAX_WRONG_VERDICT / SEED_OPTIONS as f64);
 
+/// Seats of an appeal committee: `2 × COMMITTEE_SEATS + 1` (407), drawn from the same frozen
+/// eligible jurors with a later seed, as in Kleros' appeals to doubled juries. Its verdict
+/// replaces the appealed ruling; an adversary with [`ADVERSARY_SHARE`] turns it with probability
+/// [`wrong_verdict_probability`]`(407, ⅓)` ≈ 2 × 10⁻¹² per seed (printed by
+/// `cargo test -p synod-protocol committee -- --nocapture`).
+pub const APPEAL_SEATS: u32 = 2 * COMMITTEE_SEATS + 1;
+
 /// The seats that decide a committee of `seats`: a strict majority, `⌊seats / 2⌋ + 1`.
 pub const fn majority(seats: u32) -> u32 {
 	seats / 2 + 1
@@ -109,6 +116,7 @@ pub const fn committee_seats(adversary: f64, max_wrong: f64) -> u32 {
 	TypeInfo,
 	Debug,
 )]
+#[cfg_attr(feature = "scale-decode", derive(scale_decode::DecodeAsType))]
 pub enum Verdict {
 	/// Jurors holding a majority of the committee's seats found the contribution dishonest.
 	Guilty,
@@ -304,6 +312,22 @@ mod tests {
 		assert!(options * p <= MAX_WRONG_VERDICT && options * smaller > MAX_WRONG_VERDICT);
 		// A smaller adversary does even worse.
 		assert!(wrong_verdict_probability(COMMITTEE_SEATS, 0.3) < p / 10.0);
+	}
+
+	#[test]
+	fn committee_of_an_appeal_turns_far_less_often() {
+		let first = wrong_verdict_probability(COMMITTEE_SEATS, ADVERSARY_SHARE);
+		let appeal = wrong_verdict_probability(APPEAL_SEATS, ADVERSARY_SHARE);
+		// An honest member wrongly convicted must lose both committees: the first's ruling is
+		// appealed, and the appeal's verdict is the one executed.
+		println!(
+			"{{\"appeal_seats\":{APPEAL_SEATS},\"p_wrong_verdict_per_seed\":{appeal:e},\
+			 \"p_wrong_first_and_appeal_best_seeds\":{:e}}}",
+			f64::from(SEED_OPTIONS) * first * f64::from(SEED_OPTIONS) * appeal
+		);
+		assert_eq!(APPEAL_SEATS, 407);
+		assert!(appeal < first / 1e4, "{appeal:e} vs {first:e}");
+		assert!(f64::from(SEED_OPTIONS) * appeal <= MAX_WRONG_VERDICT * 1e-5);
 	}
 
 	#[test]

@@ -47,7 +47,9 @@ pub mod timeline;
 
 pub use arith::{mul_div_floor, PPB};
 pub use evidence::{verify_announcement, verify_equivocation, Announcement, EvidenceError};
-pub use jury::{draw_committee, eligible_jurors, JuryVotes, Seated, Verdict, COMMITTEE_SEATS};
+pub use jury::{
+	draw_committee, eligible_jurors, JuryVotes, Seated, Verdict, APPEAL_SEATS, COMMITTEE_SEATS,
+};
 pub use leak::LeakRule;
 pub use pool::{pool_deposit, PoolStatus};
 pub use quorum::{quorum_threshold, reaches_quorum};
@@ -56,7 +58,7 @@ pub use round::{Action, Fact, RoundPhase, RoundState, Status as RoundStatus};
 pub use snapshot::{snapshot, MemberState, Participant};
 pub use spec::{check_allowed_trainers, check_spec, SpecField, SpecLimits, SpecView};
 pub use tally::{contributors, tally, winner, Tallied};
-pub use timeline::{Timeline, KEPT_VOIDED_SNAPSHOTS};
+pub use timeline::{Timeline, KEPT_VOIDED_SNAPSHOTS, MIN_APPEAL_PERIOD};
 
 /// Identifier of a training pool, assigned in creation order from 0.
 pub type PoolId = u32;

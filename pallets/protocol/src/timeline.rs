@@ -6,7 +6,10 @@
 //!                                                    unless final
 //!   final at f ──W──▶ late commits end ──W──▶ challenges end
 //!   challenge opened at c ──jury_delay──▶ jury drawn ──voting_period──▶ votes end
-//!   settle_at(f) = f + 2W + jury_delay + voting_period + 1
+//!   ruling at v ──appeal_period──▶ executed, or (appealed) appeal committee drawn
+//!   ──voting_period──▶ appeal votes end
+//!   settle_at(f) = f + 2W + jury_delay + voting_period + appeal_period + voting_period + 1
+//!   (without appeals, `appeal_period = 0`: f + 2W + jury_delay + voting_period + 1)
 //! ```
 //!
 //! - No commit to a round is accepted in its first `min_round_length` blocks (its inner phase
@@ -19,6 +22,10 @@
 //!   `W` blocks (a late commit is never a free reward).
 //! - The voting period is `round_timeout + vote_margin`: a round's inner phase fits in its
 //!   timeout, so a juror with comparable hardware can replay one member's inner phase within it.
+//! - A committee's ruling (guilty or innocent) executes `appeal_period` blocks after it is
+//!   reached, unless the losing party appeals before; an appeal is judged by a larger committee
+//!   within one more voting period, and its verdict is final. So no slash executes before the
+//!   party it hurts could appeal.
 //! - Stake that backs a round stays slashable until `slashable_until(deadline)` =
 //!   `settle_at(deadline)`: finality never comes after the deadline, so every challenge on the
 //!   round has a verdict by then.
@@ -35,6 +42,11 @@ pub const KEPT_VOIDED_SNAPSHOTS: u32 = 16;
 /// includes the challenge, or that block's author would know the committee of every challenge
 /// it chooses to include.
 pub const MIN_JURY_DELAY: Block = 2;
+
+/// Fewest blocks of a non-zero appeal period: an appeal must be possible in at least one block
+/// that still leaves [`MIN_JURY_DELAY`] blocks before the ruling's execution block, in which the
+/// appeal committee is drawn at the latest.
+pub const MIN_APPEAL_PERIOD: Block = MIN_JURY_DELAY + 1;
 
 /// A pool's timing rules, in blocks.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -53,6 +65,9 @@ pub struct Timeline {
 	pub jury_delay: Block,
 	/// Blocks the jury has to vote once drawn.
 	pub voting_period: Block,
+	/// Blocks between a committee's ruling and its execution, during which the losing party
+	/// may appeal (0: no appeals, a ruling executes at once; else ≥ [`MIN_APPEAL_PERIOD`]).
+	pub appeal_period: Block,
 }
 
 impl Timeline {
@@ -70,7 +85,20 @@ impl Timeline {
 			challenge_window,
 			jury_delay: jury_delay.max(MIN_JURY_DELAY),
 			voting_period: round_timeout.saturating_add(vote_margin),
+			appeal_period: 0,
 		}
+	}
+
+	/// This timeline with rulings that the losing party may appeal within `blocks` blocks (0:
+	/// no appeals; a shorter non-zero period is raised to [`MIN_APPEAL_PERIOD`]).
+	pub fn with_appeal_period(self, blocks: Block) -> Self {
+		let appeal_period = if blocks == 0 { 0 } else { blocks.max(MIN_APPEAL_PERIOD) };
+		Self { appeal_period, ..self }
+	}
+
+	/// Whether a ruling can be appealed (`appeal_period > 0`).
+	pub fn appeals(&self) -> bool {
+		self.appeal_period > 0
 	}
 
 	/// This timeline with rounds that accept commits only `blocks` after they open.
@@ -117,10 +145,26 @@ impl Timeline {
 		self.jury_drawn_at(opened_at).saturating_add(self.voting_period)
 	}
 
+	/// Block by which the ruling of a challenge opened at `opened_at` is executed, or its appeal
+	/// committee drawn: `appeal_period` after the latest end of its first vote.
+	pub fn rulings_until(&self, opened_at: Block) -> Block {
+		self.votes_until(opened_at).saturating_add(self.appeal_period)
+	}
+
+	/// Block at which a challenge opened at `opened_at` is over at the latest: its appeal
+	/// committee's vote ends (`votes_until` without appeals).
+	pub fn appeal_votes_until(&self, opened_at: Block) -> Block {
+		if self.appeals() {
+			self.rulings_until(opened_at).saturating_add(self.voting_period)
+		} else {
+			self.votes_until(opened_at)
+		}
+	}
+
 	/// Block at which a round final at `finalized_at` is settled: after the last challenge that
-	/// can be opened on it has expired.
+	/// can be opened on it is over, appeal included.
 	pub fn settle_at(&self, finalized_at: Block) -> Block {
-		self.votes_until(self.challenges_until(finalized_at)).saturating_add(1)
+		self.appeal_votes_until(self.challenges_until(finalized_at)).saturating_add(1)
 	}
 
 	/// Block until which the stake backing a round with `deadline` must stay held (and
@@ -179,6 +223,20 @@ mod tests {
 		assert_eq!(paced.commits_from(100), 104);
 		assert!(!paced.accepts_commits_ahead());
 		assert_eq!(paced.deadline(100), t.deadline(100), "the deadline counts from the opening");
+	}
+
+	#[test]
+	fn an_appeal_is_over_before_the_round_settles() {
+		let t = Timeline::for_pool(10, 5, 2, 20).with_appeal_period(6);
+		assert!(t.appeals());
+		assert_eq!(t.rulings_until(100), 100 + 2 + 30 + 6);
+		assert_eq!(t.appeal_votes_until(100), 100 + 2 + 30 + 6 + 30);
+		assert_eq!(t.settle_at(105), 115 + 2 + 30 + 6 + 30 + 1);
+		assert!(t.appeal_votes_until(t.challenges_until(105)) < t.settle_at(105));
+		assert_eq!(Timeline::for_pool(10, 5, 2, 20).with_appeal_period(1).appeal_period, 3);
+		let none = Timeline::for_pool(10, 5, 2, 20).with_appeal_period(0);
+		assert!(!none.appeals());
+		assert_eq!(none.appeal_votes_until(100), none.votes_until(100));
 	}
 
 	#[test]

@@ -142,6 +142,10 @@ pub const BOND: Balance = 300;
 pub const JURY_DELAY: u64 = 2;
 /// Seats of a committee: the runtime's, sized by the ⅓-adversary bound.
 pub const JURY_SEATS: u32 = synod_primitives::protocol::COMMITTEE_SEATS;
+/// Seats of an appeal committee: the runtime's.
+pub const APPEAL_SEATS: u32 = synod_primitives::protocol::APPEAL_SEATS;
+/// The appeal bond, planck.
+pub const APPEAL_BOND: Balance = 600;
 /// Voting period = round timeout + this.
 pub const VOTE_MARGIN: u64 = 10;
 /// A member's storage deposit, planck.
@@ -170,6 +174,8 @@ parameter_types! {
 	pub const JurorShare: Perbill = Perbill::from_percent(30);
 	pub const NoShowSlash: Perbill = Perbill::from_percent(10);
 	pub const InactivityLeak: Perbill = Perbill::from_percent(1);
+	/// Blocks a ruling waits for an appeal: 0 (no appeals) unless a test sets it.
+	pub storage AppealPeriod: u64 = 0;
 	/// The spec bounds; no floor on `min_round_length` (rate 0), which a test may set.
 	pub storage Limits: synod_primitives::protocol::SpecLimits = synod_primitives::protocol::SpecLimits {
 		max_rounds: 100,
@@ -258,6 +264,7 @@ impl pallet_training_pools::Config for Test {
 	type SpecLimits = Limits;
 	type JuryDelay = ConstU64<JURY_DELAY>;
 	type VoteMargin = ConstU64<VOTE_MARGIN>;
+	type AppealPeriod = AppealPeriod;
 	type MemberDeposit = ConstU128<MEMBER_DEPOSIT>;
 	type PoolDeposit = ConstU128<POOL_DEPOSIT>;
 	type RoundDeposit = ConstU128<ROUND_DEPOSIT>;
@@ -292,6 +299,8 @@ impl pallet_challenges::Config for Test {
 	type Randomness = Randomness;
 	type ChallengeBond = ConstU128<BOND>;
 	type JurySize = ConstU32<JURY_SEATS>;
+	type AppealJurySize = ConstU32<APPEAL_SEATS>;
+	type AppealBond = ConstU128<APPEAL_BOND>;
 	type SlashFraction = SlashFraction;
 	type ChallengerShare = ChallengerShare;
 	type JurorShare = JurorShare;
@@ -399,7 +408,9 @@ pub fn new_bench_ext() -> sp_io::TestExternalities {
 		Limits::set(&synod_primitives::protocol::SpecLimits {
 			max_inner_steps_per_block: 256,
 			..Limits::get()
-		})
+		});
+		// The runtime's rulings wait for appeals: the benchmarks measure those paths.
+		AppealPeriod::set(&6);
 	});
 	// Into the backend: each benchmark run wipes the uncommitted changes back to it.
 	ext.commit_all().expect("benchmark genesis commits");

@@ -59,6 +59,7 @@ enum Op {
 	RegisterJuror(usize),
 	UnregisterJuror(usize),
 	Advance(usize, u32),
+	Appeal(usize, u32),
 	Settle(usize, u32, u32),
 	Claim(usize, u32),
 	Blocks(u64),
@@ -149,6 +150,7 @@ fn op() -> impl Strategy<Value = Op> {
 		who.clone().prop_map(Op::RegisterJuror),
 		who.clone().prop_map(Op::UnregisterJuror),
 		(who.clone(), 0..6u32).prop_map(|(w, c)| Op::Advance(w, c)),
+		(who.clone(), 0..6u32).prop_map(|(w, c)| Op::Appeal(w, c)),
 		(who.clone(), pool.clone(), 0..5u32).prop_map(|(w, p, r)| Op::Settle(w, p, r)),
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Claim(w, p)),
 		(1..25u64).prop_map(Op::Blocks),
@@ -234,6 +236,7 @@ fn apply(op: &Op) {
 		Op::RegisterJuror(w) => Challenges::register_juror(o(w)),
 		Op::UnregisterJuror(w) => Challenges::unregister_juror(o(w)),
 		Op::Advance(w, c) => Challenges::advance_challenge(o(w), c),
+		Op::Appeal(w, c) => Challenges::appeal(o(w), c),
 		Op::Settle(w, p, r) => Rewards::settle_round(o(w), p, r),
 		Op::Claim(w, p) => Rewards::claim_rewards(o(w), p),
 		Op::Blocks(n) => {
@@ -267,8 +270,13 @@ proptest! {
 	})]
 
 	#[test]
-	fn random_calls_keep_every_invariant(ops in proptest::collection::vec(op(), 1..40)) {
+	fn random_calls_keep_every_invariant(
+		ops in proptest::collection::vec(op(), 1..40),
+		appeals in any::<bool>(),
+	) {
 		new_test_ext().execute_with(|| {
+			// Rulings that wait for appeals, or verdicts that execute at once.
+			AppealPeriod::set(&if appeals { 6 } else { 0 });
 			two_pools();
 			check_invariants();
 			for op in &ops {

@@ -58,7 +58,8 @@ impl<T: Config> Pallet<T> {
 			view.challenge_window,
 			T::JuryDelay::get().saturated_into(),
 			T::VoteMargin::get().saturated_into(),
-		);
+		)
+		.with_appeal_period(T::AppealPeriod::get().saturated_into());
 		ensure!(timeline.keeps_voided_snapshots(), Error::<T>::InvalidChallengeWindow);
 		Ok(())
 	}
@@ -281,6 +282,7 @@ impl<T: Config> Pallet<T> {
 			T::VoteMargin::get().saturated_into(),
 		)
 		.with_min_round_length(pool.spec.min_round_length.saturated_into())
+		.with_appeal_period(T::AppealPeriod::get().saturated_into())
 	}
 
 	pub(crate) fn deposit_reason() -> T::RuntimeHoldReason {

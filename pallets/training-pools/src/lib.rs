@@ -139,6 +139,10 @@ pub mod pallet {
 		/// (`voting_period = round_timeout + VoteMargin`).
 		#[pallet::constant]
 		type VoteMargin: Get<BlockNumberFor<Self>>;
+		/// Blocks after a jury's ruling during which the losing party may appeal it to a larger
+		/// committee (0: no appeals; see `synod_primitives::protocol::Timeline::appeal_period`).
+		#[pallet::constant]
+		type AppealPeriod: Get<BlockNumberFor<Self>>;
 		/// Storage deposit a member holds at `join_pool`, in planck: it pays for its record and
 		/// its 1952-byte ML-DSA key (~2.1 KB) until the key is no longer needed as challenge
 		/// evidence.

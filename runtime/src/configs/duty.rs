@@ -1,13 +1,14 @@
 //! Block space that block stuffing cannot take from the protocol's duties.
 //!
-//! `Checkpoints::commit_checkpoint` and `Challenges::vote` are `Operational` calls: besides the
-//! normal class's 75 % of every block they may use the 25 % that ordinary transactions never
-//! can, however high their tip, and the transaction pool ranks them above ordinary ones of the
-//! same tip (`OperationalFeeMultiplier`). So that this space serves only the duties it is for,
-//! [`CheckDutyCall`] admits such a call only if it would succeed now (the pallets'
-//! `check_commit` / `check_vote` run it and discard its effects): an outsider's commit, a vote
-//! by a juror who is not seated, and a member repeating a failing commit are refused by the
-//! pool and never take block space. A refusal carries the pallet error's index as
+//! `Checkpoints::commit_checkpoint`, `Challenges::vote` and `Challenges::appeal` are
+//! `Operational` calls: besides the normal class's 75 % of every block they may use the 25 %
+//! that ordinary transactions never can, however high their tip, and the transaction pool ranks
+//! them above ordinary ones of the same tip (`OperationalFeeMultiplier`). So that this space
+//! serves only the duties it is for, [`CheckDutyCall`] admits such a call only if it would
+//! succeed now (the pallets' `check_commit` / `check_vote` / `check_appeal` run it and discard
+//! its effects): an outsider's commit, a vote by a juror who is not seated, an appeal by anyone
+//! but a ruling's loser and a member repeating a failing commit are refused by the pool and
+//! never take block space. A refusal carries the pallet error's index as
 //! `InvalidTransaction::Custom` (`synod-trainer` maps it back to the error's name through the
 //! metadata). Every other `Operational` call (root's: `sudo(…)`, `System::set_code`, …) is
 //! admitted only from the sudo key: from anyone else it would fail at dispatch, but only
@@ -29,7 +30,7 @@ use sp_runtime::{
     DispatchError, DispatchResult,
 };
 
-/// Admits `commit_checkpoint` and `vote` only if they would succeed (see the module docs);
+/// Admits `commit_checkpoint`, `vote` and `appeal` only if they would succeed (see the module docs);
 /// every other call passes unchanged. Encodes to nothing (no explicit or implicit data).
 #[derive(
     Encode, Decode, DecodeWithMemTracking, Clone, Copy, Eq, PartialEq, Default, TypeInfo, Debug,
@@ -56,6 +57,9 @@ impl CheckDutyCall {
                 challenge_id,
                 guilty,
             }) => Some(Challenges::check_vote(who.clone(), *challenge_id, *guilty)),
+            RuntimeCall::Challenges(pallet_challenges::Call::appeal { challenge_id }) => {
+                Some(Challenges::check_appeal(who.clone(), *challenge_id))
+            }
             _ => None,
         }
     }
@@ -66,6 +70,7 @@ impl CheckDutyCall {
             call,
             RuntimeCall::Checkpoints(pallet_checkpoints::Call::commit_checkpoint { .. })
                 | RuntimeCall::Challenges(pallet_challenges::Call::vote { .. })
+                | RuntimeCall::Challenges(pallet_challenges::Call::appeal { .. })
         )
     }
 }

@@ -46,6 +46,11 @@ parameter_types! {
     /// Jurors vote within one round timeout plus half a minute (a juror replays one member's
     /// H inner steps, which fit in a round timeout).
     pub const VoteMargin: BlockNumber = MINUTES / 2;
+    /// The losing party of a jury's ruling has half a minute to appeal it before it executes.
+    pub const AppealPeriod: BlockNumber = MINUTES / 2;
+    /// An appellant holds 20 SYN (twice a challenge bond: an appeal convenes a committee twice
+    /// as large).
+    pub const AppealBond: Balance = 20 * UNIT;
     /// A guilty member loses 10 % of its snapshot stake…
     pub const SlashFraction: Perbill = Perbill::from_percent(10);
     /// …half of which goes to the challenger…
@@ -122,6 +127,7 @@ impl pallet_training_pools::Config for Runtime {
     type SpecLimits = PoolSpecLimits;
     type JuryDelay = JuryDelay;
     type VoteMargin = VoteMargin;
+    type AppealPeriod = AppealPeriod;
     type MemberDeposit = MemberDeposit;
     type PoolDeposit = PoolDeposit;
     type RoundDeposit = RoundDeposit;
@@ -163,6 +169,8 @@ impl pallet_challenges::Config for Runtime {
     type Randomness = Randomness;
     type ChallengeBond = ChallengeBond;
     type JurySize = ConstU32<{ synod_primitives::protocol::COMMITTEE_SEATS }>;
+    type AppealJurySize = ConstU32<{ synod_primitives::protocol::APPEAL_SEATS }>;
+    type AppealBond = AppealBond;
     type SlashFraction = SlashFraction;
     type ChallengerShare = ChallengerShare;
     type JurorShare = JurorShare;

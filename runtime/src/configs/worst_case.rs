@@ -71,6 +71,10 @@ fn heaviest_calls() -> Vec<(&'static str, RuntimeCall)> {
             pallet_challenges::Call::advance_challenge { challenge_id: 0 }.into(),
         ),
         (
+            "challenges.appeal",
+            pallet_challenges::Call::appeal { challenge_id: 0 }.into(),
+        ),
+        (
             "challenges.report_equivocation",
             pallet_challenges::Call::report_equivocation {
                 pool_id: 0,
@@ -120,4 +124,22 @@ fn every_heavy_call_fits_its_block_class() {
         );
     }
     println!("{{{}}}", shares.join(","));
+}
+
+/// The challenges' `on_initialize` with every schedule slot of its block due (each item at its
+/// worst: a first committee's draw and an expiry with every juror absent, a ruling's execution
+/// or an appeal committee's draw) stays within the normal class's three quarters of the block,
+/// so that the operational quarter (commits, votes, appeals) is never taken by it: printed as a
+/// share of the block's weight (`cargo test -p synod-runtime worst_case -- --nocapture`).
+#[test]
+fn a_full_challenge_schedule_leaves_the_operational_quarter() {
+    let max = RuntimeBlockWeights::get().max_block;
+    let slots = <Runtime as pallet_challenges::Config>::MaxExpiriesPerBlock::get();
+    let hook = pallet_challenges::Pallet::<Runtime>::due_weight(slots);
+    let share = hook.ref_time() as f64 / max.ref_time() as f64;
+    println!("{{\"challenges.on_initialize({slots} due)\":{share:.3}}}");
+    assert!(
+        hook.all_lte(max / 4 * 3),
+        "{hook:?} over three quarters of the block's {max:?}"
+    );
 }

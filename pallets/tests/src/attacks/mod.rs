@@ -3,6 +3,7 @@
 //! the attack on the one test runtime, shows that it fails, and that nobody honest loses
 //! anything; `run_test` then checks every pallet's `try_state` and conservation of issuance.
 
+mod appeals;
 mod below_quorum;
 mod bounds;
 mod candidate_flooding;

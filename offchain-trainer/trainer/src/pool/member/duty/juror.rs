@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{anyhow, Result};
 use synod_chain::calls;
-use synod_chain::types::ChallengeInfo;
+use synod_chain::types::{ChallengeInfo, Verdict};
 
 use super::DutyWorker;
 use crate::event::TrainerEvent;
@@ -13,12 +13,14 @@ use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::vote::juror_vote;
 
 impl DutyWorker {
-    /// Votes on every drawn jury we sit on (with `--no-jury` too: an account seated anyway,
-    /// because another process of it opted in, votes rather than be slashed as a no-show);
-    /// records in `awaiting` the rounds of our pool's challenges that still wait for a draw or
-    /// our vote, and in `jury_read_at` the finalized block read before the challenges (cleared
-    /// first: a pass that fails leaves `None`). As a juror, first opts back in if the chain
-    /// opted us out (a vote we missed as a no-show).
+    /// Votes on every drawn committee we sit on, first or appeal (with `--no-jury` too: an
+    /// account seated anyway, because another process of it opted in, votes rather than be
+    /// slashed as a no-show); appeals the rulings we lose as a party ([`Self::appeal_if_wronged`]);
+    /// records in `awaiting` the rounds of our pool's challenges that still wait for a draw,
+    /// our vote, or a ruling's execution (an appeal committee may still seat us), and in
+    /// `jury_read_at` the finalized block read before the challenges (cleared first: a pass
+    /// that fails leaves `None`). As a juror, first opts back in if the chain opted us out (a
+    /// vote we missed as a no-show).
     pub(super) fn jury_duty(&mut self) -> Result<()> {
         self.duties.jury_read_at = None;
         if self.ctx.a.juror
@@ -40,6 +42,9 @@ impl DutyWorker {
         let read_at = self.ctx.block_on(self.ctx.chain.finalized_number())?;
         let next = self.ctx.block_on(self.ctx.chain.next_challenge_id())?;
         let mut awaiting = BTreeSet::new();
+        // Read every open challenge first, so that an appeal (its period is short) never waits
+        // behind a replay for another challenge.
+        let mut open = Vec::new();
         for id in self.duties.cursor..next {
             if self.duties.handled.contains(&id) {
                 continue;
@@ -48,35 +53,121 @@ impl DutyWorker {
                 None => {
                     self.duties.handled.insert(id);
                 }
-                Some(c) if c.jury.is_empty() => {
-                    if c.pool_id == self.ctx.pool {
-                        awaiting.insert(c.round);
-                    }
-                }
                 Some(c) => {
-                    if c.jury.iter().any(|s| s.who == self.ctx.account)
-                        && self
-                            .ctx
-                            .block_on(self.ctx.chain.vote_of(id, &self.ctx.account))?
-                            .is_none()
-                    {
-                        // A failed vote is retried next pass; it must not hold up the others.
-                        if let Err(e) = self.judge(id, &c) {
-                            tracing::warn!(challenge = id, "judging failed: {e:#}");
-                            awaiting.insert(c.round);
-                            continue;
-                        }
+                    // In a pool with appeals a challenge goes on after a ruling: its appeal
+                    // committee votes anew (our vote on the first one was deleted).
+                    let appeal = self.ctx.block_on(self.ctx.chain.appeal_of(id))?;
+                    if let Some(a) = &appeal {
+                        self.appeal_if_wronged(id, &c, a, read_at);
                     }
-                    self.duties.handled.insert(id);
+                    open.push((id, c, appeal));
                 }
+            }
+        }
+        for (id, c, appeal) in open {
+            let ours = c.pool_id == self.ctx.pool;
+            if c.jury.is_empty() {
+                if ours {
+                    awaiting.insert(c.round);
+                }
+                continue;
+            }
+            // Until the appeal committee is drawn, it may seat us (from the jurors frozen at
+            // opening, whether or not we opted out since): stay for it.
+            if ours
+                && appeal
+                    .as_ref()
+                    .is_some_and(|a| a.appellant.is_none() || a.ruling.is_some())
+            {
+                awaiting.insert(c.round);
+            }
+            let voting = appeal.as_ref().is_none_or(|a| a.ruling.is_none());
+            // One judgement per committee: an abstention is not retried every pass.
+            let committee = (id, c.expires_at);
+            if voting
+                && !self.duties.judged.contains(&committee)
+                && c.jury.iter().any(|s| s.who == self.ctx.account)
+                && self
+                    .ctx
+                    .block_on(self.ctx.chain.vote_of(id, &self.ctx.account))?
+                    .is_none()
+            {
+                // A failed vote is retried next pass; it must not hold up the others.
+                if let Err(e) = self.judge(id, &c) {
+                    tracing::warn!(challenge = id, "judging failed: {e:#}");
+                    awaiting.insert(c.round);
+                    continue;
+                }
+                self.duties.judged.insert(committee);
+            }
+            if appeal.is_none() {
+                self.duties.handled.insert(id);
             }
         }
         while self.duties.handled.remove(&self.duties.cursor) {
             self.duties.cursor += 1;
         }
+        let cursor = self.duties.cursor;
+        self.duties.judged.retain(|(id, _)| *id >= cursor);
+        self.duties.appealed.retain(|id| *id >= cursor);
         self.duties.awaiting = awaiting;
         self.duties.jury_read_at = Some(read_at);
         Ok(())
+    }
+
+    /// Appeals the ruling of challenge `c` (`id`, its appeal side `a`, read at finalized block
+    /// `read_at`) when we are the party it wrongs: an honest trainer knows its own payload was
+    /// honest (a guilty ruling against it is wrong), and opened its own challenge only on a
+    /// failed replay (an innocent ruling on it is one it disputes). A trainer playing a fault
+    /// does not appeal. Too late (the appeal committee's draw would not come from a later
+    /// block) or refused: logged.
+    fn appeal_if_wronged(
+        &mut self,
+        id: u32,
+        c: &ChallengeInfo,
+        a: &synod_chain::types::AppealInfo,
+        read_at: u64,
+    ) {
+        let Some((verdict, executes_at)) = a.ruling.filter(|_| a.appellant.is_none()) else {
+            return;
+        };
+        let wronged = match verdict {
+            Verdict::Guilty => c.accused == self.ctx.account,
+            Verdict::Innocent => c.challenger == self.ctx.account,
+            _ => false,
+        };
+        if !wronged || self.ctx.a.fault.is_some() || self.duties.appealed.contains(&id) {
+            return;
+        }
+        if read_at + synod_protocol::timeline::MIN_JURY_DELAY > u64::from(executes_at) {
+            tracing::warn!(
+                challenge = id,
+                ?verdict,
+                "ruling against us seen too late to appeal"
+            );
+            self.duties.appealed.insert(id);
+            return;
+        }
+        match self
+            .ctx
+            .block_on(self.ctx.chain.submit(&calls::appeal(id), &self.ctx.signer))
+        {
+            Ok(_) => {
+                tracing::info!(challenge = id, ?verdict, "appealed the ruling");
+                self.duties.appealed.insert(id);
+            }
+            Err(e)
+                if e.is_module("Challenges", "NoRuling")
+                    || e.is_module("Challenges", "AppealClosed")
+                    || e.is_module("Challenges", "InsufficientAppealBond") =>
+            {
+                // Not retried: the ruling was appealed or executed, or the bond is missing
+                // (an operator's matter, logged once).
+                tracing::warn!(challenge = id, "cannot appeal: {e}");
+                self.duties.appealed.insert(id);
+            }
+            Err(e) => tracing::warn!(challenge = id, "appeal: {e}"),
+        }
     }
 
     /// The vote on `c` (member `member` accused) from a replay of its kept payload: `(guilty,

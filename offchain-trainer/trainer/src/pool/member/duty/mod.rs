@@ -101,9 +101,15 @@ pub(super) struct Duties {
     cursor: u32,
     /// Challenge ids at or above `cursor` already handled (resolved, voted, not ours).
     handled: BTreeSet<u32>,
-    /// Rounds with a challenge of our pool that waited for its draw or our vote at the last
-    /// jury pass (their evidence is kept; `finish_duties` waits for them).
+    /// Rounds with a challenge of our pool that waited for its draw, our vote, a ruling's
+    /// execution or an appeal committee's draw at the last jury pass (their evidence is kept;
+    /// `finish_duties` waits for them).
     awaiting: BTreeSet<u32>,
+    /// Committees judged already (challenge id, end of its vote): a challenge with appeals is
+    /// not `handled` until it closes, and an abstention is not repeated every pass.
+    judged: BTreeSet<(u32, u32)>,
+    /// Challenges whose ruling we appealed (or could not appeal): not submitted again.
+    appealed: BTreeSet<u32>,
     /// The finalized block read just before the last jury pass read the challenges (`None`
     /// if that pass failed): every challenge opened at or before it was seen, and counted in
     /// `awaiting` if it still waits.

@@ -1,0 +1,299 @@
+//! Verdicts executed with no appeal. A committee an adversary captured (a seat majority of the
+//! first committee: probability ≤ 10⁻⁶ per dispute below ⅓ of the stake, but never 0, and the
+//! adversary chooses how often it tries) slashed an honest member at once, with no recourse;
+//! a cheater's friends holding the majority acquitted it for good. Now, in a pool with appeals,
+//! a guilty or innocent verdict is a *ruling* that executes `appeal_period` blocks later; the
+//! losing party may appeal first (holding `AppealBond`) to a committee of `2 × seats + 1` seats
+//! drawn from the same frozen eligible jurors, seeded by a block after the appeal, and that
+//! committee's verdict is final.
+//!
+//! The attacker's moves played here: capture the first committee (every seated juror votes its
+//! way) against an honest member; appeal a correct conviction to win a second draw; appeal at
+//! the last block, hoping the appeal's seed is one it knows; appeal on another's behalf; let
+//! the appeal committee stay silent.
+
+use super::challenge;
+use crate::mock::*;
+use frame_support::{assert_noop, assert_ok};
+use pallet_challenges::{Appeals, Error, Event, OpenChallenges, Verdict, Verdicts};
+use synod_primitives::protocol::{self, jury::wrong_verdict_probability};
+
+/// Every member of `jury` votes `guilty` while the committee's vote is open (it closes at the
+/// ruling or at the verdict).
+fn vote_all(id: u32, jury: &[(AccountId, u128)], guilty: bool) {
+	for (j, _) in jury {
+		let open = OpenChallenges::<Test>::contains_key(id)
+			&& Appeals::<Test>::get(id).is_none_or(|a| a.ruling.is_none());
+		if open {
+			assert_ok!(Challenges::vote(RuntimeOrigin::signed(*j), id, guilty));
+		}
+	}
+}
+
+/// The ruling of challenge `id`: its verdict and the block it executes at.
+fn ruling(id: u32) -> (Verdict, u64) {
+	Appeals::<Test>::get(id).and_then(|a| a.ruling).expect("a ruling")
+}
+
+/// Appeals challenge `id` as `who`, moves to the appeal committee's draw and returns it.
+fn appeal(who: AccountId, id: u32) -> Vec<(AccountId, u128)> {
+	assert_ok!(Challenges::appeal(RuntimeOrigin::signed(who), id));
+	let c = OpenChallenges::<Test>::get(id).expect("open");
+	run_to_block(c.draw_at);
+	let c = OpenChallenges::<Test>::get(id).expect("appeal drawn");
+	assert_eq!(c.votes.seats, APPEAL_SEATS, "the appeal committee holds 2 × seats + 1");
+	c.jury.iter().map(|s| (s.who, s.stake)).collect()
+}
+
+fn held_appeal_bond(who: AccountId) -> Balance {
+	use frame_support::traits::fungible::InspectHold;
+	Balances::balance_on_hold(
+		&RuntimeHoldReason::Challenges(pallet_challenges::HoldReason::AppealBond),
+		&who,
+	)
+}
+
+#[test]
+fn a_captured_committee_cannot_slash_before_an_appeal() {
+	run_test(|| {
+		AppealPeriod::set(&6);
+		final_round();
+		// Attacker 2 accuses honest member 1; the first committee votes guilty as one (as if
+		// the attacker held its majority).
+		let (id, jury) = challenge(2, 0, 1, 1);
+		vote_all(id, &jury, true);
+		let (verdict, executes_at) = ruling(id);
+		assert_eq!(verdict, Verdict::Guilty);
+		assert_eq!(staked(1), 1_000, "a ruling slashes nothing before its appeal period");
+		assert!(executes_at >= System::block_number() + 6);
+		// The honest member appeals; the appeal committee replays and acquits.
+		let free_before = free(1);
+		let appeal_jury = appeal(1, id);
+		assert_eq!(held_appeal_bond(1), APPEAL_BOND);
+		vote_all(id, &appeal_jury, false);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Innocent));
+		assert_eq!(staked(1), 1_000, "the honest member keeps its stake");
+		assert_eq!(held_appeal_bond(1), 0);
+		assert!(free(1) >= free_before, "its appeal bond came back (plus its juror's share)");
+		assert!(challenges_events().contains(&Event::AccusedFoundInnocent {
+			challenge_id: id,
+			accused: 1,
+			bond_slashed: BOND,
+			jurors_paid: BOND,
+		}));
+		// The ruling's block passes with nothing left to execute.
+		run_to_block(executes_at.max(System::block_number()) + 1);
+		assert_eq!(staked(1), 1_000);
+	});
+}
+
+#[test]
+fn an_unappealed_ruling_executes_when_its_appeal_period_ends() {
+	run_test(|| {
+		AppealPeriod::set(&6);
+		final_round();
+		let (id, jury) = challenge(2, 0, 1, 1);
+		vote_all(id, &jury, true);
+		let (_, executes_at) = ruling(id);
+		// Votes are closed; nothing executes before the appeal period is over.
+		assert_noop!(
+			Challenges::vote(RuntimeOrigin::signed(jury[0].0), id, false),
+			Error::<Test>::VotingClosed
+		);
+		run_to_block(executes_at - 1);
+		assert_eq!(staked(1), 1_000);
+		assert_noop!(
+			Challenges::advance_challenge(RuntimeOrigin::signed(3), id),
+			Error::<Test>::NothingDue
+		);
+		run_to_block(executes_at);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		assert_eq!(staked(1), 500);
+		assert!(!OpenChallenges::<Test>::contains_key(id) && !Appeals::<Test>::contains_key(id));
+	});
+}
+
+#[test]
+fn only_the_losing_party_appeals_and_only_while_a_later_seed_remains() {
+	run_test(|| {
+		AppealPeriod::set(&6);
+		final_round();
+		let (id, jury) = challenge(2, 0, 1, 1);
+		assert_noop!(Challenges::appeal(RuntimeOrigin::signed(1), id), Error::<Test>::NoRuling);
+		vote_all(id, &jury, true);
+		let (_, executes_at) = ruling(id);
+		// The winner, a juror or an outsider cannot appeal on the loser's behalf, nor take
+		// the operational space an appeal may use: the transaction pool refuses them.
+		for who in [2, 3, OUTSIDER] {
+			assert_noop!(
+				Challenges::appeal(RuntimeOrigin::signed(who), id),
+				Error::<Test>::NotAppellant
+			);
+			assert_noop!(Challenges::check_appeal(who, id), Error::<Test>::NotAppellant);
+		}
+		assert_ok!(Challenges::check_appeal(1, id));
+		assert!(Appeals::<Test>::get(id).is_some_and(|a| a.appellant.is_none()), "checked only");
+		// The last block leaving the appeal committee a seed block after the appeal is
+		// `executes_at − 2`; at `executes_at − 1` the seed block's author would be the appeal's.
+		run_to_block(executes_at - 1);
+		assert_noop!(Challenges::appeal(RuntimeOrigin::signed(1), id), Error::<Test>::AppealClosed);
+		assert_noop!(
+			Challenges::appeal(RuntimeOrigin::signed(1), id + 1),
+			Error::<Test>::ChallengeNotFound
+		);
+	});
+}
+
+#[test]
+fn an_appeal_at_the_last_block_is_drawn_from_a_later_seed_on_schedule() {
+	run_test(|| {
+		AppealPeriod::set(&6);
+		final_round();
+		let (id, jury) = challenge(2, 0, 1, 1);
+		vote_all(id, &jury, true);
+		let (_, executes_at) = ruling(id);
+		run_to_block(executes_at - 2);
+		let at = System::block_number();
+		assert_ok!(Challenges::appeal(RuntimeOrigin::signed(1), id));
+		let c = OpenChallenges::<Test>::get(id).expect("open");
+		// Drawn in the ruling's execution block, fixed before the appeal: the appellant cannot
+		// pick the seed by choosing when to appeal.
+		assert_eq!(c.draw_at, executes_at);
+		assert!(c.draw_at >= at + 2, "seeded by a block after the appeal's");
+		assert!(pallet_challenges::Expiries::<Test>::get(c.draw_at).contains(&id), "scheduled");
+		assert_noop!(Challenges::appeal(RuntimeOrigin::signed(1), id), Error::<Test>::NoRuling);
+		// Nobody on the appeal committee votes: no verdict, nobody slashed for the offence, both
+		// bonds back; the silent appeal jurors answer as no-shows.
+		run_to_block(c.draw_at);
+		let c = OpenChallenges::<Test>::get(id).expect("appeal drawn");
+		run_to_block(c.expires_at + 8);
+		assert!(!OpenChallenges::<Test>::contains_key(id));
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Expired));
+		assert_eq!(held_appeal_bond(1), 0);
+		assert!(challenges_events().iter().any(|e| matches!(e, Event::JurorNoShow { .. })));
+	});
+}
+
+#[test]
+fn appealing_a_correct_verdict_costs_the_appellant_its_bond() {
+	run_test(|| {
+		AppealPeriod::set(&6);
+		final_round();
+		// Cheater 1 is convicted and appeals for a second draw; the appeal confirms.
+		let (id, jury) = challenge(2, 0, 1, 1);
+		vote_all(id, &jury, true);
+		let appeal_jury = appeal(1, id);
+		vote_all(id, &appeal_jury, true);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		assert_eq!(staked(1), 500);
+		let settled = challenges_events().into_iter().find_map(|e| match e {
+			Event::AppealBondSettled { appellant: 1, slashed, jurors_paid, .. } => {
+				Some((slashed, jurors_paid))
+			},
+			_ => None,
+		});
+		let (slashed, paid) = settled.expect("the appeal bond was settled");
+		assert_eq!(slashed, APPEAL_BOND);
+		assert!(paid > 0, "paid to the appeal jurors who voted guilty");
+		assert_eq!(held_appeal_bond(1), 0);
+	});
+}
+
+#[test]
+fn a_challenger_appeals_a_captured_acquittal() {
+	run_test(|| {
+		AppealPeriod::set(&6);
+		final_round();
+		// The cheater's friends hold the first committee and acquit; the challenger appeals.
+		let (id, jury) = challenge(2, 0, 1, 1);
+		vote_all(id, &jury, false);
+		assert_eq!(ruling(id).0, Verdict::Innocent);
+		assert_noop!(Challenges::appeal(RuntimeOrigin::signed(1), id), Error::<Test>::NotAppellant);
+		let appeal_jury = appeal(2, id);
+		vote_all(id, &appeal_jury, true);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		assert_eq!(staked(1), 500);
+		assert_eq!(held_appeal_bond(2), 0, "a reversed ruling returns the appeal bond");
+	});
+}
+
+#[test]
+fn an_appellant_that_cannot_hold_the_bond_is_refused() {
+	run_test(|| {
+		AppealPeriod::set(&6);
+		final_round();
+		// A challenger funded for its challenge bond only.
+		mint(300, BOND + 1);
+		assert_ok!(open_challenge(300, 0, 1, 1, [0x44; 32]));
+		let id = 0;
+		let c = OpenChallenges::<Test>::get(id).expect("open");
+		run_to_block(c.draw_at);
+		let c = OpenChallenges::<Test>::get(id).expect("drawn");
+		vote_all(id, &c.jury.iter().map(|s| (s.who, s.stake)).collect::<Vec<_>>(), false);
+		assert_noop!(
+			Challenges::appeal(RuntimeOrigin::signed(300), id),
+			Error::<Test>::InsufficientAppealBond
+		);
+	});
+}
+
+/// The probability that an adversary turns the *final* verdict, from the runtime's own draw
+/// ([`Challenges::seat_randomness`], `protocol::draw_committee`) over many seeds, against the
+/// exact binomial tail: at a share large enough to measure (45 %, split as one whale or as
+/// many sybils), the appeal committee turns far less often than the first; at ⅓ the exact
+/// figures are printed (`cargo test -p synod-pallet-tests appeal -- --nocapture`).
+#[test]
+fn an_appeal_committee_turns_far_less_often_for_any_stake_split() {
+	const TRIES: u32 = 2_000;
+	let share = 0.45;
+	// One whale holding 45 %, or the same stake over 45 sybils interleaved with 55 honest
+	// accounts of 1 000 each.
+	let whale: Vec<(u64, u128)> =
+		core::iter::once((0, 45_000)).chain((1..=55).map(|i| (i, 1_000))).collect();
+	let sybils: Vec<(u64, u128)> = (0..100).map(|i| (i, 1_000)).collect();
+	let adversary_whale = |w: &u64| *w == 0;
+	let adversary_sybils = |w: &u64| w.is_multiple_of(2) && *w < 90;
+	let mut report = Vec::new();
+	for (name, candidates, adversary) in [
+		("whale", &whale, &adversary_whale as &dyn Fn(&u64) -> bool),
+		("sybils", &sybils, &adversary_sybils),
+	] {
+		let turned = |seats: u32| {
+			(0..TRIES)
+				.filter(|t| {
+					let mut seed = [0u8; 32];
+					seed[..4].copy_from_slice(&t.to_le_bytes());
+					let committee = protocol::draw_committee(candidates, seats, |j| {
+						Challenges::seat_randomness(seed, *t, j)
+					});
+					let held: u32 =
+						committee.iter().filter(|s| adversary(&s.who)).map(|s| s.seats).sum();
+					held >= protocol::jury::majority(seats)
+				})
+				.count() as f64
+				/ f64::from(TRIES)
+		};
+		let (first, appeal) = (turned(JURY_SEATS), turned(APPEAL_SEATS));
+		let (exact_first, exact_appeal) = (
+			wrong_verdict_probability(JURY_SEATS, share),
+			wrong_verdict_probability(APPEAL_SEATS, share),
+		);
+		// Within 4 standard errors of the exact tail.
+		for (simulated, exact) in [(first, exact_first), (appeal, exact_appeal)] {
+			let se = (exact * (1.0 - exact) / f64::from(TRIES)).sqrt();
+			assert!((simulated - exact).abs() <= 4.0 * se + 1e-3, "{name}: {simulated} vs {exact}");
+		}
+		assert!(appeal < first / 2.0, "{name}: appeal {appeal} vs first {first}");
+		report.push(format!(
+			"\"{name}\":{{\"first\":{first},\"appeal\":{appeal},\"exact_first\":{exact_first:.4},\
+			 \"exact_appeal\":{exact_appeal:.4}}}"
+		));
+	}
+	let third = 1.0 / 3.0;
+	println!(
+		"{{\"tries\":{TRIES},\"share\":{share},{},\"at_one_third\":{{\"first\":{:e},\"appeal\":{:e}}}}}",
+		report.join(","),
+		wrong_verdict_probability(JURY_SEATS, third),
+		wrong_verdict_probability(APPEAL_SEATS, third)
+	);
+}
