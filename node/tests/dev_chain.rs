@@ -43,6 +43,6 @@ fn dev_chain_finalizes_and_polkadot_js_user_path_passes() {
     let summary: serde_json::Value =
         serde_json::from_str(stdout.lines().last().unwrap_or("{}")).expect("JSON summary line");
     assert_eq!(summary["ok"], true);
-    assert_eq!(summary["calls_submitted"], 21);
+    assert_eq!(summary["calls_submitted"], 22);
     assert!(summary["module_errors_with_docs"].as_u64().unwrap_or(0) > 40);
 }

@@ -180,6 +180,13 @@ async function main() {
   const ruled = find(ev, 'challenges', 'Ruled');
   check(ruled && ruled.data.verdict.isGuilty && !find(ev, 'challenges', 'AccusedFoundGuilty'),
     'a guilty ruling: nothing is slashed before the loser could appeal');
+  // Round 2 is open since round 1's finality: its members commit it before its timeout while
+  // the ruling waits for an appeal (challenges of round 1 go on after the pool completes).
+  console.log('round 2 → pool completes');
+  await ok(api, bob, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Bob commits round 2');
+  ev = await ok(api, charlie, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Charlie commits round 2');
+  check(!!find(ev, 'trainingPools', 'PoolCompleted'), 'the pool completes after its last round');
+  console.log('appeal → a committee of 2 × seats + 1 → final verdict');
   await expectRefused(api, fewer, api.tx.challenges.vote(challengeId, false), 'challenges', 'VotingClosed');
   await expectRefused(api, ferdie, api.tx.challenges.appeal(challengeId), 'challenges', 'NotAppellant');
   ev = await ok(api, dave, api.tx.challenges.appeal(challengeId), 'Dave appeals the ruling');
@@ -203,10 +210,6 @@ async function main() {
   check(settled && settled.data.slashed.toBigInt() === api.consts.challenges.appealBond.toBigInt(),
     "the appeal confirmed the ruling: Dave's appeal bond pays the appeal jurors");
 
-  console.log('round 2 → pool completes');
-  await ok(api, bob, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Bob commits round 2');
-  ev = await ok(api, charlie, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Charlie commits round 2');
-  check(!!find(ev, 'trainingPools', 'PoolCompleted'), 'the pool completes after its last round');
 
   console.log('second pool: leave and cancel; unbond and withdraw');
   ev = await ok(api, alice, api.tx.trainingPools.createPool(spec({ minTrainers: 2 })), 'Alice creates pool 2');

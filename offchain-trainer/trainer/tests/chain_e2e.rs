@@ -1451,6 +1451,9 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
             chain.call_data(&calls::bond(UNIT)).await,
             chain.call_data(&calls::create_pool(spec)).await,
             chain
+                .call_data(&calls::set_allowed_trainers(0, vec![bob]))
+                .await,
+            chain
                 .call_data(&calls::join_pool(0, UNIT, vec![1; 38], &key).unwrap())
                 .await,
             chain
@@ -1465,6 +1468,7 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
                 )
                 .await,
             chain.call_data(&calls::vote(0, true)).await,
+            chain.call_data(&calls::appeal(0)).await,
             chain.call_data(&calls::register_juror()).await,
             chain.call_data(&calls::unregister_juror()).await,
             chain.call_data(&calls::void_expired_round(0)).await,

@@ -16,18 +16,8 @@ enum Op {
 	Bond(usize, u128),
 	Unbond(usize, u128),
 	Withdraw(usize),
-	CreatePool {
-		who: usize,
-		rounds: u32,
-		trainers: u32,
-		quorum: u32,
-		reward: u128,
-		min_stake: u128,
-		timeout: u64,
-		window: u64,
-		min_round_length: u64,
-		allowed: u8,
-	},
+	/// A pool spec drawn with boundary values ([`pool_spec`]).
+	CreatePool(usize, Box<pallet_training_pools::PoolSpec<Test>>),
 	Join(usize, u32, u128),
 	Leave(usize, u32),
 	ReleaseDeposit(usize, u32, u32),
@@ -80,6 +70,41 @@ fn amount() -> impl Strategy<Value = u128> {
 	]
 }
 
+/// Pool specs with boundary values of every bounded field (rounds, trainers, quorum, reward,
+/// minimum stake, round timeout, challenge window, minimum round length) and allow-lists from a
+/// bit mask over the accounts.
+fn pool_spec() -> impl Strategy<Value = pallet_training_pools::PoolSpec<Test>> {
+	(
+		0..4u32,
+		0..7u32,
+		prop_oneof![
+			Just(0u32),
+			Just(500_000_000),
+			Just(500_000_001),
+			Just(666_666_667),
+			Just(1_000_000_000),
+			Just(u32::MAX)
+		],
+		(amount(), amount()),
+		prop_oneof![Just(0u64), Just(1), Just(10), Just(1_000), Just(u64::MAX)],
+		prop_oneof![Just(0u64), Just(1), Just(5), Just(100), Just(u64::MAX)],
+		(prop_oneof![Just(0u64), Just(1), Just(3), Just(500), Just(u64::MAX)], any::<u8>()),
+	)
+		.prop_map(
+			|(rounds, trainers, quorum, (reward, min_stake), timeout, window, (length, mask))| {
+				let mut s = spec(rounds, trainers, Perbill::from_parts(quorum));
+				s.max_trainers = trainers.max(1);
+				s.reward_per_round = reward;
+				s.min_stake = min_stake;
+				s.round_timeout = timeout;
+				s.challenge_window = window;
+				s.min_round_length = length;
+				s.allowed_trainers = allow_list(mask);
+				s
+			},
+		)
+}
+
 fn op() -> impl Strategy<Value = Op> {
 	let who = 0..ACCOUNTS.len();
 	let pool = 0..3u32;
@@ -87,50 +112,7 @@ fn op() -> impl Strategy<Value = Op> {
 		(who.clone(), amount()).prop_map(|(w, a)| Op::Bond(w, a)),
 		(who.clone(), amount()).prop_map(|(w, a)| Op::Unbond(w, a)),
 		who.clone().prop_map(Op::Withdraw),
-		(
-			who.clone(),
-			0..4u32,
-			0..7u32,
-			prop_oneof![
-				Just(0u32),
-				Just(500_000_000),
-				Just(500_000_001),
-				Just(666_666_667),
-				Just(1_000_000_000),
-				Just(u32::MAX)
-			],
-			amount(),
-			amount(),
-			prop_oneof![Just(0u64), Just(1), Just(10), Just(1_000), Just(u64::MAX)],
-			prop_oneof![Just(0u64), Just(1), Just(5), Just(100), Just(u64::MAX)],
-			(prop_oneof![Just(0u64), Just(1), Just(3), Just(500), Just(u64::MAX)], any::<u8>())
-		)
-			.prop_map(
-				|(
-					who,
-					rounds,
-					trainers,
-					quorum,
-					reward,
-					min_stake,
-					timeout,
-					window,
-					(min_round_length, allowed),
-				)| {
-					Op::CreatePool {
-						who,
-						rounds,
-						trainers,
-						quorum,
-						reward,
-						min_stake,
-						timeout,
-						window,
-						min_round_length,
-						allowed,
-					}
-				},
-			),
+		(who.clone(), pool_spec()).prop_map(|(w, s)| Op::CreatePool(w, Box::new(s))),
 		(who.clone(), pool.clone(), amount()).prop_map(|(w, p, a)| Op::Join(w, p, a)),
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Leave(w, p)),
 		(who.clone(), pool.clone(), 0..6u32).prop_map(|(w, p, i)| Op::ReleaseDeposit(w, p, i)),
@@ -173,28 +155,7 @@ fn apply(op: &Op) {
 		Op::Bond(w, a) => TrainerStaking::bond(o(w), a),
 		Op::Unbond(w, a) => TrainerStaking::unbond(o(w), a),
 		Op::Withdraw(w) => TrainerStaking::withdraw_unbonded(o(w)),
-		Op::CreatePool {
-			who,
-			rounds,
-			trainers,
-			quorum,
-			reward,
-			min_stake,
-			timeout,
-			window,
-			min_round_length,
-			allowed,
-		} => {
-			let mut s = spec(rounds, trainers, Perbill::from_parts(quorum));
-			s.max_trainers = trainers.max(1);
-			s.reward_per_round = reward;
-			s.min_stake = min_stake;
-			s.round_timeout = timeout;
-			s.challenge_window = window;
-			s.min_round_length = min_round_length;
-			s.allowed_trainers = allow_list(allowed);
-			TrainingPools::create_pool(o(who), s)
-		},
+		Op::CreatePool(who, spec) => TrainingPools::create_pool(o(who), *spec),
 		Op::Join(w, p, a) => {
 			TrainingPools::join_pool(o(w), p, a, peer(ACCOUNTS[w]), ml_dsa_key(ACCOUNTS[w]))
 		},
