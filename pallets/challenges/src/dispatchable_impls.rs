@@ -29,7 +29,7 @@ fn block<T: Config>(n: BlockNumberFor<T>) -> protocol::Block {
 type ScheduledBlocks<T> = (BlockNumberFor<T>, BlockNumberFor<T>, BlockNumberFor<T>);
 
 impl<T: Config> Pallet<T> {
-	fn bond_reason() -> T::RuntimeHoldReason {
+	pub(crate) fn bond_reason() -> T::RuntimeHoldReason {
 		HoldReason::ChallengeBond.into()
 	}
 
@@ -528,93 +528,6 @@ impl<T: Config> Pallet<T> {
 			Self::deposit_event(Event::JurorNoShow { challenge_id, juror: juror.clone(), slashed });
 			Self::opt_out(juror);
 		}
-	}
-
-	/// Invariants: each challenger's bond hold equals its open challenges' bonds; the seat
-	/// tallies match the recorded votes; committees list each juror once with at least one
-	/// seat, and their seats sum to the tally's; open counts match; every eligible juror of an
-	/// open challenge contributed to the challenged round.
-	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
-		use alloc::collections::btree_map::BTreeMap;
-		use frame_support::traits::fungible::InspectHold;
-		let mut bonds: BTreeMap<T::AccountId, BalanceOf<T>> = BTreeMap::new();
-		let mut open: BTreeMap<(PoolId, RoundIndex, T::AccountId), u32> = BTreeMap::new();
-		for (id, c) in OpenChallenges::<T>::iter() {
-			let e = bonds.entry(c.challenger.clone()).or_default();
-			*e = e.saturating_add(c.bond);
-			let n = open.entry((c.pool_id, c.round, c.accused.clone())).or_default();
-			*n = n.saturating_add(1);
-			let (mut guilty, mut innocent) = (0u32, 0u32);
-			for (juror, vote) in Votes::<T>::iter_prefix(id) {
-				let seats = c
-					.jury
-					.iter()
-					.find(|s| s.who == juror)
-					.map(|s| s.seats)
-					.ok_or("vote by a non-juror")?;
-				if vote {
-					guilty = guilty.saturating_add(seats);
-				} else {
-					innocent = innocent.saturating_add(seats);
-				}
-			}
-			ensure!(
-				guilty == c.votes.guilty && innocent == c.votes.innocent,
-				"vote tallies differ from recorded votes"
-			);
-			let stage = Appeals::<T>::get(id).map_or(Stage::FirstVote, |a| a.stage());
-			ensure!(
-				c.votes.decided().is_none() || matches!(stage, Stage::Ruled | Stage::Appealed),
-				"a decided challenge is still open without a ruling"
-			);
-			ensure!(
-				c.jury.iter().all(|s| s.seats > 0)
-					&& c.jury.iter().enumerate().all(|(i, s)| {
-						c.jury.iter().skip(i.saturating_add(1)).all(|o| o.who != s.who)
-					}),
-				"a juror without a seat, or listed twice"
-			);
-			ensure!(
-				!c.jury.is_empty()
-					|| c.draw_at <= frame_system::Pallet::<T>::block_number()
-					|| Expiries::<T>::get(c.draw_at).contains(&id),
-				"an undrawn challenge's draw is not scheduled"
-			);
-			let seats = c.jury.iter().fold(0u32, |a, s| a.saturating_add(s.seats));
-			ensure!(c.jury.is_empty() || seats == c.votes.seats, "committee seats differ");
-		}
-		let mut by: BTreeMap<(PoolId, RoundIndex, T::AccountId, T::AccountId), u32> =
-			BTreeMap::new();
-		for (_, c) in OpenChallenges::<T>::iter() {
-			let n = by.entry((c.pool_id, c.round, c.accused, c.challenger)).or_default();
-			*n = n.saturating_add(1);
-		}
-		for (key, n) in OpenBy::<T>::iter() {
-			ensure!(by.get(&key) == Some(&n), "OpenBy differs from the open challenges");
-		}
-		ensure!(by.len() == OpenBy::<T>::iter().count(), "an open challenge holds no slot");
-		for (key, n) in OpenAgainst::<T>::iter() {
-			ensure!(open.get(&key) == Some(&n), "open-challenge count differs");
-		}
-		ensure!(open.len() == OpenAgainst::<T>::iter().count(), "open challenge without a count");
-		for (who, bond) in bonds {
-			ensure!(
-				T::Currency::balance_on_hold(&Self::bond_reason(), &who) == bond,
-				"bond hold differs from open challenges"
-			);
-		}
-		Self::appeals_try_state()?;
-		for (id, eligible) in EligibleJurors::<T>::iter() {
-			let c = OpenChallenges::<T>::get(id).ok_or("eligible jurors of a closed challenge")?;
-			let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
-				.map(|f| f.contributors)
-				.unwrap_or_default();
-			ensure!(
-				eligible.iter().all(|j| contributors.iter().any(|p| p.who == *j)),
-				"an eligible juror that did not contribute to the round"
-			);
-		}
-		Ok(())
 	}
 }
 

@@ -18,6 +18,7 @@ pub mod appeal;
 mod benchmarking;
 mod dispatchable_impls;
 mod equivocation;
+mod events;
 mod jury;
 pub mod migrations;
 // The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
@@ -28,9 +29,13 @@ extern crate self as pallet_challenges;
 mod mock;
 #[cfg(test)]
 mod tests;
+mod try_state;
 mod types;
 pub mod weights;
 
+use frame_support::pallet_macros::import_section;
+
+#[import_section(events::events_and_errors)]
 #[frame_support::pallet]
 pub mod pallet {
 	use super::*;
@@ -256,242 +261,6 @@ pub mod pallet {
 	/// back in ([`Pallet::register_juror`]).
 	#[pallet::storage]
 	pub type OptedOut<T: Config> = StorageMap<_, Blake2_128Concat, T::AccountId, ()>;
-
-	/// Events.
-	#[pallet::event]
-	#[pallet::generate_deposit(pub(super) fn deposit_event)]
-	pub enum Event<T: Config> {
-		/// A challenge was opened against `accused`'s contribution to `round`; its jury is
-		/// drawn at `draw_at`.
-		ChallengeOpened {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// Pool.
-			pool_id: PoolId,
-			/// Round.
-			round: RoundIndex,
-			/// Accused contributor.
-			accused: T::AccountId,
-			/// Challenger.
-			challenger: T::AccountId,
-			/// blake3 digest of the disputed payload (from the verified evidence).
-			payload_digest: Hash32,
-			/// Block whose parent hash draws the jury.
-			draw_at: BlockNumberFor<T>,
-		},
-		/// The jury of a challenge was drawn; it votes until `expires_at`.
-		JuryDrawn {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// Jurors with their stake (planck) and seats.
-			jury: JuryOf<T>,
-			/// Block number.
-			expires_at: BlockNumberFor<T>,
-		},
-		/// Too little juror stake could be drawn: no verdict, the bond was released.
-		NoJuryDrawn {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// Stake of the drawn jurors other than the parties, planck.
-			jury_stake: u128,
-		},
-		/// The committee reached `verdict`; it executes at `executes_at` unless the losing party
-		/// (the accused of a guilty ruling, the challenger of an innocent one) appeals first.
-		Ruled {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// The ruling.
-			verdict: Verdict,
-			/// Block at which it executes unless appealed.
-			executes_at: BlockNumberFor<T>,
-		},
-		/// `appellant` appealed the ruling, holding `bond` planck; the appeal committee is drawn
-		/// at `draw_at`.
-		Appealed {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// The losing party.
-			appellant: T::AccountId,
-			/// Planck held.
-			bond: BalanceOf<T>,
-			/// Block whose parent's randomness draws the appeal committee.
-			draw_at: BlockNumberFor<T>,
-		},
-		/// The appeal committee of a challenge was drawn; it votes until `expires_at`, and its
-		/// verdict is final.
-		AppealJuryDrawn {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// Jurors with their stake (planck) and seats.
-			jury: JuryOf<T>,
-			/// Block number.
-			expires_at: BlockNumberFor<T>,
-		},
-		/// An appellant's bond was settled: released (`slashed` = 0) when the appeal reversed
-		/// the ruling or gave no verdict, else slashed and paid to the appeal jurors who voted
-		/// with the verdict (`jurors_paid` of it).
-		AppealBondSettled {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// The appellant.
-			appellant: T::AccountId,
-			/// Planck slashed.
-			slashed: BalanceOf<T>,
-			/// Planck of it paid to jurors.
-			jurors_paid: BalanceOf<T>,
-		},
-		/// A juror voted.
-		Voted {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// Juror.
-			juror: T::AccountId,
-			/// `true` = guilty.
-			guilty: bool,
-		},
-		/// The jury found the accused guilty; `slashed` planck of its stake were slashed.
-		AccusedFoundGuilty {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// Accused.
-			accused: T::AccountId,
-			/// Planck slashed.
-			slashed: BalanceOf<T>,
-		},
-		/// The jury found the accused innocent; the challenger's bond was slashed and paid to
-		/// the jurors who voted innocent.
-		AccusedFoundInnocent {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// Accused.
-			accused: T::AccountId,
-			/// Planck of bond slashed.
-			bond_slashed: BalanceOf<T>,
-			/// Planck of it paid to jurors.
-			jurors_paid: BalanceOf<T>,
-		},
-		/// A drawn juror that contributed to the challenged round did not vote within the
-		/// voting period: `slashed` planck of its stake were slashed (0 for a further missed
-		/// vote in a round it was already slashed for) and it is opted out of juries.
-		JurorNoShow {
-			/// Challenge.
-			challenge_id: ChallengeId,
-			/// Juror.
-			juror: T::AccountId,
-			/// Planck slashed.
-			slashed: BalanceOf<T>,
-		},
-		/// No verdict within the voting period; the bond was released.
-		ChallengeExpired {
-			/// Challenge.
-			challenge_id: ChallengeId,
-		},
-		/// `accused` signed two different payloads for `round` (equivocation), proved by
-		/// `reporter`'s two signed announcements: `slashed` planck of its snapshot stake were
-		/// slashed (`ChallengerShare` of it paid to the reporter) and it is unpaid for the
-		/// round.
-		EquivocationSlashed {
-			/// Pool.
-			pool_id: PoolId,
-			/// Round.
-			round: RoundIndex,
-			/// The member that equivocated.
-			accused: T::AccountId,
-			/// Who submitted the proof.
-			reporter: T::AccountId,
-			/// blake3 digests of the two payloads it announced.
-			digests: (Hash32, Hash32),
-			/// Planck slashed.
-			slashed: BalanceOf<T>,
-		},
-		/// `who` opted back in to juries: it is eligible again for challenges opened from now on.
-		JurorOptedIn {
-			/// Juror.
-			who: T::AccountId,
-		},
-		/// `who` is opted out of juries (by its own call, or as a no-show): challenges opened
-		/// from now on do not seat it.
-		JurorOptedOut {
-			/// Juror.
-			who: T::AccountId,
-		},
-	}
-
-	/// Errors.
-	#[pallet::error]
-	pub enum Error<T> {
-		/// No pool with this id.
-		PoolNotFound,
-		/// The round is not final (or does not exist).
-		RoundNotFinal,
-		/// The round's challenge window (`2 × challenge_window` after finality) has closed.
-		ChallengeWindowClosed,
-		/// The accused's payload is not in the round's final included set.
-		NotIncluded,
-		/// A challenger cannot accuse itself.
-		SelfChallenge,
-		/// The caller already holds an open challenge against this contribution.
-		AlreadyChallenged,
-		/// This contribution was already found guilty (and slashed).
-		AlreadyConvicted,
-		/// The challenger cannot hold the bond.
-		InsufficientBond,
-		/// No open challenge with this id.
-		ChallengeNotFound,
-		/// The jury has not been drawn yet (see `ChallengeOpened::draw_at`).
-		JuryNotDrawn,
-		/// The voting period is over.
-		VotingClosed,
-		/// The caller is not on this challenge's jury.
-		NotJuror,
-		/// The caller already voted.
-		AlreadyVoted,
-		/// Nothing to advance: the draw and the expiry are not due yet.
-		NothingDue,
-		/// The caller is a juror already (it has not opted out).
-		AlreadyJuror,
-		/// The caller has opted out of juries already.
-		NotAJuror,
-		/// The challenge id space is exhausted.
-		Overflow,
-		/// The evidence is not a signed message (too large, not SCALE, or trailing bytes).
-		EvidenceMalformed,
-		/// The evidence's ML-DSA-65 signature does not verify under the accused's registered
-		/// key.
-		EvidenceSignatureInvalid,
-		/// The evidence is a signed message that announces no payload.
-		EvidenceNotAnAnnouncement,
-		/// The evidence is signed by the accused but for another pool, round, member index or
-		/// peer id.
-		EvidenceOfAnotherContribution,
-		/// The accused's registration (key) is no longer kept.
-		AccusedKeyUnknown,
-		/// The accused is not a participant of the round's snapshot, or the snapshot is no
-		/// longer kept (the round was settled, or voided and its stake is no longer slashable).
-		NotAParticipant,
-		/// The two announcements are genuine but announce the same payload (or are about
-		/// different contributions): no equivocation.
-		NotAnEquivocation,
-		/// This member's equivocation in this round was already reported (and slashed).
-		AlreadyReported,
-		/// Every block in which this challenge's jury could be drawn, or its voting period end,
-		/// has `MaxExpiriesPerBlock` events scheduled: try again in a later block.
-		ScheduleFull,
-		/// Nothing to appeal: the challenge has no ruling (its committee has not decided, or
-		/// decided nothing a party loses by), or it was appealed already.
-		NoRuling,
-		/// The ruling's appeal period is over (an appeal must leave the appeal committee's draw
-		/// a block that did not exist when it was submitted).
-		AppealClosed,
-		/// Only the losing party appeals: the accused of a guilty ruling, the challenger of an
-		/// innocent one.
-		NotAppellant,
-		/// The appellant cannot hold the appeal bond.
-		InsufficientAppealBond,
-		/// Opting in: the caller has no active stake. Opting out: it holds no stake at all
-		/// (active or unbonding). Only trainers with stake opt in or out of juries.
-		NotBonded,
-	}
 
 	#[pallet::call]
 	impl<T: Config> Pallet<T> {
