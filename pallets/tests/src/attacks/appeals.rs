@@ -45,6 +45,23 @@ fn appeal(who: AccountId, id: u32) -> Vec<(AccountId, u128)> {
 	c.jury.iter().map(|s| (s.who, s.stake)).collect()
 }
 
+/// A pool with appeals whose round 1 is final, and challenger 2's challenge of member 1 with
+/// its first committee drawn: (challenge id, committee).
+fn challenged() -> (u32, Vec<(AccountId, u128)>) {
+	AppealPeriod::set(&6);
+	final_round();
+	challenge(2, 0, 1, 1)
+}
+
+/// [`challenged`], then every seated juror votes `guilty`: (challenge id, committee, the
+/// ruling's verdict, the block it executes at).
+fn ruled(guilty: bool) -> (u32, Vec<(AccountId, u128)>, Verdict, u64) {
+	let (id, jury) = challenged();
+	vote_all(id, &jury, guilty);
+	let (verdict, executes_at) = ruling(id);
+	(id, jury, verdict, executes_at)
+}
+
 fn held_appeal_bond(who: AccountId) -> Balance {
 	use frame_support::traits::fungible::InspectHold;
 	Balances::balance_on_hold(
@@ -56,13 +73,9 @@ fn held_appeal_bond(who: AccountId) -> Balance {
 #[test]
 fn a_captured_committee_cannot_slash_before_an_appeal() {
 	run_test(|| {
-		AppealPeriod::set(&6);
-		final_round();
 		// Attacker 2 accuses honest member 1; the first committee votes guilty as one (as if
 		// the attacker held its majority).
-		let (id, jury) = challenge(2, 0, 1, 1);
-		vote_all(id, &jury, true);
-		let (verdict, executes_at) = ruling(id);
+		let (id, _, verdict, executes_at) = ruled(true);
 		assert_eq!(verdict, Verdict::Guilty);
 		assert_eq!(staked(1), 1_000, "a ruling slashes nothing before its appeal period");
 		assert!(executes_at >= System::block_number() + 6);
@@ -90,11 +103,7 @@ fn a_captured_committee_cannot_slash_before_an_appeal() {
 #[test]
 fn an_unappealed_ruling_executes_when_its_appeal_period_ends() {
 	run_test(|| {
-		AppealPeriod::set(&6);
-		final_round();
-		let (id, jury) = challenge(2, 0, 1, 1);
-		vote_all(id, &jury, true);
-		let (_, executes_at) = ruling(id);
+		let (id, jury, _, executes_at) = ruled(true);
 		// Votes are closed; nothing executes before the appeal period is over.
 		assert_noop!(
 			Challenges::vote(RuntimeOrigin::signed(jury[0].0), id, false),
@@ -116,9 +125,7 @@ fn an_unappealed_ruling_executes_when_its_appeal_period_ends() {
 #[test]
 fn only_the_losing_party_appeals_and_only_while_a_later_seed_remains() {
 	run_test(|| {
-		AppealPeriod::set(&6);
-		final_round();
-		let (id, jury) = challenge(2, 0, 1, 1);
+		let (id, jury) = challenged();
 		assert_noop!(Challenges::appeal(RuntimeOrigin::signed(1), id), Error::<Test>::NoRuling);
 		vote_all(id, &jury, true);
 		let (_, executes_at) = ruling(id);
@@ -147,11 +154,7 @@ fn only_the_losing_party_appeals_and_only_while_a_later_seed_remains() {
 #[test]
 fn an_appeal_at_the_last_block_is_drawn_from_a_later_seed_on_schedule() {
 	run_test(|| {
-		AppealPeriod::set(&6);
-		final_round();
-		let (id, jury) = challenge(2, 0, 1, 1);
-		vote_all(id, &jury, true);
-		let (_, executes_at) = ruling(id);
+		let (id, _, _, executes_at) = ruled(true);
 		run_to_block(executes_at - 2);
 		let at = System::block_number();
 		assert_ok!(Challenges::appeal(RuntimeOrigin::signed(1), id));
@@ -177,11 +180,8 @@ fn an_appeal_at_the_last_block_is_drawn_from_a_later_seed_on_schedule() {
 #[test]
 fn appealing_a_correct_verdict_costs_the_appellant_its_bond() {
 	run_test(|| {
-		AppealPeriod::set(&6);
-		final_round();
 		// Cheater 1 is convicted and appeals for a second draw; the appeal confirms.
-		let (id, jury) = challenge(2, 0, 1, 1);
-		vote_all(id, &jury, true);
+		let (id, ..) = ruled(true);
 		let appeal_jury = appeal(1, id);
 		vote_all(id, &appeal_jury, true);
 		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
@@ -202,12 +202,9 @@ fn appealing_a_correct_verdict_costs_the_appellant_its_bond() {
 #[test]
 fn a_challenger_appeals_a_captured_acquittal() {
 	run_test(|| {
-		AppealPeriod::set(&6);
-		final_round();
 		// The cheater's friends hold the first committee and acquit; the challenger appeals.
-		let (id, jury) = challenge(2, 0, 1, 1);
-		vote_all(id, &jury, false);
-		assert_eq!(ruling(id).0, Verdict::Innocent);
+		let (id, _, verdict, _) = ruled(false);
+		assert_eq!(verdict, Verdict::Innocent);
 		assert_noop!(Challenges::appeal(RuntimeOrigin::signed(1), id), Error::<Test>::NotAppellant);
 		let appeal_jury = appeal(2, id);
 		vote_all(id, &appeal_jury, true);
