@@ -2,7 +2,7 @@
 
 use scale_decode::DecodeAsType;
 
-use crate::types::AccountId;
+use crate::types::{AccountId, Verdict};
 
 /// An event of the Synod pallets that changes what a trainer does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +37,17 @@ pub enum SynodEvent {
         /// Pool.
         pool: u32,
     },
+    /// `Challenges.Ruled`: a committee's ruling on `challenge`, which executes at block
+    /// `executes_at` unless the losing party appeals first (the event names no pool: read the
+    /// challenge for it).
+    Ruled {
+        /// Challenge id.
+        challenge: u32,
+        /// The ruling (`Guilty` or `Innocent`).
+        verdict: Verdict,
+        /// Block at which it executes unless appealed.
+        executes_at: u32,
+    },
     /// `Rewards.RewardsClaimed`: `who` was paid `amount` planck.
     RewardsClaimed {
         /// Pool.
@@ -49,14 +60,15 @@ pub enum SynodEvent {
 }
 
 impl SynodEvent {
-    /// The pool the event is about.
-    pub fn pool(&self) -> u32 {
+    /// The pool the event is about; `None` for a ruling (its event names only the challenge).
+    pub fn pool(&self) -> Option<u32> {
         match self {
             SynodEvent::RoundOpened { pool, .. }
             | SynodEvent::CheckpointFinalized { pool, .. }
             | SynodEvent::RoundVoided { pool, .. }
             | SynodEvent::PoolCompleted { pool }
-            | SynodEvent::RewardsClaimed { pool, .. } => *pool,
+            | SynodEvent::RewardsClaimed { pool, .. } => Some(*pool),
+            SynodEvent::Ruled { .. } => None,
         }
     }
 }
@@ -84,6 +96,13 @@ struct Finalized {
 #[derive(DecodeAsType)]
 struct PoolOnly {
     pool_id: u32,
+}
+
+#[derive(DecodeAsType)]
+struct Ruled {
+    challenge_id: u32,
+    verdict: Verdict,
+    executes_at: u32,
 }
 
 #[derive(DecodeAsType)]
@@ -129,6 +148,14 @@ pub fn decode<T: subxt::config::Config>(
         (_, "PoolCompleted") => {
             let e: PoolOnly = ev.decode_fields_unchecked_as().map_err(err)?;
             SynodEvent::PoolCompleted { pool: e.pool_id }
+        }
+        ("Challenges", "Ruled") => {
+            let e: Ruled = ev.decode_fields_unchecked_as().map_err(err)?;
+            SynodEvent::Ruled {
+                challenge: e.challenge_id,
+                verdict: e.verdict,
+                executes_at: e.executes_at,
+            }
         }
         ("Rewards", "RewardsClaimed") => {
             let e: Claimed = ev.decode_fields_unchecked_as().map_err(err)?;

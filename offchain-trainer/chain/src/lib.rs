@@ -9,7 +9,7 @@
 //!   [`Chain::final_checkpoint`], [`Chain::last_final`], [`Chain::claimable`], …): a trainer
 //!   only acts on what GRANDPA has finalized (`docs/architecture.md`, "It trusts the chain's finality");
 //! * [`Chain::follow`] — a subscription to finalized blocks that yields this crate's
-//!   [`SynodEvent`]s (round opened / final / voided, pool completed, rewards);
+//!   [`SynodEvent`]s (round opened / final / voided, pool completed, rulings, rewards);
 //! * [`Chain::submit`] — a signed extrinsic built once (fixed nonce, mortal era) and retried
 //!   byte for byte, so a retry can never execute twice (see [`submit`]).
 //!

@@ -172,8 +172,10 @@ impl Chain {
 
     /// The voided rounds of `pool` with undecided unmatched commits (every
     /// `Checkpoints.UnmatchedCommits` entry of the pool, also those whose round's snapshot is no
-    /// longer kept), ascending. Reads the map's keys only: each ends with the SCALE encoding of
-    /// `(pool, round)` (two `u32` LE) behind its `Twox64Concat` hash.
+    /// longer kept), ascending. Iterates the whole map (its keys are hashed whole, so there is
+    /// no per-pool prefix) and reads each entry's pool and round from its key: the SCALE
+    /// encoding of `(pool, round)` (two `u32` LE) behind its `Twox64Concat` hash. The values
+    /// (each a round's unmatched members) come along with the keys.
     ///
     /// # Errors
     /// [`ChainError::Rpc`].

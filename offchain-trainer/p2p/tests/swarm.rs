@@ -73,6 +73,37 @@ async fn a_listen_address_in_use_is_reported_with_its_cause() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_garbage_relay_is_not_trusted_again_after_a_restart() {
+    let ids = ids(2);
+    let set = member_set(&ids);
+    let file = std::env::temp_dir().join(format!("synod-distrust-{}", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let config = |file: Option<std::path::PathBuf>| {
+        let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
+        cfg.distrust_file = file;
+        cfg
+    };
+    let relay = ids[1].0.public().to_peer_id();
+    let node = spawn(config(Some(file.clone()))).unwrap();
+    node.distrust_relay(relay);
+    node.distrust_relay(relay);
+    drop(node);
+    // A damaged line costs only itself.
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), 1, "recorded once: {text:?}");
+    text.push_str("not a peer id\n");
+    std::fs::write(&file, text).unwrap();
+    let restarted = spawn(config(Some(file.clone()))).unwrap();
+    assert!(
+        restarted.snapshot().distrusted.contains(&relay),
+        "the restarted node still distrusts the relay"
+    );
+    let forgetful = spawn(config(None)).unwrap();
+    assert!(forgetful.snapshot().distrusted.is_empty());
+    std::fs::remove_file(&file).unwrap();
+}
+
 /// [`network`] of `n` after one round (round 1) that included everyone: the mesh is up.
 async fn network_after_a_round(n: u8) -> (Vec<(Keypair, Arc<MemberKey>)>, Vec<Client>) {
     let (ids, _set, clients) = network(n).await;

@@ -137,9 +137,7 @@ impl<T: Config> Pallet<T> {
 	///
 	/// Errors: those of [`Pallet::appeal`].
 	pub fn check_appeal(who: T::AccountId, id: ChallengeId) -> DispatchResult {
-		frame_support::storage::with_transaction(|| {
-			frame_support::storage::TransactionOutcome::Rollback(Self::do_appeal(who, id))
-		})
+		synod_primitives::dry_run(|| Self::do_appeal(who, id))
 	}
 
 	pub(crate) fn do_appeal(who: T::AccountId, id: ChallengeId) -> DispatchResult {
@@ -173,30 +171,17 @@ impl<T: Config> Pallet<T> {
 		Ok(())
 	}
 
-	/// Whatever is due at `now` for challenge `id` past its first vote: an unappealed ruling
-	/// executes; an appeal committee is drawn; an appeal's vote ends.
-	pub(crate) fn advance_appeal(
-		id: ChallengeId,
-		c: Challenge<T>,
-		a: Appeal<T>,
-		now: BlockNumberFor<T>,
-	) {
-		match (a.stage(), a.ruling) {
-			(Stage::Ruled, Some((verdict, executes_at))) if now >= executes_at => {
-				Self::execute(id, c, verdict)
-			},
-			(Stage::Appealed, _) if now >= c.draw_at => Self::draw_appeal(id, c, a, now),
-			(Stage::AppealVote, _) if now >= c.expires_at => Self::expire(id),
-			_ => {},
-		}
-	}
-
 	/// Draws the appeal committee of `c` (`AppealJurySize` seats from the frozen eligible
 	/// jurors, seeded by the randomness of the block before its `draw_at`); the first
 	/// committee's votes are discarded and the appeal votes for a whole voting period. A
 	/// committee whose jurors other than the parties hold less than `MinJuryStake` gives no
 	/// verdict: both bonds are released.
-	fn draw_appeal(id: ChallengeId, mut c: Challenge<T>, mut a: Appeal<T>, now: BlockNumberFor<T>) {
+	pub(crate) fn draw_appeal(
+		id: ChallengeId,
+		mut c: Challenge<T>,
+		mut a: Appeal<T>,
+		now: BlockNumberFor<T>,
+	) {
 		let jury = Self::draw(id, &c, T::AppealJurySize::get());
 		EligibleJurors::<T>::remove(id);
 		let _ = Votes::<T>::clear_prefix(id, T::AppealJurySize::get(), None);
@@ -214,7 +199,8 @@ impl<T: Config> Pallet<T> {
 		let period: BlockNumberFor<T> = T::Pools::round_params(c.pool_id)
 			.map_or(0, |p| p.timeline.voting_period)
 			.saturated_into();
-		// Drawn late (a full schedule and nobody advanced it): no juror answers for not voting.
+		// The appeal committee votes a whole voting period from its draw (never drawn late: its
+		// block was fixed and scheduled when the ruling was reached).
 		c.draw_at = now;
 		c.expires_at = now.saturating_add(period);
 		let expiry = Self::schedule_by(id, c.expires_at, a.appeal_expiry_by);

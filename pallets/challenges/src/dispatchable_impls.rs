@@ -25,6 +25,19 @@ fn block<T: Config>(n: BlockNumberFor<T>) -> protocol::Block {
 	n.saturated_into()
 }
 
+/// A step of an open challenge that is due ([`Pallet::due`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Step {
+	/// Draw the first committee.
+	Draw,
+	/// End the vote of the committee drawn (the first one's, or the appeal's).
+	Expire,
+	/// Execute the first committee's unappealed ruling.
+	Execute(protocol::Verdict),
+	/// Draw the appeal committee.
+	DrawAppeal,
+}
+
 /// A new challenge's blocks: its draw, the end of its voting period, and its expiry's block.
 type ScheduledBlocks<T> = (BlockNumberFor<T>, BlockNumberFor<T>, BlockNumberFor<T>);
 
@@ -73,11 +86,41 @@ impl<T: Config> Pallet<T> {
 		Ok((draw_at, expires_at.saturated_into(), expiry_at))
 	}
 
-	/// Adds `id` to the schedule of block `at` (checked to have room by
-	/// [`Self::schedule_blocks`]; a draw and its expiry never share a block, the voting period
-	/// being at least one block).
+	/// Adds `id` to the schedule of block `at` (checked to have room by the caller: a draw and
+	/// its expiry never share a block, the voting period being at least one block) and records
+	/// `at` in [`ScheduledAt`], so that closing `id` frees the slot.
 	pub(crate) fn schedule(at: BlockNumberFor<T>, id: ChallengeId) {
-		let _ = Expiries::<T>::try_mutate(at, |e| e.try_push(id));
+		if Expiries::<T>::try_mutate(at, |e| e.try_push(id)).is_ok() {
+			ScheduledAt::<T>::mutate(id, |s| {
+				if s.try_push(at).is_err() {
+					frame_support::defensive!("scheduled in more than MAX_SCHEDULED blocks");
+				}
+			});
+		}
+	}
+
+	/// Weight of one [`Self::schedule`] beyond the block's schedule that a benchmark measured:
+	/// the challenge's [`ScheduledAt`] record, and the schedule itself where the search found
+	/// room (an appeal committee's draw scheduling the end of its vote).
+	pub(crate) fn schedule_weight() -> Weight {
+		T::DbWeight::get().reads_writes(2, 2)
+	}
+
+	/// Frees every slot `id` holds in the schedule of a block after the current one: a closed
+	/// challenge has nothing due there, and a slot it kept would deny another challenge that
+	/// block for nothing. (The current block's schedule was taken by its `on_initialize`.)
+	pub(crate) fn unschedule(id: ChallengeId) {
+		let now = frame_system::Pallet::<T>::block_number();
+		for at in ScheduledAt::<T>::take(id).into_iter().filter(|at| *at > now) {
+			Expiries::<T>::mutate_exists(at, |e| {
+				if let Some(ids) = e {
+					ids.retain(|x| *x != id);
+				}
+				if e.as_ref().is_some_and(|ids| ids.is_empty()) {
+					*e = None;
+				}
+			});
+		}
 	}
 
 	pub(crate) fn do_open_challenge(
@@ -210,64 +253,73 @@ impl<T: Config> Pallet<T> {
 		Ok(())
 	}
 
-	/// Whatever is due for challenge `id` at `now`: the draw, then the end of the vote; with
-	/// appeals, the execution of an unappealed ruling, the appeal committee's draw, the end of
-	/// the appeal's vote ([`Self::advance_appeal`]).
-	pub(crate) fn advance(id: ChallengeId, now: BlockNumberFor<T>) {
-		let Some(mut c) = OpenChallenges::<T>::get(id) else {
-			return;
-		};
-		let appeal = Appeals::<T>::get(id);
-		if let Some(a) = appeal.filter(|a| a.stage() != Stage::FirstVote) {
-			return Self::advance_appeal(id, c, a, now);
-		}
-		if c.jury.is_empty() && now >= c.draw_at {
-			let jury = Self::draw(id, &c, T::JurySize::get());
-			if !Appeals::<T>::contains_key(id) {
-				// Kept for an appeal committee where appeals exist.
-				EligibleJurors::<T>::remove(id);
-			}
-			// Stake that is neither party's: a committee the parties dominate decides nothing.
-			let jury_stake = jury
-				.iter()
-				.filter(|s| !Self::is_party(&c, &s.who))
-				.fold(0u128, |a, s| a.saturating_add(s.stake));
-			if jury_stake < T::MinJuryStake::get().saturated_into::<u128>().max(1) {
-				Self::release_bond(&c);
-				Self::close(id, &c, protocol::Verdict::NoJury);
-				Self::deposit_event(Event::NoJuryDrawn { challenge_id: id, jury_stake });
-				return;
-			}
-			if now > c.draw_at {
-				// Drawn later than scheduled: the jurors do not get the whole voting period,
-				// so no juror answers for not voting ([`Self::penalize_no_shows`]).
-				c.draw_at = now;
-			}
-			let seats = jury.iter().fold(0u32, |a, s| a.saturating_add(s.seats));
-			c.votes = JuryVotes { seats, ..JuryVotes::default() };
-			c.jury = jury.clone();
-			OpenChallenges::<T>::insert(id, &c);
-			Self::deposit_event(Event::JuryDrawn {
-				challenge_id: id,
-				jury,
-				expires_at: c.expires_at,
-			});
-		}
-		if now >= c.expires_at {
-			Self::expire(id);
+	/// The step of challenge `c` (with its appeal side `a`, in a pool with appeals) due at
+	/// `now`, if any: the one rule both [`Self::advance`] and `advance_challenge`'s check
+	/// read.
+	pub(crate) fn due(
+		c: &Challenge<T>,
+		a: Option<&Appeal<T>>,
+		now: BlockNumberFor<T>,
+	) -> Option<Step> {
+		match a.map(|a| (a.stage(), a.ruling)) {
+			Some((Stage::Ruled, Some((verdict, executes_at)))) => {
+				(now >= executes_at).then_some(Step::Execute(verdict))
+			},
+			Some((Stage::Appealed, _)) => (now >= c.draw_at).then_some(Step::DrawAppeal),
+			_ if c.jury.is_empty() && now >= c.draw_at => Some(Step::Draw),
+			_ => (now >= c.expires_at).then_some(Step::Expire),
 		}
 	}
 
-	/// Whether [`Self::advance`] has something to do for `c` (challenge `id`) at `now`.
-	pub(crate) fn is_due(id: ChallengeId, c: &Challenge<T>, now: BlockNumberFor<T>) -> bool {
-		match Appeals::<T>::get(id) {
-			Some(a) => match (a.stage(), a.ruling) {
-				(Stage::Ruled, Some((_, executes_at))) => now >= executes_at,
-				(Stage::Appealed, _) => now >= c.draw_at,
-				(Stage::AppealVote, _) => now >= c.expires_at,
-				_ => (c.jury.is_empty() && now >= c.draw_at) || now >= c.expires_at,
-			},
-			None => (c.jury.is_empty() && now >= c.draw_at) || now >= c.expires_at,
+	/// Runs the step of challenge `id` due at `now` ([`Self::due`]), if any.
+	pub(crate) fn advance(id: ChallengeId, now: BlockNumberFor<T>) {
+		let Some(c) = OpenChallenges::<T>::get(id) else {
+			return;
+		};
+		let a = Appeals::<T>::get(id);
+		match (Self::due(&c, a.as_ref(), now), a) {
+			(Some(Step::Draw), _) => Self::draw_first(id, c, now),
+			(Some(Step::Expire), _) => Self::expire(id),
+			(Some(Step::Execute(verdict)), _) => Self::execute(id, c, verdict),
+			(Some(Step::DrawAppeal), Some(a)) => Self::draw_appeal(id, c, a, now),
+			_ => {},
+		}
+	}
+
+	/// Draws the first committee of `c` (challenge `id`): `JurySize` seats from the frozen
+	/// eligible jurors. A committee whose jurors other than the parties hold less than
+	/// `MinJuryStake` gives no verdict: the bond is released and the challenge closed. A
+	/// committee drawn so late that its vote is over (an unscheduled draw caught up on by
+	/// `advance_challenge`) ends at once.
+	fn draw_first(id: ChallengeId, mut c: Challenge<T>, now: BlockNumberFor<T>) {
+		let jury = Self::draw(id, &c, T::JurySize::get());
+		if !Appeals::<T>::contains_key(id) {
+			// Kept for an appeal committee where appeals exist.
+			EligibleJurors::<T>::remove(id);
+		}
+		// Stake that is neither party's: a committee the parties dominate decides nothing.
+		let jury_stake = jury
+			.iter()
+			.filter(|s| !Self::is_party(&c, &s.who))
+			.fold(0u128, |a, s| a.saturating_add(s.stake));
+		if jury_stake < T::MinJuryStake::get().saturated_into::<u128>().max(1) {
+			Self::release_bond(&c);
+			Self::close(id, &c, protocol::Verdict::NoJury);
+			Self::deposit_event(Event::NoJuryDrawn { challenge_id: id, jury_stake });
+			return;
+		}
+		if now > c.draw_at {
+			// Drawn later than scheduled: the jurors do not get the whole voting period,
+			// so no juror answers for not voting ([`Self::penalize_no_shows`]).
+			c.draw_at = now;
+		}
+		let seats = jury.iter().fold(0u32, |a, s| a.saturating_add(s.seats));
+		c.votes = JuryVotes { seats, ..JuryVotes::default() };
+		c.jury = jury.clone();
+		OpenChallenges::<T>::insert(id, &c);
+		Self::deposit_event(Event::JuryDrawn { challenge_id: id, jury, expires_at: c.expires_at });
+		if now >= c.expires_at {
+			Self::expire(id);
 		}
 	}
 
@@ -282,13 +334,7 @@ impl<T: Config> Pallet<T> {
 		challenge_id: ChallengeId,
 		guilty: bool,
 	) -> DispatchResult {
-		frame_support::storage::with_transaction(|| {
-			frame_support::storage::TransactionOutcome::Rollback(Self::do_vote(
-				juror,
-				challenge_id,
-				guilty,
-			))
-		})
+		synod_primitives::dry_run(|| Self::do_vote(juror, challenge_id, guilty))
 	}
 
 	pub(crate) fn do_vote(
@@ -358,7 +404,11 @@ impl<T: Config> Pallet<T> {
 			.collect()
 	}
 
+	/// Removes challenge `challenge_id` (`c`) and everything it holds (its eligible jurors,
+	/// appeal side, votes, counts and later schedule slots) and records `verdict` for its
+	/// contribution unless a guilty verdict is recorded already.
 	pub(crate) fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
+		Self::unschedule(challenge_id);
 		OpenChallenges::<T>::remove(challenge_id);
 		EligibleJurors::<T>::remove(challenge_id);
 		Appeals::<T>::remove(challenge_id);
@@ -483,9 +533,14 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Weight of closing a challenge beyond its benchmarked paths: its challenger's slot
-	/// ([`OpenBy`]) and, per absent juror (at most `MaxPoolMembers`), its [`NoShows`] record.
+	/// ([`OpenBy`]), per absent juror (at most `MaxPoolMembers`) its [`NoShows`] record, and
+	/// its [`ScheduledAt`] entry with the (at most [`MAX_SCHEDULED`]) blocks whose schedule it
+	/// leaves.
 	pub(crate) fn close_weight() -> Weight {
-		let n = u64::from(T::MaxPoolMembers::get()).saturating_add(1);
+		let n = u64::from(T::MaxPoolMembers::get())
+			.saturating_add(1)
+			.saturating_add(u64::from(MAX_SCHEDULED))
+			.saturating_add(1);
 		T::DbWeight::get().reads_writes(n, n)
 	}
 

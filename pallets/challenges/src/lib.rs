@@ -61,9 +61,9 @@ pub mod pallet {
 		AppealBond,
 	}
 
-	/// The in-code storage version (5: appeals for rounds opened from [`AppealsFrom`]; see
-	/// [`crate::migrations`]).
-	const STORAGE_VERSION: StorageVersion = StorageVersion::new(5);
+	/// The in-code storage version (6: closing a challenge frees its later schedule slots,
+	/// recorded in [`ScheduledAt`]; see [`crate::migrations`]).
+	const STORAGE_VERSION: StorageVersion = StorageVersion::new(6);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]
@@ -92,8 +92,7 @@ pub mod pallet {
 		type ChallengeBond: Get<BalanceOf<Self>>;
 		/// Seats of a committee, each drawn with replacement ∝ stake (the runtime uses
 		/// [`synod_primitives::protocol::COMMITTEE_SEATS`], sized so that an adversary with less
-		/// than ⅓ of the eligible stake turns a verdict with probability ≤ 10⁻⁶). Also bounds
-		/// the distinct jurors of a committee.
+		/// than ⅓ of the eligible stake turns a verdict with probability ≤ 10⁻⁶).
 		#[pallet::constant]
 		type JurySize: Get<u32>;
 		/// Seats of an appeal committee (the runtime uses
@@ -123,9 +122,11 @@ pub mod pallet {
 		/// Maximum members of a pool (bounds contributor lists read at opening).
 		#[pallet::constant]
 		type MaxPoolMembers: Get<u32>;
-		/// Maximum challenge events (draws and expiries) scheduled for one block. A challenge
-		/// is only opened if its draw and its expiry both find a block with room within the
-		/// pool's timeline (else [`Error::ScheduleFull`]): nothing is left unscheduled.
+		/// Most challenge steps scheduled for one block ([`Expiries`]: draws, ends of votes,
+		/// rulings' executions). A challenge is only opened if each block it may need (its draw,
+		/// its expiry and, with appeals, its ruling's execution and its appeal's end) finds
+		/// room within the pool's timeline (else [`Error::ScheduleFull`]): nothing is left
+		/// unscheduled.
 		#[pallet::constant]
 		type MaxExpiriesPerBlock: Get<u32>;
 		/// Least stake, in planck, of a drawn committee's jurors other than the parties; below it
@@ -217,8 +218,10 @@ pub mod pallet {
 		(Hash32, Hash32),
 	>;
 
-	/// Challenges with a jury draw or an expiry due at a block (at most
-	/// `MaxExpiriesPerBlock`; every open challenge's draw and expiry are in it).
+	/// The schedule: the challenges with something due at a block (at most
+	/// `MaxExpiriesPerBlock`): a committee's draw, the end of its vote, a ruling's execution,
+	/// an appeal committee's draw or the end of the appeal's vote. Every open challenge's next
+	/// step is in it; a closed challenge is in no block after the current one.
 	#[pallet::storage]
 	pub type Expiries<T: Config> = StorageMap<
 		_,
@@ -227,6 +230,12 @@ pub mod pallet {
 		BoundedVec<ChallengeId, T::MaxExpiriesPerBlock>,
 		ValueQuery,
 	>;
+
+	/// The blocks whose schedule ([`Expiries`]) holds each open challenge (at most
+	/// [`MAX_SCHEDULED`]): closing a challenge frees its slots in the blocks still to come.
+	#[pallet::storage]
+	pub type ScheduledAt<T: Config> =
+		StorageMap<_, Twox64Concat, ChallengeId, ScheduleSlots<T>, ValueQuery>;
 
 	/// The jurors eligible for each open challenge, frozen when it was opened: the challenged
 	/// round's contributors that had not opted out then and can replay the round
@@ -282,7 +291,9 @@ pub mod pallet {
 			.saturating_add(T::DbWeight::get().reads_writes(2, 2))
 			// Round `r − 1`'s snapshot (its contributors, for the eligible jurors), missing where
 			// measured (round 1).
-			.saturating_add(T::DbWeight::get().reads(1)))]
+			.saturating_add(T::DbWeight::get().reads(1))
+			// The `ScheduledAt` record of each of its (at most four) scheduled blocks.
+			.saturating_add(T::DbWeight::get().reads_writes(4, 4)))]
 		pub fn open_challenge(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
@@ -347,15 +358,16 @@ pub mod pallet {
 
 		/// Whatever is due for `challenge_id` (any signed account): its committee's draw, the end
 		/// of its vote, the execution of an unappealed ruling, the appeal committee's draw or the
-		/// end of the appeal's vote. Each is scheduled in `on_initialize` too; this executes a
-		/// ruling as soon as its appeal period is over when its block's schedule had no room.
+		/// end of the appeal's vote. Every step is scheduled in a block's `on_initialize`; this
+		/// runs one whose block has passed without it.
 		///
 		/// Errors: [`Error::ChallengeNotFound`], [`Error::NothingDue`].
 		#[pallet::call_index(4)]
 		#[pallet::weight(T::WeightInfo::on_initialize_expire(1)
 			.saturating_add(T::WeightInfo::expire())
 			.saturating_add(T::WeightInfo::draw_appeal())
-			.saturating_add(Pallet::<T>::close_weight()))]
+			.saturating_add(Pallet::<T>::close_weight())
+			.saturating_add(Pallet::<T>::schedule_weight()))]
 		pub fn advance_challenge(
 			origin: OriginFor<T>,
 			challenge_id: ChallengeId,
@@ -363,7 +375,8 @@ pub mod pallet {
 			ensure_signed(origin)?;
 			let c = OpenChallenges::<T>::get(challenge_id).ok_or(Error::<T>::ChallengeNotFound)?;
 			let now = frame_system::Pallet::<T>::block_number();
-			ensure!(Self::is_due(challenge_id, &c, now), Error::<T>::NothingDue);
+			let appeal = Appeals::<T>::get(challenge_id);
+			ensure!(Self::due(&c, appeal.as_ref(), now).is_some(), Error::<T>::NothingDue);
 			Self::advance(challenge_id, now);
 			Ok(())
 		}

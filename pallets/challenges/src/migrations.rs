@@ -454,3 +454,86 @@ pub mod v5 {
 		}
 	}
 }
+
+/// v5 → v6: closing a challenge frees its slots in the schedule. [`crate::ScheduledAt`] is
+/// filled from [`crate::Expiries`] for the open challenges, and the slots that closed
+/// challenges still held in blocks to come are freed. Reads every entry of the schedule (at
+/// most `MaxExpiriesPerBlock` per block, over the blocks open challenges still need).
+pub mod v6 {
+	use crate::pallet::{Config, Expiries, OpenChallenges, Pallet, ScheduledAt};
+	use alloc::vec::Vec;
+	use frame_support::{
+		migrations::VersionedMigration, pallet_prelude::*, traits::UncheckedOnRuntimeUpgrade,
+	};
+
+	/// The unversioned step; use [`MigrateV5ToV6`].
+	pub struct FreeClosedSlots<T>(core::marker::PhantomData<T>);
+
+	impl<T: Config> UncheckedOnRuntimeUpgrade for FreeClosedSlots<T> {
+		fn on_runtime_upgrade() -> Weight {
+			let now = frame_system::Pallet::<T>::block_number();
+			let (mut reads, mut writes) = (0u64, 0u64);
+			let all: Vec<_> = Expiries::<T>::iter().collect();
+			reads = reads.saturating_add(all.len() as u64);
+			for (at, mut ids) in all.into_iter().filter(|(at, _)| *at > now) {
+				let before = ids.len();
+				ids.retain(|id| OpenChallenges::<T>::contains_key(id));
+				for id in ids.iter() {
+					ScheduledAt::<T>::mutate(id, |s| {
+						let _ = s.try_push(at);
+					});
+				}
+				// Each id's `OpenChallenges` check, and each kept one's `ScheduledAt` entry.
+				reads = reads.saturating_add(before as u64).saturating_add(ids.len() as u64);
+				writes = writes.saturating_add(ids.len() as u64);
+				if ids.len() != before {
+					writes = writes.saturating_add(1);
+					if ids.is_empty() {
+						Expiries::<T>::remove(at);
+					} else {
+						Expiries::<T>::insert(at, ids);
+					}
+				}
+			}
+			T::DbWeight::get().reads_writes(reads, writes)
+		}
+	}
+
+	/// Closed challenges free their slots (storage version 5 → 6).
+	pub type MigrateV5ToV6<T> = VersionedMigration<
+		5,
+		6,
+		FreeClosedSlots<T>,
+		Pallet<T>,
+		<T as frame_system::Config>::DbWeight,
+	>;
+
+	#[cfg(test)]
+	mod tests {
+		use super::*;
+		use crate::mock::*;
+		use frame_support::{assert_ok, traits::OnRuntimeUpgrade};
+
+		#[test]
+		fn open_challenges_record_their_slots_and_closed_ones_free_theirs() {
+			run_test(|| {
+				final_round();
+				jurors(&[3, 4, 5], 1_000);
+				assert_ok!(open_challenge(2, 0, 1, 1, [0x44; 32]));
+				let c = OpenChallenges::<Test>::get(0).expect("open");
+				let slots = ScheduledAt::<Test>::take(0);
+				assert_eq!(slots.len(), 2, "its draw and its expiry");
+				// A challenge closed under the old rule, still holding a later slot.
+				Expiries::<Test>::mutate(c.expires_at, |e| e.try_push(7).expect("room"));
+				StorageVersion::new(5).put::<Pallet<Test>>();
+				MigrateV5ToV6::<Test>::on_runtime_upgrade();
+				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 6);
+				let mut rebuilt = ScheduledAt::<Test>::get(0).into_inner();
+				rebuilt.sort();
+				assert_eq!(rebuilt, slots.into_inner(), "rebuilt from the schedule");
+				assert!(!Expiries::<Test>::get(c.expires_at).contains(&7));
+				assert!(Expiries::<Test>::get(c.expires_at).contains(&0));
+			});
+		}
+	}
+}

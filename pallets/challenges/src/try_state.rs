@@ -1,4 +1,4 @@
-//! `try_state`: the invariants of open challenges, their bonds, votes, schedules and appeals.
+//! `try_state`: the invariants of open challenges, their bonds, votes, schedule and appeals.
 
 use crate::pallet::*;
 use frame_support::pallet_prelude::*;
@@ -80,6 +80,7 @@ impl<T: Config> Pallet<T> {
 			);
 		}
 		Self::appeals_try_state()?;
+		Self::schedule_try_state()?;
 		for (id, eligible) in EligibleJurors::<T>::iter() {
 			let c = OpenChallenges::<T>::get(id).ok_or("eligible jurors of a closed challenge")?;
 			let contributors = T::Checkpoints::final_checkpoint(c.pool_id, c.round)
@@ -89,6 +90,26 @@ impl<T: Config> Pallet<T> {
 				eligible.iter().all(|j| contributors.iter().any(|p| p.who == *j)),
 				"an eligible juror that did not contribute to the round"
 			);
+		}
+		Ok(())
+	}
+
+	/// Invariants of the schedule: a block to come holds only open challenges, each of which
+	/// records it in [`ScheduledAt`] (so that closing frees it); only open challenges have an
+	/// entry there.
+	fn schedule_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
+		let now = frame_system::Pallet::<T>::block_number();
+		for (at, ids) in Expiries::<T>::iter().filter(|(at, _)| *at > now) {
+			for id in ids {
+				ensure!(OpenChallenges::<T>::contains_key(id), "a closed challenge holds a slot");
+				ensure!(
+					ScheduledAt::<T>::get(id).contains(&at),
+					"a slot missing from its challenge's ScheduledAt"
+				);
+			}
+		}
+		for id in ScheduledAt::<T>::iter_keys() {
+			ensure!(OpenChallenges::<T>::contains_key(id), "ScheduledAt of a closed challenge");
 		}
 		Ok(())
 	}

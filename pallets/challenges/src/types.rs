@@ -34,6 +34,13 @@ pub type JuryOf<T> = BoundedVec<
 	<T as Config>::AppealJurySize,
 >;
 
+/// Most blocks whose schedule holds one challenge: its draw and its expiry; with appeals, the
+/// blocks reserved at opening for its ruling's execution and its appeal's end, and the earlier
+/// blocks a ruling's execution and an appeal's end may be moved to.
+pub const MAX_SCHEDULED: u32 = 6;
+/// The blocks whose schedule ([`crate::Expiries`]) holds one challenge ([`crate::ScheduledAt`]).
+pub type ScheduleSlots<T> = BoundedVec<BlockNumberFor<T>, ConstU32<MAX_SCHEDULED>>;
+
 /// Where a challenge of a pool with appeals stands ([`Appeal::stage`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Stage {

@@ -1,7 +1,7 @@
 //! `commit_checkpoint`.
 
 use crate::{finality::block, pallet::*, Event};
-use frame_support::{pallet_prelude::*, storage::TransactionOutcome};
+use frame_support::pallet_prelude::*;
 use sp_runtime::traits::{CheckedAdd, SaturatedConversion, Saturating};
 use synod_primitives::{
 	protocol::{self, RoundPhase},
@@ -23,9 +23,7 @@ impl<T: Config> Pallet<T> {
 		hash: Hash32,
 		included: IncludedSet<T>,
 	) -> DispatchResult {
-		frame_support::storage::with_transaction(|| {
-			TransactionOutcome::Rollback(Self::do_commit(who, pool_id, round, hash, included))
-		})
+		synod_primitives::dry_run(|| Self::do_commit(who, pool_id, round, hash, included))
 	}
 
 	pub(crate) fn do_commit(

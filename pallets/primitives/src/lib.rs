@@ -305,3 +305,16 @@ pub trait PoolSetup<AccountId> {
 	/// of [`BENCHMARK_KEY_SEED`], so benchmarks can sign its announcements.
 	fn training_pool(members: u32) -> (PoolId, Vec<AccountId>);
 }
+
+/// Runs `call` (a dispatchable's body) in a storage layer that is then discarded and returns
+/// its result: whether the call would succeed at the current state, with nothing written. The
+/// runtime's transaction extension admits an `Operational` duty call (a commit, a vote, an
+/// appeal) only if this passes, so that nobody takes the block space reserved for duties with
+/// a call that fails.
+///
+/// Errors: those of `call`.
+pub fn dry_run(call: impl FnOnce() -> DispatchResult) -> DispatchResult {
+	frame_support::storage::with_transaction(|| {
+		frame_support::storage::TransactionOutcome::Rollback(call())
+	})
+}

@@ -53,6 +53,8 @@ pub struct Client {
     pub(super) served: Arc<Mutex<Served>>,
     pub(super) control: libp2p_stream::Control,
     pub(super) limits: Limits,
+    /// Where distrusted relays are recorded ([`super::NetConfig::distrust_file`]).
+    pub(super) distrust_file: Option<Arc<std::path::PathBuf>>,
 }
 
 impl Client {
@@ -387,12 +389,28 @@ impl Client {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Stops asking `peer` to relay payloads, for as long as this node runs
-    /// ([`Snapshot::distrusted`]): it served a body that did not hash to the digest asked for,
-    /// which no honest peer does. Its own payloads are still fetched from it.
+    /// Stops asking `peer` to relay payloads ([`Snapshot::distrusted`]): it served a body that
+    /// did not hash to the digest asked for, which no honest peer does. Its own payloads are
+    /// still fetched from it. Recorded in the node's distrust file, if it has one
+    /// ([`super::NetConfig::distrust_file`]), so that the distrust outlives a restart; a
+    /// failed write is logged (the distrust then lasts as long as the process).
     pub fn distrust_relay(&self, peer: PeerId) {
         if lock(&self.shared).distrusted.insert(peer) {
             tracing::warn!(%peer, "served a payload body with the wrong digest: not asked to relay again");
+            if let Some(path) = &self.distrust_file {
+                use std::io::Write;
+                let written = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path.as_ref())
+                    .and_then(|mut f| writeln!(f, "{peer}"));
+                if let Err(e) = written {
+                    tracing::warn!(
+                        "cannot record the distrust of {peer} in {}: {e}",
+                        path.display()
+                    );
+                }
+            }
         }
     }
 

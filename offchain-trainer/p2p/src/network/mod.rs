@@ -14,6 +14,7 @@ mod gossip;
 mod serve;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -61,6 +62,10 @@ pub struct NetConfig {
     pub limits: Limits,
     /// The TCP connection encryption this node proposes first when it dials; it accepts both.
     pub security: Security,
+    /// File that keeps the relays this node distrusts ([`Client::distrust_relay`]: one base58
+    /// peer id per line), read at start and appended to, so that a restarted node does not
+    /// ask them again; `None`: kept in memory only.
+    pub distrust_file: Option<PathBuf>,
 }
 
 /// Encryption of TCP connections (QUIC always uses TLS 1.3). A dialer proposes its preferred
@@ -96,8 +101,34 @@ impl NetConfig {
             max_connections: 64,
             limits: Limits::default(),
             security: Security::default(),
+            distrust_file: None,
         }
     }
+}
+
+/// The peer ids listed in `path` (one base58 peer id per line; a missing file lists none). A
+/// line that is not a peer id is skipped with a warning: a damaged file costs at most the
+/// distrust it recorded.
+fn read_distrusted(path: &Path) -> HashSet<PeerId> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return HashSet::new(),
+        Err(e) => {
+            tracing::warn!("cannot read {}: {e}", path.display());
+            return HashSet::new();
+        }
+    };
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| match l.parse::<PeerId>() {
+            Ok(p) => Some(p),
+            Err(e) => {
+                tracing::warn!("{}: skipping {l:?}: {e}", path.display());
+                None
+            }
+        })
+        .collect()
 }
 
 #[derive(NetworkBehaviour)]
@@ -271,6 +302,9 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     }
     let (tx, rx) = mpsc::channel(256);
     let shared = Arc::new(Mutex::new(Snapshot::default()));
+    if let Some(path) = &cfg.distrust_file {
+        lock(&shared).distrusted = read_distrusted(path);
+    }
     let now = Instant::now();
     lock(&shared).last_seen = cfg.members.iter().map(|m| (m.index, now)).collect();
     let peer_id = *swarm.local_peer_id();
@@ -320,5 +354,6 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         served,
         control,
         limits: cfg.limits,
+        distrust_file: cfg.distrust_file.map(Arc::new),
     })
 }

@@ -20,6 +20,7 @@ mod newcomer_no_show;
 mod no_show_ambush;
 mod pool_squatting;
 mod reaping;
+mod schedule_filling;
 mod seed_grinding;
 mod sham_challenge;
 mod silent_included;

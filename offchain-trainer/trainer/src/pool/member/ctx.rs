@@ -11,6 +11,7 @@ use synod_checkpoint::CheckpointHash;
 use synod_p2p::{Client, PeerId};
 use tokio::runtime::Handle;
 
+use super::appeal::{Appealer, OnChain};
 use crate::chain_args::RunArgs;
 use crate::pool::recipe::Recipe;
 use crate::pool::store::Store;
@@ -70,6 +71,8 @@ pub(super) struct Ctx {
     pub step_secs: f64,
     /// The evidence we keep, ours and the included sets' (`<base>/evidence/pool-<id>/`).
     pub retained: Retained,
+    /// Appeals the rulings we lose (shared with the finalized-block subscription).
+    pub appealer: Appealer<OnChain>,
 }
 
 impl Ctx {

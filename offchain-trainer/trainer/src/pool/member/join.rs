@@ -2,20 +2,24 @@
 
 use anyhow::{anyhow, bail, Result};
 use synod_chain::submit::account_of;
-use synod_chain::{calls, Chain, ChainError, FinalizedBlock, Signer};
+use synod_chain::{calls, Chain, ChainError, FinalizedBlock, Signer, SynodEvent};
 use synod_p2p::{MemberKey, PeerId};
 
+use super::appeal::{AppealChain, Appealer};
 use crate::chain_args::RunArgs;
 use crate::pool::{ensure_bonded, planck};
 use crate::prometheus::Exporter;
 
 /// Logs the pool's on-chain events as finalized blocks arrive, sets the exporter's
-/// finalized height and tells the duty worker (`duties`) of each block.
-pub(super) async fn log_chain_events(
+/// finalized height, tells the duty worker (`duties`) of each block, and hands each
+/// `Challenges.Ruled` event to `appealer` on a task of its own (an appeal waits for neither the
+/// duty worker nor the next block).
+pub(super) async fn log_chain_events<C: AppealChain>(
     mut rx: tokio::sync::mpsc::Receiver<Result<FinalizedBlock, ChainError>>,
     pool: u32,
     exporter: Option<Exporter>,
     duties: std::sync::mpsc::Sender<super::duty::DutyMsg>,
+    appealer: Appealer<C>,
 ) {
     while let Some(b) = rx.recv().await {
         match b {
@@ -25,8 +29,14 @@ pub(super) async fn log_chain_events(
                 }
                 // The worker is gone once the member stops: nothing left to tell.
                 let _ = duties.send(super::duty::DutyMsg::Finalized);
-                for e in b.events.iter().filter(|e| e.pool() == pool) {
-                    tracing::info!(block = b.number, "chain: {e:?}");
+                for e in &b.events {
+                    if let SynodEvent::Ruled { challenge, .. } = e {
+                        let (appealer, challenge, block) = (appealer.clone(), *challenge, b.number);
+                        tokio::spawn(async move { appealer.on_ruled(challenge, block).await });
+                    }
+                    if e.pool() == Some(pool) {
+                        tracing::info!(block = b.number, "chain: {e:?}");
+                    }
                 }
             }
             Err(e) => {

@@ -29,6 +29,7 @@
 //!   last payload.
 
 mod agreed;
+mod appeal;
 mod catch_up;
 mod commit;
 mod ctx;
@@ -116,11 +117,19 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let events = rt.block_on(chain.follow())?;
     // Finalized blocks wake the duty worker (started once the pool trains).
     let (duty_tx, duty_rx) = std::sync::mpsc::channel();
+    // Rulings against us are appealed from their event (and from the duty worker's passes).
+    let account = account_of(&signer);
+    let on_chain = appeal::OnChain {
+        chain: chain.clone(),
+        signer: signer.clone(),
+    };
+    let appealer = appeal::Appealer::new(on_chain, account, a.pool, a.fault.is_some());
     rt.spawn(log_chain_events(
         events,
         a.pool,
         exporter.clone(),
         duty_tx.clone(),
+        appealer.clone(),
     ));
     recipe.check(&info.spec, &a.recipe)?;
     let costs = keep_terms(&rt, &chain, &signer, a, &recipe, &info.spec)?;
@@ -164,6 +173,8 @@ pub fn run(a: &RunArgs) -> Result<()> {
                 .with_context(|| format!("--bootnode {b}"))
         })
         .collect::<Result<_>>()?;
+    // Relays caught serving garbage stay distrusted across restarts of this base path.
+    cfg.distrust_file = Some(a.base_path.join("distrusted-relays"));
     let client = rt.block_on(async { spawn(cfg) })?;
     rt.block_on(async {
         client.set_passive(true).await?;
@@ -226,6 +237,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         block_secs: costs.block_secs,
         step_secs: costs.step_secs,
         retained: Retained::open(&evidence_dir(&a.base_path, a.pool))?,
+        appealer,
     };
     let duties = duty::spawn(ctx.clone(), metrics.clone(), duty_tx, duty_rx)?;
     let mut t = Trainer {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{anyhow, Result};
 use synod_chain::calls;
-use synod_chain::types::{AccountId, AppealInfo, ChallengeInfo, Verdict};
+use synod_chain::types::ChallengeInfo;
 
 use super::DutyWorker;
 use crate::event::TrainerEvent;
@@ -15,7 +15,8 @@ use crate::pool::verify::vote::juror_vote;
 impl DutyWorker {
     /// Votes on every drawn committee we sit on, first or appeal (with `--no-jury` too: an
     /// account seated anyway, because another process of it opted in, votes rather than be
-    /// slashed as a no-show); appeals the rulings we lose as a party ([`Self::appeal_if_wronged`]);
+    /// slashed as a no-show); appeals the rulings we lose as a party that no `Ruled` event made us
+    /// appeal already ([`super::super::appeal`]);
     /// records in `awaiting` the rounds of our pool's challenges that still wait for a draw,
     /// our vote, or a ruling's execution (an appeal committee may still seat us), and in
     /// `jury_read_at` the finalized block read before the challenges (cleared first: a pass
@@ -58,7 +59,9 @@ impl DutyWorker {
                     // committee votes anew (our vote on the first one was deleted).
                     let appeal = self.ctx.block_on(self.ctx.chain.appeal_of(id))?;
                     if let Some(a) = &appeal {
-                        self.appeal_if_wronged(id, &c, a, read_at);
+                        // Normally appealed already, from the chain's `Ruled` event.
+                        let appealer = &self.ctx.appealer;
+                        self.ctx.block_on(appealer.consider(id, &c, a, read_at));
                     }
                     open.push((id, c, appeal));
                 }
@@ -109,52 +112,9 @@ impl DutyWorker {
         }
         let cursor = self.duties.cursor;
         self.duties.judged.retain(|(id, _)| *id >= cursor);
-        self.duties.appealed.retain(|id| *id >= cursor);
         self.duties.awaiting = awaiting;
         self.duties.jury_read_at = Some(read_at);
         Ok(())
-    }
-
-    /// Appeals the ruling of challenge `c` (`id`, its appeal side `a`, read at finalized block
-    /// `read_at`) when [`appeal_decision`] says so; too late or refused: logged, not retried.
-    fn appeal_if_wronged(&mut self, id: u32, c: &ChallengeInfo, a: &AppealInfo, read_at: u64) {
-        if self.duties.appealed.contains(&id) {
-            return;
-        }
-        let plays_fault = self.ctx.a.fault.is_some();
-        let verdict = match appeal_decision(c, a, &self.ctx.account, plays_fault, read_at) {
-            AppealDecision::NotOurs => return,
-            AppealDecision::TooLate(verdict) => {
-                tracing::warn!(
-                    challenge = id,
-                    ?verdict,
-                    "ruling against us seen too late to appeal"
-                );
-                self.duties.appealed.insert(id);
-                return;
-            }
-            AppealDecision::Appeal(verdict) => verdict,
-        };
-        match self
-            .ctx
-            .block_on(self.ctx.chain.submit(&calls::appeal(id), &self.ctx.signer))
-        {
-            Ok(_) => {
-                tracing::info!(challenge = id, ?verdict, "appealed the ruling");
-                self.duties.appealed.insert(id);
-            }
-            Err(e)
-                if e.is_module("Challenges", "NoRuling")
-                    || e.is_module("Challenges", "AppealClosed")
-                    || e.is_module("Challenges", "InsufficientAppealBond") =>
-            {
-                // Not retried: the ruling was appealed or executed, or the bond is missing
-                // (an operator's matter, logged once).
-                tracing::warn!(challenge = id, "cannot appeal: {e}");
-                self.duties.appealed.insert(id);
-            }
-            Err(e) => tracing::warn!(challenge = id, "appeal: {e}"),
-        }
     }
 
     /// The vote on `c` (member `member` accused) from a replay of its kept payload: `(guilty,
@@ -267,125 +227,5 @@ impl DutyWorker {
             member: Some(member),
             round: c.round,
         })
-    }
-}
-
-/// What a member does about a challenge's ruling.
-#[derive(Debug, PartialEq, Eq)]
-enum AppealDecision {
-    /// Nothing: no ruling waits, it was appealed, we did not lose it, or we play a fault.
-    NotOurs,
-    /// We lost this ruling but the appeal committee's draw would no longer come from a block
-    /// after our appeal's.
-    TooLate(Verdict),
-    /// Appeal it.
-    Appeal(Verdict),
-}
-
-/// Whether `me` appeals the ruling `a` of challenge `c`, read at finalized block `read_at`. An
-/// honest member appeals a ruling it lost: a guilty one against its own payload (it knows it
-/// was honest), an innocent one on a challenge it opened (only on a failed replay). A member
-/// playing a fault (`plays_fault`) never appeals. An appeal must land at least
-/// `MIN_JURY_DELAY` blocks before the ruling executes.
-fn appeal_decision(
-    c: &ChallengeInfo,
-    a: &AppealInfo,
-    me: &AccountId,
-    plays_fault: bool,
-    read_at: u64,
-) -> AppealDecision {
-    let Some((verdict, executes_at)) = a.ruling.filter(|_| a.appellant.is_none()) else {
-        return AppealDecision::NotOurs;
-    };
-    let lost = match verdict {
-        Verdict::Guilty => c.accused == *me,
-        Verdict::Innocent => c.challenger == *me,
-        _ => false,
-    };
-    if !lost || plays_fault {
-        AppealDecision::NotOurs
-    } else if read_at + synod_protocol::timeline::MIN_JURY_DELAY > u64::from(executes_at) {
-        AppealDecision::TooLate(verdict)
-    } else {
-        AppealDecision::Appeal(verdict)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn account(b: u8) -> AccountId {
-        AccountId::from([b; 32])
-    }
-
-    fn challenge() -> ChallengeInfo {
-        ChallengeInfo {
-            pool_id: 0,
-            round: 1,
-            accused: account(1),
-            challenger: account(2),
-            payload_digest: [0; 32],
-            expires_at: 100,
-            jury: Vec::new(),
-        }
-    }
-
-    fn ruled(verdict: Verdict, executes_at: u32) -> AppealInfo {
-        AppealInfo {
-            ruling: Some((verdict, executes_at)),
-            appellant: None,
-        }
-    }
-
-    #[test]
-    fn an_honest_member_appeals_exactly_the_rulings_it_lost_while_it_may() {
-        let c = challenge();
-        let (accused, challenger, juror) = (account(1), account(2), account(3));
-        let guilty = ruled(Verdict::Guilty, 120);
-        let innocent = ruled(Verdict::Innocent, 120);
-        use AppealDecision::*;
-        assert_eq!(
-            appeal_decision(&c, &guilty, &accused, false, 100),
-            Appeal(Verdict::Guilty)
-        );
-        assert_eq!(
-            appeal_decision(&c, &innocent, &challenger, false, 100),
-            Appeal(Verdict::Innocent)
-        );
-        // Won rulings, a juror's, and a member playing a fault: no appeal.
-        assert_eq!(
-            appeal_decision(&c, &guilty, &challenger, false, 100),
-            NotOurs
-        );
-        assert_eq!(
-            appeal_decision(&c, &innocent, &accused, false, 100),
-            NotOurs
-        );
-        assert_eq!(appeal_decision(&c, &guilty, &juror, false, 100), NotOurs);
-        assert_eq!(appeal_decision(&c, &guilty, &accused, true, 100), NotOurs);
-        // No ruling yet, or appealed already.
-        let voting = AppealInfo {
-            ruling: None,
-            appellant: None,
-        };
-        assert_eq!(appeal_decision(&c, &voting, &accused, false, 100), NotOurs);
-        let appealed = AppealInfo {
-            appellant: Some((accused, 1)),
-            ..guilty.clone()
-        };
-        assert_eq!(
-            appeal_decision(&c, &appealed, &accused, false, 100),
-            NotOurs
-        );
-        // The last block that leaves the draw a later seed is `executes_at − 2`.
-        assert_eq!(
-            appeal_decision(&c, &guilty, &accused, false, 118),
-            Appeal(Verdict::Guilty)
-        );
-        assert_eq!(
-            appeal_decision(&c, &guilty, &accused, false, 119),
-            TooLate(Verdict::Guilty)
-        );
     }
 }

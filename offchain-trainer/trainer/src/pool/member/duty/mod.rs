@@ -108,8 +108,6 @@ pub(super) struct Duties {
     /// Committees judged already (challenge id, end of its vote): a challenge with appeals is
     /// not `handled` until it closes, and an abstention is not repeated every pass.
     judged: BTreeSet<(u32, u32)>,
-    /// Challenges whose ruling we appealed (or could not appeal): not submitted again.
-    appealed: BTreeSet<u32>,
     /// The finalized block read just before the last jury pass read the challenges (`None`
     /// if that pass failed): every challenge opened at or before it was seen, and counted in
     /// `awaiting` if it still waits.

@@ -1,0 +1,91 @@
+//! Schedule filling: an attacker opens `MaxExpiriesPerBlock` filler challenges against a
+//! contribution whose other contributors opted out of juries, so that each draws no jury and
+//! its bond comes back at the draw, to take every slot of blocks that an honest challenge
+//! needs: a challenge is refused (`ScheduleFull`) unless its draw, its expiry and, in a pool
+//! with appeals, its ruling's execution and its appeal's end each find a block with room. A
+//! filler that closed at its draw kept the three later slots it reserved, so one batch denied
+//! honest openings at several offsets for the price of one. The defence: closing a challenge
+//! frees every slot it holds in the blocks to come (`ScheduledAt`), so a batch of fillers denies
+//! only the blocks of its draw, and only while its bonds are held.
+
+use crate::mock::*;
+use frame_support::assert_ok;
+use pallet_challenges::{Event, Expiries, NextChallengeId, OpenChallenges};
+
+/// The filler challengers: one filler each against member 1's contribution (one open
+/// challenge per challenger and contribution), `MaxExpiriesPerBlock` = 4 in all.
+const FILLERS: [AccountId; 4] = [6, 7, 8, OUTSIDER];
+
+/// The blocks after the current one whose schedule holds challenge `id` (the mock's timelines
+/// end within 100 blocks).
+fn slots(id: u32) -> Vec<u64> {
+	(System::block_number() + 1..=100)
+		.filter(|at| Expiries::<Test>::get(at).contains(&id))
+		.collect()
+}
+
+#[test]
+fn schedule_fillers_that_draw_no_jury_free_every_slot_they_reserved() {
+	run_test(|| {
+		AppealPeriod::set(&6);
+		final_round();
+		// Only the accused is eligible on the fillers: each draws no jury, its bond comes back.
+		opt_out(&[2, 3, 4, 5]);
+		let first = NextChallengeId::<Test>::get();
+		for challenger in FILLERS {
+			assert_ok!(open_challenge(challenger, 0, 1, 1, [0x11; 32]));
+		}
+		let fillers: Vec<u32> = (first..first + FILLERS.len() as u32).collect();
+		let c = OpenChallenges::<Test>::get(first).expect("open");
+		let reserved = slots(first);
+		assert_eq!(reserved.len(), 4, "draw, expiry, ruling's execution, appeal's end");
+		let ruling_by = reserved[2];
+		assert!(fillers.iter().all(|id| slots(*id) == reserved), "every filler in the same blocks");
+		run_to_block(c.draw_at);
+		let no_jury = challenges_events()
+			.iter()
+			.filter(|e| matches!(e, Event::NoJuryDrawn { .. }))
+			.count();
+		assert_eq!(no_jury, FILLERS.len(), "every filler closed at its draw");
+		for id in &fillers {
+			assert_eq!(slots(*id), Vec::<u64>::new(), "closed filler {id} holds no later slot");
+		}
+		// The honest challenge whose expiry falls in the fillers' ruling block (the block of a
+		// challenge opened at `h` is `h + jury delay + voting period`): accepted.
+		for j in [3, 4, 5] {
+			assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(j)));
+		}
+		let (delay, period) = (c.draw_at - c.opened_at, c.expires_at - c.draw_at);
+		run_to_block(ruling_by - delay - period);
+		let honest = NextChallengeId::<Test>::get();
+		assert_ok!(open_challenge(2, 0, 1, 3, [0x22; 32]));
+		assert!(slots(honest).contains(&ruling_by), "its expiry in the block the fillers held");
+		let h = OpenChallenges::<Test>::get(honest).expect("open");
+		run_to_block(h.draw_at);
+		assert!(!OpenChallenges::<Test>::get(honest).expect("open").jury.is_empty(), "drawn");
+	});
+}
+
+#[test]
+fn a_ruling_executed_early_frees_the_appeal_blocks_it_reserved() {
+	run_test(|| {
+		AppealPeriod::set(&6);
+		final_round();
+		let (id, jury) = super::challenge(2, 0, 1, 1);
+		let reserved = slots(id);
+		assert_eq!(reserved.len(), 3, "expiry, ruling's execution, appeal's end");
+		// The committee rules as soon as a majority of its seats votes; nobody appeals; the
+		// ruling executes early.
+		let ruling = || pallet_challenges::Appeals::<Test>::get(id).and_then(|a| a.ruling);
+		for (j, _) in &jury {
+			if ruling().is_none() {
+				assert_ok!(Challenges::vote(RuntimeOrigin::signed(*j), id, false));
+			}
+		}
+		let (_, executes_at) = ruling().expect("ruled");
+		assert!(executes_at < reserved[1], "executes before the block reserved for it");
+		run_to_block(executes_at);
+		assert!(!OpenChallenges::<Test>::contains_key(id), "executed");
+		assert_eq!(slots(id), Vec::<u64>::new(), "its reserved blocks are free again");
+	});
+}
