@@ -4,6 +4,7 @@
 use subxt::transactions::DynamicPayload;
 
 use crate::types::{AccountId, PoolSpec};
+pub use synod_protocol::Dispute;
 
 /// Largest libp2p peer id the chain accepts (`MaxPeerIdLen`), in bytes.
 pub const MAX_PEER_ID_LEN: usize = 64;
@@ -91,6 +92,16 @@ pub fn open_challenge(
     accused: AccountId,
     evidence: Vec<u8>,
 ) -> Result<Call<(u32, u32, AccountId, Vec<u8>)>, crate::ChainError> {
+    check_evidence_len(&evidence)?;
+    Ok(subxt::dynamic::tx(
+        "Challenges",
+        "open_challenge",
+        (pool, round, accused, evidence),
+    ))
+}
+
+/// Refuses challenge evidence over `synod_protocol::evidence::MAX_MESSAGE_BYTES`.
+fn check_evidence_len(evidence: &[u8]) -> Result<(), crate::ChainError> {
     let max = synod_protocol::evidence::MAX_MESSAGE_BYTES;
     if evidence.len() > max {
         return Err(crate::ChainError::Invalid(format!(
@@ -98,10 +109,34 @@ pub fn open_challenge(
             evidence.len()
         )));
     }
+    Ok(())
+}
+
+/// `Challenges.open_narrowed_challenge(pool_id, round, accused, evidence, dispute)`:
+/// [`open_challenge`] narrowed to one part of the accused's Proof-of-Learning trace
+/// (`dispute`), which is all its jurors check.
+///
+/// # Errors
+/// [`crate::ChainError::Invalid`] if `evidence` is over the size limit or `dispute` names a
+/// segment no trace has ([`Dispute::is_valid`]).
+#[allow(clippy::type_complexity)]
+pub fn open_narrowed_challenge(
+    pool: u32,
+    round: u32,
+    accused: AccountId,
+    evidence: Vec<u8>,
+    dispute: Dispute,
+) -> Result<Call<(u32, u32, AccountId, Vec<u8>, Dispute)>, crate::ChainError> {
+    check_evidence_len(&evidence)?;
+    if !dispute.is_valid() {
+        return Err(crate::ChainError::Invalid(format!(
+            "{dispute:?} names a segment past the longest trace"
+        )));
+    }
     Ok(subxt::dynamic::tx(
         "Challenges",
-        "open_challenge",
-        (pool, round, accused, evidence),
+        "open_narrowed_challenge",
+        (pool, round, accused, evidence, dispute),
     ))
 }
 

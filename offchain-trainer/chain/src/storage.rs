@@ -276,6 +276,18 @@ impl Chain {
         self.fetch("Challenges", "Appeals", (id,)).await
     }
 
+    /// `Challenges.Disputes(id)`: what open challenge `id` disputes ([`synod_protocol::Dispute::Phase`], the
+    /// whole inner phase, when nothing narrower is recorded).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn dispute_of(&self, id: u32) -> Result<synod_protocol::Dispute, ChainError> {
+        Ok(self
+            .fetch_scale::<_, synod_protocol::Dispute>("Challenges", "Disputes", (id,))
+            .await?
+            .unwrap_or_default())
+    }
+
     /// `Challenges.Votes(id, who)`: `who`'s vote on challenge `id` (`true` = guilty).
     ///
     /// # Errors

@@ -205,6 +205,9 @@ pub enum TrainerEvent {
     Challenge {
         /// The accused's account (SS58).
         account: String,
+        /// What the challenge disputes ([`dispute_name`]): `phase`, `encoding` or `segment i`.
+        #[serde(default)]
+        dispute: String,
         /// The replay's relative L2 distance; infinite (null) for a payload that breaks the
         /// rules outright.
         #[serde(deserialize_with = "f64_or_nan")]
@@ -226,6 +229,9 @@ pub enum TrainerEvent {
         accused: Option<String>,
         /// The challenge's id.
         challenge: u32,
+        /// What the challenge disputes ([`dispute_name`]; absent when we abstained).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dispute: Option<String>,
         /// Our replay's relative L2 distance; infinite (null) when the kept payload is not
         /// the disputed one (absent when we abstained).
         #[serde(
@@ -242,6 +248,10 @@ pub enum TrainerEvent {
         member: Option<u32>,
         /// The disputed round.
         round: u32,
+        /// Why our replay ran the whole inner phase (`asked`, `unserved`, …, as in
+        /// `verified`); absent when the disputed part of the trace decided, or we abstained.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        whole_replay: Option<String>,
     },
     /// A pass at reporting an equivocation (two payloads one member signed for one round).
     Equivocation {
@@ -276,6 +286,17 @@ impl TrainerEvent {
 /// Read through a [`serde_json::Value`]: with serde_json's `arbitrary_precision` (enabled by a
 /// dependency of the workspace) a number buffered by the internally tagged enum arrives as a
 /// map that only `Value` understands.
+/// How events name what a challenge disputes: `phase` (the whole inner phase), `encoding`
+/// (the trace's ends) or `segment i`.
+pub fn dispute_name(d: synod_chain::calls::Dispute) -> String {
+    use synod_chain::calls::Dispute;
+    match d {
+        Dispute::Phase => "phase".into(),
+        Dispute::Encoding => "encoding".into(),
+        Dispute::Segment(i) => format!("segment {i}"),
+    }
+}
+
 fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(serde_json::Value::deserialize(d)?
         .as_f64()
@@ -328,10 +349,12 @@ mod tests {
             abstained: Some("another pool".into()),
             accused: None,
             challenge: 4,
+            dispute: None,
             distance: None,
             guilty: None,
             member: None,
             round: 1,
+            whole_replay: None,
         };
         assert_eq!(
             keys(&abstained),
@@ -387,13 +410,16 @@ mod tests {
             abstained: None,
             accused: Some("5Grw".into()),
             challenge: 1,
+            dispute: Some(dispute_name(synod_chain::calls::Dispute::Segment(4))),
             distance: Some(f64::INFINITY),
             guilty: Some(true),
             member: Some(2),
             round: 3,
+            whole_replay: None,
         };
         let line = voted.to_line().unwrap();
         assert!(line.contains(r#""distance":null,"#), "{line}");
+        assert!(line.contains(r#""dispute":"segment 4","#), "{line}");
         let back: TrainerEvent = serde_json::from_str(&line).unwrap();
         let TrainerEvent::Vote {
             distance: Some(d), ..

@@ -924,6 +924,45 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
         // "mismatch" unless its states came late or a jury replay was cached first.
         assert!(e["honest"] == false && !e["whole_replay"].is_null(), "{e}");
     }
+    // A verifier whose trace check found the payload not its trace's end names that part: its
+    // challenge disputes the encoding, which jurors check by the trace's last state alone,
+    // without replaying the inner phase (unless the accused does not serve that state).
+    let mut narrowed = false;
+    for i in 0..3 {
+        let m = net.metrics(i);
+        for e in m
+            .iter()
+            .filter(|e| e["event"] == "challenge" && e["outcome"] == "opened")
+        {
+            let mismatched = m.iter().any(|v| {
+                v["event"] == "verified"
+                    && v["member"] == e["member"]
+                    && v["round"] == e["round"]
+                    && v["whole_replay"] == "mismatch"
+            });
+            if mismatched {
+                assert_eq!(e["dispute"], "encoding", "trainer {i}: {e}");
+                narrowed = true;
+            }
+        }
+    }
+    let votes: Vec<Value> = (0..3)
+        .flat_map(|i| net.metrics(i))
+        .filter(|e| e["event"] == "vote" && e["member"].as_u64() == Some(cheater))
+        .collect();
+    eprintln!("votes on the cheater: {votes:?}");
+    if narrowed {
+        assert!(
+            votes.iter().any(|v| v["dispute"] == "encoding"),
+            "{votes:?}"
+        );
+    }
+    for v in votes.iter().filter(|v| v["dispute"] == "encoding") {
+        assert!(
+            v["guilty"] == true && (v["whole_replay"].is_null() || v["whole_replay"] == "unserved"),
+            "{v}"
+        );
+    }
 
     assert_cheater_convicted(&net, &show, &[0, 1, 2], 3, &[]);
 }

@@ -1,6 +1,7 @@
 //! Replaying a member's inner phase (Proof-of-Learning re-execution, Jia et al. 2021, §4):
-//! whole ([`Replayer::check`], what jurors run) or a sample of its trace's segments
-//! ([`Replayer::check_segments`], what verifiers run first). A juror's vote on a replay is
+//! whole ([`Replayer::check`]), a sample of its trace's segments
+//! ([`Replayer::check_segments`], what verifiers run first), or the one part of the trace a
+//! challenge disputes ([`Replayer::check_dispute`], what jurors run). A juror's vote on a replay is
 //! [`super::vote`]. The dishonest members the checks are tested against are the trainer's
 //! forger (`offchain-trainer/trainer/src/bench/forger.rs`). What a replay needs of the pool's
 //! recipe comes through [`ReplayRecipe`].
@@ -10,14 +11,11 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use synod_checkpoint::ParamSet;
 use synod_codec::EncodeOptions;
-use synod_diloco::payload::Payload;
 use synod_diloco::residual::{carried_distance, residual_from_bytes, NO_RESIDUAL};
-use synod_diloco::verify::{
-    replay_distance, segment_drift, within_tolerance, REPLAY_TOLERANCE, SEGMENT_TOLERANCE,
-};
-use synod_diloco::{pseudo_gradient, DilocoError, ErrorFeedback, OuterState, PseudoGradient};
-use synod_model::segment::{params_of, plausible_state, state_distance};
-use synod_model::{load_params, TchInnerTrainer};
+use synod_diloco::verify::{replay_distance, within_tolerance};
+use synod_diloco::{DilocoError, ErrorFeedback, OuterState, PseudoGradient};
+use synod_model::TchInnerTrainer;
+pub use synod_protocol::Dispute;
 
 /// What a replay needs of a pool's recipe (the recipe every member trains with, whose hash the
 /// pool spec commits to): the trainer implements it over its loaded recipe and command-line
@@ -76,13 +74,16 @@ pub struct Replay {
     pub segments: u32,
     /// Why the whole inner phase was replayed; `None` when the trace's segments decided.
     pub whole: Option<WholeReplay>,
+    /// The part of the trace a check found wrong (what a challenge names, so that its jurors
+    /// check that part only); `None` when no trace check failed.
+    pub failed: Option<Dispute>,
 }
 
 /// Why a verifier replayed a member's whole inner phase rather than its trace's segments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WholeReplay {
-    /// Asked for: jury duty (also when a verifier reuses its juror's replay), or no segment
-    /// drawn.
+    /// Asked for: a challenge of the whole phase (also when a verifier reuses its juror's
+    /// replay), a dispute naming a segment the trace does not have, or no segment drawn.
     Asked,
     /// The payload carries no trace, a malformed one, or one not cut into this pool's
     /// segments.
@@ -211,22 +212,6 @@ fn with_carried(
     distance.max(carried)
 }
 
-/// How a verifier gets the state a trace hash names: the bytes, already checked against the
-/// hash (from its store or a member), or `None` if nobody served them in time.
-pub type FetchState<'a> = dyn FnMut(&[u8; 32]) -> Option<Vec<u8>> + 'a;
-
-/// What checking a trace found.
-enum TraceCheck {
-    /// Start, end and every sampled segment within tolerance (the largest distance).
-    Passed(f64),
-    /// A check failed.
-    Failed,
-    /// A state was not served.
-    Unserved,
-    /// Every check passed, but the segments' drift extrapolated to the phase did not.
-    Drift,
-}
-
 /// Replays inner phases of one pool's recipe, keeping one model replica between replays.
 pub struct Replayer {
     inner_steps: u32,
@@ -314,169 +299,13 @@ impl Replayer {
             secs: t0.elapsed().as_secs_f64(),
             segments: 0,
             whole: Some(WholeReplay::Asked),
-        })
-    }
-
-    /// Checks `member`'s contribution to `round` by its Proof-of-Learning trace (Jia et al.
-    /// 2021, §4.2; [`synod_diloco::trace`]): the trace's first state must be θ_{r−1} with a
-    /// fresh optimizer (rebuilt here bit for bit), its last state's θ must encode to the
-    /// claimed payload, and each of `segments` (indices drawn by
-    /// [`synod_diloco::verify::sampled_segments`]) must replay from its start state to its end
-    /// state within [`SEGMENT_TOLERANCE`], and their drift extrapolated to the whole phase
-    /// ([`segment_drift`]) must be within [`REPLAY_TOLERANCE`]. States come from `fetch`. Without a trace, with a
-    /// state nobody serves, or when any check fails, it replays the whole phase
-    /// ([`Replayer::check`]) and returns that: a challenge always rests on the replay jurors
-    /// run, so a member's wrong trace alone costs it nothing but never frames it. A sparse
-    /// payload's end state is encoded with `residuals` as [`Replayer::check`] does.
-    ///
-    /// # Errors
-    /// As [`Replayer::check`].
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the replay's inputs, each used once"
-    )]
-    pub fn check_segments(
-        &mut self,
-        recipe: &dyn ReplayRecipe,
-        parent: &[u8],
-        round: u32,
-        member: u32,
-        claimed: &[u8],
-        residuals: &Residuals,
-        segments: &[u32],
-        fetch: &mut FetchState<'_>,
-    ) -> Result<Replay> {
-        let t0 = Instant::now();
-        let bounds = recipe.segment_boundaries(self.inner_steps);
-        let trace = match Payload::trace_of(claimed) {
-            Some(_) if segments.is_empty() => {
-                return self.check(recipe, parent, round, member, claimed, residuals)
-            }
-            Some(t) if t.len() == bounds.len() => t,
-            _ => {
-                let rep = self.check(recipe, parent, round, member, claimed, residuals)?;
-                return Ok(Replay {
-                    whole: Some(WholeReplay::NoTrace),
-                    ..rep
-                });
-            }
-        };
-        let opts = recipe.encode_options();
-        let (state, replica) = self.prepare(recipe, parent, round, member)?;
-        let outcome = (|| -> Result<TraceCheck> {
-            let (mut feedback, carried_out) = residuals.replay_memory(recipe, &state.params)?;
-            load_params(&replica.vs, &state.params)?;
-            replica.reset_optimizer();
-            let start = replica.phase_state()?;
-            if synod_checkpoint::hash(&synod_checkpoint::to_bytes(&start)?) != trace[0] {
-                return Ok(TraceCheck::Failed);
-            }
-            // Every state the check needs is fetched before any replay (the fetch deadlines
-            // then count transfers only).
-            let last = trace.len() - 1;
-            let drawn: Vec<usize> = segments
-                .iter()
-                .map(|i| *i as usize)
-                .filter(|i| *i < last)
-                .collect();
-            let mut served = std::collections::HashMap::new();
-            for j in needed_states(trace.len(), segments) {
-                let Some(bytes) = fetch(&trace[j]) else {
-                    return Ok(TraceCheck::Unserved);
-                };
-                // A served state that is not this model's, or no honest AdamW state, is a
-                // failed check (`Err`): replayed whole.
-                let s = synod_checkpoint::from_bytes(&bytes)?;
-                if !plausible_state(&s, &start, &replica.cfg) {
-                    bail!(
-                        "state {} is no AdamW state of this phase",
-                        synod_checkpoint::hex(&trace[j])
-                    );
-                }
-                served.insert(j, s);
-            }
-            let state_at = |j: usize| if j == 0 { Some(&start) } else { served.get(&j) };
-            let Some(end) = state_at(last) else {
-                return Ok(TraceCheck::Unserved);
-            };
-            let delta = pseudo_gradient(&state.params, &params_of(end))?;
-            let encoded = feedback.encode(&state.params, delta, &opts)?;
-            let mut worst = with_carried(
-                replay_distance(&state.params, member, claimed, &encoded).unwrap_or(f64::INFINITY),
-                &state.params,
-                member,
-                &feedback,
-                &encoded,
-                claimed,
-                carried_out.as_ref(),
-            );
-            if !within_tolerance(worst) {
-                return Ok(TraceCheck::Failed);
-            }
-            let mut drifts = Vec::with_capacity(drawn.len());
-            for &i in &drawn {
-                let (Some(from), Some(to)) = (state_at(i), state_at(i + 1)) else {
-                    return Ok(TraceCheck::Unserved);
-                };
-                let replayed = replica.replay_segment(from, round, bounds[i], bounds[i + 1])?;
-                let d = state_distance(from, to, &replayed);
-                if d.is_nan() || d > SEGMENT_TOLERANCE {
-                    return Ok(TraceCheck::Failed);
-                }
-                worst = worst.max(d);
-                drifts.push(d);
-            }
-            if segment_drift(&drifts, last) > REPLAY_TOLERANCE {
-                return Ok(TraceCheck::Drift);
-            }
-            Ok(TraceCheck::Passed(worst))
-        })();
-        let why = match outcome {
-            Ok(TraceCheck::Passed(d)) => {
-                return Ok(Replay {
-                    distance: d,
-                    honest: true,
-                    secs: t0.elapsed().as_secs_f64(),
-                    segments: segments.len() as u32,
-                    whole: None,
-                })
-            }
-            Ok(TraceCheck::Failed) => WholeReplay::Mismatch,
-            Ok(TraceCheck::Drift) => WholeReplay::Drift,
-            Ok(TraceCheck::Unserved) => WholeReplay::Unserved,
-            // A state that does not parse or fit the model is the accused's fault: replay whole.
-            Err(e) => {
-                tracing::info!(round, member, "trace check failed ({e:#}): replaying whole");
-                WholeReplay::Refused
-            }
-        };
-        let rep = self.check(recipe, parent, round, member, claimed, residuals)?;
-        Ok(Replay {
-            whole: Some(why),
-            ..rep
+            failed: None,
         })
     }
 }
 
-/// Indices into a trace of `trace_len` states (boundaries 0..=S) of the states a segment
-/// check of `segments` fetches from the trace's author: the end, and both boundaries of each
-/// drawn segment except the start (index 0, rebuilt locally). Ascending, no repeats; segments
-/// out of range are ignored.
-pub fn needed_states(trace_len: usize, segments: &[u32]) -> Vec<usize> {
-    let Some(last) = trace_len.checked_sub(1).filter(|l| *l > 0) else {
-        return Vec::new();
-    };
-    let mut wanted = vec![last];
-    for i in segments.iter().map(|i| *i as usize).filter(|i| *i < last) {
-        wanted.extend([i, i + 1].into_iter().filter(|j| *j > 0 && *j < last));
-    }
-    wanted.sort_unstable();
-    wanted.dedup();
-    wanted
-}
-
-/// States of a trace by their blake3 (a verifier's view of what its author serves).
-pub type TraceStates = std::collections::HashMap<[u8; 32], Vec<u8>>;
+mod trace;
+pub use trace::{needed_states, FetchState, TraceStates};
 
 #[cfg(test)]
 mod tests;

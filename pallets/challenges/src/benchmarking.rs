@@ -82,6 +82,8 @@ fn drawn_challenge<T: Config>() -> Result<(PoolId, T::AccountId), BenchmarkError
 		1,
 		accused.clone(),
 		&evidence::<T>(pool, 1, &accused)?,
+		// Narrowed: closing it deletes its `Disputes` record too (the worst close path).
+		Dispute::Segment(0),
 	)?;
 	let draw_at = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.draw_at;
 	seed_draw::<T>(draw_at);
@@ -220,7 +222,14 @@ mod benchmarks {
 		for (pool, members) in &pools {
 			let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
 			let evidence = evidence::<T>(*pool, 1, &accused)?;
-			Pallet::<T>::do_open_challenge(challenger.clone(), *pool, 1, accused, &evidence)?;
+			Pallet::<T>::do_open_challenge(
+				challenger.clone(),
+				*pool,
+				1,
+				accused,
+				&evidence,
+				Dispute::Phase,
+			)?;
 		}
 		let jury_delay = pools
 			.first()

@@ -21,7 +21,8 @@ use synod_primitives::{
 	TrainerStake,
 };
 
-fn block<T: Config>(n: BlockNumberFor<T>) -> protocol::Block {
+/// `n` as the protocol's block number.
+pub(crate) fn block<T: Config>(n: BlockNumberFor<T>) -> protocol::Block {
 	n.saturated_into()
 }
 
@@ -38,89 +39,9 @@ pub(crate) enum Step {
 	DrawAppeal,
 }
 
-/// A new challenge's blocks: its draw, the end of its voting period, and its expiry's block.
-type ScheduledBlocks<T> = (BlockNumberFor<T>, BlockNumberFor<T>, BlockNumberFor<T>);
-
 impl<T: Config> Pallet<T> {
 	pub(crate) fn bond_reason() -> T::RuntimeHoldReason {
 		HoldReason::ChallengeBond.into()
-	}
-
-	/// The first block of `blocks` whose schedule ([`Expiries`]) has room, if any.
-	pub(crate) fn free_block(
-		mut blocks: impl Iterator<Item = protocol::Block>,
-	) -> Option<BlockNumberFor<T>> {
-		let room = T::MaxExpiriesPerBlock::get() as usize;
-		blocks.find_map(|b| {
-			let at: BlockNumberFor<T> = b.saturated_into();
-			(Expiries::<T>::decode_len(at).unwrap_or(0) < room).then_some(at)
-		})
-	}
-
-	/// The blocks of a challenge opened at `now` with `timeline`: its draw, the end of its
-	/// voting period, and the block whose `on_initialize` expires it. The draw is the latest
-	/// block of `now + MIN_JURY_DELAY ..= jury_drawn_at(now)` with room in its schedule (its
-	/// seed, the randomness of the block before it, is that of a block after `now`, which not
-	/// even `now`'s author can compute when it includes the challenge); the voting period is the whole
-	/// `voting_period` from the draw; the expiry is the first block from there to
-	/// `votes_until(now)` with room. Both stay within the pool's timeline, so every challenge
-	/// is over before its round settles.
-	///
-	/// # Errors
-	/// [`Error::ScheduleFull`] if no block of either span has room: the challenge is refused
-	/// rather than opened without a scheduled draw or expiry (which anyone could then advance
-	/// at a time of its choosing).
-	fn schedule_blocks(
-		now: BlockNumberFor<T>,
-		timeline: &protocol::Timeline,
-	) -> Result<ScheduledBlocks<T>, Error<T>> {
-		let now = block::<T>(now);
-		let latest = timeline.jury_drawn_at(now);
-		let draw_at = Self::free_block(
-			(now.saturating_add(protocol::timeline::MIN_JURY_DELAY)..=latest).rev(),
-		)
-		.ok_or(Error::<T>::ScheduleFull)?;
-		let expires_at = block::<T>(draw_at).saturating_add(timeline.voting_period);
-		let expiry_at = Self::free_block(expires_at..=timeline.votes_until(now).max(expires_at))
-			.ok_or(Error::<T>::ScheduleFull)?;
-		Ok((draw_at, expires_at.saturated_into(), expiry_at))
-	}
-
-	/// Adds `id` to the schedule of block `at` (checked to have room by the caller: a draw and
-	/// its expiry never share a block, the voting period being at least one block) and records
-	/// `at` in [`ScheduledAt`], so that closing `id` frees the slot.
-	pub(crate) fn schedule(at: BlockNumberFor<T>, id: ChallengeId) {
-		if Expiries::<T>::try_mutate(at, |e| e.try_push(id)).is_ok() {
-			ScheduledAt::<T>::mutate(id, |s| {
-				if s.try_push(at).is_err() {
-					frame_support::defensive!("scheduled in more than MAX_SCHEDULED blocks");
-				}
-			});
-		}
-	}
-
-	/// Weight of one [`Self::schedule`] beyond the block's schedule that a benchmark measured:
-	/// the challenge's [`ScheduledAt`] record, and the schedule itself where the search found
-	/// room (an appeal committee's draw scheduling the end of its vote).
-	pub(crate) fn schedule_weight() -> Weight {
-		T::DbWeight::get().reads_writes(2, 2)
-	}
-
-	/// Frees every slot `id` holds in the schedule of a block after the current one: a closed
-	/// challenge has nothing due there, and a slot it kept would deny another challenge that
-	/// block for nothing. (The current block's schedule was taken by its `on_initialize`.)
-	pub(crate) fn unschedule(id: ChallengeId) {
-		let now = frame_system::Pallet::<T>::block_number();
-		for at in ScheduledAt::<T>::take(id).into_iter().filter(|at| *at > now) {
-			Expiries::<T>::mutate_exists(at, |e| {
-				if let Some(ids) = e {
-					ids.retain(|x| *x != id);
-				}
-				if e.as_ref().is_some_and(|ids| ids.is_empty()) {
-					*e = None;
-				}
-			});
-		}
 	}
 
 	pub(crate) fn do_open_challenge(
@@ -129,7 +50,9 @@ impl<T: Config> Pallet<T> {
 		round: RoundIndex,
 		accused: T::AccountId,
 		evidence: &[u8],
+		dispute: protocol::Dispute,
 	) -> DispatchResult {
+		ensure!(dispute.is_valid(), Error::<T>::DisputeOutOfRange);
 		let params = T::Pools::round_params(pool_id).ok_or(Error::<T>::PoolNotFound)?;
 		let fin =
 			T::Checkpoints::final_checkpoint(pool_id, round).ok_or(Error::<T>::RoundNotFinal)?;
@@ -184,6 +107,9 @@ impl<T: Config> Pallet<T> {
 			},
 		);
 		EligibleJurors::<T>::insert(challenge_id, eligible);
+		if dispute != protocol::Dispute::Phase {
+			Disputes::<T>::insert(challenge_id, dispute);
+		}
 		OpenBy::<T>::insert(&by, 1);
 		OpenAgainst::<T>::insert(&key, open.saturating_add(1));
 		NextChallengeId::<T>::put(next);
@@ -405,13 +331,14 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Removes challenge `challenge_id` (`c`) and everything it holds (its eligible jurors,
-	/// appeal side, votes, counts and later schedule slots) and records `verdict` for its
+	/// appeal side, narrowed dispute, votes, counts and later schedule slots) and records `verdict` for its
 	/// contribution unless a guilty verdict is recorded already.
 	pub(crate) fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
 		Self::unschedule(challenge_id);
 		OpenChallenges::<T>::remove(challenge_id);
 		EligibleJurors::<T>::remove(challenge_id);
 		Appeals::<T>::remove(challenge_id);
+		Disputes::<T>::remove(challenge_id);
 		OpenBy::<T>::mutate_exists((c.pool_id, c.round, &c.accused, &c.challenger), |n| {
 			*n = n.and_then(|n| n.checked_sub(1)).filter(|n| *n > 0);
 		});
@@ -533,11 +460,12 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Weight of closing a challenge beyond its benchmarked paths: its challenger's slot
-	/// ([`OpenBy`]), per absent juror (at most `MaxPoolMembers`) its [`NoShows`] record, and
-	/// its [`ScheduledAt`] entry with the (at most [`MAX_SCHEDULED`]) blocks whose schedule it
-	/// leaves.
+	/// ([`OpenBy`]), per absent juror (at most `MaxPoolMembers`) its [`NoShows`] record, its
+	/// [`ScheduledAt`] entry with the (at most [`MAX_SCHEDULED`]) blocks whose schedule it
+	/// leaves, and its [`Disputes`] entry.
 	pub(crate) fn close_weight() -> Weight {
 		let n = u64::from(T::MaxPoolMembers::get())
+			.saturating_add(1)
 			.saturating_add(1)
 			.saturating_add(u64::from(MAX_SCHEDULED))
 			.saturating_add(1);

@@ -177,6 +177,8 @@ mod events_and_errors {
 		ChallengeWindowClosed,
 		/// The accused's payload is not in the round's final included set.
 		NotIncluded,
+		/// The dispute names a trace segment at or past `MAX_TRACE_SEGMENTS` (no trace has it).
+		DisputeOutOfRange,
 		/// A challenger cannot accuse itself.
 		SelfChallenge,
 		/// The caller already holds an open challenge against this contribution.

@@ -10,7 +10,7 @@ extern crate alloc;
 
 pub use appeal::SCHEDULE_PROBES;
 pub use pallet::*;
-pub use synod_primitives::protocol::{Seated, Verdict};
+pub use synod_primitives::protocol::{Dispute, Seated, Verdict};
 pub use weights::WeightInfo;
 
 pub mod appeal;
@@ -21,6 +21,7 @@ mod equivocation;
 mod events;
 mod jury;
 pub mod migrations;
+mod schedule;
 // The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
 extern crate self as pallet_challenges;
@@ -258,6 +259,13 @@ pub mod pallet {
 	#[pallet::storage]
 	pub type Appeals<T: Config> = StorageMap<_, Twox64Concat, ChallengeId, Appeal<T>, OptionQuery>;
 
+	/// What each open challenge disputes when it is narrower than the whole inner phase (absent:
+	/// [`Dispute::Phase`]): one part of the accused's signed Proof-of-Learning trace,
+	/// which its jurors check instead of replaying the whole phase ([`Pallet::open_narrowed_challenge`]).
+	/// Deleted when the challenge closes.
+	#[pallet::storage]
+	pub type Disputes<T: Config> = StorageMap<_, Twox64Concat, ChallengeId, Dispute, OptionQuery>;
+
 	/// The first block of rounds whose challenges may be appealed (0: every round). Set by the
 	/// migration that brought appeals to the block it ran in: a round that opened before it had
 	/// its stake's slashable window and its settlement fixed without an appeal's blocks.
@@ -302,7 +310,7 @@ pub mod pallet {
 			evidence: Evidence,
 		) -> DispatchResult {
 			let challenger = ensure_signed(origin)?;
-			Self::do_open_challenge(challenger, pool_id, round, accused, &evidence)
+			Self::do_open_challenge(challenger, pool_id, round, accused, &evidence, Dispute::Phase)
 		}
 
 		/// Votes on `challenge_id` as a juror (`guilty = true`: the contribution is not within
@@ -431,6 +439,34 @@ pub mod pallet {
 		pub fn appeal(origin: OriginFor<T>, challenge_id: ChallengeId) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::do_appeal(who, challenge_id)
+		}
+
+		/// [`Pallet::open_challenge`] narrowed to one part of the accused's signed
+		/// Proof-of-Learning trace ([`Dispute`], recorded in [`Disputes`]): its
+		/// jurors check only that part (the trace's encoding, or one segment's inner steps)
+		/// instead of replaying the whole inner phase, and that check decides the verdict
+		/// either way; a part whose states the accused does not serve is judged by a whole
+		/// replay. [`Dispute::Phase`] is [`Pallet::open_challenge`].
+		///
+		/// Errors: those of [`Pallet::open_challenge`], and [`Error::DisputeOutOfRange`] for a
+		/// segment at or past `MAX_TRACE_SEGMENTS`.
+		#[pallet::call_index(7)]
+		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get())
+			.saturating_add(T::DbWeight::get().reads_writes(2, 2))
+			.saturating_add(T::DbWeight::get().reads(1))
+			.saturating_add(T::DbWeight::get().reads_writes(4, 4))
+			// The `Disputes` record.
+			.saturating_add(T::DbWeight::get().writes(1)))]
+		pub fn open_narrowed_challenge(
+			origin: OriginFor<T>,
+			pool_id: PoolId,
+			round: RoundIndex,
+			accused: T::AccountId,
+			evidence: Evidence,
+			dispute: Dispute,
+		) -> DispatchResult {
+			let challenger = ensure_signed(origin)?;
+			Self::do_open_challenge(challenger, pool_id, round, accused, &evidence, dispute)
 		}
 	}
 

@@ -1,6 +1,7 @@
 //! `try_state`: the invariants of open challenges, their bonds, votes, schedule and appeals.
 
 use crate::pallet::*;
+use crate::Dispute;
 use frame_support::pallet_prelude::*;
 use sp_runtime::traits::Saturating;
 use synod_primitives::{CheckpointsInspect, PoolId, RoundIndex};
@@ -9,7 +10,8 @@ impl<T: Config> Pallet<T> {
 	/// Invariants: each challenger's bond hold equals its open challenges' bonds; the seat
 	/// tallies match the recorded votes; committees list each juror once with at least one
 	/// seat, and their seats sum to the tally's; open counts match; every eligible juror of an
-	/// open challenge contributed to the challenged round.
+	/// open challenge contributed to the challenged round; only open challenges have a
+	/// recorded [`Disputes`] entry, and it narrows the dispute to a valid part.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		use alloc::collections::btree_map::BTreeMap;
 		use frame_support::traits::fungible::InspectHold;
@@ -89,6 +91,13 @@ impl<T: Config> Pallet<T> {
 			ensure!(
 				eligible.iter().all(|j| contributors.iter().any(|p| p.who == *j)),
 				"an eligible juror that did not contribute to the round"
+			);
+		}
+		for (id, dispute) in Disputes::<T>::iter() {
+			ensure!(OpenChallenges::<T>::contains_key(id), "the dispute of a closed challenge");
+			ensure!(
+				dispute != Dispute::Phase && dispute.is_valid(),
+				"a recorded dispute that narrows nothing, or names no segment a trace can have"
 			);
 		}
 		Ok(())

@@ -15,6 +15,7 @@
 //! | [`tally`] | counting commits of snapshot participants, the winner, the contributors |
 //! | [`agreement`] | the one included set S* the chain fixes when honest members' sets split |
 //! | [`rewards`] | splitting a round's reward over its contributors by stake |
+//! | [`dispute`] | what a challenge disputes (the whole inner phase, the trace's encoding, one segment), and so what its jurors check |
 //! | [`jury`] | the committee: its size from the ⅓-adversary bound, seats drawn with replacement ∝ stake, the majority-of-seats verdict |
 //! | [`leak`] | the inactivity leak of members who commit nothing in voided rounds, or something other than the candidate a majority of the stake committed |
 //! | [`limits`] | bounds both halves check on the same objects (trace length) |
@@ -32,6 +33,7 @@ extern crate alloc;
 
 pub mod agreement;
 pub mod arith;
+pub mod dispute;
 pub mod evidence;
 pub mod jury;
 pub mod leak;
@@ -46,6 +48,7 @@ pub mod tally;
 pub mod timeline;
 
 pub use arith::{mul_div_floor, PPB};
+pub use dispute::Dispute;
 pub use evidence::{verify_announcement, verify_equivocation, Announcement, EvidenceError};
 pub use jury::{
 	draw_committee, eligible_jurors, JuryVotes, Seated, Verdict, APPEAL_SEATS, COMMITTEE_SEATS,

@@ -59,6 +59,17 @@ fn heaviest_calls() -> Vec<(&'static str, RuntimeCall)> {
             .into(),
         ),
         (
+            "challenges.open_narrowed_challenge",
+            pallet_challenges::Call::open_narrowed_challenge {
+                pool_id: 0,
+                round: 1,
+                accused: account(),
+                evidence: evidence(),
+                dispute: pallet_challenges::Dispute::Segment(0),
+            }
+            .into(),
+        ),
+        (
             "challenges.vote",
             pallet_challenges::Call::vote {
                 challenge_id: 0,

@@ -13,7 +13,7 @@ use synod_diloco::payload::Payload;
 use synod_diloco::verify::SEGMENT_TOLERANCE;
 use synod_diloco::{Contribution, ErrorFeedback, PseudoGradient};
 use synod_model::FIRST_MOMENT_PREFIX;
-use synod_verify::replay::{Replay, Replayer, Residuals, TraceStates, WholeReplay};
+use synod_verify::replay::{Dispute, Replay, Replayer, Residuals, TraceStates, WholeReplay};
 
 use crate::bench::forger::{bending, edited, forged_contribution, skipping};
 use crate::chain_args::RecipeArgs;
@@ -370,4 +370,107 @@ fn a_sparse_member_that_forges_its_residual_is_caught() {
             assert!(!rep.honest, "{what} passed ({segments:?}): {rep:?}");
         }
     }
+}
+
+/// Member 1's round-1 payload judged as a juror judges `dispute`, states served from `states`.
+fn judge(
+    (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
+    payload: &[u8],
+    dispute: Dispute,
+    states: Option<&States>,
+) -> Replay {
+    Replayer::new(H, 4)
+        .check_dispute(
+            &recipe.replay_view(a),
+            &recipe.theta0_bytes,
+            1,
+            1,
+            payload,
+            &Residuals::default(),
+            dispute,
+            &mut |h| states.and_then(|s| s.get(h).cloned()),
+        )
+        .unwrap()
+}
+
+#[test]
+fn a_dispute_naming_the_skipped_segment_convicts_without_a_whole_replay() {
+    let f = setup();
+    let (payload, states) = forged(&f, &mut skipping(&[3]));
+    // The verifier's check names the segment that failed (its whole replay confirms it).
+    let found = check(&f, &payload, &[3], Some(&states));
+    assert_eq!(found.failed, Some(Dispute::Segment(3)), "{found:?}");
+    // Jurors check that segment only: guilty, no whole replay.
+    let rep = judge(&f, &payload, Dispute::Segment(3), Some(&states));
+    assert!(
+        !rep.honest && rep.whole.is_none() && rep.segments == 1,
+        "{rep:?}"
+    );
+    assert_eq!(rep.failed, Some(Dispute::Segment(3)));
+    // An accomplice's sham dispute naming a segment that replays acquits, on that claim only.
+    let sham = judge(&f, &payload, Dispute::Segment(5), Some(&states));
+    assert!(sham.honest && sham.whole.is_none(), "{sham:?}");
+    // Withheld states: the whole replay judges, and catches it.
+    let withheld = judge(&f, &payload, Dispute::Segment(3), None);
+    assert!(
+        !withheld.honest && withheld.whole == Some(WholeReplay::Unserved),
+        "{withheld:?}"
+    );
+}
+
+#[test]
+fn an_encoding_dispute_convicts_a_scaled_payload_without_a_replay() {
+    let f = setup();
+    let (payload, states) = honest(&f.0, &f.1, 1);
+    let mut set = vec![Contribution {
+        member: 1,
+        payload: Arc::new(payload.clone()),
+    }];
+    Adversary {
+        member: 1,
+        attack: Attack::ScaleX100,
+        seed: 3,
+    }
+    .tamper(&f.2, 1, &mut set, &f.1.outer.encode_options())
+    .unwrap();
+    let scaled = set[0].payload.to_vec();
+    let found = check(&f, &scaled, &[3], Some(&states));
+    assert_eq!(found.failed, Some(Dispute::Encoding), "{found:?}");
+    let rep = judge(&f, &scaled, Dispute::Encoding, Some(&states));
+    assert!(
+        !rep.honest && rep.whole.is_none() && rep.segments == 0,
+        "{rep:?}"
+    );
+    assert_eq!(rep.failed, Some(Dispute::Encoding));
+}
+
+#[test]
+fn an_honest_member_is_acquitted_on_every_part_a_challenger_may_name() {
+    let f = setup();
+    let (payload, states) = honest(&f.0, &f.1, 1);
+    for dispute in [
+        Dispute::Encoding,
+        Dispute::Segment(0),
+        Dispute::Segment(H - 1),
+    ] {
+        let rep = judge(&f, &payload, dispute, Some(&states));
+        assert!(
+            rep.honest && rep.whole.is_none() && rep.failed.is_none(),
+            "{dispute:?}: {rep:?}"
+        );
+    }
+    // A segment its trace does not have, or the whole phase: a whole replay judges.
+    for dispute in [Dispute::Segment(H), Dispute::Phase] {
+        let rep = judge(&f, &payload, dispute, Some(&states));
+        assert!(
+            rep.honest && rep.whole == Some(WholeReplay::Asked),
+            "{dispute:?}: {rep:?}"
+        );
+    }
+    // Withholding its own states costs an honest member nothing but its juror's time.
+    let rep = judge(&f, &payload, Dispute::Segment(2), None);
+    assert!(
+        rep.honest && rep.whole == Some(WholeReplay::Unserved),
+        "{rep:?}"
+    );
 }

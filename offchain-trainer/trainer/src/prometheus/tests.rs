@@ -55,10 +55,12 @@ fn vote(guilty: Option<bool>) -> TrainerEvent {
         abstained: guilty.is_none().then(|| "another pool".to_string()),
         accused: guilty.map(|_| "5Grw".to_string()),
         challenge: 0,
+        dispute: guilty.map(|_| "phase".to_string()),
         distance: guilty.map(|_| 0.5),
         guilty,
         member: guilty.map(|_| 1),
         round: 1,
+        whole_replay: guilty.map(|_| "asked".to_string()),
     }
 }
 
@@ -202,6 +204,7 @@ fn the_grafana_dashboard_plots_every_trainer_metric_and_only_those() {
         verified(true, 1.0),
         TrainerEvent::Challenge {
             account: "5Grw".into(),
+            dispute: "segment 2".into(),
             distance: 1.0,
             member: 1,
             outcome: "opened".into(),

@@ -10,6 +10,7 @@ fn honest(_: &[u8]) -> Result<Replay> {
         secs: 0.0,
         segments: 0,
         whole: Some(WholeReplay::Asked),
+        failed: None,
     })
 }
 
@@ -40,6 +41,7 @@ fn accomplice_sham_challenge_with_a_second_signed_payload_convicts_the_cheater()
             secs: 0.0,
             segments: 0,
             whole: Some(WholeReplay::Asked),
+            failed: None,
         })
     };
     assert_eq!(juror_vote(kept, &same, bad).unwrap(), (true, 0.6));

@@ -16,6 +16,7 @@ mod free_rewards;
 mod garbage_commits;
 mod jury_capture;
 mod late_registration;
+mod narrowed_disputes;
 mod newcomer_no_show;
 mod no_show_ambush;
 mod pool_squatting;

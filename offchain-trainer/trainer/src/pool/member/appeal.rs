@@ -87,21 +87,28 @@ impl<C: AppealChain> Appealer<C> {
     }
 
     /// On a `Challenges.Ruled` event for challenge `id` in finalized block `block`: reads the
-    /// challenge and its ruling and appeals it if we lost it ([`Self::consider`]). A failed
-    /// read is logged (the duty worker's next jury pass reads it again).
+    /// challenge and, when it is of our pool and we are a party to it, its ruling, and
+    /// appeals it if we lost it ([`Self::consider`]). A failed read is logged (the duty
+    /// worker's next jury pass reads it again).
     pub async fn on_ruled(&self, id: u32, block: u64) {
         if self.is_done(id) {
             return;
         }
         let read = async {
-            let c = self.chain.challenge(id).await?;
+            let Some(c) = self.chain.challenge(id).await? else {
+                return Ok(None);
+            };
+            let party = c.accused == self.account || c.challenger == self.account;
+            if c.pool_id != self.pool || !party {
+                return Ok(None);
+            }
             let a = self.chain.appeal_of(id).await?;
-            Ok::<_, ChainError>(c.zip(a))
+            Ok::<_, ChainError>(a.map(|a| (c, a)))
         };
         match read.await {
             Ok(Some((c, a))) => self.consider(id, &c, &a, block).await,
-            // Closed already (executed, or read from a node past its execution block), or a
-            // pool without appeals: nothing to appeal.
+            // Closed already (executed, or read from a node past its execution block), not
+            // ours to appeal, or a pool without appeals: nothing to appeal.
             Ok(None) => {}
             Err(e) => tracing::warn!(challenge = id, "reading a ruling: {e}"),
         }
@@ -226,6 +233,8 @@ mod tests {
         challenges: BTreeMap<u32, (ChallengeInfo, AppealInfo)>,
         appeals: Vec<u32>,
         fail_next: Option<ChainError>,
+        /// `appeal_of` reads so far.
+        appeal_reads: u32,
     }
 
     impl FakeChain {
@@ -252,13 +261,9 @@ mod tests {
         }
 
         async fn appeal_of(&self, id: u32) -> Result<Option<AppealInfo>, ChainError> {
-            Ok(self
-                .0
-                .lock()
-                .unwrap()
-                .challenges
-                .get(&id)
-                .map(|e| e.1.clone()))
+            let mut f = self.0.lock().unwrap();
+            f.appeal_reads += 1;
+            Ok(f.challenges.get(&id).map(|e| e.1.clone()))
         }
 
         async fn appeal(&self, id: u32) -> Result<(), ChainError> {
@@ -338,6 +343,22 @@ mod tests {
             Appealer::new(chain.clone(), account(1), 0, false).consider(7, &other, &guilty, 100),
         );
         assert!(chain.appeals().is_empty());
+    }
+
+    #[test]
+    fn a_ruling_between_others_costs_one_read() {
+        let rt = runtime();
+        // Every trainer sees every `Ruled` event: one of another pool's challenge, or of a
+        // challenge between two other accounts, reads the challenge and nothing more.
+        let chain = FakeChain::with(7, challenge(), ruled(Verdict::Guilty, 120));
+        rt.block_on(Appealer::new(chain.clone(), account(9), 0, false).on_ruled(7, 100));
+        rt.block_on(Appealer::new(chain.clone(), account(1), 3, false).on_ruled(7, 100));
+        assert_eq!(chain.0.lock().unwrap().appeal_reads, 0);
+        assert!(chain.appeals().is_empty());
+        // Ours: its ruling is read, and appealed.
+        rt.block_on(Appealer::new(chain.clone(), account(1), 0, false).on_ruled(7, 100));
+        assert_eq!(chain.0.lock().unwrap().appeal_reads, 1);
+        assert_eq!(chain.appeals(), [7]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! dishonest, while their round can still be challenged.
 
 use anyhow::Result;
-use synod_chain::calls;
+use synod_chain::calls::{self, Dispute};
 use synod_chain::types::Verdict;
 
 use super::{DutyWorker, SCHEDULE_RETRY_BLOCKS};
@@ -20,7 +20,8 @@ impl DutyWorker {
     }
 
     /// Opens the challenge of `member`'s contribution to `round` if the verifier found it
-    /// dishonest (nothing otherwise). Another challenge being open does not stop ours (an
+    /// dishonest (nothing otherwise), narrowed to the part of its trace the verifier found
+    /// wrong when it found one. Another challenge being open does not stop ours (an
     /// accomplice's sham challenge must not shield the cheater); a contribution already found
     /// guilty, or out of its challenge window, is dropped; one whose challenge by us is
     /// already open is done; one that cannot be opened yet (the challenge schedule full) is
@@ -30,7 +31,7 @@ impl DutyWorker {
     /// RPC errors (the challenge stays pending).
     pub(super) fn open_challenge_of(&mut self, round: u32, member: u32) -> Result<()> {
         let key = (round, member);
-        let Some(&(who, distance)) = self.duties.to_challenge.get(&key) else {
+        let Some(&(who, distance, dispute)) = self.duties.to_challenge.get(&key) else {
             return Ok(());
         };
         let pool = self.ctx.pool;
@@ -49,11 +50,16 @@ impl DutyWorker {
         } else if f.is_none_or(|f| !self.round_state(&f).phase(now).accepts_challenges()) {
             ("not opened: challenge window closed".to_string(), true)
         } else if let Some(evidence) = self.ctx.retained.announcement(round, member) {
-            let call = calls::open_challenge(pool, round, who, evidence)?;
-            match self
-                .ctx
-                .block_on(self.ctx.chain.submit(&call, &self.ctx.signer))
-            {
+            let submitted = if dispute == Dispute::Phase {
+                let call = calls::open_challenge(pool, round, who, evidence)?;
+                self.ctx
+                    .block_on(self.ctx.chain.submit(&call, &self.ctx.signer))
+            } else {
+                let call = calls::open_narrowed_challenge(pool, round, who, evidence, dispute)?;
+                self.ctx
+                    .block_on(self.ctx.chain.submit(&call, &self.ctx.signer))
+            };
+            match submitted {
                 Ok(_) => ("opened".to_string(), true),
                 Err(e) if e.is_module("Challenges", "AlreadyChallenged") => {
                     ("not opened: ours is already open".to_string(), true)
@@ -85,6 +91,7 @@ impl DutyWorker {
         tracing::warn!(round, member, distance, "challenge: {outcome}");
         self.metrics.emit(&TrainerEvent::Challenge {
             account: who.to_string(),
+            dispute: crate::event::dispute_name(dispute),
             distance,
             member,
             outcome,

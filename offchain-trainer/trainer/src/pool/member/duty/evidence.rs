@@ -154,8 +154,8 @@ impl DutyWorker {
     /// [`Retained::fetched_dir`](crate::pool::verify::Retained::fetched_dir): each state gets
     /// at most [`STATE_FETCH`] plus its transfer at 10 MB/s, the whole round twice that plus
     /// [`CHECK_BUDGET`], however many authors stall, and all of it at most `cap`
-    /// ([`DutyWorker::state_wait`]). Contributions already replayed whole, not kept, or
-    /// without a trace of this pool's segments need nothing. Returns each received state's
+    /// ([`DutyWorker::state_wait`]). Contributions not kept, or without a trace of this
+    /// pool's segments, need nothing. Returns each received state's
     /// file by blake3.
     pub(super) fn prefetch_trace_states(
         &self,
@@ -171,11 +171,6 @@ impl DutyWorker {
             .len();
         let mut asked = Vec::new();
         for (_, member, segments) in checks {
-            if self.duties.replays.contains_key(&(round, *member))
-                || self.duties.verified.contains(&(round, *member))
-            {
-                continue;
-            }
             // Only the accused serves its states (nobody else keeps them).
             let (Some(peer), Some(claimed)) = (
                 self.peer_of(*member),

@@ -1,5 +1,6 @@
-//! Jury duty: as a juror (every member unless `--no-jury`), replays the disputed contributions
-//! of the challenges it is drawn for and votes.
+//! Jury duty: as a juror (every member unless `--no-jury`), checks the disputed contributions
+//! of the challenges it is drawn for and votes: the part of the accused's trace a narrowed
+//! challenge names (its states fetched from the accused), or the whole inner phase.
 
 use std::collections::BTreeSet;
 
@@ -7,10 +8,22 @@ use anyhow::{anyhow, Result};
 use synod_chain::calls;
 use synod_chain::types::ChallengeInfo;
 
-use super::DutyWorker;
-use crate::event::TrainerEvent;
+use super::{Check, DutyWorker, FetchedStates};
+use crate::event::{dispute_name, TrainerEvent};
 use crate::pool::verify::carried::expected_carried_in;
+use crate::pool::verify::replay::{Dispute, WholeReplay};
 use crate::pool::verify::vote::juror_vote;
+
+/// A juror's judgement of a contribution.
+struct Judged {
+    /// Its vote.
+    guilty: bool,
+    /// The relative L2 distance its check found (∞ for a payload that is not the disputed
+    /// one).
+    distance: f64,
+    /// Why it replayed the whole inner phase; `None` when the disputed part decided.
+    whole: Option<WholeReplay>,
+}
 
 impl DutyWorker {
     /// Votes on every drawn committee we sit on, first or appeal (with `--no-jury` too: an
@@ -117,13 +130,19 @@ impl DutyWorker {
         Ok(())
     }
 
-    /// The vote on `c` (member `member` accused) from a replay of its kept payload: `(guilty,
-    /// relative L2 distance)`, or why this trainer cannot judge it (`Ok(Err(reason))`).
+    /// The vote on `c` (member `member` accused) from a check of its kept payload: of the part
+    /// of its trace `dispute` names (those trace states fetched from the accused first), or
+    /// of its whole inner phase ([`Replayer::check_dispute`]). Returns `(guilty, relative L2
+    /// distance, why the whole phase was replayed)`, or why this trainer cannot judge it
+    /// (`Ok(Err(reason))`).
+    ///
+    /// [`Replayer::check_dispute`]: crate::pool::verify::Replayer::check_dispute
     fn replay_vote(
         &mut self,
         c: &ChallengeInfo,
         member: u32,
-    ) -> Result<std::result::Result<(bool, f64), String>> {
+        dispute: Dispute,
+    ) -> Result<std::result::Result<Judged, String>> {
         let Some(kept) = self.ctx.retained.payload(c.round, member) else {
             return Ok(Err("no payload of the accused was kept".into()));
         };
@@ -147,11 +166,32 @@ impl DutyWorker {
                 ));
             }
         }
+        // The states the disputed part needs, from the accused (a whole-phase dispute needs
+        // none).
+        let states = if dispute == Dispute::Phase {
+            FetchedStates::new()
+        } else {
+            let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
+            let wait = self.state_wait(now, expires, 1);
+            self.prefetch_trace_states(round, &[(c.accused, member, dispute.segments())], wait)
+        };
+        let mut whole = None;
         let vote = juror_vote(&kept, &digest, |_| {
-            self.replay(round, member, &parent, None, expires, committed)?
-                .ok_or_else(|| anyhow!("payload of member {member} vanished"))
-        })?;
-        Ok(Ok(vote))
+            let check = Check::Dispute(dispute, &states);
+            let rep = self
+                .replay(round, member, &parent, check, expires, committed)?
+                .ok_or_else(|| anyhow!("payload of member {member} vanished"))?;
+            whole = rep.whole;
+            Ok(rep)
+        });
+        // Fetched states are no evidence: only what the accused signed is.
+        let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
+        let (guilty, distance) = vote?;
+        Ok(Ok(Judged {
+            guilty,
+            distance,
+            whole,
+        }))
     }
 
     /// Replays the contribution disputed by challenge `id` and votes.
@@ -162,10 +202,12 @@ impl DutyWorker {
                 abstained: Some(why),
                 accused: None,
                 challenge: id,
+                dispute: None,
                 distance: None,
                 guilty: None,
                 member: None,
                 round: c.round,
+                whole_replay: None,
             })
         };
         if c.pool_id != self.ctx.pool {
@@ -184,13 +226,22 @@ impl DutyWorker {
         else {
             return abstain(self, "the accused is not in the round's snapshot".into());
         };
+        let dispute = self.ctx.block_on(self.ctx.chain.dispute_of(id))?;
         // A member seated on a challenge of its own contribution knows what it sent: an honest
         // one votes innocent without replaying itself (the replay of a sparse payload would ask
         // its own peer for its residuals).
-        let (guilty, distance) = if c.accused == self.ctx.account {
-            (false, 0.0)
+        let Judged {
+            guilty,
+            distance,
+            whole,
+        } = if c.accused == self.ctx.account {
+            Judged {
+                guilty: false,
+                distance: 0.0,
+                whole: None,
+            }
         } else {
-            match self.replay_vote(c, member)? {
+            match self.replay_vote(c, member, dispute)? {
                 Ok(vote) => vote,
                 Err(why) => return abstain(self, why),
             }
@@ -216,16 +267,19 @@ impl DutyWorker {
             member,
             distance,
             guilty,
+            ?dispute,
             "voted"
         );
         self.metrics.emit(&TrainerEvent::Vote {
             abstained: None,
             accused: Some(c.accused.to_string()),
             challenge: id,
+            dispute: Some(dispute_name(dispute)),
             distance: Some(distance),
             guilty: Some(guilty),
             member: Some(member),
             round: c.round,
+            whole_replay: whole.map(|w| w.as_str().to_string()),
         })
     }
 }

@@ -47,6 +47,15 @@ use crate::pool::verify::Replayer;
 /// Trace states a verifier fetched for a round's checks: their files, by blake3.
 type FetchedStates = std::collections::HashMap<[u8; 32], std::path::PathBuf>;
 
+/// What [`DutyWorker::replay`] checks of a contribution.
+#[derive(Clone, Copy)]
+pub(super) enum Check<'a> {
+    /// These sampled segments of its trace first (a verifier), with the states fetched.
+    Segments(&'a [u32], &'a FetchedStates),
+    /// The part of its trace a challenge disputes (a juror), with the states fetched.
+    Dispute(synod_chain::calls::Dispute, &'a FetchedStates),
+}
+
 /// How long a verifier waits for one Proof-of-Learning trace state (plus its transfer at
 /// 10 MB/s) before it replays the whole phase instead.
 const STATE_FETCH: Duration = Duration::from_secs(20);
@@ -113,8 +122,9 @@ pub(super) struct Duties {
     /// `awaiting` if it still waits.
     jury_read_at: Option<u64>,
     /// Contributions found dishonest whose challenge is not open yet: (round, member) →
-    /// (account, distance). Retried every pass until opened, convicted or out of the window.
-    to_challenge: BTreeMap<(u32, u32), (AccountId, f64)>,
+    /// (account, distance, the part of its trace the challenge disputes). Retried every pass
+    /// until opened, convicted or out of the window.
+    to_challenge: BTreeMap<(u32, u32), (AccountId, f64, calls::Dispute)>,
     /// Finalized block before which a challenge refused for a full schedule is not tried
     /// again ([`SCHEDULE_RETRY_BLOCKS`]): each failed try costs a fee.
     challenge_not_before: RetryAt<(u32, u32)>,

@@ -17,7 +17,7 @@ use synod_diloco::verify::{
 use super::DutyWorker;
 use super::*;
 use crate::event::TrainerEvent;
-use crate::pool::verify::replay::{needed_states, Replay, WholeReplay};
+use crate::pool::verify::replay::{needed_states, Dispute, Replay, WholeReplay};
 
 impl DutyWorker {
     /// Verifies every kept round that has closed; forgets the evidence of settled rounds.
@@ -182,7 +182,16 @@ impl DutyWorker {
             .filter(|(_, m, _)| !self.duties.verified.contains(&(round, *m)))
             .count();
         let wait = self.state_wait(now, until, unverified);
-        let states = self.prefetch_trace_states(round, &checks, wait);
+        // Contributions replayed whole already, or checked, need no states.
+        let to_fetch: Vec<_> = checks
+            .iter()
+            .filter(|(_, m, _)| {
+                !self.duties.replays.contains_key(&(round, *m))
+                    && !self.duties.verified.contains(&(round, *m))
+            })
+            .cloned()
+            .collect();
+        let states = self.prefetch_trace_states(round, &to_fetch, wait);
         checks.sort_by_key(|(_, member, segments)| {
             let trace = self
                 .ctx
@@ -202,7 +211,7 @@ impl DutyWorker {
             if self.duties.verified.contains(&(round, member)) {
                 continue;
             }
-            let verifying = Some((&segments[..], &states));
+            let verifying = Check::Segments(&segments[..], &states);
             let committed = f.contributors.contains(who);
             let rep = match self.replay(round, member, &f.parent, verifying, until, committed) {
                 Ok(Some(rep)) => rep,
@@ -230,9 +239,12 @@ impl DutyWorker {
             })?;
             self.duties.verified.insert((round, member));
             if !rep.honest {
+                // The challenge names the part of the trace found wrong, if a check found one:
+                // its jurors then check that part only.
+                let dispute = rep.failed.unwrap_or_default();
                 self.duties
                     .to_challenge
-                    .insert((round, member), (*who, rep.distance));
+                    .insert((round, member), (*who, rep.distance, dispute));
                 // Challenged now, not after the rest of the round's checks: the window runs.
                 if let Err(e) = self.open_challenge_of(round, member) {
                     tracing::warn!(round, member, "challenge: {e:#}");
@@ -260,9 +272,10 @@ impl DutyWorker {
     /// has passed, [`residual_deadline_passed`]; [`ResidualsUnserved`] before). `segments`:
     /// check these segments of its Proof-of-Learning trace first
     /// ([`Replayer::check_segments`](crate::pool::verify::Replayer::check_segments), with the
-    /// trace states fetched beforehand, [`DutyWorker::prefetch_trace_states`]); `None`: replay
-    /// the whole inner phase, as jurors do. Whole replays are cached (a verifier drawn as juror
-    /// replays once). `committed`: whether `member` committed the round's final hash (a
+    /// trace states fetched beforehand, [`DutyWorker::prefetch_trace_states`]), the part a
+    /// challenge disputes, or the whole inner phase ([`Check`]). Whole replays are cached (a
+    /// verifier drawn as juror replays once); a narrowed dispute is always checked anew (its
+    /// part decides, whatever a whole replay found). `committed`: whether `member` committed the round's final hash (a
     /// contributor); one that did not and does not serve its residuals by the deadline is
     /// given the benefit of the doubt (it may have stopped after the exchange, and only it
     /// holds them): judged honest, never challenged or convicted on that alone.
@@ -271,11 +284,17 @@ impl DutyWorker {
         round: u32,
         member: u32,
         parent: &[u8; 32],
-        segments: Option<(&[u32], &FetchedStates)>,
+        check: Check<'_>,
         deadline: u64,
         committed: bool,
     ) -> Result<Option<Replay>> {
-        if let Some(r) = self.duties.replays.get(&(round, member)) {
+        let narrowed = matches!(check, Check::Dispute(d, _) if d != Dispute::Phase);
+        if let Some(r) = self
+            .duties
+            .replays
+            .get(&(round, member))
+            .filter(|_| !narrowed)
+        {
             return Ok(Some(*r));
         }
         let Some(claimed) = self.ctx.retained.payload(round, member) else {
@@ -286,7 +305,10 @@ impl DutyWorker {
             );
             return Ok(None);
         };
-        let fetched = segments.map(|(_, states)| states);
+        let fetched = match check {
+            Check::Dispute(Dispute::Phase, _) => None,
+            Check::Segments(_, states) | Check::Dispute(_, states) => Some(states),
+        };
         let residuals = match self.residuals_of(round, member, &claimed, fetched)? {
             Ok(r) => r,
             Err(Unusable::Unknown) => return Ok(None),
@@ -297,6 +319,7 @@ impl DutyWorker {
                     secs: 0.0,
                     segments: 0,
                     whole: Some(whole),
+                    failed: None,
                 };
                 if let Unusable::Unserved = why {
                     // Asked again at every pass until half the time left has passed; not
@@ -345,24 +368,30 @@ impl DutyWorker {
                 bytes
             }
         };
-        let rep = match segments {
-            None => self.replayer.check(
-                &self.ctx.recipe.replay_view(&self.ctx.a.recipe),
-                &parent,
-                round,
-                member,
-                &claimed,
-                &residuals,
-            )?,
-            Some((segments, states)) => self.replayer.check_segments(
-                &self.ctx.recipe.replay_view(&self.ctx.a.recipe),
+        let view = self.ctx.recipe.replay_view(&self.ctx.a.recipe);
+        let read = |states: &FetchedStates, h: &[u8; 32]| {
+            states.get(h).and_then(|p| std::fs::read(p).ok())
+        };
+        let rep = match check {
+            Check::Segments(segments, states) => self.replayer.check_segments(
+                &view,
                 &parent,
                 round,
                 member,
                 &claimed,
                 &residuals,
                 segments,
-                &mut |h| states.get(h).and_then(|p| std::fs::read(p).ok()),
+                &mut |h| read(states, h),
+            )?,
+            Check::Dispute(dispute, states) => self.replayer.check_dispute(
+                &view,
+                &parent,
+                round,
+                member,
+                &claimed,
+                &residuals,
+                dispute,
+                &mut |h| read(states, h),
             )?,
         };
         tracing::info!(
@@ -373,6 +402,7 @@ impl DutyWorker {
             secs = rep.secs,
             segments = rep.segments,
             whole = rep.whole.map(WholeReplay::as_str),
+            failed = ?rep.failed,
             "replayed"
         );
         if rep.whole.is_some() {

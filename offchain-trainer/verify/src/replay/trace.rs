@@ -1,0 +1,340 @@
+//! Checking a contribution by its Proof-of-Learning trace (Jia et al. 2021, "Proof-of-Learning",
+//! §4.2; [`synod_diloco::trace`]): a verifier's sample of segments
+//! ([`Replayer::check_segments`]) and a juror's disputed part ([`Replayer::check_dispute`]),
+//! both over one trace check that rebuilds the start, encodes the end and replays segments.
+
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use synod_diloco::payload::Payload;
+use synod_diloco::pseudo_gradient;
+use synod_diloco::verify::{
+    replay_distance, segment_drift, within_tolerance, REPLAY_TOLERANCE, SEGMENT_TOLERANCE,
+};
+use synod_model::load_params;
+use synod_model::segment::{params_of, plausible_state, state_distance};
+
+use super::{with_carried, Dispute, Replay, ReplayRecipe, Replayer, Residuals, WholeReplay};
+
+/// How a verifier gets the state a trace hash names: the bytes, already checked against the
+/// hash (from its store or a member), or `None` if nobody served them in time.
+pub type FetchState<'a> = dyn FnMut(&[u8; 32]) -> Option<Vec<u8>> + 'a;
+
+/// What checking a trace found.
+enum TraceCheck {
+    /// Start, end and every sampled segment within tolerance (the largest distance).
+    Passed(f64),
+    /// A check failed: the part of the trace it found wrong, and its distance.
+    Failed(Dispute, f64),
+    /// A state was not served.
+    Unserved,
+    /// Every check passed, but the segments' drift extrapolated to the phase did not.
+    Drift,
+}
+
+impl Replayer {
+    /// Checks `member`'s contribution to `round` by its Proof-of-Learning trace (Jia et al.
+    /// 2021, §4.2; [`synod_diloco::trace`]): the trace's first state must be θ_{r−1} with a
+    /// fresh optimizer (rebuilt here bit for bit), its last state's θ must encode to the
+    /// claimed payload, and each of `segments` (indices drawn by
+    /// [`synod_diloco::verify::sampled_segments`]) must replay from its start state to its end
+    /// state within [`SEGMENT_TOLERANCE`], and their drift extrapolated to the whole phase
+    /// ([`segment_drift`]) must be within [`REPLAY_TOLERANCE`]. States come from `fetch`. Without a trace, with a
+    /// state nobody serves, or when any check fails, it replays the whole phase
+    /// ([`Replayer::check`]) and returns that, naming in `failed` the part a failed check found
+    /// wrong when the whole replay confirms the contribution dishonest: a challenge then
+    /// names that part ([`Replayer::check_dispute`]), never a part of an honest contribution. A sparse
+    /// payload's end state is encoded with `residuals` as [`Replayer::check`] does.
+    ///
+    /// # Errors
+    /// As [`Replayer::check`].
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the replay's inputs, each used once"
+    )]
+    pub fn check_segments(
+        &mut self,
+        recipe: &dyn ReplayRecipe,
+        parent: &[u8],
+        round: u32,
+        member: u32,
+        claimed: &[u8],
+        residuals: &Residuals,
+        segments: &[u32],
+        fetch: &mut FetchState<'_>,
+    ) -> Result<Replay> {
+        let t0 = Instant::now();
+        let bounds = recipe.segment_boundaries(self.inner_steps);
+        let trace = match Payload::trace_of(claimed) {
+            Some(_) if segments.is_empty() => {
+                return self.check(recipe, parent, round, member, claimed, residuals)
+            }
+            Some(t) if t.len() == bounds.len() => t,
+            _ => {
+                return self.whole(
+                    recipe,
+                    parent,
+                    round,
+                    member,
+                    claimed,
+                    residuals,
+                    WholeReplay::NoTrace,
+                    None,
+                )
+            }
+        };
+        let outcome = self.trace_check(
+            recipe, parent, round, member, claimed, residuals, &trace, segments, fetch,
+        )?;
+        let (why, failed) = match outcome {
+            Ok(TraceCheck::Passed(d)) => {
+                return Ok(Replay {
+                    distance: d,
+                    honest: true,
+                    secs: t0.elapsed().as_secs_f64(),
+                    segments: segments.len() as u32,
+                    whole: None,
+                    failed: None,
+                })
+            }
+            Ok(TraceCheck::Failed(part, _)) => (WholeReplay::Mismatch, Some(part)),
+            Ok(TraceCheck::Drift) => (WholeReplay::Drift, None),
+            Ok(TraceCheck::Unserved) => (WholeReplay::Unserved, None),
+            // A state that does not parse or fit the model is the accused's fault: replay whole.
+            Err(e) => {
+                tracing::info!(round, member, "trace check failed ({e:#}): replaying whole");
+                (WholeReplay::Refused, None)
+            }
+        };
+        self.whole(
+            recipe, parent, round, member, claimed, residuals, why, failed,
+        )
+    }
+
+    /// Checks the part of `member`'s trace that a challenge disputes (`docs/architecture.md`,
+    /// step 7, "Narrowed disputes"; [`synod_protocol::dispute`]): for [`Dispute::Encoding`]
+    /// the trace's start and end (the payload must encode its last state), for
+    /// [`Dispute::Segment`] those and the named segment's replay, as
+    /// [`Replayer::check_segments`] checks them, and that check decides: a part that fails is
+    /// dishonest (`failed` names it) without a whole replay, a part that holds is honest. A
+    /// whole replay ([`Replayer::check`]) decides instead for [`Dispute::Phase`], a segment the
+    /// trace does not have, no trace of this pool's segments, a state the accused does not
+    /// serve (withholding neither convicts nor shields), a served state that is no state of
+    /// this phase, or a drift past the whole phase's tolerance.
+    ///
+    /// # Errors
+    /// As [`Replayer::check`].
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the replay's inputs, each used once"
+    )]
+    pub fn check_dispute(
+        &mut self,
+        recipe: &dyn ReplayRecipe,
+        parent: &[u8],
+        round: u32,
+        member: u32,
+        claimed: &[u8],
+        residuals: &Residuals,
+        dispute: Dispute,
+        fetch: &mut FetchState<'_>,
+    ) -> Result<Replay> {
+        let t0 = Instant::now();
+        let bounds = recipe.segment_boundaries(self.inner_steps);
+        let segments = dispute.segments();
+        let trace = match Payload::trace_of(claimed) {
+            Some(t) if t.len() == bounds.len() => t,
+            _ if dispute == Dispute::Phase => {
+                return self.check(recipe, parent, round, member, claimed, residuals)
+            }
+            _ => {
+                return self.whole(
+                    recipe,
+                    parent,
+                    round,
+                    member,
+                    claimed,
+                    residuals,
+                    WholeReplay::NoTrace,
+                    None,
+                )
+            }
+        };
+        if dispute == Dispute::Phase || segments.iter().any(|i| *i as usize + 1 >= trace.len()) {
+            return self.check(recipe, parent, round, member, claimed, residuals);
+        }
+        let outcome = self.trace_check(
+            recipe, parent, round, member, claimed, residuals, &trace, &segments, fetch,
+        )?;
+        let decided = |distance: f64, failed: Option<Dispute>| Replay {
+            distance,
+            honest: failed.is_none(),
+            secs: t0.elapsed().as_secs_f64(),
+            segments: segments.len() as u32,
+            whole: None,
+            failed,
+        };
+        let why = match outcome {
+            Ok(TraceCheck::Passed(d)) => return Ok(decided(d, None)),
+            Ok(TraceCheck::Failed(part, d)) => return Ok(decided(d, Some(part))),
+            Ok(TraceCheck::Drift) => WholeReplay::Drift,
+            Ok(TraceCheck::Unserved) => WholeReplay::Unserved,
+            Err(e) => {
+                tracing::info!(
+                    round,
+                    member,
+                    "disputed part unchecked ({e:#}): replaying whole"
+                );
+                WholeReplay::Refused
+            }
+        };
+        self.whole(recipe, parent, round, member, claimed, residuals, why, None)
+    }
+
+    /// The whole replay ([`Replayer::check`]) of a contribution a trace check did not decide,
+    /// with why (`why`) and the part of the trace a failed check named (`failed`).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the replay's inputs, each used once"
+    )]
+    fn whole(
+        &mut self,
+        recipe: &dyn ReplayRecipe,
+        parent: &[u8],
+        round: u32,
+        member: u32,
+        claimed: &[u8],
+        residuals: &Residuals,
+        why: WholeReplay,
+        failed: Option<Dispute>,
+    ) -> Result<Replay> {
+        let rep = self.check(recipe, parent, round, member, claimed, residuals)?;
+        Ok(Replay {
+            whole: Some(why),
+            // A part is named only when the whole replay confirms the contribution dishonest.
+            failed: failed.filter(|_| !rep.honest),
+            ..rep
+        })
+    }
+
+    /// The trace check of [`Replayer::check_segments`] over `trace` (the claimed payload's
+    /// boundary hashes, one per boundary of this pool's segments): the start rebuilt from
+    /// `parent`, the end's encoding, then each of `segments` replayed. `Err` in the inner
+    /// result: a served state that does not parse or fit the model, or a failed segment
+    /// replay.
+    ///
+    /// # Errors
+    /// As [`Replayer::check`] (preparing the replica).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the replay's inputs, each used once"
+    )]
+    fn trace_check(
+        &mut self,
+        recipe: &dyn ReplayRecipe,
+        parent: &[u8],
+        round: u32,
+        member: u32,
+        claimed: &[u8],
+        residuals: &Residuals,
+        trace: &[[u8; 32]],
+        segments: &[u32],
+        fetch: &mut FetchState<'_>,
+    ) -> Result<Result<TraceCheck>> {
+        let bounds = recipe.segment_boundaries(self.inner_steps);
+        let opts = recipe.encode_options();
+        let (state, replica) = self.prepare(recipe, parent, round, member)?;
+        Ok((|| -> Result<TraceCheck> {
+            let (mut feedback, carried_out) = residuals.replay_memory(recipe, &state.params)?;
+            load_params(&replica.vs, &state.params)?;
+            replica.reset_optimizer();
+            let start = replica.phase_state()?;
+            if synod_checkpoint::hash(&synod_checkpoint::to_bytes(&start)?) != trace[0] {
+                return Ok(TraceCheck::Failed(Dispute::Encoding, f64::INFINITY));
+            }
+            // Every state the check needs is fetched before any replay (the fetch deadlines
+            // then count transfers only).
+            let last = trace.len() - 1;
+            let drawn: Vec<usize> = segments
+                .iter()
+                .map(|i| *i as usize)
+                .filter(|i| *i < last)
+                .collect();
+            let mut served = std::collections::HashMap::new();
+            for j in needed_states(trace.len(), segments) {
+                let Some(bytes) = fetch(&trace[j]) else {
+                    return Ok(TraceCheck::Unserved);
+                };
+                // A served state that is not this model's, or no honest AdamW state, is a
+                // failed check (`Err`): replayed whole.
+                let s = synod_checkpoint::from_bytes(&bytes)?;
+                if !plausible_state(&s, &start, &replica.cfg) {
+                    bail!(
+                        "state {} is no AdamW state of this phase",
+                        synod_checkpoint::hex(&trace[j])
+                    );
+                }
+                served.insert(j, s);
+            }
+            let state_at = |j: usize| if j == 0 { Some(&start) } else { served.get(&j) };
+            let Some(end) = state_at(last) else {
+                return Ok(TraceCheck::Unserved);
+            };
+            let delta = pseudo_gradient(&state.params, &params_of(end))?;
+            let encoded = feedback.encode(&state.params, delta, &opts)?;
+            let mut worst = with_carried(
+                replay_distance(&state.params, member, claimed, &encoded).unwrap_or(f64::INFINITY),
+                &state.params,
+                member,
+                &feedback,
+                &encoded,
+                claimed,
+                carried_out.as_ref(),
+            );
+            if !within_tolerance(worst) {
+                return Ok(TraceCheck::Failed(Dispute::Encoding, worst));
+            }
+            let mut drifts = Vec::with_capacity(drawn.len());
+            for &i in &drawn {
+                let (Some(from), Some(to)) = (state_at(i), state_at(i + 1)) else {
+                    return Ok(TraceCheck::Unserved);
+                };
+                let replayed = replica.replay_segment(from, round, bounds[i], bounds[i + 1])?;
+                let d = state_distance(from, to, &replayed);
+                if d.is_nan() || d > SEGMENT_TOLERANCE {
+                    let d = if d.is_nan() { f64::INFINITY } else { d };
+                    return Ok(TraceCheck::Failed(
+                        Dispute::Segment(u32::try_from(i).unwrap_or(u32::MAX)),
+                        d,
+                    ));
+                }
+                worst = worst.max(d);
+                drifts.push(d);
+            }
+            if segment_drift(&drifts, last) > REPLAY_TOLERANCE {
+                return Ok(TraceCheck::Drift);
+            }
+            Ok(TraceCheck::Passed(worst))
+        })())
+    }
+}
+
+/// Indices into a trace of `trace_len` states (boundaries 0..=S) of the states a segment
+/// check of `segments` fetches from the trace's author: the end, and both boundaries of each
+/// drawn segment except the start (index 0, rebuilt locally). Ascending, no repeats; segments
+/// out of range are ignored.
+pub fn needed_states(trace_len: usize, segments: &[u32]) -> Vec<usize> {
+    let Some(last) = trace_len.checked_sub(1).filter(|l| *l > 0) else {
+        return Vec::new();
+    };
+    let mut wanted = vec![last];
+    for i in segments.iter().map(|i| *i as usize).filter(|i| *i < last) {
+        wanted.extend([i, i + 1].into_iter().filter(|j| *j > 0 && *j < last));
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    wanted
+}
+
+/// States of a trace by their blake3 (a verifier's view of what its author serves).
+pub type TraceStates = std::collections::HashMap<[u8; 32], Vec<u8>>;

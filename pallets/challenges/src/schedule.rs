@@ -1,0 +1,92 @@
+//! The schedule ([`Expiries`], [`ScheduledAt`]): the blocks in whose `on_initialize` each open
+//! challenge's next step is due, bounded per block, reserved when a challenge opens and freed
+//! when it closes.
+
+use crate::dispatchable_impls::block;
+use crate::pallet::*;
+use frame_support::pallet_prelude::*;
+use frame_system::pallet_prelude::BlockNumberFor;
+use sp_runtime::traits::SaturatedConversion;
+use synod_primitives::protocol;
+
+/// A new challenge's blocks: its draw, the end of its voting period, and its expiry's block.
+pub(crate) type ScheduledBlocks<T> = (BlockNumberFor<T>, BlockNumberFor<T>, BlockNumberFor<T>);
+
+impl<T: Config> Pallet<T> {
+	/// The first block of `blocks` whose schedule ([`Expiries`]) has room, if any.
+	pub(crate) fn free_block(
+		mut blocks: impl Iterator<Item = protocol::Block>,
+	) -> Option<BlockNumberFor<T>> {
+		let room = T::MaxExpiriesPerBlock::get() as usize;
+		blocks.find_map(|b| {
+			let at: BlockNumberFor<T> = b.saturated_into();
+			(Expiries::<T>::decode_len(at).unwrap_or(0) < room).then_some(at)
+		})
+	}
+
+	/// The blocks of a challenge opened at `now` with `timeline`: its draw, the end of its
+	/// voting period, and the block whose `on_initialize` expires it. The draw is the latest
+	/// block of `now + MIN_JURY_DELAY ..= jury_drawn_at(now)` with room in its schedule (its
+	/// seed, the randomness of the block before it, is that of a block after `now`, which not
+	/// even `now`'s author can compute when it includes the challenge); the voting period is the whole
+	/// `voting_period` from the draw; the expiry is the first block from there to
+	/// `votes_until(now)` with room. Both stay within the pool's timeline, so every challenge
+	/// is over before its round settles.
+	///
+	/// # Errors
+	/// [`Error::ScheduleFull`] if no block of either span has room: the challenge is refused
+	/// rather than opened without a scheduled draw or expiry (which anyone could then advance
+	/// at a time of its choosing).
+	pub(crate) fn schedule_blocks(
+		now: BlockNumberFor<T>,
+		timeline: &protocol::Timeline,
+	) -> Result<ScheduledBlocks<T>, Error<T>> {
+		let now = block::<T>(now);
+		let latest = timeline.jury_drawn_at(now);
+		let draw_at = Self::free_block(
+			(now.saturating_add(protocol::timeline::MIN_JURY_DELAY)..=latest).rev(),
+		)
+		.ok_or(Error::<T>::ScheduleFull)?;
+		let expires_at = block::<T>(draw_at).saturating_add(timeline.voting_period);
+		let expiry_at = Self::free_block(expires_at..=timeline.votes_until(now).max(expires_at))
+			.ok_or(Error::<T>::ScheduleFull)?;
+		Ok((draw_at, expires_at.saturated_into(), expiry_at))
+	}
+
+	/// Adds `id` to the schedule of block `at` (checked to have room by the caller: a draw and
+	/// its expiry never share a block, the voting period being at least one block) and records
+	/// `at` in [`ScheduledAt`], so that closing `id` frees the slot.
+	pub(crate) fn schedule(at: BlockNumberFor<T>, id: ChallengeId) {
+		if Expiries::<T>::try_mutate(at, |e| e.try_push(id)).is_ok() {
+			ScheduledAt::<T>::mutate(id, |s| {
+				if s.try_push(at).is_err() {
+					frame_support::defensive!("scheduled in more than MAX_SCHEDULED blocks");
+				}
+			});
+		}
+	}
+
+	/// Weight of one [`Self::schedule`] beyond the block's schedule that a benchmark measured:
+	/// the challenge's [`ScheduledAt`] record, and the schedule itself where the search found
+	/// room (an appeal committee's draw scheduling the end of its vote).
+	pub(crate) fn schedule_weight() -> Weight {
+		T::DbWeight::get().reads_writes(2, 2)
+	}
+
+	/// Frees every slot `id` holds in the schedule of a block after the current one: a closed
+	/// challenge has nothing due there, and a slot it kept would deny another challenge that
+	/// block for nothing. (The current block's schedule was taken by its `on_initialize`.)
+	pub(crate) fn unschedule(id: ChallengeId) {
+		let now = frame_system::Pallet::<T>::block_number();
+		for at in ScheduledAt::<T>::take(id).into_iter().filter(|at| *at > now) {
+			Expiries::<T>::mutate_exists(at, |e| {
+				if let Some(ids) = e {
+					ids.retain(|x| *x != id);
+					if ids.is_empty() {
+						*e = None;
+					}
+				}
+			});
+		}
+	}
+}
