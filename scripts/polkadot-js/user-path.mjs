@@ -150,9 +150,13 @@ async function main() {
   const daveIndex = (await api.query.trainingPools.members(pool, dave.address)).unwrap().index.toNumber();
   await expectError(api, ferdie, api.tx.challenges.openChallenge(pool, 1, dave.address,
     announcement(pool, 1, daveIndex, 3, 0x44, 6)), 'challenges', 'EvidenceSignatureInvalid');
+  // A challenge may name the part of Dave's trace it disputes; no trace has segment 4096.
+  await expectError(api, ferdie, api.tx.challenges.openNarrowedChallenge(pool, 1, dave.address,
+    announcement(pool, 1, daveIndex, 3, 0x44), { Segment: 4096 }), 'challenges', 'DisputeOutOfRange');
   ev = await ok(api, ferdie, api.tx.challenges.openChallenge(pool, 1, dave.address,
     announcement(pool, 1, daveIndex, 3, 0x44)), "Ferdie challenges Dave with Dave's signed announcement");
   const opened = find(ev, 'challenges', 'ChallengeOpened');
+  check(opened.data.dispute.isPhase, 'a plain challenge disputes the whole inner phase');
   check(opened.data.payloadDigest.toHex() === hash32(0x44), 'the challenge is about the digest Dave signed');
   const challengeId = opened.data.challengeId.toNumber();
   const drawAt = opened.data.drawAt.toNumber();

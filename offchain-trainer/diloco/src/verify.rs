@@ -189,8 +189,18 @@ pub const MAX_SEGMENTS: u32 = synod_protocol::limits::MAX_TRACE_SEGMENTS;
 /// thread count, ≤ 8.2·10⁻⁵ at 1 vs 2 libtorch threads (margin ≈ 120×; the distance is per
 /// tensor, and small tensors' moments carry most of it); one skipped step in a segment is at
 /// 0.50 (50× above). A lazy member can bend each segment's update by up to this share
-/// undetected by segment checks — a whole replay (what jurors run) still bounds the sum.
+/// undetected by segment checks — a whole replay (what jurors of a whole-phase dispute run)
+/// still bounds the sum.
 pub const SEGMENT_TOLERANCE: f64 = 1e-2;
+
+/// Smallest segment distance that convicts on its own, with no whole replay, when a challenge
+/// disputes that segment (`synod_protocol::Dispute::Segment`): 10 × [`SEGMENT_TOLERANCE`].
+/// [`SEGMENT_TOLERANCE`] was measured on the tiny model on one CPU; a larger model, longer
+/// segments or another device may drift past it honestly (honest segments of ≤ 30 steps stay
+/// ≤ 7·10⁻³ between a TF32 GPU and a CPU on the small model, `docs/benchmarks.md`), so a
+/// segment failing between the two is judged by a whole replay. One skipped inner step is at
+/// 0.50, 5× above this.
+pub const SEGMENT_CONVICTION: f64 = 10.0 * SEGMENT_TOLERANCE;
 
 /// The drift a whole inner phase accumulates if every one of its `segments_in_phase` segments
 /// drifted as far as the segments drawn did: the mean of the drawn segments' replay distances

@@ -282,10 +282,6 @@ impl TrainerEvent {
     }
 }
 
-/// An `f64` written as a JSON number, or as `null` when it is not finite: `null` reads as NaN.
-/// Read through a [`serde_json::Value`]: with serde_json's `arbitrary_precision` (enabled by a
-/// dependency of the workspace) a number buffered by the internally tagged enum arrives as a
-/// map that only `Value` understands.
 /// How events name what a challenge disputes: `phase` (the whole inner phase), `encoding`
 /// (the trace's ends) or `segment i`.
 pub fn dispute_name(d: synod_chain::calls::Dispute) -> String {
@@ -297,6 +293,10 @@ pub fn dispute_name(d: synod_chain::calls::Dispute) -> String {
     }
 }
 
+/// An `f64` written as a JSON number, or as `null` when it is not finite: `null` reads as NaN.
+/// Read through a [`serde_json::Value`]: with serde_json's `arbitrary_precision` (enabled by a
+/// dependency of the workspace) a number buffered by the internally tagged enum arrives as a
+/// map that only `Value` understands.
 fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(serde_json::Value::deserialize(d)?
         .as_f64()

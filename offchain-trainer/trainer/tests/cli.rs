@@ -319,6 +319,9 @@ fn verify_benchmark_prices_segment_checks_against_whole_replays_and_catches_a_la
     let caught = v["caught_measured"].as_f64().unwrap();
     assert!(caught > 0.0, "no verifier caught the lazy member: {v}");
     assert!(v["escape_one_round"].as_f64().unwrap() < 1.0);
+    // A juror of a challenge narrowed to a skipped segment convicts from that segment alone.
+    assert_eq!(v["juror_dispute_guilty"], true, "{v}");
+    assert!(v["juror_dispute_secs"].as_f64().unwrap() > 0.0);
     // 4 members of equal stake: the 3 honest ones a third of the stake guarantees are counted
     // on, each sampling at 1 − 0.01^{1/3}.
     assert_eq!(v["honest_verifiers"], 3);

@@ -128,6 +128,7 @@ impl<T: Config> Pallet<T> {
 			challenger,
 			payload_digest,
 			draw_at,
+			dispute,
 		});
 		Ok(())
 	}

@@ -10,8 +10,9 @@ mod events_and_errors {
 	#[pallet::event]
 	#[pallet::generate_deposit(pub(super) fn deposit_event)]
 	pub enum Event<T: Config> {
-		/// A challenge was opened against `accused`'s contribution to `round`; its jury is
-		/// drawn at `draw_at`.
+		/// A challenge was opened against `accused`'s contribution to `round`, disputing
+		/// `dispute` (the whole inner phase, or the part of the accused's trace its jurors
+		/// check); its jury is drawn at `draw_at`.
 		ChallengeOpened {
 			/// Challenge.
 			challenge_id: ChallengeId,
@@ -27,6 +28,9 @@ mod events_and_errors {
 			payload_digest: Hash32,
 			/// Block whose parent hash draws the jury.
 			draw_at: BlockNumberFor<T>,
+			/// What the challenge disputes ([`Disputes`] holds it while it is open, unless it
+			/// is the whole phase).
+			dispute: Dispute,
 		},
 		/// The jury of a challenge was drawn; it votes until `expires_at`.
 		JuryDrawn {

@@ -3,8 +3,9 @@
 //! "Proof-of-Learning", §4.2), so that a committee checks that part only, in the spirit of the
 //! refereed-delegation games that narrow a dispute to one step (Canetti, Riva, Rothblum 2011;
 //! Gensyn's Verde). A narrowed dispute is decisive either way: the part that fails convicts, the
-//! part that holds acquits; a part whose states the accused does not serve is judged by the
-//! whole replay instead, so withholding neither shields a cheater nor convicts on availability.
+//! part that holds acquits; a part whose states the accused does not serve, or a segment that
+//! fails by little, is judged by the whole replay instead, so withholding neither shields a
+//! cheater nor convicts on availability.
 
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use scale_info::TypeInfo;
@@ -32,14 +33,16 @@ pub enum Dispute {
 	/// encoded pseudo-gradient with the payload.
 	#[default]
 	Phase,
-	/// The trace's ends: its first state is not θ_{r−1} with a fresh optimizer, or the payload
-	/// does not encode its last state. Jurors fetch the last state and encode it; no inner
+	/// The trace's ends: its first state is not the phase's start (θ_{r−1}, or θ_{r−2} with
+	/// overlapped rounds) with a fresh optimizer, or the payload does not encode its last
+	/// state. Jurors fetch the last state and encode it; no inner
 	/// step is replayed.
 	Encoding,
 	/// Segment `i` of the trace (the inner steps between boundaries `i` and `i + 1`) does not
-	/// replay from its start state to its end state within the segment tolerance. Jurors fetch
-	/// the two states (and the last one, to check the encoding too) and replay that segment
-	/// only. `i < MAX_TRACE_SEGMENTS`.
+	/// replay from its start state to its end state. Jurors fetch the two states (and the last
+	/// one, to check the encoding too) and replay that segment only; a segment failing by
+	/// little (possibly a larger model's or another device's honest drift) is judged by a
+	/// whole replay. `i < MAX_TRACE_SEGMENTS`.
 	Segment(u32),
 }
 

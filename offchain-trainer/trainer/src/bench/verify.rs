@@ -1,11 +1,12 @@
 //! `bench verify`: what verification costs and catches, Proof-of-Learning segments against
-//! whole replays, on the pool code path ([`Replayer::check_segments`] and
-//! [`Replayer::check`]).
+//! whole replays, on the pool code path ([`Replayer::check_segments`],
+//! [`Replayer::check_dispute`] and [`Replayer::check`]).
 //!
 //! Measured in one run: the inner phase with and without its trace (the trace's overhead),
 //! a whole replay, and a segment check (start, end and `--segments` sampled segments); a lazy
 //! member that skips `--fake-fraction` of its steps (whole segments, contiguous: the hardest
-//! to find) checked by `--trials` verifiers drawing their segments as in a pool. From those:
+//! to find) checked by `--trials` verifiers drawing their segments as in a pool, and judged
+//! by a juror of a challenge narrowed to one skipped segment. From those:
 //! each verifier's share of its own training compute at a member's sample rate for `--members`
 //! of equal stake (only the honest two thirds of the stake are counted on to verify,
 //! [`honest_verifiers_at_least`]), and the probability that a lazy member escapes a round.
@@ -22,7 +23,7 @@ use synod_diloco::verify::{
 
 use crate::bench::forger::{forged_contribution, skipping};
 use crate::chain_args::RecipeArgs;
-use crate::pool::verify::replay::{Residuals, TraceStates};
+use crate::pool::verify::replay::{Dispute, Residuals, TraceStates};
 use crate::pool::verify::Replayer;
 use crate::pool::Recipe;
 
@@ -158,6 +159,22 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
         }
         caught += u32::from(!rep.honest);
     }
+    // A juror of the challenge a verifier that caught it opens: the dispute names the first
+    // skipped segment, and the juror checks that segment alone (no whole replay).
+    let dispute = Dispute::Segment(skip[0]);
+    let judged = replayer.check_dispute(
+        &view,
+        &recipe.theta0_bytes,
+        round,
+        accused,
+        &lazy,
+        &Residuals::default(),
+        dispute,
+        &mut |h| lazy_states.get(h).cloned(),
+    )?;
+    if judged.honest || judged.whole.is_some() {
+        bail!("the juror's check of {dispute:?} did not decide guilty: {judged:?}");
+    }
 
     // Per round: every member samples each other contribution at a member's rate; only the
     // fewest honest verifiers the stakes guarantee are counted on (the others may be the
@@ -195,6 +212,11 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
             "segment_check_secs": checked.secs,
             "segments_per_check": a.segments,
             "segment_check_vs_whole_replay": checked.secs / whole.secs,
+            // A juror's vote on a challenge narrowed to the lazy member's first skipped
+            // segment (`Replayer::check_dispute`): guilty, from that segment alone.
+            "juror_dispute_guilty": !judged.honest,
+            "juror_dispute_secs": judged.secs,
+            "juror_dispute_vs_whole_replay": judged.secs / whole.secs,
             "members": n,
             "verify_rate": rate,
             "honest_verifiers": honest,

@@ -194,7 +194,8 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
                     "min_challenge_window": costs.min_window(margin),
                     "min_round_timeout": costs.min_timeout(margin),
                     "honest_noise": noise.map(|n| serde_json::json!({
-                        "distance": n.distance, "threads": [n.threads.0, n.threads.1], "round": n.round,
+                        "distance": n.distance, "segment_distance": n.segment_distance,
+                        "threads": [n.threads.0, n.threads.1], "round": n.round,
                     })),
                 },
             })

@@ -10,7 +10,7 @@ use clap::Parser;
 use synod_checkpoint::ParamSet;
 use synod_diloco::byzantine::{Adversary, Attack};
 use synod_diloco::payload::Payload;
-use synod_diloco::verify::SEGMENT_TOLERANCE;
+use synod_diloco::verify::{SEGMENT_CONVICTION, SEGMENT_TOLERANCE};
 use synod_diloco::{Contribution, ErrorFeedback, PseudoGradient};
 use synod_model::FIRST_MOMENT_PREFIX;
 use synod_verify::replay::{Dispute, Replay, Replayer, Residuals, TraceStates, WholeReplay};
@@ -473,4 +473,47 @@ fn an_honest_member_is_acquitted_on_every_part_a_challenger_may_name() {
         rep.honest && rep.whole == Some(WholeReplay::Unserved),
         "{rep:?}"
     );
+}
+
+#[test]
+fn a_segment_failing_by_little_is_judged_by_a_whole_replay() {
+    // Every segment bent 2 × SEGMENT_TOLERANCE one way: past the segment tolerance, but within
+    // what a larger model's or another device's honest drift might reach, so the named
+    // segment alone does not convict; the whole replay does (the bends add up).
+    let f = setup();
+    let (recipe, a, _) = &f;
+    let bounds = a.segment_boundaries(H);
+    let mut honest_segments = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+    let share = 2.0 * SEGMENT_TOLERANCE;
+    let (payload, states) = forged(&f, &mut bending(&mut honest_segments, &bounds, 1, share));
+    let rep = judge(&f, &payload, Dispute::Segment(2), Some(&states));
+    assert!(
+        !rep.honest && rep.whole == Some(WholeReplay::Mismatch),
+        "{rep:?}"
+    );
+    assert_eq!(rep.failed, Some(Dispute::Segment(2)));
+    // A skipped step is far past the conviction bound: the segment alone convicts.
+    let (lazy, lazy_states) = forged(&f, &mut skipping(&[2]));
+    let rep = judge(&f, &lazy, Dispute::Segment(2), Some(&lazy_states));
+    assert!(
+        rep.distance > SEGMENT_CONVICTION && rep.whole.is_none(),
+        "{rep:?}"
+    );
+}
+
+#[test]
+fn the_noise_probe_measures_an_honest_segment_across_thread_counts() {
+    // `pool create`'s probe: the tiny recipe's honest segment drift between two libtorch
+    // thread counts is finite and far inside half the segment tolerance, so it is accepted.
+    let (recipe, a, _) = setup();
+    let n = crate::pool::terms::honest_noise(&recipe, &a, H, 4).unwrap();
+    eprintln!(
+        "{{\"distance\":{},\"segment_distance\":{},\"threads\":[{},{}]}}",
+        n.distance, n.segment_distance, n.threads.0, n.threads.1
+    );
+    assert!(
+        n.segment_distance.is_finite() && n.segment_distance < SEGMENT_TOLERANCE / 2.0,
+        "{n:?}"
+    );
+    crate::pool::terms::check_noise(&n).unwrap();
 }

@@ -7,12 +7,14 @@
 use std::time::Instant;
 
 use anyhow::Result;
+use synod_checkpoint::ParamSet;
 use synod_diloco::budget::{
     challenge_secs, checked_contributions, exchange_secs, min_challenge_window, min_round_timeout,
     VerifyLoad,
 };
-use synod_diloco::verify::{replay_distance, segment_len, REPLAY_TOLERANCE};
+use synod_diloco::verify::{replay_distance, segment_len, REPLAY_TOLERANCE, SEGMENT_TOLERANCE};
 use synod_model::load_params;
+use synod_model::segment::state_distance;
 use synod_model::tch;
 
 use crate::chain_args::RecipeArgs;
@@ -57,6 +59,10 @@ pub struct Noise {
     /// [`replay_distance`] of the two payloads: relative L2 distance of the decoded
     /// pseudo-gradients (dimensionless).
     pub distance: f64,
+    /// [`state_distance`] of the trace's first segment replayed at the two thread counts from
+    /// the same start state (dimensionless): what a juror of a narrowed dispute on another
+    /// machine sees of an honest segment.
+    pub segment_distance: f64,
     /// The two thread counts.
     pub threads: (i32, i32),
     /// The round the phase was run for.
@@ -64,7 +70,8 @@ pub struct Noise {
 }
 
 /// [`Noise`] of `recipe`'s inner phase of `inner_steps` in a pool of `rounds`: this process's
-/// thread count against half of it (2 on a single thread). Two whole inner phases.
+/// thread count against half of it (2 on a single thread). Two whole inner phases and two
+/// replays of the trace's first segment.
 ///
 /// # Errors
 /// libtorch, codec or checkpoint errors.
@@ -100,10 +107,37 @@ pub fn honest_noise(
     } else {
         Ok(Default::default())
     };
+    // The trace's first segment, replayed from the phase's start state at each thread count.
+    let bounds = args.segment_boundaries(h);
+    let (from, to) = (
+        bounds.first().copied().unwrap_or(0),
+        bounds.get(1).copied().unwrap_or(h),
+    );
+    let segment = |threads: i32| -> Result<(ParamSet, ParamSet)> {
+        tch::set_num_threads(threads);
+        let mut replica =
+            recipe
+                .setup
+                .replica(&args.model, 0, h, h.saturating_mul(rounds.max(1)))?;
+        load_params(&replica.vs, &state.params)?;
+        replica.reset_optimizer();
+        let start = replica.phase_state()?;
+        let end = replica.replay_segment(&start, round, from, to)?;
+        Ok((start, end))
+    };
+    let segments = a.is_ok().then(|| (segment(here), segment(other)));
     tch::set_num_threads(here);
     let distance = replay_distance(&state.params, 0, &a?, &b?)?;
+    let segment_distance = match segments {
+        Some((x, y)) => {
+            let ((start, end_here), (_, end_other)) = (x?, y?);
+            state_distance(&start, &end_here, &end_other)
+        }
+        None => f64::NAN,
+    };
     Ok(Noise {
         distance,
+        segment_distance,
         threads: (here, other),
         round,
     })
@@ -382,12 +416,33 @@ pub enum TermsError {
         /// The replay tolerance.
         tolerance: f64,
     },
+    /// Honest replays of one trace segment differ by more than half the segment tolerance.
+    #[error(
+        "two honest replays of this recipe's first trace segment differ by {distance:.3e} \
+         between {} and {} libtorch threads, over half the segment tolerance ({tolerance}): \
+         segment checks would replay honest members whole, and jurors of narrowed disputes \
+         could convict them; use more trace segments (--trace-segments), a lower learning rate \
+         or a smaller model",
+        threads.0,
+        threads.1
+    )]
+    NoisySegments {
+        /// The measured segment distance.
+        distance: f64,
+        /// The thread counts.
+        threads: (i32, i32),
+        /// The segment tolerance.
+        tolerance: f64,
+    },
 }
 
-/// Refuses a recipe whose honest replays drift past half of [`REPLAY_TOLERANCE`].
+/// Refuses a recipe whose honest replays drift past half of [`REPLAY_TOLERANCE`], or whose
+/// honest segment replays drift past half of [`SEGMENT_TOLERANCE`] (a juror of a narrowed
+/// dispute convicts on one segment alone past [`synod_diloco::verify::SEGMENT_CONVICTION`],
+/// 20× that).
 ///
 /// # Errors
-/// [`TermsError::NoisyRecipe`] (a NaN distance included).
+/// [`TermsError::NoisyRecipe`], [`TermsError::NoisySegments`] (NaN distances included).
 pub fn check_noise(n: &Noise) -> Result<(), TermsError> {
     if n.distance.is_nan() || n.distance > REPLAY_TOLERANCE / 2.0 {
         return Err(TermsError::NoisyRecipe {
@@ -395,6 +450,13 @@ pub fn check_noise(n: &Noise) -> Result<(), TermsError> {
             threads: n.threads,
             round: n.round,
             tolerance: REPLAY_TOLERANCE,
+        });
+    }
+    if n.segment_distance.is_nan() || n.segment_distance > SEGMENT_TOLERANCE / 2.0 {
+        return Err(TermsError::NoisySegments {
+            distance: n.segment_distance,
+            threads: n.threads,
+            tolerance: SEGMENT_TOLERANCE,
         });
     }
     Ok(())
@@ -519,6 +581,7 @@ mod tests {
     fn noise_past_half_the_tolerance_is_refused() {
         let n = |distance| Noise {
             distance,
+            segment_distance: 8.2e-5,
             threads: (2, 1),
             round: 3,
         };
@@ -530,5 +593,16 @@ mod tests {
             Err(TermsError::NoisyRecipe { .. })
         ));
         assert!(check_noise(&n(f64::NAN)).is_err());
+        // Honest segments drifting past half the segment tolerance: refused too.
+        let segments = |segment_distance| Noise {
+            segment_distance,
+            ..n(1e-4)
+        };
+        check_noise(&segments(SEGMENT_TOLERANCE / 2.0)).unwrap();
+        assert!(matches!(
+            check_noise(&segments(0.006)),
+            Err(TermsError::NoisySegments { .. })
+        ));
+        assert!(check_noise(&segments(f64::NAN)).is_err());
     }
 }

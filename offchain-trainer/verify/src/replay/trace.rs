@@ -9,7 +9,8 @@ use anyhow::{bail, Result};
 use synod_diloco::payload::Payload;
 use synod_diloco::pseudo_gradient;
 use synod_diloco::verify::{
-    replay_distance, segment_drift, within_tolerance, REPLAY_TOLERANCE, SEGMENT_TOLERANCE,
+    replay_distance, segment_drift, within_tolerance, REPLAY_TOLERANCE, SEGMENT_CONVICTION,
+    SEGMENT_TOLERANCE,
 };
 use synod_model::load_params;
 use synod_model::segment::{params_of, plausible_state, state_distance};
@@ -115,12 +116,14 @@ impl Replayer {
     /// step 7, "Narrowed disputes"; [`synod_protocol::dispute`]): for [`Dispute::Encoding`]
     /// the trace's start and end (the payload must encode its last state), for
     /// [`Dispute::Segment`] those and the named segment's replay, as
-    /// [`Replayer::check_segments`] checks them, and that check decides: a part that fails is
-    /// dishonest (`failed` names it) without a whole replay, a part that holds is honest. A
-    /// whole replay ([`Replayer::check`]) decides instead for [`Dispute::Phase`], a segment the
-    /// trace does not have, no trace of this pool's segments, a state the accused does not
-    /// serve (withholding neither convicts nor shields), a served state that is no state of
-    /// this phase, or a drift past the whole phase's tolerance.
+    /// [`Replayer::check_segments`] checks them, and that check decides: a part that holds is
+    /// honest, a start or end that fails, or a segment past [`SEGMENT_CONVICTION`], is
+    /// dishonest (`failed` names it) without a whole replay. A whole replay
+    /// ([`Replayer::check`]) decides instead for [`Dispute::Phase`], a segment the trace does
+    /// not have, no trace of this pool's segments, a segment failing by no more than
+    /// [`SEGMENT_CONVICTION`] (possibly honest drift), a state the accused does not serve
+    /// (withholding neither convicts nor shields), a served state that is no state of this
+    /// phase, or a drift past the whole phase's tolerance.
     ///
     /// # Errors
     /// As [`Replayer::check`].
@@ -176,6 +179,20 @@ impl Replayer {
         };
         let why = match outcome {
             Ok(TraceCheck::Passed(d)) => return Ok(decided(d, None)),
+            // A segment only just past its tolerance may be a larger model's or another
+            // device's honest drift: the whole replay decides.
+            Ok(TraceCheck::Failed(part @ Dispute::Segment(_), d)) if d <= SEGMENT_CONVICTION => {
+                return self.whole(
+                    recipe,
+                    parent,
+                    round,
+                    member,
+                    claimed,
+                    residuals,
+                    WholeReplay::Mismatch,
+                    Some(part),
+                );
+            }
             Ok(TraceCheck::Failed(part, d)) => return Ok(decided(d, Some(part))),
             Ok(TraceCheck::Drift) => WholeReplay::Drift,
             Ok(TraceCheck::Unserved) => WholeReplay::Unserved,

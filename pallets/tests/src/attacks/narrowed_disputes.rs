@@ -36,6 +36,14 @@ fn a_narrowed_challenge_records_its_dispute_until_it_closes() {
 		jurors(&[4, 5], 1_000);
 		assert_ok!(open_narrowed(2, 1, 1, Dispute::Segment(3)));
 		assert_eq!(Disputes::<Test>::get(0), Some(Dispute::Segment(3)));
+		assert!(challenges_events().iter().any(|e| matches!(
+			e,
+			pallet_challenges::Event::ChallengeOpened {
+				challenge_id: 0,
+				dispute: Dispute::Segment(3),
+				..
+			}
+		)));
 		// The whole phase is what a plain challenge disputes: nothing is recorded for it.
 		assert_ok!(open_narrowed(3, 1, 1, Dispute::Phase));
 		assert_eq!(Disputes::<Test>::get(1), None);

@@ -173,6 +173,13 @@ impl<C: AppealChain> Appealer<C> {
     fn release(&self, id: u32) {
         self.done().remove(&id);
     }
+
+    /// Forgets the challenges below `id`: the duty worker's jury pass has seen each of them
+    /// closed (or without an appeal side), so nothing of them is left to appeal and the record
+    /// stays as small as the challenges still open.
+    pub fn forget_below(&self, id: u32) {
+        self.done().retain(|x| *x >= id);
+    }
 }
 
 /// What a member does about a challenge's ruling.
@@ -359,6 +366,16 @@ mod tests {
         rt.block_on(Appealer::new(chain.clone(), account(1), 0, false).on_ruled(7, 100));
         assert_eq!(chain.0.lock().unwrap().appeal_reads, 1);
         assert_eq!(chain.appeals(), [7]);
+    }
+
+    #[test]
+    fn closed_challenges_are_forgotten() {
+        let appealer = Appealer::new(FakeChain::default(), account(1), 0, false);
+        for id in [3, 5, 7] {
+            assert!(appealer.claim(id));
+        }
+        appealer.forget_below(5);
+        assert_eq!(*appealer.done(), BTreeSet::from([5, 7]));
     }
 
     #[test]

@@ -31,7 +31,7 @@ impl DutyWorker {
     /// RPC errors (the challenge stays pending).
     pub(super) fn open_challenge_of(&mut self, round: u32, member: u32) -> Result<()> {
         let key = (round, member);
-        let Some(&(who, distance, dispute)) = self.duties.to_challenge.get(&key) else {
+        let Some(&(who, distance, mut dispute)) = self.duties.to_challenge.get(&key) else {
             return Ok(());
         };
         let pool = self.ctx.pool;
@@ -50,14 +50,35 @@ impl DutyWorker {
         } else if f.is_none_or(|f| !self.round_state(&f).phase(now).accepts_challenges()) {
             ("not opened: challenge window closed".to_string(), true)
         } else if let Some(evidence) = self.ctx.retained.announcement(round, member) {
-            let submitted = if dispute == Dispute::Phase {
+            let whole_phase = |evidence| -> Result<_> {
                 let call = calls::open_challenge(pool, round, who, evidence)?;
-                self.ctx
-                    .block_on(self.ctx.chain.submit(&call, &self.ctx.signer))
+                Ok(self
+                    .ctx
+                    .block_on(self.ctx.chain.submit(&call, &self.ctx.signer)))
+            };
+            let submitted = if dispute == Dispute::Phase {
+                whole_phase(evidence)?
             } else {
-                let call = calls::open_narrowed_challenge(pool, round, who, evidence, dispute)?;
-                self.ctx
-                    .block_on(self.ctx.chain.submit(&call, &self.ctx.signer))
+                let call =
+                    calls::open_narrowed_challenge(pool, round, who, evidence.clone(), dispute)?;
+                let narrowed = self
+                    .ctx
+                    .block_on(self.ctx.chain.submit(&call, &self.ctx.signer));
+                match narrowed {
+                    // Refused for what would refuse any challenge of it: handled below.
+                    Err(e) if !settled_by_chain(&e) => {
+                        // A runtime without narrowed disputes, or any other failure of the
+                        // narrowed call, must not drop a confirmed cheater's challenge.
+                        tracing::warn!(
+                            round,
+                            member,
+                            "narrowed challenge failed ({e}): disputing the whole phase"
+                        );
+                        dispute = Dispute::Phase;
+                        whole_phase(evidence)?
+                    }
+                    other => other,
+                }
             };
             match submitted {
                 Ok(_) => ("opened".to_string(), true),
@@ -98,4 +119,12 @@ impl DutyWorker {
             round,
         })
     }
+}
+
+/// Whether `e` is a refusal the challenger handles as such whatever the challenge disputes
+/// (ours already open, the schedule full, the contribution already convicted).
+fn settled_by_chain(e: &synod_chain::ChainError) -> bool {
+    ["AlreadyChallenged", "ScheduleFull", "AlreadyConvicted"]
+        .iter()
+        .any(|name| e.is_module("Challenges", name))
 }

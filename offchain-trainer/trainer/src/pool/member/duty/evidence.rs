@@ -18,9 +18,12 @@ impl DutyWorker {
     /// `member`'s error-feedback residuals for its sparse payload `claimed` of `round`
     /// ([`Residuals`]; empty for a dense codec): its `carried_in` checked against the rule
     /// ([`expected_carried_in`], from the final included set of round − 1 and the payload of
-    /// round − 1 we kept), both residuals taken from `fetched` (a verifier's prefetch,
+    /// round − 1 we kept), both residuals taken from `fetched` (a prefetch,
     /// [`DutyWorker::prefetch_trace_states`]) or else fetched from their author (only it keeps
-    /// them), checked against their hashes.
+    /// them: without `fetched`, or, with `fallback`, when the prefetch missed one), checked
+    /// against their hashes. A juror falls back: its prefetch shares a voting period's wait
+    /// with the trace states, and a residual it missed must not count against the accused
+    /// sooner than without one.
     ///
     /// # Errors
     /// Chain RPC failures.
@@ -30,6 +33,7 @@ impl DutyWorker {
         member: u32,
         claimed: &[u8],
         fetched: Option<&FetchedStates>,
+        fallback: bool,
     ) -> Result<std::result::Result<Residuals, Unusable>> {
         if !self.ctx.a.recipe.outer.wire.sparse() {
             return Ok(Ok(Residuals::default()));
@@ -63,7 +67,10 @@ impl DutyWorker {
                 return Ok(None);
             }
             let bytes = match fetched {
-                Some(states) => states.get(&h).and_then(|p| std::fs::read(p).ok()),
+                Some(states) => states
+                    .get(&h)
+                    .and_then(|p| std::fs::read(p).ok())
+                    .or_else(|| fallback.then(|| self.fetch_state(member, h)).flatten()),
                 None => self.fetch_state(member, h),
             };
             match bytes {

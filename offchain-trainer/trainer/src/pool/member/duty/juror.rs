@@ -125,6 +125,7 @@ impl DutyWorker {
         }
         let cursor = self.duties.cursor;
         self.duties.judged.retain(|(id, _)| *id >= cursor);
+        self.ctx.appealer.forget_below(cursor);
         self.duties.awaiting = awaiting;
         self.duties.jury_read_at = Some(read_at);
         Ok(())

@@ -309,7 +309,8 @@ impl DutyWorker {
             Check::Dispute(Dispute::Phase, _) => None,
             Check::Segments(_, states) | Check::Dispute(_, states) => Some(states),
         };
-        let residuals = match self.residuals_of(round, member, &claimed, fetched)? {
+        let fallback = matches!(check, Check::Dispute(..));
+        let residuals = match self.residuals_of(round, member, &claimed, fetched, fallback)? {
             Ok(r) => r,
             Err(Unusable::Unknown) => return Ok(None),
             Err(why) => {
