@@ -193,11 +193,12 @@ pub const MAX_SEGMENTS: u32 = synod_protocol::limits::MAX_TRACE_SEGMENTS;
 /// still bounds the sum.
 pub const SEGMENT_TOLERANCE: f64 = 1e-2;
 
-/// Smallest segment distance that convicts on its own, with no whole replay, when a challenge
-/// disputes that segment (`synod_protocol::Dispute::Segment`): 10 × [`SEGMENT_TOLERANCE`].
-/// [`SEGMENT_TOLERANCE`] was measured on the tiny model on one CPU; a larger model, longer
-/// segments or another device may drift past it honestly (honest segments of ≤ 30 steps stay
-/// ≤ 7·10⁻³ between a TF32 GPU and a CPU on the small model, `docs/benchmarks.md`), so a
+/// Smallest segment distance (`synod_model::segment::state_distance`) that convicts on its
+/// own, with no whole replay, when a challenge disputes that segment
+/// (`synod_protocol::Dispute::Segment`): 10 × [`SEGMENT_TOLERANCE`]. Honest segments of the
+/// tiny model are ≤ 8.2·10⁻⁵ apart between 1 and 2 libtorch threads (≈ 1 200× below this);
+/// `state_distance` across devices and on larger models is not measured, and a larger model,
+/// longer segments or another device may drift past [`SEGMENT_TOLERANCE`] honestly, so a
 /// segment failing between the two is judged by a whole replay. One skipped inner step is at
 /// 0.50, 5× above this.
 pub const SEGMENT_CONVICTION: f64 = 10.0 * SEGMENT_TOLERANCE;

@@ -492,6 +492,10 @@ fn a_segment_failing_by_little_is_judged_by_a_whole_replay() {
         "{rep:?}"
     );
     assert_eq!(rep.failed, Some(Dispute::Segment(2)));
+    // A verifier whose check fails that segment by so little does not name it: its challenge
+    // disputes the whole phase, which its whole replay found dishonest.
+    let found = check(&f, &payload, &[2], Some(&states));
+    assert!(!found.honest && found.failed.is_none(), "{found:?}");
     // A skipped step is far past the conviction bound: the segment alone convicts.
     let (lazy, lazy_states) = forged(&f, &mut skipping(&[2]));
     let rep = judge(&f, &lazy, Dispute::Segment(2), Some(&lazy_states));

@@ -420,9 +420,9 @@ pub enum TermsError {
     #[error(
         "two honest replays of this recipe's first trace segment differ by {distance:.3e} \
          between {} and {} libtorch threads, over half the segment tolerance ({tolerance}): \
-         segment checks would replay honest members whole, and jurors of narrowed disputes \
-         could convict them; use more trace segments (--trace-segments), a lower learning rate \
-         or a smaller model",
+         verifiers' segment checks would replay honest members whole, and on other devices \
+         jurors of narrowed disputes could drift further; use more trace segments \
+         (--trace-segments), a lower learning rate or a smaller model",
         threads.0,
         threads.1
     )]

@@ -43,8 +43,10 @@ impl Replayer {
     /// ([`segment_drift`]) must be within [`REPLAY_TOLERANCE`]. States come from `fetch`. Without a trace, with a
     /// state nobody serves, or when any check fails, it replays the whole phase
     /// ([`Replayer::check`]) and returns that, naming in `failed` the part a failed check found
-    /// wrong when the whole replay confirms the contribution dishonest: a challenge then
-    /// names that part ([`Replayer::check_dispute`]), never a part of an honest contribution. A sparse
+    /// wrong when the whole replay confirms the contribution dishonest and that part convicts
+    /// on its own (the start or the end, or a segment past [`SEGMENT_CONVICTION`]): a
+    /// challenge then names that part ([`Replayer::check_dispute`]), never a part of an honest
+    /// contribution. A sparse
     /// payload's end state is encoded with `residuals` as [`Replayer::check`] does.
     ///
     /// # Errors
@@ -97,6 +99,12 @@ impl Replayer {
                     whole: None,
                     failed: None,
                 })
+            }
+            // Named only where it decides for jurors too: a segment failing by no more than
+            // SEGMENT_CONVICTION may be this verifier's own device drifting, and its jurors
+            // would replay whole anyway.
+            Ok(TraceCheck::Failed(Dispute::Segment(_), d)) if d <= SEGMENT_CONVICTION => {
+                (WholeReplay::Mismatch, None)
             }
             Ok(TraceCheck::Failed(part, _)) => (WholeReplay::Mismatch, Some(part)),
             Ok(TraceCheck::Drift) => (WholeReplay::Drift, None),

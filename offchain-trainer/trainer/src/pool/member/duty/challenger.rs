@@ -4,6 +4,7 @@
 use anyhow::Result;
 use synod_chain::calls::{self, Dispute};
 use synod_chain::types::Verdict;
+use synod_chain::ChainError;
 
 use super::{DutyWorker, SCHEDULE_RETRY_BLOCKS};
 use crate::event::TrainerEvent;
@@ -25,10 +26,13 @@ impl DutyWorker {
     /// accomplice's sham challenge must not shield the cheater); a contribution already found
     /// guilty, or out of its challenge window, is dropped; one whose challenge by us is
     /// already open is done; one that cannot be opened yet (the challenge schedule full) is
-    /// tried again [`SCHEDULE_RETRY_BLOCKS`] later (each failed try costs a fee).
+    /// tried again [`SCHEDULE_RETRY_BLOCKS`] later (each failed try costs a fee); one whose
+    /// submission the chain did not decide (RPC, pool or timeout errors) is tried again at
+    /// the next pass. A narrowed challenge the runtime refuses for its narrowing disputes the
+    /// whole phase instead.
     ///
     /// # Errors
-    /// RPC errors (the challenge stays pending).
+    /// RPC errors reading the chain (the challenge stays pending).
     pub(super) fn open_challenge_of(&mut self, round: u32, member: u32) -> Result<()> {
         let key = (round, member);
         let Some(&(who, distance, mut dispute)) = self.duties.to_challenge.get(&key) else {
@@ -65,16 +69,19 @@ impl DutyWorker {
                     .ctx
                     .block_on(self.ctx.chain.submit(&call, &self.ctx.signer));
                 match narrowed {
-                    // Refused for what would refuse any challenge of it: handled below.
-                    Err(e) if !settled_by_chain(&e) => {
-                        // A runtime without narrowed disputes, or any other failure of the
-                        // narrowed call, must not drop a confirmed cheater's challenge.
+                    // A runtime without narrowed disputes (the call does not fit its
+                    // metadata), or one that refuses the part: a confirmed cheater's challenge
+                    // is not dropped for that, it disputes the whole phase (from now on).
+                    Err(e) if refuses_the_narrowing(&e) => {
                         tracing::warn!(
                             round,
                             member,
-                            "narrowed challenge failed ({e}): disputing the whole phase"
+                            "narrowed challenge refused ({e}): disputing the whole phase"
                         );
                         dispute = Dispute::Phase;
+                        if let Some(pending) = self.duties.to_challenge.get_mut(&key) {
+                            pending.2 = Dispute::Phase;
+                        }
                         whole_phase(evidence)?
                     }
                     other => other,
@@ -100,6 +107,14 @@ impl DutyWorker {
                 Err(e) if e.is_module("Challenges", "AlreadyConvicted") => {
                     ("not opened: already convicted".to_string(), true)
                 }
+                // Not decided by the chain (the node unreachable, the pool full, no answer in
+                // time): tried again at the next pass, while the window is open.
+                Err(
+                    e @ (ChainError::Rpc(_)
+                    | ChainError::Connect { .. }
+                    | ChainError::Rejected(_)
+                    | ChainError::Timeout { .. }),
+                ) => (format!("retrying: {e}"), false),
                 Err(e) => (format!("failed: {e}"), true),
             }
         } else {
@@ -121,10 +136,38 @@ impl DutyWorker {
     }
 }
 
-/// Whether `e` is a refusal the challenger handles as such whatever the challenge disputes
-/// (ours already open, the schedule full, the contribution already convicted).
-fn settled_by_chain(e: &synod_chain::ChainError) -> bool {
-    ["AlreadyChallenged", "ScheduleFull", "AlreadyConvicted"]
-        .iter()
-        .any(|name| e.is_module("Challenges", name))
+/// Whether `e` refuses a narrowed challenge for its narrowing alone, so that the whole phase
+/// can still be disputed: the call does not fit the runtime's metadata (a runtime without
+/// narrowed disputes), or the runtime refuses the part named.
+fn refuses_the_narrowing(e: &ChainError) -> bool {
+    matches!(e, ChainError::Invalid(_)) || e.is_module("Challenges", "DisputeOutOfRange")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_refused_narrowing_falls_back_to_the_whole_phase() {
+        let module = |error: &str| ChainError::Module {
+            pallet: "Challenges".into(),
+            error: error.into(),
+            docs: String::new(),
+        };
+        // A runtime without the call, or one refusing the part: dispute the whole phase.
+        assert!(refuses_the_narrowing(&ChainError::Invalid(
+            "no such call".into()
+        )));
+        assert!(refuses_the_narrowing(&module("DisputeOutOfRange")));
+        // Refusals any challenge of it would get, and failures the chain did not decide: not
+        // a reason to give up the narrowing.
+        for e in [
+            module("AlreadyChallenged"),
+            module("ChallengeWindowClosed"),
+            ChainError::Rpc("connection reset".into()),
+            ChainError::Rejected("priority too low".into()),
+        ] {
+            assert!(!refuses_the_narrowing(&e), "{e}");
+        }
+    }
 }
