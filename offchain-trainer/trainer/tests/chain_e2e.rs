@@ -1503,6 +1503,18 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
                 .await,
             chain
                 .call_data(
+                    &calls::open_narrowed_challenge(
+                        0,
+                        1,
+                        bob,
+                        vec![5; 64],
+                        calls::Dispute::Encoding,
+                    )
+                    .unwrap(),
+                )
+                .await,
+            chain
+                .call_data(
                     &calls::report_equivocation(0, 1, bob, vec![6; 64], vec![7; 64]).unwrap(),
                 )
                 .await,
@@ -1520,6 +1532,17 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
             let bytes = call.unwrap_or_else(|e| panic!("call {i}: {e}"));
             assert!(bytes.len() >= 2, "pallet and call index");
         }
+        // The dispute is encoded as the runtime's enum: call 7, `Segment(3)` its variant 2
+        // and a little-endian u32.
+        let narrowed = chain
+            .call_data(
+                &calls::open_narrowed_challenge(0, 1, bob, vec![5; 64], calls::Dispute::Segment(3))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(narrowed[1], 7, "{narrowed:?}");
+        assert!(narrowed.ends_with(&[2, 3, 0, 0, 0]), "{narrowed:?}");
         // The check can fail: an unknown call, and a call with an argument missing.
         let unknown = subxt::dynamic::tx("Challenges", "register_jurors", ());
         assert!(chain.call_data(&unknown).await.is_err());
