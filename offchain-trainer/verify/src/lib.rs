@@ -36,5 +36,5 @@ pub mod replay;
 pub mod retained;
 pub mod vote;
 
-pub use replay::{ReplayRecipe, Replayer};
+pub use replay::{ReplayInput, ReplayRecipe, Replayer};
 pub use retained::Retained;

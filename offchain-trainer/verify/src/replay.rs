@@ -212,6 +212,25 @@ fn with_carried(
     distance.max(carried)
 }
 
+/// One contribution to replay, as every check of it reads it.
+#[derive(Clone, Copy)]
+pub struct ReplayInput<'a> {
+    /// The pool's recipe (model, data, inner optimizer, codec).
+    pub recipe: &'a dyn ReplayRecipe,
+    /// θ_{round−1} (θ_{round−2} with overlapped rounds): the canonical checkpoint bytes, with
+    /// the outer momentum.
+    pub parent: &'a [u8],
+    /// The round whose inner phase is replayed (≥ 1).
+    pub round: u32,
+    /// The member whose inner phase is replayed (its index in the pool: it selects its
+    /// batches).
+    pub member: u32,
+    /// The member's signed payload: the envelope's bytes (trace, commitments, codec body).
+    pub claimed: &'a [u8],
+    /// The residuals a sparse payload carries in and out (empty for dense codecs).
+    pub residuals: &'a Residuals,
+}
+
 /// Replays inner phases of one pool's recipe, keeping one model replica between replays.
 pub struct Replayer {
     inner_steps: u32,
@@ -231,13 +250,14 @@ impl Replayer {
 
     /// θ_{round−1} from `parent` (checkpoint bytes with the outer momentum) and the replica,
     /// set to replay `member`'s batches.
-    fn prepare(
-        &mut self,
-        recipe: &dyn ReplayRecipe,
-        parent: &[u8],
-        round: u32,
-        member: u32,
-    ) -> Result<(OuterState, &mut TchInnerTrainer)> {
+    fn prepare(&mut self, c: &ReplayInput<'_>) -> Result<(OuterState, &mut TchInnerTrainer)> {
+        let ReplayInput {
+            recipe,
+            parent,
+            round,
+            member,
+            ..
+        } = *c;
         if recipe.keeps_inner_state() {
             bail!("the recipe keeps inner optimizer state across rounds: replay is impossible");
         }
@@ -253,27 +273,26 @@ impl Replayer {
         Ok((state, replica))
     }
 
-    /// Re-runs `member`'s inner phase of `round` from `parent` (the canonical checkpoint bytes
-    /// of θ_{round−1} with its outer momentum), encodes it with the recipe's codec and compares
-    /// it with `claimed` (the member's signed payload). With the sparse codec the replay
-    /// encodes `Δ + β·e_{r−1}` from `residuals` and the served `e_r` must be within the same
+    /// Re-runs `c.member`'s inner phase of `c.round` from `c.parent`, encodes it with the
+    /// recipe's codec and compares it with `c.claimed` (the member's signed payload). With the
+    /// sparse codec the replay encodes `Δ + β·e_{r−1}` from `c.residuals` and the served `e_r`
+    /// must be within the same
     /// tolerance of the residual the claimed payload leaves ([`carried_distance`]; the
     /// reported distance is the worse of the two).
     ///
     /// # Errors
     /// A recipe that keeps AdamW moments across rounds (not replayable from θ alone), an
     /// unreadable parent checkpoint, libtorch errors.
-    pub fn check(
-        &mut self,
-        recipe: &dyn ReplayRecipe,
-        parent: &[u8],
-        round: u32,
-        member: u32,
-        claimed: &[u8],
-        residuals: &Residuals,
-    ) -> Result<Replay> {
+    pub fn check(&mut self, c: &ReplayInput<'_>) -> Result<Replay> {
+        let ReplayInput {
+            recipe,
+            member,
+            claimed,
+            residuals,
+            ..
+        } = *c;
         let t0 = Instant::now();
-        let (state, replica) = self.prepare(recipe, parent, round, member)?;
+        let (state, replica) = self.prepare(c)?;
         let distance = match residuals.replay_memory(recipe, &state.params) {
             Ok((mut feedback, out)) => {
                 let (replayed, _) =

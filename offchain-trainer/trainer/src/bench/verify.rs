@@ -24,7 +24,7 @@ use synod_diloco::verify::{
 use crate::bench::forger::{forged_contribution, skipping};
 use crate::chain_args::RecipeArgs;
 use crate::pool::verify::replay::{Dispute, Residuals, TraceStates};
-use crate::pool::verify::Replayer;
+use crate::pool::verify::{ReplayInput, Replayer};
 use crate::pool::Recipe;
 
 /// Arguments of `bench verify`.
@@ -107,24 +107,24 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
     // A verifier: a whole replay, then the segment check of the same payload.
     let mut replayer = Replayer::new(h, 4);
     let view = recipe.replay_view(args);
-    let whole = replayer.check(
-        &view,
-        &recipe.theta0_bytes,
+    let no_residuals = Residuals::default();
+    let base = ReplayInput {
+        recipe: &view,
+        parent: &recipe.theta0_bytes,
         round,
-        accused,
-        &honest.payload,
-        &Residuals::default(),
-    )?;
+        member: accused,
+        claimed: &honest.payload,
+        residuals: &no_residuals,
+    };
+    let whole = replayer.check(&base)?;
     // Verifier `v`'s segment check of `payload`, its states served from `served`.
     let mut check = |v: &[u8], payload: &[u8], served: &TraceStates| {
         let drawn = sampled_segments(&[0; 32], &[1; 32], v, round, accused, segments, a.segments);
         let rep = replayer.check_segments(
-            &view,
-            &recipe.theta0_bytes,
-            round,
-            accused,
-            payload,
-            &Residuals::default(),
+            &ReplayInput {
+                claimed: payload,
+                ..base
+            },
             &drawn,
             &mut |h| served.get(h).cloned(),
         );
@@ -163,12 +163,10 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
     // skipped segment, and the juror checks that segment alone (no whole replay).
     let dispute = Dispute::Segment(skip[0]);
     let judged = replayer.check_dispute(
-        &view,
-        &recipe.theta0_bytes,
-        round,
-        accused,
-        &lazy,
-        &Residuals::default(),
+        &ReplayInput {
+            claimed: &lazy,
+            ..base
+        },
         dispute,
         &mut |h| lazy_states.get(h).cloned(),
     )?;

@@ -372,14 +372,14 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
     let mut replayer = verify::Replayer::new(info.spec.inner_steps, info.spec.rounds);
     // A sparse payload's residuals: only its author keeps them (`--base-path` of the accused).
     let residuals = verify::replay::Residuals::from_evidence(&kept, a.round, a.member, &claimed)?;
-    let rep = replayer.check(
-        &recipe.replay_view(&a.recipe),
-        &parent,
-        a.round,
-        a.member,
-        &claimed,
-        &residuals,
-    )?;
+    let rep = replayer.check(&verify::ReplayInput {
+        recipe: &recipe.replay_view(&a.recipe),
+        parent: &parent,
+        round: a.round,
+        member: a.member,
+        claimed: &claimed,
+        residuals: &residuals,
+    })?;
     let mut challenge = serde_json::Value::Null;
     if a.challenge && !rep.honest {
         let snapshot = rt

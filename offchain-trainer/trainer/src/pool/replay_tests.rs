@@ -13,7 +13,9 @@ use synod_diloco::payload::Payload;
 use synod_diloco::verify::{SEGMENT_CONVICTION, SEGMENT_TOLERANCE};
 use synod_diloco::{Contribution, ErrorFeedback, PseudoGradient};
 use synod_model::FIRST_MOMENT_PREFIX;
-use synod_verify::replay::{Dispute, Replay, Replayer, Residuals, TraceStates, WholeReplay};
+use synod_verify::replay::{
+    Dispute, Replay, ReplayInput, Replayer, Residuals, TraceStates, WholeReplay,
+};
 
 use crate::bench::forger::{bending, edited, forged_contribution, skipping};
 use crate::chain_args::RecipeArgs;
@@ -101,17 +103,18 @@ fn check_at(
     segments: &[u32],
     states: Option<&States>,
 ) -> Replay {
+    let input = ReplayInput {
+        recipe: &recipe.replay_view(a),
+        parent: &recipe.theta0_bytes,
+        round,
+        member: 1,
+        claimed: payload,
+        residuals,
+    };
     Replayer::new(H, 4)
-        .check_segments(
-            &recipe.replay_view(a),
-            &recipe.theta0_bytes,
-            round,
-            1,
-            payload,
-            residuals,
-            segments,
-            &mut |h| states.and_then(|s| s.get(h).cloned()),
-        )
+        .check_segments(&input, segments, &mut |h| {
+            states.and_then(|s| s.get(h).cloned())
+        })
         .unwrap()
 }
 
@@ -379,17 +382,18 @@ fn judge(
     dispute: Dispute,
     states: Option<&States>,
 ) -> Replay {
+    let input = ReplayInput {
+        recipe: &recipe.replay_view(a),
+        parent: &recipe.theta0_bytes,
+        round: 1,
+        member: 1,
+        claimed: payload,
+        residuals: &Residuals::default(),
+    };
     Replayer::new(H, 4)
-        .check_dispute(
-            &recipe.replay_view(a),
-            &recipe.theta0_bytes,
-            1,
-            1,
-            payload,
-            &Residuals::default(),
-            dispute,
-            &mut |h| states.and_then(|s| s.get(h).cloned()),
-        )
+        .check_dispute(&input, dispute, &mut |h| {
+            states.and_then(|s| s.get(h).cloned())
+        })
         .unwrap()
 }
 

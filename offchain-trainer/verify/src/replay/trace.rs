@@ -15,7 +15,7 @@ use synod_diloco::verify::{
 use synod_model::load_params;
 use synod_model::segment::{params_of, plausible_state, state_distance};
 
-use super::{with_carried, Dispute, Replay, ReplayRecipe, Replayer, Residuals, WholeReplay};
+use super::{with_carried, Dispute, Replay, ReplayInput, Replayer, WholeReplay};
 
 /// How a verifier gets the state a trace hash names: the bytes, already checked against the
 /// hash (from its store or a member), or `None` if nobody served them in time.
@@ -34,62 +34,37 @@ enum TraceCheck {
 }
 
 impl Replayer {
-    /// Checks `member`'s contribution to `round` by its Proof-of-Learning trace (Jia et al.
+    /// Checks `c.member`'s contribution to `c.round` by its Proof-of-Learning trace (Jia et al.
     /// 2021, §4.2; [`synod_diloco::trace`]): the trace's first state must be θ_{r−1} with a
     /// fresh optimizer (rebuilt here bit for bit), its last state's θ must encode to the
     /// claimed payload, and each of `segments` (indices drawn by
     /// [`synod_diloco::verify::sampled_segments`]) must replay from its start state to its end
     /// state within [`SEGMENT_TOLERANCE`], and their drift extrapolated to the whole phase
-    /// ([`segment_drift`]) must be within [`REPLAY_TOLERANCE`]. States come from `fetch`. Without a trace, with a
-    /// state nobody serves, or when any check fails, it replays the whole phase
-    /// ([`Replayer::check`]) and returns that, naming in `failed` the part a failed check found
-    /// wrong when the whole replay confirms the contribution dishonest and that part convicts
-    /// on its own (the start or the end, or a segment past [`SEGMENT_CONVICTION`]): a
-    /// challenge then names that part ([`Replayer::check_dispute`]), never a part of an honest
-    /// contribution. A sparse
-    /// payload's end state is encoded with `residuals` as [`Replayer::check`] does.
+    /// ([`segment_drift`]) must be within [`REPLAY_TOLERANCE`]. States come from `fetch`.
+    /// Without a trace, with a state nobody serves, or when any check fails, it replays the
+    /// whole phase ([`Replayer::check`]) and returns that, naming in `failed` the part a failed
+    /// check found wrong when the whole replay confirms the contribution dishonest and that
+    /// part convicts on its own (the start or the end, or a segment past
+    /// [`SEGMENT_CONVICTION`]): a challenge then names that part ([`Replayer::check_dispute`]),
+    /// never a part of an honest contribution. A sparse payload's end state is encoded with
+    /// `c.residuals` as [`Replayer::check`] does.
     ///
     /// # Errors
     /// As [`Replayer::check`].
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the replay's inputs, each used once"
-    )]
     pub fn check_segments(
         &mut self,
-        recipe: &dyn ReplayRecipe,
-        parent: &[u8],
-        round: u32,
-        member: u32,
-        claimed: &[u8],
-        residuals: &Residuals,
+        c: &ReplayInput<'_>,
         segments: &[u32],
         fetch: &mut FetchState<'_>,
     ) -> Result<Replay> {
         let t0 = Instant::now();
-        let bounds = recipe.segment_boundaries(self.inner_steps);
-        let trace = match Payload::trace_of(claimed) {
-            Some(_) if segments.is_empty() => {
-                return self.check(recipe, parent, round, member, claimed, residuals)
-            }
-            Some(t) if t.len() == bounds.len() => t,
-            _ => {
-                return self.whole(
-                    recipe,
-                    parent,
-                    round,
-                    member,
-                    claimed,
-                    residuals,
-                    WholeReplay::NoTrace,
-                    None,
-                )
-            }
+        if segments.is_empty() && Payload::trace_of(c.claimed).is_some() {
+            return self.check(c);
+        }
+        let Some(trace) = self.trace_of(c) else {
+            return self.whole(c, WholeReplay::NoTrace, None);
         };
-        let outcome = self.trace_check(
-            recipe, parent, round, member, claimed, residuals, &trace, segments, fetch,
-        )?;
-        let (why, failed) = match outcome {
+        let (why, failed) = match self.trace_check(c, &trace, segments, fetch)? {
             Ok(TraceCheck::Passed(d)) => {
                 return Ok(Replay {
                     distance: d,
@@ -111,19 +86,18 @@ impl Replayer {
             Ok(TraceCheck::Unserved) => (WholeReplay::Unserved, None),
             // A state that does not parse or fit the model is the accused's fault: replay whole.
             Err(e) => {
+                let (round, member) = (c.round, c.member);
                 tracing::info!(round, member, "trace check failed ({e:#}): replaying whole");
                 (WholeReplay::Refused, None)
             }
         };
-        self.whole(
-            recipe, parent, round, member, claimed, residuals, why, failed,
-        )
+        self.whole(c, why, failed)
     }
 
-    /// Checks the part of `member`'s trace that a challenge disputes (`docs/architecture.md`,
-    /// step 7, "Narrowed disputes"; [`synod_protocol::dispute`]): for [`Dispute::Encoding`]
-    /// the trace's start and end (the payload must encode its last state), for
-    /// [`Dispute::Segment`] those and the named segment's replay, as
+    /// Checks the part of `c.member`'s trace that a challenge disputes
+    /// (`docs/architecture.md`, step 7, "Narrowed disputes"; [`synod_protocol::dispute`]): for
+    /// [`Dispute::Encoding`] the trace's start and end (the payload must encode its last
+    /// state), for [`Dispute::Segment`] those and the named segment's replay, as
     /// [`Replayer::check_segments`] checks them, and that check decides: a part that holds is
     /// honest, a start or end that fails, or a segment past [`SEGMENT_CONVICTION`], is
     /// dishonest (`failed` names it) without a whole replay. A whole replay
@@ -135,48 +109,23 @@ impl Replayer {
     ///
     /// # Errors
     /// As [`Replayer::check`].
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the replay's inputs, each used once"
-    )]
     pub fn check_dispute(
         &mut self,
-        recipe: &dyn ReplayRecipe,
-        parent: &[u8],
-        round: u32,
-        member: u32,
-        claimed: &[u8],
-        residuals: &Residuals,
+        c: &ReplayInput<'_>,
         dispute: Dispute,
         fetch: &mut FetchState<'_>,
     ) -> Result<Replay> {
         let t0 = Instant::now();
-        let bounds = recipe.segment_boundaries(self.inner_steps);
         let segments = dispute.segments();
-        let trace = match Payload::trace_of(claimed) {
-            Some(t) if t.len() == bounds.len() => t,
-            _ if dispute == Dispute::Phase => {
-                return self.check(recipe, parent, round, member, claimed, residuals)
-            }
-            _ => {
-                return self.whole(
-                    recipe,
-                    parent,
-                    round,
-                    member,
-                    claimed,
-                    residuals,
-                    WholeReplay::NoTrace,
-                    None,
-                )
-            }
-        };
-        if dispute == Dispute::Phase || segments.iter().any(|i| *i as usize + 1 >= trace.len()) {
-            return self.check(recipe, parent, round, member, claimed, residuals);
+        if dispute == Dispute::Phase {
+            return self.check(c);
         }
-        let outcome = self.trace_check(
-            recipe, parent, round, member, claimed, residuals, &trace, &segments, fetch,
-        )?;
+        let Some(trace) = self.trace_of(c) else {
+            return self.whole(c, WholeReplay::NoTrace, None);
+        };
+        if segments.iter().any(|i| *i as usize + 1 >= trace.len()) {
+            return self.check(c);
+        }
         let decided = |distance: f64, failed: Option<Dispute>| Replay {
             distance,
             honest: failed.is_none(),
@@ -185,26 +134,18 @@ impl Replayer {
             whole: None,
             failed,
         };
-        let why = match outcome {
+        let why = match self.trace_check(c, &trace, &segments, fetch)? {
             Ok(TraceCheck::Passed(d)) => return Ok(decided(d, None)),
             // A segment only just past its tolerance may be a larger model's or another
             // device's honest drift: the whole replay decides.
             Ok(TraceCheck::Failed(part @ Dispute::Segment(_), d)) if d <= SEGMENT_CONVICTION => {
-                return self.whole(
-                    recipe,
-                    parent,
-                    round,
-                    member,
-                    claimed,
-                    residuals,
-                    WholeReplay::Mismatch,
-                    Some(part),
-                );
+                return self.whole(c, WholeReplay::Mismatch, Some(part));
             }
             Ok(TraceCheck::Failed(part, d)) => return Ok(decided(d, Some(part))),
             Ok(TraceCheck::Drift) => WholeReplay::Drift,
             Ok(TraceCheck::Unserved) => WholeReplay::Unserved,
             Err(e) => {
+                let (round, member) = (c.round, c.member);
                 tracing::info!(
                     round,
                     member,
@@ -213,27 +154,25 @@ impl Replayer {
                 WholeReplay::Refused
             }
         };
-        self.whole(recipe, parent, round, member, claimed, residuals, why, None)
+        self.whole(c, why, None)
+    }
+
+    /// The claimed payload's trace (its boundary hashes) if it has one boundary per boundary
+    /// of this pool's segments; `None` for no trace or one of another shape.
+    fn trace_of(&self, c: &ReplayInput<'_>) -> Option<Vec<[u8; 32]>> {
+        let bounds = c.recipe.segment_boundaries(self.inner_steps);
+        Payload::trace_of(c.claimed).filter(|t| t.len() == bounds.len())
     }
 
     /// The whole replay ([`Replayer::check`]) of a contribution a trace check did not decide,
     /// with why (`why`) and the part of the trace a failed check named (`failed`).
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the replay's inputs, each used once"
-    )]
     fn whole(
         &mut self,
-        recipe: &dyn ReplayRecipe,
-        parent: &[u8],
-        round: u32,
-        member: u32,
-        claimed: &[u8],
-        residuals: &Residuals,
+        c: &ReplayInput<'_>,
         why: WholeReplay,
         failed: Option<Dispute>,
     ) -> Result<Replay> {
-        let rep = self.check(recipe, parent, round, member, claimed, residuals)?;
+        let rep = self.check(c)?;
         Ok(Replay {
             whole: Some(why),
             // A part is named only when the whole replay confirms the contribution dishonest.
@@ -244,31 +183,30 @@ impl Replayer {
 
     /// The trace check of [`Replayer::check_segments`] over `trace` (the claimed payload's
     /// boundary hashes, one per boundary of this pool's segments): the start rebuilt from
-    /// `parent`, the end's encoding, then each of `segments` replayed. `Err` in the inner
+    /// `c.parent`, the end's encoding, then each of `segments` replayed. `Err` in the inner
     /// result: a served state that does not parse or fit the model, or a failed segment
     /// replay.
     ///
     /// # Errors
     /// As [`Replayer::check`] (preparing the replica).
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the replay's inputs, each used once"
-    )]
     fn trace_check(
         &mut self,
-        recipe: &dyn ReplayRecipe,
-        parent: &[u8],
-        round: u32,
-        member: u32,
-        claimed: &[u8],
-        residuals: &Residuals,
+        c: &ReplayInput<'_>,
         trace: &[[u8; 32]],
         segments: &[u32],
         fetch: &mut FetchState<'_>,
     ) -> Result<Result<TraceCheck>> {
+        let ReplayInput {
+            recipe,
+            round,
+            member,
+            claimed,
+            residuals,
+            ..
+        } = *c;
         let bounds = recipe.segment_boundaries(self.inner_steps);
         let opts = recipe.encode_options();
-        let (state, replica) = self.prepare(recipe, parent, round, member)?;
+        let (state, replica) = self.prepare(c)?;
         Ok((|| -> Result<TraceCheck> {
             let (mut feedback, carried_out) = residuals.replay_memory(recipe, &state.params)?;
             load_params(&replica.vs, &state.params)?;

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use synod_chain::types::AccountId;
 use synod_diloco::residual::{commitments_of, NO_RESIDUAL};
 
 use super::DutyWorker;
@@ -156,18 +155,16 @@ impl DutyWorker {
         }
     }
 
-    /// The trace states that the segment checks `checks` ((account, member, drawn segments))
-    /// of `round` need, fetched from their authors side by side ([`prefetch_states`]) into
-    /// [`Retained::fetched_dir`](crate::pool::verify::Retained::fetched_dir): each state gets
-    /// at most [`STATE_FETCH`] plus its transfer at 10 MB/s, the whole round twice that plus
-    /// [`CHECK_BUDGET`], however many authors stall, and all of it at most `cap`
+    /// The trace states that the segment checks `checks` ((round, account, member, drawn
+    /// segments)) need, fetched from their authors side by side ([`prefetch_states`]) into
+    /// [`Retained::fetched_dir`](crate::pool::verify::Retained::fetched_dir) of each round:
+    /// each state gets at most [`STATE_FETCH`] plus its transfer at 10 MB/s, all of them twice
+    /// that plus [`CHECK_BUDGET`], however many authors stall, and all of it at most `cap`
     /// ([`DutyWorker::state_wait`]). Contributions not kept, or without a trace of this
-    /// pool's segments, need nothing. Returns each received state's
-    /// file by blake3.
+    /// pool's segments, need nothing. Returns each received state's file by blake3.
     pub(super) fn prefetch_trace_states(
         &self,
-        round: u32,
-        checks: &[(AccountId, u32, Vec<u32>)],
+        checks: &[StateCheck],
         cap: Duration,
     ) -> FetchedStates {
         let boundaries = self
@@ -177,27 +174,30 @@ impl DutyWorker {
             .segment_boundaries(self.ctx.inner_steps)
             .len();
         let mut asked = Vec::new();
-        for (_, member, segments) in checks {
+        for (round, _, member, segments) in checks {
             // Only the accused serves its states (nobody else keeps them).
             let (Some(peer), Some(claimed)) = (
                 self.peer_of(*member),
-                self.ctx.retained.payload(round, *member),
+                self.ctx.retained.payload(*round, *member),
             ) else {
                 continue;
             };
-            asked.push((peer, claimed, segments.clone()));
+            asked.push(((peer, *round), claimed, segments.clone()));
         }
         let sparse = self.ctx.a.recipe.outer.wire.sparse();
         let wanted = wanted_states(asked, boundaries, sparse);
         let fetches: u64 = wanted.iter().map(|(_, h)| h.len() as u64).sum();
-        let dir = self.ctx.retained.fetched_dir(round);
         if wanted.is_empty() {
             return FetchedStates::new();
         }
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            tracing::warn!(round, "cannot keep fetched trace states: {e}");
-            return FetchedStates::new();
+        let rounds: BTreeSet<u32> = wanted.iter().map(|((_, round), _)| *round).collect();
+        for round in rounds {
+            if let Err(e) = std::fs::create_dir_all(self.ctx.retained.fetched_dir(round)) {
+                tracing::warn!(round, "cannot keep fetched trace states: {e}");
+                return FetchedStates::new();
+            }
         }
+        let retained = self.ctx.retained.clone();
         let (client, max) = (self.ctx.client.clone(), self.ctx.recipe.max_state_bytes);
         let per_state = (STATE_FETCH + Duration::from_secs(max / 10_000_000)).min(cap);
         // The authors share our link: the round's wait grows with everything it fetches.
@@ -208,9 +208,11 @@ impl DutyWorker {
             wanted,
             per_state,
             within,
-            move |peer, h| {
+            move |(peer, round), h| {
                 let client = client.clone();
-                let path = dir.join(format!("{}.state", synod_checkpoint::hex(&h)));
+                let path = retained
+                    .fetched_dir(round)
+                    .join(format!("{}.state", synod_checkpoint::hex(&h)));
                 async move {
                     let bytes = client
                         .fetch_checkpoint(peer, h, max)

@@ -2,17 +2,63 @@
 //! of the challenges it is drawn for and votes: the part of the accused's trace a narrowed
 //! challenge names (its states fetched from the accused), or the whole inner phase.
 
-use std::collections::BTreeSet;
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{anyhow, Result};
 use synod_chain::calls;
-use synod_chain::types::ChallengeInfo;
+use synod_chain::types::{AccountId, ChallengeInfo};
 
-use super::{Check, DutyWorker, FetchedStates};
+use super::{Check, DutyWorker, FetchedStates, StateCheck};
 use crate::event::{dispute_name, TrainerEvent};
 use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::replay::{Dispute, WholeReplay};
 use crate::pool::verify::vote::juror_vote;
+
+/// A committee seat this juror has not voted on yet, with what judging it needs.
+struct Pending {
+    /// The challenge.
+    id: u32,
+    /// Its state on chain.
+    c: ChallengeInfo,
+    /// Whether the challenge is handled once judged (no appeal can follow).
+    handled: bool,
+    /// The accused's member index in the round's snapshot; `None` outside our pool or the
+    /// snapshot.
+    member: Option<u32>,
+    /// The part of the accused's trace its challenger disputes.
+    dispute: Dispute,
+}
+
+/// The trace states the narrowed disputes among `pending` need (one [`StateCheck`] per
+/// disputed contribution, with the segments its disputes name: fetched side by side with the
+/// others' whatever their round), and the earliest end of their votes (`None`: nothing to
+/// fetch). Whole-phase
+/// disputes, challenges outside our pool or the round's snapshot, and challenges of our own
+/// contribution (`me` knows what it sent) need none.
+fn state_checks(pending: &[Pending], me: &AccountId) -> (Vec<StateCheck>, Option<u64>) {
+    // One check per contribution, with the segments of every dispute of it: two fetches of
+    // one author's states side by side would race on the same files.
+    let mut by_contribution: BTreeMap<(u32, u32), StateCheck> = BTreeMap::new();
+    let mut expires = None::<u64>;
+    for s in pending {
+        let Some(member) = s
+            .member
+            .filter(|_| s.dispute != Dispute::Phase && s.c.accused != *me)
+        else {
+            continue;
+        };
+        let check = by_contribution
+            .entry((s.c.round, member))
+            .or_insert_with(|| (s.c.round, s.c.accused, member, Vec::new()));
+        check.3.extend(s.dispute.segments());
+        check.3.sort_unstable();
+        check.3.dedup();
+        let end = u64::from(s.c.expires_at);
+        expires = Some(expires.map_or(end, |e| e.min(end)));
+    }
+    (by_contribution.into_values().collect(), expires)
+}
 
 /// A juror's judgement of a contribution.
 struct Judged {
@@ -80,6 +126,9 @@ impl DutyWorker {
                 }
             }
         }
+        // The committees we sit on and have not voted in: (challenge id, the challenge,
+        // whether it is handled once judged).
+        let mut to_judge = Vec::new();
         for (id, c, appeal) in open {
             let ours = c.pool_id == self.ctx.pool;
             if c.jury.is_empty() {
@@ -108,17 +157,47 @@ impl DutyWorker {
                     .block_on(self.ctx.chain.vote_of(id, &self.ctx.account))?
                     .is_none()
             {
-                // A failed vote is retried next pass; it must not hold up the others.
-                if let Err(e) = self.judge(id, &c) {
-                    tracing::warn!(challenge = id, "judging failed: {e:#}");
-                    awaiting.insert(c.round);
-                    continue;
-                }
-                self.duties.judged.insert(committee);
+                to_judge.push((id, c, appeal.is_none()));
+                continue;
             }
             if appeal.is_none() {
                 self.duties.handled.insert(id);
             }
+        }
+        // Every narrowed dispute's states at once, before any check: k accused that stall
+        // theirs cost this pass one wait, not k one after the other.
+        let pending = self.pending(to_judge, &mut awaiting);
+        let (checks, expires) = state_checks(&pending, &self.ctx.account);
+        let states = match expires {
+            Some(expires) => {
+                let now = self
+                    .ctx
+                    .block_on(self.ctx.chain.finalized_number())
+                    .unwrap_or(read_at);
+                let wait = self.state_wait(now, expires, checks.len());
+                self.prefetch_trace_states(&checks, wait)
+            }
+            None => FetchedStates::new(),
+        };
+        for seat in &pending {
+            // A failed vote is retried next pass; it must not hold up the others.
+            if let Err(e) = self.judge(seat, &states) {
+                tracing::warn!(challenge = seat.id, "judging failed: {e:#}");
+                awaiting.insert(seat.c.round);
+                continue;
+            }
+            self.duties.judged.insert((seat.id, seat.c.expires_at));
+            if seat.handled {
+                self.duties.handled.insert(seat.id);
+            }
+        }
+        // Fetched states are no evidence: only what the accused signed is.
+        for round in checks
+            .iter()
+            .map(|(round, ..)| *round)
+            .collect::<BTreeSet<_>>()
+        {
+            let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
         }
         while self.duties.handled.remove(&self.duties.cursor) {
             self.duties.cursor += 1;
@@ -143,6 +222,7 @@ impl DutyWorker {
         c: &ChallengeInfo,
         member: u32,
         dispute: Dispute,
+        states: &FetchedStates,
     ) -> Result<std::result::Result<Judged, String>> {
         let Some(kept) = self.ctx.retained.payload(c.round, member) else {
             return Ok(Err("no payload of the accused was kept".into()));
@@ -167,26 +247,17 @@ impl DutyWorker {
                 ));
             }
         }
-        // The states the disputed part needs, from the accused (a whole-phase dispute needs
-        // none).
-        let states = if dispute == Dispute::Phase {
-            FetchedStates::new()
-        } else {
-            let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
-            let wait = self.state_wait(now, expires, 1);
-            self.prefetch_trace_states(round, &[(c.accused, member, dispute.segments())], wait)
-        };
+        // The disputed part's states were fetched from the accused before the pass's checks
+        // (a whole-phase dispute needs none).
         let mut whole = None;
         let vote = juror_vote(&kept, &digest, |_| {
-            let check = Check::Dispute(dispute, &states);
+            let check = Check::Dispute(dispute, states);
             let rep = self
                 .replay(round, member, &parent, check, expires, committed)?
                 .ok_or_else(|| anyhow!("payload of member {member} vanished"))?;
             whole = rep.whole;
             Ok(rep)
         });
-        // Fetched states are no evidence: only what the accused signed is.
-        let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
         let (guilty, distance) = vote?;
         Ok(Ok(Judged {
             guilty,
@@ -195,8 +266,67 @@ impl DutyWorker {
         }))
     }
 
-    /// Replays the contribution disputed by challenge `id` and votes.
-    pub(super) fn judge(&mut self, id: u32, c: &ChallengeInfo) -> Result<()> {
+    /// What each of `to_judge` ((challenge id, challenge, handled once judged)) needs to be
+    /// judged: for our pool's challenges, the accused's member index (from the round's
+    /// snapshot, kept until settlement, hence while a challenge can exist; read once per
+    /// round) and the part its challenger disputes. A challenge whose reads fail is left out,
+    /// its round added to `awaiting` (retried next pass).
+    fn pending(
+        &self,
+        to_judge: Vec<(u32, ChallengeInfo, bool)>,
+        awaiting: &mut BTreeSet<u32>,
+    ) -> Vec<Pending> {
+        let mut snapshots = BTreeMap::new();
+        let mut pending = Vec::with_capacity(to_judge.len());
+        for (id, c, handled) in to_judge {
+            let (mut member, mut dispute) = (None, Dispute::Phase);
+            if c.pool_id == self.ctx.pool {
+                // A failed read is retried next pass; it must not hold up the others.
+                let mut read = || -> Result<(Option<u32>, Dispute)> {
+                    if let Entry::Vacant(e) = snapshots.entry(c.round) {
+                        let s = self
+                            .ctx
+                            .block_on(self.ctx.chain.round_snapshot(self.ctx.pool, c.round))?;
+                        e.insert(s.unwrap_or_default());
+                    }
+                    let Some(member) = snapshots[&c.round].iter().find(|p| p.who == c.accused)
+                    else {
+                        return Ok((None, Dispute::Phase));
+                    };
+                    let index = member.index;
+                    let dispute = self.ctx.block_on(self.ctx.chain.dispute_of(id))?;
+                    Ok((Some(index), dispute))
+                };
+                match read() {
+                    Ok(r) => (member, dispute) = r,
+                    Err(e) => {
+                        tracing::warn!(challenge = id, "judging failed: {e:#}");
+                        awaiting.insert(c.round);
+                        continue;
+                    }
+                }
+            }
+            pending.push(Pending {
+                id,
+                c,
+                handled,
+                member,
+                dispute,
+            });
+        }
+        pending
+    }
+
+    /// Replays the contribution disputed on `seat` and votes; the trace states its dispute
+    /// names are among `states` if the accused served them.
+    fn judge(&mut self, seat: &Pending, states: &FetchedStates) -> Result<()> {
+        let Pending {
+            id,
+            ref c,
+            member,
+            dispute,
+            ..
+        } = *seat;
         let abstain = |t: &mut Self, why: String| -> Result<()> {
             tracing::warn!(challenge = id, "cannot judge, not voting: {why}");
             t.metrics.emit(&TrainerEvent::Vote {
@@ -217,17 +347,11 @@ impl DutyWorker {
                 format!("pool {} is not the pool this trainer replays", c.pool_id),
             );
         }
-        // The accused's index from the round's snapshot (kept until settlement, hence while a
-        // challenge can exist), then its own kept payload: a copier shares its victim's digest.
-        let snapshot = self
-            .ctx
-            .block_on(self.ctx.chain.round_snapshot(self.ctx.pool, c.round))?;
-        let Some(member) =
-            snapshot.and_then(|s| s.iter().find(|p| p.who == c.accused).map(|p| p.index))
-        else {
+        // The accused's own kept payload is found by its index: a copier shares its victim's
+        // digest.
+        let Some(member) = member else {
             return abstain(self, "the accused is not in the round's snapshot".into());
         };
-        let dispute = self.ctx.block_on(self.ctx.chain.dispute_of(id))?;
         // A member seated on a challenge of its own contribution knows what it sent: an honest
         // one votes innocent without replaying itself (the replay of a sparse payload would ask
         // its own peer for its residuals).
@@ -242,7 +366,7 @@ impl DutyWorker {
                 whole: None,
             }
         } else {
-            match self.replay_vote(c, member, dispute)? {
+            match self.replay_vote(c, member, dispute, states)? {
                 Ok(vote) => vote,
                 Err(why) => return abstain(self, why),
             }
@@ -282,5 +406,95 @@ impl DutyWorker {
             round: c.round,
             whole_replay: whole.map(|w| w.as_str().to_string()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::pool::verify::prefetch::prefetch_states;
+
+    fn pending(id: u32, round: u32, accused: u8, member: Option<u32>, dispute: Dispute) -> Pending {
+        Pending {
+            id,
+            c: ChallengeInfo {
+                pool_id: 0,
+                round,
+                accused: AccountId::from([accused; 32]),
+                challenger: AccountId::from([0; 32]),
+                payload_digest: [0; 32],
+                expires_at: 100 + id,
+                jury: Vec::new(),
+            },
+            handled: true,
+            member,
+            dispute,
+        }
+    }
+
+    #[test]
+    fn stalling_accused_cost_a_juror_one_wait_not_one_per_challenge() {
+        // Narrowed disputes of accused 1 and 2 (who stall their states) and 3 (who serves),
+        // over two rounds, beside disputes that need no states.
+        let me = AccountId::from([9; 32]);
+        let seats = vec![
+            pending(0, 4, 1, Some(1), Dispute::Segment(2)),
+            pending(1, 5, 2, Some(2), Dispute::Encoding),
+            pending(2, 5, 3, Some(3), Dispute::Segment(0)),
+            pending(3, 5, 4, Some(4), Dispute::Phase),
+            pending(4, 5, 9, Some(5), Dispute::Segment(1)),
+            pending(5, 5, 6, None, Dispute::Segment(1)),
+            // A second challenger of accused 3's contribution, naming another segment.
+            pending(6, 5, 3, Some(3), Dispute::Segment(4)),
+        ];
+        let (checks, expires) = state_checks(&seats, &me);
+        let accused: Vec<(u32, u8, u32)> = checks
+            .iter()
+            .map(|(round, who, member, _)| (*round, who.0[0], *member))
+            .collect();
+        assert_eq!(accused, vec![(4, 1, 1), (5, 2, 2), (5, 3, 3)]);
+        assert_eq!(checks[0].3, vec![2], "the named segment");
+        assert_eq!(
+            checks[2].3,
+            vec![0, 4],
+            "one check of both disputes of a contribution"
+        );
+        assert_eq!(
+            expires,
+            Some(100),
+            "the earliest vote's end bounds the wait"
+        );
+        // Fetched as the juror fetches them, all in one batch: the two stallers cost the pass
+        // one wait, and the accused that serves is not held behind them.
+        let wait = Duration::from_millis(600);
+        let wanted = checks
+            .iter()
+            .map(|(round, who, _, _)| ((who.0[0], *round), vec![[who.0[0]; 32]]))
+            .collect();
+        let t0 = Instant::now();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        let got = rt.block_on(prefetch_states(
+            wanted,
+            wait,
+            wait,
+            |(accused, _round), h| async move {
+                if accused < 3 {
+                    std::future::pending::<()>().await;
+                }
+                Some(h)
+            },
+        ));
+        assert!(
+            t0.elapsed() < 2 * wait,
+            "the pass waited {:?}",
+            t0.elapsed()
+        );
+        assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![[3; 32]]);
     }
 }

@@ -44,8 +44,12 @@ use crate::metrics::Metrics;
 use crate::pool::verify::replay::Replay;
 use crate::pool::verify::Replayer;
 
-/// Trace states a verifier fetched for a round's checks: their files, by blake3.
+/// Trace states a verifier or a juror fetched for its checks: their files, by blake3.
 type FetchedStates = std::collections::HashMap<[u8; 32], std::path::PathBuf>;
+
+/// One check's trace states to fetch ([`DutyWorker::prefetch_trace_states`]): the round, the
+/// accused's account and member index, and the segments the check replays.
+type StateCheck = (u32, AccountId, u32, Vec<u32>);
 
 /// What [`DutyWorker::replay`] checks of a contribution.
 #[derive(Clone, Copy)]

@@ -17,7 +17,7 @@ use synod_diloco::verify::{
 use super::DutyWorker;
 use super::*;
 use crate::event::TrainerEvent;
-use crate::pool::verify::replay::{needed_states, Dispute, Replay, WholeReplay};
+use crate::pool::verify::replay::{needed_states, Dispute, Replay, ReplayInput, WholeReplay};
 
 impl DutyWorker {
     /// Verifies every kept round that has closed; forgets the evidence of settled rounds.
@@ -189,9 +189,9 @@ impl DutyWorker {
                 !self.duties.replays.contains_key(&(round, *m))
                     && !self.duties.verified.contains(&(round, *m))
             })
-            .cloned()
+            .map(|(who, m, segments)| (round, *who, *m, segments.clone()))
             .collect();
-        let states = self.prefetch_trace_states(round, &to_fetch, wait);
+        let states = self.prefetch_trace_states(&to_fetch, wait);
         checks.sort_by_key(|(_, member, segments)| {
             let trace = self
                 .ctx
@@ -373,27 +373,23 @@ impl DutyWorker {
         let read = |states: &FetchedStates, h: &[u8; 32]| {
             states.get(h).and_then(|p| std::fs::read(p).ok())
         };
+        let input = ReplayInput {
+            recipe: &view,
+            parent: &parent,
+            round,
+            member,
+            claimed: &claimed,
+            residuals: &residuals,
+        };
         let rep = match check {
-            Check::Segments(segments, states) => self.replayer.check_segments(
-                &view,
-                &parent,
-                round,
-                member,
-                &claimed,
-                &residuals,
-                segments,
-                &mut |h| read(states, h),
-            )?,
-            Check::Dispute(dispute, states) => self.replayer.check_dispute(
-                &view,
-                &parent,
-                round,
-                member,
-                &claimed,
-                &residuals,
-                dispute,
-                &mut |h| read(states, h),
-            )?,
+            Check::Segments(segments, states) => {
+                self.replayer
+                    .check_segments(&input, segments, &mut |h| read(states, h))?
+            }
+            Check::Dispute(dispute, states) => {
+                self.replayer
+                    .check_dispute(&input, dispute, &mut |h| read(states, h))?
+            }
         };
         tracing::info!(
             round,
