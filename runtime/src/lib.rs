@@ -67,7 +67,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: alloc::borrow::Cow::Borrowed("synod"),
     impl_name: alloc::borrow::Cow::Borrowed("synod-node"),
     authoring_version: 1,
-    spec_version: 125,
+    spec_version: 126,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,
@@ -154,6 +154,7 @@ type Migrations = (
     pallet_challenges::migrations::v4::MigrateV3ToV4<Runtime, BondedTrainers>,
     pallet_challenges::migrations::v5::MigrateV4ToV5<Runtime>,
     pallet_challenges::migrations::v6::MigrateV5ToV6<Runtime>,
+    pallet_challenges::migrations::v7::MigrateV6ToV7<Runtime>,
     pallet_training_pools::migrations::v1::MigrateV0ToV1<Runtime>,
     pallet_training_pools::migrations::v2::MigrateV1ToV2<Runtime>,
 );

@@ -1,7 +1,9 @@
 //! Benchmarks (FRAME benchmarking v2).
 
 use super::*;
-use crate::pallet::{Appeals, Equivocations, Expiries, OpenChallenges, OptedOut, Verdicts};
+use crate::pallet::{
+	Appeals, Disputes, Equivocations, Expiries, OpenChallenges, OptedOut, Verdicts,
+};
 use alloc::vec::Vec;
 use codec::Encode;
 use frame_benchmarking::v2::*;
@@ -178,6 +180,23 @@ mod benchmarks {
 		#[extrinsic_call]
 		_(RawOrigin::Signed(who), pool, 1, accused, evidence);
 		assert!(OpenChallenges::<T>::get(0).is_some());
+		Ok(())
+	}
+
+	// `open_challenge` narrowed to one trace segment (its `Disputes` record written): the same
+	// worst case.
+	#[benchmark]
+	fn open_narrowed_challenge(
+		m: Linear<2, { T::MaxPoolMembers::get() }>,
+	) -> Result<(), BenchmarkError> {
+		let (pool, members) = T::BenchmarkHelper::final_round(m);
+		let accused = members.last().cloned().ok_or(BenchmarkError::Weightless)?;
+		let who = funded::<T>("challenger", 0);
+		let evidence = evidence::<T>(pool, 1, &accused)?;
+		let dispute = Dispute::Segment(synod_primitives::protocol::limits::MAX_TRACE_SEGMENTS - 1);
+		#[extrinsic_call]
+		_(RawOrigin::Signed(who), pool, 1, accused, evidence, dispute);
+		assert_eq!(Disputes::<T>::get(0), Some(dispute));
 		Ok(())
 	}
 

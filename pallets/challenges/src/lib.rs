@@ -64,7 +64,7 @@ pub mod pallet {
 
 	/// The in-code storage version (6: closing a challenge frees its later schedule slots,
 	/// recorded in [`ScheduledAt`]; see [`crate::migrations`]).
-	const STORAGE_VERSION: StorageVersion = StorageVersion::new(6);
+	const STORAGE_VERSION: StorageVersion = StorageVersion::new(7);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]
@@ -296,12 +296,9 @@ pub mod pallet {
 		/// [`Error::ScheduleFull`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get())
-			.saturating_add(T::DbWeight::get().reads_writes(2, 2))
 			// Round `r − 1`'s snapshot (its contributors, for the eligible jurors), missing where
 			// measured (round 1).
-			.saturating_add(T::DbWeight::get().reads(1))
-			// The `ScheduledAt` record of each of its (at most four) scheduled blocks.
-			.saturating_add(T::DbWeight::get().reads_writes(4, 4)))]
+			.saturating_add(T::DbWeight::get().reads(1)))]
 		pub fn open_challenge(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
@@ -451,12 +448,9 @@ pub mod pallet {
 		/// Errors: those of [`Pallet::open_challenge`], and [`Error::DisputeOutOfRange`] for a
 		/// segment at or past `MAX_TRACE_SEGMENTS`.
 		#[pallet::call_index(7)]
-		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get())
-			.saturating_add(T::DbWeight::get().reads_writes(2, 2))
-			.saturating_add(T::DbWeight::get().reads(1))
-			.saturating_add(T::DbWeight::get().reads_writes(4, 4))
-			// The `Disputes` record.
-			.saturating_add(T::DbWeight::get().writes(1)))]
+		#[pallet::weight(T::WeightInfo::open_narrowed_challenge(T::MaxPoolMembers::get())
+			// Round `r − 1`'s snapshot, as for `open_challenge`.
+			.saturating_add(T::DbWeight::get().reads(1)))]
 		pub fn open_narrowed_challenge(
 			origin: OriginFor<T>,
 			pool_id: PoolId,

@@ -537,3 +537,115 @@ pub mod v6 {
 		}
 	}
 }
+
+/// v6 → v7: a block's schedule holds at most the runtime's (lowered) `MaxExpiriesPerBlock`
+/// items. Items past it in a block still to come, scheduled under the former bound of 16, move
+/// to the first later blocks with room, and their challenges' [`crate::ScheduledAt`] records
+/// follow: their step (a draw, the end of a vote, a ruling's execution) runs a few blocks late,
+/// and nothing is dropped. Reads every entry of the schedule.
+pub mod v7 {
+	use crate::pallet::{ChallengeId, Config, Expiries, Pallet, ScheduledAt};
+	use alloc::vec::Vec;
+	use frame_support::{
+		migrations::VersionedMigration, pallet_prelude::*, traits::UncheckedOnRuntimeUpgrade,
+	};
+	use frame_system::pallet_prelude::BlockNumberFor;
+	use sp_runtime::traits::{One, Saturating};
+
+	/// The schedule's bound per block before this migration.
+	pub const FORMER_BOUND: u32 = 16;
+
+	/// The schedule as stored under the former bound.
+	mod former {
+		use super::*;
+
+		/// [`crate::Expiries`] under [`FORMER_BOUND`].
+		#[frame_support::storage_alias]
+		pub(super) type Expiries<T: Config> = StorageMap<
+			Pallet<T>,
+			Twox64Concat,
+			BlockNumberFor<T>,
+			BoundedVec<ChallengeId, ConstU32<FORMER_BOUND>>,
+		>;
+	}
+
+	/// The unversioned step; use [`MigrateV6ToV7`].
+	pub struct RespreadSchedule<T>(core::marker::PhantomData<T>);
+
+	impl<T: Config> UncheckedOnRuntimeUpgrade for RespreadSchedule<T> {
+		fn on_runtime_upgrade() -> Weight {
+			let room = T::MaxExpiriesPerBlock::get() as usize;
+			let (mut reads, mut writes) = (0u64, 0u64);
+			let mut all: Vec<_> = former::Expiries::<T>::iter().collect();
+			all.sort_by_key(|(at, _)| *at);
+			reads = reads.saturating_add(all.len() as u64);
+			for (at, ids) in all.into_iter().filter(|(_, ids)| ids.len() > room) {
+				let (kept, moved) = ids.split_at(room);
+				Expiries::<T>::insert(at, BoundedVec::truncate_from(kept.to_vec()));
+				writes = writes.saturating_add(1);
+				let mut to = at.saturating_add(One::one());
+				for id in moved {
+					// The first later block with room (each holds at most `room` already).
+					loop {
+						reads = reads.saturating_add(1);
+						if Expiries::<T>::try_mutate(to, |e| e.try_push(*id)).is_ok() {
+							break;
+						}
+						to = to.saturating_add(One::one());
+					}
+					ScheduledAt::<T>::mutate(id, |s| {
+						if let Some(slot) = s.iter_mut().find(|b| **b == at) {
+							*slot = to;
+						}
+					});
+					reads = reads.saturating_add(1);
+					writes = writes.saturating_add(2);
+				}
+			}
+			T::DbWeight::get().reads_writes(reads, writes)
+		}
+	}
+
+	/// The schedule's lower bound per block (storage version 6 → 7).
+	pub type MigrateV6ToV7<T> = VersionedMigration<
+		6,
+		7,
+		RespreadSchedule<T>,
+		Pallet<T>,
+		<T as frame_system::Config>::DbWeight,
+	>;
+
+	#[cfg(test)]
+	mod tests {
+		use super::*;
+		use crate::mock::*;
+		use frame_support::traits::OnRuntimeUpgrade;
+
+		#[test]
+		fn items_past_the_lowered_bound_move_to_later_blocks_and_none_is_dropped() {
+			run_test(|| {
+				// The test runtime's bound is 4: block 20 holds 7 items, block 21 three.
+				let ids = |r: core::ops::Range<u32>| -> BoundedVec<_, _> {
+					BoundedVec::truncate_from(r.collect::<Vec<_>>())
+				};
+				former::Expiries::<Test>::insert(20, ids(0..7));
+				former::Expiries::<Test>::insert(21, ids(10..13));
+				for id in 0..7 {
+					ScheduledAt::<Test>::insert(id, BoundedVec::truncate_from(vec![5, 20]));
+				}
+				StorageVersion::new(6).put::<Pallet<Test>>();
+				MigrateV6ToV7::<Test>::on_runtime_upgrade();
+				assert_eq!(Pallet::<Test>::on_chain_storage_version(), 7);
+				assert_eq!(Expiries::<Test>::get(20).into_inner(), vec![0, 1, 2, 3]);
+				assert_eq!(Expiries::<Test>::get(21).into_inner(), vec![10, 11, 12, 4]);
+				assert_eq!(Expiries::<Test>::get(22).into_inner(), vec![5, 6]);
+				assert_eq!(ScheduledAt::<Test>::get(4).into_inner(), vec![5, 21]);
+				assert_eq!(ScheduledAt::<Test>::get(6).into_inner(), vec![5, 22]);
+				assert_eq!(ScheduledAt::<Test>::get(3).into_inner(), vec![5, 20]);
+				// The ids stand for no open challenge: gone before the invariants are checked.
+				let _ = Expiries::<Test>::clear(u32::MAX, None);
+				let _ = ScheduledAt::<Test>::clear(u32::MAX, None);
+			});
+		}
+	}
+}

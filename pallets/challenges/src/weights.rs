@@ -2,7 +2,7 @@
 //! (frame-benchmarking-cli 64.0.0, 2026-11-29).
 //!
 //! STEPS: `20`, REPEAT: `10`, WASM-EXECUTION: `Compiled`,
-//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `Intel(R) Xeon(R) Processor`.
+//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `AMD EPYC`.
 
 #![allow(unused_parens)]
 #![allow(unused_imports)]
@@ -17,6 +17,7 @@ use frame_support::{
 /// Weight functions needed for `pallet_challenges`.
 pub trait WeightInfo {
 	fn open_challenge(m: u32) -> Weight;
+	fn open_narrowed_challenge(m: u32) -> Weight;
 	fn vote() -> Weight;
 	fn on_initialize_expire(e: u32) -> Weight;
 	fn expire() -> Weight;
@@ -50,10 +51,14 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::NextChallengeId` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:4 w:4)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::AppealsFrom` (r:1 w:0)
+	/// Proof: `Challenges::AppealsFrom` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::ScheduledAt` (r:1 w:1)
+	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Appeals` (r:0 w:1)
 	/// Proof: `Challenges::Appeals` (`max_values`: None, `max_size`: Some(75), added: 2550, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenChallenges` (r:0 w:1)
@@ -63,11 +68,55 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn open_challenge(m: u32) -> Weight {
 		// Proof size: measured `3378`, estimated `11198` bytes.
-		Weight::from_parts(2_050_829_514, 11198)
-			.saturating_add(Weight::from_parts(41_111_847, 0).saturating_mul(m.into()))
-			.saturating_add(T::DbWeight::get().reads(15_u64))
+		Weight::from_parts(4_108_875_459, 11198)
+			.saturating_add(T::DbWeight::get().reads(17_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
-			.saturating_add(T::DbWeight::get().writes(12_u64))
+			.saturating_add(T::DbWeight::get().writes(13_u64))
+			.saturating_add(Weight::from_parts(0, 2523).saturating_mul(m.into()))
+	}
+	/// Storage: `TrainingPools::Pools` (r:1 w:0)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::FinalCheckpoints` (r:2 w:0)
+	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Snapshots` (r:1 w:0)
+	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Verdicts` (r:1 w:0)
+	/// Proof: `Challenges::Verdicts` (`max_values`: None, `max_size`: Some(73), added: 2548, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::OpenAgainst` (r:1 w:1)
+	/// Proof: `Challenges::OpenAgainst` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::OpenBy` (r:1 w:1)
+	/// Proof: `Challenges::OpenBy` (`max_values`: None, `max_size`: Some(124), added: 2599, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Members` (r:1 w:0)
+	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::OptedOut` (r:32 w:0)
+	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::NextChallengeId` (r:1 w:1)
+	/// Proof: `Challenges::NextChallengeId` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Expiries` (r:4 w:4)
+	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::AppealsFrom` (r:1 w:0)
+	/// Proof: `Challenges::AppealsFrom` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
+	/// Storage: `System::Account` (r:1 w:1)
+	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
+	/// Storage: `Balances::Holds` (r:1 w:1)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::ScheduledAt` (r:1 w:1)
+	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Appeals` (r:0 w:1)
+	/// Proof: `Challenges::Appeals` (`max_values`: None, `max_size`: Some(75), added: 2550, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::OpenChallenges` (r:0 w:1)
+	/// Proof: `Challenges::OpenChallenges` (`max_values`: None, `max_size`: Some(21338), added: 23813, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::EligibleJurors` (r:0 w:1)
+	/// Proof: `Challenges::EligibleJurors` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Disputes` (r:0 w:1)
+	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
+	/// The range of component `m` is `[2, 32]`.
+	fn open_narrowed_challenge(m: u32) -> Weight {
+		// Proof size: measured `3378`, estimated `11198` bytes.
+		Weight::from_parts(4_004_165_696, 11198)
+			.saturating_add(T::DbWeight::get().reads(17_u64))
+			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
+			.saturating_add(T::DbWeight::get().writes(14_u64))
 			.saturating_add(Weight::from_parts(0, 2523).saturating_mul(m.into()))
 	}
 	/// Storage: `Challenges::OpenChallenges` (r:1 w:1)
@@ -86,17 +135,23 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::ScheduledAt` (r:1 w:1)
+	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Expiries` (r:3 w:3)
+	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenBy` (r:1 w:1)
 	/// Proof: `Challenges::OpenBy` (`max_values`: None, `max_size`: Some(124), added: 2599, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenAgainst` (r:1 w:1)
 	/// Proof: `Challenges::OpenAgainst` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::EligibleJurors` (r:0 w:1)
 	/// Proof: `Challenges::EligibleJurors` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Disputes` (r:0 w:1)
+	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn vote() -> Weight {
-		// Proof size: measured `6452`, estimated `82142` bytes.
-		Weight::from_parts(7_507_944_000, 82142)
-			.saturating_add(T::DbWeight::get().reads(59_u64))
-			.saturating_add(T::DbWeight::get().writes(44_u64))
+		// Proof size: measured `6641`, estimated `82142` bytes.
+		Weight::from_parts(9_137_441_000, 82142)
+			.saturating_add(T::DbWeight::get().reads(63_u64))
+			.saturating_add(T::DbWeight::get().writes(49_u64))
 	}
 	/// Storage: `Challenges::Expiries` (r:1 w:1)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
@@ -114,9 +169,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
 	/// The range of component `e` is `[0, 16]`.
 	fn on_initialize_expire(e: u32) -> Weight {
-		// Proof size: measured `564`, estimated `3542` bytes.
-		Weight::from_parts(26_053_000, 3542)
-			.saturating_add(Weight::from_parts(599_960_649, 0).saturating_mul(e.into()))
+		// Proof size: measured `601`, estimated `3542` bytes.
+		Weight::from_parts(651_998_745, 3542)
+			.saturating_add(Weight::from_parts(603_213_769, 0).saturating_mul(e.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().reads((5_u64).saturating_mul(e.into())))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
@@ -141,6 +196,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Appeals` (r:1 w:1)
 	/// Proof: `Challenges::Appeals` (`max_values`: None, `max_size`: Some(75), added: 2550, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::ScheduledAt` (r:1 w:1)
+	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Expiries` (r:2 w:2)
+	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenBy` (r:1 w:1)
 	/// Proof: `Challenges::OpenBy` (`max_values`: None, `max_size`: Some(124), added: 2599, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenAgainst` (r:1 w:1)
@@ -151,11 +210,13 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::EligibleJurors` (r:0 w:1)
 	/// Proof: `Challenges::EligibleJurors` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Disputes` (r:0 w:1)
+	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn expire() -> Weight {
-		// Proof size: measured `10913`, estimated `102750` bytes.
-		Weight::from_parts(9_618_725_000, 102750)
-			.saturating_add(T::DbWeight::get().reads(170_u64))
-			.saturating_add(T::DbWeight::get().writes(170_u64))
+		// Proof size: measured `11069`, estimated `102750` bytes.
+		Weight::from_parts(15_669_584_000, 102750)
+			.saturating_add(T::DbWeight::get().reads(173_u64))
+			.saturating_add(T::DbWeight::get().writes(174_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
@@ -180,10 +241,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
-	fn report_equivocation(m: u32) -> Weight {
+	fn report_equivocation(_m: u32) -> Weight {
 		// Proof size: measured `4072`, estimated `8799` bytes.
-		Weight::from_parts(3_475_390_878, 8799)
-			.saturating_add(Weight::from_parts(26_315_902, 0).saturating_mul(m.into()))
+		Weight::from_parts(5_557_609_295, 8799)
 			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
@@ -195,12 +255,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::Expiries` (r:8 w:0)
-	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
 	fn appeal() -> Weight {
-		// Proof size: measured `3369`, estimated `24803` bytes.
-		Weight::from_parts(759_242_000, 24803)
-			.saturating_add(T::DbWeight::get().reads(12_u64))
+		// Proof size: measured `2905`, estimated `24803` bytes.
+		Weight::from_parts(546_605_000, 24803)
+			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
 	/// Storage: `Challenges::OpenChallenges` (r:1 w:1)
@@ -219,11 +277,15 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::Votes` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::Expiries` (r:8 w:1)
+	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::ScheduledAt` (r:1 w:1)
+	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
 	fn draw_appeal() -> Weight {
-		// Proof size: measured `7854`, estimated `39030` bytes.
-		Weight::from_parts(1_328_848_000, 39030)
-			.saturating_add(T::DbWeight::get().reads(22_u64))
-			.saturating_add(T::DbWeight::get().writes(18_u64))
+		// Proof size: measured `8504`, estimated `39030` bytes.
+		Weight::from_parts(1_517_817_000, 39030)
+			.saturating_add(T::DbWeight::get().reads(31_u64))
+			.saturating_add(T::DbWeight::get().writes(20_u64))
 	}
 	/// Storage: `TrainerStaking::Ledger` (r:1 w:0)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
@@ -231,7 +293,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn register_juror() -> Weight {
 		// Proof size: measured `245`, estimated `4170` bytes.
-		Weight::from_parts(110_777_000, 4170)
+		Weight::from_parts(131_707_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -241,7 +303,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn unregister_juror() -> Weight {
 		// Proof size: measured `172`, estimated `4170` bytes.
-		Weight::from_parts(100_151_000, 4170)
+		Weight::from_parts(127_028_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -250,53 +312,57 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn open_challenge(m: u32) -> Weight {
-		Weight::from_parts(2_050_829_514, 11198)
-			.saturating_add(Weight::from_parts(41_111_847, 0).saturating_mul(m.into()))
-			.saturating_add(RocksDbWeight::get().reads(15_u64))
+		Weight::from_parts(4_108_875_459, 11198)
+			.saturating_add(RocksDbWeight::get().reads(17_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
-			.saturating_add(RocksDbWeight::get().writes(12_u64))
+			.saturating_add(RocksDbWeight::get().writes(13_u64))
+	}
+	fn open_narrowed_challenge(m: u32) -> Weight {
+		Weight::from_parts(4_004_165_696, 11198)
+			.saturating_add(RocksDbWeight::get().reads(17_u64))
+			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
+			.saturating_add(RocksDbWeight::get().writes(14_u64))
 	}
 	fn vote() -> Weight {
-		Weight::from_parts(7_507_944_000, 82142)
-			.saturating_add(RocksDbWeight::get().reads(59_u64))
-			.saturating_add(RocksDbWeight::get().writes(44_u64))
+		Weight::from_parts(9_137_441_000, 82142)
+			.saturating_add(RocksDbWeight::get().reads(63_u64))
+			.saturating_add(RocksDbWeight::get().writes(49_u64))
 	}
 	fn on_initialize_expire(e: u32) -> Weight {
-		Weight::from_parts(26_053_000, 3542)
-			.saturating_add(Weight::from_parts(599_960_649, 0).saturating_mul(e.into()))
+		Weight::from_parts(651_998_745, 3542)
+			.saturating_add(Weight::from_parts(603_213_769, 0).saturating_mul(e.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().reads((5_u64).saturating_mul(e.into())))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(e.into())))
 	}
 	fn expire() -> Weight {
-		Weight::from_parts(9_618_725_000, 102750)
-			.saturating_add(RocksDbWeight::get().reads(170_u64))
-			.saturating_add(RocksDbWeight::get().writes(170_u64))
+		Weight::from_parts(15_669_584_000, 102750)
+			.saturating_add(RocksDbWeight::get().reads(173_u64))
+			.saturating_add(RocksDbWeight::get().writes(174_u64))
 	}
-	fn report_equivocation(m: u32) -> Weight {
-		Weight::from_parts(3_475_390_878, 8799)
-			.saturating_add(Weight::from_parts(26_315_902, 0).saturating_mul(m.into()))
+	fn report_equivocation(_m: u32) -> Weight {
+		Weight::from_parts(5_557_609_295, 8799)
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn appeal() -> Weight {
-		Weight::from_parts(759_242_000, 24803)
-			.saturating_add(RocksDbWeight::get().reads(12_u64))
+		Weight::from_parts(546_605_000, 24803)
+			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn draw_appeal() -> Weight {
-		Weight::from_parts(1_328_848_000, 39030)
-			.saturating_add(RocksDbWeight::get().reads(22_u64))
-			.saturating_add(RocksDbWeight::get().writes(18_u64))
+		Weight::from_parts(1_517_817_000, 39030)
+			.saturating_add(RocksDbWeight::get().reads(31_u64))
+			.saturating_add(RocksDbWeight::get().writes(20_u64))
 	}
 	fn register_juror() -> Weight {
-		Weight::from_parts(110_777_000, 4170)
+		Weight::from_parts(131_707_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn unregister_juror() -> Weight {
-		Weight::from_parts(100_151_000, 4170)
+		Weight::from_parts(127_028_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}

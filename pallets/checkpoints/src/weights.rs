@@ -2,7 +2,7 @@
 //! (frame-benchmarking-cli 64.0.0, 2026-11-29).
 //!
 //! STEPS: `20`, REPEAT: `10`, WASM-EXECUTION: `Compiled`,
-//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `Intel(R) Xeon(R) Processor`.
+//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `AMD EPYC`.
 
 #![allow(unused_parens)]
 #![allow(unused_imports)]
@@ -63,8 +63,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn commit_checkpoint(m: u32) -> Weight {
 		// Proof size: measured `1085`, estimated `13274` bytes.
-		Weight::from_parts(1_791_328_512, 13274)
-			.saturating_add(Weight::from_parts(75_188_247, 0).saturating_mul(m.into()))
+		Weight::from_parts(737_069_458, 13274)
+			.saturating_add(Weight::from_parts(160_049_772, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(15_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(14_u64))
@@ -92,7 +92,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainerStaking::Ledger` (r:256 w:256)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:256 w:256)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:257 w:257)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
@@ -120,8 +120,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `v` is `[0, 8]`.
 	fn on_initialize_void(v: u32) -> Weight {
 		// Proof size: measured `431`, estimated `4913` bytes.
-		Weight::from_parts(18_197_000, 4913)
-			.saturating_add(Weight::from_parts(19_859_926_595, 0).saturating_mul(v.into()))
+		Weight::from_parts(27_501_000, 4913)
+			.saturating_add(Weight::from_parts(23_604_367_176, 0).saturating_mul(v.into()))
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().reads((266_u64).saturating_mul(v.into())))
 			.saturating_add(T::DbWeight::get().writes(2_u64))
@@ -139,7 +139,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainerStaking::Ledger` (r:32 w:32)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:32 w:32)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:33 w:33)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
@@ -160,7 +160,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	fn decide_unmatched_commits() -> Weight {
 		// Proof size: measured `84994`, estimated `148094` bytes.
-		Weight::from_parts(21_319_170_000, 148094)
+		Weight::from_parts(26_834_097_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(231_u64))
 			.saturating_add(T::DbWeight::get().writes(293_u64))
 	}
@@ -169,23 +169,23 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn commit_checkpoint(m: u32) -> Weight {
-		Weight::from_parts(1_791_328_512, 13274)
-			.saturating_add(Weight::from_parts(75_188_247, 0).saturating_mul(m.into()))
+		Weight::from_parts(737_069_458, 13274)
+			.saturating_add(Weight::from_parts(160_049_772, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(15_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(14_u64))
 			.saturating_add(RocksDbWeight::get().writes((2_u64).saturating_mul(m.into())))
 	}
 	fn on_initialize_void(v: u32) -> Weight {
-		Weight::from_parts(18_197_000, 4913)
-			.saturating_add(Weight::from_parts(19_859_926_595, 0).saturating_mul(v.into()))
+		Weight::from_parts(27_501_000, 4913)
+			.saturating_add(Weight::from_parts(23_604_367_176, 0).saturating_mul(v.into()))
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().reads((266_u64).saturating_mul(v.into())))
 			.saturating_add(RocksDbWeight::get().writes(2_u64))
 			.saturating_add(RocksDbWeight::get().writes((300_u64).saturating_mul(v.into())))
 	}
 	fn decide_unmatched_commits() -> Weight {
-		Weight::from_parts(21_319_170_000, 148094)
+		Weight::from_parts(26_834_097_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(231_u64))
 			.saturating_add(RocksDbWeight::get().writes(293_u64))
 	}

@@ -2,7 +2,7 @@
 //! (frame-benchmarking-cli 64.0.0, 2026-11-29).
 //!
 //! STEPS: `20`, REPEAT: `10`, WASM-EXECUTION: `Compiled`,
-//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `Intel(R) Xeon(R) Processor`.
+//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `AMD EPYC`.
 
 #![allow(unused_parens)]
 #![allow(unused_imports)]
@@ -30,12 +30,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:2 w:2)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	fn claim_rewards() -> Weight {
 		// Proof size: measured `2397`, estimated `6196` bytes.
-		Weight::from_parts(450_981_000, 6196)
+		Weight::from_parts(642_185_000, 6196)
 			.saturating_add(T::DbWeight::get().reads(6_u64))
 			.saturating_add(T::DbWeight::get().writes(5_u64))
 	}
@@ -63,9 +63,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `c` is `[1, 32]`.
 	fn on_initialize_settle(s: u32, c: u32) -> Weight {
 		// Proof size: measured `0`, estimated `44190` bytes.
-		Weight::from_parts(23_965_000, 44190)
-			.saturating_add(Weight::from_parts(965_792_318, 0).saturating_mul(s.into()))
-			.saturating_add(Weight::from_parts(342_559_140, 0).saturating_mul(c.into()))
+		Weight::from_parts(39_764_000, 44190)
+			.saturating_add(Weight::from_parts(1_410_819_045, 0).saturating_mul(s.into()))
+			.saturating_add(Weight::from_parts(432_398_906, 0).saturating_mul(c.into()))
 			.saturating_add(T::DbWeight::get().reads(1_u64))
 			.saturating_add(T::DbWeight::get().reads((52_u64).saturating_mul(s.into())))
 			.saturating_add(T::DbWeight::get().reads((21_u64).saturating_mul(c.into())))
@@ -79,14 +79,14 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn claim_rewards() -> Weight {
-		Weight::from_parts(450_981_000, 6196)
+		Weight::from_parts(642_185_000, 6196)
 			.saturating_add(RocksDbWeight::get().reads(6_u64))
 			.saturating_add(RocksDbWeight::get().writes(5_u64))
 	}
 	fn on_initialize_settle(s: u32, c: u32) -> Weight {
-		Weight::from_parts(23_965_000, 44190)
-			.saturating_add(Weight::from_parts(965_792_318, 0).saturating_mul(s.into()))
-			.saturating_add(Weight::from_parts(342_559_140, 0).saturating_mul(c.into()))
+		Weight::from_parts(39_764_000, 44190)
+			.saturating_add(Weight::from_parts(1_410_819_045, 0).saturating_mul(s.into()))
+			.saturating_add(Weight::from_parts(432_398_906, 0).saturating_mul(c.into()))
 			.saturating_add(RocksDbWeight::get().reads(1_u64))
 			.saturating_add(RocksDbWeight::get().reads((52_u64).saturating_mul(s.into())))
 			.saturating_add(RocksDbWeight::get().reads((21_u64).saturating_mul(c.into())))

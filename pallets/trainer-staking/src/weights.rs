@@ -2,7 +2,7 @@
 //! (frame-benchmarking-cli 64.0.0, 2026-11-29).
 //!
 //! STEPS: `20`, REPEAT: `10`, WASM-EXECUTION: `Compiled`,
-//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `Intel(R) Xeon(R) Processor`.
+//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `AMD EPYC`.
 
 #![allow(unused_parens)]
 #![allow(unused_imports)]
@@ -31,10 +31,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	fn bond() -> Weight {
 		// Proof size: measured `324`, estimated `4170` bytes.
-		Weight::from_parts(324_061_000, 4170)
+		Weight::from_parts(475_292_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -52,7 +52,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Session::Validators` (`max_values`: Some(1), `max_size`: None, mode: `Measured`)
 	fn unbond() -> Weight {
 		// Proof size: measured `456`, estimated `4170` bytes.
-		Weight::from_parts(186_597_000, 4170)
+		Weight::from_parts(262_993_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(6_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -63,13 +63,14 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// The range of component `c` is `[1, 32]`.
-	fn withdraw_unbonded(_c: u32) -> Weight {
+	fn withdraw_unbonded(c: u32) -> Weight {
 		// Proof size: measured `402`, estimated `4170` bytes.
-		Weight::from_parts(433_962_235, 4170)
+		Weight::from_parts(434_207_570, 4170)
+			.saturating_add(Weight::from_parts(1_357_327, 0).saturating_mul(c.into()))
 			.saturating_add(T::DbWeight::get().reads(5_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -78,17 +79,18 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn bond() -> Weight {
-		Weight::from_parts(324_061_000, 4170)
+		Weight::from_parts(475_292_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn unbond() -> Weight {
-		Weight::from_parts(186_597_000, 4170)
+		Weight::from_parts(262_993_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(6_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
-	fn withdraw_unbonded(_c: u32) -> Weight {
-		Weight::from_parts(433_962_235, 4170)
+	fn withdraw_unbonded(c: u32) -> Weight {
+		Weight::from_parts(434_207_570, 4170)
+			.saturating_add(Weight::from_parts(1_357_327, 0).saturating_mul(c.into()))
 			.saturating_add(RocksDbWeight::get().reads(5_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}

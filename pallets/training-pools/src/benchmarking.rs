@@ -10,7 +10,7 @@ use frame_support::{
 };
 use frame_system::RawOrigin;
 use sp_runtime::{
-	traits::{Bounded, SaturatedConversion, Saturating},
+	traits::{Bounded, SaturatedConversion},
 	Perbill,
 };
 use synod_primitives::PoolStatus;

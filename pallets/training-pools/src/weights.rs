@@ -2,7 +2,7 @@
 //! (frame-benchmarking-cli 64.0.0, 2026-11-29).
 //!
 //! STEPS: `20`, REPEAT: `10`, WASM-EXECUTION: `Compiled`,
-//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `Intel(R) Xeon(R) Processor`.
+//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `AMD EPYC`.
 
 #![allow(unused_parens)]
 #![allow(unused_imports)]
@@ -33,12 +33,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:0 w:1)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
 	fn create_pool() -> Weight {
-		// Proof size: measured `164`, estimated `3622` bytes.
-		Weight::from_parts(550_611_000, 3622)
+		// Proof size: measured `164`, estimated `3640` bytes.
+		Weight::from_parts(545_272_000, 3640)
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -59,7 +59,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::SlashableUntil` (r:32 w:32)
 	/// Proof: `TrainerStaking::SlashableUntil` (`max_values`: None, `max_size`: Some(52), added: 2527, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Commits` (r:32 w:0)
@@ -76,7 +76,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
 	fn join_pool() -> Weight {
 		// Proof size: measured `72454`, estimated `148094` bytes.
-		Weight::from_parts(5_216_505_000, 148094)
+		Weight::from_parts(4_410_584_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(137_u64))
 			.saturating_add(T::DbWeight::get().writes(43_u64))
 	}
@@ -94,7 +94,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
 	fn leave_pool() -> Weight {
 		// Proof size: measured `4748`, estimated `5587` bytes.
-		Weight::from_parts(444_101_000, 5587)
+		Weight::from_parts(404_349_000, 5587)
 			.saturating_add(T::DbWeight::get().reads(5_u64))
 			.saturating_add(T::DbWeight::get().writes(6_u64))
 	}
@@ -103,12 +103,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::TrainerPools` (r:1 w:1)
 	/// Proof: `TrainingPools::TrainerPools` (`max_values`: None, `max_size`: Some(81), added: 2556, mode: `MaxEncodedLen`)
 	fn release_member_deposit() -> Weight {
 		// Proof size: measured `2552`, estimated `5559` bytes.
-		Weight::from_parts(501_475_000, 5559)
+		Weight::from_parts(437_120_000, 5559)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -123,12 +123,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[1, 32]`.
 	fn cancel_pool(m: u32) -> Weight {
 		// Proof size: measured `804`, estimated `4851` bytes.
-		Weight::from_parts(715_120_793, 4851)
-			.saturating_add(Weight::from_parts(28_028_493, 0).saturating_mul(m.into()))
+		Weight::from_parts(372_715_101, 4851)
+			.saturating_add(Weight::from_parts(77_983_569, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().reads((2_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(3_u64))
@@ -139,7 +139,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
 	fn set_allowed_trainers() -> Weight {
 		// Proof size: measured `1436`, estimated `4851` bytes.
-		Weight::from_parts(136_772_000, 4851)
+		Weight::from_parts(122_770_000, 4851)
 			.saturating_add(T::DbWeight::get().reads(1_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -156,7 +156,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:96 w:96)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:96 w:96)
-	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(157), added: 2632, mode: `MaxEncodedLen`)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::TrainerPools` (r:95 w:95)
 	/// Proof: `TrainingPools::TrainerPools` (`max_values`: None, `max_size`: Some(81), added: 2556, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::FormerMembers` (r:65 w:64)
@@ -183,9 +183,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `r` is `[0, 64]`.
 	fn reap_pool(m: u32, r: u32) -> Weight {
 		// Proof size: measured `962`, estimated `5559` bytes.
-		Weight::from_parts(11_719_353_000, 5559)
-			.saturating_add(Weight::from_parts(178_845_546, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(236_045_693, 0).saturating_mul(r.into()))
+		Weight::from_parts(5_281_819_254, 5559)
+			.saturating_add(Weight::from_parts(469_029_123, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(383_988_443, 0).saturating_mul(r.into()))
 			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(r.into())))
@@ -200,42 +200,42 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn create_pool() -> Weight {
-		Weight::from_parts(550_611_000, 3622)
+		Weight::from_parts(545_272_000, 3640)
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn join_pool() -> Weight {
-		Weight::from_parts(5_216_505_000, 148094)
+		Weight::from_parts(4_410_584_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(137_u64))
 			.saturating_add(RocksDbWeight::get().writes(43_u64))
 	}
 	fn leave_pool() -> Weight {
-		Weight::from_parts(444_101_000, 5587)
+		Weight::from_parts(404_349_000, 5587)
 			.saturating_add(RocksDbWeight::get().reads(5_u64))
 			.saturating_add(RocksDbWeight::get().writes(6_u64))
 	}
 	fn release_member_deposit() -> Weight {
-		Weight::from_parts(501_475_000, 5559)
+		Weight::from_parts(437_120_000, 5559)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn cancel_pool(m: u32) -> Weight {
-		Weight::from_parts(715_120_793, 4851)
-			.saturating_add(Weight::from_parts(28_028_493, 0).saturating_mul(m.into()))
+		Weight::from_parts(372_715_101, 4851)
+			.saturating_add(Weight::from_parts(77_983_569, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().reads((2_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(3_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(m.into())))
 	}
 	fn set_allowed_trainers() -> Weight {
-		Weight::from_parts(136_772_000, 4851)
+		Weight::from_parts(122_770_000, 4851)
 			.saturating_add(RocksDbWeight::get().reads(1_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn reap_pool(m: u32, r: u32) -> Weight {
-		Weight::from_parts(11_719_353_000, 5559)
-			.saturating_add(Weight::from_parts(178_845_546, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(236_045_693, 0).saturating_mul(r.into()))
+		Weight::from_parts(5_281_819_254, 5559)
+			.saturating_add(Weight::from_parts(469_029_123, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(383_988_443, 0).saturating_mul(r.into()))
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(r.into())))

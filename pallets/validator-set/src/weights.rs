@@ -2,7 +2,7 @@
 //! (frame-benchmarking-cli 64.0.0, 2026-11-29).
 //!
 //! STEPS: `20`, REPEAT: `10`, WASM-EXECUTION: `Compiled`,
-//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `Intel(R) Xeon(R) Processor`.
+//! CHAIN: `Some("dev")`. HOST: `vm`, CPU: `AMD EPYC`.
 
 #![allow(unused_parens)]
 #![allow(unused_imports)]
@@ -32,7 +32,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Session::NextKeys` (`max_values`: None, `max_size`: None, mode: `Measured`)
 	fn validate() -> Weight {
 		// Proof size: measured `7792`, estimated `207690` bytes.
-		Weight::from_parts(1_492_986_000, 207690)
+		Weight::from_parts(2_338_346_000, 207690)
 			.saturating_add(T::DbWeight::get().reads(67_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -41,8 +41,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `c` is `[1, 64]`.
 	fn chill(c: u32) -> Weight {
 		// Proof size: measured `114`, estimated `3535` bytes.
-		Weight::from_parts(75_582_390, 3535)
-			.saturating_add(Weight::from_parts(604_390, 0).saturating_mul(c.into()))
+		Weight::from_parts(126_276_246, 3535)
+			.saturating_add(Weight::from_parts(899_124, 0).saturating_mul(c.into()))
 			.saturating_add(T::DbWeight::get().reads(1_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -59,8 +59,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `c` is `[1, 64]`.
 	fn new_session(c: u32) -> Weight {
 		// Proof size: measured `412`, estimated `3535` bytes.
-		Weight::from_parts(240_416_859, 3535)
-			.saturating_add(Weight::from_parts(47_218_145, 0).saturating_mul(c.into()))
+		Weight::from_parts(349_079_314, 3535)
+			.saturating_add(Weight::from_parts(70_460_619, 0).saturating_mul(c.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().reads((2_u64).saturating_mul(c.into())))
 			.saturating_add(T::DbWeight::get().writes(2_u64))
@@ -71,19 +71,19 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn validate() -> Weight {
-		Weight::from_parts(1_492_986_000, 207690)
+		Weight::from_parts(2_338_346_000, 207690)
 			.saturating_add(RocksDbWeight::get().reads(67_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn chill(c: u32) -> Weight {
-		Weight::from_parts(75_582_390, 3535)
-			.saturating_add(Weight::from_parts(604_390, 0).saturating_mul(c.into()))
+		Weight::from_parts(126_276_246, 3535)
+			.saturating_add(Weight::from_parts(899_124, 0).saturating_mul(c.into()))
 			.saturating_add(RocksDbWeight::get().reads(1_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn new_session(c: u32) -> Weight {
-		Weight::from_parts(240_416_859, 3535)
-			.saturating_add(Weight::from_parts(47_218_145, 0).saturating_mul(c.into()))
+		Weight::from_parts(349_079_314, 3535)
+			.saturating_add(Weight::from_parts(70_460_619, 0).saturating_mul(c.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().reads((2_u64).saturating_mul(c.into())))
 			.saturating_add(RocksDbWeight::get().writes(2_u64))

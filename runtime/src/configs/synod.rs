@@ -150,9 +150,9 @@ impl pallet_checkpoints::Config for Runtime {
     type InactivityLeak = InactivityLeak;
     type DropAfterMissed = ConstU32<3>;
     type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
-    // A void costs up to ~20 ms (leak and drop of every participant, two expired kept
+    // A void costs up to ~24 ms (leak and drop of every participant, two expired kept
     // snapshots deleted, next snapshot; `on_initialize_void` on the dev-profile benchmark
-    // node); 8 per block ≈ 160 ms of the 500 ms block. Rounds beyond it are voided lazily
+    // node); 8 per block ≈ 190 ms of the 500 ms block. Rounds beyond it are voided lazily
     // (`void_expired_round`, a late commit).
     type MaxDeadlinesPerBlock = ConstU32<8>;
     type WeightInfo = pallet_checkpoints::weights::SubstrateWeight<Runtime>;
@@ -177,11 +177,12 @@ impl pallet_challenges::Config for Runtime {
     type NoShowSlash = NoShowSlash;
     type MaxPoolMembers = ConstU32<MAX_POOL_MEMBERS>;
     // Benchmarked (`pallets/challenges/src/weights.rs`, dev-profile node): a draw over a full
-    // pool's 32 contributors ≈ 0.44 ms, an expiry slashing a silent 32-juror committee ≈ 13.7 ms
-    // of execution, each with its database reads and writes; each due item is charged both. A
-    // challenge whose draw or expiry finds no block with room within its timeline is refused
-    // (`ScheduleFull`).
-    type MaxExpiriesPerBlock = ConstU32<16>;
+    // pool's 32 contributors ≈ 0.6 ms, an expiry slashing a silent 32-juror committee ≈ 15.7 ms
+    // of execution, each with its database reads and writes; each due item is charged both, and
+    // a full schedule must leave the block's operational quarter (`worst_case.rs`: 12 due items
+    // ≈ 70 % of the block). A challenge whose draw or expiry finds no block with room within its
+    // timeline is refused (`ScheduleFull`).
+    type MaxExpiriesPerBlock = ConstU32<12>;
     type MinJuryStake = MinJuryStake;
     type Slash = ToTreasury;
     type WeightInfo = pallet_challenges::weights::SubstrateWeight<Runtime>;
@@ -195,7 +196,7 @@ impl pallet_rewards::Config for Runtime {
     type Checkpoints = Checkpoints;
     type Challenges = Challenges;
     type OnRoundSettled = Checkpoints;
-    // A settlement of 32 contributors ≈ 1 ms; 16 per block are charged ≈ 26 ms
+    // 16 settlements of 32 contributors each are charged ≈ 36 ms per block
     // (`on_initialize_settle(16, 32)`, dev-profile node); the rest settle lazily.
     type MaxSettlementsPerBlock = ConstU32<16>;
     type MaxContributors = ConstU32<MAX_POOL_MEMBERS>;
