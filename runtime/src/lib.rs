@@ -154,7 +154,6 @@ type Migrations = (
     pallet_challenges::migrations::v4::MigrateV3ToV4<Runtime, BondedTrainers>,
     pallet_challenges::migrations::v5::MigrateV4ToV5<Runtime>,
     pallet_challenges::migrations::v6::MigrateV5ToV6<Runtime>,
-    pallet_challenges::migrations::v7::MigrateV6ToV7<Runtime>,
     pallet_training_pools::migrations::v1::MigrateV0ToV1<Runtime>,
     pallet_training_pools::migrations::v2::MigrateV1ToV2<Runtime>,
 );

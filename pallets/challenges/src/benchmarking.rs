@@ -118,7 +118,13 @@ fn vote_until_decided<T: Config>(guilty: bool) -> Result<(), BenchmarkError> {
 fn fill_probes<T: Config>(from: BlockNumberFor<T>) {
 	for i in 0..crate::SCHEDULE_PROBES {
 		let at = from + i.into();
-		Expiries::<T>::mutate(at, |e| while e.try_push(ChallengeId::MAX).is_ok() {});
+		let room = T::MaxExpiriesPerBlock::get() as usize;
+		Expiries::<T>::mutate(
+			at,
+			|e| {
+				while e.len() < room && e.try_push(ChallengeId::MAX).is_ok() {}
+			},
+		);
 		if i == crate::SCHEDULE_PROBES.saturating_sub(1) {
 			Expiries::<T>::mutate(at, |e| {
 				e.pop();

@@ -36,6 +36,10 @@ pub mod weights;
 
 use frame_support::pallet_macros::import_section;
 
+/// The storage bound of one block's schedule ([`Expiries`]): the most entries a block has held
+/// under any `MaxExpiriesPerBlock` (which is at most this).
+pub const MAX_SCHEDULED_PER_BLOCK: u32 = 16;
+
 #[import_section(events::events_and_errors)]
 #[frame_support::pallet]
 pub mod pallet {
@@ -64,7 +68,7 @@ pub mod pallet {
 
 	/// The in-code storage version (6: closing a challenge frees its later schedule slots,
 	/// recorded in [`ScheduledAt`]; see [`crate::migrations`]).
-	const STORAGE_VERSION: StorageVersion = StorageVersion::new(7);
+	const STORAGE_VERSION: StorageVersion = StorageVersion::new(6);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]
@@ -124,10 +128,12 @@ pub mod pallet {
 		#[pallet::constant]
 		type MaxPoolMembers: Get<u32>;
 		/// Most challenge steps scheduled for one block ([`Expiries`]: draws, ends of votes,
-		/// rulings' executions). A challenge is only opened if each block it may need (its draw,
-		/// its expiry and, with appeals, its ruling's execution and its appeal's end) finds
-		/// room within the pool's timeline (else [`Error::ScheduleFull`]): nothing is left
-		/// unscheduled.
+		/// rulings' executions), at most [`MAX_SCHEDULED_PER_BLOCK`] (`integrity_test`). A
+		/// challenge is only opened if each block it may need (its draw, its expiry and, with
+		/// appeals, its ruling's execution and its appeal's end) finds room within the pool's
+		/// timeline (else [`Error::ScheduleFull`]): nothing is left unscheduled. Lowering it
+		/// needs no migration: a block scheduled under a larger value keeps its entries (its
+		/// `on_initialize` is weighed by the entries it finds).
 		#[pallet::constant]
 		type MaxExpiriesPerBlock: Get<u32>;
 		/// Least stake, in planck, of a drawn committee's jurors other than the parties; below it
@@ -220,7 +226,8 @@ pub mod pallet {
 	>;
 
 	/// The schedule: the challenges with something due at a block (at most
-	/// `MaxExpiriesPerBlock`): a committee's draw, the end of its vote, a ruling's execution,
+	/// `MaxExpiriesPerBlock` are scheduled into one, and the storage holds up to
+	/// [`MAX_SCHEDULED_PER_BLOCK`]): a committee's draw, the end of its vote, a ruling's execution,
 	/// an appeal committee's draw or the end of the appeal's vote. Every open challenge's next
 	/// step is in it; a closed challenge is in no block after the current one.
 	#[pallet::storage]
@@ -228,7 +235,7 @@ pub mod pallet {
 		_,
 		Twox64Concat,
 		BlockNumberFor<T>,
-		BoundedVec<ChallengeId, T::MaxExpiriesPerBlock>,
+		BoundedVec<ChallengeId, ConstU32<{ crate::MAX_SCHEDULED_PER_BLOCK }>>,
 		ValueQuery,
 	>;
 
@@ -471,6 +478,10 @@ pub mod pallet {
 		}
 
 		fn integrity_test() {
+			assert!(
+				T::MaxExpiriesPerBlock::get() <= MAX_SCHEDULED_PER_BLOCK,
+				"a block's schedule is scheduled within its storage bound"
+			);
 			assert!(
 				T::AppealJurySize::get() >= T::JurySize::get(),
 				"an appeal committee is at least as large as a first one"

@@ -4,7 +4,7 @@
 //! issuance check run after every test. The attacks on juries are in `synod-pallet-tests`.
 
 use crate::{mock::*, pallet::*, Error, Event};
-use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold};
+use frame_support::{assert_noop, assert_ok, traits::fungible::InspectHold, BoundedVec};
 use synod_primitives::{protocol::Verdict, ChallengesInspect, TrainerStake};
 
 fn open(challenger: AccountId, accused: AccountId) -> sp_runtime::DispatchResult {
@@ -236,6 +236,21 @@ fn unresolved_challenge_expires_at_its_block() {
 		}
 		assert_eq!(Votes::<Test>::iter_prefix(0).count(), 0, "votes cleared");
 		assert!(OpenAgainst::<Test>::get((0, 1, 3)) == 0);
+	});
+}
+
+#[test]
+fn a_block_scheduled_under_a_larger_room_keeps_every_entry_and_takes_no_more() {
+	run_test(|| {
+		setup();
+		// A runtime that lowered `MaxExpiriesPerBlock` (4 here) finds blocks scheduled under a
+		// larger value: their entries stay readable, up to the storage bound.
+		let ids: Vec<ChallengeId> = (100..100 + crate::MAX_SCHEDULED_PER_BLOCK).collect();
+		Expiries::<Test>::insert(3, BoundedVec::truncate_from(ids.clone()));
+		assert_eq!(Expiries::<Test>::get(3).into_inner(), ids, "nothing dropped");
+		// No new entry goes there: the next challenge's draw (block 3) is refused.
+		assert_noop!(open(OUTSIDER, 1), Error::<Test>::ScheduleFull);
+		Expiries::<Test>::remove(3);
 	});
 }
 
