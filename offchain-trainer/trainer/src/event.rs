@@ -176,6 +176,11 @@ pub enum TrainerEvent {
         /// (null) for a payload that breaks the rules outright.
         #[serde(deserialize_with = "f64_or_nan")]
         distance: f64,
+        /// The part of the contributor's trace a failed check found wrong, when the whole
+        /// replay confirmed the contribution dishonest and that part decides alone
+        /// ([`dispute_name`]): what our challenge of it names; `None` (null) otherwise (the
+        /// challenge disputes the whole phase).
+        failed: Option<String>,
         /// Whether `distance` is within `tolerance`.
         honest: bool,
         /// The contributor's member index.
@@ -396,6 +401,7 @@ mod tests {
         let verified = TrainerEvent::Verified {
             account: "5Grw".into(),
             distance: 0.001,
+            failed: None,
             honest: true,
             member: 2,
             replay_secs: 1.5,

@@ -934,13 +934,23 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
             .iter()
             .filter(|e| e["event"] == "challenge" && e["outcome"] == "opened")
         {
-            let mismatched = m.iter().any(|v| {
-                v["event"] == "verified"
-                    && v["member"] == e["member"]
-                    && v["round"] == e["round"]
-                    && v["whole_replay"] == "mismatch"
-            });
-            if mismatched {
+            let verified: Vec<&Value> = m
+                .iter()
+                .filter(|v| {
+                    v["event"] == "verified"
+                        && v["member"] == e["member"]
+                        && v["round"] == e["round"]
+                })
+                .collect();
+            // The challenge names the part its verification found.
+            for v in &verified {
+                assert_eq!(
+                    e["dispute"],
+                    v["failed"].as_str().unwrap_or("phase"),
+                    "trainer {i}: {e} after {v}"
+                );
+            }
+            if verified.iter().any(|v| v["whole_replay"] == "mismatch") {
                 assert_eq!(e["dispute"], "encoding", "trainer {i}: {e}");
                 narrowed = true;
             }

@@ -40,6 +40,7 @@ fn verified(honest: bool, replay_secs: f64) -> TrainerEvent {
     TrainerEvent::Verified {
         account: "5Grw".into(),
         distance: if honest { 0.0 } else { 1.0 },
+        failed: (!honest).then(|| "encoding".to_string()),
         honest,
         member: 1,
         replay_secs,

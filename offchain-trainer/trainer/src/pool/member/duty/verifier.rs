@@ -16,7 +16,7 @@ use synod_diloco::verify::{
 
 use super::DutyWorker;
 use super::*;
-use crate::event::TrainerEvent;
+use crate::event::{dispute_name, TrainerEvent};
 use crate::pool::verify::replay::{needed_states, Dispute, Replay, ReplayInput, WholeReplay};
 
 impl DutyWorker {
@@ -229,6 +229,7 @@ impl DutyWorker {
             self.metrics.emit(&TrainerEvent::Verified {
                 account: who.to_string(),
                 distance: rep.distance,
+                failed: rep.failed.map(dispute_name),
                 honest: rep.honest,
                 member,
                 replay_secs: rep.secs,
