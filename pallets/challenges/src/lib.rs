@@ -36,8 +36,8 @@ pub mod weights;
 
 use frame_support::pallet_macros::import_section;
 
-/// The storage bound of one block's schedule ([`Expiries`]): the most entries a block has held
-/// under any `MaxExpiriesPerBlock` (which is at most this).
+/// The storage bound of one block's schedule ([`Expiries`]): the most entries it holds.
+/// `MaxExpiriesPerBlock`, the room new entries get, is at most this.
 pub const MAX_SCHEDULED_PER_BLOCK: u32 = 16;
 
 #[import_section(events::events_and_errors)]

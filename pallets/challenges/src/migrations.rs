@@ -458,7 +458,8 @@ pub mod v5 {
 /// v5 → v6: closing a challenge frees its slots in the schedule. [`crate::ScheduledAt`] is
 /// filled from [`crate::Expiries`] for the open challenges, and the slots that closed
 /// challenges still held in blocks to come are freed. Reads every entry of the schedule (at
-/// most `MaxExpiriesPerBlock` per block, over the blocks open challenges still need).
+/// most [`crate::MAX_SCHEDULED_PER_BLOCK`] per block, over the blocks open challenges still
+/// need).
 pub mod v6 {
 	use crate::pallet::{Config, Expiries, OpenChallenges, Pallet, ScheduledAt};
 	use alloc::vec::Vec;

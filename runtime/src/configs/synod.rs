@@ -181,8 +181,8 @@ impl pallet_challenges::Config for Runtime {
     // of execution, each with its database reads and writes; each due item is charged both, and
     // a full schedule must leave the block's operational quarter (`worst_case.rs`: 12 due items
     // ≈ 70 % of the block). A challenge whose draw or expiry finds no block with room within its
-    // timeline is refused (`ScheduleFull`). Blocks scheduled under the former 16 keep their
-    // entries (the storage bound is `pallet_challenges::MAX_SCHEDULED_PER_BLOCK`).
+    // timeline is refused (`ScheduleFull`). A block's schedule holds up to
+    // `pallet_challenges::MAX_SCHEDULED_PER_BLOCK` entries; only this many are scheduled into one.
     type MaxExpiriesPerBlock = ConstU32<12>;
     type MinJuryStake = MinJuryStake;
     type Slash = ToTreasury;

@@ -32,32 +32,35 @@ struct Pending {
 
 /// The trace states the narrowed disputes among `pending` need (one [`StateCheck`] per
 /// disputed contribution, with the segments its disputes name: fetched side by side with the
-/// others' whatever their round), and the earliest end of their votes (`None`: nothing to
-/// fetch). Whole-phase
-/// disputes, challenges outside our pool or the round's snapshot, and challenges of our own
-/// contribution (`me` knows what it sent) need none.
-fn state_checks(pending: &[Pending], me: &AccountId) -> (Vec<StateCheck>, Option<u64>) {
+/// others' whatever their round), and, when there is anything to fetch, what bounds the wait:
+/// the earliest end of a vote this juror replays for (narrowed or whole-phase: every check
+/// waits for the fetch) and how many replays follow it. Whole-phase disputes, challenges
+/// outside our pool or the round's snapshot, and challenges of our own contribution (`me`
+/// knows what it sent) need no states; only the latter two need no replay.
+fn state_checks(pending: &[Pending], me: &AccountId) -> (Vec<StateCheck>, Option<(u64, usize)>) {
     // One check per contribution, with the segments of every dispute of it: two fetches of
     // one author's states side by side would race on the same files.
     let mut by_contribution: BTreeMap<(u32, u32), StateCheck> = BTreeMap::new();
-    let mut expires = None::<u64>;
+    let (mut earliest, mut replays) = (u64::MAX, 0usize);
     for s in pending {
-        let Some(member) = s
-            .member
-            .filter(|_| s.dispute != Dispute::Phase && s.c.accused != *me)
-        else {
+        let Some(member) = s.member.filter(|_| s.c.accused != *me) else {
             continue;
         };
+        earliest = earliest.min(u64::from(s.c.expires_at));
+        replays += 1;
+        if s.dispute == Dispute::Phase {
+            continue;
+        }
         let check = by_contribution
             .entry((s.c.round, member))
             .or_insert_with(|| (s.c.round, s.c.accused, member, Vec::new()));
         check.3.extend(s.dispute.segments());
         check.3.sort_unstable();
         check.3.dedup();
-        let end = u64::from(s.c.expires_at);
-        expires = Some(expires.map_or(end, |e| e.min(end)));
     }
-    (by_contribution.into_values().collect(), expires)
+    let checks: Vec<StateCheck> = by_contribution.into_values().collect();
+    let bound = (!checks.is_empty()).then_some((earliest, replays));
+    (checks, bound)
 }
 
 /// A juror's judgement of a contribution.
@@ -167,14 +170,14 @@ impl DutyWorker {
         // Every narrowed dispute's states at once, before any check: k accused that stall
         // theirs cost this pass one wait, not k one after the other.
         let pending = self.pending(to_judge, &mut awaiting);
-        let (checks, expires) = state_checks(&pending, &self.ctx.account);
-        let states = match expires {
-            Some(expires) => {
+        let (checks, bound) = state_checks(&pending, &self.ctx.account);
+        let states = match bound {
+            Some((until, replays)) => {
                 let now = self
                     .ctx
                     .block_on(self.ctx.chain.finalized_number())
                     .unwrap_or(read_at);
-                let wait = self.state_wait(now, expires, checks.len());
+                let wait = self.state_wait(now, until, replays);
                 self.prefetch_trace_states(&checks, wait)
             }
             None => FetchedStates::new(),
@@ -449,7 +452,11 @@ mod tests {
             // A second challenger of accused 3's contribution, naming another segment.
             pending(6, 5, 3, Some(3), Dispute::Segment(4)),
         ];
-        let (checks, expires) = state_checks(&seats, &me);
+        let mut seats = seats;
+        // The whole-phase dispute's vote ends first: every replay waits for the fetch, so it
+        // bounds the wait too.
+        seats[3].c.expires_at = 95;
+        let (checks, bound) = state_checks(&seats, &me);
         let accused: Vec<(u32, u8, u32)> = checks
             .iter()
             .map(|(round, who, member, _)| (*round, who.0[0], *member))
@@ -462,13 +469,13 @@ mod tests {
             "one check of both disputes of a contribution"
         );
         assert_eq!(
-            expires,
-            Some(100),
-            "the earliest vote's end bounds the wait"
+            bound,
+            Some((95, 5)),
+            "the earliest end of the five votes replayed for, and the five replays"
         );
         // Fetched as the juror fetches them, all in one batch: the two stallers cost the pass
         // one wait, and the accused that serves is not held behind them.
-        let wait = Duration::from_millis(600);
+        let wait = Duration::from_secs(1);
         let wanted = checks
             .iter()
             .map(|(round, who, _, _)| ((who.0[0], *round), vec![[who.0[0]; 32]]))
