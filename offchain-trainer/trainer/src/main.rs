@@ -11,15 +11,8 @@
 //! * `status` — a pool's members, stakes and rounds as tables.
 //! * `dashboard` — a web page of the chain's pools, rounds, stakes, challenges and losses.
 
-mod args;
-mod bench;
-mod chain_args;
-mod event;
-mod metrics;
-mod plot;
-mod pool;
-mod prometheus;
-mod train;
+use synod_bench as bench;
+use synod_member::{args, chain_args, event, pool, train};
 
 use clap::{Parser, Subcommand};
 

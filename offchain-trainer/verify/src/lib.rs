@@ -22,10 +22,10 @@
 //! * [`vote`]: a juror's verdict on a disputed payload from its replay.
 //!
 //! Dishonest members (forged or skipped segments) for tests and benches live in the trainer
-//! (`offchain-trainer/trainer/src/bench/forger.rs`), and so do the replay tests that need its
-//! recipe and corpus (`offchain-trainer/trainer/src/pool/replay_tests.rs`). The duties built on
+//! (`offchain-trainer/bench/src/forger.rs`), and so do the replay tests that need its
+//! recipe and corpus (`offchain-trainer/bench/src/replay_tests.rs`). The duties built on
 //! this crate (sampling final rounds, opening challenges, voting as a juror) run inside
-//! `synod-trainer run` (`offchain-trainer/trainer/src/pool/member/duty/`); `synod-trainer
+//! `synod-trainer run` (`offchain-trainer/member/src/pool/member/duty/`); `synod-trainer
 //! verify` is a one-off replay.
 
 #![deny(missing_docs)]

@@ -3,7 +3,7 @@
 //! ([`Replayer::check_segments`], what verifiers run first), or the one part of the trace a
 //! challenge disputes ([`Replayer::check_dispute`], what jurors run). A juror's vote on a replay is
 //! [`super::vote`]. The dishonest members the checks are tested against are the trainer's
-//! forger (`offchain-trainer/trainer/src/bench/forger.rs`). What a replay needs of the pool's
+//! forger (`offchain-trainer/bench/src/forger.rs`). What a replay needs of the pool's
 //! recipe comes through [`ReplayRecipe`].
 
 use std::time::Instant;
@@ -19,7 +19,7 @@ pub use synod_protocol::Dispute;
 
 /// What a replay needs of a pool's recipe (the recipe every member trains with, whose hash the
 /// pool spec commits to): the trainer implements it over its loaded recipe and command-line
-/// recipe flags (`ReplayView` in `offchain-trainer/trainer/src/pool/recipe.rs`).
+/// recipe flags (`ReplayView` in `offchain-trainer/member/src/pool/recipe.rs`).
 pub trait ReplayRecipe {
     /// Whether the recipe keeps the inner AdamW moments across rounds (`--keep-inner-state`):
     /// then an inner phase cannot be replayed from θ alone.

@@ -11,7 +11,7 @@ use synod_diloco::{
     Contribution,
 };
 
-use crate::args::Aggregation;
+use synod_member::args::Aggregation;
 
 /// Arguments of `bench memory`.
 #[derive(Args, Clone, Debug)]

@@ -1,6 +1,6 @@
 //! Replays on the tiny model of contributions with Proof-of-Learning traces: the pool's
 //! replay ([`synod_verify::Replayer`]) against honest members and the dishonest ones of
-//! [`crate::bench::forger`], with the trainer's recipe (`RecipeArgs` as parsed from flags,
+//! [`crate::forger`], with the trainer's recipe (`RecipeArgs` as parsed from flags,
 //! [`Recipe::load`]) and the corpus. The replay's unit tests are in
 //! `offchain-trainer/verify/src/replay/tests.rs`.
 
@@ -17,9 +17,9 @@ use synod_verify::replay::{
     Dispute, Replay, ReplayInput, Replayer, Residuals, TraceStates, WholeReplay,
 };
 
-use crate::bench::forger::{bending, edited, forged_contribution, skipping};
-use crate::chain_args::RecipeArgs;
-use crate::pool::Recipe;
+use crate::forger::{bending, edited, forged_contribution, skipping};
+use synod_member::chain_args::RecipeArgs;
+use synod_member::pool::Recipe;
 
 const H: u32 = 8;
 
@@ -514,7 +514,7 @@ fn the_noise_probe_measures_an_honest_segment_across_thread_counts() {
     // `pool create`'s probe: the tiny recipe's honest segment drift between two libtorch
     // thread counts is finite and far inside half the segment tolerance, so it is accepted.
     let (recipe, a, _) = setup();
-    let n = crate::pool::terms::honest_noise(&recipe, &a, H, 4).unwrap();
+    let n = synod_member::pool::terms::honest_noise(&recipe, &a, H, 4).unwrap();
     eprintln!(
         "{{\"distance\":{},\"segment_distance\":{},\"threads\":[{},{}]}}",
         n.distance, n.segment_distance, n.threads.0, n.threads.1
@@ -523,5 +523,5 @@ fn the_noise_probe_measures_an_honest_segment_across_thread_counts() {
         n.segment_distance.is_finite() && n.segment_distance < SEGMENT_TOLERANCE / 2.0,
         "{n:?}"
     );
-    crate::pool::terms::check_noise(&n).unwrap();
+    synod_member::pool::terms::check_noise(&n).unwrap();
 }

@@ -3,11 +3,9 @@
 
 mod member;
 mod recipe;
-#[cfg(test)]
-mod replay_tests;
 mod status;
 mod store;
-pub(crate) mod terms;
+pub mod terms;
 
 use std::time::Duration;
 

@@ -10,8 +10,8 @@ use synod_codec::EncodeError;
 use synod_diloco::byzantine::{Adversary, Attack};
 use synod_diloco::DilocoError;
 
-use crate::args::{Aggregation, TrainArgs};
-use crate::train::{initial_params, run_rounds, Setup};
+use synod_member::args::{Aggregation, TrainArgs};
+use synod_member::train::{initial_params, run_rounds, Setup};
 
 /// Arguments of `bench byzantine`.
 #[derive(Args, Clone, Debug)]
@@ -34,7 +34,7 @@ fn final_loss(
     theta0: &ParamSet,
     adversary: Option<&Adversary>,
 ) -> Result<Option<f64>> {
-    let mut quiet = |_: &crate::train::RoundRecord| Ok(());
+    let mut quiet = |_: &synod_member::train::RoundRecord| Ok(());
     match run_rounds(a, setup, theta0.clone(), None, &mut quiet, None, adversary) {
         Ok(records) => Ok(records.last().map(|r| r.val_loss).filter(|l| l.is_finite())),
         Err(e) if diverged(&e) => Ok(None),

@@ -3,9 +3,9 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::args::TrainArgs;
-use crate::plot::{loss_vs_tokens, Curve};
-use crate::train::{initial_params, run_ddp, run_diloco, Setup};
+use synod_member::args::TrainArgs;
+use synod_member::plot::{loss_vs_tokens, Curve};
+use synod_member::train::{initial_params, run_ddp, run_diloco, Setup};
 
 /// Runs both methods from the same θ₀ on the same batches, writes `diloco_vs_ddp.png` under
 /// `a.out`, and prints per-evaluation lines plus one summary line.
@@ -13,7 +13,7 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     std::fs::create_dir_all(&a.out)?;
     let setup = Setup::new(&a.model, &a.data)?;
     let theta0 = initial_params(&setup, &a.model, a.init.as_deref())?;
-    let mut quiet = |_: &crate::train::RoundRecord| Ok(());
+    let mut quiet = |_: &synod_member::train::RoundRecord| Ok(());
     let t0 = std::time::Instant::now();
     let dl = run_diloco(a, &setup, theta0.clone(), None, &mut quiet)?;
     let diloco_secs = t0.elapsed().as_secs_f64();

@@ -21,11 +21,11 @@ use synod_diloco::verify::{
     segment_len,
 };
 
-use crate::bench::forger::{forged_contribution, skipping};
-use crate::chain_args::RecipeArgs;
-use crate::pool::verify::replay::{Dispute, Residuals, TraceStates};
-use crate::pool::verify::{ReplayInput, Replayer};
-use crate::pool::Recipe;
+use crate::forger::{forged_contribution, skipping};
+use synod_member::chain_args::RecipeArgs;
+use synod_member::pool::Recipe;
+use synod_verify::replay::{Dispute, Residuals, TraceStates};
+use synod_verify::{ReplayInput, Replayer};
 
 /// Arguments of `bench verify`.
 #[derive(Args, Clone, Debug)]

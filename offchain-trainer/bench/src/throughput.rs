@@ -8,8 +8,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::args::ModelArgs;
-use crate::train::Setup;
+use synod_member::args::ModelArgs;
+use synod_member::train::Setup;
 
 /// Arguments of `bench throughput`.
 #[derive(Args, Clone, Debug)]

@@ -7,8 +7,8 @@ use clap::Args;
 use serde_json::json;
 use synod_model::{eval_loss, load_params};
 
-use crate::args::ModelArgs;
-use crate::train::{initial_params, Setup};
+use synod_member::args::ModelArgs;
+use synod_member::train::{initial_params, Setup};
 
 /// Arguments of `bench sanity`.
 #[derive(Args, Clone, Debug)]
@@ -34,7 +34,7 @@ pub fn run(a: &SanityArgs) -> Result<()> {
     let start = std::time::Instant::now();
     let mut replica = setup.replica(&a.model, 0, a.iters, a.iters)?;
     load_params(&replica.vs, &theta0)?;
-    let pb = crate::train::progress(u64::from(a.iters), "iters", false);
+    let pb = synod_member::train::progress(u64::from(a.iters), "iters", false);
     let mut last = 0.0;
     for step in 0..a.iters {
         let b = replica.plan.train_batch(0, 1, step);

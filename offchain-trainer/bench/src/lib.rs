@@ -1,12 +1,15 @@
-//! Benchmarks. Each prints one JSON object per line: figures and ratios against a baseline
+//! The `synod-trainer bench` benchmarks and the attack fixtures ([`forger`]: dishonest
+//! Proof-of-Learning traces that the replay tests and `bench verify` play). Each benchmark prints one JSON object per line: figures and ratios against a baseline
 //! measured in the same run, never pass/fail assertions.
 
 mod allreduce;
 mod byzantine;
 mod codec;
 mod diloco;
-pub(crate) mod forger;
+pub mod forger;
 mod memory;
+#[cfg(test)]
+mod replay_tests;
 mod sanity;
 mod throughput;
 mod verify;
@@ -19,7 +22,7 @@ use clap::Subcommand;
 pub enum BenchCmd {
     /// DiLoCo (int8, or `--codec sparse`) against the data-parallel baseline at equal tokens
     /// and compute.
-    Diloco(crate::args::TrainArgs),
+    Diloco(synod_member::args::TrainArgs),
     /// One worker, nanoGPT's CPU baby-GPT recipe: validation loss after 2000 iterations.
     Sanity(sanity::SanityArgs),
     /// Tokens/s of our inner step against the same model in plain PyTorch.

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 use synod_codec::{decode, encode, rel_l2_error, DecodeLimits, EncodeOptions, TensorRef};
 
-use crate::args::WireCodec;
+use synod_member::args::WireCodec;
 
 /// Arguments of `bench codec`.
 #[derive(Args, Clone, Debug)]

@@ -1,0 +1,24 @@
+//! The pool member and local training: everything `synod-trainer` runs except argument
+//! parsing (the `synod-trainer` binary) and the benchmarks (`synod-bench`).
+//!
+//! Data flows chain → member → peers → chain:
+//! * [`pool`]: the chain-backed subcommands (`stake`, `pool create|show|allow`, `run`,
+//!   `verify`, `claim`, `status`); `run` is the pool member (`pool/member/`: join, the round
+//!   loop, exchange, commit, settle, and the duty worker that verifies, challenges, votes and
+//!   reports equivocations beside training), the recipe and the pool's terms.
+//! * [`train`]: local DiLoCo (`train`, optionally over libp2p with `--pool-dir`), the
+//!   data-parallel baseline and the shared setup (`init`).
+//! * [`event`]: the typed [`event::TrainerEvent`]s a trainer prints and writes to
+//!   `metrics.jsonl`; [`metrics`] writes them; [`prometheus`] exports them.
+//! * [`args`], [`chain_args`]: the subcommands' options (clap), which the binary parses.
+//!
+//! The round protocol both halves implement: `docs/architecture.md`.
+
+pub mod args;
+pub mod chain_args;
+pub mod event;
+pub mod metrics;
+pub mod plot;
+pub mod pool;
+pub mod prometheus;
+pub mod train;
