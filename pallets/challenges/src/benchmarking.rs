@@ -68,6 +68,19 @@ fn seed_draw<T: Config>(draw_at: BlockNumberFor<T>) {
 	}
 }
 
+/// What a challenger opening a challenge in the worst case holds: round 1 of a pool of `m`
+/// members final (every one a contributor), its last member accused, a funded challenger and
+/// the accused's signed announcement. Returns (pool, challenger, accused, evidence).
+fn opened_setup<T: Config>(
+	m: u32,
+) -> Result<(PoolId, T::AccountId, T::AccountId, Evidence), BenchmarkError> {
+	let (pool, members) = T::BenchmarkHelper::final_round(m);
+	let accused = members.last().cloned().ok_or(BenchmarkError::Weightless)?;
+	let who = funded::<T>("challenger", 0);
+	let evidence = evidence::<T>(pool, 1, &accused)?;
+	Ok((pool, who, accused, evidence))
+}
+
 /// A final round of a full pool (every member a contributor and, by default, a juror, each
 /// bonding [`juror_stake`] more), and challenge 0 against its first member opened and its
 /// committee drawn (as many distinct jurors as the pool has members: the worst case of paying
@@ -179,10 +192,7 @@ mod benchmarks {
 	// call's weight adds its read.
 	#[benchmark]
 	fn open_challenge(m: Linear<2, { T::MaxPoolMembers::get() }>) -> Result<(), BenchmarkError> {
-		let (pool, members) = T::BenchmarkHelper::final_round(m);
-		let accused = members.last().cloned().ok_or(BenchmarkError::Weightless)?;
-		let who = funded::<T>("challenger", 0);
-		let evidence = evidence::<T>(pool, 1, &accused)?;
+		let (pool, who, accused, evidence) = opened_setup::<T>(m)?;
 		#[extrinsic_call]
 		_(RawOrigin::Signed(who), pool, 1, accused, evidence);
 		assert!(OpenChallenges::<T>::get(0).is_some());
@@ -195,10 +205,7 @@ mod benchmarks {
 	fn open_narrowed_challenge(
 		m: Linear<2, { T::MaxPoolMembers::get() }>,
 	) -> Result<(), BenchmarkError> {
-		let (pool, members) = T::BenchmarkHelper::final_round(m);
-		let accused = members.last().cloned().ok_or(BenchmarkError::Weightless)?;
-		let who = funded::<T>("challenger", 0);
-		let evidence = evidence::<T>(pool, 1, &accused)?;
+		let (pool, who, accused, evidence) = opened_setup::<T>(m)?;
 		let dispute = Dispute::Segment(synod_primitives::protocol::limits::MAX_TRACE_SEGMENTS - 1);
 		#[extrinsic_call]
 		_(RawOrigin::Signed(who), pool, 1, accused, evidence, dispute);
