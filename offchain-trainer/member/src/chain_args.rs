@@ -251,6 +251,11 @@ pub struct RunArgs {
     pub min_transfer_rate: u64,
     #[command(flatten)]
     pub link: LinkArgs,
+    /// Most upload rate this member's serving may take, in Mbit/s, all transfers together
+    /// (`synod_p2p::NetConfig::max_upload`; evidence, the trace states and residuals that
+    /// verifiers and jurors fetch, goes first); unset: as fast as the link goes.
+    #[arg(long, value_parser = positive)]
+    pub max_upload_mbit: Option<f64>,
     /// Hide the inner-step progress bar (drawn on stderr only when it is a terminal).
     #[arg(long)]
     pub quiet: bool,

@@ -28,9 +28,10 @@ pub use exchange::{all_gather, finish, ExchangeConfig, ExchangeOutcome, Gathered
 pub use identity::{MemberKey, PublicKey, SignatureError};
 pub use members::{Member, MemberSet};
 pub use network::{
-    spawn, Announced, Client, Equivocation, NetConfig, Security, Snapshot, EQUIVOCATION_ROUNDS,
-    MAX_SERVED_CHECKPOINTS, MAX_SERVED_FILES, MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS,
-    PINNED_CHECKPOINTS, RESERVED_PER_MEMBER,
+    spawn, Announced, Client, Equivocation, NetConfig, Security, Snapshot, CONTENDED_PER_MEMBER,
+    EQUIVOCATION_ROUNDS, EVIDENCE_HOLD, EVIDENCE_PER_MEMBER, MAX_SERVED_CHECKPOINTS,
+    MAX_SERVED_FILES, MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS, PINNED_CHECKPOINTS,
+    RESERVED_PER_MEMBER,
 };
 pub use protocol::Limits;
 
@@ -45,9 +46,13 @@ pub enum NetError {
     /// The node's event loop has stopped.
     #[error("network node stopped")]
     Stopped,
-    /// A request failed (timeout, connection closed, refused, malformed answer).
+    /// A request failed (timeout, connection closed, malformed answer).
     #[error("request failed: {0}")]
     Request(String),
+    /// The peer refused the request: not for us or this protocol, or over its per-member bound
+    /// on transfers (evidence goes first); asking again once a transfer ends may succeed.
+    #[error("refused by the peer")]
+    Refused,
     /// The peer does not hold the object.
     #[error("not found at the peer")]
     NotFound,

@@ -36,8 +36,9 @@ pub const CHECKPOINT_PROTOCOL: StreamProtocol = StreamProtocol::new("/synod/chec
 pub const MAX_REQUEST_FRAME: u32 = 1024;
 /// Largest header frame, bytes.
 const MAX_HEADER_FRAME: u32 = 64;
-/// Most bytes asked of one read, or written in one write, of a body.
-const STEP: usize = 1 << 20;
+/// Most bytes asked of one read, or written in one write, of a body: each must go through
+/// within [`Limits::stall`].
+pub const STEP: usize = 1 << 20;
 
 /// A request for a whole payload or checkpoint.
 #[derive(Clone, Debug, PartialEq, Eq, Encode, Decode)]
@@ -99,6 +100,14 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// Slowest rate, bytes per second, at which a transfer is never cut: at least `min_rate`
+    /// (the line), and one [`STEP`] within `stall` (each write or read of a body must go
+    /// through within it).
+    pub fn slowest_kept_rate(&self) -> f64 {
+        let step = STEP as f64 / self.stall.as_secs_f64().max(1e-9);
+        step.max(self.min_rate as f64)
+    }
+
     /// Longest the first `total` bytes of a body may take: `stall + total / min_rate`
     /// (saturating; nanosecond precision).
     pub fn body_time(&self, total: u64) -> Duration {
@@ -210,7 +219,7 @@ pub struct Expect {
 ///
 /// # Errors
 /// [`NetError::NotFound`]; [`NetError::TooLarge`] for a size over `expect.max`;
-/// [`NetError::DigestMismatch`]; [`NetError::Request`] for a refusal, a size other than the
+/// [`NetError::DigestMismatch`]; [`NetError::Refused`]; [`NetError::Request`] for a size other than the
 /// announced one, a truncated body, a malformed header, a stall or a transport error.
 pub async fn request<T: AsyncRead + AsyncWrite + Unpin>(
     io: &mut T,
@@ -247,7 +256,7 @@ pub async fn request_signalled<T: AsyncRead + AsyncWrite + Unpin>(
     let total = match header {
         FetchHeader::Data { total } => total,
         FetchHeader::NotFound => return Err(NetError::NotFound),
-        FetchHeader::Refused => return Err(NetError::Request("refused".into())),
+        FetchHeader::Refused => return Err(NetError::Refused),
     };
     if total > expect.max || usize::try_from(total).is_err() {
         return Err(NetError::TooLarge(total));

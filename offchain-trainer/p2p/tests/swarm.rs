@@ -962,6 +962,117 @@ async fn silent_streams_of_colluding_members_cannot_take_an_honest_requesters_se
     }
 }
 
+/// Colluding members download an accused's checkpoint again and again, on every stream they
+/// may hold, so that its upload link is shared out so finely that a juror's fetch of its
+/// residual is cut below the slowest kept rate, every time it asks: the honest accused would
+/// look as if it withheld its evidence. (The colluders cut nothing themselves: they accept any
+/// rate.) Their best strategy against the rule: all 8 streams downloading before the juror
+/// asks, then, once evidence is served, as many transfers as they may hold (2 downloads and 2
+/// evidence fetches each). Evidence goes first: once the downloads running at the juror's
+/// first ask are cut, its next ask shares the link with at most 4 transfers per colluder. The
+/// accused's link is 6 MB/s (`NetConfig::max_upload`), the pool's limits 6 s and 200 kB/s
+/// (each 1 MiB step within 6 s: ≥ 175 kB/s): 6 colluders × 8 streams leave each transfer
+/// ≈ 122 kB/s (cut), 6 × 4 ≈ 240 kB/s (kept).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn colluders_downloading_an_accuseds_checkpoint_cannot_starve_its_evidence() {
+    use synod_p2p::{Limits, MAX_SERVED_PER_PEER};
+    const COLLUDERS: usize = 6;
+    let pool_limits = Limits {
+        stall: Duration::from_secs(6),
+        min_rate: 200_000,
+    };
+    let ids = ids(2 + COLLUDERS as u8);
+    let set = member_set(&ids);
+    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
+    cfg.heartbeat = Duration::from_millis(500);
+    cfg.limits = pool_limits;
+    cfg.max_upload = Some(6_000_000);
+    let accused = spawn(cfg).unwrap();
+    let addr = accused.listen_addrs().await.into_iter().next().unwrap();
+    let accused_peer = ids[0].0.public().to_peer_id();
+    let checkpoint = accused
+        .serve_checkpoint(Arc::new(vec![7u8; 4 << 20]))
+        .await
+        .unwrap();
+    let residual = vec![9u8; 2 << 20];
+    let residual_hash = *blake3::hash(&residual).as_bytes();
+    let path =
+        std::env::temp_dir().join(format!("synod-swarm-residual-{}.state", std::process::id()));
+    std::fs::write(&path, &residual).unwrap();
+    accused.serve_file(residual_hash, path.clone());
+    let juror_asks = tokio::time::Instant::now() + Duration::from_secs(4);
+    let mut attack = Vec::new();
+    let mut colluders = Vec::new();
+    for (i, (key, member_key)) in ids.iter().enumerate().skip(2) {
+        let mut cfg = NetConfig::new(key.clone(), member_key.clone(), i as u32, set.clone());
+        cfg.heartbeat = Duration::from_millis(500);
+        cfg.bootnodes.push(addr.clone());
+        cfg.limits = Limits {
+            stall: Duration::from_secs(60),
+            min_rate: 1,
+        };
+        let c = spawn(cfg).unwrap();
+        // Every stream it may hold downloads the checkpoint, over and over; once the juror
+        // has asked, two more loops fetch the residual too, as far as they are let.
+        for stream in 0..MAX_SERVED_PER_PEER + 2 {
+            let (c, evidence) = (c.clone(), stream >= MAX_SERVED_PER_PEER);
+            attack.push(tokio::spawn(async move {
+                let hash = if evidence {
+                    tokio::time::sleep_until(juror_asks + Duration::from_secs(1)).await;
+                    residual_hash
+                } else {
+                    checkpoint
+                };
+                loop {
+                    if c.fetch_checkpoint(accused_peer, hash, 8 << 20)
+                        .await
+                        .is_err()
+                    {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }));
+        }
+        colluders.push(c);
+    }
+    tokio::time::sleep_until(juror_asks).await;
+    let mut cfg = NetConfig::new(ids[1].0.clone(), ids[1].1.clone(), 1, set.clone());
+    cfg.heartbeat = Duration::from_millis(500);
+    cfg.bootnodes.push(addr.clone());
+    cfg.limits = pool_limits;
+    let juror = spawn(cfg).unwrap();
+    // The juror asks again after each failure (as it does at every pass of its duties), for
+    // a minute: about five times what the residual takes among the contended transfers.
+    let t = std::time::Instant::now();
+    let (mut tries, mut got) = (0, None);
+    while got.is_none() && t.elapsed() < Duration::from_secs(60) {
+        tries += 1;
+        match juror
+            .fetch_checkpoint(accused_peer, residual_hash, 8 << 20)
+            .await
+        {
+            Ok(bytes) => got = Some(bytes),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    eprintln!(
+        "{{\"residual_served\":{},\"tries\":{tries},\"secs\":{:.1}}}",
+        got.is_some(),
+        t.elapsed().as_secs_f64()
+    );
+    for task in &attack {
+        task.abort();
+    }
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        got.as_ref().is_some_and(|b| *b == residual),
+        "the juror never got the accused's residual in {tries} tries while colluders downloaded"
+    );
+    for c in colluders.iter().chain([&accused, &juror]) {
+        c.shutdown().await;
+    }
+}
+
 /// Stalling sources in a row: an author and the colluding members first in its relay order
 /// take the victim's payload requests and never answer them. Asked one source at a time, the
 /// victim would wait out its stall time (here a minute, longer than the round's deadline) on

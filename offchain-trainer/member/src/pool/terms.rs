@@ -16,6 +16,7 @@ use synod_diloco::verify::{replay_distance, segment_len, REPLAY_TOLERANCE, SEGME
 use synod_model::load_params;
 use synod_model::segment::state_distance;
 use synod_model::tch;
+use synod_p2p::Limits;
 
 use crate::chain_args::RecipeArgs;
 use crate::pool::Recipe;
@@ -460,6 +461,19 @@ pub fn check_noise(n: &Noise) -> Result<(), TermsError> {
         });
     }
     Ok(())
+}
+
+/// Upload rate, bytes per second, at which a member of a pool of `members` answers every
+/// evidence request (a juror's residual, a verifier's trace state) asked again after the
+/// transfers running at the first ask end, whatever the other members download from it: while
+/// it serves evidence, each other member holds at most [`synod_p2p::EVIDENCE_PER_MEMBER`]
+/// evidence and [`synod_p2p::CONTENDED_PER_MEMBER`] new bulk transfers, and each must keep
+/// [`Limits::slowest_kept_rate`] (the serving rule, `synod_p2p`'s `network/serve.rs`). Counted
+/// per transfer, the worst case (TCP shares a link per connection, a single-transfer juror's
+/// favour).
+pub fn evidence_capacity(members: u32, limits: &Limits) -> f64 {
+    let per_member = (synod_p2p::EVIDENCE_PER_MEMBER + synod_p2p::CONTENDED_PER_MEMBER) as f64;
+    per_member * f64::from(members.saturating_sub(1)) * limits.slowest_kept_rate()
 }
 
 /// The hint of a refusal at `pool create`.

@@ -12,6 +12,7 @@ mod client;
 mod event_loop;
 mod gossip;
 mod serve;
+mod uplink;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -35,8 +36,9 @@ use serve::{serve_incoming, Served};
 pub use client::Client;
 pub use gossip::EQUIVOCATION_ROUNDS;
 pub use serve::{
-    MAX_SERVED_CHECKPOINTS, MAX_SERVED_FILES, MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS,
-    PINNED_CHECKPOINTS, RESERVED_PER_MEMBER,
+    CONTENDED_PER_MEMBER, EVIDENCE_HOLD, EVIDENCE_PER_MEMBER, MAX_SERVED_CHECKPOINTS,
+    MAX_SERVED_FILES, MAX_SERVED_PER_PEER, MAX_SERVED_STREAMS, PINNED_CHECKPOINTS,
+    RESERVED_PER_MEMBER,
 };
 
 /// Settings of one trainer's network node.
@@ -66,6 +68,11 @@ pub struct NetConfig {
     /// peer id per line), read at start and appended to, so that a restarted node does not
     /// ask them again; `None`: kept in memory only.
     pub distrust_file: Option<PathBuf>,
+    /// Most bytes per second this node sends when serving, all transfers together (they share
+    /// it piece by piece, first come first served: per transfer, where TCP shares a link per
+    /// connection, so a peer with many transfers takes more of it than over TCP alone);
+    /// `None`: as fast as the link goes.
+    pub max_upload: Option<u64>,
 }
 
 /// Encryption of TCP connections (QUIC always uses TLS 1.3). A dialer proposes its preferred
@@ -102,6 +109,7 @@ impl NetConfig {
             limits: Limits::default(),
             security: Security::default(),
             distrust_file: None,
+            max_upload: None,
         }
     }
 }
@@ -310,6 +318,9 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     let peer_id = *swarm.local_peer_id();
     let members = Arc::new(cfg.members.clone());
     let served = Arc::new(Mutex::new(Served::new(cfg.me, members.clone())));
+    let uplink = cfg
+        .max_upload
+        .map(|rate| Arc::new(uplink::Uplink::new(rate)));
     let mut control = swarm.behaviour().stream.new_control();
     // Dropped when the event loop ends: the serving tasks stop with it.
     let (stop, stopped) = tokio::sync::watch::channel(());
@@ -323,6 +334,7 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
             tx.downgrade(),
             stopped.clone(),
             cfg.limits,
+            uplink.clone(),
             checkpoint,
         ));
     }

@@ -2,9 +2,23 @@
 //! that answer `/synod/pseudograd/2` and `/synod/checkpoint/2` streams, with admission: only
 //! registered members take a serving slot: a few reserved to each member, the rest shared
 //! within a bound in all and per member.
+//!
+//! Evidence goes first. A transfer of a served file (a Proof-of-Learning trace state or a
+//! sparse payload's residual: what verifiers and jurors fetch to judge us) is *evidence*;
+//! every other transfer (checkpoints, payloads, relays) is *bulk*. A member holds at most
+//! [`EVIDENCE_PER_MEMBER`] evidence transfers at once; while the node serves evidence, and
+//! for [`EVIDENCE_HOLD`] after the last evidence transfer ends (longer than a verifier's or a
+//! juror's wait before it asks again), a member starts a bulk transfer only while it holds
+//! fewer than [`CONTENDED_PER_MEMBER`]. Members downloading our checkpoint or payload again and
+//! again therefore cannot share our link out so finely that a juror's residual is cut below
+//! [`Limits::slowest_kept_rate`]: once the bulk transfers running when evidence was first asked
+//! for end (or are cut), at most `(EVIDENCE_PER_MEMBER + CONTENDED_PER_MEMBER) × (members − 1)`
+//! transfers share it, so a node whose upload is at least that many times the slowest kept
+//! rate answers every evidence request it receives again, whatever the other members do.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::StreamExt;
 use libp2p::PeerId;
@@ -12,6 +26,7 @@ use tokio::sync::mpsc;
 
 use super::client::Command;
 use super::lock;
+use super::uplink::{Throttled, Uplink};
 use crate::message::PayloadRef;
 use crate::protocol::{self, Answer, FetchRequest, Limits};
 use crate::MemberSet;
@@ -50,6 +65,30 @@ pub const RESERVED_PER_MEMBER: usize = 4;
 pub const MAX_SERVED_STREAMS: usize = 64;
 /// Most transfers a node serves one member at once, reserved and shared slots together.
 pub const MAX_SERVED_PER_PEER: usize = 8;
+/// Most evidence transfers (served files: trace states, residuals) a node serves one member at
+/// once. A verifier or juror asks one author for one state after the other; the second allows
+/// for a transfer the requester gave up on that the node has not yet seen end.
+pub const EVIDENCE_PER_MEMBER: usize = 2;
+/// Most bulk transfers (checkpoints, payloads, relays) a member holds when it starts another
+/// while the node serves evidence, or did less than [`EVIDENCE_HOLD`] ago (see the module's
+/// docs); otherwise [`MAX_SERVED_PER_PEER`] bounds them.
+pub const CONTENDED_PER_MEMBER: usize = 2;
+/// How long bulk transfers stay bounded by [`CONTENDED_PER_MEMBER`] after the last evidence
+/// transfer ended: 5 minutes, longer than a verifier (a few blocks) or a juror (one pass of
+/// its duties) waits before asking again, so colluders cannot refill the link in between. In
+/// a pool that verifies every round this is about always: its members hold two downloads
+/// from each other at a time, never a verdict's worth less.
+pub const EVIDENCE_HOLD: Duration = Duration::from_secs(300);
+
+/// What a served transfer carries: evidence goes first ([`EVIDENCE_PER_MEMBER`],
+/// [`CONTENDED_PER_MEMBER`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) enum Transfer {
+    /// A served file: a Proof-of-Learning trace state or a residual.
+    Evidence,
+    /// A checkpoint, our payload, or a relayed payload.
+    Bulk,
+}
 
 /// What a node serves, shared by the event loop (heartbeats announce the payloads) and the
 /// serving tasks (which answer requests without going through the loop).
@@ -88,6 +127,14 @@ pub(super) struct Served {
     /// Transfers in shared slots: the sum over peers of their transfers past
     /// [`RESERVED_PER_MEMBER`]; at most [`MAX_SERVED_STREAMS`].
     pub(super) shared: usize,
+    /// Evidence and bulk transfers being served, per peer (no entry: none).
+    pub(super) transfers: HashMap<(PeerId, Transfer), usize>,
+    /// Evidence transfers being served, all peers.
+    pub(super) evidence: usize,
+    /// When the last evidence transfer ended: bulk stays contended for `hold` after it.
+    pub(super) evidence_ended: Option<tokio::time::Instant>,
+    /// How long bulk stays contended after the last evidence transfer ([`EVIDENCE_HOLD`]).
+    pub(super) hold: Duration,
 }
 
 impl Served {
@@ -108,6 +155,10 @@ impl Served {
             streams: HashMap::new(),
             streaming: 0,
             shared: 0,
+            transfers: HashMap::new(),
+            evidence: 0,
+            evidence_ended: None,
+            hold: EVIDENCE_HOLD,
         }
     }
 
@@ -171,6 +222,50 @@ impl Served {
             self.streaming -= 1;
             if *n == 0 {
                 self.streams.remove(&peer);
+            }
+        }
+    }
+
+    /// Whether bulk transfers are contended at `now`: evidence is being served, or was less
+    /// than `hold` ago.
+    fn contended(&self, now: tokio::time::Instant) -> bool {
+        self.evidence > 0 || self.evidence_ended.is_some_and(|t| now < t + self.hold)
+    }
+
+    /// Starts a `kind` transfer to `peer` (which holds a slot) if it is under that kind's bound
+    /// at `now` ([`EVIDENCE_PER_MEMBER`]; [`CONTENDED_PER_MEMBER`] while contended); `false`:
+    /// the request is refused (the requester asks again or elsewhere).
+    pub(super) fn start(
+        &mut self,
+        peer: PeerId,
+        kind: Transfer,
+        now: tokio::time::Instant,
+    ) -> bool {
+        let held = self.transfers.get(&(peer, kind)).copied().unwrap_or(0);
+        let refused = match kind {
+            Transfer::Evidence => held >= EVIDENCE_PER_MEMBER,
+            Transfer::Bulk => held >= CONTENDED_PER_MEMBER && self.contended(now),
+        };
+        if refused {
+            return false;
+        }
+        self.transfers.insert((peer, kind), held + 1);
+        if kind == Transfer::Evidence {
+            self.evidence += 1;
+        }
+        true
+    }
+
+    /// Ends a transfer [`Served::start`] started, at `now`.
+    fn end(&mut self, peer: PeerId, kind: Transfer, now: tokio::time::Instant) {
+        if let Some(n) = self.transfers.get_mut(&(peer, kind)) {
+            *n -= 1;
+            if *n == 0 {
+                self.transfers.remove(&(peer, kind));
+            }
+            if kind == Transfer::Evidence {
+                self.evidence -= 1;
+                self.evidence_ended = Some(now);
             }
         }
     }
@@ -250,27 +345,54 @@ impl Served {
     }
 }
 
-/// A serving slot, given back when dropped (also if the serving task panics or is aborted).
+/// A serving slot and the transfer it carries, given back when dropped (also if the serving
+/// task panics or is aborted).
 struct Slot {
     served: Arc<Mutex<Served>>,
     peer: PeerId,
+    transfer: Option<Transfer>,
+}
+
+impl Slot {
+    /// The answer to `req` on the pseudo-gradient (`checkpoint == false`) or the checkpoint
+    /// protocol, with its transfer started ([`Served::start`]); `Refused` over the bound.
+    fn answer(&mut self, req: &FetchRequest, checkpoint: bool) -> Answer {
+        let mut s = lock(&self.served);
+        let answer = s.answer(&self.peer, req, checkpoint);
+        let kind = match answer {
+            Answer::File(_) => Transfer::Evidence,
+            Answer::Data(_) => Transfer::Bulk,
+            Answer::NotFound | Answer::Refused => return answer,
+        };
+        if !s.start(self.peer, kind, tokio::time::Instant::now()) {
+            tracing::debug!(peer = %self.peer, ?kind, "transfer refused: evidence goes first");
+            return Answer::Refused;
+        }
+        self.transfer = Some(kind);
+        answer
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        lock(&self.served).release(self.peer);
+        let mut s = lock(&self.served);
+        if let Some(kind) = self.transfer {
+            s.end(self.peer, kind, tokio::time::Instant::now());
+        }
+        s.release(self.peer);
     }
 }
 
 /// Answers the streams opened to us on one protocol, each in a task of its own, until the event
-/// loop stops. A stream from a non-member or over the slots is dropped unanswered; a malformed
-/// request bans the peer.
+/// loop stops, sending at the pace of `uplink` if there is one. A stream from a non-member or
+/// over the slots is dropped unanswered; a malformed request bans the peer.
 pub(super) async fn serve_incoming(
     mut incoming: libp2p_stream::IncomingStreams,
     served: Arc<Mutex<Served>>,
     tx: mpsc::WeakSender<Command>,
     mut stopped: tokio::sync::watch::Receiver<()>,
     limits: Limits,
+    uplink: Option<Arc<Uplink>>,
     checkpoint: bool,
 ) {
     loop {
@@ -292,11 +414,13 @@ pub(super) async fn serve_incoming(
                     .by_peer(&peer)
                     .is_some_and(|m| s.stall_to.contains(&m.index))
         };
-        let slot = Slot {
+        let mut slot = Slot {
             served: served.clone(),
             peer,
+            transfer: None,
         };
         let tx = tx.clone();
+        let uplink = uplink.clone();
         let mut until_stopped = stopped.clone();
         tokio::spawn(async move {
             if stall {
@@ -308,10 +432,13 @@ pub(super) async fn serve_incoming(
                 drop((stream, slot));
                 return;
             }
-            let r = protocol::respond(&mut stream, limits, |req| {
-                lock(&slot.served).answer(&peer, req, checkpoint)
-            })
-            .await;
+            let answer = |req: &FetchRequest| slot.answer(req, checkpoint);
+            let r = match &uplink {
+                Some(u) => {
+                    protocol::respond(&mut Throttled::new(&mut stream, u), limits, answer).await
+                }
+                None => protocol::respond(&mut stream, limits, answer).await,
+            };
             drop(slot);
             match r {
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
@@ -426,6 +553,48 @@ mod tests {
     }
 
     #[test]
+    fn members_downloading_again_and_again_are_held_to_a_few_transfers_while_evidence_is_served() {
+        let mut s = served(3);
+        s.hold = Duration::from_secs(10);
+        let t0 = tokio::time::Instant::now();
+        let later = |secs| t0 + Duration::from_secs(secs);
+        // No evidence served: bulk transfers are bounded by the slots only.
+        for _ in 0..MAX_SERVED_PER_PEER {
+            assert!(s.start(peer(1), Transfer::Bulk, t0));
+        }
+        // A juror's evidence transfer starts: member 1's running downloads go on, but it
+        // starts no more, and member 3 starts at most CONTENDED_PER_MEMBER.
+        assert!(s.start(peer(2), Transfer::Evidence, t0));
+        assert!(!s.start(peer(1), Transfer::Bulk, t0));
+        for _ in 0..CONTENDED_PER_MEMBER {
+            assert!(s.start(peer(3), Transfer::Bulk, t0));
+        }
+        assert!(!s.start(peer(3), Transfer::Bulk, t0));
+        // Evidence too is bounded per member, colluders' included.
+        for p in [2, 1] {
+            while s.start(peer(p), Transfer::Evidence, t0) {}
+            assert_eq!(
+                s.transfers[&(peer(p), Transfer::Evidence)],
+                EVIDENCE_PER_MEMBER
+            );
+        }
+        // The evidence ends; bulk stays contended for `hold` after the last of it.
+        for p in [1, 1, 2, 2] {
+            s.end(peer(p), Transfer::Evidence, later(1));
+        }
+        assert_eq!(s.evidence, 0);
+        assert!(!s.start(peer(3), Transfer::Bulk, later(10)));
+        assert!(s.start(peer(3), Transfer::Bulk, later(11)));
+        // Everything given back.
+        for (p, n) in [(1, MAX_SERVED_PER_PEER), (3, CONTENDED_PER_MEMBER + 1)] {
+            for _ in 0..n {
+                s.end(peer(p), Transfer::Bulk, later(12));
+            }
+        }
+        assert!(s.transfers.is_empty());
+    }
+
+    #[test]
     fn serving_slots_are_bounded_per_member_and_in_all_and_given_back() {
         let per_shared = MAX_SERVED_PER_PEER - RESERVED_PER_MEMBER;
         let fillers = MAX_SERVED_STREAMS / per_shared;
@@ -456,6 +625,7 @@ mod tests {
         drop(Slot {
             served: shared.clone(),
             peer: peer(1),
+            transfer: None,
         });
         let mut s = lock(&shared);
         assert_eq!(s.shared, MAX_SERVED_STREAMS - 1);

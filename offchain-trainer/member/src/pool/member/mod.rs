@@ -175,6 +175,21 @@ pub fn run(a: &RunArgs) -> Result<()> {
         .collect::<Result<_>>()?;
     // Relays caught serving garbage stay distrusted across restarts of this base path.
     cfg.distrust_file = Some(a.base_path.join("distrusted-relays"));
+    cfg.max_upload = a.max_upload_mbit.map(|m| (m * 1e6 / 8.0) as u64);
+    let upload = a
+        .max_upload_mbit
+        .map_or(a.link.bytes_per_sec(), |m| m * 1e6 / 8.0)
+        .min(a.link.bytes_per_sec());
+    let needed = terms::evidence_capacity(info.spec.max_trainers, &cfg.limits);
+    if upload < needed {
+        tracing::warn!(
+            upload_mbit = upload * 8e-6,
+            needed_mbit = needed * 8e-6,
+            "this member's upload may not answer every juror while other members download \
+             from it (raise --bandwidth-mbit, --max-upload-mbit or --transfer-stall, or lower \
+             --min-transfer-rate): its evidence could then look withheld"
+        );
+    }
     let client = rt.block_on(async { spawn(cfg) })?;
     rt.block_on(async {
         client.set_passive(true).await?;

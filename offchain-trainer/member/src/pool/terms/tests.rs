@@ -132,3 +132,23 @@ fn noise_past_half_the_tolerance_is_refused() {
     ));
     assert!(check_noise(&segments(f64::NAN)).is_err());
 }
+
+#[test]
+fn the_evidence_capacity_covers_every_transfer_the_others_may_hold_during_a_dispute() {
+    let limits = |stall, min_rate| Limits {
+        stall: std::time::Duration::from_secs(stall),
+        min_rate,
+    };
+    // 8 members, 6 s stall, 200 kB/s: 7 others × (2 evidence + 2 bulk transfers) × 200 kB/s
+    // = 5.6 MB/s (the swarm test `colluders_downloading_an_accuseds_checkpoint_cannot_starve_its_evidence`
+    // gives its accused 6 MB/s).
+    assert_eq!(evidence_capacity(8, &limits(6, 200_000)), 5_600_000.0);
+    assert_eq!(evidence_capacity(1, &limits(10, 250_000)), 0.0);
+    // A short stall raises the floor: each 1 MiB step must go through within it.
+    assert!(evidence_capacity(8, &limits(1, 200_000)) > 28.0 * 1_000_000.0);
+    // The default link (`--bandwidth-mbit 100`) covers pools of 13 members at the defaults
+    // (10 s, 250 kB/s), not 14.
+    let link = 100e6 / 8.0;
+    assert!(evidence_capacity(13, &Limits::default()) <= link);
+    assert!(evidence_capacity(14, &Limits::default()) > link);
+}

@@ -9,6 +9,30 @@ use synod_diloco::residual::{commitments_of, NO_RESIDUAL};
 
 use super::DutyWorker;
 use super::*;
+
+/// The Proof-of-Learning trace state or residual `hash` from `peer` (at most `max` bytes),
+/// asked again every 250 ms while the peer refuses it: a node serves each member at most
+/// [`synod_p2p::EVIDENCE_PER_MEMBER`] evidence transfers at once, and one of ours from it (for
+/// another round's dispute, or one we gave up on) may not have ended yet. The caller bounds
+/// the time.
+///
+/// # Errors
+/// As [`synod_p2p::Client::fetch_checkpoint`], but never [`synod_p2p::NetError::Refused`].
+async fn fetch_evidence(
+    client: &synod_p2p::Client,
+    peer: synod_p2p::PeerId,
+    hash: [u8; 32],
+    max: u64,
+) -> Result<Vec<u8>, synod_p2p::NetError> {
+    loop {
+        match client.fetch_checkpoint(peer, hash, max).await {
+            Err(synod_p2p::NetError::Refused) => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            r => return r,
+        }
+    }
+}
 use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::prefetch::{prefetch_states, wanted_states};
 use crate::pool::verify::replay::Residuals;
@@ -111,7 +135,7 @@ impl DutyWorker {
         let within = STATE_FETCH + Duration::from_secs(max / 10_000_000);
         // The timer is made inside the runtime (tokio's timers need its context).
         let fetched = self.ctx.rt.block_on(async {
-            tokio::time::timeout(within, self.ctx.client.fetch_checkpoint(peer, hash, max)).await
+            tokio::time::timeout(within, fetch_evidence(&self.ctx.client, peer, hash, max)).await
         });
         match fetched {
             Ok(Ok(bytes)) => Some(bytes),
@@ -214,8 +238,7 @@ impl DutyWorker {
                     .fetched_dir(round)
                     .join(format!("{}.state", synod_checkpoint::hex(&h)));
                 async move {
-                    let bytes = client
-                        .fetch_checkpoint(peer, h, max)
+                    let bytes = fetch_evidence(&client, peer, h, max)
                         .await
                         .map_err(|e| tracing::info!(round, %peer, "trace state: {e}"))
                         .ok()?;
