@@ -60,41 +60,59 @@ pub fn wanted_states<K>(
     wanted
 }
 
-/// Fetches `wanted` (per author: the blake3 hashes of the trace states wanted from it, in
-/// order) with `fetch`: each author's states one after the other, at most `per_state` each,
-/// the authors side by side, and nothing after `within` from now. An author stops being asked
-/// at its first state not served (`None`) or not served in time: its check will replay the
-/// whole phase anyway. Returns what `fetch` gave for each state received (the bytes, or where
-/// it put them), by hash. Must run inside a tokio runtime.
-pub async fn prefetch_states<K, T, F, Fut>(
-    wanted: Vec<(K, Vec<[u8; 32]>)>,
+/// What to fetch: per check, the blake3 hashes of the trace states it needs, in order.
+pub type Wanted<K> = Vec<(K, Vec<[u8; 32]>)>;
+
+/// Fetches `wanted` (per check: the blake3 hashes of the trace states wanted for it, in order;
+/// `author` names who serves a check's states) with `fetch`: each check's states one after the
+/// other, at most `per_state` each; an author's checks (of several rounds) one after the other
+/// too, so that an author is asked for one state at a time (a node serves a member at most
+/// `synod_p2p::EVIDENCE_PER_MEMBER` evidence transfers at once); the authors side by side, and
+/// nothing after `within` from now. A check stops at its first state not served (`None`) or
+/// not served in time: it will replay the whole phase anyway. Returns what `fetch` gave for
+/// each state received (the bytes, or where it put them), by hash. Must run inside a tokio
+/// runtime.
+pub async fn prefetch_states<K, A, T, F, Fut>(
+    wanted: Wanted<K>,
+    author: impl Fn(&K) -> A,
     per_state: Duration,
     within: Duration,
     fetch: F,
 ) -> HashMap<[u8; 32], T>
 where
     K: Copy + Send + 'static,
+    A: PartialEq,
     T: Send + 'static,
     F: Fn(K, [u8; 32]) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Option<T>> + Send + 'static,
 {
     let deadline = Instant::now() + within;
     let fetch = Arc::new(fetch);
+    let mut by_author: Vec<(A, Wanted<K>)> = Vec::new();
+    for (check, hashes) in wanted {
+        let a = author(&check);
+        match by_author.iter_mut().find(|(b, _)| *b == a) {
+            Some((_, checks)) => checks.push((check, hashes)),
+            None => by_author.push((a, vec![(check, hashes)])),
+        }
+    }
     let mut tasks = JoinSet::new();
-    for (from, hashes) in wanted {
+    for (_, checks) in by_author {
         let fetch = fetch.clone();
         tasks.spawn(async move {
-            let mut got = Vec::with_capacity(hashes.len());
-            for h in hashes {
-                let left = deadline
-                    .saturating_duration_since(Instant::now())
-                    .min(per_state);
-                if left.is_zero() {
-                    break;
-                }
-                match tokio::time::timeout(left, fetch(from, h)).await {
-                    Ok(Some(bytes)) => got.push((h, bytes)),
-                    _ => break,
+            let mut got = Vec::new();
+            for (from, hashes) in checks {
+                for h in hashes {
+                    let left = deadline
+                        .saturating_duration_since(Instant::now())
+                        .min(per_state);
+                    if left.is_zero() {
+                        break;
+                    }
+                    match tokio::time::timeout(left, fetch(from, h)).await {
+                        Ok(Some(bytes)) => got.push((h, bytes)),
+                        _ => break,
+                    }
                 }
             }
             got
@@ -175,6 +193,7 @@ mod tests {
         let t0 = std::time::Instant::now();
         let got = rt().block_on(prefetch_states(
             wanted,
+            |a| *a,
             within,
             within,
             |author, h| async move {
@@ -197,6 +216,7 @@ mod tests {
         let log = asked.clone();
         let got = rt().block_on(prefetch_states(
             vec![(0u8, vec![[1; 32], [2; 32], [3; 32]])],
+            |a| *a,
             Duration::from_secs(5),
             Duration::from_secs(5),
             move |_, h| {
@@ -216,6 +236,7 @@ mod tests {
         let t0 = std::time::Instant::now();
         let got = rt().block_on(prefetch_states(
             vec![(0u8, vec![[1; 32], [2; 32]])],
+            |a| *a,
             per_state,
             Duration::from_secs(10),
             |_, h| async move {
@@ -227,5 +248,56 @@ mod tests {
         ));
         assert!(got.is_empty());
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    }
+
+    #[test]
+    fn an_author_is_asked_for_one_state_at_a_time_whatever_its_checks() {
+        // Author 0 has checks in three rounds, author 1 in one: author 0's states come one
+        // after the other (a node refuses a member a third evidence transfer at once), while
+        // the two authors are fetched side by side.
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let in_flight: Arc<[AtomicUsize; 2]> = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let most: Arc<[AtomicUsize; 3]> = Arc::new([
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+            AtomicUsize::new(0),
+        ]);
+        let wanted: Wanted<(u8, u32)> = vec![
+            ((0, 1), vec![[1; 32], [2; 32]]),
+            ((0, 2), vec![[3; 32]]),
+            ((1, 2), vec![[4; 32], [5; 32]]),
+            ((0, 3), vec![[6; 32]]),
+        ];
+        let (flying, peak) = (in_flight.clone(), most.clone());
+        let got = rt().block_on(prefetch_states(
+            wanted,
+            |(author, _)| *author,
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+            move |(author, _), h| {
+                let (flying, peak) = (flying.clone(), peak.clone());
+                async move {
+                    let a = usize::from(author);
+                    let now = flying[a].fetch_add(1, Ordering::SeqCst) + 1;
+                    peak[a].fetch_max(now, Ordering::SeqCst);
+                    let all = flying[0].load(Ordering::SeqCst) + flying[1].load(Ordering::SeqCst);
+                    peak[2].fetch_max(all, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    flying[a].fetch_sub(1, Ordering::SeqCst);
+                    Some(h[0])
+                }
+            },
+        ));
+        assert_eq!(got.len(), 6, "every state of every check");
+        assert_eq!(
+            most[0].load(Ordering::SeqCst),
+            1,
+            "author 0: one state at a time"
+        );
+        assert_eq!(
+            most[2].load(Ordering::SeqCst),
+            2,
+            "the two authors side by side"
+        );
     }
 }

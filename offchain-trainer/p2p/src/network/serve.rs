@@ -74,10 +74,10 @@ pub const EVIDENCE_PER_MEMBER: usize = 2;
 /// docs); otherwise [`MAX_SERVED_PER_PEER`] bounds them.
 pub const CONTENDED_PER_MEMBER: usize = 2;
 /// How long bulk transfers stay bounded by [`CONTENDED_PER_MEMBER`] after the last evidence
-/// transfer ended: 5 minutes, longer than a verifier (a few blocks) or a juror (one pass of
-/// its duties) waits before asking again, so colluders cannot refill the link in between. In
-/// a pool that verifies every round this is about always: its members hold two downloads
-/// from each other at a time, never a verdict's worth less.
+/// transfer ended: 5 minutes, longer than a verifier waits before asking again (a few blocks)
+/// and than a juror's pass of its duties unless whole replays make it longer, so colluders
+/// cannot refill the link in between. In a pool that verifies every round this is about
+/// always: its members hold two downloads from each other at a time.
 pub const EVIDENCE_HOLD: Duration = Duration::from_secs(300);
 
 /// What a served transfer carries: evidence goes first ([`EVIDENCE_PER_MEMBER`],

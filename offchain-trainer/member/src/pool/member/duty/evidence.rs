@@ -230,6 +230,7 @@ impl DutyWorker {
                 .min(cap);
         self.ctx.rt.block_on(prefetch_states(
             wanted,
+            |(peer, _round)| *peer,
             per_state,
             within,
             move |(peer, round), h| {

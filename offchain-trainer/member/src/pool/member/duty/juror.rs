@@ -488,6 +488,7 @@ mod tests {
             .unwrap();
         let got = rt.block_on(prefetch_states(
             wanted,
+            |(accused, _round)| *accused,
             wait,
             wait,
             |(accused, _round), h| async move {
