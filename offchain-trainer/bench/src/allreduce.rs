@@ -30,15 +30,18 @@ pub struct AllreduceArgs {
     pub repeat: u32,
 }
 
-/// Bytes per second of one loopback TCP stream moving `bytes` (the old single-stream ideal).
+/// Bytes per second of one loopback TCP stream moving exactly `bytes` (the old single-stream
+/// ideal).
 async fn single_stream(bytes: usize) -> Result<f64> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let reader = tokio::spawn(async move {
         let (mut s, _) = listener.accept().await?;
+        // Read to the end: a reader that closed with bytes unread would reset the writer's
+        // connection before its shutdown went through.
         let mut buf = vec![0u8; 1 << 20];
         let mut n = 0;
-        while n < bytes {
+        loop {
             let r = s.read(&mut buf).await?;
             if r == 0 {
                 break;
@@ -53,8 +56,9 @@ async fn single_stream(bytes: usize) -> Result<f64> {
     let t0 = Instant::now();
     let mut sent = 0;
     while sent < bytes {
-        w.write_all(&chunk).await?;
-        sent += chunk.len();
+        let step = chunk.len().min(bytes - sent);
+        w.write_all(&chunk[..step]).await?;
+        sent += step;
     }
     w.shutdown().await?;
     let got = reader.await??;
