@@ -175,11 +175,9 @@ pub fn run(a: &RunArgs) -> Result<()> {
         .collect::<Result<_>>()?;
     // Relays caught serving garbage stay distrusted across restarts of this base path.
     cfg.distrust_file = Some(a.base_path.join("distrusted-relays"));
-    cfg.max_upload = a.max_upload_mbit.map(|m| (m * 1e6 / 8.0) as u64);
-    let upload = a
-        .max_upload_mbit
-        .map_or(a.link.bytes_per_sec(), |m| m * 1e6 / 8.0)
-        .min(a.link.bytes_per_sec());
+    let cap = a.max_upload_mbit.map(|m| m * 1e6 / 8.0);
+    cfg.max_upload = cap.map(|bytes_per_sec| bytes_per_sec as u64);
+    let upload = cap.map_or(a.link.bytes_per_sec(), |c| c.min(a.link.bytes_per_sec()));
     let needed = terms::evidence_capacity(info.spec.max_trainers, &cfg.limits);
     if upload < needed {
         tracing::warn!(
