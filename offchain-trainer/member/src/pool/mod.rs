@@ -193,7 +193,7 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
                     "min_round_timeout": costs.min_timeout(margin),
                     "honest_noise": noise.map(|n| serde_json::json!({
                         "distance": n.distance, "segment_distance": n.segment_distance,
-                        "threads": [n.threads.0, n.threads.1], "round": n.round,
+                        "runs": [n.runs.0.to_string(), n.runs.1.to_string()], "round": n.round,
                     })),
                 },
             })

@@ -1,8 +1,10 @@
 //! A pool's terms against what its recipe costs ([`synod_diloco::budget`]): `pool create`
 //! measures the recipe here and derives, or refuses, a challenge window and a round timeout
 //! its members cannot meet, and a recipe whose honest replays drift past half the replay
-//! tolerance; `run` measures again on the member's machine and refuses to join a pool whose
-//! window or timeout it cannot keep with its own `--verify-rate` and `--verify-segments`.
+//! tolerance from the reference device; `run` measures again on the member's machine and
+//! refuses to join a pool whose window or timeout it cannot keep with its own `--verify-rate`
+//! and `--verify-segments`, or on a device that drifts from the reference past half the
+//! tolerance ([`device_check`]).
 
 use std::time::Instant;
 
@@ -51,28 +53,57 @@ pub fn step_secs(recipe: &Recipe, args: &RecipeArgs, inner_steps: u32) -> Result
     Ok(best / f64::from(n))
 }
 
-/// How far two honest runs of the same inner phase are apart when only libtorch's thread
-/// count differs: the floating-point reassociation a verifier on another machine sees.
-/// Measured from θ₀ on round ⌈warm-up / H⌉ + 1, the first whose inner steps all run at the
-/// schedule's peak learning rate, where the drift grows fastest.
+/// The device class replays are judged on: the CPU in fp32. Every member's device stays
+/// within half the replay and segment tolerances of it on the pool's recipe (`pool create`
+/// probes the creator's device against it, `run` probes a member's device before it joins:
+/// [`device_check`]), so any two members' honest runs are within the whole tolerances of each
+/// other (the distances are relative to nearly equal norms, so they add up like a metric's),
+/// and a verifier or juror on any admitted device never convicts an honest member on another.
+pub const REFERENCE_DEVICE: tch::Device = tch::Device::Cpu;
+
+/// One side of a [`Noise`] probe: where and how a run of the inner phase ran.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Run {
+    /// libtorch device.
+    pub device: tch::Device,
+    /// libtorch's intra-op thread count.
+    pub threads: i32,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.device {
+            tch::Device::Cpu => write!(f, "the CPU with {} threads", self.threads),
+            tch::Device::Cuda(i) => write!(f, "cuda:{i}"),
+            d => write!(f, "{d:?}"),
+        }
+    }
+}
+
+/// How far two honest runs of the same inner phase are apart when only where they run
+/// differs: this process's device against [`REFERENCE_DEVICE`] at another thread count (on a
+/// CPU-only machine, two thread counts), the floating-point reassociation and kernel
+/// differences a verifier on another machine sees. Measured from θ₀ on round
+/// ⌈warm-up / H⌉ + 1, the first whose inner steps all run at the schedule's peak learning
+/// rate, where the drift grows fastest.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Noise {
     /// [`replay_distance`] of the two payloads: relative L2 distance of the decoded
     /// pseudo-gradients (dimensionless).
     pub distance: f64,
-    /// [`state_distance`] of the trace's first segment replayed at the two thread counts from
-    /// the same start state (dimensionless): what a juror of a narrowed dispute on another
-    /// machine sees of an honest segment.
+    /// [`state_distance`] of the trace's first segment replayed in the two runs from the same
+    /// start state (dimensionless): what a juror of a narrowed dispute on another machine sees
+    /// of an honest segment.
     pub segment_distance: f64,
-    /// The two thread counts.
-    pub threads: (i32, i32),
+    /// The two runs: this process's device, then the reference.
+    pub runs: (Run, Run),
     /// The round the phase was run for.
     pub round: u32,
 }
 
 /// [`Noise`] of `recipe`'s inner phase of `inner_steps` in a pool of `rounds`: this process's
-/// thread count against half of it (2 on a single thread). Two whole inner phases and two
-/// replays of the trace's first segment.
+/// device and thread count against [`REFERENCE_DEVICE`] with half the threads (2 on a single
+/// thread). Two whole inner phases and two replays of the trace's first segment.
 ///
 /// # Errors
 /// libtorch, codec or checkpoint errors.
@@ -92,41 +123,49 @@ pub fn honest_noise(
     let state = args.outer.restore(&recipe.theta0_bytes, round - 1)?;
     let opts = args.outer.encode_options();
     let here = tch::get_num_threads().max(1);
-    let other = if here > 1 { here / 2 } else { 2 };
-    let run = |threads: i32| -> Result<std::sync::Arc<Vec<u8>>> {
-        tch::set_num_threads(threads);
-        let mut replica =
-            recipe
-                .setup
-                .replica(&args.model, 0, h, h.saturating_mul(rounds.max(1)))?;
+    let runs = (
+        Run {
+            device: recipe.setup.device,
+            threads: here,
+        },
+        Run {
+            device: REFERENCE_DEVICE,
+            threads: if here > 1 { here / 2 } else { 2 },
+        },
+    );
+    let total = h.saturating_mul(rounds.max(1));
+    let replica = |run: Run| -> Result<synod_model::TchInnerTrainer> {
+        tch::set_num_threads(run.threads);
+        recipe
+            .setup
+            .replica_on(run.device, &args.model, 0, h, total)
+    };
+    let phase = |run: Run| -> Result<std::sync::Arc<Vec<u8>>> {
+        let mut replica = replica(run)?;
         let (c, _) = state.contribute(&mut replica, 0, &opts, &mut args.outer.feedback())?;
         Ok(c.payload)
     };
-    let a = run(here);
+    let a = phase(runs.0);
     let b = if a.is_ok() {
-        run(other)
+        phase(runs.1)
     } else {
         Ok(Default::default())
     };
-    // The trace's first segment, replayed from the phase's start state at each thread count.
+    // The trace's first segment, replayed from the phase's start state in each run.
     let bounds = args.segment_boundaries(h);
     let (from, to) = (
         bounds.first().copied().unwrap_or(0),
         bounds.get(1).copied().unwrap_or(h),
     );
-    let segment = |threads: i32| -> Result<(ParamSet, ParamSet)> {
-        tch::set_num_threads(threads);
-        let mut replica =
-            recipe
-                .setup
-                .replica(&args.model, 0, h, h.saturating_mul(rounds.max(1)))?;
+    let segment = |run: Run| -> Result<(ParamSet, ParamSet)> {
+        let mut replica = replica(run)?;
         load_params(&replica.vs, &state.params)?;
         replica.reset_optimizer();
         let start = replica.phase_state()?;
         let end = replica.replay_segment(&start, round, from, to)?;
         Ok((start, end))
     };
-    let segments = a.is_ok().then(|| (segment(here), segment(other)));
+    let segments = a.is_ok().then(|| (segment(runs.0), segment(runs.1)));
     tch::set_num_threads(here);
     let distance = replay_distance(&state.params, 0, &a?, &b?)?;
     let segment_distance = match segments {
@@ -139,9 +178,33 @@ pub fn honest_noise(
     Ok(Noise {
         distance,
         segment_distance,
-        threads: (here, other),
+        runs,
         round,
     })
+}
+
+/// Refuses to let a member that has not joined yet train on a device other than
+/// [`REFERENCE_DEVICE`] whose honest runs of the pool's recipe drift from the reference past
+/// half a tolerance (`probe` measures it: [`honest_noise`]); a member on the reference
+/// device, or one already joined (refusing it would leave its stake unserved), is not probed.
+/// Returns the measured noise, if probed.
+///
+/// # Errors
+/// [`TermsError::DeviceDrift`]; the probe's own errors.
+pub fn device_check(
+    device: tch::Device,
+    joined: bool,
+    probe: impl FnOnce() -> Result<Noise>,
+) -> Result<Option<Noise>> {
+    if joined || device == REFERENCE_DEVICE {
+        return Ok(None);
+    }
+    let n = probe()?;
+    check_noise(&n).map_err(|e| TermsError::DeviceDrift {
+        device: n.runs.0.to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(Some(n))
 }
 
 /// Bytes of one honest trace state of `recipe`'s model: θ and the two AdamW moments, 4 bytes
@@ -401,17 +464,17 @@ pub enum TermsError {
     /// Honest replays of the recipe differ by more than half the replay tolerance.
     #[error(
         "two honest runs of this recipe's inner phase (round {round}) differ by {distance:.3e} \
-         between {} and {} libtorch threads, over half the replay tolerance ({tolerance}): \
-         verifiers on other machines would convict honest members; use fewer inner steps, a \
-         lower learning rate or a smaller model",
-        threads.0,
-        threads.1
+         between {} and {}, over half the replay tolerance ({tolerance}): verifiers on other \
+         machines would convict honest members; use fewer inner steps, a lower learning rate \
+         or a smaller model",
+        runs.0,
+        runs.1
     )]
     NoisyRecipe {
         /// The measured distance.
         distance: f64,
-        /// The thread counts.
-        threads: (i32, i32),
+        /// The two runs compared.
+        runs: (Run, Run),
         /// The round probed.
         round: u32,
         /// The replay tolerance.
@@ -420,20 +483,33 @@ pub enum TermsError {
     /// Honest replays of one trace segment differ by more than half the segment tolerance.
     #[error(
         "two honest replays of this recipe's first trace segment differ by {distance:.3e} \
-         between {} and {} libtorch threads, over half the segment tolerance ({tolerance}): \
-         verifiers' segment checks would replay honest members whole, and on other devices \
-         jurors of narrowed disputes could drift further; use more trace segments \
-         (--trace-segments), a lower learning rate or a smaller model",
-        threads.0,
-        threads.1
+         between {} and {}, over half the segment tolerance ({tolerance}): verifiers' segment \
+         checks would replay honest members whole, and jurors of narrowed disputes on other \
+         devices could convict them; use more trace segments (--trace-segments), a lower \
+         learning rate or a smaller model",
+        runs.0,
+        runs.1
     )]
     NoisySegments {
         /// The measured segment distance.
         distance: f64,
-        /// The thread counts.
-        threads: (i32, i32),
+        /// The two runs compared.
+        runs: (Run, Run),
         /// The segment tolerance.
         tolerance: f64,
+    },
+    /// A member's device drifts from [`REFERENCE_DEVICE`] past half a tolerance on the pool's
+    /// recipe ([`device_check`]).
+    #[error(
+        "this member's device ({device}) drifts from the reference device (the CPU) on this \
+         pool's recipe: {reason}; verifiers and jurors on the reference device would convict \
+         its honest work: run it with --device cpu"
+    )]
+    DeviceDrift {
+        /// The member's device.
+        device: String,
+        /// What the probe found ([`TermsError::NoisyRecipe`] or [`TermsError::NoisySegments`]).
+        reason: String,
     },
 }
 
@@ -448,7 +524,7 @@ pub fn check_noise(n: &Noise) -> Result<(), TermsError> {
     if n.distance.is_nan() || n.distance > REPLAY_TOLERANCE / 2.0 {
         return Err(TermsError::NoisyRecipe {
             distance: n.distance,
-            threads: n.threads,
+            runs: n.runs,
             round: n.round,
             tolerance: REPLAY_TOLERANCE,
         });
@@ -456,7 +532,7 @@ pub fn check_noise(n: &Noise) -> Result<(), TermsError> {
     if n.segment_distance.is_nan() || n.segment_distance > SEGMENT_TOLERANCE / 2.0 {
         return Err(TermsError::NoisySegments {
             distance: n.segment_distance,
-            threads: n.threads,
+            runs: n.runs,
             tolerance: SEGMENT_TOLERANCE,
         });
     }

@@ -158,9 +158,22 @@ impl Setup {
         })
     }
 
-    /// A replica for `worker` (fresh weights from the pool seed).
+    /// A replica for `worker` (fresh weights from the pool seed) on this setup's device.
     pub fn replica(
         &self,
+        m: &ModelArgs,
+        worker: u32,
+        inner_steps: u32,
+        total_steps: u32,
+    ) -> Result<TchInnerTrainer> {
+        self.replica_on(self.device, m, worker, inner_steps, total_steps)
+    }
+
+    /// A replica for `worker` (fresh weights from the pool seed) on `device`, whatever this
+    /// setup's: the device-drift probe runs one on the reference device beside it.
+    pub fn replica_on(
+        &self,
+        device: Device,
         m: &ModelArgs,
         worker: u32,
         inner_steps: u32,
@@ -171,7 +184,7 @@ impl Setup {
             m.inner(inner_steps, total_steps),
             self.plan.clone(),
             worker,
-            self.device,
+            device,
             m.seed as i64,
         )?)
     }

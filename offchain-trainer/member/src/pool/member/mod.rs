@@ -270,7 +270,9 @@ pub fn run(a: &RunArgs) -> Result<()> {
 
 /// Refuses to join a pool whose challenge window or round timeout this machine cannot keep
 /// with its own `--verify-rate` and `--verify-segments` ([`terms::Costs::check`], measured
-/// here without the creator's margin), before anything is bonded or submitted. A member
+/// here without the creator's margin), or on a device whose honest runs drift from the
+/// reference device's past half a tolerance ([`terms::device_check`]), before anything is
+/// bonded or submitted. A member
 /// that already joined resumes whatever the measurement says (it is logged): refusing it
 /// now would leave its stake in the pool unserved. Returns the measured costs (the verifier
 /// budgets its waits with them).
@@ -306,6 +308,21 @@ fn keep_terms(
     let joined = rt
         .block_on(chain.member(a.pool, &account_of(signer)))?
         .is_some();
+    // Two inner phases and two segments: after the cheap checks, before anything is bonded.
+    if checked.is_ok() {
+        let probed = terms::device_check(recipe.setup.device, joined, || {
+            terms::honest_noise(recipe, &a.recipe, spec.inner_steps, spec.rounds)
+        })?;
+        if let Some(n) = probed {
+            tracing::info!(
+                distance = n.distance,
+                segment_distance = n.segment_distance,
+                "{} keeps within half the tolerances of {}",
+                n.runs.0,
+                n.runs.1
+            );
+        }
+    }
     match checked {
         Ok(()) => Ok(costs),
         Err(e) if joined => {

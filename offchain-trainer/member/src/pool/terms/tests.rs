@@ -109,7 +109,7 @@ fn noise_past_half_the_tolerance_is_refused() {
     let n = |distance| Noise {
         distance,
         segment_distance: 8.2e-5,
-        threads: (2, 1),
+        runs: (cpu(2), cpu(1)),
         round: 3,
     };
     check_noise(&n(1e-4)).unwrap();
@@ -131,6 +131,54 @@ fn noise_past_half_the_tolerance_is_refused() {
         Err(TermsError::NoisySegments { .. })
     ));
     assert!(check_noise(&segments(f64::NAN)).is_err());
+}
+
+/// A run on the CPU with `threads` threads.
+fn cpu(threads: i32) -> Run {
+    Run {
+        device: tch::Device::Cpu,
+        threads,
+    }
+}
+
+#[test]
+fn a_member_on_a_device_that_drifts_from_the_reference_refuses_to_join() {
+    let gpu = tch::Device::Cuda(0);
+    let noise = |distance, segment_distance| Noise {
+        distance,
+        segment_distance,
+        runs: (
+            Run {
+                device: gpu,
+                threads: 1,
+            },
+            cpu(2),
+        ),
+        round: 3,
+    };
+    // A GPU whose honest phase lands 6·10⁻³ from the CPU's (past half of 10⁻²): a CPU
+    // verifier of its contributions would sit at the tolerance's edge, so it does not join.
+    let err = device_check(gpu, false, || Ok(noise(6e-3, 1e-5))).unwrap_err();
+    let err = err.downcast::<TermsError>().unwrap();
+    assert!(
+        matches!(&err, TermsError::DeviceDrift { device, reason }
+            if device == "cuda:0" && reason.contains("replay tolerance")),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--device cpu"), "{err}");
+    // Its first segment drifting past half the segment tolerance: refused too.
+    let seg = device_check(gpu, false, || Ok(noise(1e-4, 6e-3))).unwrap_err();
+    assert!(seg.to_string().contains("segment tolerance"), "{seg}");
+    // Within half of both: it joins, and the figures are kept.
+    let ok = device_check(gpu, false, || Ok(noise(1.7e-3, 1e-5))).unwrap();
+    assert_eq!(ok.map(|n| n.distance), Some(1.7e-3));
+    // The reference device, and a member that already joined, are not probed at all.
+    let unprobed = || -> anyhow::Result<Noise> { panic!("probed") };
+    assert_eq!(
+        device_check(REFERENCE_DEVICE, false, unprobed).unwrap(),
+        None
+    );
+    assert_eq!(device_check(gpu, true, unprobed).unwrap(), None);
 }
 
 #[test]
