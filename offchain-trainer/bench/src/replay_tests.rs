@@ -511,14 +511,17 @@ fn a_segment_failing_by_little_is_judged_by_a_whole_replay() {
 
 #[test]
 fn the_noise_probe_measures_an_honest_segment_across_thread_counts() {
-    // `pool create`'s probe: the tiny recipe's honest segment drift between two libtorch
-    // thread counts is finite and far inside half the segment tolerance, so it is accepted.
+    // `pool create`'s probe on a CPU-only machine: the tiny recipe's honest segment drift
+    // between this device and the reference device (the CPU) at two libtorch thread counts is
+    // finite and far inside half the segment tolerance, so it is accepted.
     let (recipe, a, _) = setup();
     let n = synod_member::pool::terms::honest_noise(&recipe, &a, H, 4).unwrap();
     eprintln!(
-        "{{\"distance\":{},\"segment_distance\":{},\"threads\":[{},{}]}}",
-        n.distance, n.segment_distance, n.threads.0, n.threads.1
+        "{{\"distance\":{},\"segment_distance\":{},\"runs\":[\"{}\",\"{}\"]}}",
+        n.distance, n.segment_distance, n.runs.0, n.runs.1
     );
+    assert_eq!(n.runs.1.device, synod_member::pool::terms::REFERENCE_DEVICE);
+    assert_ne!(n.runs.0.threads, n.runs.1.threads, "{n:?}");
     assert!(
         n.segment_distance.is_finite() && n.segment_distance < SEGMENT_TOLERANCE / 2.0,
         "{n:?}"

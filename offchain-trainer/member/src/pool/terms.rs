@@ -73,6 +73,7 @@ pub struct Run {
 impl std::fmt::Display for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.device {
+            tch::Device::Cpu if self.threads == 1 => write!(f, "the CPU with 1 thread"),
             tch::Device::Cpu => write!(f, "the CPU with {} threads", self.threads),
             tch::Device::Cuda(i) => write!(f, "cuda:{i}"),
             d => write!(f, "{d:?}"),
