@@ -33,6 +33,9 @@ const VERIFYING_WINDOW: u32 = 15;
 /// `pool create` and every member accept for these tiny pools (3 blocks of lag, then a few
 /// seconds of checks at the step time the machine measures, loaded or not).
 const SHORT_WINDOW: u32 = 5;
+/// A flag's value that leaves the flag out of `pool create`: the creator's default (for
+/// `--challenge-window`, the window `pool create` derives from the recipe's measured cost).
+const DERIVED: &str = "derived";
 /// End-to-end tests running at once (with as many test threads): a test's processes wait for
 /// blocks most of the time (a serial run of these tests used a quarter of two cores), so two
 /// share the machine without their trainers missing a window.
@@ -166,6 +169,9 @@ impl Net {
             args.extend(["--max-trainers".to_string(), min]);
         }
         for (k, v) in flags {
+            if *v == DERIVED {
+                continue;
+            }
             args.push(k.to_string());
             if !v.is_empty() {
                 args.push(v.to_string());
@@ -180,7 +186,7 @@ impl Net {
     /// [`VERIFYING_WINDOW`]; trainer i runs with `roles[i]`.
     /// Returns when all four have exited successfully.
     fn train_four_verified(&self, rounds: u32, inner_steps: u32, roles: [&[&str]; 4]) {
-        self.train_four(rounds, inner_steps, VERIFYING_WINDOW, &[], roles, &[]);
+        self.train_four(rounds, inner_steps, Some(VERIFYING_WINDOW), &[], roles, &[]);
     }
 
     /// [`Net::train_four_verified`] with a [`SHORT_WINDOW`] (the trainers exit ≈ 2 windows
@@ -194,16 +200,24 @@ impl Net {
         roles: [&[&str]; 4],
         may_fail: &[usize],
     ) {
-        self.train_four(rounds, inner_steps, SHORT_WINDOW, &[], roles, may_fail);
+        self.train_four(
+            rounds,
+            inner_steps,
+            Some(SHORT_WINDOW),
+            &[],
+            roles,
+            may_fail,
+        );
     }
 
-    /// [`Net::train_four_tolerating`] with a challenge window of `window` blocks and the recipe
-    /// flags `recipe` (flags without a value) in the pool and every trainer.
+    /// [`Net::train_four_tolerating`] with a challenge window of `window` blocks (`None`: the
+    /// one `pool create` derives) and the recipe flags `recipe` (flags without a value) in the
+    /// pool and every trainer.
     fn train_four(
         &self,
         rounds: u32,
         inner_steps: u32,
-        window: u32,
+        window: Option<u32>,
         recipe: &[&str],
         roles: [&[&str]; 4],
         may_fail: &[usize],
@@ -211,7 +225,7 @@ impl Net {
         let (rounds, inner_steps, window) = (
             rounds.to_string(),
             inner_steps.to_string(),
-            window.to_string(),
+            window.map_or(DERIVED.to_string(), |w| w.to_string()),
         );
         let mut flags = vec![
             ("--min-trainers", "4"),
@@ -502,11 +516,16 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
         || net.has_closed(2, 1),
     );
     drop(t2);
-    // Trainer 0's Prometheus metrics follow the rounds it saw close.
+    // Trainer 0's Prometheus metrics follow the rounds it recorded (a round is recorded once it
+    // closed and the next round's inner phase, run meanwhile, is done).
     net.wait(
-        "round 1 to close at trainer 0",
+        "round 1 to be recorded at trainer 0",
         Duration::from_secs(400),
-        || net.has_closed(0, 1),
+        || {
+            net.metrics(0)
+                .iter()
+                .any(|e| e["event"] == "round" && e["round"] == 1)
+        },
     );
     let early = net.scrape(0);
     for kind in [
@@ -619,12 +638,13 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
         contributors(&finals[0]).len() == 3,
         "round 1 has all three contributors"
     );
-    // Rounds the killed trainer computed before the kill (at most round 2, by a race).
+    // Rounds the killed trainer exchanged before the kill (at most round 2, by a race): a
+    // member commits a round only after its exchange is over.
     let m2 = net.metrics(2);
     let restart = m2.iter().rposition(|e| e["event"] == "joined").unwrap();
     let before_kill: BTreeSet<u64> = m2[..restart]
         .iter()
-        .filter(|e| e["event"] == "round")
+        .filter(|e| e["event"] == "exchange")
         .filter_map(|e| e["round"].as_u64())
         .collect();
     for f in &finals[1..k] {
@@ -838,7 +858,7 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
     net.train_four(
         R,
         H,
-        VERIFYING_WINDOW,
+        Some(VERIFYING_WINDOW),
         OVERLAP,
         [&[], &[], &[], &["--fault", "scale-x100", "--no-jury"]],
         &[],
@@ -975,6 +995,65 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
     }
 
     assert_cheater_convicted(&net, &show, &[0, 1, 2], 3, &[]);
+}
+
+/// A member whose payload carries no work (`--fault zeros`: it announces a zero pseudo-gradient
+/// beside its trace) in a pool
+/// whose inner phases are long (H = 200) and whose challenge window is the one `pool create`
+/// derives from the recipe's measured cost (no `--challenge-window`): the other members verify
+/// it on their duty workers while their next inner phases run, challenge it within the window
+/// before the pool's last round, and it is convicted; no round is voided and no honest member
+/// loses stake.
+#[test]
+fn zero_announcing_member_at_large_h_is_challenged_within_the_derived_window_while_training_continues(
+) {
+    let _turn = Turn::take();
+    const R: u32 = 4;
+    const H: u32 = 200;
+    let net = Net::start();
+    net.train_four(
+        R,
+        H,
+        None,
+        &[],
+        [&[], &[], &[], &["--fault", "zeros", "--no-jury"]],
+        &[],
+    );
+    let show = completed_with_every_round_final(&net, R);
+    eprintln!(
+        "derived challenge window: {} blocks",
+        show["challenge_window"]
+    );
+    // Verification ran beside training: an honest member opened a challenge before it recorded
+    // the pool's last round (one metrics file, appended in time order by both threads).
+    let beside = (0..3).any(|i| {
+        let m = net.metrics(i);
+        let opened = m
+            .iter()
+            .position(|e| e["event"] == "challenge" && e["outcome"] == "opened");
+        let last = m
+            .iter()
+            .position(|e| e["event"] == "round" && e["round"].as_u64() == Some(u64::from(R)));
+        matches!((opened, last), (Some(c), Some(l)) if c < l)
+    });
+    assert!(
+        beside,
+        "no challenge before the last round: {:?}",
+        (0..3).map(|i| net.metrics(i)).collect::<Vec<_>>()
+    );
+    assert_cheater_convicted(&net, &show, &[0, 1, 2], 3, &[]);
+}
+
+/// `pool show` of a pool that completed with all its `rounds` rounds final (none voided).
+fn completed_with_every_round_final(net: &Net, rounds: u32) -> Value {
+    let show = net.show();
+    assert_eq!(show["status"], "Completed");
+    assert_eq!(
+        final_rounds(&show).len() as u32,
+        rounds,
+        "a round was voided: {show}"
+    );
+    show
 }
 
 /// Trainer `i`'s active stake in planck, as `pool show` printed it.
@@ -1120,7 +1199,7 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
     net.train_four(
         R,
         30,
-        VERIFYING_WINDOW,
+        Some(VERIFYING_WINDOW),
         SPARSE,
         [
             &[],
@@ -1130,13 +1209,7 @@ fn free_rider_is_slashed_and_withholder_cannot_void_a_round() {
         ],
         &[],
     );
-    let show = net.show();
-    assert_eq!(show["status"], "Completed");
-    assert_eq!(
-        final_rounds(&show).len() as u32,
-        R,
-        "a round was voided: {show}"
-    );
+    let show = completed_with_every_round_final(&net, R);
     // The withholder's payload reached everyone through relays: it is in every included set.
     assert_in_every_included_set(&show, member_of(&net, 3), "withheld payload missing");
     assert_cheater_convicted(&net, &show, &[0, 1], 2, &[3]);

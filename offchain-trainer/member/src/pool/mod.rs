@@ -288,6 +288,7 @@ async fn pool_state(chain_args: &ChainArgs, pool_id: u32) -> Result<serde_json::
     Ok(serde_json::json!({
         "pool_id": pool_id, "status": format!("{:?}", pool.status), "current_round": pool.current_round,
         "rounds": pool.spec.rounds, "inner_steps": pool.spec.inner_steps,
+        "challenge_window": pool.spec.challenge_window, "round_timeout": pool.spec.round_timeout,
         "reward_per_round": pool.spec.reward_per_round.to_string(),
         "members": members.iter().zip(&active).map(|(m, active)| serde_json::json!({
             "index": m.record.index, "account": m.account.to_string(), "stake": m.record.stake.to_string(),

@@ -41,7 +41,9 @@ pub struct RoundRecord {
     pub checkpoint_hash: Option<String>,
     /// Members aggregated this round (DiLoCo only).
     pub included: Vec<u32>,
-    /// Seconds of compute in the block (inner phases, or DDP steps).
+    /// Seconds of compute in the block (inner phases, or DDP steps). Pools: the inner-phase
+    /// seconds that ran within `wall_secs` (the next round's phase, computed while this round
+    /// settled, and this round's own when it was computed or redone within it).
     pub compute_secs: f64,
     /// Seconds of encode + decode + aggregate + outer step + checkpoint (DiLoCo only).
     pub outer_secs: f64,
@@ -122,7 +124,7 @@ impl RoundRecord {
 
     /// Sets `wall_secs` and `compute_utilisation` = `busy_secs` / `wall_secs` (clamped to
     /// 0..=1), `busy_secs` being the inner-phase seconds that ran during the round's wall
-    /// clock (with overlapped rounds, the next round's phase rather than this one's).
+    /// clock (in a pool member's rounds, the next round's phase, computed while this one settled).
     pub fn with_busy_wall(self, busy_secs: f64, wall_secs: f64) -> Self {
         Self {
             wall_secs,

@@ -7,11 +7,12 @@
 //!   peers already announced that round, the round after; its parent θ is the last final
 //!   checkpoint, read from `<base>/checkpoints/` or fetched from peers and checked against the
 //!   on-chain blake3. Final rounds are never recomputed.
-//! * **Round r**: inner phase from θ_{r−1} (optimistic: θ_{r−1} may not be final yet), then
-//!   wait until round r−1 is closed on-chain — if our θ_{r−1} lost the vote or the round was
-//!   voided, re-sync from the final checkpoint and redo the inner phase, so a wrong payload is
-//!   never announced — then exchange, aggregate, outer step, store and serve θ_r, and commit
-//!   its hash in the background while round r+1's inner phase runs. If the members' included
+//! * **Round r** (one driver, [`rounds`]): exchange round r's payload, aggregate, outer step,
+//!   store and serve θ_r and commit its hash; round r+1's inner phase then runs on its own
+//!   thread while round r settles on-chain — from our θ_r (optimistic: it may not be final
+//!   yet) or, with overlapped rounds, from θ_{r−1}. If our θ_r lost the vote or the round was
+//!   voided, the optimistic phase is discarded and redone from the final checkpoint, so a
+//!   wrong payload is never announced. If the members' included
 //!   sets split (a member withheld its payload from some, or announced it late) and the chain
 //!   fixes another set than ours, fetch what we lack, aggregate that set and commit once more
 //!   ([`agreed`]).

@@ -1,5 +1,6 @@
-//! The round loops, plain and overlapped: each round's inner phase (with its Proof-of-Learning
-//! trace), confirmation of the parent, then [`super::commit`] and [`super::settle`].
+//! The round driver, one for plain and overlapped rounds: each round's inner phase (with its
+//! Proof-of-Learning trace), [`super::commit`], then the next round's inner phase beside
+//! [`super::settle`].
 
 use std::time::{Duration, Instant};
 
@@ -10,7 +11,7 @@ use synod_diloco::{AggregationRule, Contribution, DilocoError, InnerReport, Oute
 use synod_model::TchInnerTrainer;
 use synod_p2p::{Client, ExchangeConfig};
 
-use super::settle::{Closed, Pending, NOT_COMMITTED};
+use super::settle::{Closed, NOT_COMMITTED};
 use super::Trainer;
 use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::Retained;
@@ -31,23 +32,13 @@ pub(super) struct RoundCtx {
     pub(super) boundaries: Vec<u32>,
 }
 
-/// Our payload of a round computed ahead (overlapped rounds) from checkpoint `start`.
+/// Our payload of a round computed ahead (while the round before settled) from checkpoint
+/// `start`.
 struct Computed {
     round: u32,
     start: CheckpointHash,
     mine: Contribution,
     report: InnerReport,
-}
-
-impl RoundRecord {
-    /// This round's record with its inner phase's `report` (mean loss, seconds).
-    fn with_phase(self, report: &InnerReport) -> Self {
-        RoundRecord {
-            train_loss: report.mean_loss,
-            compute_secs: report.secs,
-            ..self
-        }
-    }
 }
 
 /// Our contribution to the round after `from` (θ and its round number), run by `worker` as
@@ -86,7 +77,8 @@ fn traced_phase(
 
 impl Trainer {
     /// Our error-feedback memory for round `r`, whose inner phase starts from the checkpoint
-    /// of round r − 1 with included set `included_prev`: a fresh one for dense codecs; for
+    /// of round r − 1 with included set `included_prev` (ours while our commit of round r − 1
+    /// is pending; `None`: the chain's, of a final checkpoint): a fresh one for dense codecs; for
     /// the sparse codec, `e_{r−1}` as the shared rule names it
     /// ([`expected_carried_in`]): our round r − 1 residual, read back from our evidence, if our
     /// payload is in `included_prev`, else zero. `e_{r−1}` is copied into round r's evidence
@@ -96,16 +88,27 @@ impl Trainer {
     /// A residual that cannot be read back (our evidence deleted under us) is replaced by
     /// zero, with a warning: the payload's `carried_in` then breaks the rule and verifiers
     /// will flag it, which nothing here can avoid.
+    ///
+    /// # Errors
+    /// The chain's included set of round r − 1 cannot be read.
     fn round_feedback(
         &self,
         r: u32,
-        included_prev: &[u32],
+        included_prev: Option<&[u32]>,
         like: &synod_checkpoint::ParamSet,
-    ) -> synod_diloco::ErrorFeedback {
+    ) -> Result<synod_diloco::ErrorFeedback> {
         let outer = &self.ctx.a.recipe.outer;
         if !outer.wire.sparse() {
-            return outer.feedback();
+            return Ok(outer.feedback());
         }
+        let chain_set;
+        let included_prev = match included_prev {
+            Some(set) => set,
+            None => {
+                chain_set = self.ctx.final_included(r - 1)?;
+                &chain_set
+            }
+        };
         let residual = match expected_carried_in(&self.ctx.retained, r, self.ctx.me, included_prev)
         {
             Some(h) if h == NO_RESIDUAL => None,
@@ -119,7 +122,10 @@ impl Trainer {
                 None
             }
         };
-        synod_diloco::ErrorFeedback::committed(outer.ef_decay, residual)
+        Ok(synod_diloco::ErrorFeedback::committed(
+            outer.ef_decay,
+            residual,
+        ))
     }
 
     /// Our residual `hash` of round `r − 1`, read from its evidence and checked, then kept and
@@ -158,7 +164,7 @@ impl Trainer {
             }
         }
         // θ of the round we train from (its blake3): the last final checkpoint.
-        let Some((mut state, mut parent)) = self.catch_up(from_round, resumed)? else {
+        let Some((state, parent)) = self.catch_up(from_round, resumed)? else {
             return Ok(0);
         };
         if state.round == 0 {
@@ -197,212 +203,204 @@ impl Trainer {
         // The first round's wall clock starts here, after catching up.
         self.round_clock = Instant::now();
         self.duties.take_busy_secs();
-        if self.ctx.a.recipe.outer.overlap {
-            return self.train_overlapped(state, parent, &ctx);
-        }
-        let mut pending: Option<Pending> = None;
-        let mut last = 0;
-        while state.round < self.ctx.spec_rounds {
-            let r = state.round + 1;
-            self.refresh_members(r)?;
-            // θ_{r−1}'s included set: ours while its commit is pending (optimistic), else the
-            // chain's (a final checkpoint we loaded).
-            let included_prev = match &pending {
-                Some(p) => p.included.clone(),
-                None => self.ctx.final_included(state.round)?,
-            };
-            let mut feedback = self.round_feedback(r, &included_prev, &state.params);
-            let worker = self
-                .worker
-                .as_mut()
-                .ok_or_else(|| anyhow!("no inner trainer"))?;
-            let (mut mine, report) = traced_phase(
-                &state,
-                worker,
-                self.ctx.me,
-                &ctx,
-                &mut feedback,
-                &self.ctx.retained,
-                &self.ctx.client,
-            )?;
-            if let Some(p) = pending.take() {
-                let ours = p.hash;
-                match self.settle(p)? {
-                    Closed::Final(h) if h == ours => parent = ours,
-                    _ => {
-                        // That phase started from a θ_{r−1} that lost: its trace is dead.
-                        self.ctx.forget_trace(r, &mine.payload, None);
-                        let (_, hash) = self.ctx.last_final()?;
-                        state = self.load(hash, r - 1)?;
-                        parent = hash;
-                        continue;
-                    }
-                }
-            }
-            // Round r is open on-chain now (r − 1 closed): gather from its frozen snapshot,
-            // whose stakes (not the payloads that arrive) set the aggregate's trim.
-            let stakes = self.refresh_members(r)?;
-            self.inject_fault(r, &state, &mut mine, &ctx.codec)?;
-            self.keep_own(r, &parent, &mut mine)?;
-            let (p, rec) =
-                self.exchange_and_commit(r, mine, &mut state, parent, parent, stakes, &ctx)?;
-            self.record(&state, rec.with_phase(&report), Some(report.secs))?;
-            last = r;
-            if p.hash == NOT_COMMITTED {
-                // Nothing of ours to train round r + 1 from: wait for round r to close and go
-                // on from its outcome, numbered as after round r (a voided round changed
-                // nothing: round r + 1 trains from θ_{r−1}).
-                match self.settle(p)? {
-                    Closed::Final(h) => {
-                        state = self.load(h, r)?;
-                        parent = h;
-                    }
-                    Closed::Voided => {
-                        let (_, hash) = self.ctx.last_final()?;
-                        state = self.load(hash, r)?;
-                        parent = hash;
-                    }
-                }
-                continue;
-            }
-            pending = Some(p);
-        }
-        if let Some(p) = pending.take() {
-            if let Closed::Final(h) = self.settle(p)? {
-                // Keep the final file even if ours lost the vote.
-                let peers = self.peers();
-                self.ctx.block_on(self.ctx.store.get_or_fetch(
-                    &self.ctx.client,
-                    &peers,
-                    h,
-                    Duration::from_secs(300),
-                ))?;
-            }
-        }
-        Ok(last)
+        self.drive(state, parent, &ctx)
     }
 
-    /// [`Trainer::train`] with overlapped rounds (`--overlap`, a one-step-delayed outer update;
-    /// [`synod_diloco::OuterState::overlapped`]): while round r's pseudo-gradients are
-    /// exchanged, aggregated, committed and settled on-chain, round r + 1's inner phase runs on
-    /// another thread from θ_{r−1}, the last final checkpoint, which no outcome of round r can
-    /// change — nothing is computed optimistically, so no lost vote or voided round discards
-    /// an inner phase (only a restart does, and the kept payload then wins). Round r's inner
-    /// phase starts from [`Trainer::inner_start`].
-    fn train_overlapped(
+    /// The round driver, for plain and overlapped rounds alike: round r's inner phase (computed
+    /// ahead during round r − 1 when its start still holds, else now), the exchange, the outer
+    /// step and the commit of round r; then round r + 1's inner phase on a thread of its own
+    /// while round r settles on-chain here. Where round r + 1's phase starts is the schedule's
+    /// one difference:
+    /// - **plain rounds** train optimistically from our θ_r, before the chain closes round r:
+    ///   if another checkpoint wins or round r is voided, that phase is discarded and round
+    ///   r + 1 is trained again from the final checkpoint (a wrong payload is never
+    ///   announced);
+    /// - **overlapped rounds** ([`synod_diloco::OuterState::overlapped`], `--overlap`, a
+    ///   one-step-delayed outer update) train from θ_{r−1}, the last final checkpoint, which
+    ///   no outcome of round r can change ([`crate::pool::inner_start`]): nothing is
+    ///   discarded but after a restart.
+    ///
+    /// Returns the last round we computed.
+    fn drive(
         &mut self,
         mut state: OuterState,
         mut parent: CheckpointHash,
         ctx: &RoundCtx,
     ) -> Result<u32> {
-        let mut next: Option<Computed> = None;
+        let overlap = self.ctx.a.recipe.outer.overlap;
+        let mut ahead: Option<Computed> = None;
         let mut last = 0;
         while state.round < self.ctx.spec_rounds {
             let r = state.round + 1;
             let stakes = self.refresh_members(r)?;
             let start = self.ctx.inner_start(r, parent)?;
-            // Inner-phase seconds run within this round's wall clock.
+            // Inner-phase seconds that run within this round's wall clock.
             let mut busy = 0.0;
-            let (mut mine, report) = match next.take() {
+            let (mut mine, report) = match ahead.take() {
                 Some(c) if c.round == r && c.start == start => (c.mine, c.report),
                 stale => {
                     if let Some(c) = stale {
+                        // Trained from a start that lost (or, after a restart, not ours).
                         self.ctx.forget_trace(c.round, &c.mine.payload, None);
                     }
-                    // θ_{r−2} after a restart or a round computed ahead from another start
-                    // (not pinned as the last final checkpoint: it is not).
-                    let from = if start == parent {
-                        state.clone()
-                    } else {
-                        let peers = self.peers();
-                        let bytes = self.ctx.block_on(self.ctx.store.get_or_fetch(
-                            &self.ctx.client,
-                            &peers,
-                            start,
-                            Duration::from_secs(300),
-                        ))?;
-                        self.ctx.a.recipe.outer.restore(&bytes, r - 1)?
-                    };
-                    let worker = self
-                        .worker
-                        .as_mut()
-                        .ok_or_else(|| anyhow!("no inner trainer"))?;
-                    let phase = traced_phase(
-                        &from,
-                        worker,
-                        self.ctx.me,
-                        ctx,
-                        &mut ctx.feedback.clone(),
-                        &self.ctx.retained,
-                        &self.ctx.client,
-                    )?;
+                    let phase = self.phase_now(r, &state, parent, start, ctx)?;
                     busy += phase.1.secs;
                     phase
                 }
             };
             self.inject_fault(r, &state, &mut mine, &ctx.codec)?;
             self.keep_own(r, &start, &mut mine)?;
-            // Round r + 1 starts from θ_{r−1}: its inner phase runs while round r settles.
-            let ahead = (r < self.ctx.spec_rounds)
-                .then(|| {
-                    let mut from = state.clone();
-                    from.round = r; // θ_{r−1}, numbered so that its next round is r + 1
-                    self.worker.take().map(|w| (from, w))
-                })
-                .flatten();
+            let more = r < self.ctx.spec_rounds;
+            // Owned: the scope below borrows `self` mutably while the phase thread runs.
             let (retained, client, me) = (
                 self.ctx.retained.clone(),
                 self.ctx.client.clone(),
                 self.ctx.me,
             );
             let (settled, job) = std::thread::scope(|s| {
-                let job = ahead.map(|(from, mut w)| {
+                // Round r + 1's inner phase from `from` (numbered so that its next round is
+                // r + 1), on another thread with our inner trainer.
+                let spawn = |from: OuterState,
+                             mut feedback: synod_diloco::ErrorFeedback,
+                             mut w: TchInnerTrainer| {
+                    let (retained, client) = (retained.clone(), client.clone());
                     s.spawn(move || {
-                        // Overlapped rounds are dense (`Recipe::load` refuses sparse).
-                        let mut feedback = ctx.feedback.clone();
                         let res =
                             traced_phase(&from, &mut w, me, ctx, &mut feedback, &retained, &client);
                         (w, res)
                     })
+                };
+                let mut job = None;
+                if overlap && more {
+                    // From θ_{r−1}, before round r's outer step (overlapped rounds are dense:
+                    // `Recipe::load` refuses sparse ones).
+                    if let Some(w) = self.worker.take() {
+                        let mut from = state.clone();
+                        from.round = r;
+                        job = Some((parent, spawn(from, ctx.feedback.clone(), w)));
+                    }
+                }
+                let committed =
+                    self.exchange_and_commit(r, mine, &mut state, parent, start, stakes, ctx);
+                if let (false, true, Ok((p, _))) = (overlap, more, &committed) {
+                    // From our θ_r, while it is not final yet: nothing of ours to train from
+                    // if we committed nothing.
+                    if p.hash != NOT_COMMITTED {
+                        let feedback = self.round_feedback(r + 1, Some(&p.included), &state.params);
+                        match (feedback, self.worker.take()) {
+                            (Ok(f), Some(w)) => job = Some((p.hash, spawn(state.clone(), f, w))),
+                            (f, w) => {
+                                self.worker = w;
+                                if let Err(e) = f {
+                                    // Trained after round r settles instead.
+                                    tracing::warn!(round = r + 1, "not training ahead: {e:#}");
+                                }
+                            }
+                        }
+                    }
+                }
+                let settled = committed.and_then(|(p, rec)| {
+                    let ours = p.hash;
+                    Ok((ours, self.settle(p)?, rec))
                 });
-                let settled = self
-                    .exchange_and_commit(r, mine, &mut state, parent, start, stakes, ctx)
-                    .and_then(|(p, rec)| {
-                        let ours = p.hash;
-                        Ok((ours, self.settle(p)?, rec))
-                    });
-                (settled, job.map(|j| j.join()))
+                (settled, job.map(|(start, j)| (start, j.join())))
             });
             match job {
-                Some(Ok((w, res))) => {
+                Some((start, Ok((w, res)))) => {
                     self.worker = Some(w);
                     let (mine, report) = res?;
-                    busy += report.secs;
-                    next = Some(Computed {
+                    ahead = Some(Computed {
                         round: r + 1,
-                        start: parent,
+                        start,
                         mine,
                         report,
                     });
                 }
-                Some(Err(_)) => bail!("the inner phase of round {} panicked", r + 1),
+                Some((_, Err(_))) => bail!("the inner phase of round {} panicked", r + 1),
                 None => {}
             }
             let (ours, closed, rec) = settled?;
-            self.record(&state, rec.with_phase(&report), Some(busy))?;
-            match closed {
-                Closed::Final(h) if h == ours => parent = h,
-                Closed::Final(h) => {
-                    state = self.load(h, r)?;
+            // What round r + 1 trains from: our θ_r if it is final; else the final one, or
+            // after a void θ_{r−1} (a voided round changed nothing; its number moves on).
+            let reload = match closed {
+                Closed::Final(h) if h == ours => {
                     parent = h;
+                    None
                 }
-                Closed::Voided => {
-                    // Round r + 1 goes on from θ_{r−1}; its number moves on.
-                    state = self.load(parent, r)?;
+                Closed::Final(h) => {
+                    parent = h;
+                    Some(h)
                 }
+                Closed::Voided => Some(parent),
+            };
+            // The phase computed meanwhile counts if round r + 1 starts where it did;
+            // otherwise it is discarded now (its trace is dead).
+            if let Some(c) = ahead.take() {
+                match self.ctx.inner_start(r + 1, parent) {
+                    Ok(start) if start == c.start => {
+                        busy += c.report.secs;
+                        ahead = Some(c);
+                    }
+                    other => {
+                        self.ctx.forget_trace(c.round, &c.mine.payload, None);
+                        other?;
+                    }
+                }
+            }
+            // The round's training loss is its own phase's; its inner seconds are those that
+            // ran within its wall clock (mostly the next round's phase, computed meanwhile),
+            // an optimistic phase discarded after a lost vote not counted.
+            let rec = RoundRecord {
+                train_loss: report.mean_loss,
+                compute_secs: busy,
+                ..rec
+            };
+            self.record(&state, rec, Some(busy))?;
+            if let Some(h) = reload {
+                // Kept, even at the last round (ours lost the vote, or we committed nothing).
+                state = self.load(h, r)?;
             }
             last = r;
         }
         Ok(last)
+    }
+
+    /// Round `r`'s inner phase computed now, from `start`: θ_{r−1} as `state` holds it when
+    /// `start` is `parent`, else (overlapped rounds after a restart, or a round computed ahead
+    /// from another start) the checkpoint `start`, fetched if we do not hold it.
+    fn phase_now(
+        &mut self,
+        r: u32,
+        state: &OuterState,
+        parent: CheckpointHash,
+        start: CheckpointHash,
+        ctx: &RoundCtx,
+    ) -> Result<(Contribution, InnerReport)> {
+        let from = if start == parent {
+            state.clone()
+        } else {
+            let peers = self.peers();
+            let bytes = self.ctx.block_on(self.ctx.store.get_or_fetch(
+                &self.ctx.client,
+                &peers,
+                start,
+                Duration::from_secs(300),
+            ))?;
+            self.ctx.a.recipe.outer.restore(&bytes, r - 1)?
+        };
+        let mut feedback = self.round_feedback(r, None, &from.params)?;
+        let worker = self
+            .worker
+            .as_mut()
+            .ok_or_else(|| anyhow!("no inner trainer"))?;
+        traced_phase(
+            &from,
+            worker,
+            self.ctx.me,
+            ctx,
+            &mut feedback,
+            &self.ctx.retained,
+            &self.ctx.client,
+        )
     }
 }
