@@ -8,8 +8,8 @@ use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::traits::{One, SaturatedConversion, Saturating};
 use synod_primitives::{
 	protocol::{self, Action, Fact, RoundState, Timeline},
-	CheckpointsInspect, FinalView, MemberIndex, OnRoundFinalized, OnTrainingStarted, Participant,
-	PoolId, PoolsInterface, RoundIndex, RoundParams, TrainerStake,
+	CheckpointsInspect, FinalView, MemberIndex, OnMemberLeft, OnRoundFinalized, OnTrainingStarted,
+	Participant, PoolId, PoolsInterface, RoundIndex, RoundParams, TrainerStake,
 };
 
 /// A block number as the protocol crate's `u64`.
@@ -343,8 +343,8 @@ impl<T: Config> Pallet<T> {
 	/// Removes a closed round's commits and divergent commits.
 	fn prune_commits(pool_id: PoolId, round: RoundIndex) {
 		Divergent::<T>::remove((pool_id, round));
-		// Participants, plus members who committed ahead of time and left: bounded in practice;
-		// whatever exceeds the limit stays, harmlessly.
+		// A round's snapshot participants only (a member's commit ahead is forgotten when its
+		// membership ends, `OnMemberLeft`): at most `MaxMembers`, within the limit.
 		let _ = Commits::<T>::clear_prefix(
 			(pool_id, round),
 			T::MaxMembers::get().saturating_mul(4),
@@ -468,6 +468,18 @@ impl<T: Config> OnTrainingStarted for Pallet<T> {
 	fn training_started(pool: PoolId) {
 		// Round 1 has only early commits of its own snapshot; opening it cannot fail.
 		let _ = Self::start_round(pool, 1);
+	}
+}
+
+impl<T: Config> OnMemberLeft<T::AccountId> for Pallet<T> {
+	fn member_left(pool: PoolId, who: &T::AccountId, current: RoundIndex) {
+		// The only round a member commits ahead of is the next one; no snapshot of it can
+		// count a former member (commits of rounds it was a participant of stay).
+		Commits::<T>::remove((pool, current.saturating_add(1)), who);
+	}
+
+	fn weight() -> Weight {
+		T::DbWeight::get().writes(1)
 	}
 }
 

@@ -155,6 +155,25 @@ impl OnTrainingStarted for () {
 	fn training_started(_: PoolId) {}
 }
 
+/// Called by the pools pallet when a member's membership ends (it left, or the inactivity leak
+/// dropped it): implemented by `pallet-checkpoints`, which forgets the member's commit ahead
+/// of the round that has not opened yet (no snapshot of that round can count a former member,
+/// and a commit no snapshot counts would never be pruned with the round's own).
+pub trait OnMemberLeft<AccountId> {
+	/// `who` is no longer a member of `pool`, whose current round is `current` (0 before
+	/// training).
+	fn member_left(pool: PoolId, who: &AccountId, current: RoundIndex);
+	/// Upper bound of the weight of [`OnMemberLeft::member_left`].
+	fn weight() -> Weight;
+}
+
+impl<AccountId> OnMemberLeft<AccountId> for () {
+	fn member_left(_: PoolId, _: &AccountId, _: RoundIndex) {}
+	fn weight() -> Weight {
+		Weight::zero()
+	}
+}
+
 /// A final checkpoint as seen by challenges and rewards.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct FinalView<AccountId, BlockNumber> {

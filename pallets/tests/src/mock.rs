@@ -256,6 +256,7 @@ impl pallet_training_pools::Config for Test {
 	type RuntimeHoldReason = RuntimeHoldReason;
 	type Staking = TrainerStaking;
 	type OnTrainingStarted = Checkpoints;
+	type OnMemberLeft = Checkpoints;
 	type MaxMembers = ConstU32<MAX_MEMBERS>;
 	type MaxPoolsPerTrainer = ConstU32<2>;
 	type MaxPeerIdLen = ConstU32<64>;

@@ -1,5 +1,7 @@
 //! Property test: random call sequences from ten accounts over (at least) two pools, with
-//! boundary and overflowing amounts, interleaved with blocks. After every call and every block,
+//! boundary and overflowing amounts, interleaved with blocks, and the adversary's sequences:
+//! filler challenges that take a block's schedule before a target, challenges narrowed to
+//! boundary segments, advances at a vote's last block and at its expiry, appeals. After every call and every block,
 //! every pallet's `try_state` holds and Σ (free + held) over all accounts equals the total
 //! issuance, to the planck (`mock::check_invariants`). No call may panic.
 
@@ -39,12 +41,32 @@ enum Op {
 		round: u32,
 		accused: usize,
 	},
+	/// A challenge naming the part of the trace it disputes (a segment index at and past the
+	/// protocol's bound, the encoding, or the whole phase).
+	OpenNarrowed {
+		who: usize,
+		pool: u32,
+		round: u32,
+		accused: usize,
+		dispute: pallet_challenges::Dispute,
+	},
 	Equivocation {
 		who: usize,
 		pool: u32,
 		round: u32,
 		accused: usize,
 	},
+	/// `count` challenges of `round` of `pool` opened in one block by pairs of accounts from
+	/// `from` on: fillers that take the schedule's room before a target.
+	Fillers {
+		from: usize,
+		pool: u32,
+		round: u32,
+		count: u8,
+	},
+	/// Challenge `c` advanced by `who` at the worst blocks: the last one of its vote, then the
+	/// one it expires at (a no-show ambush).
+	Ambush(usize, u32),
 	Vote(usize, u32, bool),
 	RegisterJuror(usize),
 	UnregisterJuror(usize),
@@ -125,17 +147,44 @@ fn op() -> impl Strategy<Value = Op> {
 		(who.clone(), pool.clone(), any::<u8>()).prop_map(|(w, p, a)| Op::SetAllowed(w, p, a)),
 		(who.clone(), pool.clone(), 0..5u32, who.clone())
 			.prop_map(|(who, pool, round, accused)| Op::Challenge { who, pool, round, accused }),
+		(who.clone(), pool.clone(), 0..5u32, who.clone(), dispute()).prop_map(
+			|(who, pool, round, accused, dispute)| Op::OpenNarrowed {
+				who,
+				pool,
+				round,
+				accused,
+				dispute
+			}
+		),
 		(who.clone(), pool.clone(), 0..5u32, who.clone()).prop_map(
 			|(who, pool, round, accused)| { Op::Equivocation { who, pool, round, accused } }
 		),
-		(who.clone(), 0..6u32, any::<bool>()).prop_map(|(w, c, g)| Op::Vote(w, c, g)),
+		(who.clone(), pool.clone(), 0..5u32, 0..24u8)
+			.prop_map(|(from, pool, round, count)| Op::Fillers { from, pool, round, count }),
+		(who.clone(), 0..24u32).prop_map(|(w, c)| Op::Ambush(w, c)),
+		(who.clone(), 0..24u32, any::<bool>()).prop_map(|(w, c, g)| Op::Vote(w, c, g)),
 		who.clone().prop_map(Op::RegisterJuror),
 		who.clone().prop_map(Op::UnregisterJuror),
-		(who.clone(), 0..6u32).prop_map(|(w, c)| Op::Advance(w, c)),
-		(who.clone(), 0..6u32).prop_map(|(w, c)| Op::Appeal(w, c)),
+		(who.clone(), 0..24u32).prop_map(|(w, c)| Op::Advance(w, c)),
+		(who.clone(), 0..24u32).prop_map(|(w, c)| Op::Appeal(w, c)),
 		(who.clone(), pool.clone(), 0..5u32).prop_map(|(w, p, r)| Op::Settle(w, p, r)),
 		(who.clone(), pool.clone()).prop_map(|(w, p)| Op::Claim(w, p)),
 		(1..25u64).prop_map(Op::Blocks),
+	]
+}
+
+/// Disputes with boundary segment indices: the first, the last the protocol holds, and the
+/// first past it (refused).
+fn dispute() -> impl Strategy<Value = pallet_challenges::Dispute> {
+	use pallet_challenges::Dispute;
+	use synod_primitives::protocol::limits::MAX_TRACE_SEGMENTS;
+	prop_oneof![
+		Just(Dispute::Phase),
+		Just(Dispute::Encoding),
+		Just(Dispute::Segment(0)),
+		Just(Dispute::Segment(MAX_TRACE_SEGMENTS - 1)),
+		Just(Dispute::Segment(MAX_TRACE_SEGMENTS)),
+		Just(Dispute::Segment(u32::MAX)),
 	]
 }
 
@@ -185,6 +234,16 @@ fn apply(op: &Op) {
 		Op::Challenge { who, pool, round, accused } => {
 			open_challenge(ACCOUNTS[who], pool, round, ACCOUNTS[accused], [9; 32])
 		},
+		Op::OpenNarrowed { who, pool, round, accused, dispute } => {
+			Challenges::open_narrowed_challenge(
+				o(who),
+				pool,
+				round,
+				ACCOUNTS[accused],
+				announcement(pool, round, ACCOUNTS[accused], [9; 32]),
+				dispute,
+			)
+		},
 		Op::Equivocation { who, pool, round, accused } => Challenges::report_equivocation(
 			o(who),
 			pool,
@@ -193,6 +252,25 @@ fn apply(op: &Op) {
 			announcement(pool, round, ACCOUNTS[accused], [1; 32]),
 			announcement(pool, round, ACCOUNTS[accused], [2; 32]),
 		),
+		Op::Fillers { from, pool, round, count } => {
+			let n = ACCOUNTS.len();
+			for i in 0..usize::from(count) {
+				let (challenger, accused) =
+					(ACCOUNTS[(from + i) % n], ACCOUNTS[(from + i / n + 1) % n]);
+				let _ = open_challenge(challenger, pool, round, accused, [9; 32]);
+			}
+			Ok(())
+		},
+		Op::Ambush(w, c) => {
+			if let Some(ch) = pallet_challenges::OpenChallenges::<Test>::get(c) {
+				for at in [ch.expires_at.saturating_sub(1), ch.expires_at] {
+					blocks_to(at);
+					let _ = Challenges::advance_challenge(o(w), c);
+					check_invariants();
+				}
+			}
+			Ok(())
+		},
 		Op::Vote(w, c, g) => Challenges::vote(o(w), c, g),
 		Op::RegisterJuror(w) => Challenges::register_juror(o(w)),
 		Op::UnregisterJuror(w) => Challenges::unregister_juror(o(w)),
@@ -201,13 +279,19 @@ fn apply(op: &Op) {
 		Op::Settle(w, p, r) => Rewards::settle_round(o(w), p, r),
 		Op::Claim(w, p) => Rewards::claim_rewards(o(w), p),
 		Op::Blocks(n) => {
-			for _ in 0..n {
-				run_to_block(System::block_number() + 1);
-				check_invariants();
-			}
+			blocks_to(System::block_number() + n);
 			Ok(())
 		},
 	};
+}
+
+/// Runs block by block up to block `n` (none if it has passed), checking every invariant after
+/// each.
+fn blocks_to(n: u64) {
+	while System::block_number() < n {
+		run_to_block(System::block_number() + 1);
+		check_invariants();
+	}
 }
 
 /// Two pools training from the start, so that random calls reach the round logic.

@@ -10,8 +10,8 @@ use frame_support::{
 };
 use sp_runtime::traits::{CheckedAdd, CheckedMul, SaturatedConversion, Saturating, Zero};
 use synod_primitives::{
-	protocol, MemberIndex, OnTrainingStarted, PoolId, PoolRecords, PoolStatus, StakeCommitments,
-	Timeline, TrainerStake,
+	protocol, MemberIndex, OnMemberLeft, OnTrainingStarted, PoolId, PoolRecords, PoolStatus,
+	StakeCommitments, Timeline, TrainerStake,
 };
 
 impl<T: Config> Pallet<T> {
@@ -213,6 +213,9 @@ impl<T: Config> Pallet<T> {
 		} else if !LeftCommitments::<T>::contains_key(who, pool_id) {
 			TrainerPools::<T>::mutate(who, |p| p.retain(|id| *id != pool_id));
 		}
+		// Its commit ahead of the next round (if any) can no longer count: forgotten, so that
+		// accounts joining, committing ahead and leaving in turn leave nothing behind.
+		T::OnMemberLeft::member_left(pool_id, who, pool.current_round);
 		// (A peer id registered before ids were unique may be another member's.)
 		if PeerIds::<T>::get(pool_id, &member.peer_id).as_ref() == Some(who) {
 			PeerIds::<T>::remove(pool_id, &member.peer_id);

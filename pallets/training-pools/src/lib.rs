@@ -74,7 +74,9 @@ pub mod pallet {
 		traits::{fungible, fungible::Inspect},
 	};
 	use frame_system::pallet_prelude::*;
-	use synod_primitives::{MemberIndex, OnTrainingStarted, PoolId, RoundIndex, TrainerStake};
+	use synod_primitives::{
+		MemberIndex, OnMemberLeft, OnTrainingStarted, PoolId, RoundIndex, TrainerStake,
+	};
 
 	/// Balance type of the currency.
 	pub type BalanceOf<T> =
@@ -117,6 +119,8 @@ pub mod pallet {
 		type Staking: TrainerStake<Self::AccountId, Balance = BalanceOf<Self>>;
 		/// Told when a pool starts training (Checkpoints opens round 1).
 		type OnTrainingStarted: OnTrainingStarted;
+		/// Told when a membership ends (Checkpoints forgets the member's commit ahead).
+		type OnMemberLeft: OnMemberLeft<Self::AccountId>;
 		/// Maximum members of one pool.
 		#[pallet::constant]
 		type MaxMembers: Get<u32>;
@@ -303,7 +307,9 @@ pub mod pallet {
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::NotMember`].
 		#[pallet::call_index(2)]
-		#[pallet::weight(T::WeightInfo::leave_pool().saturating_add(T::DbWeight::get().reads_writes(1, 1)))]
+		#[pallet::weight(T::WeightInfo::leave_pool()
+			.saturating_add(T::DbWeight::get().reads_writes(1, 1))
+			.saturating_add(T::OnMemberLeft::weight()))]
 		pub fn leave_pool(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::do_leave_pool(who, pool_id)

@@ -119,6 +119,7 @@ impl pallet_training_pools::Config for Runtime {
     type RuntimeHoldReason = RuntimeHoldReason;
     type Staking = TrainerStaking;
     type OnTrainingStarted = Checkpoints;
+    type OnMemberLeft = Checkpoints;
     type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
     type MaxPoolsPerTrainer = ConstU32<8>;
     type MaxPeerIdLen = ConstU32<64>;

@@ -7,6 +7,7 @@ mod appeals;
 mod below_quorum;
 mod bounds;
 mod candidate_flooding;
+mod commit_litter;
 mod cross_pool_jurors;
 mod decision_schedule;
 mod duty_space;
