@@ -343,8 +343,9 @@ impl<T: Config> Pallet<T> {
 	/// Removes a closed round's commits and divergent commits.
 	fn prune_commits(pool_id: PoolId, round: RoundIndex) {
 		Divergent::<T>::remove((pool_id, round));
-		// A round's snapshot participants only (a member's commit ahead is forgotten when its
-		// membership ends, `OnMemberLeft`): at most `MaxMembers`, within the limit.
+		// Commits of the members the round opened with only (a member's commit ahead is
+		// forgotten when its membership ends, `OnMemberLeft`): at most `MaxMembers`, within the
+		// limit.
 		let _ = Commits::<T>::clear_prefix(
 			(pool_id, round),
 			T::MaxMembers::get().saturating_mul(4),

@@ -4,7 +4,7 @@ use crate::pallet::*;
 use alloc::vec::Vec;
 use frame_support::pallet_prelude::*;
 use sp_runtime::traits::SaturatedConversion;
-use synod_primitives::{protocol, PoolsInterface};
+use synod_primitives::{protocol, PoolId, PoolsInterface, RoundIndex};
 
 impl<T: Config> Pallet<T> {
 	/// Invariants: every final checkpoint held quorum (rounded up) of its snapshot, its
@@ -13,7 +13,8 @@ impl<T: Config> Pallet<T> {
 	/// candidates only of its participants, an agreed set (only while open) of its
 	/// participants, and a scheduled deadline when they say so; kept
 	/// snapshots are of voided rounds, in round order, and exist; unmatched commits are of
-	/// kept rounds' participants.
+	/// kept rounds' participants; a commit ahead of a round is a current member's, and a round
+	/// holds at most `MaxMembers` commits.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		for (pool_id, round, fin) in FinalCheckpoints::<T>::iter() {
 			let params =
@@ -48,6 +49,21 @@ impl<T: Config> Pallet<T> {
 				.unwrap_or(params.initial_checkpoint);
 			ensure!(reaping || fin.parent == previous, "parent is not the previous final hash");
 			ensure!(!Voided::<T>::contains_key(pool_id, round), "round both final and voided");
+		}
+		// A commit ahead of a round that has not opened is a current member's (a member's is
+		// forgotten when its membership ends), and no round holds more commits than members.
+		let mut per_round: alloc::collections::BTreeMap<(PoolId, RoundIndex), u32> =
+			Default::default();
+		for ((pool_id, round), who, _) in Commits::<T>::iter() {
+			let n = per_round.entry((pool_id, round)).or_default();
+			*n = n.saturating_add(1);
+			ensure!(*n <= T::MaxMembers::get(), "more commits in a round than members");
+			let ahead = T::Pools::round_params(pool_id)
+				.is_some_and(|p| !p.status.has_ended() && round > p.current_round);
+			ensure!(
+				!ahead || T::Pools::member(pool_id, &who).is_some(),
+				"a former member's commit ahead of a round"
+			);
 		}
 		for (pool_id, open) in OpenRounds::<T>::iter() {
 			let snapshot =

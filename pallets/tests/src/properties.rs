@@ -159,7 +159,7 @@ fn op() -> impl Strategy<Value = Op> {
 		(who.clone(), pool.clone(), 0..5u32, who.clone()).prop_map(
 			|(who, pool, round, accused)| { Op::Equivocation { who, pool, round, accused } }
 		),
-		(who.clone(), pool.clone(), 0..5u32, 0..24u8)
+		(who.clone(), pool.clone(), 0..5u32, 0..=24u8)
 			.prop_map(|(from, pool, round, count)| Op::Fillers { from, pool, round, count }),
 		(who.clone(), 0..24u32).prop_map(|(w, c)| Op::Ambush(w, c)),
 		(who.clone(), 0..24u32, any::<bool>()).prop_map(|(w, c, g)| Op::Vote(w, c, g)),
@@ -255,8 +255,9 @@ fn apply(op: &Op) {
 		Op::Fillers { from, pool, round, count } => {
 			let n = ACCOUNTS.len();
 			for i in 0..usize::from(count) {
+				// Each account against the next ones, lap after lap (never itself).
 				let (challenger, accused) =
-					(ACCOUNTS[(from + i) % n], ACCOUNTS[(from + i / n + 1) % n]);
+					(ACCOUNTS[(from + i) % n], ACCOUNTS[(from + i + 1 + i / n) % n]);
 				let _ = open_challenge(challenger, pool, round, accused, [9; 32]);
 			}
 			Ok(())

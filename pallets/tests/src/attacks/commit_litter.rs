@@ -54,3 +54,50 @@ fn accounts_cycling_through_a_pool_leave_no_commits_behind() {
 		assert_eq!(after_settlement, 0, "the settled round keeps no commit");
 	});
 }
+
+#[test]
+fn a_leaver_keeps_its_commit_of_the_open_round_and_loses_only_its_commit_ahead() {
+	run_test(|| {
+		// Trainers 1..=3 train pool 0; round 1 is open.
+		training_pool(3, two_thirds(), &[1_000, 1_000, 1_000]);
+		// Trainer 3 commits round 1 (a participant), then leaves: its commit still counts, and
+		// the round is final with it once the others commit the same.
+		assert_ok!(commit(3, 1, 7, &[0, 1, 2]));
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(3), 0));
+		assert!(Commits::<Test>::get((0, 1), 3).is_some(), "its commit of the open round stays");
+		for who in 1..=2 {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+		}
+		let fin = FinalCheckpoints::<Test>::get(0, 1).expect("round 1 final");
+		assert!(fin.contributors.contains(&3), "the leaver contributed to round 1");
+	});
+}
+
+#[test]
+fn a_member_dropped_by_the_leak_leaves_no_commit_ahead() {
+	run_test(|| {
+		// Trainers 1..=3 commit three different hashes every round (present, but no candidate
+		// reaches quorum: every round is voided); trainer 4, a member from round 2, stays
+		// silent and is dropped at the void of its second silent round (`DropAfterMissed` = 2),
+		// after committing ahead of the round that follows.
+		training_pool(12, two_thirds(), &[1_000, 1_000, 1_000]);
+		bond_and_join(4, 0, 100);
+		for round in 1..=3u32 {
+			for who in 1..=3 {
+				assert_ok!(commit(who, round, who as u8, &[0, 1, 2]));
+			}
+			if round == 3 {
+				assert_ok!(commit(4, 4, 0x66, &[0, 1, 2, 3]));
+				assert!(Commits::<Test>::get((0, 4), 4).is_some(), "committed ahead");
+			}
+			let open = Checkpoints::open_round(0).expect("open round");
+			assert_eq!(open.round, round);
+			run_to_block(open.deadline);
+		}
+		assert!(!pallet_training_pools::Members::<Test>::contains_key(0, 4), "dropped");
+		assert!(
+			Commits::<Test>::get((0, 4), 4).is_none(),
+			"a dropped member's commit ahead is forgotten"
+		);
+	});
+}
