@@ -229,11 +229,16 @@ impl Trainer {
     ) -> Result<u32> {
         let overlap = self.ctx.a.recipe.outer.overlap;
         let mut ahead: Option<Computed> = None;
+        // Round r's start, when round r − 1's end already read it (to check the phase ahead).
+        let mut next_start: Option<CheckpointHash> = None;
         let mut last = 0;
         while state.round < self.ctx.spec_rounds {
             let r = state.round + 1;
             let stakes = self.refresh_members(r)?;
-            let start = self.ctx.inner_start(r, parent)?;
+            let start = match next_start.take() {
+                Some(start) => start,
+                None => self.ctx.inner_start(r, parent)?,
+            };
             // Inner-phase seconds that run within this round's wall clock.
             let mut busy = 0.0;
             let (mut mine, report) = match ahead.take() {
@@ -337,13 +342,18 @@ impl Trainer {
             // otherwise it is discarded now (its trace is dead).
             if let Some(c) = ahead.take() {
                 match self.ctx.inner_start(r + 1, parent) {
-                    Ok(start) if start == c.start => {
-                        busy += c.report.secs;
-                        ahead = Some(c);
+                    Ok(start) => {
+                        next_start = Some(start);
+                        if start == c.start {
+                            busy += c.report.secs;
+                            ahead = Some(c);
+                        } else {
+                            self.ctx.forget_trace(c.round, &c.mine.payload, None);
+                        }
                     }
-                    other => {
+                    Err(e) => {
                         self.ctx.forget_trace(c.round, &c.mine.payload, None);
-                        other?;
+                        return Err(e);
                     }
                 }
             }
