@@ -25,13 +25,20 @@ try {
     && document.querySelectorAll('#chart svg circle.point').length >= 2, null, { timeout: T });
   const rounds = await page.$$eval('#rounds tbody tr', (rs) => rs.map((r) => [...r.cells].map((c) => c.textContent)));
   console.log('dashboard-test: rounds', JSON.stringify(rounds));
-  // The on-chain hash shown is the checkpoint the trainer committed (its metrics.jsonl).
+  // The on-chain hash shown is the checkpoint the trainer committed (its metrics.jsonl). A
+  // round's record is written once the next round's inner phase, computed while the round
+  // settles, has ended: wait for a record of every final round shown.
   const { readFileSync } = await import('node:fs');
-  const committed = new Map(readFileSync(`${out}/trainer.jsonl`, 'utf8').split('\n')
-    .filter((l) => l.includes('"checkpoint_hash"')).map((l) => JSON.parse(l))
-    .filter((e) => e.event === 'round').map((e) => [String(e.round), `0x${e.checkpoint_hash}`]));
   const shown = await page.$$eval('#rounds tbody tr', (rs) => rs
     .filter((r) => r.cells[1].textContent === 'final').map((r) => [r.cells[0].textContent, r.cells[2].title]));
+  const recorded = () => new Map(readFileSync(`${out}/trainer.jsonl`, 'utf8').split('\n')
+    .filter((l) => l.includes('"checkpoint_hash"') && l.endsWith('}')).map((l) => JSON.parse(l))
+    .filter((e) => e.event === 'round').map((e) => [String(e.round), `0x${e.checkpoint_hash}`]));
+  let committed = recorded();
+  for (const until = Date.now() + T; shown.some(([round]) => !committed.has(round)) && Date.now() < until;) {
+    await new Promise((r) => setTimeout(r, 500));
+    committed = recorded();
+  }
   for (const [round, hash] of shown) {
     if (committed.get(round) !== hash) throw new Error(`round ${round}: page shows ${hash}, the trainer committed ${committed.get(round)}`);
   }
