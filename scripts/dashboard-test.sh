@@ -4,26 +4,27 @@
 # headless Chromium (Debian's chromium driven by playwright-core) and checks that the pool
 # appears with its round table, timeline and validation-loss chart, then stops the node and
 # checks that the page says the node is unreachable. Screenshots: $OUT/dashboard.png and
-# $OUT/dashboard-node-down.png. Run by scripts/test.sh after `cargo test --workspace`, whose
-# debug binaries it uses (`cargo test --workspace --no-run` first: a no-op there, a build
-# when run alone).
+# $OUT/dashboard-node-down.png. Uses the debug binaries of `cargo test --workspace`: builds
+# them first (`cargo test --workspace --no-run`) unless SYNOD_BUILT=1 says that build is
+# current, as scripts/test.sh does once it has built the workspace.
 #
-# Knobs (environment): OUT (out/dashboard-test), SYNOD_DATA, BASE_PORT (29000: node RPC,
-# node p2p, trainer p2p and trainer metrics on BASE_PORT+0..3; the dashboard takes a free
-# port), CHROMIUM (the browser binary).
+# Knobs (environment): OUT (out/dashboard-test), SYNOD_DATA, BASE_PORT (21000: node RPC,
+# node p2p, trainer p2p and trainer metrics on BASE_PORT+0..3, below the blocks the Rust
+# tests' `free_port` claims and the range zombienet's scripts draw from, so that this test
+# runs beside them; the dashboard takes a free port), CHROMIUM (the browser binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=/dev/null
 source "${SYNOD_CACHE:-$HOME/.cache/synod}/env.sh"
 DATA="${SYNOD_DATA:-$(cd .. && pwd)/shared/data/tinyshakespeare.txt}"
 OUT="${OUT:-out/dashboard-test}"
-BASE_PORT="${BASE_PORT:-29000}"
+BASE_PORT="${BASE_PORT:-21000}"
 RPC_PORT=$BASE_PORT NODE_P2P=$((BASE_PORT + 1)) TRAINER_P2P=$((BASE_PORT + 2))
 METRICS_PORT=$((BASE_PORT + 3))
 RPC="ws://127.0.0.1:$RPC_PORT"
 NODE="$CARGO_TARGET_DIR/debug/synod-node"
 T="$CARGO_TARGET_DIR/debug/synod-trainer"
-cargo test --workspace --locked --no-run --quiet
+[ "${SYNOD_BUILT:-0}" = 1 ] || cargo test --workspace --locked --no-run --quiet
 CHROMIUM="${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}"
 test -n "$CHROMIUM" || { echo "dashboard-test: no chromium (scripts/setup.sh installs it)" >&2; exit 1; }
 

@@ -22,11 +22,13 @@ SPEC=../local-raw.json
 BASE="$PWD/operator"
 rm -rf "$BASE"
 # Free ports below the ephemeral range (32768+ on Linux): a fixed port there can be taken by
-# any outbound connection's local port, and the node then binds its RPC elsewhere.
+# any outbound connection's local port, and the node then binds its RPC elsewhere. Drawn
+# below the blocks the Rust tests' `free_port` claims (the 40 × 256 ports under the ephemeral
+# range) and above the dashboard test's ports, so that zombienet runs beside them.
 free_port() {
   python3 -c 'import random, socket
 for _ in range(200):
-    p = random.randrange(20000, 32000)
+    p = random.randrange(12000, 20000)
     s = socket.socket()
     try:
         s.bind(("127.0.0.1", p)); s.close(); print(p); break
