@@ -1,5 +1,7 @@
 //! Checkpoints under the trainer's base path, addressed by their blake3
-//! (`<base>/checkpoints/<hex>.safetensors`), and their retrieval from peers.
+//! (`<base>/checkpoints/<hex>.safetensors`), and their retrieval from peers: hedged asks under
+//! one deadline ([`first_delivery`]; [`first_deliveries`] for several objects at once, as the
+//! payloads of a split round's agreed set).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -197,9 +199,37 @@ where
     Err(last)
 }
 
+/// [`first_delivery`] of several objects at once, all under one deadline `timeout`: for each
+/// `(key, peers)` of `wanted`, the first bytes `ask(key, peer)` gets from one of its `peers`
+/// (hedged as there, at most [`MAX_ASKS`] asks of each object at a time). One object's slow
+/// or silent sources delay no other object.
+///
+/// Returns each key with its delivery (the peer and the bytes) or its last failure, in the
+/// order of `wanted`.
+pub async fn first_deliveries<K, P, F, Fut, E>(
+    wanted: &[(K, Vec<P>)],
+    hedge: Duration,
+    timeout: Duration,
+    ask: F,
+) -> Vec<(K, Result<(P, Vec<u8>), String>)>
+where
+    K: Copy,
+    P: Copy + Eq + std::hash::Hash + std::fmt::Display + Send + 'static,
+    F: Fn(K, P) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<u8>, E>> + Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    let ask = &ask;
+    futures::future::join_all(wanted.iter().map(|(key, peers)| async move {
+        let got = first_delivery(peers, hedge, timeout, |peer| ask(*key, peer)).await;
+        (*key, got)
+    }))
+    .await
+}
+
 #[cfg(test)]
 mod tests {
-    use super::first_delivery;
+    use super::{first_deliveries, first_delivery};
     use std::time::Duration;
 
     /// Asks of peer `p`: 0 never answers, 1 fails at once, 2 delivers after 50 ms.
@@ -248,5 +278,33 @@ mod tests {
         )
         .await;
         assert_eq!(none, Err("no peer to ask".to_string()));
+    }
+
+    /// The recovery of a split round's agreed set, attacked: the authors of the four payloads
+    /// we lack answer and then drip (their transfers never end within the deadline), and one
+    /// honest member relays each payload. Fetched one payload after another, each waits a
+    /// hedge for its author before the relay is asked: 4 × (hedge + transfer) ≈ 2.1 s, past
+    /// the 1.5 s deadline. Fetched at once, they all arrive after one hedge.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dripping_authors_cannot_hold_the_recovery_of_an_agreed_set() {
+        const RELAY: u32 = 1;
+        // Payload k's sources: its author (peer 10 + k), then the relay.
+        let wanted: Vec<(u32, Vec<u32>)> = (0..4).map(|k| (k, vec![10 + k, RELAY])).collect();
+        let got = first_deliveries(
+            &wanted,
+            Duration::from_millis(500),
+            Duration::from_millis(1_500),
+            |k: u32, peer: u32| async move {
+                if peer == RELAY {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    Ok(vec![k as u8])
+                } else {
+                    std::future::pending::<Result<Vec<u8>, String>>().await
+                }
+            },
+        )
+        .await;
+        let want: Vec<_> = (0..4).map(|k| (k, Ok((RELAY, vec![k as u8])))).collect();
+        assert_eq!(got, want);
     }
 }

@@ -1,19 +1,23 @@
 //! A split round: the chain fixed an included set other than ours (`synod_protocol::agreement`);
 //! we fetch the payloads we lack, aggregate exactly that set and commit once more.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use synod_chain::calls;
 use synod_diloco::Contribution;
+use synod_p2p::message::PayloadRef;
+use synod_p2p::PeerId;
 
 use super::settle::Pending;
 use super::Trainer;
 use crate::event::TrainerEvent;
+use crate::pool::store::{first_deliveries, HEDGE};
 
-/// How long we try to fetch the payloads of the agreed set we lack, in seconds. Each was
-/// attested by at least one honest member, who holds and serves it.
+/// How long we try to fetch the payloads of the agreed set we lack, all of them together, in
+/// seconds. Each was attested by at least one honest member, who holds and serves it.
 const FETCH_SECS: u64 = 60;
 
 impl Trainer {
@@ -23,9 +27,9 @@ impl Trainer {
     /// the round is already final over `agreed` (we then commit only that hash, late).
     ///
     /// # Errors
-    /// If θ_{round−1} or our own payload is not kept, a payload of `agreed` cannot be fetched
-    /// within [`FETCH_SECS`] (its announcement unseen, or no peer serves it), the aggregate
-    /// differs from `expect`, or the commit fails.
+    /// If θ_{round−1} or our own payload is not kept, the payloads of `agreed` we lack cannot
+    /// all be fetched within [`FETCH_SECS`] (an announcement unseen, or no peer serves it), the
+    /// aggregate differs from `expect`, or the commit fails.
     pub(super) fn recommit(
         &mut self,
         p: &Pending,
@@ -36,25 +40,33 @@ impl Trainer {
         // The round's own participants (a member that left since is in its snapshot), so that
         // its payload can still be fetched and verified.
         self.refresh_members(round)?;
-        let mut contributions = Vec::with_capacity(agreed.len());
-        let mut fetched = Vec::new();
+        let mut kept = BTreeMap::new();
+        let mut missing = Vec::new();
         for &j in agreed {
-            let kept = if j == self.ctx.me {
+            let payload = if j == self.ctx.me {
                 self.ctx.retained.own(round, j, &p.start)
             } else {
                 self.ctx.retained.payload(round, j)
             };
-            let payload = match kept {
-                Some(bytes) => Arc::new(bytes),
-                None if j == self.ctx.me => bail!("our own payload of round {round} is not kept"),
-                None => {
-                    let bytes = self.fetch_agreed(round, j)?;
-                    fetched.push(j);
-                    bytes
+            match payload {
+                Some(bytes) => {
+                    kept.insert(j, Arc::new(bytes));
                 }
-            };
-            contributions.push(Contribution { member: j, payload });
+                None if j == self.ctx.me => bail!("our own payload of round {round} is not kept"),
+                None => missing.push(j),
+            }
         }
+        kept.extend(self.fetch_agreed(round, &missing)?);
+        let contributions: Vec<Contribution> = agreed
+            .iter()
+            .filter_map(|j| {
+                kept.get(j).map(|payload| Contribution {
+                    member: *j,
+                    payload: payload.clone(),
+                })
+            })
+            .collect();
+        let fetched = missing;
         let parent = self
             .ctx
             .store
@@ -97,59 +109,105 @@ impl Trainer {
         Ok(outcome.hash)
     }
 
-    /// Fetches member `j`'s payload of `round` (announced on gossip; we left it out) from its
-    /// author or any member that holds it, and keeps it with its signed announcement.
-    fn fetch_agreed(&self, round: u32, j: u32) -> Result<Arc<Vec<u8>>> {
-        let start = Instant::now();
-        let max = self.ctx.recipe.max_payload_bytes;
-        let mut last = String::from("its announcement was never seen");
-        while start.elapsed() < Duration::from_secs(FETCH_SECS) {
-            let announced = self
-                .ctx
-                .client
-                .snapshot()
-                .announced
-                .get(&(round, j))
-                .cloned();
-            if let Some(a) = announced {
-                let author = self.ctx.client.members().get(j).map(|m| m.peer_id);
-                // Relays that served a body with the wrong digest are not asked again.
-                let distrusted = self.ctx.client.snapshot().distrusted;
-                let relays = self.peers().into_iter().filter(|p| !distrusted.contains(p));
-                for peer in author.into_iter().chain(relays) {
-                    match self.ctx.block_on(
-                        self.ctx
-                            .client
-                            .fetch_payload_from(peer, j, round, a.payload, max),
-                    ) {
-                        Ok(bytes) => {
-                            self.ctx.retained.save(round, j, &bytes, Some(&a.signed))?;
-                            // Verified too (the duty worker may have checked the round
-                            // without it), whether or not our recommit lands.
-                            self.duties.verify(round)?;
-                            // Others that lack it can get it from us too.
-                            let bytes = Arc::new(bytes);
-                            self.ctx.client.relay_verified(
-                                round,
-                                j,
-                                a.payload.digest,
-                                bytes.clone(),
-                            );
-                            return Ok(bytes);
-                        }
-                        Err(e) => {
-                            if Some(peer) != author
-                                && matches!(e, synod_p2p::NetError::DigestMismatch)
-                            {
-                                self.ctx.client.distrust_relay(peer);
-                            }
-                            last = e.to_string();
-                        }
-                    }
+    /// Fetches the payloads of `round` by the members `missing` (announced on gossip; we left
+    /// them out), each from its author or any member that holds it, all at once and hedged
+    /// ([`first_deliveries`]) under one deadline of [`FETCH_SECS`]; keeps each with its signed
+    /// announcement and relays it. An author that answers and then drips delays its own
+    /// payload by one hedge, and no other payload.
+    ///
+    /// # Errors
+    /// The first payload whose announcement was never seen or that no peer delivered in time
+    /// (the others that arrived are kept).
+    fn fetch_agreed(&self, round: u32, missing: &[u32]) -> Result<BTreeMap<u32, Arc<Vec<u8>>>> {
+        if missing.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let deadline = Instant::now() + Duration::from_secs(FETCH_SECS);
+        // Their announcements: gossip may still be bringing some.
+        let mut announced = BTreeMap::new();
+        loop {
+            let seen = self.ctx.client.snapshot().announced;
+            for &j in missing {
+                if let Some(a) = seen.get(&(round, j)) {
+                    announced.entry(j).or_insert_with(|| a.clone());
                 }
+            }
+            if announced.len() == missing.len() || Instant::now() >= deadline {
+                break;
             }
             std::thread::sleep(Duration::from_millis(500));
         }
-        bail!("member {j}'s payload of round {round}: {last}")
+        if let Some(j) = missing.iter().find(|j| !announced.contains_key(j)) {
+            bail!("member {j}'s payload of round {round}: its announcement was never seen");
+        }
+        // Relays that served a body with the wrong digest are not asked again.
+        let distrusted = self.ctx.client.snapshot().distrusted;
+        let relays: Vec<PeerId> = self
+            .peers()
+            .into_iter()
+            .filter(|p| !distrusted.contains(p))
+            .collect();
+        let members = self.ctx.client.members();
+        let author = |j: u32| members.get(j).map(|m| m.peer_id);
+        let wanted: Vec<((u32, PayloadRef), Vec<PeerId>)> = announced
+            .iter()
+            .map(|(&j, a)| {
+                let by = author(j);
+                let sources = by
+                    .into_iter()
+                    .chain(relays.iter().copied().filter(|p| Some(*p) != by));
+                ((j, a.payload), sources.collect())
+            })
+            .collect();
+        let max = self.ctx.recipe.max_payload_bytes;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let got = self.ctx.block_on(first_deliveries(
+            &wanted,
+            HEDGE,
+            left,
+            |(j, payload), peer| {
+                let client = self.ctx.client.clone();
+                let by = author(j);
+                async move {
+                    let got = client
+                        .fetch_payload_from(peer, j, round, payload, max)
+                        .await;
+                    if let Err(synod_p2p::NetError::DigestMismatch) = &got {
+                        if Some(peer) != by {
+                            client.distrust_relay(peer);
+                        }
+                    }
+                    got
+                }
+            },
+        ));
+        let mut fetched = BTreeMap::new();
+        let mut failed = None;
+        for ((j, payload), got) in got {
+            match got {
+                Ok((_, bytes)) => {
+                    let signed = announced.get(&j).map(|a| a.signed.as_slice());
+                    self.ctx.retained.save(round, j, &bytes, signed)?;
+                    // Others that lack it can get it from us too.
+                    let bytes = Arc::new(bytes);
+                    self.ctx
+                        .client
+                        .relay_verified(round, j, payload.digest, bytes.clone());
+                    fetched.insert(j, bytes);
+                }
+                Err(e) => {
+                    failed.get_or_insert(format!("member {j}'s payload of round {round}: {e}"));
+                }
+            }
+        }
+        if !fetched.is_empty() {
+            // Verified too (the duty worker may have checked the round without them), whether
+            // or not our recommit lands.
+            self.duties.verify(round)?;
+        }
+        match failed {
+            Some(e) => bail!(e),
+            None => Ok(fetched),
+        }
     }
 }
