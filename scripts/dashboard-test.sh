@@ -56,9 +56,11 @@ NODE_PID=$!
 PIDS+=("$NODE_PID")
 
 RECIPE=(--data "$DATA" --model tiny --batch 8 --warmup 10 --lr 3e-3 --eval-batches 8 --device cpu)
+# A challenge window of 15 blocks rather than the derived one: the trainer measures its step
+# time again before it joins, on a machine that other tests may load more than at creation.
 "$T" --threads 1 pool create --rpc "$RPC" --connect-timeout 180 --suri //Alice "${RECIPE[@]}" \
   --inner-steps 10 --rounds 3 --min-trainers 1 --reward-per-round 1 --min-stake 10 \
-  --round-timeout 300 >"$OUT/pool.json" 2>"$OUT/create.log" || fail "pool create: $(tail -3 "$OUT/create.log")"
+  --round-timeout 300 --challenge-window 15 >"$OUT/pool.json" 2>"$OUT/create.log" || fail "pool create: $(tail -3 "$OUT/create.log")"
 "$T" --threads 1 run --rpc "$RPC" --suri //Bob --pool 0 --stake 100 "${RECIPE[@]}" --quiet \
   --base-path "$OUT/trainer" --listen "/ip4/127.0.0.1/tcp/$TRAINER_P2P" \
   --prometheus-port "$METRICS_PORT" >"$OUT/trainer.jsonl" 2>"$OUT/trainer.log" &

@@ -5,10 +5,11 @@
 # trainers as real processes).
 #
 # The suites that start nodes and trainers on loopback spend most of their time waiting for
-# blocks, so they run beside the CPU-bound work, in three lanes:
+# blocks, so they run beside the CPU-bound work, in three lanes, each at its own CPU priority
+# (the chain e2e's rounds are the shortest, so its lane comes first):
 #   e2e      the chain e2e (offchain-trainer/trainer/tests/chain_e2e.rs, two tests at a time)
-#   network  dev_chain (node/tests/dev_chain.rs), then the dashboard test, then zombienet
-#   cpu      at a lower CPU priority: builds and runs every other test target of the
+#   network  at nice 5: dev_chain (node/tests/dev_chain.rs), the dashboard test, zombienet
+#   cpu      on idle CPU only (SCHED_IDLE): builds and runs every other test target of the
 #            workspace, then builds and runs the pallets' benchmark tests
 # The binaries and the two loopback test targets are built first; the loopback lanes run their
 # test executables directly (cargo would wait for the cpu lane's build lock). Each lane writes
@@ -63,18 +64,20 @@ lane_e2e() {
   run_test chain_e2e
 }
 lane_network() {
+  renice -n 5 -p "$BASHPID" >/dev/null
   run_test dev_chain
   ./scripts/dashboard-test.sh
   ./scripts/zombienet.sh
 }
 lane_cpu() {
-  # At a lower priority: the loopback lanes' nodes and trainers keep their block times.
-  nice -n 10 cargo test --workspace --locked "$@" --lib --bins "${cpu_targets[@]}"
+  # Only on CPU the loopback lanes leave idle: their nodes and trainers keep their timing.
+  chrt --idle -p 0 "$BASHPID"
+  cargo test --workspace --locked "$@" --lib --bins "${cpu_targets[@]}"
   # The pallets' FRAME benchmarks (v2) as tests against their mock runtimes (their own
   # feature set, so their own build).
   local pallets=(trainer-staking training-pools checkpoints challenges rewards validator-set
     randomness)
-  nice -n 10 cargo test --locked "${pallets[@]/#/--package=pallet-}" \
+  cargo test --locked "${pallets[@]/#/--package=pallet-}" \
     --features "$(printf 'pallet-%s/runtime-benchmarks ' "${pallets[@]}")" "$@"
 }
 

@@ -23,9 +23,14 @@ fail() {
   exit 1
 }
 RECIPE=(--data "$SYNOD_DATA" --model tiny --batch 8 --warmup 10 --lr 3e-3 --eval-batches 8 --device cpu)
+# A challenge window of 15 blocks, not the one `pool create` derives from the step time it
+# measures: the trainers measure theirs again before they join, and on a machine loaded by
+# other tests (scripts/test.sh runs zombienet beside the chain e2e) a window derived at the
+# creator's load can be too short for theirs, and they refuse the pool.
 "$T" --threads 1 pool create --rpc "$RPC" --connect-timeout 180 --suri //Alice "${RECIPE[@]}" \
   --inner-steps 10 --rounds 6 --min-trainers 3 --reward-per-round 1 --min-stake 10 \
-  --round-timeout 60 >"$OUT/pool.json" 2>"$OUT/create.log" || fail "pool create failed"
+  --round-timeout 60 --challenge-window 15 >"$OUT/pool.json" 2>"$OUT/create.log" ||
+  fail "pool create failed"
 
 SURIS=(//Bob //Charlie //Dave //Eve)
 PORTS=(39400 39401 39402 39403)

@@ -552,6 +552,8 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
             k >= 3
         },
     );
+    // Restarted at once: the rounds left are few and short.
+    let mut t2 = net.spawn_trainer(2, &ports, &[]);
     // Trainer 0 settles round 2 before it exchanges round 3: its counters have moved on.
     let closed_at_0 = || {
         net.metrics(0)
@@ -584,7 +586,6 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
         rounds_closed(&early),
         rounds_closed(&late)
     );
-    let mut t2 = net.spawn_trainer(2, &ports, &[]);
     for (i, p) in [(0, &mut t0), (1, &mut t1), (2, &mut t2)] {
         wait_exit(p, &net, i, Duration::from_secs(600));
     }
