@@ -184,10 +184,7 @@ pub async fn all_gather(
                 .filter(|o| !snap.distrusted.contains(&o.peer_id))
                 .map(|o| o.peer_id)
                 .collect();
-            if !relays.is_empty() {
-                let k = (m.index as usize + client.me as usize) % relays.len();
-                relays.rotate_left(k);
-            }
+            rotate_relays(&mut relays, m.index, client.me);
             let sources: Vec<_> = std::iter::once(m.peer_id).chain(relays).collect();
             if let Some(f) = started.get_mut(&m.index) {
                 if f.live.iter().any(|x| x.answered.load(Ordering::Relaxed)) {
@@ -384,4 +381,15 @@ pub async fn finish(client: &Client, last_round: u32, dead_after: Duration, max_
     let _ = client.leave().await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     client.shutdown().await;
+}
+
+/// Rotates the relays of `author`'s payload, as asked by member `me`, by `author + me` places:
+/// each requester asks each author's relays in another order, so that the hedged asks of a
+/// round spread over the members instead of all falling first on the lowest index, and no
+/// one seat is every requester's first relay for every payload.
+pub fn rotate_relays<T>(relays: &mut [T], author: u32, me: u32) {
+    if !relays.is_empty() {
+        let k = (author as usize + me as usize) % relays.len();
+        relays.rotate_left(k);
+    }
 }

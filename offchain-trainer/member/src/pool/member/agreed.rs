@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use synod_chain::calls;
 use synod_diloco::Contribution;
-use synod_p2p::message::PayloadRef;
 use synod_p2p::PeerId;
 
 use super::settle::Pending;
@@ -110,89 +109,83 @@ impl Trainer {
     }
 
     /// Fetches the payloads of `round` by the members `missing` (announced on gossip; we left
-    /// them out), each from its author or any member that holds it, all at once and hedged
-    /// ([`first_deliveries`]) under one deadline of [`FETCH_SECS`]; keeps each with its signed
-    /// announcement and relays it. An author that answers and then drips delays its own
-    /// payload by one hedge, and no other payload.
+    /// them out), each from its author or any other member, relays rotated by author and by
+    /// us as the exchange rotates them, all at once and hedged ([`first_deliveries`]) under
+    /// one deadline of [`FETCH_SECS`]; keeps each with its signed announcement and relays it.
+    /// A payload whose announcement we have not seen yet is asked for again until it arrives
+    /// (or the deadline passes); a relay that served a body with the wrong digest is not asked
+    /// again. An author that answers and then drips delays its own payload by one hedge, and
+    /// no other payload.
     ///
     /// # Errors
     /// The first payload whose announcement was never seen or that no peer delivered in time
-    /// (the others that arrived are kept).
+    /// (the others that arrived are kept and relayed).
     fn fetch_agreed(&self, round: u32, missing: &[u32]) -> Result<BTreeMap<u32, Arc<Vec<u8>>>> {
         if missing.is_empty() {
             return Ok(BTreeMap::new());
         }
-        let deadline = Instant::now() + Duration::from_secs(FETCH_SECS);
-        // Their announcements: gossip may still be bringing some.
-        let mut announced = BTreeMap::new();
-        loop {
-            let seen = self.ctx.client.snapshot().announced;
-            for &j in missing {
-                if let Some(a) = seen.get(&(round, j)) {
-                    announced.entry(j).or_insert_with(|| a.clone());
-                }
-            }
-            if announced.len() == missing.len() || Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(500));
-        }
-        if let Some(j) = missing.iter().find(|j| !announced.contains_key(j)) {
-            bail!("member {j}'s payload of round {round}: its announcement was never seen");
-        }
-        // Relays that served a body with the wrong digest are not asked again.
-        let distrusted = self.ctx.client.snapshot().distrusted;
-        let relays: Vec<PeerId> = self
-            .peers()
-            .into_iter()
-            .filter(|p| !distrusted.contains(p))
-            .collect();
         let members = self.ctx.client.members();
         let author = |j: u32| members.get(j).map(|m| m.peer_id);
-        let wanted: Vec<((u32, PayloadRef), Vec<PeerId>)> = announced
+        let peers = self.peers();
+        let wanted: Vec<(u32, Vec<PeerId>)> = missing
             .iter()
-            .map(|(&j, a)| {
+            .map(|&j| {
                 let by = author(j);
-                let sources = by
-                    .into_iter()
-                    .chain(relays.iter().copied().filter(|p| Some(*p) != by));
-                ((j, a.payload), sources.collect())
+                let mut relays: Vec<PeerId> =
+                    peers.iter().copied().filter(|p| Some(*p) != by).collect();
+                synod_p2p::exchange::rotate_relays(&mut relays, j, self.ctx.me);
+                (j, by.into_iter().chain(relays).collect())
             })
             .collect();
         let max = self.ctx.recipe.max_payload_bytes;
-        let left = deadline.saturating_duration_since(Instant::now());
-        let got = self.ctx.block_on(first_deliveries(
-            &wanted,
-            HEDGE,
-            left,
-            |(j, payload), peer| {
+        let timeout = Duration::from_secs(FETCH_SECS);
+        let got = self
+            .ctx
+            .block_on(first_deliveries(&wanted, HEDGE, timeout, |j, peer| {
                 let client = self.ctx.client.clone();
                 let by = author(j);
                 async move {
+                    let seen = client.snapshot();
+                    if Some(peer) != by && seen.distrusted.contains(&peer) {
+                        return Err(String::from("a relay that served a wrong body"));
+                    }
+                    let Some(a) = seen.announced.get(&(round, j)) else {
+                        return Err(String::from("its announcement was never seen"));
+                    };
                     let got = client
-                        .fetch_payload_from(peer, j, round, payload, max)
+                        .fetch_payload_from(peer, j, round, a.payload, max)
                         .await;
                     if let Err(synod_p2p::NetError::DigestMismatch) = &got {
                         if Some(peer) != by {
                             client.distrust_relay(peer);
                         }
                     }
-                    got
+                    got.map_err(|e| e.to_string())
                 }
-            },
-        ));
+            }));
+        let seen = self.ctx.client.snapshot().announced;
         let mut fetched = BTreeMap::new();
         let mut failed = None;
-        for ((j, payload), got) in got {
-            match got {
-                Ok((_, bytes)) => {
-                    let signed = announced.get(&j).map(|a| a.signed.as_slice());
-                    self.ctx.retained.save(round, j, &bytes, signed)?;
-                    // Others that lack it can get it from us too.
-                    let bytes = Arc::new(bytes);
-                    self.ctx
-                        .client
-                        .relay_verified(round, j, payload.digest, bytes.clone());
+        for (j, got) in got {
+            let kept = got.and_then(|(_, bytes)| {
+                // The announcement the delivery was checked against.
+                let a = seen
+                    .get(&(round, j))
+                    .filter(|a| a.payload.digest == *blake3::hash(&bytes).as_bytes())
+                    .ok_or("its announcement changed during the fetch")?;
+                self.ctx
+                    .retained
+                    .save(round, j, &bytes, Some(&a.signed))
+                    .map_err(|e| format!("keeping it: {e:#}"))?;
+                // Others that lack it can get it from us too.
+                let bytes = Arc::new(bytes);
+                self.ctx
+                    .client
+                    .relay_verified(round, j, a.payload.digest, bytes.clone());
+                Ok(bytes)
+            });
+            match kept {
+                Ok(bytes) => {
                     fetched.insert(j, bytes);
                 }
                 Err(e) => {
