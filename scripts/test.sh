@@ -9,16 +9,17 @@
 # the shortest and some derive their windows from the step time measured at creation, so
 # while it runs only light work runs beside it at normal priority:
 #   e2e      the chain e2e (offchain-trainer/trainer/tests/chain_e2e.rs, two tests at a time)
-#   network  at nice 5: dev_chain (node/tests/dev_chain.rs: a node and Polkadot.js); once the
-#            e2e lane has ended, the dashboard test (a trainer and headless Chromium), then
-#            zombienet (four validators and four trainers)
+#   network  at nice 5: dev_chain (node/tests/dev_chain.rs: a node and Polkadot.js), then the
+#            dashboard test (a node, a trainer and headless Chromium); once the e2e lane has
+#            ended, zombienet (four validators and four trainers)
 #   cpu      builds every other test target of the workspace and the pallets' benchmark tests
 #            on idle CPU only (SCHED_IDLE); once the e2e lane has ended, runs them (some of
 #            them time transfers and deadlines, so not on a starved CPU), and the doc-tests
-# The binaries and the two loopback test targets are built first; the loopback lanes run their
-# test executables directly (cargo would wait for the cpu lane's build lock). Each lane writes
-# out/test-LANE.log, printed whole when it ends; the script fails when a lane fails, and stops
-# every lane when it is interrupted. Every workspace `cargo test` call selects the whole
+# The binaries and the two loopback test targets are built first (cargo's timing report in
+# $CARGO_TARGET_DIR/cargo-timings/); the loopback lanes run their test executables directly
+# (cargo would wait for the cpu lane's build lock). Each lane writes out/test-LANE.log, with
+# the time of each step, printed whole when it ends; the script fails when a lane fails, and
+# stops every lane when it is interrupted. Every workspace `cargo test` call selects the whole
 # workspace, so all of them resolve the same features and share one build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ start=$SECONDS
 
 # The test targets that start nodes and trainers on loopback.
 loopback=(chain_e2e dev_chain)
-cargo test --workspace --locked --no-run "${loopback[@]/#/--test=}" \
+cargo test --workspace --locked --no-run "${loopback[@]/#/--test=}" --timings \
   --message-format=json-render-diagnostics >out/test-loopback-build.jsonl
 echo "test.sh: binaries and loopback tests built in $((SECONDS - start)) s" >&2
 # `NAME EXECUTABLE PACKAGE_DIR` of each loopback test target.
@@ -77,6 +78,13 @@ mapfile -t cpu_targets <<<"$targets"
 # The scripts below use the binaries just built as they are.
 export SYNOD_BUILT=1
 
+# `timed LABEL COMMAND...`: runs a step of a lane and logs its time.
+timed() {
+  local s=$SECONDS label=$1
+  shift
+  "$@"
+  echo "test.sh: $label took $((SECONDS - s)) s"
+}
 # A loopback test target's executable, run as `cargo test` runs it (from its package's dir).
 run_test() {
   echo "     Running ${exe[$1]}"
@@ -92,10 +100,10 @@ after_e2e() {
 }
 lane_network() {
   renice -n 5 -p "$BASHPID" >/dev/null 2>&1 || true
-  run_test dev_chain
-  after_e2e
-  ./scripts/dashboard-test.sh
-  ./scripts/zombienet.sh
+  timed dev_chain run_test dev_chain
+  timed dashboard ./scripts/dashboard-test.sh
+  timed "waiting for the e2e lane" after_e2e
+  timed zombienet ./scripts/zombienet.sh
 }
 pallets=(trainer-staking training-pools checkpoints challenges rewards validator-set randomness)
 bench_tests=(cargo test --locked "${pallets[@]/#/--package=pallet-}"
@@ -103,15 +111,15 @@ bench_tests=(cargo test --locked "${pallets[@]/#/--package=pallet-}"
 lane_cpu() {
   (
     chrt --idle -p 0 "$BASHPID" 2>/dev/null || renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || true
-    cargo test --workspace --locked --no-run "${cpu_targets[@]}"
+    timed "build of the other tests" cargo test --workspace --locked --no-run "${cpu_targets[@]}"
     # The pallets' FRAME benchmarks (v2) as tests against their mock runtimes: their own
     # feature set, so their own build.
-    "${bench_tests[@]}" --no-run
+    timed "build of the benchmark tests" "${bench_tests[@]}" --no-run
   )
-  after_e2e
-  cargo test --workspace --locked "${cpu_targets[@]}"
-  cargo test --workspace --locked --doc
-  "${bench_tests[@]}"
+  timed "waiting for the e2e lane" after_e2e
+  timed "the other tests" cargo test --workspace --locked "${cpu_targets[@]}"
+  timed doc-tests cargo test --workspace --locked --doc
+  timed "benchmark tests" "${bench_tests[@]}"
 }
 
 # Each lane in a process group of its own (job control), so that an interrupt stops all of it;

@@ -619,6 +619,82 @@ async fn outsiders_cannot_hold_a_members_connection_slots() {
     }
 }
 
+/// Half-open handshake flood without stake: an outsider opens TCP connections to a member from
+/// many addresses (127.0.0.2–127.0.0.17) and never speaks, reopening each one the node closes,
+/// so that every inbound handshake the node accepts stays pending until its timeout (10 s).
+/// Addresses no member came from hold at most a quarter of the handshakes, so a member that
+/// connected before (its address known) and restarts on a new port, so that the node cannot
+/// dial it, still connects in within a few seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn half_open_handshakes_cannot_shut_members_out() {
+    let ids = ids(2);
+    let set = member_set(&ids);
+    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
+    cfg.heartbeat = Duration::from_millis(500);
+    cfg.max_connections = 8;
+    let node = spawn(cfg).unwrap();
+    let boot = node.listen_addrs().await.into_iter().next().unwrap();
+    let member = ids[1].0.public().to_peer_id();
+    let connected = |c: &Client| c.snapshot().connected.contains(&member);
+    // The member connects once (the node learns its address), then goes away.
+    let first = start(&ids, &set, 1, ids[1].1.clone(), Some(boot.clone())).await;
+    let until = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !connected(&node) {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "the member never connected"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    first.shutdown().await;
+    while connected(&node) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The flood: 40 silent connections from 16 addresses, topped up every 50 ms.
+    let text = boot.to_string();
+    let port: u16 = text
+        .split('/')
+        .skip_while(|p| *p != "tcp")
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let flood = tokio::spawn(async move {
+        let mut open: Vec<tokio::net::TcpStream> = Vec::new();
+        for i in 0u32.. {
+            open.retain(|c| {
+                let mut b = [0u8; 1];
+                !matches!(c.try_read(&mut b), Ok(0))
+            });
+            while open.len() < 40 {
+                let from = std::net::Ipv4Addr::new(127, 0, 0, 2 + (i % 16) as u8);
+                let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                socket.bind((from, 0).into()).unwrap();
+                match socket.connect(([127, 0, 0, 1], port).into()).await {
+                    Ok(c) => open.push(c),
+                    Err(_) => break,
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The member restarts on another port: only its own dial can connect it.
+    let second = start(&ids, &set, 1, ids[1].1.clone(), Some(boot.clone())).await;
+    let start_at = tokio::time::Instant::now();
+    while !connected(&node) {
+        assert!(
+            start_at.elapsed() < Duration::from_secs(5),
+            "the member could not connect in through the flood of half-open handshakes"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    flood.abort();
+    for c in [&node, &second] {
+        c.shutdown().await;
+    }
+}
+
 /// Replayed heartbeats: a member's own signed heartbeats, resent by anyone once gossipsub's
 /// duplicate cache forgot them, would cost that member its rate (and, enough of them, a ban)
 /// if they were metered. Heartbeats older than the freshness window are dropped before the

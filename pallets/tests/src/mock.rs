@@ -67,7 +67,38 @@ pub const AUTHORS: u8 = 4;
 /// The key of the author of `slot` (`authorities[slot % AUTHORS]`, as Aura picks).
 pub fn slot_author(slot: u64) -> sp_core::sr25519::Pair {
 	use sp_core::Pair as _;
-	sp_core::sr25519::Pair::from_seed(&[(slot % u64::from(AUTHORS)) as u8 + 1; 32])
+	let seed = (slot % u64::from(AUTHORS)) as u8 + 1;
+	memo(&AUTHOR_KEYS, seed, || sp_core::sr25519::Pair::from_seed(&[seed; 32]))
+}
+
+type Memo<K, V> = std::cell::RefCell<std::collections::HashMap<K, V>>;
+
+thread_local! {
+	/// The authors' key pairs, by seed byte.
+	static AUTHOR_KEYS: Memo<u8, sp_core::sr25519::Pair> = Memo::default();
+	/// VRF proofs by (previous randomness, slot): every test starts from the same genesis, so
+	/// its blocks repeat the same proofs (each is still verified by the pallet).
+	static VRF_PROOFS: Memo<([u8; 32], u64), pallet_randomness::VrfProof> = Memo::default();
+	/// ML-DSA public keys by account.
+	static PUBLIC_KEYS: Memo<AccountId, Box<[u8; ML_DSA_65_PUBLIC_KEY_LEN]>> = Memo::default();
+	/// Signed announcements by (pool, round, member index, account, digest).
+	static ANNOUNCEMENTS: Memo<(u32, u32, u32, AccountId, [u8; 32]), Evidence> = Memo::default();
+}
+
+/// `make()`'s value for `key`, computed once per thread: key generation and signing are
+/// deterministic functions of their inputs, and the property tests repeat them thousands of
+/// times (the pallets still verify every signature and proof they are given).
+fn memo<K: core::hash::Hash + Eq, V: Clone>(
+	cache: &'static std::thread::LocalKey<Memo<K, V>>,
+	key: K,
+	make: impl FnOnce() -> V,
+) -> V {
+	if let Some(v) = cache.with(|c| c.borrow().get(&key).cloned()) {
+		return v;
+	}
+	let v = make();
+	cache.with(|c| c.borrow_mut().insert(key, v.clone()));
+	v
 }
 
 thread_local! {
@@ -105,7 +136,10 @@ impl pallet_randomness::Config for Test {
 /// The VRF proof the author of `slot` makes for the block being built (what the node's
 /// keystore signs).
 pub fn block_vrf(slot: u64) -> pallet_randomness::VrfProof {
-	pallet_randomness::prove(&slot_author(slot), &pallet_randomness::Current::<Test>::get(), slot)
+	let previous = pallet_randomness::Current::<Test>::get();
+	memo(&VRF_PROOFS, (previous, slot), || {
+		pallet_randomness::prove(&slot_author(slot), &previous, slot)
+	})
 }
 
 #[derive_impl(frame_system::config_preludes::TestDefaultConfig)]
@@ -538,8 +572,10 @@ pub fn key_seed(who: AccountId) -> [u8; 32] {
 
 /// `who`'s ML-DSA-65 public key (of [`key_seed`]).
 pub fn ml_dsa_key(who: AccountId) -> Box<[u8; ML_DSA_65_PUBLIC_KEY_LEN]> {
-	let public = synod_primitives::protocol::evidence::signing::public_key(&key_seed(who));
-	Box::new(public.try_into().expect("1952 bytes"))
+	memo(&PUBLIC_KEYS, who, || {
+		let public = synod_primitives::protocol::evidence::signing::public_key(&key_seed(who));
+		Box::new(public.try_into().expect("1952 bytes"))
+	})
 }
 
 /// `who`'s member index in `pool` (current or former member), if any.
@@ -557,14 +593,17 @@ pub fn member_index(pool: u32, who: AccountId) -> Option<u32> {
 /// evidence `open_challenge` takes (member index `u32::MAX` if `who` never was a member).
 pub fn announcement(pool: u32, round: u32, who: AccountId, digest: [u8; 32]) -> Evidence {
 	use synod_primitives::protocol::evidence::{signing, Body, Envelope, PayloadRef};
-	let envelope = Envelope {
-		pool: pool.into(),
-		round,
-		member: member_index(pool, who).unwrap_or(u32::MAX),
-		peer_id: peer(who).into_inner(),
-		body: Body::Alive { seq: 1, payload: Some(PayloadRef { digest, size: 1_000 }) },
-	};
-	signing::sign(&key_seed(who), envelope).encode().try_into().expect("fits")
+	let member = member_index(pool, who).unwrap_or(u32::MAX);
+	memo(&ANNOUNCEMENTS, (pool, round, member, who, digest), || {
+		let envelope = Envelope {
+			pool: pool.into(),
+			round,
+			member,
+			peer_id: peer(who).into_inner(),
+			body: Body::Alive { seq: 1, payload: Some(PayloadRef { digest, size: 1_000 }) },
+		};
+		signing::sign(&key_seed(who), envelope).encode().try_into().expect("fits")
+	})
 }
 
 /// `challenger` opens a challenge against `accused`'s contribution to `round` of `pool`, with

@@ -308,36 +308,50 @@ fn two_pools() {
 	// Every member is a juror by default (committees are drawn from a round's contributors).
 }
 
+/// One random case: `ops` from two training pools, then every round closes, settles and is
+/// claimed; every invariant is checked after each call and each block.
+fn random_case(ops: &[Op], appeals: bool) {
+	new_test_ext().execute_with(|| {
+		// Rulings that wait for appeals, or verdicts that execute at once.
+		AppealPeriod::set(&if appeals { 6 } else { 0 });
+		two_pools();
+		check_invariants();
+		for op in ops {
+			apply(op);
+			check_invariants();
+		}
+		// Finish: every round closes, settles and is claimable without breaking anything.
+		run_to_block(System::block_number() + 120);
+		check_invariants();
+		for who in ACCOUNTS {
+			for p in 0..3 {
+				let _ = Rewards::claim_rewards(RuntimeOrigin::signed(who), p);
+			}
+		}
+		check_invariants();
+	});
+}
+
+// 1 000 random cases in all, half with appeals and half without, as two tests that the test
+// harness runs on two cores.
 proptest! {
 	#![proptest_config(ProptestConfig {
-		cases: 1_000,
+		cases: 500,
 		failure_persistence: None,
 		..ProptestConfig::default()
 	})]
 
 	#[test]
-	fn random_calls_keep_every_invariant(
+	fn random_calls_keep_every_invariant_when_verdicts_execute_at_once(
 		ops in proptest::collection::vec(op(), 1..40),
-		appeals in any::<bool>(),
 	) {
-		new_test_ext().execute_with(|| {
-			// Rulings that wait for appeals, or verdicts that execute at once.
-			AppealPeriod::set(&if appeals { 6 } else { 0 });
-			two_pools();
-			check_invariants();
-			for op in &ops {
-				apply(op);
-				check_invariants();
-			}
-			// Finish: every round closes, settles and is claimable without breaking anything.
-			run_to_block(System::block_number() + 120);
-			check_invariants();
-			for who in ACCOUNTS {
-				for p in 0..3 {
-					let _ = Rewards::claim_rewards(RuntimeOrigin::signed(who), p);
-				}
-			}
-			check_invariants();
-		});
+		random_case(&ops, false);
+	}
+
+	#[test]
+	fn random_calls_keep_every_invariant_when_rulings_wait_for_appeals(
+		ops in proptest::collection::vec(op(), 1..40),
+	) {
+		random_case(&ops, true);
 	}
 }

@@ -130,6 +130,8 @@ impl EventLoop {
                 for m in set.iter() {
                     gate.bypass_peer_id(&m.peer_id);
                 }
+                let peers = set.iter().map(|m| m.peer_id);
+                self.swarm.behaviour_mut().pending.set_members(peers);
                 self.members = set;
                 let _ = applied.send(());
             }

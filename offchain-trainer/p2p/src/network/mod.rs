@@ -6,11 +6,13 @@
 //!
 //! Files: `mod.rs` (configuration, the public types, [`spawn`]), `client.rs` (the handle and its
 //! commands), `event_loop.rs` (commands, swarm events, dialling), `gossip.rs` (signed heartbeats:
-//! publishing, verifying, equivocation), `serve.rs` (what is served, admission, serving tasks).
+//! publishing, verifying, equivocation), `serve.rs` (what is served, admission, serving tasks),
+//! `pending.rs` (admission of inbound handshakes by address).
 
 mod client;
 mod event_loop;
 mod gossip;
+mod pending;
 mod serve;
 mod uplink;
 
@@ -57,8 +59,9 @@ pub struct NetConfig {
     pub bootnodes: Vec<Multiaddr>,
     /// Heartbeat period (Prime's ElasticDeviceMesh uses 2 s).
     pub heartbeat: Duration,
-    /// Most established connections; peers that are not members of the pool hold at most a
-    /// quarter of them.
+    /// Most established connections, and most inbound handshakes pending at once; peers that
+    /// are not members of the pool hold at most a quarter of the connections, and addresses no
+    /// member connected from a quarter of the handshakes (at least 4).
     pub max_connections: u32,
     /// Time bounds of every payload and checkpoint transfer, both directions.
     pub limits: Limits,
@@ -142,6 +145,8 @@ fn read_distrusted(path: &Path) -> HashSet<PeerId> {
 #[derive(NetworkBehaviour)]
 pub(super) struct Behaviour {
     blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
+    /// Inbound handshakes: outsider addresses hold at most [`outsider_limit`] of them.
+    pending: pending::PendingInbound,
     limits: connection_limits::Behaviour,
     /// A second limit that the pool's members bypass ([`outsider_limit`]): peers that are
     /// not members cannot hold the connections members need.
@@ -222,8 +227,7 @@ fn behaviour(
     let gossipsub = gossip::behaviour(key, topic)?;
     let limits = connection_limits::ConnectionLimits::default()
         .with_max_established(Some(max_connections))
-        .with_max_established_per_peer(Some(2))
-        .with_max_pending_incoming(Some(max_connections));
+        .with_max_established_per_peer(Some(2));
     let mut outsiders = connection_limits::Behaviour::new(
         connection_limits::ConnectionLimits::default()
             .with_max_established(Some(outsider_limit(max_connections))),
@@ -233,6 +237,11 @@ fn behaviour(
     }
     Ok(Behaviour {
         blocked: allow_block_list::Behaviour::default(),
+        pending: pending::PendingInbound::new(
+            max_connections,
+            outsider_limit(max_connections),
+            members.iter().map(|m| m.peer_id),
+        ),
         limits: connection_limits::Behaviour::new(limits),
         outsiders,
         identify: identify::Behaviour::new(identify::Config::new(
