@@ -1,13 +1,15 @@
 //! Admission of inbound connections while their handshake runs, before the remote's peer id is
 //! known: the only thing to go by is the remote's IP address.
 //!
-//! A node accepts at most `max` handshakes at once (`NetConfig::max_connections`). Addresses
-//! that no member of the pool has connected from or been dialled at ("outsider" addresses) hold
-//! at most `outsider_max` of them, so half-open handshakes from any number of outsider
-//! addresses, each held until the transport's handshake timeout, cannot keep members from
-//! connecting in: a member's known addresses always find `max − outsider_max` handshakes free.
-//! A member's first connection from a new address counts as an outsider's until it is
-//! established (the node then knows the address), and the node dials every member it is not
+//! A node accepts at most `max` handshakes at once (`NetConfig::max_connections`), at most
+//! [`PER_ADDRESS_HANDSHAKES`] from one IP address. Addresses that no member of the pool has
+//! connected from or been dialled at lately ("outsider" addresses) hold at most `outsider_max` of
+//! them, so half-open handshakes from any number of outsider addresses, each held until the
+//! transport's handshake timeout, cannot keep members from connecting in: a member's known
+//! addresses always find `max − outsider_max` handshakes free. A QUIC handshake counts as an
+//! outsider's whatever its address (its first packet's source address is not verified, so it can
+//! be forged). A member's first connection from a new address counts as an outsider's until it
+//! is established (the node then knows the address), and the node dials every member it is not
 //! connected to on each heartbeat anyway.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -19,13 +21,17 @@ use libp2p::core::transport::PortUse;
 use libp2p::core::Endpoint;
 use libp2p::multiaddr::Protocol;
 use libp2p::swarm::{
-    dummy, ConnectionDenied, ConnectionId, FromSwarm, ListenFailure, NetworkBehaviour, THandler,
-    THandlerInEvent, THandlerOutEvent, ToSwarm,
+    dummy, ConnectionClosed, ConnectionDenied, ConnectionId, FromSwarm, ListenFailure,
+    NetworkBehaviour, THandler, THandlerInEvent, THandlerOutEvent, ToSwarm,
 };
 use libp2p::{Multiaddr, PeerId};
 
-/// Addresses remembered per member: the latest ones it connected from or was dialled at.
-pub(super) const ADDRESSES_PER_MEMBER: usize = 4;
+/// Addresses remembered per peer: the latest ones it connected from or was dialled at.
+pub(super) const ADDRESSES_PER_PEER: usize = 4;
+
+/// Most handshakes pending from one IP address, a member's included: an address learned as a
+/// member's (one that forwards a member's connection, say) holds no more than this.
+pub(super) const PER_ADDRESS_HANDSHAKES: usize = 8;
 
 /// Least handshakes outsider addresses may hold, whatever `max`: a pool starting up on one host
 /// (all peers at one address, none known yet) must not be throttled to one handshake at a time.
@@ -39,15 +45,24 @@ pub(super) struct HandshakesFull {
     what: &'static str,
 }
 
-/// The behaviour: counts pending inbound handshakes by kind of address and learns members'
-/// addresses from their established connections.
+/// A pending inbound handshake: the remote's IP address and whether it counts as a member's.
+#[derive(Clone, Copy)]
+struct Pending {
+    ip: Option<IpAddr>,
+    member: bool,
+}
+
+/// The behaviour: counts pending inbound handshakes by address and learns the addresses of the
+/// peers it is connected to (members' kept while they are members).
 pub struct PendingInbound {
     max: usize,
     outsider_max: usize,
-    /// Pending inbound handshakes, each with whether it came from a member's address.
-    pending: HashMap<ConnectionId, bool>,
+    pending: HashMap<ConnectionId, Pending>,
     members: HashSet<PeerId>,
-    /// Each member's latest addresses (≤ [`ADDRESSES_PER_MEMBER`], newest last).
+    /// Peers with an open connection.
+    connected: HashSet<PeerId>,
+    /// The latest addresses (≤ [`ADDRESSES_PER_PEER`], newest last) of every connected peer and
+    /// every member.
     addresses: HashMap<PeerId, VecDeque<IpAddr>>,
 }
 
@@ -58,6 +73,12 @@ fn ip_of(addr: &Multiaddr) -> Option<IpAddr> {
         Protocol::Ip6(ip) => Some(ip.into()),
         _ => None,
     }
+}
+
+/// Whether a connection on `addr` runs over QUIC.
+fn is_quic(addr: &Multiaddr) -> bool {
+    addr.iter()
+        .any(|p| matches!(p, Protocol::QuicV1 | Protocol::Quic))
 }
 
 impl PendingInbound {
@@ -76,33 +97,69 @@ impl PendingInbound {
                 .min(max),
             pending: HashMap::new(),
             members: members.into_iter().collect(),
+            connected: HashSet::new(),
             addresses: HashMap::new(),
         }
     }
 
-    /// Replaces the pool's members; the addresses of former members are forgotten.
+    /// Replaces the pool's members: the addresses of a new member connected now count as a
+    /// member's at once; those of a former member are forgotten once it is not connected.
     pub(super) fn set_members(&mut self, members: impl IntoIterator<Item = PeerId>) {
         self.members = members.into_iter().collect();
-        let members = &self.members;
-        self.addresses.retain(|p, _| members.contains(p));
+        let (members, connected) = (&self.members, &self.connected);
+        self.addresses
+            .retain(|p, _| members.contains(p) || connected.contains(p));
     }
 
     /// Whether a member connected from, or was dialled at, `ip` lately.
     pub(super) fn is_member_address(&self, ip: &IpAddr) -> bool {
-        self.addresses.values().any(|a| a.contains(ip))
+        self.members
+            .iter()
+            .filter_map(|m| self.addresses.get(m))
+            .any(|a| a.contains(ip))
     }
 
     fn learn(&mut self, peer: PeerId, addr: &Multiaddr) {
+        self.connected.insert(peer);
         let Some(ip) = ip_of(addr) else { return };
-        if !self.members.contains(&peer) {
-            return;
-        }
         let known = self.addresses.entry(peer).or_default();
         known.retain(|a| *a != ip);
         known.push_back(ip);
-        while known.len() > ADDRESSES_PER_MEMBER {
+        while known.len() > ADDRESSES_PER_PEER {
             known.pop_front();
         }
+    }
+
+    fn closed(&mut self, peer: PeerId, remaining: usize) {
+        if remaining == 0 {
+            self.connected.remove(&peer);
+            if !self.members.contains(&peer) {
+                self.addresses.remove(&peer);
+            }
+        }
+    }
+
+    fn admit(&self, local: &Multiaddr, remote: &Multiaddr) -> Result<Pending, HandshakesFull> {
+        let ip = ip_of(remote);
+        let member = !is_quic(local) && ip.is_some_and(|ip| self.is_member_address(&ip));
+        let full = |pending, what| Err(HandshakesFull { pending, what });
+        let total = self.pending.len();
+        if total >= self.max {
+            return full(total, "all addresses");
+        }
+        if let Some(ip) = ip {
+            let same = self.pending.values().filter(|p| p.ip == Some(ip)).count();
+            if same >= PER_ADDRESS_HANDSHAKES {
+                return full(same, "one address");
+            }
+        }
+        if !member {
+            let outsiders = self.pending.values().filter(|p| !p.member).count();
+            if outsiders >= self.outsider_max {
+                return full(outsiders, "addresses of no member");
+            }
+        }
+        Ok(Pending { ip, member })
     }
 }
 
@@ -113,27 +170,11 @@ impl NetworkBehaviour for PendingInbound {
     fn handle_pending_inbound_connection(
         &mut self,
         connection_id: ConnectionId,
-        _local: &Multiaddr,
+        local: &Multiaddr,
         remote: &Multiaddr,
     ) -> Result<(), ConnectionDenied> {
-        let member = ip_of(remote).is_some_and(|ip| self.is_member_address(&ip));
-        let total = self.pending.len();
-        if total >= self.max {
-            return Err(ConnectionDenied::new(HandshakesFull {
-                pending: total,
-                what: "all addresses",
-            }));
-        }
-        if !member {
-            let outsiders = self.pending.values().filter(|m| !**m).count();
-            if outsiders >= self.outsider_max {
-                return Err(ConnectionDenied::new(HandshakesFull {
-                    pending: outsiders,
-                    what: "addresses of no member",
-                }));
-            }
-        }
-        self.pending.insert(connection_id, member);
+        let pending = self.admit(local, remote).map_err(ConnectionDenied::new)?;
+        self.pending.insert(connection_id, pending);
         Ok(())
     }
 
@@ -164,6 +205,11 @@ impl NetworkBehaviour for PendingInbound {
             FromSwarm::ConnectionEstablished(e) => {
                 self.learn(e.peer_id, e.endpoint.get_remote_address())
             }
+            FromSwarm::ConnectionClosed(ConnectionClosed {
+                peer_id,
+                remaining_established,
+                ..
+            }) => self.closed(peer_id, remaining_established),
             FromSwarm::ListenFailure(ListenFailure { connection_id, .. }) => {
                 self.pending.remove(&connection_id);
             }
@@ -193,15 +239,19 @@ mod tests {
         format!("/ip4/{ip}/tcp/4001").parse().unwrap()
     }
 
-    /// Offers `b` an inbound handshake from `ip` (connection ids from a counter).
-    fn pending(b: &mut PendingInbound, ip: &str) -> Result<(), ConnectionDenied> {
+    /// Offers `b` an inbound handshake from `remote` on `local` (connection ids from a counter).
+    fn offer(
+        b: &mut PendingInbound,
+        local: &Multiaddr,
+        remote: &Multiaddr,
+    ) -> Result<(), ConnectionDenied> {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        b.handle_pending_inbound_connection(
-            ConnectionId::new_unchecked(id),
-            &addr("127.0.0.1"),
-            &addr(ip),
-        )
+        b.handle_pending_inbound_connection(ConnectionId::new_unchecked(id), local, remote)
+    }
+
+    fn pending(b: &mut PendingInbound, ip: &str) -> Result<(), ConnectionDenied> {
+        offer(b, &addr("127.0.0.1"), &addr(ip))
     }
 
     #[test]
@@ -222,19 +272,62 @@ mod tests {
     }
 
     #[test]
-    fn only_members_addresses_are_learned_and_a_few_per_member() {
+    fn one_address_holds_at_most_its_share_even_a_members() {
+        let member = PeerId::random();
+        let mut b = PendingInbound::new(64, 16, [member]);
+        b.learn(member, &addr("10.0.0.1"));
+        for _ in 0..PER_ADDRESS_HANDSHAKES {
+            pending(&mut b, "10.0.0.1").unwrap();
+        }
+        assert!(pending(&mut b, "10.0.0.1").is_err());
+        // Another member address still gets in.
+        b.learn(member, &addr("10.0.0.2"));
+        pending(&mut b, "10.0.0.2").unwrap();
+    }
+
+    #[test]
+    fn a_quic_handshake_counts_as_an_outsiders_whatever_its_address() {
+        let member = PeerId::random();
+        let mut b = PendingInbound::new(64, 4, [member]);
+        b.learn(member, &addr("10.0.0.1"));
+        let local: Multiaddr = "/ip4/127.0.0.1/udp/4001/quic-v1".parse().unwrap();
+        let forged: Multiaddr = "/ip4/10.0.0.1/udp/5000/quic-v1".parse().unwrap();
+        for _ in 0..MIN_OUTSIDER_HANDSHAKES {
+            offer(&mut b, &local, &forged).unwrap();
+        }
+        assert!(offer(&mut b, &local, &forged).is_err());
+        // Over TCP the member's address still finds its share.
+        pending(&mut b, "10.0.0.1").unwrap();
+    }
+
+    #[test]
+    fn a_connected_peer_that_becomes_a_member_is_known_at_once() {
+        let peer = PeerId::random();
+        let mut b = PendingInbound::new(64, 16, []);
+        b.learn(peer, &addr("10.0.0.1"));
+        assert!(!b.is_member_address(&"10.0.0.1".parse().unwrap()));
+        b.set_members([peer]);
+        assert!(b.is_member_address(&"10.0.0.1".parse().unwrap()));
+    }
+
+    #[test]
+    fn addresses_are_bounded_and_forgotten_with_the_peer() {
         let member = PeerId::random();
         let outsider = PeerId::random();
         let mut b = PendingInbound::new(64, 16, [member]);
         b.learn(outsider, &addr("10.9.9.9"));
         assert!(!b.is_member_address(&"10.9.9.9".parse().unwrap()));
+        b.closed(outsider, 0);
+        assert!(!b.addresses.contains_key(&outsider));
         for i in 0..10 {
             b.learn(member, &addr(&format!("10.0.0.{i}")));
         }
-        let known: Vec<_> = b.addresses[&member].iter().copied().collect();
-        assert_eq!(known.len(), ADDRESSES_PER_MEMBER);
+        assert_eq!(b.addresses[&member].len(), ADDRESSES_PER_PEER);
         assert!(b.is_member_address(&"10.0.0.9".parse().unwrap()));
         assert!(!b.is_member_address(&"10.0.0.0".parse().unwrap()));
+        // A member's addresses outlive its connections, not its membership.
+        b.closed(member, 0);
+        assert!(b.is_member_address(&"10.0.0.9".parse().unwrap()));
         b.set_members([]);
         assert!(!b.is_member_address(&"10.0.0.9".parse().unwrap()));
     }
