@@ -45,7 +45,8 @@ pub(super) struct HandshakesFull {
     what: &'static str,
 }
 
-/// A pending inbound handshake: the remote's IP address and whether it counts as a member's.
+/// A pending inbound handshake: the remote's IP address (none over QUIC) and whether it counts
+/// as a member's.
 #[derive(Clone, Copy)]
 struct Pending {
     ip: Option<IpAddr>,
@@ -140,8 +141,10 @@ impl PendingInbound {
     }
 
     fn admit(&self, local: &Multiaddr, remote: &Multiaddr) -> Result<Pending, HandshakesFull> {
-        let ip = ip_of(remote);
-        let member = !is_quic(local) && ip.is_some_and(|ip| self.is_member_address(&ip));
+        // A QUIC handshake's source address may be forged: it neither counts as a member's
+        // nor against the address it names (a forger would use up a member's per-address share).
+        let ip = ip_of(remote).filter(|_| !is_quic(local));
+        let member = ip.is_some_and(|ip| self.is_member_address(&ip));
         let full = |pending, what| Err(HandshakesFull { pending, what });
         let total = self.pending.len();
         if total >= self.max {
@@ -286,18 +289,21 @@ mod tests {
     }
 
     #[test]
-    fn a_quic_handshake_counts_as_an_outsiders_whatever_its_address() {
+    fn forged_quic_sources_count_as_outsiders_and_use_up_no_members_address() {
         let member = PeerId::random();
-        let mut b = PendingInbound::new(64, 4, [member]);
+        // The default limits: 64 handshakes, outsiders 16 (more than one address's share).
+        let mut b = PendingInbound::new(64, 16, [member]);
         b.learn(member, &addr("10.0.0.1"));
         let local: Multiaddr = "/ip4/127.0.0.1/udp/4001/quic-v1".parse().unwrap();
         let forged: Multiaddr = "/ip4/10.0.0.1/udp/5000/quic-v1".parse().unwrap();
-        for _ in 0..MIN_OUTSIDER_HANDSHAKES {
+        for _ in 0..16 {
             offer(&mut b, &local, &forged).unwrap();
         }
         assert!(offer(&mut b, &local, &forged).is_err());
-        // Over TCP the member's address still finds its share.
-        pending(&mut b, "10.0.0.1").unwrap();
+        // Over TCP the member's address still finds its whole per-address share.
+        for _ in 0..PER_ADDRESS_HANDSHAKES {
+            pending(&mut b, "10.0.0.1").unwrap();
+        }
     }
 
     #[test]
