@@ -154,8 +154,8 @@ impl Chain {
             .is_some())
     }
 
-    /// Whether voided `round` of `pool` has undecided unmatched commits
-    /// (`Checkpoints.UnmatchedCommits((pool, round))`).
+    /// Whether `round` of `pool` has undecided unmatched commits (voided) or silent included
+    /// members (final and settled) (`Checkpoints.UnmatchedCommits((pool, round))`).
     ///
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
@@ -170,7 +170,7 @@ impl Chain {
             .is_some())
     }
 
-    /// The voided rounds of `pool` with undecided unmatched commits (every
+    /// The rounds of `pool` with undecided unmatched commits or silent included members (every
     /// `Checkpoints.UnmatchedCommits` entry of the pool, also those whose round's snapshot is no
     /// longer kept), ascending. Iterates the whole map (its keys are hashed whole, so there is
     /// no per-pool prefix) and reads each entry's pool and round from its key: the SCALE

@@ -58,13 +58,19 @@ impl<T: Config> Pallet<T> {
 		let now = frame_system::Pallet::<T>::block_number();
 
 		// A final round: late contributors and divergent commits of its participants, for
-		// `challenge_window` blocks (challenges stay open for twice that).
+		// `challenge_window` blocks (challenges stay open for twice that). After that, until the
+		// round is settled (its snapshot pruned), a participant that has not committed yet may
+		// still record a commit: it is not paid, but it is present, so the leak of silent
+		// included members spares it (`protocol::leak::at_settlement`).
 		if let Some(mut fin) = final_record {
+			let in_window =
+				block::<T>(now) <= params.timeline.late_commits_until(block::<T>(fin.finalized_at));
+			let snapshot = Snapshots::<T>::get((pool_id, round));
 			ensure!(
-				block::<T>(now) <= params.timeline.late_commits_until(block::<T>(fin.finalized_at)),
+				in_window || (previous.is_none() && snapshot.is_some()),
 				Error::<T>::RoundClosed
 			);
-			let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
+			let snapshot = snapshot.unwrap_or_default();
 			let index = protocol::snapshot::find(&snapshot, &who)
 				.ok_or(Error::<T>::NotInSnapshot)?
 				.index;
@@ -84,7 +90,10 @@ impl<T: Config> Pallet<T> {
 					// Its first commit was recorded as divergent at finality.
 					Divergent::<T>::mutate((pool_id, round), |d| d.retain(|(w, _)| *w != who));
 				}
-				if fin.included.contains(&index) && fin.contributors.try_push(who.clone()).is_ok() {
+				if in_window
+					&& fin.included.contains(&index)
+					&& fin.contributors.try_push(who.clone()).is_ok()
+				{
 					MissedRounds::<T>::remove(pool_id, &who);
 					FinalCheckpoints::<T>::insert(pool_id, round, fin);
 					Self::deposit_event(Event::LateContributorAdded { pool_id, round, who });

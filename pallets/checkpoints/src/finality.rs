@@ -83,7 +83,7 @@ impl<T: Config> Pallet<T> {
 
 	/// Puts `(pool, round)` in the first block from `at` (of `MaxDeadlinesPerBlock` blocks)
 	/// whose deadline list has room; `None` if all are full (the round is then voided lazily).
-	fn schedule_deadline(
+	pub(crate) fn schedule_deadline(
 		mut at: BlockNumberFor<T>,
 		pool_id: PoolId,
 		round: RoundIndex,
@@ -301,20 +301,8 @@ impl<T: Config> Pallet<T> {
 		let Some(unmatched) = UnmatchedCommits::<T>::get((pool_id, round)) else {
 			return;
 		};
-		// Decided at `until` (or a few blocks later if that block's list is full), before any
-		// extrinsic of the block: their stake stays slashable until then. With no room in any
-		// of those blocks, anyone decides them with `decide_unmatched_commits` from `until`
-		// on, while their stake is sure to be there: `round_timeout` blocks, and at least
-		// twice the blocks the queue may spill over plus 8 (members call after the spill).
-		let at = Self::schedule_deadline(until, pool_id, round).unwrap_or_else(|| {
-			let spill = u64::from(T::MaxDeadlinesPerBlock::get());
-			let grace =
-				params.timeline.round_timeout.max(spill.saturating_mul(2).saturating_add(8));
-			until.saturating_add(runtime_block::<T>(grace))
-		});
-		for p in unmatched.iter() {
-			T::Staking::keep_slashable(&p.who, block::<T>(at));
-		}
+		// Decided at `until`, when the round's equivocation reports close.
+		Self::schedule_leak_decision(pool_id, round, until, &params.timeline, &unmatched);
 	}
 
 	/// The snapshot of `round` while something can still be charged against it: an open round's,
@@ -393,8 +381,15 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 				(n as u32, none_left)
 			},
 			&|l| {
-				let r = FinalCheckpoints::<T>::clear_prefix(pool, l, None);
-				(r.unique, r.maybe_cursor.is_none())
+				// Each final round with its undecided silent included members, if any: two
+				// writes.
+				let rounds: Vec<RoundIndex> =
+					FinalCheckpoints::<T>::iter_key_prefix(pool).take(l as usize).collect();
+				for round in rounds.iter() {
+					FinalCheckpoints::<T>::remove(pool, round);
+					UnmatchedCommits::<T>::remove((pool, *round));
+				}
+				(rounds.len() as u32, FinalCheckpoints::<T>::iter_key_prefix(pool).next().is_none())
 			},
 			&|l| {
 				// Each voided round with its undecided unmatched commits, if any: two writes.
@@ -432,7 +427,8 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 	fn clear_weight(limit: u32) -> Weight {
 		// Per record: the key read by the prefix iteration and its deletion; plus LastFinal,
 		// the kept-snapshot list, the pool's parameters and the emptiness checks.
-		// A voided round's record also deletes its unmatched commits: two writes.
+		// A voided or final round's record also deletes its unmatched commits or silent
+		// included members: two writes.
 		T::DbWeight::get().reads_writes(
 			u64::from(limit).saturating_add(7),
 			u64::from(limit).saturating_mul(2).saturating_add(2),
@@ -461,7 +457,19 @@ impl<T: Config> Pallet<T> {
 
 impl<T: Config> synod_primitives::OnRoundSettled for Pallet<T> {
 	fn round_settled(pool: PoolId, round: RoundIndex) {
+		Self::hold_silent_included(pool, round);
 		Self::prune(pool, round);
+	}
+
+	fn weight() -> Weight {
+		// Per participant: its commit's key and its stake ledger (kept slashable); the final
+		// record, the pool's parameters, the deadline lists tried and the held list.
+		let members = u64::from(T::MaxMembers::get());
+		let lists = u64::from(T::MaxDeadlinesPerBlock::get().max(1));
+		T::DbWeight::get().reads_writes(
+			members.saturating_mul(2).saturating_add(lists).saturating_add(2),
+			members.saturating_add(2),
+		)
 	}
 }
 

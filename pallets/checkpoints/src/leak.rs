@@ -1,12 +1,17 @@
-//! The inactivity leak of voided rounds ([`protocol::LeakRule`], [`protocol::leak`]): silent
-//! participants are leaked when the round is voided; unmatched commits (another hash over the
-//! majority candidate's included set) when the round's equivocation reports close.
+//! The inactivity leak ([`protocol::LeakRule`], [`protocol::leak`]): silent participants of a
+//! voided round are leaked when the round is voided; unmatched commits (another hash over the
+//! majority candidate's included set) when the round's equivocation reports close; silent
+//! included members of a final round (aggregated, no commit) once the round is settled.
 
-use crate::{pallet::*, Event};
+use crate::{
+	finality::{block, runtime_block},
+	pallet::*,
+	Event,
+};
 use alloc::vec::Vec;
 use frame_support::pallet_prelude::*;
 use frame_system::pallet_prelude::BlockNumberFor;
-use sp_runtime::traits::SaturatedConversion;
+use sp_runtime::traits::{One, SaturatedConversion, Saturating};
 use synod_primitives::{
 	protocol::{self, LeakRule},
 	ChallengesInspect, Participant, PoolId, PoolsInterface, RoundIndex, TrainerStake,
@@ -69,6 +74,59 @@ impl<T: Config> Pallet<T> {
 		}
 	}
 
+	/// At the settlement of final `round` (before its snapshot is pruned): the participants
+	/// whose payload the final checkpoint aggregated and that recorded no commit for the round
+	/// ([`protocol::leak::at_settlement`]) are kept in [`UnmatchedCommits`] for their leak,
+	/// decided in the next block (or a few later if its list is full) or, with no room, by
+	/// [`Pallet::decide_unmatched_commits`]; their stake stays slashable until then.
+	pub(crate) fn hold_silent_included(pool_id: PoolId, round: RoundIndex) {
+		let (Some(fin), Some(params)) =
+			(FinalCheckpoints::<T>::get(pool_id, round), T::Pools::round_params(pool_id))
+		else {
+			return;
+		};
+		let silent: Vec<Participant<T::AccountId>> = Snapshots::<T>::get((pool_id, round))
+			.unwrap_or_default()
+			.into_iter()
+			.filter(|p| {
+				protocol::leak::at_settlement(
+					fin.included.contains(&p.index),
+					Commits::<T>::contains_key((pool_id, round), &p.who),
+				)
+			})
+			.collect();
+		if silent.is_empty() {
+			return;
+		}
+		let next = frame_system::Pallet::<T>::block_number().saturating_add(One::one());
+		Self::schedule_leak_decision(pool_id, round, next, &params.timeline, &silent);
+		// A snapshot's participants: never more than `MaxMembers`.
+		UnmatchedCommits::<T>::insert((pool_id, round), BoundedVec::truncate_from(silent));
+	}
+
+	/// Schedules the decision on `round`'s [`UnmatchedCommits`] (`held`) in [`Deadlines`] at
+	/// `from` (or a few blocks later if that block's list is full), before any extrinsic of the
+	/// block, and keeps their stake slashable until then. With no room in any of those blocks,
+	/// anyone decides them with `decide_unmatched_commits` from `from` on, while their stake is
+	/// sure to be there: `round_timeout` blocks, and at least twice the blocks the queue may
+	/// spill over plus 8 (members call after the spill).
+	pub(crate) fn schedule_leak_decision(
+		pool_id: PoolId,
+		round: RoundIndex,
+		from: BlockNumberFor<T>,
+		timeline: &protocol::Timeline,
+		held: &[Participant<T::AccountId>],
+	) {
+		let at = Self::schedule_deadline(from, pool_id, round).unwrap_or_else(|| {
+			let spill = u64::from(T::MaxDeadlinesPerBlock::get());
+			let grace = timeline.round_timeout.max(spill.saturating_mul(2).saturating_add(8));
+			from.saturating_add(runtime_block::<T>(grace))
+		});
+		for p in held {
+			T::Staking::keep_slashable(&p.who, block::<T>(at));
+		}
+	}
+
 	/// Leaks participant `p` of a voided round (silent, or unmatched and not excused): slashes
 	/// `InactivityLeak` of its snapshot stake, counts the missed round and drops it from the
 	/// pool after `DropAfterMissed` in a row. Returns the planck slashed and the count.
@@ -89,17 +147,21 @@ impl<T: Config> Pallet<T> {
 		(leaked, missed)
 	}
 
-	/// Whether equivocation reports on voided `round` are still open at `now`: its snapshot is
-	/// kept and not expired.
+	/// Whether equivocation reports on `round` are still open at `now`: a voided round's
+	/// snapshot is kept and not expired, or a final round is not settled yet (its snapshot is
+	/// pruned at settlement).
 	pub(crate) fn reports_open(pool_id: PoolId, round: RoundIndex, now: BlockNumberFor<T>) -> bool {
 		KeptSnapshots::<T>::get(pool_id).iter().any(|(r, u)| *r == round && now < *u)
+			|| (FinalCheckpoints::<T>::contains_key(pool_id, round)
+				&& Snapshots::<T>::contains_key((pool_id, round)))
 	}
 
-	/// Decides voided `round`'s [`UnmatchedCommits`] (at its scheduled block, or by
+	/// Decides `round`'s [`UnmatchedCommits`] (at its scheduled block, or by
 	/// [`Pallet::decide_unmatched_commits`]) once its equivocation reports are closed: each is
-	/// leaked as a silent participant is (its missed round counted now), unless an equivocation
-	/// was proved in the round. Nothing happens while reports are still open or when nothing is
-	/// pending.
+	/// leaked as a silent participant is (its missed round counted now). A voided round's
+	/// unmatched commits are excused if an equivocation was proved in the round; a final
+	/// round's silent included members are not (an equivocator splits hashes, not silence).
+	/// Nothing happens while reports are still open or when nothing is pending.
 	pub(crate) fn leak_unmatched(pool_id: PoolId, round: RoundIndex, now: BlockNumberFor<T>) {
 		if Self::reports_open(pool_id, round, now) {
 			return;
@@ -107,6 +169,19 @@ impl<T: Config> Pallet<T> {
 		let Some(unmatched) = UnmatchedCommits::<T>::take((pool_id, round)) else {
 			return;
 		};
+		if FinalCheckpoints::<T>::contains_key(pool_id, round) {
+			for p in unmatched {
+				let (leaked, missed) = Self::leak(pool_id, &p);
+				Self::deposit_event(Event::SilentIncludedLeaked {
+					pool_id,
+					round,
+					who: p.who,
+					leaked,
+					missed,
+				});
+			}
+			return;
+		}
 		if T::Challenges::equivocation_proved(pool_id, round) {
 			Self::deposit_event(Event::UnmatchedCommitsExcused { pool_id, round });
 			return;

@@ -274,11 +274,15 @@ pub mod pallet {
 	/// ([`Event::UnmatchedCommitsExcused`]). Kept until decided, also after the round's
 	/// snapshot is deleted once its reports closed (deleted with it, never judged, if the
 	/// snapshot goes earlier); the pool's reaping deletes what is left.
+	///
+	/// Also, from a final round's settlement, its silent included members
+	/// (`synod_protocol::leak::at_settlement`: aggregated, no commit recorded), decided in the
+	/// next block the same way and leaked without excuse ([`Event::SilentIncludedLeaked`]).
 	#[pallet::storage]
 	pub type UnmatchedCommits<T: Config> =
 		StorageMap<_, Twox64Concat, (PoolId, RoundIndex), SnapshotOf<T>, OptionQuery>;
 
-	/// Rounds to void at a block unless final by then, and voided rounds whose
+	/// Rounds to void at a block unless final by then, and voided or settled final rounds whose
 	/// [`UnmatchedCommits`] are decided at that block.
 	#[pallet::storage]
 	pub type Deadlines<T: Config> = StorageMap<
@@ -394,6 +398,22 @@ pub mod pallet {
 			/// Voided rounds in a row it missed or committed unmatched.
 			missed: u32,
 		},
+		/// `who`'s payload was aggregated into final `round` (its index is in the included set)
+		/// but it recorded no commit for the round by its settlement: it lost `leaked` planck of
+		/// stake, as a silent participant of a voided round does.
+		SilentIncludedLeaked {
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// The silent member.
+			who: T::AccountId,
+			/// Planck slashed.
+			leaked: T::Balance,
+			/// Rounds in a row it missed (voided rounds without a commit, final rounds it was
+			/// silent in).
+			missed: u32,
+		},
 		/// An equivocation was proved in voided `round`: its unmatched commits (honest members
 		/// split over an equivocator's two payloads commit two hashes) are not leaked.
 		UnmatchedCommitsExcused {
@@ -424,7 +444,9 @@ pub mod pallet {
 		NotYetMember,
 		/// The round is beyond the next one.
 		RoundNotOpen,
-		/// The round was voided, or its challenge window has closed.
+		/// The round was voided; or it is final and its late-commit window (`challenge_window`
+		/// blocks after finality) has closed for this commit: after it, only a participant
+		/// without a commit may record one, until the round is settled.
 		RoundClosed,
 		/// The caller already committed for this round (a second commit is accepted only over
 		/// the agreed set of a split round, from a committer of another set).
@@ -440,11 +462,12 @@ pub mod pallet {
 		/// opened, in a pool with a minimum round length): its inner phase cannot be over, so no
 		/// commit to it is accepted yet.
 		InnerPhaseNotOver,
-		/// The round has no undecided unmatched commits ([`UnmatchedCommits`]): none, or
-		/// already decided.
+		/// The round has no undecided unmatched commits or silent included members
+		/// ([`UnmatchedCommits`]): none, or already decided.
 		NoUnmatchedCommits,
-		/// The round's equivocation reports are still open (until `Timeline::slashable_until`
-		/// of its deadline): its unmatched commits are decided after.
+		/// The round's equivocation reports are still open (a voided round's until
+		/// `Timeline::slashable_until` of its deadline, a final round's until it is settled):
+		/// its unmatched commits are decided after.
 		EquivocationReportsOpen,
 	}
 
@@ -456,7 +479,9 @@ pub mod pallet {
 		/// participants for the open round from `min_round_length` blocks after it opened, from
 		/// members for the next one in a pool without a minimum round length (counted when it
 		/// opens), and from participants of a final round for `challenge_window` blocks after
-		/// finality. A commit at or after the open round's deadline voids the round instead.
+		/// finality (after that, until the round is settled, from a participant without a
+		/// commit: recorded, not paid, so that it is not leaked as a silent included member). A
+		/// commit at or after the open round's deadline voids the round instead.
 		/// If the open round's included sets split ([`AgreedSets`], event
 		/// [`Event::IncludedSetAgreed`]), a participant that committed another set may commit
 		/// once more, over the agreed set; its stake moves to that commit. After finality, a
@@ -509,12 +534,13 @@ pub mod pallet {
 			Self::void_if_open(pool_id, open.round, now)
 		}
 
-		/// Decides the unmatched commits of voided `round` of `pool_id` ([`UnmatchedCommits`])
-		/// once its equivocation reports are closed (any signed account; free when it decides):
-		/// the fallback when the per-block queue had no room for the decision, so that filling
-		/// other pools' deadlines cannot buy a garbage committer out of the leak. Emits
-		/// [`Event::UnmatchedCommitLeaked`] per participant, or
-		/// [`Event::UnmatchedCommitsExcused`].
+		/// Decides the unmatched commits of voided `round` of `pool_id`, or the silent included
+		/// members of settled final `round` ([`UnmatchedCommits`]), once its equivocation
+		/// reports are closed (any signed account; free when it decides): the fallback when the
+		/// per-block queue had no room for the decision, so that filling other pools' deadlines
+		/// cannot buy a garbage committer or a silent member out of the leak. Emits
+		/// [`Event::UnmatchedCommitLeaked`] or [`Event::SilentIncludedLeaked`] per participant,
+		/// or [`Event::UnmatchedCommitsExcused`].
 		///
 		/// Errors: [`Error::NoUnmatchedCommits`], [`Error::EquivocationReportsOpen`].
 		#[pallet::call_index(2)]
@@ -572,8 +598,11 @@ pub mod pallet {
 			let due = Deadlines::<T>::take(n);
 			let count = due.len() as u32;
 			for (pool_id, round) in due {
-				if Voided::<T>::contains_key(pool_id, round) {
-					// A voided round's unmatched commits, due now that its reports are closed.
+				if Voided::<T>::contains_key(pool_id, round)
+					|| FinalCheckpoints::<T>::contains_key(pool_id, round)
+				{
+					// A voided round's unmatched commits, due now that its reports are closed,
+					// or a settled final round's silent included members.
 					Self::leak_unmatched(pool_id, round, n);
 				} else {
 					// In its own storage layer: a void that fails half-way leaves nothing

@@ -189,6 +189,19 @@ fn late_divergent_commit_is_recorded_and_window_closes() {
 		assert_ok!(commit(1, 1, 7, &[0, 1, 2]));
 		assert_ok!(commit(2, 1, 7, &[0, 1, 2]));
 		System::set_block_number(7); // finalized at 1, window 5
+							   // Past the window, until settlement: recorded (the member is present), not paid.
+		assert_ok!(commit(3, 1, 7, &[0, 1, 2]));
+		assert_eq!(FinalCheckpoints::<Test>::get(0, 1).unwrap().contributors.len(), 2);
+		assert!(!events().iter().any(|e| matches!(e, Event::LateContributorAdded { .. })));
+		assert!(Commits::<Test>::contains_key((0, 1), 3));
+	});
+	run_test(|| {
+		training_pool(3, two_thirds(), &[1_000, 1_000, 1_000]);
+		assert_ok!(commit(1, 1, 7, &[0, 1, 2]));
+		assert_ok!(commit(2, 1, 7, &[0, 1, 2]));
+		System::set_block_number(7);
+		// Once the round is settled (its snapshot pruned), nothing is recorded any more.
+		<Checkpoints as synod_primitives::OnRoundSettled>::round_settled(0, 1);
 		assert_noop!(commit(3, 1, 7, &[0, 1, 2]), Error::<Test>::RoundClosed);
 	});
 }

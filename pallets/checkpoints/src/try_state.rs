@@ -132,8 +132,10 @@ impl<T: Config> Pallet<T> {
 		}
 		for ((pool_id, round), unmatched) in UnmatchedCommits::<T>::iter() {
 			ensure!(
-				Voided::<T>::contains_key(pool_id, round),
-				"unmatched commits of a round that was not voided"
+				Voided::<T>::contains_key(pool_id, round)
+					|| (FinalCheckpoints::<T>::contains_key(pool_id, round)
+						&& !Snapshots::<T>::contains_key((pool_id, round))),
+				"unmatched commits of a round neither voided nor final and settled"
 			);
 			if let Some(snapshot) = Snapshots::<T>::get((pool_id, round)) {
 				ensure!(

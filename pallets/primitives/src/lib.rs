@@ -223,10 +223,16 @@ impl<BlockNumber> OnRoundFinalized<BlockNumber> for () {
 pub trait OnRoundSettled {
 	/// `(pool, round)` was settled.
 	fn round_settled(pool: PoolId, round: RoundIndex);
+	/// Upper bound of the weight of [`OnRoundSettled::round_settled`] beyond what the
+	/// settlement's benchmark measures.
+	fn weight() -> Weight;
 }
 
 impl OnRoundSettled for () {
 	fn round_settled(_: PoolId, _: RoundIndex) {}
+	fn weight() -> Weight {
+		Weight::zero()
+	}
 }
 
 /// Challenge verdicts, implemented by `pallet-challenges`.

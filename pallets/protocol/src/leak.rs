@@ -11,6 +11,13 @@
 //! an equivocator's two payloads split them: hence the excuse. A commit over another included
 //! set is not judged: an honest member that could not fetch a payload (withheld from it) commits
 //! a smaller set, and the chain cannot tell it from garbage.
+//!
+//! A final round leaks its silent included members ([`at_settlement`]): a participant whose
+//! payload the final checkpoint aggregated but that recorded no commit for the round by the
+//! time it is settled. Such a member moved the model without answering for it with a commit, as
+//! a withholder does; it is leaked like a silent participant of a voided round (and its missed
+//! round counted). A commit of any hash, also one recorded after the late-commit window, makes
+//! it present: an honest member that is only slow is not leaked.
 
 use crate::{arith::ppb_floor, Planck};
 
@@ -85,6 +92,13 @@ pub fn at_void(commit: VoidedCommit) -> AtVoid {
 	}
 }
 
+/// Whether a participant of a final round is leaked when the round is settled: its payload was
+/// aggregated (`included`: its index is in the final checkpoint's included set) and it recorded
+/// no commit for the round (`committed`: any hash, over any included set) by then.
+pub fn at_settlement(included: bool, committed: bool) -> bool {
+	included && !committed
+}
+
 #[cfg(test)]
 mod tests {
 	use super::*;
@@ -102,6 +116,14 @@ mod tests {
 		assert_eq!(at_void(VoidedCommit::Majority), AtVoid::Present);
 		assert_eq!(at_void(VoidedCommit::OtherHashSameSet), AtVoid::Unmatched);
 		assert_eq!(at_void(VoidedCommit::Other), AtVoid::Present, "another set is not judged");
+	}
+
+	#[test]
+	fn only_silent_included_members_are_leaked_at_settlement() {
+		assert!(at_settlement(true, false), "aggregated and silent");
+		assert!(!at_settlement(true, true), "aggregated and committed");
+		assert!(!at_settlement(false, false), "not aggregated: nothing of it reached the model");
+		assert!(!at_settlement(false, true));
 	}
 
 	#[test]

@@ -203,6 +203,8 @@ pub mod pallet {
 				T::MaxSettlementsPerBlock::get(),
 				T::MaxContributors::get(),
 			))
+			.saturating_add(<T::OnRoundSettled as synod_primitives::OnRoundSettled>::weight()
+				.saturating_mul(u64::from(T::MaxSettlementsPerBlock::get())))
 			// Reading up to 2 × MaxSettlementsPerBlock unsettled entries to find those due.
 			.saturating_add(T::DbWeight::get().reads(u64::from(T::MaxSettlementsPerBlock::get()).saturating_mul(2))))]
 		pub fn claim_rewards(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
@@ -216,7 +218,8 @@ pub mod pallet {
 		///
 		/// Errors: [`Error::NotUnsettled`], [`Error::SettlementNotDue`].
 		#[pallet::call_index(1)]
-		#[pallet::weight(T::WeightInfo::on_initialize_settle(1, T::MaxContributors::get()))]
+		#[pallet::weight(T::WeightInfo::on_initialize_settle(1, T::MaxContributors::get())
+			.saturating_add(<T::OnRoundSettled as synod_primitives::OnRoundSettled>::weight()))]
 		pub fn settle_round(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
@@ -249,7 +252,10 @@ pub mod pallet {
 			for (pool_id, round) in due {
 				Self::settle(pool_id, round);
 			}
-			T::WeightInfo::on_initialize_settle(count, T::MaxContributors::get())
+			T::WeightInfo::on_initialize_settle(count, T::MaxContributors::get()).saturating_add(
+				<T::OnRoundSettled as synod_primitives::OnRoundSettled>::weight()
+					.saturating_mul(u64::from(count)),
+			)
 		}
 
 		#[cfg(feature = "try-runtime")]

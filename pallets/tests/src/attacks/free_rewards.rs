@@ -29,13 +29,22 @@ fn late_commit_is_not_a_free_reward() {
 	});
 }
 
+/// After the window a commit is only recorded (so that a slow member is not leaked as a silent
+/// included one): never a contributor, never paid; and nothing is recorded once the round is
+/// settled.
 #[test]
-fn late_commits_close_after_the_window() {
+fn commits_after_the_window_are_never_paid() {
 	run_test(|| {
-		training_pool(3, two_thirds(), &[1_000, 1_000, 1_000]);
+		training_pool(1, two_thirds(), &[1_000, 1_000, 1_000]);
 		assert_ok!(commit(1, 1, 7, &[0, 1, 2]));
 		assert_ok!(commit(2, 1, 7, &[0, 1, 2]));
 		run_to_block(7);
+		assert_ok!(commit(3, 1, 7, &[0, 1, 2]));
+		assert!(!FinalCheckpoints::<Test>::get(0, 1).expect("final").contributors.contains(&3));
+		let settle_at = pallet_rewards::Unsettled::<Test>::get(0, 1).expect("final").settle_at;
+		run_to_block(settle_at);
+		assert_eq!(Claimable::<Test>::get(0, 3), 0);
+		assert_eq!(Claimable::<Test>::get(0, 1), 500);
 		assert_noop!(commit(3, 1, 7, &[0, 1, 2]), Error::<Test>::RoundClosed);
 	});
 }

@@ -1,8 +1,9 @@
-//! Leak decisions the chain's queue left open: the unmatched commits of a voided round
-//! (`Checkpoints.UnmatchedCommits`) are decided when its equivocation reports close, in
+//! Leak decisions the chain's queue left open: the unmatched commits of a voided round and the
+//! silent included members of a settled final round (`Checkpoints.UnmatchedCommits`) are
+//! decided when the round's equivocation reports close (a final round's at its settlement), in
 //! `on_initialize` if the per-block queue had room; otherwise a member decides them with
 //! `decide_unmatched_commits` (free when it decides), so that an attacker filling the queue
-//! cannot keep a garbage committer out of the leak.
+//! cannot keep a garbage committer or a silent member out of the leak.
 
 use anyhow::Result;
 use synod_chain::{calls, ChainError};
@@ -10,23 +11,27 @@ use synod_chain::{calls, ChainError};
 use super::DutyWorker;
 
 impl DutyWorker {
-    /// Tracks the pool's voided rounds with unmatched commits, and decides those still
-    /// undecided once the queue's blocks for them have passed: a round whose snapshot is kept
-    /// (`KeptSnapshots`) from the block its reports close, and one whose snapshot is gone (its
-    /// reports closed) at once ([`pending_decisions`]: read from the chain each pass, so a
+    /// Tracks the pool's rounds with undecided leaks, and decides those still undecided once
+    /// the queue's blocks for them have passed: a voided round whose snapshot is kept
+    /// (`KeptSnapshots`) from the block its reports close, and any other (a voided round whose
+    /// snapshot is gone, a settled final round: its reports closed) from the finalized block
+    /// at which it was first seen ([`pending_decisions`]: read from the chain each pass, so a
     /// restarted member still finds them). A round is done (never tracked again) once nothing
     /// is left to decide, or the chain refused the call (another member decided it first). A
     /// member that finishes its duties waits for the rounds it tracks.
     pub(super) fn decide_unmatched_commits(&mut self) -> Result<()> {
         let chain = &self.ctx.chain;
+        let now = self.ctx.block_on(chain.finalized_number())?;
         let kept = self.ctx.block_on(chain.kept_snapshots(self.ctx.pool))?;
         let unmatched = self.ctx.block_on(chain.unmatched_rounds(self.ctx.pool))?;
-        for (round, until) in pending_decisions(&kept, &unmatched) {
+        for (round, until) in pending_decisions(&kept, &unmatched, now) {
             if !self.duties.decided.contains(&round) {
-                // A kept snapshot's block replaces the 0 of a round first seen without one
-                // (the two reads can straddle the void that kept it).
+                // A round keeps the block it was first seen at, unless a kept snapshot's block
+                // is later (the two reads can straddle the void that kept it).
                 let due = self.duties.to_decide.entry(round).or_insert(until);
-                *due = (*due).max(until);
+                if kept.iter().any(|(r, _)| *r == round) {
+                    *due = (*due).max(until);
+                }
             }
         }
         if self.duties.to_decide.is_empty() {
@@ -39,12 +44,11 @@ impl DutyWorker {
                 .spill
                 .insert(self.ctx.block_on(chain.deadline_spill_blocks())?),
         };
-        let now = self.ctx.block_on(chain.finalized_number())?;
         // Members wait different extra blocks, so that few calls race for one decision.
         let slack = u64::from(self.ctx.me % 4);
         for (round, until) in self.duties.to_decide.clone() {
-            // Unmatched commits are recorded when the round is voided: a round without them
-            // is done at once.
+            // Unmatched commits are recorded when the round is voided, silent included members
+            // when it is settled: a round without them is done at once.
             if !self
                 .ctx
                 .block_on(chain.unmatched_commits_pending(self.ctx.pool, round))?
@@ -79,17 +83,19 @@ impl DutyWorker {
     }
 }
 
-/// The voided rounds to decide, each with the block its equivocation reports close: every
-/// round with a kept snapshot (`kept`: round and that block; it may have no unmatched commits,
-/// which the caller checks), and every round with unmatched commits (`unmatched`) whose
-/// snapshot is no longer kept (its reports closed: block 0).
-fn pending_decisions(kept: &[(u32, u32)], unmatched: &[u32]) -> Vec<(u32, u64)> {
+/// The rounds to decide, each with the block from which the chain's queue decides it: every
+/// voided round with a kept snapshot (`kept`: round and the block its equivocation reports
+/// close; it may have no unmatched commits, which the caller checks), and every other round
+/// with an undecided leak (`unmatched`: a voided round whose snapshot is no longer kept, or a
+/// settled final round), whose reports are closed and whose queue entry, if any, was made at
+/// or before `now` (the finalized block at which it is seen).
+fn pending_decisions(kept: &[(u32, u32)], unmatched: &[u32], now: u64) -> Vec<(u32, u64)> {
     let mut pending: Vec<(u32, u64)> = kept.iter().map(|(r, u)| (*r, u64::from(*u))).collect();
     pending.extend(
         unmatched
             .iter()
             .filter(|r| !kept.iter().any(|(k, _)| k == *r))
-            .map(|r| (*r, 0)),
+            .map(|r| (*r, now)),
     );
     pending
 }
@@ -119,9 +125,20 @@ mod tests {
     #[test]
     fn unmatched_commits_whose_snapshot_is_gone_are_still_decided() {
         let kept = [(7, 300), (9, 340)];
-        let pending = pending_decisions(&kept, &[3, 7]);
-        assert_eq!(pending, vec![(7, 300), (9, 340), (3, 0)]);
-        assert!(decision_overdue(0, 8, 3, 11));
-        assert_eq!(pending_decisions(&[], &[]), vec![]);
+        let pending = pending_decisions(&kept, &[3, 7], 500);
+        assert_eq!(pending, vec![(7, 300), (9, 340), (3, 500)]);
+        assert!(decision_overdue(500, 8, 3, 511));
+        assert_eq!(pending_decisions(&[], &[], 500), vec![]);
+    }
+
+    /// A settled final round's silent included members appear in the queue's next block; a
+    /// member seeing them leaves the queue every block it may use before it calls, so that it
+    /// does not pay for a call the queue makes moot.
+    #[test]
+    fn a_settled_rounds_silent_members_are_left_to_the_queue_first() {
+        let pending = pending_decisions(&[], &[4], 200);
+        assert_eq!(pending, vec![(4, 200)]);
+        assert!(!decision_overdue(200, 8, 0, 207));
+        assert!(decision_overdue(200, 8, 0, 208));
     }
 }
