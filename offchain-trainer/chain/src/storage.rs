@@ -116,6 +116,23 @@ impl Chain {
             .await
     }
 
+    /// Whether `who` has a commit recorded for `round` of `pool` (`Checkpoints.Commits((pool,
+    /// round), who)`): kept until the round is settled (final) or closed (voided).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn committed(
+        &self,
+        pool: u32,
+        round: u32,
+        who: &AccountId,
+    ) -> Result<bool, ChainError> {
+        Ok(self
+            .fetch_scale::<_, ()>("Checkpoints", "Commits", ((pool, round), *who))
+            .await?
+            .is_some())
+    }
+
     /// `Checkpoints.AgreedSets((pool, round))`: the included set the chain fixed for open
     /// `round` after its members' sets split (`synod_protocol::agreement`), ascending member
     /// indices; `None` if the round has not split (or is closed).

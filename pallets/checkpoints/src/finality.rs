@@ -462,12 +462,13 @@ impl<T: Config> synod_primitives::OnRoundSettled for Pallet<T> {
 	}
 
 	fn weight() -> Weight {
-		// Per participant: its commit's key and its stake ledger (kept slashable); the final
-		// record, the pool's parameters, the deadline lists tried and the held list.
+		// Per participant: its commit's key, and its stake ledger and slashable-until record
+		// (kept slashable); the final record, the pool's parameters, the deadline lists tried
+		// and the held list.
 		let members = u64::from(T::MaxMembers::get());
 		let lists = u64::from(T::MaxDeadlinesPerBlock::get().max(1));
 		T::DbWeight::get().reads_writes(
-			members.saturating_mul(2).saturating_add(lists).saturating_add(2),
+			members.saturating_mul(3).saturating_add(lists).saturating_add(2),
 			members.saturating_add(2),
 		)
 	}

@@ -14,7 +14,8 @@
 //!
 //! One pass ([`DutyWorker::duty_pass`]) runs, in order: [`equivocation`] reports, [`juror`]
 //! votes, the [`verifier`]'s checks of closed rounds, the [`challenger`]'s pending
-//! challenges, and the leak [`decisions`] the chain's queue left open.
+//! challenges, the [`attest`]ation of final rounds that aggregated our payload without a
+//! commit of ours, and the leak [`decisions`] the chain's queue left open.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
@@ -28,6 +29,7 @@ use synod_chain::types::{AccountId, FinalCheckpoint, MemberInfo};
 use synod_p2p::{Equivocation, PeerId};
 use synod_protocol::{RoundState, Timeline};
 
+mod attest;
 mod challenger;
 mod decisions;
 mod equivocation;
@@ -158,6 +160,8 @@ pub(super) struct Duties {
     decided: BTreeSet<u32>,
     /// The chain's `MaxDeadlinesPerBlock`, read once.
     spill: Option<u64>,
+    /// The first final round not attested yet ([`DutyWorker::attest_included_rounds`]).
+    attest_from: u32,
 }
 
 /// Whether a member that has finished its rounds may stop its duties after a pass that read
@@ -295,6 +299,9 @@ impl DutyWorker {
         }
         if let Err(e) = self.open_pending_challenges() {
             tracing::warn!("challenges: {e:#}");
+        }
+        if let Err(e) = self.attest_included_rounds() {
+            tracing::warn!("attesting final rounds: {e:#}");
         }
         if let Err(e) = self.decide_unmatched_commits() {
             tracing::warn!("leak decisions: {e:#}");
