@@ -241,11 +241,13 @@ impl Chain {
             .await
     }
 
-    /// Final rounds of `pool` whose rewards are not settled yet (`Rewards.Unsettled` entries).
+    /// Final rounds of `pool` whose rewards are not settled yet (`Rewards.Unsettled` keys),
+    /// ascending. A round's number is read from the end of its key (`Twox64Concat` of the
+    /// SCALE `u32`).
     ///
     /// # Errors
-    /// [`ChainError::Rpc`].
-    pub async fn unsettled_rounds(&self, pool: u32) -> Result<usize, ChainError> {
+    /// [`ChainError::Rpc`]; [`ChainError::Decode`] for a key too short to end with a round.
+    pub async fn unsettled_rounds(&self, pool: u32) -> Result<Vec<u32>, ChainError> {
         self.retrying("Rewards.Unsettled", |api| async move {
             let at = api.at_current_block().await.map_err(ChainError::rpc)?;
             let addr = subxt::dynamic::storage::<(u32, u32), subxt::dynamic::Value>(
@@ -257,12 +259,15 @@ impl Chain {
                 .iter(addr, (pool,))
                 .await
                 .map_err(ChainError::rpc)?;
-            let mut n = 0;
+            let mut rounds = Vec::new();
             while let Some(e) = it.next().await {
-                e.map_err(ChainError::rpc)?;
-                n += 1;
+                let e = e.map_err(ChainError::rpc)?;
+                let round = round_of_key(e.key_bytes())
+                    .ok_or_else(|| ChainError::decode("Rewards.Unsettled key", "too short"))?;
+                rounds.push(round);
             }
-            Ok(n)
+            rounds.sort_unstable();
+            Ok(rounds)
         })
         .await
     }
@@ -413,9 +418,16 @@ fn pool_round_of_key(key: &[u8]) -> Option<(u32, u32)> {
     ))
 }
 
+/// The round a storage key whose last part is `Twox64Concat(RoundIndex)` ends with (one `u32`
+/// LE); `None` for a key too short to hold it.
+fn round_of_key(key: &[u8]) -> Option<u32> {
+    let tail: [u8; 4] = key.get(key.len().checked_sub(4)?..)?.try_into().ok()?;
+    Some(u32::from_le_bytes(tail))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::pool_round_of_key;
+    use super::{pool_round_of_key, round_of_key};
 
     #[test]
     fn a_pool_and_round_are_read_from_the_end_of_their_key() {
@@ -425,5 +437,10 @@ mod tests {
         key.extend_from_slice(&300u32.to_le_bytes());
         assert_eq!(pool_round_of_key(&key), Some((7, 300)));
         assert_eq!(pool_round_of_key(&key[..7]), None);
+        // `Rewards.Unsettled(pool, round)`: the round's Twox64 hash, then its SCALE bytes.
+        let mut key = vec![0xAB; 56];
+        key.extend_from_slice(&300u32.to_le_bytes());
+        assert_eq!(round_of_key(&key), Some(300));
+        assert_eq!(round_of_key(&key[..3]), None);
     }
 }

@@ -93,6 +93,20 @@ pub enum TrainerEvent {
         /// The round.
         round: u32,
     },
+    /// We recorded the final checkpoint of a round that aggregated our payload without a commit
+    /// of ours, after its late-commit window (unpaid; so that the chain does not leak us as a
+    /// silent included member when the round is settled).
+    Attest {
+        /// Why the chain refused it (`outcome` "refused" only; absent otherwise).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// blake3 of the final checkpoint (hex).
+        hash: String,
+        /// "ok" or "refused".
+        outcome: String,
+        /// The round.
+        round: u32,
+    },
     /// A second commit of a split round, over the included set the chain agreed on.
     Recommit {
         /// The agreed included set (member indices, ascending).

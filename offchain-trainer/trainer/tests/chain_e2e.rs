@@ -772,9 +772,15 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
     // Rewards: each final round's reward split equally over its contributors. Nobody is
     // slashed. The restarted trainer records the final checkpoint of a round that aggregated
     // the payload it announced just before the kill (or served just after the restart) once
-    // its late-commit window closes; if the round was settled before the restart, it was
-    // leaked (1 % of its stake) for it: at most those rounds.
+    // its late-commit window closes (`attest`); a round settled before it could is leaked (1 %
+    // of its stake): at most the silent rounds it did not attest.
     let killed_index = member_of(&net, 2);
+    let attested: BTreeSet<u64> = net
+        .metrics(2)
+        .iter()
+        .filter(|e| e["event"] == "attest" && e["outcome"] == "ok")
+        .filter_map(|e| e["round"].as_u64())
+        .collect();
     let silent_rounds = finals
         .iter()
         .filter(|f| {
@@ -784,6 +790,7 @@ fn three_trainers_train_on_chain_survive_a_kill_resume_and_get_paid() {
                 .iter()
                 .any(|ix| ix.as_u64() == Some(killed_index))
                 && !contributors(f).contains(killed)
+                && !f["round"].as_u64().is_some_and(|r| attested.contains(&r))
         })
         .count() as u128;
     for i in 0..3 {

@@ -295,7 +295,7 @@ async fn pool_state(chain_args: &ChainArgs, pool_id: u32) -> Result<serde_json::
             "from_round": m.record.from_round, "active_stake": active,
         })).collect::<Vec<_>>(),
         "final_rounds": rounds,
-        "unsettled_rounds": chain.unsettled_rounds(pool_id).await?,
+        "unsettled_rounds": chain.unsettled_rounds(pool_id).await?.len(),
     }))
 }
 
@@ -432,7 +432,7 @@ pub fn claim(a: &ClaimArgs) -> Result<()> {
                         let over = p.is_none_or(|p| {
                             matches!(p.status, PoolStatus::Completed | PoolStatus::Cancelled)
                         });
-                        Ok((over && chain.unsettled_rounds(pool).await? == 0).then_some(()))
+                        Ok((over && chain.unsettled_rounds(pool).await?.is_empty()).then_some(()))
                     },
                 )
                 .await?;

@@ -99,6 +99,7 @@ impl Exporter {
                 self.votes.with_label_values(&[vote]).inc();
             }
             TrainerEvent::Recommit { .. }
+            | TrainerEvent::Attest { .. }
             | TrainerEvent::Synced { .. }
             | TrainerEvent::Done { .. }
             | TrainerEvent::VerifySkipped { .. }

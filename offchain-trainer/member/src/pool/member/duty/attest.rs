@@ -6,18 +6,21 @@
 //! late-commit window has closed: before it, the round loop's own commit may still land.
 //! `--fault late`, which commits nothing on purpose, attests nothing either.
 
+use std::time::{Duration, Instant};
+
 use anyhow::Result;
 use synod_chain::calls;
 use synod_chain::types::FinalCheckpoint;
 
 use super::DutyWorker;
 use crate::chain_args::Fault;
+use crate::event::TrainerEvent;
 
-/// What becomes of one final round at a pass ([`attestation`]).
+/// What becomes of one unsettled final round at a pass ([`attestation`]).
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Attest {
-    /// Nothing to do, ever: our payload is not in its included set, we are a contributor, we
-    /// have a commit recorded, or the round is settled.
+    /// Nothing to do, ever: our payload is not in its included set, we are a contributor, or
+    /// we have a commit recorded.
     Done,
     /// Its late-commit window is still open: asked again at a later pass.
     NotYet,
@@ -25,20 +28,19 @@ pub(super) enum Attest {
     Commit,
 }
 
-/// Whether we attest final round `f` at finalized block `now`: we (member index `me`) are in
-/// its included set and no contributor (`contributor`), the late-commit window (`window`
-/// blocks after finality) has closed, and the round is not settled (`settled`) and has no
-/// commit of ours (`committed`; only read when it matters, hence lazily).
+/// Whether we attest unsettled final round `f` at finalized block `now`: we (member index
+/// `me`) are in its included set and no contributor (`contributor`), the late-commit window
+/// (`window` blocks after finality) has closed, and no commit of ours is recorded
+/// (`committed`; read only when it decides).
 pub(super) fn attestation(
     f: &FinalCheckpoint,
     me: u32,
     contributor: bool,
     window: u32,
     now: u64,
-    settled: bool,
     committed: impl FnOnce() -> Result<bool>,
 ) -> Result<Attest> {
-    if !f.included.contains(&me) || contributor || settled {
+    if !f.included.contains(&me) || contributor {
         return Ok(Attest::Done);
     }
     if now <= u64::from(f.finalized_at) + u64::from(window) {
@@ -52,10 +54,11 @@ pub(super) fn attestation(
 }
 
 impl DutyWorker {
-    /// Attests the pool's final rounds from [`super::Duties::attest_from`] on, in order, up to
-    /// the first whose late-commit window is still open; rounds done are not read again. A
-    /// commit refused by the chain (settled meanwhile, or committed by the round loop) is done;
-    /// a failed submission is tried again at the next pass.
+    /// Attests the pool's final rounds that are not settled yet (`Rewards.Unsettled`: only
+    /// those can still leak us, so a restarted member reads no older round); a round done is
+    /// not read again while it stays unsettled. A commit refused by the chain (settled
+    /// meanwhile, or committed by the round loop) is done; a failed submission is tried again
+    /// at the next pass.
     pub(super) fn attest_included_rounds(&mut self) -> Result<()> {
         if self.ctx.a.fault == Some(Fault::Late) {
             return Ok(());
@@ -63,58 +66,91 @@ impl DutyWorker {
         let chain = &self.ctx.chain;
         let (pool, me) = (self.ctx.pool, self.ctx.me);
         let now = self.ctx.block_on(chain.finalized_number())?;
-        let (last, _) = self.ctx.last_final()?;
-        let mut round = self.duties.attest_from.max(1);
-        while round <= last {
-            // A voided round has no final checkpoint: nothing to attest.
-            if let Some(f) = self.ctx.block_on(chain.final_checkpoint(pool, round))? {
-                let contributor = f.contributors.contains(&self.ctx.account);
-                let settled = || -> Result<bool> {
-                    Ok(self
-                        .ctx
-                        .block_on(chain.round_snapshot(pool, round))?
-                        .is_none())
-                };
-                let settled = f.included.contains(&me) && !contributor && settled()?;
-                let committed = || {
-                    Ok(self
-                        .ctx
-                        .block_on(chain.committed(pool, round, &self.ctx.account))?)
-                };
-                match attestation(
-                    &f,
-                    me,
-                    contributor,
-                    self.ctx.challenge_window,
-                    now,
-                    settled,
-                    committed,
-                )? {
-                    Attest::NotYet => break,
-                    Attest::Done => {}
-                    Attest::Commit => {
-                        let call = calls::commit_checkpoint(pool, round, f.hash, f.included);
-                        match self.ctx.block_on(chain.submit(&call, &self.ctx.signer)) {
-                            Ok(_) => tracing::info!(
-                                round,
-                                "recorded the final checkpoint of a round that aggregated our \
-                                 payload without a commit of ours (unpaid; not leaked)"
-                            ),
-                            Err(e @ synod_chain::ChainError::Module { .. }) => {
-                                tracing::debug!(round, "final checkpoint not recorded: {e}")
-                            }
-                            Err(e) => {
-                                tracing::warn!(round, "recording the final checkpoint: {e}");
-                                break;
-                            }
+        let unsettled = self.ctx.block_on(chain.unsettled_rounds(pool))?;
+        self.duties.attested.retain(|r| unsettled.contains(r));
+        for round in unsettled {
+            if self.duties.attested.contains(&round) {
+                continue;
+            }
+            let Some(f) = self.ctx.block_on(chain.final_checkpoint(pool, round))? else {
+                continue; // reaped meanwhile
+            };
+            let contributor = f.contributors.contains(&self.ctx.account);
+            let committed = || {
+                Ok(self
+                    .ctx
+                    .block_on(chain.committed(pool, round, &self.ctx.account))?)
+            };
+            match attestation(
+                &f,
+                me,
+                contributor,
+                self.ctx.challenge_window,
+                now,
+                committed,
+            )? {
+                Attest::NotYet => continue,
+                Attest::Done => {}
+                Attest::Commit => {
+                    let hash = synod_checkpoint::hex(&f.hash);
+                    let call = calls::commit_checkpoint(pool, round, f.hash, f.included);
+                    let error = match self.ctx.block_on(chain.submit(&call, &self.ctx.signer)) {
+                        Ok(_) => None,
+                        Err(e @ synod_chain::ChainError::Module { .. }) => Some(e.to_string()),
+                        Err(e) => {
+                            tracing::warn!(round, "recording the final checkpoint: {e}");
+                            continue;
                         }
+                    };
+                    if error.is_none() {
+                        tracing::info!(
+                            round,
+                            "recorded the final checkpoint of a round that aggregated our \
+                             payload without a commit of ours (unpaid; not leaked)"
+                        );
                     }
+                    self.metrics.emit(&TrainerEvent::Attest {
+                        outcome: if error.is_some() { "refused" } else { "ok" }.into(),
+                        error,
+                        hash,
+                        round,
+                    })?;
                 }
             }
-            round += 1;
-            self.duties.attest_from = round;
+            self.duties.attested.insert(round);
         }
         Ok(())
+    }
+
+    /// After the pool's last round, for a member without other duties: attests until the
+    /// late-commit window of the last final round has closed (at most `max_wait`), so that a
+    /// round whose commit failed near the end is recorded too. Never fails: problems are
+    /// logged.
+    pub(super) fn attest_until_the_last_window_closes(&mut self, max_wait: Duration) {
+        let start = Instant::now();
+        loop {
+            let closed = (|| -> Result<bool> {
+                let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
+                self.attest_included_rounds()?;
+                let (last, _) = self.ctx.last_final()?;
+                let fin = self
+                    .ctx
+                    .block_on(self.ctx.chain.final_checkpoint(self.ctx.pool, last))?;
+                Ok(fin.is_none_or(|f| {
+                    now > u64::from(f.finalized_at) + u64::from(self.ctx.challenge_window)
+                }))
+            })();
+            match closed {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(e) => tracing::warn!("attesting final rounds: {e:#}"),
+            }
+            if start.elapsed() > max_wait {
+                tracing::warn!("stopped attesting after {max_wait:?}");
+                return;
+            }
+            std::thread::sleep(Duration::from_secs(2));
+        }
     }
 }
 
@@ -143,36 +179,26 @@ mod tests {
         let f = fin(vec![0, 1, 2]);
         let no = || Ok(false);
         assert_eq!(
-            attestation(&f, 1, false, 5, 105, false, no).unwrap(),
+            attestation(&f, 1, false, 5, 105, no).unwrap(),
             Attest::NotYet
         );
         assert_eq!(
-            attestation(&f, 1, false, 5, 106, false, no).unwrap(),
+            attestation(&f, 1, false, 5, 106, no).unwrap(),
             Attest::Commit
         );
         // A commit of ours is recorded (the round loop's, late): nothing more.
         let yes = || Ok(true);
         assert_eq!(
-            attestation(&f, 1, false, 5, 106, false, yes).unwrap(),
+            attestation(&f, 1, false, 5, 106, yes).unwrap(),
             Attest::Done
         );
-        // Not in the included set, a contributor, or settled: nothing, ever.
-        assert_eq!(
-            attestation(&f, 3, false, 5, 106, false, no).unwrap(),
-            Attest::Done
-        );
-        assert_eq!(
-            attestation(&f, 1, true, 5, 106, false, no).unwrap(),
-            Attest::Done
-        );
-        assert_eq!(
-            attestation(&f, 1, false, 5, 106, true, no).unwrap(),
-            Attest::Done
-        );
+        // Not in the included set, or a contributor: nothing, ever.
+        assert_eq!(attestation(&f, 3, false, 5, 106, no).unwrap(), Attest::Done);
+        assert_eq!(attestation(&f, 1, true, 5, 106, no).unwrap(), Attest::Done);
         // The commit is read only when it decides.
         let unread = || -> anyhow::Result<bool> { panic!("read the commit needlessly") };
         assert_eq!(
-            attestation(&f, 1, false, 5, 105, false, unread).unwrap(),
+            attestation(&f, 1, false, 5, 105, unread).unwrap(),
             Attest::NotYet
         );
     }

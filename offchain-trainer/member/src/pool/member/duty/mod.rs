@@ -13,9 +13,9 @@
 //! or voided the round.
 //!
 //! One pass ([`DutyWorker::duty_pass`]) runs, in order: [`equivocation`] reports, [`juror`]
-//! votes, the [`verifier`]'s checks of closed rounds, the [`challenger`]'s pending
-//! challenges, the [`attest`]ation of final rounds that aggregated our payload without a
-//! commit of ours, and the leak [`decisions`] the chain's queue left open.
+//! votes, the [`attest`]ation of final rounds that aggregated our payload without a commit of
+//! ours, the [`verifier`]'s checks of closed rounds, the [`challenger`]'s pending challenges,
+//! and the leak [`decisions`] the chain's queue left open.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
@@ -160,8 +160,9 @@ pub(super) struct Duties {
     decided: BTreeSet<u32>,
     /// The chain's `MaxDeadlinesPerBlock`, read once.
     spill: Option<u64>,
-    /// The first final round not attested yet ([`DutyWorker::attest_included_rounds`]).
-    attest_from: u32,
+    /// Unsettled final rounds with nothing (left) to attest
+    /// ([`DutyWorker::attest_included_rounds`]).
+    attested: BTreeSet<u32>,
 }
 
 /// Whether a member that has finished its rounds may stop its duties after a pass that read
@@ -294,14 +295,14 @@ impl DutyWorker {
         if let Err(e) = self.jury_duty() {
             tracing::warn!("jury duty: {e:#}");
         }
+        if let Err(e) = self.attest_included_rounds() {
+            tracing::warn!("attesting final rounds: {e:#}");
+        }
         if let Err(e) = self.verify_closed_rounds() {
             tracing::warn!("verification: {e:#}");
         }
         if let Err(e) = self.open_pending_challenges() {
             tracing::warn!("challenges: {e:#}");
-        }
-        if let Err(e) = self.attest_included_rounds() {
-            tracing::warn!("attesting final rounds: {e:#}");
         }
         if let Err(e) = self.decide_unmatched_commits() {
             tracing::warn!("leak decisions: {e:#}");
@@ -323,6 +324,7 @@ impl DutyWorker {
             if let Err(e) = self.report_equivocations() {
                 tracing::warn!("equivocation reports: {e:#}");
             }
+            self.attest_until_the_last_window_closes(max_wait);
             return;
         }
         let start = Instant::now();

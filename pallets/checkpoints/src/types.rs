@@ -1,0 +1,82 @@
+//! The records this pallet stores: open rounds, candidates, commits, snapshots and final
+//! checkpoints.
+
+use crate::Config;
+use frame_support::pallet_prelude::*;
+use frame_system::pallet_prelude::BlockNumberFor;
+use synod_primitives::{Hash32, MemberIndex, Participant, RoundIndex};
+
+/// The included set of a commit: member indices, strictly increasing.
+pub type IncludedSet<T> = BoundedVec<MemberIndex, <T as Config>::MaxMembers>;
+
+/// The round a pool is committing now.
+#[derive(
+	Clone, PartialEq, Eq, Encode, Decode, DecodeWithMemTracking, MaxEncodedLen, TypeInfo, Debug,
+)]
+pub struct OpenRound<Balance, BlockNumber> {
+	/// Round number.
+	pub round: RoundIndex,
+	/// Block it opened.
+	pub opened_at: BlockNumber,
+	/// Block at which it is voided unless final.
+	pub deadline: BlockNumber,
+	/// Stake of the snapshot participants, in planck (quorum denominator).
+	pub round_stake: Balance,
+	/// Block whose `on_initialize` voids it, if the per-block queue had room (otherwise it
+	/// is voided by the first commit or `void_expired_round` at or after `deadline`).
+	pub scheduled_at: Option<BlockNumber>,
+}
+
+/// A distinct `(hash, included)` pair committed for a round, with its support.
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct Candidate<T: Config> {
+	/// Checkpoint hash (blake3 of the file).
+	pub hash: Hash32,
+	/// Included set.
+	pub included: IncludedSet<T>,
+	/// Snapshot stake of its committers, in planck.
+	pub stake: T::Balance,
+	/// Its committers' member indices, in commit order.
+	pub committers: BoundedVec<MemberIndex, T::MaxMembers>,
+}
+
+/// What one account committed for a round.
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct CommitRecord<T: Config> {
+	/// Checkpoint hash.
+	pub hash: Hash32,
+	/// Included set.
+	pub included: IncludedSet<T>,
+}
+
+/// A round's participants, frozen when it opened.
+pub type SnapshotOf<T> =
+	BoundedVec<Participant<<T as frame_system::Config>::AccountId>, <T as Config>::MaxMembers>;
+
+/// A final checkpoint.
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct FinalCheckpoint<T: Config> {
+	/// blake3 of the checkpoint file.
+	pub hash: Hash32,
+	/// The previous final hash (the initial weights' hash for the first final round).
+	pub parent: Hash32,
+	/// Included set agreed on.
+	pub included: IncludedSet<T>,
+	/// Members in `included` that committed this checkpoint.
+	pub contributors: BoundedVec<T::AccountId, T::MaxMembers>,
+	/// Block in which the round became final.
+	pub finalized_at: BlockNumberFor<T>,
+	/// Stake that had committed it at finality, in planck.
+	pub committed_stake: T::Balance,
+	/// The round's stake (quorum denominator), in planck.
+	pub round_stake: T::Balance,
+}
