@@ -58,16 +58,18 @@ impl DutyWorker {
     /// those can still leak us, so a restarted member reads no older round); a round done is
     /// not read again while it stays unsettled. A commit refused by the chain (settled
     /// meanwhile, or committed by the round loop) is done; a failed submission is tried again
-    /// at the next pass.
-    pub(super) fn attest_included_rounds(&mut self) -> Result<()> {
+    /// at the next pass. Returns whether a round is left to attest (its window still open, or
+    /// its submission failed).
+    pub(super) fn attest_included_rounds(&mut self) -> Result<bool> {
         if self.ctx.a.fault == Some(Fault::Late) {
-            return Ok(());
+            return Ok(false);
         }
         let chain = &self.ctx.chain;
         let (pool, me) = (self.ctx.pool, self.ctx.me);
         let now = self.ctx.block_on(chain.finalized_number())?;
         let unsettled = self.ctx.block_on(chain.unsettled_rounds(pool))?;
         self.duties.attested.retain(|r| unsettled.contains(r));
+        let mut left = false;
         for round in unsettled {
             if self.duties.attested.contains(&round) {
                 continue;
@@ -89,7 +91,10 @@ impl DutyWorker {
                 now,
                 committed,
             )? {
-                Attest::NotYet => continue,
+                Attest::NotYet => {
+                    left = true;
+                    continue;
+                }
                 Attest::Done => {}
                 Attest::Commit => {
                     let hash = synod_checkpoint::hex(&f.hash);
@@ -99,6 +104,7 @@ impl DutyWorker {
                         Err(e @ synod_chain::ChainError::Module { .. }) => Some(e.to_string()),
                         Err(e) => {
                             tracing::warn!(round, "recording the final checkpoint: {e}");
+                            left = true;
                             continue;
                         }
                     };
@@ -119,26 +125,31 @@ impl DutyWorker {
             }
             self.duties.attested.insert(round);
         }
-        Ok(())
+        Ok(left)
     }
 
     /// After the pool's last round, for a member without other duties: attests until the
-    /// late-commit window of the last final round has closed (at most `max_wait`), so that a
-    /// round whose commit failed near the end is recorded too. Never fails: problems are
-    /// logged.
+    /// late-commit window of the last final round has closed and no round is left to attest
+    /// (a failed submission is tried again; a round settled meanwhile is no longer asked
+    /// for), at most `max_wait`, so that a round whose commit failed near the end is recorded
+    /// too. Never fails: problems are logged.
     pub(super) fn attest_until_the_last_window_closes(&mut self, max_wait: Duration) {
+        if self.ctx.a.fault == Some(Fault::Late) {
+            return;
+        }
         let start = Instant::now();
         loop {
             let closed = (|| -> Result<bool> {
                 let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
-                self.attest_included_rounds()?;
+                let left = self.attest_included_rounds()?;
                 let (last, _) = self.ctx.last_final()?;
                 let fin = self
                     .ctx
                     .block_on(self.ctx.chain.final_checkpoint(self.ctx.pool, last))?;
-                Ok(fin.is_none_or(|f| {
-                    now > u64::from(f.finalized_at) + u64::from(self.ctx.challenge_window)
-                }))
+                Ok(!left
+                    && fin.is_none_or(|f| {
+                        now > u64::from(f.finalized_at) + u64::from(self.ctx.challenge_window)
+                    }))
             })();
             match closed {
                 Ok(true) => return,
