@@ -169,31 +169,18 @@ impl<T: Config> Pallet<T> {
 		let Some(unmatched) = UnmatchedCommits::<T>::take((pool_id, round)) else {
 			return;
 		};
-		if FinalCheckpoints::<T>::contains_key(pool_id, round) {
-			for p in unmatched {
-				let (leaked, missed) = Self::leak(pool_id, &p);
-				Self::deposit_event(Event::SilentIncludedLeaked {
-					pool_id,
-					round,
-					who: p.who,
-					leaked,
-					missed,
-				});
-			}
-			return;
-		}
-		if T::Challenges::equivocation_proved(pool_id, round) {
+		let fin = FinalCheckpoints::<T>::contains_key(pool_id, round);
+		if !fin && T::Challenges::equivocation_proved(pool_id, round) {
 			Self::deposit_event(Event::UnmatchedCommitsExcused { pool_id, round });
 			return;
 		}
 		for p in unmatched {
 			let (leaked, missed) = Self::leak(pool_id, &p);
-			Self::deposit_event(Event::UnmatchedCommitLeaked {
-				pool_id,
-				round,
-				who: p.who,
-				leaked,
-				missed,
+			let who = p.who;
+			Self::deposit_event(if fin {
+				Event::SilentIncludedLeaked { pool_id, round, who, leaked, missed }
+			} else {
+				Event::UnmatchedCommitLeaked { pool_id, round, who, leaked, missed }
 			});
 		}
 	}
