@@ -468,17 +468,23 @@ fn final_rounds(show: &Value) -> Vec<Value> {
 }
 
 fn wait_exit(p: &mut Proc, net: &Net, i: usize, timeout: Duration) {
-    let status = wait_done(p, i, timeout);
-    let log = std::fs::read_to_string(net.base(i).join("trainer.log")).unwrap_or_default();
+    let status = wait_done(p, net, i, timeout);
     assert!(
         status.success(),
         "trainer {i} failed: {status}\n{}",
-        log.lines().rev().take(30).collect::<Vec<_>>().join("\n")
+        log_tail(net, i)
     );
 }
 
+/// The last 30 lines of trainer `i`'s log, newest first (the log goes with the test's
+/// temporary directory).
+fn log_tail(net: &Net, i: usize) -> String {
+    let log = std::fs::read_to_string(net.base(i).join("trainer.log")).unwrap_or_default();
+    log.lines().rev().take(30).collect::<Vec<_>>().join("\n")
+}
+
 /// Waits for trainer `i` to exit (at most `timeout`), whatever its status.
-fn wait_done(p: &mut Proc, i: usize, timeout: Duration) -> std::process::ExitStatus {
+fn wait_done(p: &mut Proc, net: &Net, i: usize, timeout: Duration) -> std::process::ExitStatus {
     let start = Instant::now();
     loop {
         if let Some(status) = p.0.try_wait().unwrap() {
@@ -486,7 +492,8 @@ fn wait_done(p: &mut Proc, i: usize, timeout: Duration) -> std::process::ExitSta
         }
         assert!(
             start.elapsed() < timeout,
-            "trainer {i} still running after {timeout:?}"
+            "trainer {i} still running after {timeout:?}\n{}",
+            log_tail(net, i)
         );
         std::thread::sleep(Duration::from_millis(500));
     }

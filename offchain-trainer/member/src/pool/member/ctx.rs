@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
-use synod_chain::types::{AccountId, MemberInfo, PoolInfo};
+use synod_chain::types::{AccountId, FinalCheckpoint, MemberInfo, PoolInfo};
 use synod_chain::{Chain, Signer};
 use synod_checkpoint::CheckpointHash;
 use synod_p2p::{Client, PeerId};
+use synod_protocol::{RoundState, Timeline};
 use tokio::runtime::Handle;
 
 use super::appeal::{Appealer, OnChain};
@@ -76,6 +77,15 @@ pub(super) struct Ctx {
 }
 
 impl Ctx {
+    /// The protocol's state machine of final round `f` (`synod_protocol::round`): its phase at
+    /// a block says whether members of its included set may still commit late (and be paid)
+    /// and whether it can still be challenged. Only the pool's challenge window matters for
+    /// those, so the other spans of the timeline are left at 0.
+    pub fn final_round(&self, f: &FinalCheckpoint) -> RoundState {
+        let timeline = Timeline::for_pool(0, u64::from(self.challenge_window), 0, 0);
+        RoundState::finalized(timeline, u64::from(f.finalized_at), f.hash)
+    }
+
     /// Runs `f` to completion on the member's runtime (from a thread outside it).
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.rt.block_on(f)

@@ -5,9 +5,11 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use synod_chain::{calls, types::PoolStatus};
+use synod_chain::calls;
+use synod_chain::types::{AccountId, FinalCheckpoint, OpenRound, PoolStatus};
 use synod_checkpoint::CheckpointHash;
 use synod_p2p::ExchangeConfig;
+use synod_protocol::RoundPhase;
 use tokio::task::JoinHandle;
 
 use super::Trainer;
@@ -44,6 +46,73 @@ enum Step {
     /// The members' included sets split and the chain fixed this one, which is not ours; with
     /// the final hash when the round is already final over it (we commit it late).
     Agreed(Vec<u32>, Option<CheckpointHash>),
+    /// Our commit is not on the chain and may still count and be paid ([`retry_commit`]):
+    /// submit it again.
+    Retry,
+}
+
+/// What became of one more try of a commit of ours ([`Trainer::commit_again`]).
+enum Retried {
+    /// The chain holds our commit (taken now, or recorded by an earlier send).
+    Taken,
+    /// Refused or lost again: one try fewer.
+    Failed,
+    /// The round's inner phase is not over yet: tried again at the next look, not counted.
+    NotYet,
+}
+
+/// How many more times we submit a commit of ours that is not on the chain (a lost
+/// connection, a full pool, a dropped transaction), while it may still count and be paid.
+const COMMIT_RETRIES: u32 = 3;
+
+/// Our commit of a round, as [`retry_commit`] weighs it.
+pub(super) struct Ours<'a> {
+    /// The round.
+    pub round: u32,
+    /// blake3 of our checkpoint.
+    pub hash: &'a CheckpointHash,
+    /// The included set we aggregated (ascending member indices).
+    pub included: &'a [u32],
+    /// Our member index.
+    pub index: u32,
+    /// Our account.
+    pub account: &'a AccountId,
+    /// Whether the first submission of our commit failed.
+    pub failed: bool,
+}
+
+/// What the chain shows of a round at one look.
+pub(super) enum Look<'a> {
+    /// Final: its record, and its phase at the finalized block.
+    Final(&'a FinalCheckpoint, RoundPhase),
+    /// Not final: the pool's open round, the included set the chain fixed if the members'
+    /// sets split, and the finalized block.
+    Open(Option<&'a OpenRound>, Option<&'a [u32]>, u64),
+}
+
+/// Whether we submit our commit again. While the round is the pool's open one before its
+/// deadline, if our commit failed and the chain fixed no other included set: one more commit
+/// may make it final. Once it is final over our checkpoint and included set, with our payload
+/// in it (only then does a commit make us a contributor), while late commits are still paid
+/// ([`RoundPhase::LateCommits`]) and it does not list us as a contributor: our commit failed,
+/// or a send reported as taken (a used nonce) was not ours. After that window the duty
+/// worker's attestation records it, unpaid, so that we are not leaked as a silent included
+/// member (`duty/attest.rs`).
+pub(super) fn retry_commit(ours: &Ours, look: Look) -> bool {
+    match look {
+        Look::Final(f, phase) => {
+            f.hash == *ours.hash
+                && f.included == ours.included
+                && f.included.contains(&ours.index)
+                && phase == RoundPhase::LateCommits
+                && !f.contributors.contains(ours.account)
+        }
+        Look::Open(open, agreed, finalized) => {
+            ours.failed
+                && agreed.is_none_or(|s| s == ours.included)
+                && open.is_some_and(|o| o.round == ours.round && finalized < u64::from(o.deadline))
+        }
+    }
 }
 
 /// How many times we try to commit over an agreed (or final) set other than ours.
@@ -67,8 +136,9 @@ impl Trainer {
         if let Some(e) = &failure {
             tracing::warn!(round = p.round, "{e}");
         }
+        let failed = failure.is_some();
         self.metrics.emit(&TrainerEvent::Commit {
-            outcome: if failure.is_some() { "failed" } else { "ok" }.into(),
+            outcome: if failed { "failed" } else { "ok" }.into(),
             error: failure,
             hash: synod_checkpoint::hex(&p.hash),
             round: p.round,
@@ -80,6 +150,10 @@ impl Trainer {
         } else {
             RECOMMIT_TRIES
         };
+        // Commit again if ours is not on the chain ([`retry_commit`]); not when we had nothing
+        // to commit, nor when we withhold it.
+        let withheld = p.hash == NOT_COMMITTED || self.ctx.a.fault == Some(Fault::Late);
+        let mut retries_left = if withheld { 0 } else { COMMIT_RETRIES };
         // Our second commit's checkpoint, once the chain took it.
         let mut second: Option<CheckpointHash> = None;
         // Whether we asked the chain to void the round (once per round).
@@ -88,6 +162,15 @@ impl Trainer {
             let chain = &self.ctx.chain;
             let signer = &self.ctx.signer;
             let may = tries_left > 0 && second.is_none();
+            let retry = retries_left > 0 && second.is_none();
+            let ours = Ours {
+                round,
+                hash: &p.hash,
+                included: &p.included,
+                index: me,
+                account: &self.ctx.account,
+                failed,
+            };
             let step = self.ctx.block_on(chain.wait_for(
                 "the round to close",
                 Duration::from_secs(3600),
@@ -101,6 +184,13 @@ impl Trainer {
                             && f.included.contains(&me)
                         {
                             return Ok(Some(Step::Agreed(f.included, Some(f.hash))));
+                        }
+                        if retry && f.hash == p.hash {
+                            let now = chain.finalized_number().await?;
+                            let phase = self.ctx.final_round(&f).phase(now);
+                            if retry_commit(&ours, Look::Final(&f, phase)) {
+                                return Ok(Some(Step::Retry));
+                            }
                         }
                         return Ok(Some(Step::Closed(Closed::Final(f.hash))));
                     }
@@ -136,11 +226,32 @@ impl Trainer {
                             }
                         }
                     }
+                    if retry && failed {
+                        let open = chain.open_round(pool).await?;
+                        let agreed = chain.agreed_set(pool, round).await?;
+                        let now = chain.finalized_number().await?;
+                        let look = Look::Open(open.as_ref(), agreed.as_deref(), now);
+                        if retry_commit(&ours, look) {
+                            return Ok(Some(Step::Retry));
+                        }
+                    }
                     Ok(None)
                 },
             ))?;
             match step {
                 Step::Closed(c) => break c,
+                Step::Retry => {
+                    let block = Duration::from_secs_f64(self.ctx.block_secs.max(0.1));
+                    match self.commit_again(&p)? {
+                        Retried::Taken => retries_left = 0,
+                        // The next try a block later at the soonest.
+                        Retried::Failed => {
+                            retries_left -= 1;
+                            std::thread::sleep(block);
+                        }
+                        Retried::NotYet => std::thread::sleep(block),
+                    }
+                }
                 Step::Agreed(set, expect) => {
                     tries_left -= 1;
                     match self.recommit(&p, &set, expect) {
@@ -183,6 +294,46 @@ impl Trainer {
             }
         }
         Ok(closed)
+    }
+
+    /// Submits our commit of `p` again ([`retry_commit`]) and, once it is reported
+    /// finalized, reads it back: a send reported as taken because its nonce was used may not
+    /// have been ours. Logs a `commit` event for the try, except when the chain already held
+    /// our commit (refused as `AlreadyCommitted`) or the round's inner phase is not over.
+    fn commit_again(&mut self, p: &Pending) -> Result<Retried> {
+        let (chain, pool, round) = (&self.ctx.chain, self.ctx.pool, p.round);
+        let call = calls::commit_checkpoint(pool, round, p.hash, p.included.clone());
+        let error = match self.ctx.block_on(chain.submit(&call, &self.ctx.signer)) {
+            Ok(_) => match self
+                .ctx
+                .block_on(chain.committed(pool, round, &self.ctx.account))
+            {
+                Ok(true) => None,
+                Ok(false) => Some("sent, but no commit of ours is recorded".to_string()),
+                Err(e) => Some(format!("reading our commit back: {e}")),
+            },
+            Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => return Ok(Retried::Taken),
+            Err(e) if e.is_module("Checkpoints", "InnerPhaseNotOver") => {
+                return Ok(Retried::NotYet)
+            }
+            Err(e) => Some(format!("commit failed again: {e}")),
+        };
+        match &error {
+            Some(e) => tracing::warn!(round, "{e}"),
+            None => tracing::info!(round, "committed on a later try"),
+        }
+        let taken = error.is_none();
+        self.metrics.emit(&TrainerEvent::Commit {
+            outcome: if taken { "ok" } else { "failed" }.into(),
+            error,
+            hash: synod_checkpoint::hex(&p.hash),
+            round,
+        })?;
+        Ok(if taken {
+            Retried::Taken
+        } else {
+            Retried::Failed
+        })
     }
 
     /// Waits for the pool to complete, then serves until live peers have our last payload.
@@ -232,5 +383,103 @@ impl Trainer {
             Duration::from_secs(30),
         ));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{retry_commit, Look, Ours};
+    use synod_chain::types::{AccountId, FinalCheckpoint, OpenRound};
+    use synod_protocol::{RoundState, Timeline};
+
+    /// A member whose commit failed (a lost connection, a dropped transaction) or is not
+    /// recorded commits again while the commit may still make the round final or be paid:
+    /// while the round is open before its deadline (and the chain fixed no other included
+    /// set), and once it is final over our checkpoint and included set, our payload in it,
+    /// without us among its contributors, within the late-commit window (5 blocks after
+    /// finality at block 100). Not after, not for another round, checkpoint or set: the
+    /// attestation records those, unpaid, or the recommit over the agreed set does.
+    #[test]
+    fn a_commit_that_did_not_land_is_retried_while_it_can_still_be_paid() {
+        let (hash, me, other) = ([7; 32], AccountId::from([1; 32]), AccountId::from([2; 32]));
+        let included = [0, 1];
+        let ours = |failed| Ours {
+            round: 3,
+            hash: &hash,
+            included: &included,
+            index: 1,
+            account: &me,
+            failed,
+        };
+        let open = |round| OpenRound {
+            round,
+            opened_at: 50,
+            deadline: 80,
+            scheduled_at: Some(80),
+        };
+        let (o3, o4) = (open(3), open(4));
+        assert!(retry_commit(&ours(true), Look::Open(Some(&o3), None, 79)));
+        assert!(retry_commit(
+            &ours(true),
+            Look::Open(Some(&o3), Some(&[0, 1]), 79)
+        ));
+        let taken = Look::Open(Some(&o3), None, 79);
+        assert!(!retry_commit(&ours(false), taken), "our commit was taken");
+        let split = Look::Open(Some(&o3), Some(&[0, 2]), 79);
+        assert!(
+            !retry_commit(&ours(true), split),
+            "the chain fixed another set"
+        );
+        let late = Look::Open(Some(&o3), None, 80);
+        assert!(!retry_commit(&ours(true), late), "past the deadline");
+        let next = Look::Open(Some(&o4), None, 60);
+        assert!(!retry_commit(&ours(true), next), "another round is open");
+        assert!(
+            !retry_commit(&ours(true), Look::Open(None, None, 60)),
+            "no round open"
+        );
+        let fin = |hash, included: Vec<u32>, contributors: Vec<AccountId>| FinalCheckpoint {
+            hash,
+            parent: [0; 32],
+            included,
+            contributors,
+            finalized_at: 100,
+            committed_stake: 0,
+            round_stake: 0,
+        };
+        let round = RoundState::finalized(Timeline::for_pool(0, 5, 0, 0), 100, hash);
+        let without_us = fin(hash, vec![0, 1], vec![other]);
+        for failed in [true, false] {
+            for now in [101, 105] {
+                let look = Look::Final(&without_us, round.phase(now));
+                assert!(
+                    retry_commit(&ours(failed), look),
+                    "final without us at {now}"
+                );
+            }
+        }
+        let closed = Look::Final(&without_us, round.phase(106));
+        assert!(!retry_commit(&ours(true), closed), "the late window closed");
+        let with_us = fin(hash, vec![0, 1], vec![other, me]);
+        let look = Look::Final(&with_us, round.phase(101));
+        assert!(!retry_commit(&ours(true), look), "recorded");
+        let theirs = fin([8; 32], vec![0, 1], vec![other]);
+        let look = Look::Final(&theirs, round.phase(101));
+        assert!(
+            !retry_commit(&ours(true), look),
+            "final over another checkpoint"
+        );
+        // Our payload left out of the final set (ours too): a commit would not make us a
+        // contributor, so one that landed would be retried forever.
+        let without_our_payload = fin(hash, vec![0], vec![other]);
+        let look = Look::Final(&without_our_payload, round.phase(101));
+        let ours_left_out = Ours {
+            included: &[0],
+            ..ours(true)
+        };
+        assert!(
+            !retry_commit(&ours_left_out, look),
+            "our payload is not included"
+        );
     }
 }

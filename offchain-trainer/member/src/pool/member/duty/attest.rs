@@ -1,7 +1,7 @@
 //! Attesting a final round that aggregated our payload when no commit of ours is recorded for
-//! it: our commit failed (the round loop does not retry a commit whose round became final with
-//! our own checkpoint), or we skipped the round after a restart while serving the payload we had
-//! announced for it. The chain leaks a silent included member when the round is settled
+//! it: our commit and the round loop's retries within the late-commit window failed
+//! (`settle.rs`, `retry_commit`), or we skipped the round after a restart while serving the
+//! payload we had announced for it. The chain leaks a silent included member when the round is settled
 //! (`docs/architecture.md`, step 8), so we record the final checkpoint, unpaid, once the
 //! late-commit window has closed: before it, the round loop's own commit may still land.
 //! `--fault late`, which commits nothing on purpose, attests nothing either.
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use synod_chain::calls;
 use synod_chain::types::FinalCheckpoint;
+use synod_protocol::RoundPhase;
 
 use super::DutyWorker;
 use crate::chain_args::Fault;
@@ -28,22 +29,21 @@ pub(super) enum Attest {
     Commit,
 }
 
-/// Whether we attest unsettled final round `f` at finalized block `now`: we (member index
-/// `me`) are in its included set and no contributor (`contributor`), the late-commit window
-/// (`window` blocks after finality) has closed, and no commit of ours is recorded
-/// (`committed`; read only when it decides).
+/// Whether we attest unsettled final round `f`, in phase `phase` at the finalized block: we
+/// (member index `me`) are in its included set and no contributor (`contributor`), its
+/// late-commit window has closed (the phase is past [`RoundPhase::LateCommits`]), and no
+/// commit of ours is recorded (`committed`; read only when it decides).
 pub(super) fn attestation(
     f: &FinalCheckpoint,
     me: u32,
     contributor: bool,
-    window: u32,
-    now: u64,
+    phase: RoundPhase,
     committed: impl FnOnce() -> Result<bool>,
 ) -> Result<Attest> {
     if !f.included.contains(&me) || contributor {
         return Ok(Attest::Done);
     }
-    if now <= u64::from(f.finalized_at) + u64::from(window) {
+    if phase == RoundPhase::LateCommits {
         return Ok(Attest::NotYet);
     }
     Ok(if committed()? {
@@ -57,8 +57,8 @@ impl DutyWorker {
     /// Attests the pool's final rounds that are not settled yet (`Rewards.Unsettled`: only
     /// those can still leak us, so a restarted member reads no older round); a round done is
     /// not read again while it stays unsettled. A commit refused by the chain (settled
-    /// meanwhile, or committed by the round loop) is done; a failed submission is tried again
-    /// at the next pass. Returns whether a round is left to attest (its window still open, or
+    /// meanwhile, or committed by the round loop) is done; a failed submission, or one whose
+    /// commit is not recorded when it is reported finalized, is tried again at the next pass. Returns whether a round is left to attest (its window still open, or
     /// its submission failed).
     pub(super) fn attest_included_rounds(&mut self) -> Result<bool> {
         if self.ctx.a.fault == Some(Fault::Late) {
@@ -83,14 +83,8 @@ impl DutyWorker {
                     .ctx
                     .block_on(chain.committed(pool, round, &self.ctx.account))?)
             };
-            match attestation(
-                &f,
-                me,
-                contributor,
-                self.ctx.challenge_window,
-                now,
-                committed,
-            )? {
+            let phase = self.ctx.final_round(&f).phase(now);
+            match attestation(&f, me, contributor, phase, committed)? {
                 Attest::NotYet => {
                     left = true;
                     continue;
@@ -100,6 +94,13 @@ impl DutyWorker {
                     let hash = synod_checkpoint::hex(&f.hash);
                     let call = calls::commit_checkpoint(pool, round, f.hash, f.included);
                     let error = match self.ctx.block_on(chain.submit(&call, &self.ctx.signer)) {
+                        // Finalized: read back, since a send reported as taken because its
+                        // nonce was used may not have been ours.
+                        Ok(_) if !committed()? => {
+                            tracing::warn!(round, "the final checkpoint sent is not recorded");
+                            left = true;
+                            continue;
+                        }
                         Ok(_) => None,
                         Err(e @ synod_chain::ChainError::Module { .. }) => Some(e.to_string()),
                         Err(e) => {
@@ -148,7 +149,7 @@ impl DutyWorker {
                     .block_on(self.ctx.chain.final_checkpoint(self.ctx.pool, last))?;
                 Ok(!left
                     && fin.is_none_or(|f| {
-                        now > u64::from(f.finalized_at) + u64::from(self.ctx.challenge_window)
+                        self.ctx.final_round(&f).phase(now) != RoundPhase::LateCommits
                     }))
             })();
             match closed {
@@ -169,6 +170,7 @@ impl DutyWorker {
 mod tests {
     use super::{attestation, Attest};
     use synod_chain::types::FinalCheckpoint;
+    use synod_protocol::{RoundState, Timeline};
 
     fn fin(included: Vec<u32>) -> FinalCheckpoint {
         FinalCheckpoint {
@@ -188,28 +190,33 @@ mod tests {
     #[test]
     fn an_included_member_without_a_commit_attests_after_the_window() {
         let f = fin(vec![0, 1, 2]);
+        let round = RoundState::finalized(Timeline::for_pool(0, 5, 0, 0), 100, f.hash);
+        let at = |now| round.phase(now);
         let no = || Ok(false);
         assert_eq!(
-            attestation(&f, 1, false, 5, 105, no).unwrap(),
+            attestation(&f, 1, false, at(105), no).unwrap(),
             Attest::NotYet
         );
         assert_eq!(
-            attestation(&f, 1, false, 5, 106, no).unwrap(),
+            attestation(&f, 1, false, at(106), no).unwrap(),
             Attest::Commit
         );
         // A commit of ours is recorded (the round loop's, late): nothing more.
         let yes = || Ok(true);
         assert_eq!(
-            attestation(&f, 1, false, 5, 106, yes).unwrap(),
+            attestation(&f, 1, false, at(106), yes).unwrap(),
             Attest::Done
         );
         // Not in the included set, or a contributor: nothing, ever.
-        assert_eq!(attestation(&f, 3, false, 5, 106, no).unwrap(), Attest::Done);
-        assert_eq!(attestation(&f, 1, true, 5, 106, no).unwrap(), Attest::Done);
+        assert_eq!(
+            attestation(&f, 3, false, at(106), no).unwrap(),
+            Attest::Done
+        );
+        assert_eq!(attestation(&f, 1, true, at(106), no).unwrap(), Attest::Done);
         // The commit is read only when it decides.
         let unread = || -> anyhow::Result<bool> { panic!("read the commit needlessly") };
         assert_eq!(
-            attestation(&f, 1, false, 5, 105, unread).unwrap(),
+            attestation(&f, 1, false, at(105), unread).unwrap(),
             Attest::NotYet
         );
     }

@@ -51,7 +51,7 @@ impl DutyWorker {
             .block_on(self.ctx.chain.final_checkpoint(pool, round))?;
         let (outcome, done) = if verdict == Some(Verdict::Guilty) {
             ("not opened: already convicted".to_string(), true)
-        } else if f.is_none_or(|f| !self.round_state(&f).phase(now).accepts_challenges()) {
+        } else if f.is_none_or(|f| !self.ctx.final_round(&f).phase(now).accepts_challenges()) {
             ("not opened: challenge window closed".to_string(), true)
         } else if let Some(evidence) = self.ctx.retained.announcement(round, member) {
             let whole_phase = |evidence| -> Result<_> {

@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use synod_chain::calls;
-use synod_chain::types::{AccountId, FinalCheckpoint, MemberInfo};
+use synod_chain::types::{AccountId, MemberInfo};
 use synod_p2p::{Equivocation, PeerId};
-use synod_protocol::{RoundState, Timeline};
+use synod_protocol::RoundState;
 
 mod attest;
 mod challenger;
@@ -372,7 +372,7 @@ impl DutyWorker {
         let last = self
             .ctx
             .block_on(self.ctx.chain.final_checkpoint(self.ctx.pool, last))?
-            .map(|f| self.round_state(&f));
+            .map(|f| self.ctx.final_round(&f));
         let work_left = self.accused_in_open_challenge()?
             || !self.duties.to_verify.is_empty()
             || !self.duties.to_challenge.is_empty()
@@ -406,14 +406,6 @@ impl DutyWorker {
         let any = !still.is_empty();
         self.duties.against_us = (still, next);
         Ok(any)
-    }
-
-    /// The protocol's state machine of final round `f` (`synod_protocol::round`): its phase at a
-    /// block says whether it can still be challenged. Only the pool's challenge window matters
-    /// for that, so the other spans of the timeline are left at 0.
-    fn round_state(&self, f: &FinalCheckpoint) -> RoundState {
-        let timeline = Timeline::for_pool(0, u64::from(self.ctx.challenge_window), 0, 0);
-        RoundState::finalized(timeline, u64::from(f.finalized_at), f.hash)
     }
 }
 

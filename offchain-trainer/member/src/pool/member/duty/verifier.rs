@@ -104,7 +104,7 @@ impl DutyWorker {
     pub(super) fn verify_round(&mut self, round: u32, f: &FinalCheckpoint) -> Result<bool> {
         let pool = self.ctx.pool;
         let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
-        let state = self.round_state(f);
+        let state = self.ctx.final_round(f);
         let until = state.challenges_until().unwrap_or_default();
         if !state.phase(now).accepts_challenges() {
             self.metrics.emit(&TrainerEvent::VerifySkipped {
