@@ -1,9 +1,10 @@
 //! Networked mode: this process is one member of a pool and exchanges pseudo-gradients with
 //! the others over `/synod/pseudograd/2` (synod-p2p).
 //!
-//! Until the chain client lands, membership comes from a registration directory: every member
-//! writes `member-<i>.json` (index, libp2p peer id, ML-DSA-65 public key, listen addresses) and
-//! waits for all `--members` registrations — exactly what `join_pool` will record on-chain.
+//! Without a chain, membership comes from a registration directory (`--pool-dir`): every
+//! member writes `member-<i>.json` (index, libp2p peer id, ML-DSA-65 public key, listen
+//! addresses) and waits for all `--members` registrations, what `join_pool` records on-chain
+//! for a pool member (`synod-trainer run`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
