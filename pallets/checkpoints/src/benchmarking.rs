@@ -11,7 +11,8 @@ use frame_support::{
 	BoundedVec,
 };
 use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
-use synod_primitives::{MemberIndex, PoolSetup, PoolsInterface};
+use sp_runtime::traits::Saturating;
+use synod_primitives::{MemberIndex, PoolId, PoolSetup, PoolsInterface};
 
 fn all_included<T: Config>(m: u32) -> IncludedSet<T> {
 	BoundedVec::truncate_from((0..m).collect::<Vec<MemberIndex>>())
@@ -152,6 +153,39 @@ mod benchmarks {
 		#[extrinsic_call]
 		_(RawOrigin::Signed(caller), pool, round);
 		assert!(!UnmatchedCommits::<T>::contains_key((pool, round)));
+		Ok(())
+	}
+
+	// Worst case of settling a final round (`OnRoundSettled::round_settled`, which Rewards
+	// calls once per settlement): `MaxMembers` participants, every one in the final included
+	// set, the fewest that reach the benchmark pools' 67 % quorum of equal stakes committed it
+	// and the rest are silent. Every deadline list the decision may take is full, so each silent
+	// member's stake is kept slashable for the grace period and the decision is left to
+	// `decide_unmatched_commits`. Then the round's snapshot and commits are deleted.
+	#[benchmark]
+	fn round_settled() -> Result<(), BenchmarkError> {
+		let (pool, members) = T::BenchmarkHelper::training_pool(T::MaxMembers::get());
+		let from = Pallet::<T>::commits_from(pool).ok_or(BenchmarkError::Weightless)?;
+		frame_system::Pallet::<T>::set_block_number(from);
+		let m = members.len() as u32;
+		let full = all_included::<T>(m);
+		let need = m.saturating_mul(67).div_ceil(100).max(1);
+		for who in members.iter().take(need as usize) {
+			Pallet::<T>::do_commit(who.clone(), pool, 1, [1; 32], full.clone())?;
+		}
+		assert!(FinalCheckpoints::<T>::get(pool, 1).is_some(), "quorum committed");
+		let mut at = frame_system::Pallet::<T>::block_number().saturating_add(1u32.into());
+		for _ in 0..T::MaxDeadlinesPerBlock::get().max(1) {
+			Deadlines::<T>::mutate(at, |d| while d.try_push((PoolId::MAX, 0)).is_ok() {});
+			at = at.saturating_add(1u32.into());
+		}
+		#[block]
+		{
+			<Pallet<T> as synod_primitives::OnRoundSettled>::round_settled(pool, 1);
+		}
+		let held = UnmatchedCommits::<T>::get((pool, 1)).map_or(0, |h| h.len() as u32);
+		assert_eq!(held, m.saturating_sub(need), "every silent included member is held");
+		assert!(Snapshots::<T>::get((pool, 1)).is_none(), "the snapshot is pruned");
 		Ok(())
 	}
 

@@ -1,7 +1,7 @@
 //! Opening rounds (snapshot), quorum finality, voiding (the leak itself is `leak.rs`), and the
 //! interfaces other pallets use. The rules themselves are `synod_primitives::protocol`'s.
 
-use crate::{pallet::*, Event};
+use crate::{pallet::*, weights::WeightInfo, Event};
 use alloc::vec::Vec;
 use frame_support::{pallet_prelude::*, storage::with_storage_layer};
 use frame_system::pallet_prelude::BlockNumberFor;
@@ -461,16 +461,9 @@ impl<T: Config> synod_primitives::OnRoundSettled for Pallet<T> {
 		Self::prune(pool, round);
 	}
 
+	/// Benchmarked on its worst path ([`crate::weights::WeightInfo::round_settled`]).
 	fn weight() -> Weight {
-		// Per participant: its commit's key, and its stake ledger and slashable-until record
-		// (kept slashable); the final record, the pool's parameters, the deadline lists tried
-		// and the held list.
-		let members = u64::from(T::MaxMembers::get());
-		let lists = u64::from(T::MaxDeadlinesPerBlock::get().max(1));
-		T::DbWeight::get().reads_writes(
-			members.saturating_mul(3).saturating_add(lists).saturating_add(2),
-			members.saturating_add(2),
-		)
+		T::WeightInfo::round_settled()
 	}
 }
 
