@@ -158,10 +158,13 @@ mod benchmarks {
 
 	// Worst case of settling a final round (`OnRoundSettled::round_settled`, which Rewards
 	// calls once per settlement): `MaxMembers` participants, every one in the final included
-	// set, the fewest that reach the benchmark pools' 67 % quorum of equal stakes committed it
-	// and the rest are silent. Every deadline list the decision may take is full, so each silent
-	// member's stake is kept slashable for the grace period and the decision is left to
-	// `decide_unmatched_commits`. Then the round's snapshot and commits are deleted.
+	// set, and one commit among them, as when a single stake holds the quorum: a silent member
+	// costs more (its stake kept slashable, an entry held) than a commit (one deletion), and
+	// at least one member committed. The benchmark pools' stakes are equal, so the round is
+	// made final by quorum and every commit but the first is then deleted. Every deadline list
+	// the decision may take is full but the last (`MaxDeadlinesPerBlock` lists read, one
+	// written, a write more than when none has room), and each silent member's stake is kept
+	// slashable until then. Then the round's snapshot and its commit are deleted.
 	#[benchmark]
 	fn round_settled() -> Result<(), BenchmarkError> {
 		let (pool, members) = T::BenchmarkHelper::training_pool(T::MaxMembers::get());
@@ -174,18 +177,31 @@ mod benchmarks {
 			Pallet::<T>::do_commit(who.clone(), pool, 1, [1; 32], full.clone())?;
 		}
 		assert!(FinalCheckpoints::<T>::get(pool, 1).is_some(), "quorum committed");
+		for who in members.iter().take(need as usize).skip(1) {
+			crate::pallet::Commits::<T>::remove((pool, 1), who);
+		}
+		// Every list the decision may take is full but the last, which has one free slot.
 		let mut at = frame_system::Pallet::<T>::block_number().saturating_add(1u32.into());
-		for _ in 0..T::MaxDeadlinesPerBlock::get().max(1) {
-			Deadlines::<T>::mutate(at, |d| while d.try_push((PoolId::MAX, 0)).is_ok() {});
-			at = at.saturating_add(1u32.into());
+		let lists = T::MaxDeadlinesPerBlock::get().max(1);
+		for i in 1..=lists {
+			Deadlines::<T>::mutate(at, |d| {
+				while d.try_push((PoolId::MAX, 0)).is_ok() {}
+				if i == lists {
+					d.pop();
+				}
+			});
+			if i < lists {
+				at = at.saturating_add(1u32.into());
+			}
 		}
 		#[block]
 		{
 			<Pallet<T> as synod_primitives::OnRoundSettled>::round_settled(pool, 1);
 		}
 		let held = UnmatchedCommits::<T>::get((pool, 1)).map_or(0, |h| h.len() as u32);
-		assert_eq!(held, m.saturating_sub(need), "every silent included member is held");
+		assert_eq!(held, m.saturating_sub(1), "every silent included member is held");
 		assert!(Snapshots::<T>::get((pool, 1)).is_none(), "the snapshot is pruned");
+		assert!(Deadlines::<T>::get(at).contains(&(pool, 1)), "decided in the last list");
 		Ok(())
 	}
 

@@ -64,8 +64,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn commit_checkpoint(m: u32) -> Weight {
 		// Proof size: measured `1085`, estimated `13274` bytes.
-		Weight::from_parts(311_560_399, 13274)
-			.saturating_add(Weight::from_parts(60_777_021, 0).saturating_mul(m.into()))
+		Weight::from_parts(331_611_020, 13274)
+			.saturating_add(Weight::from_parts(60_547_209, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(15_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(14_u64))
@@ -121,8 +121,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `v` is `[0, 8]`.
 	fn on_initialize_void(v: u32) -> Weight {
 		// Proof size: measured `431`, estimated `4913` bytes.
-		Weight::from_parts(8_623_000, 4913)
-			.saturating_add(Weight::from_parts(7_108_707_767, 0).saturating_mul(v.into()))
+		Weight::from_parts(8_533_000, 4913)
+			.saturating_add(Weight::from_parts(7_324_910_806, 0).saturating_mul(v.into()))
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().reads((266_u64).saturating_mul(v.into())))
 			.saturating_add(T::DbWeight::get().writes(2_u64))
@@ -165,7 +165,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	fn decide_unmatched_commits() -> Weight {
 		// Proof size: measured `84994`, estimated `148094` bytes.
-		Weight::from_parts(6_440_391_000, 148094)
+		Weight::from_parts(6_716_175_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(232_u64))
 			.saturating_add(T::DbWeight::get().writes(325_u64))
 	}
@@ -175,52 +175,52 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Snapshots` (r:1 w:1)
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
-	/// Storage: `Checkpoints::Commits` (r:32 w:22)
+	/// Storage: `Checkpoints::Commits` (r:32 w:1)
 	/// Proof: `Checkpoints::Commits` (`max_values`: None, `max_size`: Some(225), added: 2700, mode: `MaxEncodedLen`)
-	/// Storage: `Checkpoints::Deadlines` (r:8 w:0)
+	/// Storage: `Checkpoints::Deadlines` (r:8 w:1)
 	/// Proof: `Checkpoints::Deadlines` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
-	/// Storage: `TrainerStaking::Ledger` (r:10 w:0)
+	/// Storage: `TrainerStaking::Ledger` (r:31 w:0)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
-	/// Storage: `TrainerStaking::SlashableUntil` (r:10 w:10)
+	/// Storage: `TrainerStaking::SlashableUntil` (r:31 w:31)
 	/// Proof: `TrainerStaking::SlashableUntil` (`max_values`: None, `max_size`: Some(52), added: 2527, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::UnmatchedCommits` (r:0 w:1)
 	/// Proof: `Checkpoints::UnmatchedCommits` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Divergent` (r:0 w:1)
 	/// Proof: `Checkpoints::Divergent` (`max_values`: None, `max_size`: Some(2065), added: 4540, mode: `MaxEncodedLen`)
 	fn round_settled() -> Weight {
-		// Proof size: measured `8451`, estimated `87390` bytes.
-		Weight::from_parts(850_457_000, 87390)
-			.saturating_add(T::DbWeight::get().reads(63_u64))
-			.saturating_add(T::DbWeight::get().writes(35_u64))
+		// Proof size: measured `8188`, estimated `99570` bytes.
+		Weight::from_parts(1_239_061_000, 99570)
+			.saturating_add(T::DbWeight::get().reads(105_u64))
+			.saturating_add(T::DbWeight::get().writes(36_u64))
 	}
 }
 
 // For tests.
 impl WeightInfo for () {
 	fn commit_checkpoint(m: u32) -> Weight {
-		Weight::from_parts(311_560_399, 13274)
-			.saturating_add(Weight::from_parts(60_777_021, 0).saturating_mul(m.into()))
+		Weight::from_parts(331_611_020, 13274)
+			.saturating_add(Weight::from_parts(60_547_209, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(15_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(14_u64))
 			.saturating_add(RocksDbWeight::get().writes((2_u64).saturating_mul(m.into())))
 	}
 	fn on_initialize_void(v: u32) -> Weight {
-		Weight::from_parts(8_623_000, 4913)
-			.saturating_add(Weight::from_parts(7_108_707_767, 0).saturating_mul(v.into()))
+		Weight::from_parts(8_533_000, 4913)
+			.saturating_add(Weight::from_parts(7_324_910_806, 0).saturating_mul(v.into()))
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().reads((266_u64).saturating_mul(v.into())))
 			.saturating_add(RocksDbWeight::get().writes(2_u64))
 			.saturating_add(RocksDbWeight::get().writes((332_u64).saturating_mul(v.into())))
 	}
 	fn decide_unmatched_commits() -> Weight {
-		Weight::from_parts(6_440_391_000, 148094)
+		Weight::from_parts(6_716_175_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(232_u64))
 			.saturating_add(RocksDbWeight::get().writes(325_u64))
 	}
 	fn round_settled() -> Weight {
-		Weight::from_parts(850_457_000, 87390)
-			.saturating_add(RocksDbWeight::get().reads(63_u64))
-			.saturating_add(RocksDbWeight::get().writes(35_u64))
+		Weight::from_parts(1_239_061_000, 99570)
+			.saturating_add(RocksDbWeight::get().reads(105_u64))
+			.saturating_add(RocksDbWeight::get().writes(36_u64))
 	}
 }

@@ -223,8 +223,8 @@ impl<BlockNumber> OnRoundFinalized<BlockNumber> for () {
 pub trait OnRoundSettled {
 	/// `(pool, round)` was settled.
 	fn round_settled(pool: PoolId, round: RoundIndex);
-	/// Upper bound of the weight of [`OnRoundSettled::round_settled`] beyond what the
-	/// settlement's benchmark measures.
+	/// Upper bound of the weight of [`OnRoundSettled::round_settled`] on its worst path, added
+	/// to the settlement's own weight (whose benchmark may run part of it too: an overestimate).
 	fn weight() -> Weight;
 }
 
