@@ -26,19 +26,50 @@ pub struct Chain {
     /// The RPC address connected to first.
     pub url: String,
     inner: std::sync::Arc<Shared>,
-    /// Held by [`Chain::submit`] from signing to finality: one extrinsic of this process in
-    /// flight at a time, so two never take the same nonce (a background commit and a
-    /// challenge, say, would otherwise invalidate each other).
+    /// Held by [`Chain::submit`] from reading the nonce until the node's transaction pool has
+    /// accepted the extrinsic: two extrinsics of this process never take the same nonce (a
+    /// background commit and a challenge, say, would otherwise invalidate each other), and
+    /// neither waits for the other's finality.
     pub(crate) submitting: std::sync::Arc<tokio::sync::Mutex<()>>,
 }
 
 /// The connection shared by a [`Chain`] and its clones.
 struct Shared {
     endpoints: Vec<String>,
-    /// The client, its generation (incremented at every reconnection) and endpoint index.
-    current: std::sync::RwLock<(OnlineClient<Config>, u64, usize)>,
+    /// The connection in use.
+    current: std::sync::RwLock<Conn>,
     /// Taken while reconnecting, so that concurrent failures reconnect once.
     reconnecting: tokio::sync::Mutex<()>,
+}
+
+/// One connection to one endpoint.
+struct Conn {
+    /// The client over `rpc`.
+    api: OnlineClient<Config>,
+    /// The raw JSON-RPC client, for the node's own methods (`system_accountNextIndex`).
+    rpc: subxt::rpcs::RpcClient,
+    /// Incremented at every reconnection.
+    generation: u64,
+    /// Index in `Shared::endpoints`.
+    endpoint: usize,
+}
+
+impl Conn {
+    /// Connects to `url`.
+    async fn open(url: &str, generation: u64, endpoint: usize) -> Result<Self, String> {
+        let rpc = subxt::rpcs::RpcClient::from_insecure_url(url)
+            .await
+            .map_err(|e| e.to_string())?;
+        let api = OnlineClient::<Config>::from_rpc_client(rpc.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            api,
+            rpc,
+            generation,
+            endpoint,
+        })
+    }
 }
 
 /// A finalized block and the Synod events in it.
@@ -81,13 +112,13 @@ impl Chain {
         loop {
             let at = i % urls.len();
             let url = &urls[at];
-            match OnlineClient::<Config>::from_insecure_url(url).await {
-                Ok(api) => {
+            match Conn::open(url, 0, at).await {
+                Ok(conn) => {
                     return Ok(Self {
                         url: url.clone(),
                         inner: std::sync::Arc::new(Shared {
                             endpoints: urls.to_vec(),
-                            current: std::sync::RwLock::new((api, 0, at)),
+                            current: std::sync::RwLock::new(conn),
                             reconnecting: tokio::sync::Mutex::new(()),
                         }),
                         submitting: Default::default(),
@@ -96,7 +127,7 @@ impl Chain {
                 Err(e) if start.elapsed() >= wait => {
                     return Err(ChainError::Connect {
                         url: urls.join(","),
-                        reason: e.to_string(),
+                        reason: e,
                     })
                 }
                 Err(e) => tracing::debug!("node at {url} not ready: {e}"),
@@ -115,7 +146,17 @@ impl Chain {
             .current
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        (g.0.clone(), g.1)
+        (g.api.clone(), g.generation)
+    }
+
+    /// The current raw JSON-RPC client and its generation.
+    pub(crate) fn rpc(&self) -> (subxt::rpcs::RpcClient, u64) {
+        let g = self
+            .inner
+            .current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (g.rpc.clone(), g.generation)
     }
 
     /// Replaces the client of generation `failed` by a connection to the next endpoint that
@@ -129,7 +170,7 @@ impl Chain {
                 .current
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            (g.1, g.2)
+            (g.generation, g.endpoint)
         };
         if generation != failed {
             return;
@@ -140,15 +181,15 @@ impl Chain {
         let mut i = from + 1;
         while start.elapsed() < Self::PATIENCE {
             let at = i % eps.len();
-            match OnlineClient::<Config>::from_insecure_url(&eps[at]).await {
-                Ok(api) => {
+            match Conn::open(&eps[at], generation + 1, at).await {
+                Ok(conn) => {
                     tracing::info!("reconnected to {}", eps[at]);
                     let mut g = self
                         .inner
                         .current
                         .write()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    *g = (api, generation + 1, at);
+                    *g = conn;
                     return;
                 }
                 Err(e) => tracing::warn!("reconnecting to {}: {e}", eps[at]),
@@ -285,9 +326,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`] if the node cannot be reached.
     pub async fn chain_type(&self) -> Result<String, ChainError> {
-        let rpc = subxt::rpcs::RpcClient::from_insecure_url(&self.current_url())
-            .await
-            .map_err(ChainError::rpc)?;
+        let (rpc, _) = self.rpc();
         // `Custom(name)` is a JSON object, not a string: anything but a plain name is Custom.
         let kind: Result<String, _> = rpc
             .request("system_chainType", subxt::rpcs::rpc_params![])
@@ -370,16 +409,6 @@ impl Chain {
             return Ok(None);
         };
         self.fetch("Randomness", "History", (number,)).await
-    }
-
-    /// The endpoint connected to now.
-    fn current_url(&self) -> String {
-        let g = self
-            .inner
-            .current
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.inner.endpoints[g.2].clone()
     }
 
     /// Number of the last finalized block.

@@ -1,20 +1,21 @@
 //! Signed extrinsics that are submitted at most once.
 //!
-//! [`Chain::submit`] signs the call once, with the account's next nonce at the finalized head
-//! and a mortal era, and then only ever re-sends **those bytes**: a retry after a lost
-//! connection or a dropped subscription is the same extrinsic (same hash, same nonce), which
-//! the chain can include at most once. If the pool answers that the nonce is already used, the
-//! client waits until the finalized nonce has passed ours and reports the extrinsic as landed.
-//! Submissions through one [`Chain`] (and its clones) take turns, so the nonce read at the
-//! finalized head is never one that another extrinsic of this process is still using.
+//! [`Chain::submit`] signs the call once, with the account's next nonce as the node's
+//! transaction pool counts it (`system_accountNextIndex`: the nonce at the best block plus
+//! the account's extrinsics ready in the pool) and a mortal era, and then only ever re-sends
+//! **those bytes**: a retry after a lost connection or a dropped subscription is the same
+//! extrinsic (same hash, same nonce), which the chain can include at most once. If the pool
+//! answers that the nonce is already used, the client waits until the finalized nonce has
+//! passed ours and reports the extrinsic as landed. Submissions through one [`Chain`] (and
+//! its clones) take turns from reading the nonce until the pool has accepted the extrinsic,
+//! so two never take the same nonce; none waits for another's inclusion or finality (a
+//! challenge is not held behind a commit in flight).
 
 use std::time::Duration;
 
-use subxt::error::{
-    DispatchError, TransactionEventsError, TransactionFinalizedSuccessError,
-    TransactionProgressError, TransactionStatusError,
-};
-use subxt::transactions::{DefaultParams, Payload};
+use subxt::config::PolkadotExtrinsicParamsBuilder;
+use subxt::error::{DispatchError, TransactionEventsError, TransactionFinalizedSuccessError};
+use subxt::transactions::{Payload, TransactionStatus};
 
 use crate::client::{Chain, Config};
 use crate::events::{decode, SynodEvent};
@@ -27,6 +28,10 @@ pub type Signer = subxt_signer::sr25519::Keypair;
 
 /// Attempts to send the same signed bytes before giving up.
 const ATTEMPTS: u32 = 6;
+
+/// Blocks a signed extrinsic stays valid for after the finalized block it was signed at: the
+/// longest a used nonce's block can lie after it.
+const MORTALITY: u64 = 32;
 
 /// A signer from a secret URI such as `//Bob`.
 ///
@@ -45,10 +50,12 @@ pub fn account_of(signer: &Signer) -> AccountId {
 }
 
 /// The outcome of a successful extrinsic.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Included {
-    /// Finalized block that holds it (`None` when an earlier attempt landed unseen).
-    pub block_hash: Option<[u8; 32]>,
+    /// Finalized block that holds it.
+    pub block_hash: [u8; 32],
+    /// That block's number.
+    pub block_number: u64,
     /// The Synod events it emitted.
     pub events: Vec<SynodEvent>,
 }
@@ -147,8 +154,9 @@ impl Chain {
         })
     }
 
-    /// Signs `call` as `signer`, submits it and waits until it is in a finalized block; waits
-    /// first for any other submission through this client to finish.
+    /// Signs `call` as `signer`, submits it and waits until it is in a finalized block. Waits
+    /// first for any other submission through this client to be accepted by the node's
+    /// transaction pool (not for it to be included).
     ///
     /// # Errors
     /// [`ChainError::Module`] / [`ChainError::Dispatch`] if it was included and failed;
@@ -159,17 +167,28 @@ impl Chain {
         call: &C,
         signer: &Signer,
     ) -> Result<Included, ChainError> {
-        let _turn = self.submitting.lock().await;
+        let mut turn = Some(self.submitting.lock().await);
         let who = account_of(signer);
-        let (nonce, bytes) = self
+        let (nonce, signed_at, bytes) = self
             .retrying("signing", |api| {
                 async move {
+                    let (rpc, _) = self.rpc();
+                    // The pool's view: our extrinsics still in flight have taken their nonces.
+                    let nonce: u64 = rpc
+                        .request(
+                            "system_accountNextIndex",
+                            subxt::rpcs::rpc_params![who.to_string()],
+                        )
+                        .await
+                        .map_err(ChainError::rpc)?;
                     let at = api.at_current_block().await.map_err(ChainError::rpc)?;
-                    let mut txc = at.tx();
-                    // The nonce `create_signed` will use: read at the same block.
-                    let nonce = txc.account_nonce(&who).await.map_err(ChainError::rpc)?;
-                    let tx = txc
-                        .create_signed(call, signer, DefaultParams::default_params())
+                    let params = PolkadotExtrinsicParamsBuilder::<Config>::new()
+                        .nonce(nonce)
+                        .mortal(MORTALITY)
+                        .build();
+                    let tx = at
+                        .tx()
+                        .create_signed(call, signer, params)
                         .await
                         .map_err(|e| {
                             ChainError::Invalid(format!(
@@ -178,7 +197,7 @@ impl Chain {
                                 call.call_name()
                             ))
                         })?;
-                    Ok((nonce, tx.encoded().to_vec()))
+                    Ok((nonce, at.block_number(), tx.encoded().to_vec()))
                 }
             })
             .await?;
@@ -194,7 +213,7 @@ impl Chain {
                 tokio::time::sleep(Duration::from_millis(500 << attempt.min(4))).await;
             }
             let (api, generation) = self.api();
-            match Self::attempt(api.clone(), bytes.clone(), attempt > 0).await {
+            match Self::attempt(api.clone(), bytes.clone(), attempt > 0, &mut turn).await {
                 Attempt::Done(Err(ChainError::Rejected(msg))) => {
                     return Err(refused_duty(&api, call.pallet_name(), &msg)
                         .await
@@ -207,12 +226,23 @@ impl Chain {
                     self.reconnect(generation).await;
                 }
                 Attempt::NonceUsed => {
-                    // An earlier send landed (or sits in the pool): wait for the nonce to pass.
+                    drop(turn.take());
+                    // An earlier send landed, sits in the pool, or another extrinsic took the
+                    // nonce: wait for the nonce to pass, then look for ours where it can be.
                     self.wait_for("nonce to advance", Duration::from_secs(120), || async {
                         Ok((u64::from(self.nonce(&who).await?) > nonce).then_some(()))
                     })
                     .await?;
-                    return Ok(Included::default());
+                    let to = self.finalized_number().await?.min(signed_at + MORTALITY);
+                    return match self.find_included(&bytes, signed_at + 1, to).await? {
+                        Some(r) => r,
+                        None => Err(ChainError::Rejected(format!(
+                            "nonce {nonce} of {who} was used by another extrinsic: {}.{} did \
+                             not land",
+                            call.pallet_name(),
+                            call.call_name()
+                        ))),
+                    };
                 }
             }
         }
@@ -223,12 +253,19 @@ impl Chain {
         )))
     }
 
-    async fn attempt(api: OnlineClient<Config>, bytes: Vec<u8>, resend: bool) -> Attempt {
+    /// Sends `bytes` once and follows them to a finalized block; gives `turn` back as soon as
+    /// the pool has accepted them.
+    async fn attempt<G>(
+        api: OnlineClient<Config>,
+        bytes: Vec<u8>,
+        resend: bool,
+        turn: &mut Option<G>,
+    ) -> Attempt {
         let at = match api.at_current_block().await {
             Ok(at) => at,
             Err(e) => return Attempt::Retry(e.to_string()),
         };
-        let progress = match at.tx().from_bytes(bytes).submit_and_watch().await {
+        let mut progress = match at.tx().from_bytes(bytes).submit_and_watch().await {
             Ok(p) => p,
             Err(e) => {
                 let msg = match rpc_error_data(&e) {
@@ -244,36 +281,109 @@ impl Chain {
                 return Attempt::Retry(msg);
             }
         };
-        let in_block = match progress.wait_for_finalized().await {
-            Ok(b) => b,
-            Err(TransactionProgressError::TransactionStatusError(
-                TransactionStatusError::Invalid(m),
-            )) if !resend || !nonce_used(&m) => return Attempt::Done(Err(ChainError::Rejected(m))),
-            Err(TransactionProgressError::TransactionStatusError(
-                TransactionStatusError::Invalid(_),
-            )) => return Attempt::NonceUsed,
+        let in_block = loop {
+            match progress.next().await {
+                Some(Ok(TransactionStatus::InFinalizedBlock(b))) => break b,
+                // In the pool's ready queue or a block: the next nonce counts it.
+                Some(Ok(
+                    TransactionStatus::Validated
+                    | TransactionStatus::Broadcasted
+                    | TransactionStatus::InBestBlock(_)
+                    | TransactionStatus::NoLongerInBestBlock,
+                )) => drop(turn.take()),
+                Some(Ok(TransactionStatus::Invalid { message })) => {
+                    return if resend && nonce_used(&message) {
+                        Attempt::NonceUsed
+                    } else {
+                        Attempt::Done(Err(ChainError::Rejected(message)))
+                    };
+                }
+                Some(Ok(
+                    TransactionStatus::Error { message } | TransactionStatus::Dropped { message },
+                )) => return Attempt::Retry(message),
+                Some(Err(e)) => return Attempt::Retry(e.to_string()),
+                None => return Attempt::Retry("the status stream ended".into()),
+            }
+        };
+        let block_hash = in_block.block_hash().0;
+        let block_number = match in_block.at().await {
+            Ok(at) => at.block_number(),
+            // A resend of the same bytes finds them by their used nonce.
             Err(e) => return Attempt::Retry(e.to_string()),
         };
-        let block_hash = Some(in_block.block_hash().0);
         match in_block.wait_for_success().await {
-            Ok(evs) => {
-                let mut events = Vec::new();
-                for ev in evs.iter() {
-                    match ev.map(|ev| decode(&ev)) {
-                        Ok(Ok(Some(e))) => events.push(e),
-                        Ok(Ok(None)) => {}
-                        Ok(Err(e)) => return Attempt::Done(Err(e)),
-                        Err(e) => return Attempt::Done(Err(ChainError::decode("event", e))),
-                    }
-                }
-                Attempt::Done(Ok(Included { block_hash, events }))
-            }
+            Ok(evs) => Attempt::Done(included(block_hash, block_number, &evs)),
             Err(TransactionEventsError::ExtrinsicFailed(d)) => {
                 Attempt::Done(Err(dispatch_error(d)))
             }
             Err(e) => Attempt::Retry(TransactionFinalizedSuccessError::from(e).to_string()),
         }
     }
+
+    /// The outcome of the extrinsic `bytes` if a finalized block `from..=to` holds it: its
+    /// block and events, or the error it failed with; `None` if none of them holds it.
+    async fn find_included(
+        &self,
+        bytes: &[u8],
+        from: u64,
+        to: u64,
+    ) -> Result<Option<Result<Included, ChainError>>, ChainError> {
+        for number in from..=to {
+            let found = self
+                .retrying("reading a block's extrinsics", |api| async move {
+                    let at = api.at_block(number).await.map_err(ChainError::rpc)?;
+                    let extrinsics = at.extrinsics().fetch().await.map_err(ChainError::rpc)?;
+                    for ext in extrinsics.iter() {
+                        let ext = ext.map_err(|e| ChainError::decode("extrinsic", e))?;
+                        if ext.bytes() != bytes {
+                            continue;
+                        }
+                        let evs = ext.events().await.map_err(ChainError::rpc)?;
+                        let failed = evs.iter().find_map(|ev| match ev {
+                            Ok(ev)
+                                if ev.pallet_name() == "System"
+                                    && ev.event_name() == "ExtrinsicFailed" =>
+                            {
+                                Some(
+                                    DispatchError::decode_from(ev.field_bytes(), at.metadata())
+                                        .map_err(|e| ChainError::decode("dispatch error", e))
+                                        .and_then(|d| Err(dispatch_error(d))),
+                                )
+                            }
+                            _ => None,
+                        });
+                        let hash = at.block_hash().0;
+                        return Ok(Some(failed.unwrap_or_else(|| included(hash, number, &evs))));
+                    }
+                    Ok(None)
+                })
+                .await?;
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// An included extrinsic's outcome from its events.
+fn included(
+    block_hash: [u8; 32],
+    block_number: u64,
+    evs: &subxt::extrinsics::ExtrinsicEvents<Config>,
+) -> Result<Included, ChainError> {
+    let mut events = Vec::new();
+    for ev in evs.iter() {
+        let ev = ev.map_err(|e| ChainError::decode("event", e))?;
+        if let Some(e) = decode(&ev)? {
+            events.push(e);
+        }
+    }
+    Ok(Included {
+        block_hash,
+        block_number,
+        events,
+    })
 }
 
 #[cfg(test)]
