@@ -25,6 +25,19 @@ pub enum SynodEvent {
         /// blake3 of the final checkpoint.
         hash: [u8; 32],
     },
+    /// `Checkpoints.CheckpointCommitted`: the chain recorded `who`'s commit of `hash` for
+    /// `round` (a commit that voids a round past its deadline is not recorded, and emits
+    /// none).
+    CheckpointCommitted {
+        /// Pool.
+        pool: u32,
+        /// Round.
+        round: u32,
+        /// Committer.
+        who: AccountId,
+        /// blake3 of the committed checkpoint.
+        hash: [u8; 32],
+    },
     /// `Checkpoints.RoundVoided`: `round` closed without a quorum.
     RoundVoided {
         /// Pool.
@@ -65,6 +78,7 @@ impl SynodEvent {
         match self {
             SynodEvent::RoundOpened { pool, .. }
             | SynodEvent::CheckpointFinalized { pool, .. }
+            | SynodEvent::CheckpointCommitted { pool, .. }
             | SynodEvent::RoundVoided { pool, .. }
             | SynodEvent::PoolCompleted { pool }
             | SynodEvent::RewardsClaimed { pool, .. } => Some(*pool),
@@ -90,6 +104,14 @@ struct Opened {
 struct Finalized {
     pool_id: u32,
     round: u32,
+    hash: [u8; 32],
+}
+
+#[derive(DecodeAsType)]
+struct Committed {
+    pool_id: u32,
+    round: u32,
+    who: AccountId,
     hash: [u8; 32],
 }
 
@@ -135,6 +157,15 @@ pub fn decode<T: subxt::config::Config>(
             SynodEvent::CheckpointFinalized {
                 pool: e.pool_id,
                 round: e.round,
+                hash: e.hash,
+            }
+        }
+        ("Checkpoints", "CheckpointCommitted") => {
+            let e: Committed = ev.decode_fields_unchecked_as().map_err(err)?;
+            SynodEvent::CheckpointCommitted {
+                pool: e.pool_id,
+                round: e.round,
+                who: e.who,
                 hash: e.hash,
             }
         }

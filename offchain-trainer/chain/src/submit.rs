@@ -1,15 +1,17 @@
 //! Signed extrinsics that are submitted at most once.
 //!
-//! [`Chain::submit`] signs the call once, with the account's next nonce as the node's
-//! transaction pool counts it (`system_accountNextIndex`: the nonce at the best block plus
-//! the account's extrinsics ready in the pool) and a mortal era, and then only ever re-sends
-//! **those bytes**: a retry after a lost connection or a dropped subscription is the same
-//! extrinsic (same hash, same nonce), which the chain can include at most once. If the pool
-//! answers that the nonce is already used, the client waits until the finalized nonce has
-//! passed ours and reports the extrinsic as landed. Submissions through one [`Chain`] (and
-//! its clones) take turns from reading the nonce until the pool has accepted the extrinsic,
-//! so two never take the same nonce; none waits for another's inclusion or finality (a
-//! challenge is not held behind a commit in flight).
+//! [`Chain::submit`] signs the call once, with the account's next nonce as the node counts it
+//! (`system_accountNextIndex`: the nonce at the best block plus the account's extrinsics ready
+//! in the transaction pool) and a 32-block mortal era, and then only ever re-sends **those
+//! bytes**: a retry after a lost connection or a dropped subscription is the same extrinsic
+//! (same hash, same nonce), which the chain can include at most once. Submissions through one
+//! [`Chain`] (and its clones) take turns from reading the nonce until the extrinsic is in a
+//! best block, so two never take the same nonce, and an extrinsic that the pool accepted and
+//! then dropped (a duty the runtime no longer takes) leaves no gap before the next one; none
+//! waits for another's finality (a challenge is held behind a commit in flight for at most a
+//! block). A re-send the pool refuses (its nonce used, its era over) is looked for in the
+//! finalized blocks where it can lie: found, it reports its block and events; not found
+//! while the nonce is used, another extrinsic took it and the submission fails.
 
 use std::time::Duration;
 
@@ -130,7 +132,8 @@ fn nonce_used(msg: &str) -> bool {
 
 enum Attempt {
     Done(Result<Included, ChainError>),
-    NonceUsed,
+    /// A re-send refused by the pool (e.g. its nonce used): an earlier send may have landed.
+    ResendRefused(String),
     Retry(String),
 }
 
@@ -155,13 +158,14 @@ impl Chain {
     }
 
     /// Signs `call` as `signer`, submits it and waits until it is in a finalized block. Waits
-    /// first for any other submission through this client to be accepted by the node's
-    /// transaction pool (not for it to be included).
+    /// first for any other submission through this client to reach a best block (not for its
+    /// finality).
     ///
     /// # Errors
     /// [`ChainError::Module`] / [`ChainError::Dispatch`] if it was included and failed;
-    /// [`ChainError::Rejected`] if the pool refused it; [`ChainError::Rpc`] after
-    /// `ATTEMPTS` failed sends of the same bytes.
+    /// [`ChainError::Rejected`] if the pool refused it, or another extrinsic used its nonce;
+    /// [`ChainError::Timeout`] if a re-send's nonce is used but not final after 120 s;
+    /// [`ChainError::Rpc`] after `ATTEMPTS` failed sends of the same bytes.
     pub async fn submit<C: Payload>(
         &self,
         call: &C,
@@ -225,24 +229,12 @@ impl Chain {
                     // A lost connection: the next send goes through a fresh one.
                     self.reconnect(generation).await;
                 }
-                Attempt::NonceUsed => {
+                Attempt::ResendRefused(msg) => {
                     drop(turn.take());
-                    // An earlier send landed, sits in the pool, or another extrinsic took the
-                    // nonce: wait for the nonce to pass, then look for ours where it can be.
-                    self.wait_for("nonce to advance", Duration::from_secs(120), || async {
-                        Ok((u64::from(self.nonce(&who).await?) > nonce).then_some(()))
-                    })
-                    .await?;
-                    let to = self.finalized_number().await?.min(signed_at + MORTALITY);
-                    return match self.find_included(&bytes, signed_at + 1, to).await? {
-                        Some(r) => r,
-                        None => Err(ChainError::Rejected(format!(
-                            "nonce {nonce} of {who} was used by another extrinsic: {}.{} did \
-                             not land",
-                            call.pallet_name(),
-                            call.call_name()
-                        ))),
-                    };
+                    let what = format!("{}.{}", call.pallet_name(), call.call_name());
+                    return self
+                        .landed(&who, nonce, signed_at, &bytes, &msg, &what)
+                        .await;
                 }
             }
         }
@@ -254,7 +246,7 @@ impl Chain {
     }
 
     /// Sends `bytes` once and follows them to a finalized block; gives `turn` back as soon as
-    /// the pool has accepted them.
+    /// they are in a best block.
     async fn attempt<G>(
         api: OnlineClient<Config>,
         bytes: Vec<u8>,
@@ -272,8 +264,8 @@ impl Chain {
                     Some(data) => format!("{e}: {data}"),
                     None => e.to_string(),
                 };
-                if resend && nonce_used(&msg) {
-                    return Attempt::NonceUsed;
+                if resend && (nonce_used(&msg) || msg.to_ascii_lowercase().contains("invalid")) {
+                    return Attempt::ResendRefused(msg);
                 }
                 if msg.to_ascii_lowercase().contains("invalid") {
                     return Attempt::Done(Err(ChainError::Rejected(msg)));
@@ -284,16 +276,19 @@ impl Chain {
         let in_block = loop {
             match progress.next().await {
                 Some(Ok(TransactionStatus::InFinalizedBlock(b))) => break b,
-                // In the pool's ready queue or a block: the next nonce counts it.
+                // In a block: the runtime took it, and the next nonce read at the best block
+                // counts it. (Accepted into the pool is not enough: the runtime re-checks a
+                // duty when it builds a block, and a dropped extrinsic would leave a gap that
+                // holds every later one in the pool's future queue.)
+                Some(Ok(TransactionStatus::InBestBlock(_))) => drop(turn.take()),
                 Some(Ok(
                     TransactionStatus::Validated
                     | TransactionStatus::Broadcasted
-                    | TransactionStatus::InBestBlock(_)
                     | TransactionStatus::NoLongerInBestBlock,
-                )) => drop(turn.take()),
+                )) => {}
                 Some(Ok(TransactionStatus::Invalid { message })) => {
-                    return if resend && nonce_used(&message) {
-                        Attempt::NonceUsed
+                    return if resend {
+                        Attempt::ResendRefused(message)
                     } else {
                         Attempt::Done(Err(ChainError::Rejected(message)))
                     };
@@ -318,6 +313,60 @@ impl Chain {
             }
             Err(e) => Attempt::Retry(TransactionFinalizedSuccessError::from(e).to_string()),
         }
+    }
+
+    /// The outcome of our extrinsic `bytes` (nonce `nonce` of `who`, signed at finalized block
+    /// `signed_at`) whose re-send the pool refused with `msg`: if the nonce is used (at once,
+    /// or within 120 s when `msg` says so), the extrinsic is looked for in the finalized blocks
+    /// of its era.
+    ///
+    /// # Errors
+    /// Its dispatch error if it landed and failed; [`ChainError::Rejected`] if another
+    /// extrinsic used the nonce, or if the nonce is unused and the pool refused the re-send
+    /// for another reason; [`ChainError::Timeout`] if a used nonce is not final after 120 s.
+    async fn landed(
+        &self,
+        who: &AccountId,
+        nonce: u64,
+        signed_at: u64,
+        bytes: &[u8],
+        msg: &str,
+        what: &str,
+    ) -> Result<Included, ChainError> {
+        let (mut used, mut head) = self.finalized_nonce(who).await?;
+        if used <= nonce {
+            if !nonce_used(msg) {
+                return Err(ChainError::Rejected(msg.to_string()));
+            }
+            // The nonce is used at the best block: wait for that block's finality.
+            (used, head) = self
+                .wait_for("nonce to advance", Duration::from_secs(120), || async {
+                    let (used, head) = self.finalized_nonce(who).await?;
+                    Ok((used > nonce).then_some((used, head)))
+                })
+                .await?;
+        }
+        debug_assert!(used > nonce);
+        match self
+            .find_included(bytes, signed_at + 1, head.min(signed_at + MORTALITY))
+            .await?
+        {
+            Some(r) => r,
+            None => Err(ChainError::Rejected(format!(
+                "nonce {nonce} of {who} was used by another extrinsic: {what} did not land"
+            ))),
+        }
+    }
+
+    /// The nonce of `who` at the finalized head, and the head's number.
+    async fn finalized_nonce(&self, who: &AccountId) -> Result<(u64, u64), ChainError> {
+        self.retrying("finalized nonce", |api| async move {
+            let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+            let txc = at.tx();
+            let nonce = txc.account_nonce(who).await.map_err(ChainError::rpc)?;
+            Ok((nonce, at.block_number()))
+        })
+        .await
     }
 
     /// The outcome of the extrinsic `bytes` if a finalized block `from..=to` holds it: its

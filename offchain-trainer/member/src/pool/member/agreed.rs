@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
-use synod_chain::calls;
+use anyhow::{anyhow, bail, Result};
 use synod_diloco::Contribution;
 use synod_p2p::PeerId;
 
+use super::commit::{submit_commit, CommitOutcome, NOT_RECORDED};
 use super::settle::Pending;
 use super::Trainer;
 use crate::event::TrainerEvent;
@@ -93,10 +93,24 @@ impl Trainer {
                 .client
                 .serve_checkpoint(Arc::new(outcome.checkpoint.clone())),
         )?;
-        let call = calls::commit_checkpoint(self.ctx.pool, round, outcome.hash, agreed.to_vec());
-        self.ctx
-            .block_on(self.ctx.chain.submit(&call, &self.ctx.signer))
-            .context("commit over the agreed set")?;
+        let ctx = &self.ctx;
+        match ctx.block_on(submit_commit(
+            &ctx.chain,
+            &ctx.signer,
+            ctx.pool,
+            round,
+            outcome.hash,
+            agreed.to_vec(),
+        )) {
+            CommitOutcome::Recorded => {}
+            CommitOutcome::NotRecorded => bail!("commit over the agreed set: {NOT_RECORDED}"),
+            CommitOutcome::AlreadyRecorded(e)
+            | CommitOutcome::NotYet(e)
+            | CommitOutcome::Refused(e)
+            | CommitOutcome::Failed(e) => {
+                return Err(anyhow::Error::new(e).context("commit over the agreed set"))
+            }
+        }
         self.metrics.emit(&TrainerEvent::Recommit {
             agreed: agreed.to_vec(),
             error: None,

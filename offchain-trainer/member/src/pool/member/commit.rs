@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use synod_chain::calls;
+use synod_chain::submit::{account_of, Included, Signer};
+use synod_chain::{calls, AccountId, Chain, ChainError, SynodEvent};
 use synod_checkpoint::CheckpointHash;
 use synod_diloco::{Contribution, OuterState};
 use synod_p2p::{all_gather, ExchangeOutcome};
@@ -17,6 +18,75 @@ use super::Trainer;
 use crate::chain_args::Fault;
 use crate::event::TrainerEvent;
 use crate::train::RoundRecord;
+
+/// Why a commit that landed counts for nothing ([`CommitOutcome::NotRecorded`]).
+pub(super) const NOT_RECORDED: &str =
+    "included after the round's deadline: not recorded, the round voided";
+
+/// What the chain made of one submission of our commit of a round ([`submit_commit`]).
+#[derive(Debug)]
+pub(super) enum CommitOutcome {
+    /// In a finalized block, and the chain recorded it (`Checkpoints.CheckpointCommitted`).
+    Recorded,
+    /// In a finalized block, but the chain recorded no commit of ours: it came after the
+    /// round's deadline, and voided the round instead.
+    NotRecorded,
+    /// Refused as `Checkpoints::AlreadyCommitted`: the chain already holds a commit of ours
+    /// for the round.
+    AlreadyRecorded(ChainError),
+    /// Refused as `Checkpoints::InnerPhaseNotOver`: the round takes no commit yet (it has not
+    /// opened, or its first `min_round_length` blocks have not passed).
+    NotYet(ChainError),
+    /// Refused by the runtime for another reason (the round closed, we are not a member…):
+    /// sending it again does not help.
+    Refused(ChainError),
+    /// Not confirmed (connection, transaction pool): it may be sent again.
+    Failed(ChainError),
+}
+
+impl CommitOutcome {
+    /// Classifies the result of submitting `who`'s commit of `round` of `pool`.
+    fn of(result: Result<Included, ChainError>, pool: u32, round: u32, who: &AccountId) -> Self {
+        match result {
+            Ok(included) => {
+                let recorded = included.events.iter().any(|e| {
+                    matches!(e, SynodEvent::CheckpointCommitted { pool: p, round: r, who: w, .. }
+                        if *p == pool && *r == round && w == who)
+                });
+                if recorded {
+                    Self::Recorded
+                } else {
+                    Self::NotRecorded
+                }
+            }
+            Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => Self::AlreadyRecorded(e),
+            Err(e) if e.is_module("Checkpoints", "InnerPhaseNotOver") => Self::NotYet(e),
+            Err(e @ (ChainError::Module { .. } | ChainError::Dispatch(_))) => Self::Refused(e),
+            Err(e) => Self::Failed(e),
+        }
+    }
+}
+
+/// Submits `Checkpoints.commit_checkpoint(pool, round, hash, included)` signed by `signer` once and says
+/// what came of it: the one way every path of the member (the round's background commit, its
+/// retries, the commit over an agreed set, the attestation of a round that aggregated us)
+/// commits a checkpoint.
+pub(super) async fn submit_commit(
+    chain: &Chain,
+    signer: &Signer,
+    pool: u32,
+    round: u32,
+    hash: CheckpointHash,
+    included: Vec<u32>,
+) -> CommitOutcome {
+    let call = calls::commit_checkpoint(pool, round, hash, included);
+    CommitOutcome::of(
+        chain.submit(&call, signer).await,
+        pool,
+        round,
+        &account_of(signer),
+    )
+}
 
 impl Trainer {
     /// Keeps the included set's payloads and signed announcements of `round` for verification.
@@ -177,16 +247,9 @@ impl Trainer {
             // opens): a member faster than that waits a block and commits again, while the
             // round is the pool's open one (at most `min_round_length` blocks).
             loop {
-                match chain
-                    .submit(
-                        &calls::commit_checkpoint(pool, r, hash, included.clone()),
-                        &signer,
-                    )
-                    .await
-                {
-                    Ok(_) => return Ok(()),
-                    Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => return Ok(()),
-                    Err(e) if e.is_module("Checkpoints", "InnerPhaseNotOver") => {
+                match submit_commit(&chain, &signer, pool, r, hash, included.clone()).await {
+                    CommitOutcome::Recorded | CommitOutcome::AlreadyRecorded(_) => return Ok(()),
+                    CommitOutcome::NotYet(e) => {
                         match chain.open_round(pool).await {
                             Ok(open) if open.as_ref().is_none_or(|o| o.round != r) => {
                                 return Err(format!("{e} (round {r} is not the open round)"));
@@ -200,7 +263,10 @@ impl Trainer {
                         tracing::debug!(round = r, "round {r} accepts no commit yet: {e}");
                         tokio::time::sleep(block).await;
                     }
-                    Err(e) => return Err(e.to_string()),
+                    CommitOutcome::NotRecorded => return Err(NOT_RECORDED.into()),
+                    CommitOutcome::Refused(e) | CommitOutcome::Failed(e) => {
+                        return Err(e.to_string())
+                    }
                 }
             }
         });
@@ -216,5 +282,95 @@ impl Trainer {
             },
             rec,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(error: &str) -> ChainError {
+        ChainError::Module {
+            pallet: "Checkpoints".into(),
+            error: error.into(),
+            docs: String::new(),
+        }
+    }
+
+    fn of(result: Result<Included, ChainError>) -> CommitOutcome {
+        CommitOutcome::of(result, 1, 4, &AccountId::from([2; 32]))
+    }
+
+    fn landed(events: Vec<SynodEvent>) -> Result<Included, ChainError> {
+        Ok(Included {
+            block_hash: [7; 32],
+            block_number: 9,
+            events,
+        })
+    }
+
+    fn committed(pool: u32, round: u32, who: u8) -> SynodEvent {
+        SynodEvent::CheckpointCommitted {
+            pool,
+            round,
+            who: AccountId::from([who; 32]),
+            hash: [3; 32],
+        }
+    }
+
+    #[test]
+    fn a_commit_counts_only_when_the_chain_records_it_for_us() {
+        assert!(matches!(
+            of(landed(vec![committed(1, 4, 2)])),
+            CommitOutcome::Recorded
+        ));
+        // Past the deadline the commit voids the round and is not recorded: it lands anyway.
+        let voided = SynodEvent::RoundVoided { pool: 1, round: 4 };
+        assert!(matches!(
+            of(landed(vec![voided])),
+            CommitOutcome::NotRecorded
+        ));
+        // Another member's, another round's or another pool's record is not ours.
+        for other in [committed(1, 4, 5), committed(1, 3, 2), committed(2, 4, 2)] {
+            assert!(matches!(
+                of(landed(vec![other])),
+                CommitOutcome::NotRecorded
+            ));
+        }
+    }
+
+    #[test]
+    fn a_commit_s_outcome_tells_a_held_commit_a_round_not_ready_a_refusal_and_a_lost_send_apart() {
+        assert!(matches!(
+            of(Err(module("AlreadyCommitted"))),
+            CommitOutcome::AlreadyRecorded(_)
+        ));
+        assert!(matches!(
+            of(Err(module("InnerPhaseNotOver"))),
+            CommitOutcome::NotYet(_)
+        ));
+        assert!(matches!(
+            of(Err(module("RoundNotOpen"))),
+            CommitOutcome::Refused(_)
+        ));
+        assert!(matches!(
+            of(Err(ChainError::Dispatch("BadOrigin".into()))),
+            CommitOutcome::Refused(_)
+        ));
+        // A pallet error of another pallet is a refusal, not a held commit.
+        let other = ChainError::Module {
+            pallet: "Rewards".into(),
+            error: "AlreadyCommitted".into(),
+            docs: String::new(),
+        };
+        assert!(matches!(of(Err(other)), CommitOutcome::Refused(_)));
+        assert!(matches!(
+            of(Err(ChainError::Rpc("connection reset".into()))),
+            CommitOutcome::Failed(_)
+        ));
+        assert!(matches!(
+            of(Err(ChainError::Rejected("Priority is too low".into()))),
+            CommitOutcome::Failed(_)
+        ));
     }
 }

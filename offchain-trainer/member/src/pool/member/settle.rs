@@ -12,6 +12,7 @@ use synod_p2p::ExchangeConfig;
 use synod_protocol::RoundPhase;
 use tokio::task::JoinHandle;
 
+use super::commit::{submit_commit, CommitOutcome, NOT_RECORDED};
 use super::Trainer;
 use crate::chain_args::Fault;
 use crate::event::TrainerEvent;
@@ -301,16 +302,24 @@ impl Trainer {
     /// for the try, except when the chain already held our commit (refused as
     /// `AlreadyCommitted`) or the round's inner phase is not over.
     fn commit_again(&mut self, p: &Pending) -> Result<Retried> {
-        let (chain, pool, round) = (&self.ctx.chain, self.ctx.pool, p.round);
-        let call = calls::commit_checkpoint(pool, round, p.hash, p.included.clone());
-        let error = match self.ctx.block_on(chain.submit(&call, &self.ctx.signer)) {
-            Ok(_) => None,
-            Err(e) if e.is_module("Checkpoints", "AlreadyCommitted") => return Ok(Retried::Taken),
-            Err(e) if e.is_module("Checkpoints", "InnerPhaseNotOver") => {
-                return Ok(Retried::NotYet)
+        let ctx = &self.ctx;
+        let error = match ctx.block_on(submit_commit(
+            &ctx.chain,
+            &ctx.signer,
+            ctx.pool,
+            p.round,
+            p.hash,
+            p.included.clone(),
+        )) {
+            CommitOutcome::Recorded => None,
+            CommitOutcome::NotRecorded => Some(NOT_RECORDED.to_string()),
+            CommitOutcome::AlreadyRecorded(_) => return Ok(Retried::Taken),
+            CommitOutcome::NotYet(_) => return Ok(Retried::NotYet),
+            CommitOutcome::Refused(e) | CommitOutcome::Failed(e) => {
+                Some(format!("commit failed again: {e}"))
             }
-            Err(e) => Some(format!("commit failed again: {e}")),
         };
+        let round = p.round;
         match &error {
             Some(e) => tracing::warn!(round, "{e}"),
             None => tracing::info!(round, "committed on a later try"),

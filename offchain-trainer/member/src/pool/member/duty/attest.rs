@@ -9,10 +9,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use synod_chain::calls;
 use synod_chain::types::FinalCheckpoint;
 use synod_protocol::RoundPhase;
 
+use super::super::commit::{submit_commit, CommitOutcome, NOT_RECORDED};
 use super::DutyWorker;
 use crate::chain_args::Fault;
 use crate::event::TrainerEvent;
@@ -57,9 +57,9 @@ impl DutyWorker {
     /// Attests the pool's final rounds that are not settled yet (`Rewards.Unsettled`: only
     /// those can still leak us, so a restarted member reads no older round); a round done is
     /// not read again while it stays unsettled. A commit refused by the chain (settled
-    /// meanwhile, or committed by the round loop) is done; a failed submission, or one whose
-    /// commit is not recorded when it is reported finalized, is tried again at the next pass. Returns whether a round is left to attest (its window still open, or
-    /// its submission failed).
+    /// meanwhile, or committed by the round loop) is done; a submission that was not
+    /// confirmed is tried again at the next pass. Returns whether a round is left to attest
+    /// (its window still open, or its submission not confirmed).
     pub(super) fn attest_included_rounds(&mut self) -> Result<bool> {
         if self.ctx.a.fault == Some(Fault::Late) {
             return Ok(false);
@@ -92,11 +92,22 @@ impl DutyWorker {
                 Attest::Done => {}
                 Attest::Commit => {
                     let hash = synod_checkpoint::hex(&f.hash);
-                    let call = calls::commit_checkpoint(pool, round, f.hash, f.included);
-                    let error = match self.ctx.block_on(chain.submit(&call, &self.ctx.signer)) {
-                        Ok(_) => None,
-                        Err(e @ synod_chain::ChainError::Module { .. }) => Some(e.to_string()),
-                        Err(e) => {
+                    let ctx = &self.ctx;
+                    let outcome = ctx.block_on(submit_commit(
+                        chain,
+                        &ctx.signer,
+                        pool,
+                        round,
+                        f.hash,
+                        f.included,
+                    ));
+                    let error = match outcome {
+                        CommitOutcome::Recorded => None,
+                        CommitOutcome::NotRecorded => Some(NOT_RECORDED.to_string()),
+                        CommitOutcome::AlreadyRecorded(e)
+                        | CommitOutcome::NotYet(e)
+                        | CommitOutcome::Refused(e) => Some(e.to_string()),
+                        CommitOutcome::Failed(e) => {
                             tracing::warn!(round, "recording the final checkpoint: {e}");
                             left = true;
                             continue;

@@ -75,6 +75,25 @@ struct Judged {
 }
 
 impl DutyWorker {
+    /// Jury duty between two checks of a verification pass, if we sit on juries and a block
+    /// was finalized since jury duty last read the challenges ([`jury_due`]): a committee
+    /// drawn while a pass replays one member after another votes after the replay under way,
+    /// not after the whole pass (each replay can take a large part of an inner phase).
+    pub(super) fn jury_between_checks(&mut self) {
+        if !self.ctx.a.juror {
+            return;
+        }
+        let now = match self.ctx.block_on(self.ctx.chain.finalized_number()) {
+            Ok(now) => now,
+            Err(e) => return tracing::warn!("jury duty between checks: {e}"),
+        };
+        if jury_due(self.duties.jury_read_at, now) {
+            if let Err(e) = self.jury_duty() {
+                tracing::warn!("jury duty between checks: {e:#}");
+            }
+        }
+    }
+
     /// Votes on every drawn committee we sit on, first or appeal (with `--no-jury` too: an
     /// account seated anyway, because another process of it opted in, votes rather than be
     /// slashed as a no-show); appeals the rulings we lose as a party that no `Ruled` event made us
@@ -412,6 +431,12 @@ impl DutyWorker {
     }
 }
 
+/// Whether jury duty has challenges to read that it has not: a block finalized after the one
+/// it last read them at (`read_at`; `None` when it has not read them, or that read failed).
+fn jury_due(read_at: Option<u64>, finalized: u64) -> bool {
+    read_at.is_none_or(|at| finalized > at)
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
@@ -435,6 +460,17 @@ mod tests {
             member,
             dispute,
         }
+    }
+
+    #[test]
+    fn jury_duty_runs_between_checks_only_when_a_block_came_since_it_read_the_challenges() {
+        // Never read, or the last read failed: due.
+        assert!(jury_due(None, 7));
+        // Read at block 7: nothing new to read until block 8 is final.
+        assert!(!jury_due(Some(7), 7));
+        assert!(jury_due(Some(7), 8));
+        // A node that fell behind the block read last (another endpoint) has nothing newer.
+        assert!(!jury_due(Some(9), 8));
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! One pass ([`DutyWorker::duty_pass`]) runs, in order: [`equivocation`] reports, [`juror`]
 //! votes, the [`attest`]ation of final rounds that aggregated our payload without a commit of
 //! ours, the [`verifier`]'s checks of closed rounds, the [`challenger`]'s pending challenges,
-//! and the leak [`decisions`] the chain's queue left open.
+//! and the leak [`decisions`] the chain's queue left open. Jury duty runs again between two
+//! checks of the verifier when a block was finalized meanwhile, so that a committee seat drawn
+//! during a long pass votes after the replay under way, not after the pass.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;

@@ -211,6 +211,7 @@ impl DutyWorker {
             if self.duties.verified.contains(&(round, member)) {
                 continue;
             }
+            self.jury_between_checks();
             let verifying = Check::Segments(&segments[..], &states);
             let committed = f.contributors.contains(who);
             let rep = match self.replay(round, member, &f.parent, verifying, until, committed) {
