@@ -214,7 +214,8 @@ impl Aggregator for ClippedTrimmedMean {
 
 /// The aggregation rule of a pool (part of its recipe, hence of the on-chain
 /// `model_config_hash`): every member of a pool must use the same one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AggregationRule {
     /// [`Mean`]: DiLoCo's plain mean; not robust.
     Mean,

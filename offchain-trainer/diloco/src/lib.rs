@@ -34,6 +34,7 @@ mod inner;
 mod outer;
 pub mod payload;
 mod pseudograd;
+pub mod recipe;
 pub mod residual;
 mod round;
 pub mod trace;

@@ -1461,7 +1461,10 @@ fn concurrent_extrinsics_of_one_account_neither_invalidate_nor_wait_for_each_oth
             blocks.push(included.block_number);
         }
         let span = blocks.iter().max().unwrap() - blocks.iter().min().unwrap();
-        assert!(span <= 2, "each waited for the finality of the one before: {blocks:?}");
+        assert!(
+            span <= 2,
+            "each waited for the finality of the one before: {blocks:?}"
+        );
         assert_eq!(chain.nonce(&who).await.unwrap(), before + 3);
         assert_eq!(chain.active_stake(&who).await.unwrap(), 6 * UNIT);
     });

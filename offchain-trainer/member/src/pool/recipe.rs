@@ -5,10 +5,12 @@ use anyhow::{bail, Result};
 use synod_chain::types::PoolSpec;
 use synod_checkpoint::CheckpointHash;
 use synod_codec::EncodeOptions;
+use synod_diloco::recipe::{PoolRecipe, RecipeCodec, SparseRecipe};
 use synod_diloco::{ErrorFeedback, OuterState};
 use synod_model::TchInnerTrainer;
 use synod_verify::ReplayRecipe;
 
+use crate::args::Codec;
 use crate::chain_args::RecipeArgs;
 use crate::train::{initial_params, Setup};
 
@@ -38,41 +40,49 @@ pub struct Recipe {
     pub max_residual_bytes: u64,
 }
 
-/// The recipe as canonical JSON (keys sorted): model preset, batch, sequence length, inner
-/// AdamW schedule, seed, outer optimizer, codec and aggregation rule (so the pool spec's
-/// `model_config_hash` fixes the rule every member aggregates with; the sparse settings only
-/// with `--codec sparse`, overlapped rounds only with `--overlap`, the trace's segments only
-/// when not [`synod_diloco::verify::DEFAULT_SEGMENTS`], so other recipes hash as before). Device and evaluation settings are not part
-/// of it: they do not change the checkpoints.
+/// The recipe of `r` as canonical JSON ([`PoolRecipe::canonical_json`]), whose blake3 is the
+/// pool's `model_config_hash`. Device and evaluation settings are not part of it: they do not
+/// change the checkpoints.
+///
+/// # Errors
+/// An unknown model preset; a recipe that does not validate.
 pub fn recipe_json(r: &RecipeArgs) -> Result<String> {
+    Ok(pool_recipe(r)?.canonical_json()?)
+}
+
+/// The typed recipe the flags `r` describe.
+///
+/// # Errors
+/// An unknown model preset (its context is the default sequence length).
+pub fn pool_recipe(r: &RecipeArgs) -> Result<PoolRecipe> {
     let m = &r.model;
-    let mut v = serde_json::json!({
-        "model": m.model,
-        "batch": m.batch,
-        "seq_len": m.seq_len()?,
-        "lr": m.lr,
-        "min_lr": m.min_lr,
-        "warmup": m.warmup,
-        "round_warmup": m.round_warmup,
-        "keep_inner_state": m.keep_inner_state,
-        "seed": m.seed,
-        "outer_lr": r.outer.outer_lr().to_string(),
-        "outer_momentum": r.outer.outer_momentum().to_string(),
-        "codec": r.outer.wire.codec.name(),
-        "aggregation": r.outer.aggregation().rule().name(),
-    });
-    if r.outer.overlap {
-        v["overlap"] = true.into();
-    }
-    if r.trace_segments != synod_diloco::verify::DEFAULT_SEGMENTS {
-        v["trace_segments"] = r.trace_segments.into();
-    }
-    if r.outer.wire.sparse() {
-        v["sparse_chunk"] = r.outer.wire.sparse_chunk.into();
-        v["sparse_topk"] = r.outer.wire.sparse_topk.into();
-        v["ef_decay"] = r.outer.ef_decay.to_string().into();
-    }
-    Ok(serde_json::to_string(&v)?)
+    let wire = &r.outer.wire;
+    Ok(PoolRecipe {
+        model: m.model.clone(),
+        batch: m.batch,
+        seq_len: m.seq_len()?,
+        lr: m.lr,
+        min_lr: m.min_lr,
+        warmup: m.warmup,
+        round_warmup: m.round_warmup,
+        keep_inner_state: m.keep_inner_state,
+        seed: m.seed,
+        outer_lr: r.outer.outer_lr(),
+        outer_momentum: r.outer.outer_momentum(),
+        codec: match wire.codec {
+            Codec::Int8 => RecipeCodec::Int8,
+            Codec::Fp32 => RecipeCodec::Fp32,
+            Codec::Sparse => RecipeCodec::Sparse,
+        },
+        sparse: wire.sparse().then_some(SparseRecipe {
+            chunk: wire.sparse_chunk,
+            topk: wire.sparse_topk,
+            ef_decay: r.outer.ef_decay,
+        }),
+        aggregation: r.outer.aggregation().rule(),
+        overlap: r.outer.overlap,
+        trace_segments: r.trace_segments,
+    })
 }
 
 impl Recipe {
@@ -244,6 +254,58 @@ mod tests {
             json(&["--aggregation", "mean"])["aggregation"],
             json(&["--codec", "sparse", "--aggregation", "mean"])["aggregation"]
         );
+    }
+
+    #[test]
+    fn the_flags_convert_into_the_typed_recipe_that_reads_back_from_its_json() {
+        // The default recipe's JSON, byte for byte: its blake3 is the pools' hash.
+        let args = Cli::parse_from(["t"]).recipe;
+        assert_eq!(
+            recipe_json(&args).unwrap(),
+            r#"{"aggregation":"clipped_trimmed_mean","batch":12,"codec":"int8","keep_inner_state":false,"lr":0.001,"min_lr":0.0001,"model":"baby","outer_lr":"0.8","outer_momentum":"0.85","round_warmup":0,"seed":1337,"seq_len":64,"warmup":100}"#
+        );
+        for flags in [
+            &[][..],
+            &[
+                "--codec",
+                "sparse",
+                "--sparse-topk",
+                "64",
+                "--ef-decay",
+                "0.9",
+            ],
+            &[
+                "--overlap",
+                "--outer-momentum",
+                "0.5",
+                "--trace-segments",
+                "32",
+            ],
+            &[
+                "--codec",
+                "fp32",
+                "--aggregation",
+                "mean",
+                "--model",
+                "tiny",
+            ],
+        ] {
+            let args = Cli::parse_from(["t"].iter().chain(flags)).recipe;
+            let typed = pool_recipe(&args).unwrap();
+            let json = recipe_json(&args).unwrap();
+            assert_eq!(PoolRecipe::parse(&json).unwrap(), typed, "{flags:?}");
+            assert_eq!(
+                typed.hash().unwrap(),
+                synod_checkpoint::hash(json.as_bytes()),
+                "{flags:?}"
+            );
+        }
+        // Flags that make no recipe are refused with the reason.
+        let args = Cli::parse_from(["t", "--codec", "sparse", "--sparse-topk", "0"]).recipe;
+        assert!(recipe_json(&args)
+            .unwrap_err()
+            .to_string()
+            .contains("top-k"));
     }
 
     #[test]

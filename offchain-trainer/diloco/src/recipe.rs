@@ -1,0 +1,412 @@
+//! A pool's recipe: what its `model_config_hash` commits to and every member trains and every
+//! verifier replays with (model preset, batch, inner AdamW schedule, seed, outer optimizer,
+//! codec, aggregation rule, overlapped rounds, trace segments).
+//!
+//! [`PoolRecipe`] is the one typed form: command-line flags convert into it, and its
+//! canonical JSON ([`PoolRecipe::canonical_json`]: keys sorted, no spaces; the settings a
+//! recipe does not use left out) is what the pool's hash is taken of, and what `pool show`
+//! prints. [`PoolRecipe::parse`] reads it back. The JSON carries its format's `version`; a
+//! recipe without one is version 1, the only version so far.
+
+use serde::{Deserialize, Serialize};
+
+use crate::AggregationRule;
+
+/// The recipe format version [`PoolRecipe::canonical_json`] writes and [`PoolRecipe::parse`]
+/// reads.
+pub const RECIPE_VERSION: u32 = 1;
+
+/// Trace segments of a recipe that does not name them (`trace_segments` left out of its JSON):
+/// [`crate::verify::DEFAULT_SEGMENTS`].
+const fn default_segments() -> u32 {
+    crate::verify::DEFAULT_SEGMENTS
+}
+
+/// The pseudo-gradient codec of a recipe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecipeCodec {
+    /// Per-chunk absmax int8 + zstd.
+    Int8,
+    /// f32 + zstd.
+    Fp32,
+    /// Per-chunk top-k with error feedback ([`SparseRecipe`]).
+    Sparse,
+}
+
+/// The sparse codec's settings (SparseLoCo, Sarfi et al. 2025).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SparseRecipe {
+    /// Elements per top-k selection.
+    pub chunk: u32,
+    /// Elements kept per chunk.
+    pub topk: u32,
+    /// Error-feedback decay β in 0..=1.
+    pub ef_decay: f32,
+}
+
+/// A pool's recipe. Learning rates are per inner step (AdamW, cosine decay to `min_lr`); step
+/// counts are inner steps; the outer learning rate and momentum are those of the outer
+/// Nesterov step (DiLoCo, Douillard et al. 2023, Algorithm 1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolRecipe {
+    /// Model preset (`tiny`, `baby`, `small`).
+    pub model: String,
+    /// Sequences per batch.
+    pub batch: usize,
+    /// Tokens per sequence.
+    pub seq_len: usize,
+    /// Peak inner learning rate.
+    pub lr: f64,
+    /// Final inner learning rate of the cosine decay.
+    pub min_lr: f64,
+    /// Linear warm-up, inner steps.
+    pub warmup: u32,
+    /// Linear learning-rate ramp over the first inner steps of every round.
+    pub round_warmup: u32,
+    /// Each member keeps its AdamW moments across rounds (not replayable by verifiers).
+    pub keep_inner_state: bool,
+    /// Pool seed: θ₀ and every batch derive from it.
+    pub seed: u64,
+    /// Outer learning rate η.
+    pub outer_lr: f32,
+    /// Outer Nesterov momentum μ.
+    pub outer_momentum: f32,
+    /// Pseudo-gradient codec.
+    pub codec: RecipeCodec,
+    /// The sparse codec's settings: `Some` exactly when `codec` is [`RecipeCodec::Sparse`].
+    pub sparse: Option<SparseRecipe>,
+    /// Aggregation rule of the included set's pseudo-gradients.
+    pub aggregation: AggregationRule,
+    /// Overlapped rounds (one-step-delayed outer update, Streaming DiLoCo).
+    pub overlap: bool,
+    /// Proof-of-Learning trace segments per inner phase.
+    pub trace_segments: u32,
+}
+
+/// Errors of [`PoolRecipe::parse`] and [`PoolRecipe::canonical_json`].
+#[derive(Debug, thiserror::Error)]
+pub enum RecipeError {
+    /// Not a recipe's JSON (a field missing, unknown or of the wrong type).
+    #[error("recipe JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A version this trainer does not read.
+    #[error("recipe version {0} is not supported (this trainer reads version {RECIPE_VERSION})")]
+    Version(u32),
+    /// The fields contradict each other or are out of range.
+    #[error("recipe: {0}")]
+    Invalid(String),
+}
+
+/// The recipe as its JSON spells it: floats of the outer step as their decimal strings, the
+/// sparse settings flat, the defaults left out.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    version: Option<u32>,
+    model: String,
+    batch: usize,
+    seq_len: usize,
+    lr: f64,
+    min_lr: f64,
+    warmup: u32,
+    round_warmup: u32,
+    keep_inner_state: bool,
+    seed: u64,
+    outer_lr: String,
+    outer_momentum: String,
+    codec: RecipeCodec,
+    aggregation: AggregationRule,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    overlap: bool,
+    #[serde(
+        default = "default_segments",
+        skip_serializing_if = "is_default_segments"
+    )]
+    trace_segments: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sparse_chunk: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sparse_topk: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ef_decay: Option<String>,
+}
+
+fn is_default_segments(s: &u32) -> bool {
+    *s == default_segments()
+}
+
+fn float(name: &str, s: &str) -> Result<f32, RecipeError> {
+    s.parse()
+        .map_err(|e| RecipeError::Invalid(format!("{name} {s:?}: {e}")))
+}
+
+impl PoolRecipe {
+    /// Checks that the fields agree: sparse settings exactly with the sparse codec (chunk ≥
+    /// topk ≥ 1, β in 0..=1), finite learning rates, trace segments in
+    /// 1..=[`crate::verify::MAX_SEGMENTS`].
+    ///
+    /// # Errors
+    /// [`RecipeError::Invalid`] naming the first field that does not.
+    pub fn validate(&self) -> Result<(), RecipeError> {
+        let bad = |m: String| Err(RecipeError::Invalid(m));
+        match (self.codec, &self.sparse) {
+            (RecipeCodec::Sparse, None) => return bad("the sparse codec needs its settings".into()),
+            (RecipeCodec::Int8 | RecipeCodec::Fp32, Some(_)) => {
+                return bad(format!("sparse settings with codec {:?}", self.codec))
+            }
+            (_, Some(s)) if s.topk == 0 || s.topk > s.chunk => {
+                return bad(format!("sparse top-k {} of chunks of {}", s.topk, s.chunk))
+            }
+            (_, Some(s)) if !(0.0..=1.0).contains(&s.ef_decay) => {
+                return bad(format!("error-feedback decay {} outside 0..=1", s.ef_decay))
+            }
+            _ => {}
+        }
+        let rates = [
+            ("lr", self.lr),
+            ("min_lr", self.min_lr),
+            ("outer_lr", f64::from(self.outer_lr)),
+            ("outer_momentum", f64::from(self.outer_momentum)),
+        ];
+        if let Some((name, v)) = rates.iter().find(|(_, v)| !v.is_finite()) {
+            return bad(format!("{name} {v} is not finite"));
+        }
+        if !(1..=crate::verify::MAX_SEGMENTS).contains(&self.trace_segments) {
+            return bad(format!("{} trace segments", self.trace_segments));
+        }
+        Ok(())
+    }
+
+    /// The canonical JSON the pool's `model_config_hash` is the blake3 of: keys sorted, no
+    /// spaces, the outer learning rate, momentum and error-feedback decay as decimal strings,
+    /// the sparse settings only with the sparse codec, `overlap` only when set,
+    /// `trace_segments` only when not the default, and `version` only after version 1.
+    ///
+    /// # Errors
+    /// [`RecipeError::Invalid`] if the recipe does not [`validate`](Self::validate).
+    pub fn canonical_json(&self) -> Result<String, RecipeError> {
+        self.validate()?;
+        let wire = Wire {
+            version: (RECIPE_VERSION != 1).then_some(RECIPE_VERSION),
+            model: self.model.clone(),
+            batch: self.batch,
+            seq_len: self.seq_len,
+            lr: self.lr,
+            min_lr: self.min_lr,
+            warmup: self.warmup,
+            round_warmup: self.round_warmup,
+            keep_inner_state: self.keep_inner_state,
+            seed: self.seed,
+            outer_lr: self.outer_lr.to_string(),
+            outer_momentum: self.outer_momentum.to_string(),
+            codec: self.codec,
+            aggregation: self.aggregation,
+            overlap: self.overlap,
+            trace_segments: self.trace_segments,
+            sparse_chunk: self.sparse.map(|s| s.chunk),
+            sparse_topk: self.sparse.map(|s| s.topk),
+            ef_decay: self.sparse.map(|s| s.ef_decay.to_string()),
+        };
+        // Through a `Value`, whose maps are sorted: the keys come out in one order.
+        Ok(serde_json::to_string(&serde_json::to_value(wire)?)?)
+    }
+
+    /// blake3 of [`canonical_json`](Self::canonical_json): the pool's `model_config_hash`.
+    ///
+    /// # Errors
+    /// As [`canonical_json`](Self::canonical_json).
+    pub fn hash(&self) -> Result<[u8; 32], RecipeError> {
+        Ok(*blake3::hash(self.canonical_json()?.as_bytes()).as_bytes())
+    }
+
+    /// Reads a recipe's JSON (as [`canonical_json`](Self::canonical_json) writes it; key order
+    /// and spacing free).
+    ///
+    /// # Errors
+    /// [`RecipeError::Json`] for an unknown, missing or mistyped field;
+    /// [`RecipeError::Version`] for a version other than [`RECIPE_VERSION`];
+    /// [`RecipeError::Invalid`] if it does not [`validate`](Self::validate).
+    pub fn parse(json: &str) -> Result<Self, RecipeError> {
+        let w: Wire = serde_json::from_str(json)?;
+        let version = w.version.unwrap_or(1);
+        if version != RECIPE_VERSION {
+            return Err(RecipeError::Version(version));
+        }
+        let sparse = match (w.sparse_chunk, w.sparse_topk, &w.ef_decay) {
+            (None, None, None) => None,
+            (Some(chunk), Some(topk), Some(beta)) => Some(SparseRecipe {
+                chunk,
+                topk,
+                ef_decay: float("ef_decay", beta)?,
+            }),
+            _ => {
+                return Err(RecipeError::Invalid(
+                    "sparse_chunk, sparse_topk and ef_decay go together".into(),
+                ))
+            }
+        };
+        let recipe = Self {
+            model: w.model,
+            batch: w.batch,
+            seq_len: w.seq_len,
+            lr: w.lr,
+            min_lr: w.min_lr,
+            warmup: w.warmup,
+            round_warmup: w.round_warmup,
+            keep_inner_state: w.keep_inner_state,
+            seed: w.seed,
+            outer_lr: float("outer_lr", &w.outer_lr)?,
+            outer_momentum: float("outer_momentum", &w.outer_momentum)?,
+            codec: w.codec,
+            sparse,
+            aggregation: w.aggregation,
+            overlap: w.overlap,
+            trace_segments: w.trace_segments,
+        };
+        recipe.validate()?;
+        Ok(recipe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dense() -> PoolRecipe {
+        PoolRecipe {
+            model: "baby".into(),
+            batch: 12,
+            seq_len: 64,
+            lr: 1e-3,
+            min_lr: 1e-4,
+            warmup: 100,
+            round_warmup: 0,
+            keep_inner_state: false,
+            seed: 1337,
+            outer_lr: 0.8,
+            outer_momentum: 0.85,
+            codec: RecipeCodec::Int8,
+            sparse: None,
+            aggregation: AggregationRule::ClippedTrimmedMean,
+            overlap: false,
+            trace_segments: crate::verify::DEFAULT_SEGMENTS,
+        }
+    }
+
+    fn sparse() -> PoolRecipe {
+        PoolRecipe {
+            outer_lr: 6.0,
+            outer_momentum: 0.0,
+            codec: RecipeCodec::Sparse,
+            sparse: Some(SparseRecipe {
+                chunk: 4096,
+                topk: 128,
+                ef_decay: 0.95,
+            }),
+            aggregation: AggregationRule::ClippedMean,
+            ..dense()
+        }
+    }
+
+    #[test]
+    fn the_canonical_json_is_sorted_and_leaves_out_what_a_recipe_does_not_use() {
+        assert_eq!(
+            dense().canonical_json().unwrap(),
+            r#"{"aggregation":"clipped_trimmed_mean","batch":12,"codec":"int8","keep_inner_state":false,"lr":0.001,"min_lr":0.0001,"model":"baby","outer_lr":"0.8","outer_momentum":"0.85","round_warmup":0,"seed":1337,"seq_len":64,"warmup":100}"#
+        );
+        let overlapped = PoolRecipe {
+            overlap: true,
+            trace_segments: 8,
+            ..dense()
+        };
+        let json = overlapped.canonical_json().unwrap();
+        assert!(json.contains(r#""overlap":true"#) && json.contains(r#""trace_segments":8"#));
+        let json = sparse().canonical_json().unwrap();
+        assert!(
+            json.contains(r#""ef_decay":"0.95","keep_inner_state""#),
+            "{json}"
+        );
+        assert!(
+            json.contains(r#""sparse_chunk":4096,"sparse_topk":128"#),
+            "{json}"
+        );
+        assert!(!json.contains("version"));
+    }
+
+    #[test]
+    fn an_aggregation_rule_is_spelled_by_its_name() {
+        for rule in [
+            AggregationRule::Mean,
+            AggregationRule::ClippedTrimmedMean,
+            AggregationRule::ClippedMean,
+        ] {
+            assert_eq!(serde_json::to_value(rule).unwrap(), rule.name());
+        }
+    }
+
+    #[test]
+    fn a_recipe_reads_back_from_its_json_in_any_key_order() {
+        for r in [
+            dense(),
+            sparse(),
+            PoolRecipe {
+                overlap: true,
+                trace_segments: 8,
+                aggregation: AggregationRule::Mean,
+                codec: RecipeCodec::Fp32,
+                ..dense()
+            },
+        ] {
+            let json = r.canonical_json().unwrap();
+            assert_eq!(PoolRecipe::parse(&json).unwrap(), r);
+            let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+            let pretty = serde_json::to_string_pretty(&v).unwrap();
+            assert_eq!(
+                PoolRecipe::parse(&pretty).unwrap().hash().unwrap(),
+                r.hash().unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn a_recipe_that_is_not_one_is_a_typed_error() {
+        let json = dense().canonical_json().unwrap();
+        let with = |k: &str, v: &str| json.replacen('{', &format!("{{\"{k}\":{v},"), 1);
+        assert!(matches!(
+            PoolRecipe::parse(&with("version", "2")),
+            Err(RecipeError::Version(2))
+        ));
+        assert!(PoolRecipe::parse(&with("version", "1")).is_ok());
+        assert!(matches!(
+            PoolRecipe::parse(&with("dropout", "0.1")),
+            Err(RecipeError::Json(_))
+        ));
+        assert!(matches!(
+            PoolRecipe::parse(&json.replace(r#""codec":"int8""#, r#""codec":"int4""#)),
+            Err(RecipeError::Json(_))
+        ));
+        assert!(matches!(
+            PoolRecipe::parse(&with("sparse_topk", "64")),
+            Err(RecipeError::Invalid(_))
+        ));
+        assert!(matches!(
+            PoolRecipe::parse(&json.replace(r#""outer_lr":"0.8""#, r#""outer_lr":"fast""#)),
+            Err(RecipeError::Invalid(_))
+        ));
+        let no_settings = PoolRecipe {
+            sparse: None,
+            ..sparse()
+        };
+        assert!(matches!(
+            no_settings.canonical_json(),
+            Err(RecipeError::Invalid(_))
+        ));
+        let nan = PoolRecipe {
+            lr: f64::NAN,
+            ..dense()
+        };
+        assert!(matches!(nan.hash(), Err(RecipeError::Invalid(_))));
+    }
+}
