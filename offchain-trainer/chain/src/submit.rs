@@ -127,7 +127,8 @@ fn nonce_used(msg: &str) -> bool {
     m.contains("outdated")
         || m.contains("stale")
         || m.contains("already imported")
-        || m.contains("priority is too low")
+        || m.contains("too low")
+        || m.contains("temporarily banned")
 }
 
 enum Attempt {
@@ -176,15 +177,8 @@ impl Chain {
         let (nonce, signed_at, bytes) = self
             .retrying("signing", |api| {
                 async move {
-                    let (rpc, _) = self.rpc();
                     // The pool's view: our extrinsics still in flight have taken their nonces.
-                    let nonce: u64 = rpc
-                        .request(
-                            "system_accountNextIndex",
-                            subxt::rpcs::rpc_params![who.to_string()],
-                        )
-                        .await
-                        .map_err(ChainError::rpc)?;
+                    let nonce = self.pool_nonce(&who).await?;
                     let at = api.at_current_block().await.map_err(ChainError::rpc)?;
                     let params = PolkadotExtrinsicParamsBuilder::<Config>::new()
                         .nonce(nonce)
@@ -231,9 +225,8 @@ impl Chain {
                 }
                 Attempt::ResendRefused(msg) => {
                     drop(turn.take());
-                    let what = format!("{}.{}", call.pallet_name(), call.call_name());
                     return self
-                        .landed(&who, nonce, signed_at, &bytes, &msg, &what)
+                        .landed(&who, nonce, signed_at, &bytes, &msg, call)
                         .await;
                 }
             }
@@ -316,29 +309,34 @@ impl Chain {
     }
 
     /// The outcome of our extrinsic `bytes` (nonce `nonce` of `who`, signed at finalized block
-    /// `signed_at`) whose re-send the pool refused with `msg`: if the nonce is used (at once,
-    /// or within 120 s when `msg` says so), the extrinsic is looked for in the finalized blocks
-    /// of its era.
+    /// `signed_at`, carrying `call`) whose re-send the pool refused with `msg`. If the nonce is
+    /// used (at the finalized head, or at the best block or in the pool: then once that is
+    /// final, within 120 s), the extrinsic is looked for in the finalized blocks of its era;
+    /// if not, the refusal stands (a duty the runtime refuses named by its pallet error).
     ///
     /// # Errors
     /// Its dispatch error if it landed and failed; [`ChainError::Rejected`] if another
-    /// extrinsic used the nonce, or if the nonce is unused and the pool refused the re-send
-    /// for another reason; [`ChainError::Timeout`] if a used nonce is not final after 120 s.
-    async fn landed(
+    /// extrinsic used the nonce; the refusal ([`ChainError::Module`] for a refused duty,
+    /// [`ChainError::Rejected`] otherwise) if the nonce is unused; [`ChainError::Timeout`] if
+    /// a used nonce is not final after 120 s.
+    async fn landed<C: Payload>(
         &self,
         who: &AccountId,
         nonce: u64,
         signed_at: u64,
         bytes: &[u8],
         msg: &str,
-        what: &str,
+        call: &C,
     ) -> Result<Included, ChainError> {
         let (mut used, mut head) = self.finalized_nonce(who).await?;
         if used <= nonce {
-            if !nonce_used(msg) {
-                return Err(ChainError::Rejected(msg.to_string()));
+            if self.pool_nonce(who).await? <= nonce {
+                let (api, _) = self.api();
+                return Err(refused_duty(&api, call.pallet_name(), msg)
+                    .await
+                    .unwrap_or_else(|| ChainError::Rejected(msg.to_string())));
             }
-            // The nonce is used at the best block: wait for that block's finality.
+            // The nonce is used at the best block or in the pool: wait for its finality.
             (used, head) = self
                 .wait_for("nonce to advance", Duration::from_secs(120), || async {
                     let (used, head) = self.finalized_nonce(who).await?;
@@ -353,9 +351,26 @@ impl Chain {
         {
             Some(r) => r,
             None => Err(ChainError::Rejected(format!(
-                "nonce {nonce} of {who} was used by another extrinsic: {what} did not land"
+                "nonce {nonce} of {who} was used by another extrinsic: {}.{} did not land",
+                call.pallet_name(),
+                call.call_name()
             ))),
         }
+    }
+
+    /// The next nonce of `who` as the node counts it (`system_accountNextIndex`: the nonce at
+    /// the best block plus the account's extrinsics ready in the pool).
+    async fn pool_nonce(&self, who: &AccountId) -> Result<u64, ChainError> {
+        self.retrying("next nonce", |_| async move {
+            let (rpc, _) = self.rpc();
+            rpc.request(
+                "system_accountNextIndex",
+                subxt::rpcs::rpc_params![who.to_string()],
+            )
+            .await
+            .map_err(ChainError::rpc)
+        })
+        .await
     }
 
     /// The nonce of `who` at the finalized head, and the head's number.
@@ -444,6 +459,10 @@ mod tests {
         assert!(nonce_used("Invalid Transaction: Transaction is outdated"));
         assert!(nonce_used("Transaction Already Imported"));
         assert!(nonce_used("Priority is too low: (1 vs 1)"));
+        assert!(nonce_used(
+            "The priority of the transaction is too low (pool 1 > current 1)"
+        ));
+        assert!(nonce_used("Transaction is temporarily banned"));
         assert!(!nonce_used(
             "Invalid Transaction: Inability to pay some fees"
         ));

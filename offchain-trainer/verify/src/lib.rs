@@ -37,4 +37,4 @@ pub mod retained;
 pub mod vote;
 
 pub use replay::{ReplayInput, ReplayRecipe, Replayer};
-pub use retained::Retained;
+pub use retained::{Checker, Retained};

@@ -9,6 +9,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use synod_checkpoint::CheckpointHash;
 
+/// Who fetched trace states for its checks ([`Retained::fetched_dir`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checker {
+    /// The verifier's sampled checks of a final round.
+    Verifier,
+    /// A juror's checks of a disputed contribution.
+    Juror,
+}
+
 /// The evidence directory of one trainer.
 #[derive(Clone, Debug)]
 pub struct Retained {
@@ -109,12 +118,17 @@ impl Retained {
             .join(format!("{}.state", synod_checkpoint::hex(hash)))
     }
 
-    /// Where a verifier puts the trace states it fetched from other members for its checks of
-    /// `round` (`<round>/fetched/`, files named by blake3): on disk rather than all in memory, since a
-    /// round's checks may need many model-sized states; deleted once the round's checks are
-    /// done, and with the round's evidence.
-    pub fn fetched_dir(&self, round: u32) -> PathBuf {
-        self.round_dir(round).join("fetched")
+    /// Where `by` puts the trace states it fetched from other members for its checks of
+    /// `round` (`<round>/fetched/` for the verifier, `<round>/fetched-jury/` for the juror;
+    /// files named by blake3): on disk rather than all in memory, since a round's checks may
+    /// need many model-sized states; deleted once its checks of the round are done (each
+    /// deletes its own only: jury duty runs between two of the verifier's checks), and with
+    /// the round's evidence.
+    pub fn fetched_dir(&self, round: u32, by: Checker) -> PathBuf {
+        self.round_dir(round).join(match by {
+            Checker::Verifier => "fetched",
+            Checker::Juror => "fetched-jury",
+        })
     }
 
     /// Keeps our trace state `bytes` of blake3 `hash` for `round` (a temporary file, then
@@ -204,6 +218,28 @@ mod tests {
         r.forget(3);
         assert_eq!(r.rounds(), vec![4]);
         assert_eq!(r.payload(3, 2), None);
+    }
+
+    #[test]
+    fn a_juror_deleting_its_fetched_states_leaves_the_verifiers_in_place() {
+        // Jury duty runs between two of the verifier's checks of the same round, and deletes
+        // what it fetched when it is done: the verifier's states must survive it.
+        let dir = tempfile::tempdir().unwrap();
+        let r = Retained::open(dir.path()).unwrap();
+        let (verifier, juror) = (
+            r.fetched_dir(6, Checker::Verifier),
+            r.fetched_dir(6, Checker::Juror),
+        );
+        for d in [&verifier, &juror] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("ab.state"), b"state").unwrap();
+        }
+        std::fs::remove_dir_all(&juror).unwrap();
+        assert!(verifier.join("ab.state").exists());
+        assert!(!juror.starts_with(&verifier) && !verifier.starts_with(&juror));
+        // Both go with the round's evidence.
+        r.forget(6);
+        assert!(!verifier.exists());
     }
 
     #[test]

@@ -202,9 +202,10 @@ impl<T: Config> Pallet<T> {
 		let timeline = Self::timeline(&pool);
 		let now = frame_system::Pallet::<T>::block_number();
 		if pool.status == PoolStatus::Training && member.from_round <= pool.current_round {
-			// The open round's snapshot can count it: the stake stays committed (and the pool
-			// in `TrainerPools`) until that round's deadline.
-			let until = timeline.deadline(now.saturated_into()).saturated_into();
+			// The open round's snapshot can count it, and the stake backing that round stays
+			// slashable until the round is settled: it stays committed (and the pool in
+			// `TrainerPools`) until then, so that it backs no other live snapshot meanwhile.
+			let until = timeline.settled_by(now.saturated_into()).saturated_into();
 			LeftCommitments::<T>::mutate(who, pool_id, |l| {
 				let l = l.get_or_insert(LeftCommitment { stake: Zero::zero(), until });
 				l.stake = l.stake.saturating_add(member.stake);

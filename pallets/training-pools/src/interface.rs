@@ -18,7 +18,7 @@ use synod_primitives::{
 
 impl<T: Config> StakeCommitments<T::AccountId, BalanceOf<T>> for Pallet<T> {
 	/// Sum of the stake `who` committed to the Open or Training pools it is a member of, and
-	/// to the pools it left whose round open at its leaving is not past its deadline
+	/// to the pools it left whose round open at its leaving is not settled yet
 	/// ([`LeftCommitments`]): one stake backs at most one live snapshot.
 	fn committed(who: &T::AccountId) -> BalanceOf<T> {
 		let now = frame_system::Pallet::<T>::block_number();

@@ -10,8 +10,8 @@
 //!   registers its libp2p peer id and ML-DSA-65 public key. When `min_trainers` have joined, the
 //!   pool moves `Open → Training` at round 1; later joiners take part from the next round.
 //! - [`Pallet::leave_pool`] ends a membership and frees its committed stake, at once unless
-//!   the open round's snapshot counts it: then it stays committed until that round's deadline
-//!   ([`LeftCommitments`]).
+//!   the open round's snapshot counts it: then it stays committed until that round is settled
+//!   (`Timeline::settled_by` the leaving block: [`LeftCommitments`]).
 //! - [`Pallet::cancel_pool`] (creator or root) stops the pool and releases the budget not owed
 //!   to final rounds.
 //! - [`Pallet::set_allowed_trainers`] (creator) replaces the accounts that may join a live
@@ -236,8 +236,8 @@ pub mod pallet {
 	>;
 
 	/// Stake an account committed to a pool it left (or was dropped from) during a round that
-	/// can count it, by account and pool: committed until that round's deadline, so one stake
-	/// backs at most one live snapshot. Pruned when the account joins a pool, releases its
+	/// can count it, by account and pool: committed until that round is settled (its stake
+	/// slashable until then), so one stake backs at most one live snapshot. Pruned when the account joins a pool, releases its
 	/// deposit or the pool is reaped; each entry's pool stays in [`TrainerPools`] meanwhile.
 	#[pallet::storage]
 	pub type LeftCommitments<T: Config> = StorageDoubleMap<

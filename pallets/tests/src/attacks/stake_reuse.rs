@@ -2,13 +2,16 @@
 //! the round opens, and the quorum and the leak are weighed against it. If leaving a pool freed
 //! the commitment at once while the open round's snapshot kept counting it, the same stake
 //! could back one live snapshot after another, in as many pools as the attacker cared to join
-//! and leave, past `MaxPoolsPerTrainer` and past "committed ≤ active". A leaver's stake stays
-//! committed until the round's deadline.
+//! and leave, past `MaxPoolsPerTrainer` and past "committed ≤ active". Freeing it at the round's
+//! deadline is not enough either: the round stays disputable (its stake slashable) until it is
+//! settled, and a stake freed at the deadline would back the next pool's snapshot meanwhile. A
+//! leaver's stake stays committed until the round it left is settled.
 
 use crate::mock::*;
 use frame_support::{assert_noop, assert_ok};
 use pallet_checkpoints::Snapshots;
 use pallet_training_pools::Error;
+use synod_primitives::PoolsInterface;
 
 /// A one-member pool (it starts, and its round 1 opens, when `who` joins it with `stake`).
 fn solo_pool(who: AccountId, stake: Balance) -> u32 {
@@ -31,8 +34,14 @@ fn snapshot_stake(pool: u32, round: u32, who: AccountId) -> Balance {
 		.sum()
 }
 
+/// The block at which the round open when a member left `pool` at block `left_at` is settled:
+/// its stake is committed until then.
+fn settled(pool: u32, left_at: u64) -> u64 {
+	TrainingPools::round_params(pool).expect("pool").timeline.settled_by(left_at)
+}
+
 #[test]
-fn left_stake_cannot_back_a_second_live_snapshot() {
+fn left_stake_cannot_back_a_second_live_snapshot_before_the_round_it_left_is_settled() {
 	run_test(|| {
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(1), 1_000));
 		let first = solo_pool(1, 1_000);
@@ -51,11 +60,16 @@ fn left_stake_cannot_back_a_second_live_snapshot() {
 			TrainerStaking::unbond(RuntimeOrigin::signed(1), 1),
 			pallet_trainer_staking::Error::<Test>::StakeCommitted
 		);
-		// Round 1 opened at block 1: past its deadline (block 11) the snapshot is dead and the
-		// stake is free again.
-		run_to_block(11);
-		assert_noop!(join(1, second, 1_000), Error::<Test>::InsufficientStake);
+		// Round 1 opened at block 1 and its deadline is block 11, but the round stays
+		// disputable, its stake slashable, until it is settled: the stake is committed until
+		// then, and free after.
+		let until = settled(first, 1);
+		assert!(until > 11);
 		run_to_block(12);
+		assert_noop!(join(1, second, 1_000), Error::<Test>::InsufficientStake);
+		run_to_block(until);
+		assert_noop!(join(1, second, 1_000), Error::<Test>::InsufficientStake);
+		run_to_block(until + 1);
 		// (The voided round leaked the silent leaver: what is left of its stake is free.)
 		let left = staked(1);
 		assert!(left < 1_000);
@@ -81,8 +95,10 @@ fn joining_and_leaving_cannot_pass_the_pools_per_trainer_bound() {
 		let third = pallet_training_pools::NextPoolId::<Test>::get() - 1;
 		assert_noop!(join(1, third, 100), Error::<Test>::TooManyPools);
 		assert_eq!(<TrainingPools as synod_primitives::StakeCommitments<_, _>>::committed(&1), 200);
-		// Once the rounds it left are past their deadlines, the places are free again.
+		// Once the rounds it left are settled, the places are free again.
 		run_to_block(12);
+		assert_noop!(join(1, third, 100), Error::<Test>::TooManyPools);
+		run_to_block(settled(third - 1, 1) + 1);
 		assert_ok!(join(1, third, 100));
 		assert_eq!(pallet_training_pools::TrainerPools::<Test>::get(1).into_inner(), vec![third]);
 	});

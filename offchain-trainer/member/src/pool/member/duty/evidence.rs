@@ -36,6 +36,7 @@ async fn fetch_evidence(
 use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::prefetch::{prefetch_states, wanted_states};
 use crate::pool::verify::replay::Residuals;
+use crate::pool::verify::Checker;
 
 impl DutyWorker {
     /// `member`'s error-feedback residuals for its sparse payload `claimed` of `round`
@@ -181,7 +182,7 @@ impl DutyWorker {
 
     /// The trace states that the segment checks `checks` ((round, account, member, drawn
     /// segments)) need, fetched from their authors side by side ([`prefetch_states`]) into
-    /// [`Retained::fetched_dir`](crate::pool::verify::Retained::fetched_dir) of each round:
+    /// `by`'s [`Retained::fetched_dir`](crate::pool::verify::Retained::fetched_dir) of each round:
     /// each state gets at most [`STATE_FETCH`] plus its transfer at 10 MB/s, all of them twice
     /// that plus [`CHECK_BUDGET`], however many authors stall, and all of it at most `cap`
     /// ([`DutyWorker::state_wait`]). Contributions not kept, or without a trace of this
@@ -190,6 +191,7 @@ impl DutyWorker {
         &self,
         checks: &[StateCheck],
         cap: Duration,
+        by: Checker,
     ) -> FetchedStates {
         let boundaries = self
             .ctx
@@ -216,7 +218,7 @@ impl DutyWorker {
         }
         let rounds: BTreeSet<u32> = wanted.iter().map(|((_, round), _)| *round).collect();
         for round in rounds {
-            if let Err(e) = std::fs::create_dir_all(self.ctx.retained.fetched_dir(round)) {
+            if let Err(e) = std::fs::create_dir_all(self.ctx.retained.fetched_dir(round, by)) {
                 tracing::warn!(round, "cannot keep fetched trace states: {e}");
                 return FetchedStates::new();
             }
@@ -236,7 +238,7 @@ impl DutyWorker {
             move |(peer, round), h| {
                 let client = client.clone();
                 let path = retained
-                    .fetched_dir(round)
+                    .fetched_dir(round, by)
                     .join(format!("{}.state", synod_checkpoint::hex(&h)));
                 async move {
                     let bytes = fetch_evidence(&client, peer, h, max)

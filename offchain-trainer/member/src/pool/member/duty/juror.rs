@@ -14,6 +14,7 @@ use crate::event::{dispute_name, TrainerEvent};
 use crate::pool::verify::carried::expected_carried_in;
 use crate::pool::verify::replay::{Dispute, WholeReplay};
 use crate::pool::verify::vote::juror_vote;
+use crate::pool::verify::Checker;
 
 /// A committee seat this juror has not voted on yet, with what judging it needs.
 struct Pending {
@@ -197,7 +198,7 @@ impl DutyWorker {
                     .block_on(self.ctx.chain.finalized_number())
                     .unwrap_or(read_at);
                 let wait = self.state_wait(now, until, replays);
-                self.prefetch_trace_states(&checks, wait)
+                self.prefetch_trace_states(&checks, wait, Checker::Juror)
             }
             None => FetchedStates::new(),
         };
@@ -219,7 +220,7 @@ impl DutyWorker {
             .map(|(round, ..)| *round)
             .collect::<BTreeSet<_>>()
         {
-            let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
+            let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round, Checker::Juror));
         }
         while self.duties.handled.remove(&self.duties.cursor) {
             self.duties.cursor += 1;

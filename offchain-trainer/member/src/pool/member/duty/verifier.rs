@@ -18,6 +18,7 @@ use super::DutyWorker;
 use super::*;
 use crate::event::{dispute_name, TrainerEvent};
 use crate::pool::verify::replay::{needed_states, Dispute, Replay, ReplayInput, WholeReplay};
+use crate::pool::verify::Checker;
 
 impl DutyWorker {
     /// Verifies every kept round that has closed; forgets the evidence of settled rounds.
@@ -176,7 +177,7 @@ impl DutyWorker {
         }
         // Checks whose states all arrived go first: the whole replays of members that did
         // not serve theirs come last.
-        let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
+        let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round, Checker::Verifier));
         let unverified = checks
             .iter()
             .filter(|(_, m, _)| !self.duties.verified.contains(&(round, *m)))
@@ -191,7 +192,7 @@ impl DutyWorker {
             })
             .map(|(who, m, segments)| (round, *who, *m, segments.clone()))
             .collect();
-        let states = self.prefetch_trace_states(&to_fetch, wait);
+        let states = self.prefetch_trace_states(&to_fetch, wait, Checker::Verifier);
         checks.sort_by_key(|(_, member, segments)| {
             let trace = self
                 .ctx
@@ -254,7 +255,7 @@ impl DutyWorker {
             }
         }
         // Fetched states are no evidence: only what the accused signed is.
-        let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round));
+        let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round, Checker::Verifier));
         if !again.is_empty() {
             // Checked again a few blocks later (the round stays to verify, until its window
             // closes); the others are not checked again.
