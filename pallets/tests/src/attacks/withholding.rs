@@ -5,6 +5,7 @@
 use crate::mock::*;
 use frame_support::{assert_noop, assert_ok};
 use pallet_checkpoints::{Event, FinalCheckpoints, Voided};
+use synod_primitives::PoolsInterface;
 
 #[test]
 fn withholding_minority_is_leaked_and_dropped() {
@@ -73,13 +74,16 @@ fn dropped_withholder_cannot_rejoin_to_stall_again() {
 			e,
 			pallet_training_pools::Event::MemberDropped { pool_id: 0, who: 3 }
 		)));
-		// Once its commitment to the voided rounds has ended, it has the stake to join again
-		// (and would void two more rounds for another 2 % of it, for ever): refused.
+		// Once its commitment to the voided rounds has ended, it would have the stake to join
+		// again (and would void two more rounds for another 2 % of it, for ever): refused.
 		assert_ok!(commit(1, 3, 9, &[0, 1]));
 		assert_ok!(commit(2, 3, 9, &[0, 1]));
 		run_to_block(40);
 		assert_noop!(join(3, 0, 1_900), pallet_training_pools::Error::<Test>::DroppedFromPool);
-		// Another pool is another matter.
+		// Another pool is another matter, once the round it was dropped in (at block 21) is
+		// settled: its stake backs that round until then.
+		let settled = TrainingPools::round_params(0).expect("pool").timeline.settled_by(21);
+		run_to_block(settled + 1);
 		assert_ok!(TrainingPools::create_pool(
 			RuntimeOrigin::signed(CREATOR),
 			spec(2, 2, two_thirds())
