@@ -67,7 +67,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: alloc::borrow::Cow::Borrowed("synod"),
     impl_name: alloc::borrow::Cow::Borrowed("synod-node"),
     authoring_version: 1,
-    spec_version: 131,
+    spec_version: 132,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,
@@ -136,27 +136,9 @@ pub type UncheckedExtrinsic =
 /// The payload being signed in transactions.
 pub type SignedPayload = generic::SignedPayload<RuntimeCall, TxExtension>;
 
-/// Every bonded account (`TrainerStaking::Ledger`'s keys): those that were not registered
-/// jurors are opted out when juries become opt-out (`pallet_challenges::migrations::v4`).
-pub struct BondedTrainers;
-
-impl frame_support::traits::Get<Vec<AccountId>> for BondedTrainers {
-    fn get() -> Vec<AccountId> {
-        pallet_trainer_staking::Ledger::<Runtime>::iter_keys().collect()
-    }
-}
-
-/// Migrations of the runtime, aside from the ones declared in the pallets.
-#[allow(unused_parens)]
-type Migrations = (
-    pallet_challenges::migrations::v2::MigrateV1ToV2<Runtime>,
-    pallet_challenges::migrations::v3::MigrateV2ToV3<Runtime>,
-    pallet_challenges::migrations::v4::MigrateV3ToV4<Runtime, BondedTrainers>,
-    pallet_challenges::migrations::v5::MigrateV4ToV5<Runtime>,
-    pallet_challenges::migrations::v6::MigrateV5ToV6<Runtime>,
-    pallet_training_pools::migrations::v1::MigrateV0ToV1<Runtime>,
-    pallet_training_pools::migrations::v2::MigrateV1ToV2<Runtime>,
-);
+/// Migrations of the runtime, aside from the ones declared in the pallets: none. A chain
+/// starts from the current genesis (`chain-specs/`, regenerated with the runtime).
+type Migrations = ();
 
 /// The pallets whose hooks the executive runs, in the order it runs them: the pallet index
 /// order (`AllPalletsWithSystem`), except that `Randomness` runs right after `Aura` and before

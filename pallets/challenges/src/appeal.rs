@@ -34,27 +34,20 @@ impl<T: Config> Pallet<T> {
 		HoldReason::AppealBond.into()
 	}
 
-	/// The blocks reserved for the appeal side of a challenge opened at `now` on a round final
-	/// at `finalized_at`, whose first vote ends in `expiry_at`'s `on_initialize`: the ruling's
+	/// The blocks reserved for the appeal side of a challenge opened at `now`, whose first
+	/// vote ends in `expiry_at`'s `on_initialize`: the ruling's
 	/// execution (or the appeal's draw) by the first block of `expiry_at + appeal_period ..=
 	/// rulings_until(now)` with room, and the appeal's end by the first of `ruling_by +
-	/// voting_period ..= appeal_votes_until(now)` with room. `None` in a pool without appeals,
-	/// and for a round that opened before appeals existed ([`AppealsFrom`]): its stake's
-	/// slashable window and its settlement were fixed without the appeal's blocks.
+	/// voting_period ..= appeal_votes_until(now)` with room. `None` in a pool without appeals.
 	///
 	/// # Errors
 	/// [`Error::ScheduleFull`] if either span has no room.
 	pub(crate) fn appeal_blocks(
 		now: BlockNumberFor<T>,
-		finalized_at: BlockNumberFor<T>,
 		expiry_at: BlockNumberFor<T>,
 		timeline: &protocol::Timeline,
 	) -> Result<Option<Appeal<T>>, Error<T>> {
-		let from = block::<T>(AppealsFrom::<T>::get());
-		// A round final at f opened at f − round_timeout or later (its deadline).
-		let opened_after = from == 0
-			|| block::<T>(finalized_at).saturating_sub(timeline.round_timeout.max(1)) >= from;
-		if !timeline.appeals() || !opened_after {
+		if !timeline.appeals() {
 			return Ok(None);
 		}
 		let opened = block::<T>(now);

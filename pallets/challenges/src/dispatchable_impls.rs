@@ -85,7 +85,7 @@ impl<T: Config> Pallet<T> {
 		let challenge_id = NextChallengeId::<T>::get();
 		let next = challenge_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		let (draw_at, expires_at, expiry_at) = Self::schedule_blocks(now, &params.timeline)?;
-		let appeal = Self::appeal_blocks(now, fin.finalized_at, expiry_at, &params.timeline)?;
+		let appeal = Self::appeal_blocks(now, expiry_at, &params.timeline)?;
 		let bond = T::ChallengeBond::get();
 		T::Currency::hold(&Self::bond_reason(), &challenger, bond)
 			.map_err(|_| Error::<T>::InsufficientBond)?;

@@ -20,7 +20,6 @@ mod dispatchable_impls;
 mod equivocation;
 mod events;
 mod jury;
-pub mod migrations;
 mod schedule;
 // The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
@@ -66,8 +65,8 @@ pub mod pallet {
 		AppealBond,
 	}
 
-	/// The in-code storage version (6: closing a challenge frees its later schedule slots,
-	/// recorded in [`ScheduledAt`]; see [`crate::migrations`]).
+	/// The in-code storage version. A chain starts from the current genesis
+	/// (`chain-specs/`): no migration brings older layouts to it.
 	const STORAGE_VERSION: StorageVersion = StorageVersion::new(6);
 
 	#[pallet::pallet]
@@ -272,12 +271,6 @@ pub mod pallet {
 	/// Deleted when the challenge closes.
 	#[pallet::storage]
 	pub type Disputes<T: Config> = StorageMap<_, Twox64Concat, ChallengeId, Dispute, OptionQuery>;
-
-	/// The first block of rounds whose challenges may be appealed (0: every round). Set by the
-	/// migration that brought appeals to the block it ran in: a round that opened before it had
-	/// its stake's slashable window and its settlement fixed without an appeal's blocks.
-	#[pallet::storage]
-	pub type AppealsFrom<T: Config> = StorageValue<_, BlockNumberFor<T>, ValueQuery>;
 
 	/// Bonded trainers that opted out of juries ([`Pallet::unregister_juror`], or seated and
 	/// absent: a no-show). Every other contributor is eligible. One entry per account, written

@@ -51,8 +51,6 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::NextChallengeId` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:4 w:4)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::AppealsFrom` (r:1 w:0)
-	/// Proof: `Challenges::AppealsFrom` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
@@ -68,9 +66,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn open_challenge(m: u32) -> Weight {
 		// Proof size: measured `3378`, estimated `11198` bytes.
-		Weight::from_parts(1_085_007_447, 11198)
-			.saturating_add(Weight::from_parts(5_829_846, 0).saturating_mul(m.into()))
-			.saturating_add(T::DbWeight::get().reads(17_u64))
+		Weight::from_parts(1_054_953_434, 11198)
+			.saturating_add(Weight::from_parts(7_073_905, 0).saturating_mul(m.into()))
+			.saturating_add(T::DbWeight::get().reads(16_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(13_u64))
 			.saturating_add(Weight::from_parts(0, 2523).saturating_mul(m.into()))
@@ -95,8 +93,6 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::NextChallengeId` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:4 w:4)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::AppealsFrom` (r:1 w:0)
-	/// Proof: `Challenges::AppealsFrom` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
@@ -114,9 +110,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn open_narrowed_challenge(m: u32) -> Weight {
 		// Proof size: measured `3378`, estimated `11198` bytes.
-		Weight::from_parts(1_087_779_535, 11198)
-			.saturating_add(Weight::from_parts(7_923_054, 0).saturating_mul(m.into()))
-			.saturating_add(T::DbWeight::get().reads(17_u64))
+		Weight::from_parts(1_051_520_833, 11198)
+			.saturating_add(Weight::from_parts(7_364_964, 0).saturating_mul(m.into()))
+			.saturating_add(T::DbWeight::get().reads(16_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(14_u64))
 			.saturating_add(Weight::from_parts(0, 2523).saturating_mul(m.into()))
@@ -151,7 +147,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn vote() -> Weight {
 		// Proof size: measured `6641`, estimated `82142` bytes.
-		Weight::from_parts(2_872_814_000, 82142)
+		Weight::from_parts(2_714_125_000, 82142)
 			.saturating_add(T::DbWeight::get().reads(63_u64))
 			.saturating_add(T::DbWeight::get().writes(49_u64))
 	}
@@ -172,8 +168,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `e` is `[0, 12]`.
 	fn on_initialize_expire(e: u32) -> Weight {
 		// Proof size: measured `593`, estimated `3542` bytes.
-		Weight::from_parts(70_565_282, 3542)
-			.saturating_add(Weight::from_parts(251_320_273, 0).saturating_mul(e.into()))
+		Weight::from_parts(50_046_475, 3542)
+			.saturating_add(Weight::from_parts(244_405_124, 0).saturating_mul(e.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().reads((5_u64).saturating_mul(e.into())))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
@@ -216,7 +212,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn expire() -> Weight {
 		// Proof size: measured `11069`, estimated `102750` bytes.
-		Weight::from_parts(4_770_242_000, 102750)
+		Weight::from_parts(4_507_819_000, 102750)
 			.saturating_add(T::DbWeight::get().reads(173_u64))
 			.saturating_add(T::DbWeight::get().writes(174_u64))
 	}
@@ -245,8 +241,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn report_equivocation(m: u32) -> Weight {
 		// Proof size: measured `4072`, estimated `8799` bytes.
-		Weight::from_parts(1_905_850_593, 8799)
-			.saturating_add(Weight::from_parts(674_430, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_777_508_666, 8799)
+			.saturating_add(Weight::from_parts(2_479_063, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
@@ -260,7 +256,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	fn appeal() -> Weight {
 		// Proof size: measured `2905`, estimated `24803` bytes.
-		Weight::from_parts(218_858_000, 24803)
+		Weight::from_parts(189_144_000, 24803)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -286,7 +282,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
 	fn draw_appeal() -> Weight {
 		// Proof size: measured `8454`, estimated `39030` bytes.
-		Weight::from_parts(706_020_000, 39030)
+		Weight::from_parts(643_957_000, 39030)
 			.saturating_add(T::DbWeight::get().reads(31_u64))
 			.saturating_add(T::DbWeight::get().writes(20_u64))
 	}
@@ -296,7 +292,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn register_juror() -> Weight {
 		// Proof size: measured `245`, estimated `4170` bytes.
-		Weight::from_parts(53_991_000, 4170)
+		Weight::from_parts(50_656_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -306,7 +302,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn unregister_juror() -> Weight {
 		// Proof size: measured `172`, estimated `4170` bytes.
-		Weight::from_parts(49_795_000, 4170)
+		Weight::from_parts(46_820_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -315,60 +311,60 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn open_challenge(m: u32) -> Weight {
-		Weight::from_parts(1_085_007_447, 11198)
-			.saturating_add(Weight::from_parts(5_829_846, 0).saturating_mul(m.into()))
-			.saturating_add(RocksDbWeight::get().reads(17_u64))
+		Weight::from_parts(1_054_953_434, 11198)
+			.saturating_add(Weight::from_parts(7_073_905, 0).saturating_mul(m.into()))
+			.saturating_add(RocksDbWeight::get().reads(16_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(13_u64))
 	}
 	fn open_narrowed_challenge(m: u32) -> Weight {
-		Weight::from_parts(1_087_779_535, 11198)
-			.saturating_add(Weight::from_parts(7_923_054, 0).saturating_mul(m.into()))
-			.saturating_add(RocksDbWeight::get().reads(17_u64))
+		Weight::from_parts(1_051_520_833, 11198)
+			.saturating_add(Weight::from_parts(7_364_964, 0).saturating_mul(m.into()))
+			.saturating_add(RocksDbWeight::get().reads(16_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(14_u64))
 	}
 	fn vote() -> Weight {
-		Weight::from_parts(2_872_814_000, 82142)
+		Weight::from_parts(2_714_125_000, 82142)
 			.saturating_add(RocksDbWeight::get().reads(63_u64))
 			.saturating_add(RocksDbWeight::get().writes(49_u64))
 	}
 	fn on_initialize_expire(e: u32) -> Weight {
-		Weight::from_parts(70_565_282, 3542)
-			.saturating_add(Weight::from_parts(251_320_273, 0).saturating_mul(e.into()))
+		Weight::from_parts(50_046_475, 3542)
+			.saturating_add(Weight::from_parts(244_405_124, 0).saturating_mul(e.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().reads((5_u64).saturating_mul(e.into())))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(e.into())))
 	}
 	fn expire() -> Weight {
-		Weight::from_parts(4_770_242_000, 102750)
+		Weight::from_parts(4_507_819_000, 102750)
 			.saturating_add(RocksDbWeight::get().reads(173_u64))
 			.saturating_add(RocksDbWeight::get().writes(174_u64))
 	}
 	fn report_equivocation(m: u32) -> Weight {
-		Weight::from_parts(1_905_850_593, 8799)
-			.saturating_add(Weight::from_parts(674_430, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_777_508_666, 8799)
+			.saturating_add(Weight::from_parts(2_479_063, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn appeal() -> Weight {
-		Weight::from_parts(218_858_000, 24803)
+		Weight::from_parts(189_144_000, 24803)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn draw_appeal() -> Weight {
-		Weight::from_parts(706_020_000, 39030)
+		Weight::from_parts(643_957_000, 39030)
 			.saturating_add(RocksDbWeight::get().reads(31_u64))
 			.saturating_add(RocksDbWeight::get().writes(20_u64))
 	}
 	fn register_juror() -> Weight {
-		Weight::from_parts(53_991_000, 4170)
+		Weight::from_parts(50_656_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn unregister_juror() -> Weight {
-		Weight::from_parts(49_795_000, 4170)
+		Weight::from_parts(46_820_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}

@@ -50,7 +50,6 @@ pub mod benchmarking;
 mod dispatchable_impls;
 mod events;
 mod interface;
-pub mod migrations;
 // The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
 extern crate self as pallet_training_pools;
@@ -98,9 +97,8 @@ pub mod pallet {
 		PoolDeposit,
 	}
 
-	/// The storage version: 1 added `PoolInfo::deposit` and `PoolInfo::ended_at`
-	/// ([`crate::migrations::v1`]), 2 `PoolSpec::min_round_length` and
-	/// `PoolSpec::allowed_trainers` ([`crate::migrations::v2`]).
+	/// The storage version. A chain starts from the current genesis (`chain-specs/`): no
+	/// migration brings older layouts to it.
 	pub(crate) const STORAGE_VERSION: StorageVersion = StorageVersion::new(2);
 
 	#[pallet::pallet]
