@@ -256,8 +256,8 @@ impl<T: Config> Pallet<T> {
 		T::DbWeight::get().reads_writes(n.saturating_mul(6).saturating_add(1), n.saturating_add(1))
 	}
 
-	/// `who`'s [`TrainerPools`] without the pools whose [`LeftCommitments`] entry is past its
-	/// deadline (those entries are deleted) and that it is not a member of; stores and returns
+	/// `who`'s [`TrainerPools`] without the pools whose [`LeftCommitments`] entry has ended
+	/// (those entries are deleted) and that it is not a member of; stores and returns
 	/// the list. Reads and writes at most `MaxPoolsPerTrainer` entries.
 	pub(crate) fn pruned_pools(who: &T::AccountId) -> BoundedVec<PoolId, T::MaxPoolsPerTrainer> {
 		let now = frame_system::Pallet::<T>::block_number();
@@ -373,7 +373,7 @@ impl<T: Config> Pallet<T> {
 	/// read them) until the pool is reaped.
 	pub(crate) fn end_pool(pool_id: PoolId, pool: &mut PoolInfo<T>) -> BalanceOf<T> {
 		for who in MemberList::<T>::get(pool_id) {
-			// (A stake it left in the pool's last round stays committed until that deadline.)
+			// (A stake it left in the pool's last round stays committed until that round is settled.)
 			if !LeftCommitments::<T>::contains_key(&who, pool_id) {
 				TrainerPools::<T>::mutate(&who, |p| p.retain(|id| *id != pool_id));
 			}

@@ -298,8 +298,8 @@ pub mod pallet {
 
 		/// Leaves `pool_id`: the member is not in the snapshot of any round opened after this
 		/// (the snapshot of the round now open keeps it and its stake). If that snapshot can
-		/// count it, its stake stays committed until the round's deadline ([`LeftCommitments`]:
-		/// one stake backs one live snapshot); otherwise its commitment ends at once. Stake
+		/// count it, its stake stays committed until that round is settled
+		/// ([`LeftCommitments`]: one stake backs one live snapshot); otherwise its commitment ends at once. Stake
 		/// backing past rounds stays slashable until their challenges are over
 		/// (TrainerStaking's `SlashableUntil`). Rewards already credited stay claimable.
 		///

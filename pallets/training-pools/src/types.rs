@@ -129,8 +129,9 @@ pub struct MemberInfo<T: Config> {
 
 /// Stake a member committed to a pool it left (or was dropped from) while that pool's open
 /// round could count it: it still backs that round's snapshot, so it stays committed
-/// (`StakeCommitments::committed`) until that round's deadline (an upper bound: a round that
-/// closes earlier does not free it sooner) and backs no second live snapshot
+/// (`StakeCommitments::committed`) until that round is settled (`Timeline::settled_by` the
+/// leaving block, an upper bound: a round that closes earlier does not free it sooner) and backs
+/// no second live snapshot
 /// (`docs/architecture.md`, "Stake and snapshots").
 #[derive(
 	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
