@@ -6,8 +6,8 @@
 use scale_decode::DecodeAsType;
 
 use crate::types::{
-    AccountId, AppealInfo, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, Ledger, MemberInfo,
-    MemberRecord, OpenRound, Participant, PoolInfo, Verdict,
+    AccountId, AgreedSet, AppealInfo, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, Ledger,
+    MemberInfo, MemberRecord, OpenRound, Participant, PoolInfo, Verdict,
 };
 use crate::{Chain, ChainError};
 
@@ -140,8 +140,10 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn agreed_set(&self, pool: u32, round: u32) -> Result<Option<Vec<u32>>, ChainError> {
-        self.fetch_scale("Checkpoints", "AgreedSets", ((pool, round),))
-            .await
+        Ok(self
+            .fetch::<_, AgreedSet>("Checkpoints", "AgreedSets", ((pool, round),))
+            .await?
+            .map(|a| a.included))
     }
 
     /// `Checkpoints.OpenRounds(pool)`: the pool's open round; `None` while it has none.

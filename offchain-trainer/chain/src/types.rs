@@ -146,6 +146,15 @@ impl OpenRound {
     }
 }
 
+/// A split open round's agreed included set (`AgreedSet` of `pallet-checkpoints`).
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct AgreedSet {
+    /// Member indices, ascending.
+    pub included: Vec<u32>,
+    /// Block in which the chain fixed it.
+    pub fixed_at: u32,
+}
+
 /// A final checkpoint (`FinalCheckpoint` of `pallet-checkpoints`).
 #[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
 pub struct FinalCheckpoint {

@@ -45,7 +45,9 @@ impl<T: Config> Pallet<T> {
 			let (agreed, expected_hash) = match &final_record {
 				Some(fin) => (fin.included.clone(), Some(fin.hash)),
 				None => (
-					AgreedSets::<T>::get((pool_id, round)).ok_or(Error::<T>::AlreadyCommitted)?,
+					AgreedSets::<T>::get((pool_id, round))
+						.ok_or(Error::<T>::AlreadyCommitted)?
+						.included,
 					None,
 				),
 			};

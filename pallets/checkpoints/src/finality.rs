@@ -209,7 +209,11 @@ impl<T: Config> Pallet<T> {
 		};
 		// Snapshot indices only: never more than `MaxMembers`.
 		let included: IncludedSet<T> = BoundedVec::truncate_from(agreed);
-		AgreedSets::<T>::insert((pool_id, round), included.clone());
+		let fixed_at = frame_system::Pallet::<T>::block_number();
+		AgreedSets::<T>::insert(
+			(pool_id, round),
+			AgreedSet { included: included.clone(), fixed_at },
+		);
 		Self::deposit_event(Event::IncludedSetAgreed { pool_id, round, included });
 	}
 
@@ -245,9 +249,22 @@ impl<T: Config> Pallet<T> {
 			}
 			Voided::<T>::insert(pool_id, round, now);
 			let candidates = Candidates::<T>::take((pool_id, round));
-			AgreedSets::<T>::remove((pool_id, round));
+			// Judged against only if it left the committers of other sets time to commit over it.
+			let agreed = AgreedSets::<T>::take((pool_id, round)).filter(|a| {
+				protocol::leak::agreed_in_time(
+					block::<T>(a.fixed_at),
+					block::<T>(open.deadline),
+					block::<T>(T::RecommitPeriod::get()),
+				)
+			});
 			Self::deposit_event(Event::RoundVoided { pool_id, round });
-			Self::leak_inactive(pool_id, round, open.round_stake, &candidates);
+			Self::leak_inactive(
+				pool_id,
+				round,
+				open.round_stake,
+				&candidates,
+				agreed.as_ref().map(|a| &a.included),
+			);
 			Self::prune_commits(pool_id, round);
 			Self::keep_voided_snapshot(pool_id, round, open.deadline, now);
 			Self::close(pool_id, round)

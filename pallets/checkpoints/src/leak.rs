@@ -1,6 +1,7 @@
 //! The inactivity leak ([`protocol::LeakRule`], [`protocol::leak`]): silent participants of a
 //! voided round are leaked when the round is voided; unmatched commits (another hash over the
-//! majority candidate's included set) when the round's equivocation reports close; silent
+//! majority candidate's included set, or another set than the majority's agreed set once it
+//! left time to commit over it) when the round's equivocation reports close; silent
 //! included members of a final round (aggregated, no commit) once the round is settled.
 
 use crate::{
@@ -21,36 +22,39 @@ impl<T: Config> Pallet<T> {
 	/// The inactivity leak of a voided round ([`protocol::LeakRule`],
 	/// [`protocol::leak::at_void`]): silent participants are leaked now; participants that
 	/// committed another hash over the included set of the candidate a strict majority of
-	/// `round_stake` committed are kept in [`UnmatchedCommits`] for the decision on their leak
-	/// (their counts unchanged until then); the others' counts reset.
+	/// `round_stake` committed, or that stayed on another set when that set is `agreed` (the
+	/// round's agreed set, fixed in time to commit over it), are kept in [`UnmatchedCommits`]
+	/// for the decision on their leak (their counts unchanged until then); the others' counts
+	/// reset.
 	pub(crate) fn leak_inactive(
 		pool_id: PoolId,
 		round: RoundIndex,
 		round_stake: T::Balance,
 		candidates: &[Candidate<T>],
+		agreed: Option<&IncludedSet<T>>,
 	) {
-		use protocol::leak::{AtVoid, VoidedCommit};
+		use protocol::leak::AtVoid;
 		let stakes: Vec<u128> = candidates.iter().map(|c| c.stake.saturated_into()).collect();
 		let majority = protocol::leak::majority_candidate(round_stake.saturated_into(), &stakes)
-			.and_then(|m| candidates.get(m).map(|c| (m, &c.included)));
+			.filter(|m| *m < candidates.len());
+		let majority_set = majority.and_then(|m| candidates.get(m)).map(|c| &c.included);
+		let same_set = |i: usize| candidates.get(i).map(|c| &c.included) == majority_set;
+		let majority_agreed = majority_set.is_some() && majority_set == agreed;
 		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
 		let mut unmatched: SnapshotOf<T> = BoundedVec::new();
 		for p in snapshot {
 			// Commits made while the round was open (or ahead of it) back a candidate; a commit
 			// made after the deadline was not recorded.
 			let backed = candidates.iter().position(|c| c.committers.contains(&p.index));
-			let commit = match (backed, majority) {
-				(None, _) if !Commits::<T>::contains_key((pool_id, round), &p.who) => {
-					VoidedCommit::None
-				},
-				(Some(i), Some((m, _))) if i == m => VoidedCommit::Majority,
-				(Some(i), Some((_, set)))
-					if candidates.get(i).is_some_and(|c| c.included == *set) =>
-				{
-					VoidedCommit::OtherHashSameSet
-				},
-				_ => VoidedCommit::Other,
-			};
+			let committed =
+				backed.is_some() || Commits::<T>::contains_key((pool_id, round), &p.who);
+			let commit = protocol::leak::voided_commit(
+				backed,
+				committed,
+				majority,
+				same_set,
+				majority_agreed,
+			);
 			match protocol::leak::at_void(commit) {
 				AtVoid::Present => MissedRounds::<T>::remove(pool_id, &p.who),
 				AtVoid::Silent => {

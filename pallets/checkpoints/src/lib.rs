@@ -78,6 +78,14 @@ pub mod pallet {
 		/// Maximum round deadlines scheduled for one block.
 		#[pallet::constant]
 		type MaxDeadlinesPerBlock: Get<u32>;
+		/// Blocks a committer of another included set needs, from the block that fixes a split
+		/// round's agreed set ([`AgreedSets`]), to fetch the agreed payloads it lacks,
+		/// aggregate them and have its second commit included. A voided round judges commits
+		/// off the agreed set (leaked like silence, [`UnmatchedCommits`]) only if the set was
+		/// fixed more than this many blocks before the deadline
+		/// (`synod_protocol::leak::agreed_in_time`).
+		#[pallet::constant]
+		type RecommitPeriod: Get<BlockNumberFor<Self>>;
 		/// Weights of this pallet's calls and hooks.
 		type WeightInfo: WeightInfo;
 		/// Creates Training pools for benchmarks.
@@ -117,10 +125,10 @@ pub mod pallet {
 	/// The included set fixed for a split open round (`synod_protocol::agreement`): once
 	/// participants holding ⅔ of the snapshot's stake have committed and no candidate reaches
 	/// quorum, the members attested by more than ⅓ of the stake. A committer whose set differs may
-	/// commit once more over it. Removed when the round closes.
+	/// commit once more over it; with the block that fixed it. Removed when the round closes.
 	#[pallet::storage]
 	pub type AgreedSets<T: Config> =
-		StorageMap<_, Twox64Concat, (PoolId, RoundIndex), IncludedSet<T>, OptionQuery>;
+		StorageMap<_, Twox64Concat, (PoolId, RoundIndex), AgreedSet<T>, OptionQuery>;
 
 	/// Who committed what for `(pool, round)`.
 	#[pallet::storage]
@@ -484,7 +492,7 @@ pub mod pallet {
 		/// The included set fixed for open `round` of `pool_id` after its members' sets split,
 		/// if any ([`AgreedSets`]).
 		pub fn agreed_set(pool_id: PoolId, round: RoundIndex) -> Option<Vec<MemberIndex>> {
-			AgreedSets::<T>::get((pool_id, round)).map(|s| s.into_inner())
+			AgreedSets::<T>::get((pool_id, round)).map(|s| s.included.into_inner())
 		}
 
 		/// The participants of `round` of `pool_id` (index, account, stake in planck), frozen

@@ -102,7 +102,13 @@ impl<T: Config> Pallet<T> {
 					);
 				}
 			}
-			if let Some(agreed) = AgreedSets::<T>::get((pool_id, open.round)) {
+			if let Some(AgreedSet { included: agreed, fixed_at }) =
+				AgreedSets::<T>::get((pool_id, open.round))
+			{
+				ensure!(
+					open.opened_at <= fixed_at && fixed_at < open.deadline,
+					"agreed set fixed outside its round's commit period"
+				);
 				ensure!(
 					protocol::tally::is_valid_included_set(&agreed)
 						&& agreed.iter().all(|i| snapshot.iter().any(|p| p.index == *i)),

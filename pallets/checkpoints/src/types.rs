@@ -59,6 +59,20 @@ pub struct CommitRecord<T: Config> {
 pub type SnapshotOf<T> =
 	BoundedVec<Participant<<T as frame_system::Config>::AccountId>, <T as Config>::MaxMembers>;
 
+/// The included set fixed for a split open round (`synod_protocol::agreement`) and when.
+#[derive(
+	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct AgreedSet<T: Config> {
+	/// The members attested by more than ⅓ of the snapshot's stake, ascending.
+	pub included: IncludedSet<T>,
+	/// Block in which it was fixed: commits off it are judged at a void only if it left
+	/// [`Config::RecommitPeriod`] blocks before the deadline
+	/// (`synod_protocol::leak::agreed_in_time`).
+	pub fixed_at: BlockNumberFor<T>,
+}
+
 /// A final checkpoint.
 #[derive(
 	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,

@@ -8,9 +8,15 @@
 //! same included set with another hash, and no equivocation was proved in the round by the
 //! time its stake stops being slashable ([`at_void`], [`AtVoid::Unmatched`]). Over one included
 //! set, honest members compute one hash (they aggregate the same payloads bit for bit), unless
-//! an equivocator's two payloads split them: hence the excuse. A commit over another included
-//! set is not judged: an honest member that could not fetch a payload (withheld from it) commits
-//! a smaller set, and the chain cannot tell it from garbage.
+//! an equivocator's two payloads split them: hence the excuse.
+//!
+//! A commit over another included set is judged the same way only when that majority
+//! candidate's set is the round's agreed set ([`crate::agreement`]) and the agreed set was fixed
+//! in time ([`agreed_in_time`]): every committer of another set could then commit once more over
+//! it, and every payload of it was attested by an honest member that serves it
+//! (`docs/architecture.md`, "Liveness"). Before that the chain cannot tell garbage over another
+//! set from an honest member that could not fetch a payload (withheld from it) and committed a
+//! smaller set: such a commit is present.
 //!
 //! A final round leaks its silent included members ([`at_settlement`]): a participant whose
 //! payload the final checkpoint aggregated but that recorded no commit for the round by the
@@ -55,18 +61,52 @@ pub fn majority_candidate(round_stake: Planck, candidate_stakes: &[Planck]) -> O
 	candidate_stakes.iter().position(|s| *s > round_stake / 2)
 }
 
+/// Whether an agreed included set fixed in block `fixed_at` left the committers of other sets
+/// `recommit_blocks` blocks in which to commit over it before the round's `deadline` (the first
+/// block in which no commit is accepted): `fixed_at + recommit_blocks < deadline`. Without
+/// overflow; blocks are block numbers.
+pub fn agreed_in_time(fixed_at: u64, deadline: u64, recommit_blocks: u64) -> bool {
+	fixed_at.saturating_add(recommit_blocks) < deadline
+}
+
+/// The leak's reading ([`VoidedCommit`]) of a participant's commit in a voided round.
+///
+/// - `backed`: the index (into the round's candidates) of the candidate its commit backs, if
+///   it recorded one before the deadline; `committed`: whether it recorded any commit (one
+///   that backs no candidate, e.g. ahead of a round it was not in, is still a commit);
+/// - `majority`: the candidate a strict majority of the snapshot stake backs
+///   ([`majority_candidate`]), if any;
+/// - `same_set(i)`: whether candidate `i` is over the majority candidate's included set;
+/// - `majority_agreed`: whether the majority candidate's set is the round's agreed set and it
+///   was fixed [`agreed_in_time`].
+pub fn voided_commit(
+	backed: Option<usize>,
+	committed: bool,
+	majority: Option<usize>,
+	same_set: impl Fn(usize) -> bool,
+	majority_agreed: bool,
+) -> VoidedCommit {
+	match (backed, majority) {
+		(None, _) if !committed => VoidedCommit::None,
+		(Some(i), Some(m)) if i == m => VoidedCommit::Majority,
+		(Some(i), Some(_)) if same_set(i) => VoidedCommit::OtherHashSameSet,
+		(Some(_), Some(_)) if majority_agreed => VoidedCommit::OffTheAgreedSet,
+		_ => VoidedCommit::Other,
+	}
+}
+
 /// What the leak makes of one participant of a voided round when the round is voided.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum AtVoid {
-	/// It committed the majority candidate, over another included set, or there was no
-	/// majority: present (its count resets).
+	/// It committed the majority candidate, over another included set that is not judged, or
+	/// there was no majority: present (its count resets).
 	Present,
 	/// It committed nothing: leaked now.
 	Silent,
-	/// It committed another hash over the majority candidate's included set: leaked like a
-	/// silent one (and its missed round counted) once the round's stake stops being slashable,
-	/// unless an equivocation was proved in the round by then; its count is unchanged until
-	/// that decision.
+	/// It committed another hash over the majority candidate's included set, or stayed on
+	/// another set than the majority's agreed one: leaked like a silent one (and its missed
+	/// round counted) once the round's stake stops being slashable, unless an equivocation was
+	/// proved in the round by then; its count is unchanged until that decision.
 	Unmatched,
 }
 
@@ -79,7 +119,11 @@ pub enum VoidedCommit {
 	Majority,
 	/// Another hash over the majority candidate's included set.
 	OtherHashSameSet,
-	/// Another included set (or no majority candidate).
+	/// Another included set than the majority candidate's, which is the round's agreed set,
+	/// fixed in time to commit over it ([`agreed_in_time`]).
+	OffTheAgreedSet,
+	/// Another included set, not judged (no agreed set, or one fixed too late or not the
+	/// majority's), or no majority candidate.
 	Other,
 }
 
@@ -87,7 +131,7 @@ pub enum VoidedCommit {
 pub fn at_void(commit: VoidedCommit) -> AtVoid {
 	match commit {
 		VoidedCommit::None => AtVoid::Silent,
-		VoidedCommit::OtherHashSameSet => AtVoid::Unmatched,
+		VoidedCommit::OtherHashSameSet | VoidedCommit::OffTheAgreedSet => AtVoid::Unmatched,
 		VoidedCommit::Majority | VoidedCommit::Other => AtVoid::Present,
 	}
 }
@@ -116,6 +160,27 @@ mod tests {
 		assert_eq!(at_void(VoidedCommit::Majority), AtVoid::Present);
 		assert_eq!(at_void(VoidedCommit::OtherHashSameSet), AtVoid::Unmatched);
 		assert_eq!(at_void(VoidedCommit::Other), AtVoid::Present, "another set is not judged");
+	}
+
+	#[test]
+	fn another_set_is_judged_only_against_a_majority_over_an_agreed_set_fixed_in_time() {
+		// Candidates 0 (the majority, set A), 1 (set A, another hash), 2 (set B).
+		let same_set = |i: usize| i <= 1;
+		let read =
+			|backed, agreed| voided_commit(backed, backed.is_some(), Some(0), same_set, agreed);
+		assert_eq!(read(Some(2), true), VoidedCommit::OffTheAgreedSet);
+		assert_eq!(at_void(VoidedCommit::OffTheAgreedSet), AtVoid::Unmatched);
+		assert_eq!(read(Some(2), false), VoidedCommit::Other, "no agreed set in time: present");
+		assert_eq!(read(Some(1), false), VoidedCommit::OtherHashSameSet);
+		assert_eq!(read(Some(0), true), VoidedCommit::Majority);
+		assert_eq!(read(None, true), VoidedCommit::None);
+		assert_eq!(voided_commit(None, true, Some(0), same_set, true), VoidedCommit::Other);
+		assert_eq!(voided_commit(Some(2), true, None, same_set, true), VoidedCommit::Other);
+		// The fix must leave `recommit_blocks` blocks before the deadline (commits end at it).
+		assert!(agreed_in_time(100, 110, 9));
+		assert!(!agreed_in_time(100, 110, 10));
+		assert!(!agreed_in_time(u64::MAX, u64::MAX, 0));
+		assert!(agreed_in_time(0, u64::MAX, u64::MAX - 1));
 	}
 
 	#[test]

@@ -182,6 +182,9 @@ pub const APPEAL_SEATS: u32 = synod_primitives::protocol::APPEAL_SEATS;
 pub const APPEAL_BOND: Balance = 600;
 /// Voting period = round timeout + this.
 pub const VOTE_MARGIN: u64 = 10;
+/// Blocks a committer of another set gets to commit over a split round's agreed set before
+/// commits off it are judged (`RecommitPeriod` of Checkpoints).
+pub const RECOMMIT_PERIOD: u64 = 3;
 /// A member's storage deposit, planck.
 pub const MEMBER_DEPOSIT: Balance = 5;
 /// A pool's storage deposit: this plus [`ROUND_DEPOSIT`] per round.
@@ -320,6 +323,7 @@ impl pallet_checkpoints::Config for Test {
 	type DropAfterMissed = ConstU32<2>;
 	type MaxMembers = ConstU32<MAX_MEMBERS>;
 	type MaxDeadlinesPerBlock = ConstU32<2>;
+	type RecommitPeriod = ConstU64<RECOMMIT_PERIOD>;
 	type WeightInfo = ();
 	#[cfg(feature = "runtime-benchmarks")]
 	type BenchmarkHelper = TrainingPools;

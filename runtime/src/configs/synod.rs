@@ -156,6 +156,11 @@ impl pallet_checkpoints::Config for Runtime {
     // node); 8 per block ≈ 190 ms of the 500 ms block. Rounds beyond it are voided lazily
     // (`void_expired_round`, a late commit).
     type MaxDeadlinesPerBlock = ConstU32<8>;
+    // 80 s: a trainer sees the agreed set one or two blocks after it is fixed (GRANDPA's lag),
+    // fetches the payloads it lacks for at most 60 s (`FETCH_SECS` of
+    // `offchain-trainer/member/src/pool/member/agreed.rs`), aggregates and has its second
+    // commit in a best block about a block later.
+    type RecommitPeriod = ConstU32<40>;
     type WeightInfo = pallet_checkpoints::weights::SubstrateWeight<Runtime>;
     #[cfg(feature = "runtime-benchmarks")]
     type BenchmarkHelper = TrainingPools;

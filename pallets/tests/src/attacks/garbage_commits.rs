@@ -4,13 +4,16 @@
 //! majority of the snapshot stake committed counts as a missed round at the void and is leaked
 //! like silence once the round's equivocation reports close, unless an equivocation was proved
 //! in the round (then honest members split over an equivocator's two payloads committed two
-//! hashes, and none of them is leaked). A commit over another included set is not judged: an
-//! honest member that was denied a payload commits a smaller set.
+//! hashes, and none of them is leaked). A commit over another included set is judged the same
+//! way once that majority's set is the round's agreed set and was fixed `RecommitPeriod`
+//! blocks before the deadline (every committer could commit over it); before that it is not:
+//! an honest member that was denied a payload commits a smaller set.
 
 use super::split;
 use crate::mock::*;
 use frame_support::assert_ok;
-use pallet_checkpoints::{Event, FinalCheckpoints, UnmatchedCommits, Voided};
+use pallet_checkpoints::{AgreedSets, Event, FinalCheckpoints, UnmatchedCommits, Voided};
+use sp_runtime::Perbill;
 use synod_primitives::PoolsInterface;
 
 const ATTACKER: AccountId = 4;
@@ -208,5 +211,117 @@ fn a_withholder_copying_the_majority_after_the_deadline_is_leaked() {
 		assert!(Voided::<Test>::get(0, 1).is_some());
 		assert_eq!(staked(3), 2_000 - 20);
 		assert_eq!((staked(1), staked(2)), (1_500, 1_500));
+	});
+}
+
+/// The attacker's best play against the leak: garbage over *another* included set than the
+/// honest majority's, which an honest member denied a payload would also commit. Each round it
+/// picks another set (a subset of the honest set, a superset with its own withheld payload, the
+/// honest set less one member and plus its own) and commits before or after the honest members.
+/// The honest members (69.8 %) hold ⅔, so their commits fix the agreed set, their own, ten
+/// blocks before the deadline; with a quorum of 80 % they cannot finalize without the attacker
+/// (30.2 %, under ⅓). Its commits off the agreed set are leaked like silence and it is dropped,
+/// after which the honest members finalize.
+#[test]
+fn garbage_over_another_included_set_is_leaked_once_the_agreed_set_left_time_to_recommit() {
+	run_test(|| {
+		training_pool(12, Perbill::from_percent(80), &[1_000, 1_000, 1_000, 1_300]);
+		let strategies: [(&[u32], bool); 4] =
+			[(&[0, 1], true), (&[0, 1, 2, 3], false), (&[0, 2, 3], true), (&[1, 2], false)];
+		let mut voided = 0;
+		for round in 1..=12u32 {
+			let snapshot = Checkpoints::round_snapshot(0, round);
+			let honest: Vec<u32> =
+				snapshot.iter().filter(|p| p.who != ATTACKER).map(|p| p.index).collect();
+			let attacking = snapshot.iter().any(|p| p.who == ATTACKER);
+			let (set, first) = strategies[(round as usize - 1) % strategies.len()];
+			if attacking && first {
+				assert_ok!(commit(ATTACKER, round, GARBAGE, set));
+			}
+			for who in 1..=3 {
+				assert_ok!(commit(who, round, 10 + round as u8, &honest));
+			}
+			if attacking && !first {
+				assert_ok!(commit(ATTACKER, round, GARBAGE, set));
+			}
+			if FinalCheckpoints::<Test>::get(0, round).is_some() {
+				break;
+			}
+			let open = Checkpoints::open_round(0).expect("open round");
+			let agreed = AgreedSets::<Test>::get((0, round)).expect("the honest ⅔ fixed a set");
+			assert_eq!(agreed.included.into_inner(), honest, "only the honest set is attested");
+			assert!(agreed.fixed_at + RECOMMIT_PERIOD < open.deadline);
+			run_to_block(open.deadline);
+			assert!(Voided::<Test>::get(0, round).is_some());
+			voided += 1;
+		}
+		let leaks: Vec<_> = checkpoints_events()
+			.into_iter()
+			.filter_map(|e| match e {
+				Event::UnmatchedCommitLeaked { round, who, leaked, .. } => {
+					Some((round, who, leaked))
+				},
+				_ => None,
+			})
+			.collect();
+		println!("{{\"voided_rounds\":{voided},\"attacker_leaks\":{}}}", leaks.len());
+		// Rounds 1 and 2 (two strategies) leak 1 % of its 1 300 each and drop it
+		// (`DropAfterMissed` = 2) once round 2's reports close; the honest members then finalize.
+		assert!(leaks.len() >= 2, "its garbage over other sets is leaked: {leaks:?}");
+		assert_eq!(leaks[..2], [(1, ATTACKER, 13), (2, ATTACKER, 13)]);
+		assert!(leaks.iter().all(|(_, who, _)| *who == ATTACKER), "only the attacker");
+		assert!(pools_events().iter().any(|e| matches!(
+			e,
+			pallet_training_pools::Event::MemberDropped { pool_id: 0, who: ATTACKER }
+		)));
+		assert!(voided < 12, "the pool finalizes again");
+		assert_eq!((staked(1), staked(2), staked(3)), (1_000, 1_000, 1_000));
+	});
+}
+
+/// An honest member denied a payload commits a smaller set; the commits of the others fix the
+/// agreed set. It is judged only if the set left it `RecommitPeriod` blocks to commit over it,
+/// and one that does commit over it is present.
+#[test]
+fn a_member_denied_a_payload_is_judged_only_if_the_agreed_set_left_it_time_to_recommit() {
+	// Members 1 and 2 (55.6 %) commit {0, 1, 2}; member 3 (11.1 %), denied member 1's payload,
+	// commits {0, 2}: their ⅔ fixes the agreed set {0, 1, 2} at member 3's commit. The silent
+	// attacker (33.3 %) voids the round (quorum 80 %).
+	let stakes = [1_500, 1_500, 600, 1_800];
+	// Fixed 3 blocks before the deadline (11): no time left, member 3 is present.
+	run_test(|| {
+		training_pool(1, Perbill::from_percent(80), &stakes);
+		for who in [1, 2] {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+		}
+		run_to_block(11 - RECOMMIT_PERIOD);
+		assert_ok!(commit(3, 1, 9, &[0, 2]));
+		let agreed = AgreedSets::<Test>::get((0, 1)).expect("⅔ committed");
+		assert_eq!((agreed.included.into_inner(), agreed.fixed_at), (vec![0, 1, 2], 8));
+		let until = TrainingPools::round_params(0).expect("pool").timeline.slashable_until(11);
+		run_to_block(until + 1);
+		assert!(Voided::<Test>::get(0, 1).is_some());
+		assert_eq!((staked(1), staked(2), staked(3)), (1_500, 1_500, 600));
+		assert_eq!(staked(ATTACKER), 1_800 - 18, "the silent attacker is leaked");
+	});
+	// Fixed at block 2 and member 3 commits over it: present. Had it stayed on {0, 2}, it
+	// would be leaked (`…_is_leaked_once_the_agreed_set_left_time_to_recommit`).
+	run_test(|| {
+		training_pool(1, Perbill::from_percent(80), &stakes);
+		run_to_block(2);
+		for who in [1, 2] {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+		}
+		assert_ok!(commit(3, 1, 9, &[0, 2]));
+		assert_eq!(AgreedSets::<Test>::get((0, 1)).map(|a| a.fixed_at), Some(2));
+		run_to_block(10);
+		assert_ok!(commit(3, 1, 7, &[0, 1, 2]));
+		let until = TrainingPools::round_params(0).expect("pool").timeline.slashable_until(11);
+		run_to_block(until + 1);
+		assert!(Voided::<Test>::get(0, 1).is_some());
+		assert!(!checkpoints_events()
+			.iter()
+			.any(|e| matches!(e, Event::UnmatchedCommitLeaked { .. })));
+		assert_eq!((staked(1), staked(2), staked(3)), (1_500, 1_500, 600));
 	});
 }

@@ -19,7 +19,10 @@ fn withholder_cannot_void_a_round_by_splitting_the_included_set() {
 		assert!(AgreedSets::<Test>::get((0, 1)).is_none(), "half the stake: not split yet");
 		assert_ok!(commit(3, 1, 8, &[0, 1, 2, 3]));
 		// ¾ committed, nothing at ⅔: index 3 is attested by half the stake.
-		assert_eq!(AgreedSets::<Test>::get((0, 1)).map(|s| s.into_inner()), Some(vec![0, 1, 2, 3]));
+		assert_eq!(
+			AgreedSets::<Test>::get((0, 1)).map(|s| s.included.into_inner()),
+			Some(vec![0, 1, 2, 3])
+		);
 		assert!(checkpoints_events().iter().any(|e| matches!(
 			e,
 			Event::IncludedSetAgreed { pool_id: 0, round: 1, included } if included[..] == [0, 1, 2, 3]
@@ -54,7 +57,10 @@ fn a_payload_only_the_attacker_attests_stays_out_of_the_agreed_set() {
 		assert!(AgreedSets::<Test>::get((0, 1)).is_none(), "2 600 of 4 200 is below ⅔");
 		assert_ok!(commit(5, 1, 9, &[0, 1, 2, 3, 4]));
 		// Index 3: trainer 1 and the attackers (2 200 ≥ 1 401); index 4: the attackers only.
-		assert_eq!(AgreedSets::<Test>::get((0, 1)).map(|s| s.into_inner()), Some(vec![0, 1, 2, 3]));
+		assert_eq!(
+			AgreedSets::<Test>::get((0, 1)).map(|s| s.included.into_inner()),
+			Some(vec![0, 1, 2, 3])
+		);
 		// Trainer 3, not committed yet, commits over the agreed set; trainer 2 once more.
 		assert_ok!(commit(3, 1, 7, &[0, 1, 2, 3]));
 		assert!(FinalCheckpoints::<Test>::get(0, 1).is_none(), "2 000 of 4 200");
@@ -75,7 +81,10 @@ fn garbage_commits_cannot_overrule_agreeing_honest_members() {
 		assert_ok!(commit(4, 1, 9, &[0, 1, 2, 3]));
 		assert_ok!(commit(2, 1, 7, &[0, 1, 2]));
 		// Fixed early, and exactly the honest set: the attacker alone attests index 3.
-		assert_eq!(AgreedSets::<Test>::get((0, 1)).map(|s| s.into_inner()), Some(vec![0, 1, 2]));
+		assert_eq!(
+			AgreedSets::<Test>::get((0, 1)).map(|s| s.included.into_inner()),
+			Some(vec![0, 1, 2])
+		);
 		assert_noop!(commit(1, 1, 9, &[0, 1, 2]), Error::<Test>::AlreadyCommitted);
 		assert_ok!(commit(3, 1, 7, &[0, 1, 2]));
 		let fin = FinalCheckpoints::<Test>::get(0, 1).expect("final");
@@ -95,7 +104,7 @@ fn honest_members_that_recommit_after_finality_are_still_paid() {
 		assert_ok!(commit(3, 1, 7, &[0, 1, 2, 3]));
 		assert_ok!(commit(4, 1, 7, &[0, 1, 2, 3]));
 		assert_eq!(
-			AgreedSets::<Test>::get((0, 1)).map(|s| s.into_inner()),
+			AgreedSets::<Test>::get((0, 1)).map(|s| s.included.into_inner()),
 			Some(vec![0, 1, 2, 3, 4])
 		);
 		// Trainer 3's second commit brings the agreed candidate to quorum before trainer 4's.
