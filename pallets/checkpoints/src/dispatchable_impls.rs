@@ -145,6 +145,15 @@ impl<T: Config> Pallet<T> {
 			}
 			.into());
 		};
+		// Once a split round's agreed set is fixed, a first commit is over it: a commit off it is
+		// judged at a void only when it was made before the set was fixed, with the set's
+		// `RecommitPeriod` to commit over it (`protocol::leak::agreed_in_time`), so garbage
+		// over another set cannot come later.
+		if previous.is_none() {
+			if let Some(agreed) = AgreedSets::<T>::get((pool_id, round)) {
+				ensure!(included == agreed.included, Error::<T>::NotTheAgreedSet);
+			}
+		}
 		let stake: T::Balance = participant.stake.saturated_into();
 		let mut candidates = Candidates::<T>::get((pool_id, round));
 		if let Some(prev) = previous {

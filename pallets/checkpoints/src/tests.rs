@@ -102,10 +102,12 @@ fn stake_weights_the_vote() {
 fn split_vote_is_voided_at_the_deadline() {
 	run_test(|| {
 		training_pool(3, two_thirds(), &[1_000, 1_000, 1_000]);
-		assert_ok!(commit(1, 1, 7, &[0, 1, 2]));
-		assert_ok!(commit(2, 1, 8, &[0, 1, 2]));
-		// Same hash but a different included set is a different candidate.
+		// Same hash but a different included set is a different candidate. Once ⅔ committed,
+		// the agreed set is {0, 1} (member 2 attested by a third only), so member 2 commits
+		// over it.
 		assert_ok!(commit(3, 1, 7, &[0, 1]));
+		assert_ok!(commit(1, 1, 7, &[0, 1, 2]));
+		assert_ok!(commit(2, 1, 8, &[0, 1]));
 		run_to_block(10);
 		assert!(Voided::<Test>::get(0, 1).is_none());
 		run_to_block(11);

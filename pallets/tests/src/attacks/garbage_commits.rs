@@ -11,7 +11,7 @@
 
 use super::split;
 use crate::mock::*;
-use frame_support::assert_ok;
+use frame_support::{assert_noop, assert_ok};
 use pallet_checkpoints::{AgreedSets, Event, FinalCheckpoints, UnmatchedCommits, Voided};
 use sp_runtime::Perbill;
 use synod_primitives::PoolsInterface;
@@ -220,8 +220,9 @@ fn a_withholder_copying_the_majority_after_the_deadline_is_leaked() {
 /// honest set less one member and plus its own) and commits before or after the honest members.
 /// The honest members (69.8 %) hold ⅔, so their commits fix the agreed set, their own, ten
 /// blocks before the deadline; with a quorum of 80 % they cannot finalize without the attacker
-/// (30.2 %, under ⅓). Its commits off the agreed set are leaked like silence and it is dropped,
-/// after which the honest members finalize.
+/// (30.2 %, under ⅓). After the set is fixed the chain takes a first commit over it only, so
+/// the late garbage goes over the agreed set with another hash. Either way it is leaked like
+/// silence and dropped, after which the honest members finalize.
 #[test]
 fn garbage_over_another_included_set_is_leaked_once_the_agreed_set_left_time_to_recommit() {
 	run_test(|| {
@@ -242,7 +243,11 @@ fn garbage_over_another_included_set_is_leaked_once_the_agreed_set_left_time_to_
 				assert_ok!(commit(who, round, 10 + round as u8, &honest));
 			}
 			if attacking && !first {
-				assert_ok!(commit(ATTACKER, round, GARBAGE, set));
+				assert_noop!(
+					commit(ATTACKER, round, GARBAGE, set),
+					pallet_checkpoints::Error::<Test>::NotTheAgreedSet
+				);
+				assert_ok!(commit(ATTACKER, round, GARBAGE, &honest));
 			}
 			if FinalCheckpoints::<Test>::get(0, round).is_some() {
 				break;
@@ -323,5 +328,25 @@ fn a_member_denied_a_payload_is_judged_only_if_the_agreed_set_left_it_time_to_re
 			.iter()
 			.any(|e| matches!(e, Event::UnmatchedCommitLeaked { .. })));
 		assert_eq!((staked(1), staked(2), staked(3)), (1_500, 1_500, 600));
+	});
+	// Fixed at block 2 by members 1, 2 and the attacker's garbage; member 3 comes late, after
+	// the fix: its own smaller set is refused (it could not be judged fairly, with no time to
+	// commit again), and its commit over the agreed set is present.
+	run_test(|| {
+		training_pool(1, Perbill::from_percent(80), &stakes);
+		run_to_block(2);
+		for who in [1, 2] {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+		}
+		assert_ok!(commit(ATTACKER, 1, GARBAGE, &[0, 1, 2]));
+		assert_eq!(AgreedSets::<Test>::get((0, 1)).map(|a| a.fixed_at), Some(2));
+		run_to_block(10);
+		assert_noop!(commit(3, 1, 9, &[0, 2]), pallet_checkpoints::Error::<Test>::NotTheAgreedSet);
+		assert_ok!(commit(3, 1, 7, &[0, 1, 2]));
+		let until = TrainingPools::round_params(0).expect("pool").timeline.slashable_until(11);
+		run_to_block(until + 1);
+		assert!(Voided::<Test>::get(0, 1).is_some());
+		assert_eq!((staked(1), staked(2), staked(3)), (1_500, 1_500, 600));
+		assert_eq!(staked(ATTACKER), 1_800 - 18, "its garbage over the agreed set is leaked");
 	});
 }

@@ -101,13 +101,14 @@ fn honest_members_that_recommit_after_finality_are_still_paid() {
 		assert_ok!(commit(1, 1, 8, &[0, 1, 2, 3, 4]));
 		assert_ok!(commit(2, 1, 8, &[0, 1, 2, 3, 4]));
 		assert_ok!(commit(5, 1, 8, &[0, 1, 2, 3, 4]));
-		assert_ok!(commit(3, 1, 7, &[0, 1, 2, 3]));
 		assert_ok!(commit(4, 1, 7, &[0, 1, 2, 3]));
 		assert_eq!(
 			AgreedSets::<Test>::get((0, 1)).map(|s| s.included.into_inner()),
 			Some(vec![0, 1, 2, 3, 4])
 		);
-		// Trainer 3's second commit brings the agreed candidate to quorum before trainer 4's.
+		// The set is fixed: trainer 3, which had not committed yet, commits over it only, and
+		// that brings the agreed candidate to quorum before trainer 4's second commit.
+		assert_noop!(commit(3, 1, 7, &[0, 1, 2, 3]), Error::<Test>::NotTheAgreedSet);
 		assert_ok!(commit(3, 1, 8, &[0, 1, 2, 3, 4]));
 		let fin = FinalCheckpoints::<Test>::get(0, 1).expect("final");
 		assert_eq!(fin.contributors.into_inner(), vec![1, 2, 3, 5]);

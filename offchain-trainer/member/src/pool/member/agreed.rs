@@ -15,9 +15,25 @@ use super::Trainer;
 use crate::event::TrainerEvent;
 use crate::pool::store::{first_deliveries, HEDGE};
 
-/// How long we try to fetch the payloads of the agreed set we lack, all of them together, in
-/// seconds. Each was attested by at least one honest member, who holds and serves it.
+/// How long we try to fetch the payloads of the agreed set we lack, all of them together, at
+/// least, in seconds: up to the open round's deadline when that is later
+/// ([`fetch_secs`]). Each was attested by at least one honest member, who holds and serves it.
 const FETCH_SECS: u64 = 60;
+
+/// Blocks kept back before the round's deadline for our second commit to be included and for
+/// the finality lag of the block we read the deadline at.
+const COMMIT_MARGIN_BLOCKS: u64 = 3;
+
+/// Seconds to fetch the agreed payloads we lack for an open round whose deadline is block
+/// `deadline`, at finalized block `finalized`, with blocks of `block_secs` seconds: until
+/// [`COMMIT_MARGIN_BLOCKS`] before the deadline, and at least [`FETCH_SECS`]. A commit off the
+/// agreed set is leaked at a void when the set left `RecommitPeriod` blocks to commit over it
+/// (`synod_protocol::leak::agreed_in_time`), so we keep fetching as long as a commit can still
+/// count, not a fixed time.
+fn fetch_secs(deadline: u64, finalized: u64, block_secs: f64) -> u64 {
+    let blocks = deadline.saturating_sub(finalized.saturating_add(COMMIT_MARGIN_BLOCKS));
+    ((blocks as f64 * block_secs.max(0.0)) as u64).max(FETCH_SECS)
+}
 
 impl Trainer {
     /// Recomputes round `p.round` over `agreed` from θ_{round−1} (`p.parent`) with the round's
@@ -27,7 +43,7 @@ impl Trainer {
     ///
     /// # Errors
     /// If θ_{round−1} or our own payload is not kept, the payloads of `agreed` we lack cannot
-    /// all be fetched within [`FETCH_SECS`] (an announcement unseen, or no peer serves it), the
+    /// all be fetched in time ([`fetch_secs`]; an announcement unseen, or no peer serves it), the
     /// aggregate differs from `expect`, or the commit fails.
     pub(super) fn recommit(
         &mut self,
@@ -55,7 +71,20 @@ impl Trainer {
                 None => missing.push(j),
             }
         }
-        kept.extend(self.fetch_agreed(round, &missing)?);
+        // An open round: fetch until shortly before its deadline; a final one (a late commit of
+        // the final pair): for FETCH_SECS.
+        let secs = match expect {
+            Some(_) => FETCH_SECS,
+            None => {
+                let chain = &self.ctx.chain;
+                let open = self.ctx.block_on(chain.open_round(self.ctx.pool))?;
+                let now = self.ctx.block_on(chain.finalized_number())?;
+                open.filter(|o| o.round == round).map_or(FETCH_SECS, |o| {
+                    fetch_secs(u64::from(o.deadline), now, self.ctx.block_secs)
+                })
+            }
+        };
+        kept.extend(self.fetch_agreed(round, &missing, Duration::from_secs(secs))?);
         let contributions: Vec<Contribution> = agreed
             .iter()
             .filter_map(|j| {
@@ -125,7 +154,7 @@ impl Trainer {
     /// Fetches the payloads of `round` by the members `missing` (announced on gossip; we left
     /// them out), each from its author or any other member, relays rotated by author and by
     /// us as the exchange rotates them, all at once and hedged ([`first_deliveries`]) under
-    /// one deadline of [`FETCH_SECS`]; keeps each with its signed announcement and relays it.
+    /// one deadline of `timeout`; keeps each with its signed announcement and relays it.
     /// A payload whose announcement we have not seen yet is asked for again until it arrives
     /// (or the deadline passes); a relay that served a body with the wrong digest is not asked
     /// again. An author that answers and then drips delays its own payload by one hedge, and
@@ -134,7 +163,12 @@ impl Trainer {
     /// # Errors
     /// The first payload whose announcement was never seen or that no peer delivered in time
     /// (the others that arrived are kept and relayed).
-    fn fetch_agreed(&self, round: u32, missing: &[u32]) -> Result<BTreeMap<u32, Arc<Vec<u8>>>> {
+    fn fetch_agreed(
+        &self,
+        round: u32,
+        missing: &[u32],
+        timeout: Duration,
+    ) -> Result<BTreeMap<u32, Arc<Vec<u8>>>> {
         if missing.is_empty() {
             return Ok(BTreeMap::new());
         }
@@ -152,7 +186,6 @@ impl Trainer {
             })
             .collect();
         let max = self.ctx.recipe.max_payload_bytes;
-        let timeout = Duration::from_secs(FETCH_SECS);
         let got = self
             .ctx
             .block_on(first_deliveries(&wanted, HEDGE, timeout, |j, peer| {
@@ -216,5 +249,20 @@ impl Trainer {
             Some(e) => bail!(e),
             None => Ok(fetched),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agreed_payloads_are_fetched_until_shortly_before_the_deadline() {
+        // 100 blocks left, 3 kept back, 2 s blocks.
+        assert_eq!(fetch_secs(200, 100, 2.0), 194);
+        // Little or no time left: still the floor.
+        assert_eq!(fetch_secs(110, 100, 2.0), FETCH_SECS);
+        assert_eq!(fetch_secs(100, 200, 2.0), FETCH_SECS);
+        assert_eq!(fetch_secs(u64::MAX, u64::MAX, f64::NAN), FETCH_SECS);
     }
 }
