@@ -22,9 +22,11 @@ fn all_included<T: Config>(m: u32) -> IncludedSet<T> {
 mod benchmarks {
 	use super::*;
 
-	// Worst case: `m` members; every earlier member committed, most of them a different
-	// included set (up to `m` candidates), so the round split and its agreed set (every member)
-	// is fixed; every member committed round 2 ahead of time (each its own hash), where the
+	// Worst case: `m` members; every earlier member committed: the last member first, over
+	// another set than the others, then one short of the quorum one candidate, then the
+	// others each their own hash (over the agreed set once the split fixed it: every member),
+	// up to `m` candidates. Every member
+	// committed round 2 ahead of time (each its own hash), where the
 	// chain takes commits ahead (no floor on `min_round_length`). The measured
 	// call is the last member's second commit, over the agreed set: its stake moves from its
 	// first commit to the largest candidate, which reaches quorum, finalizes the round,
@@ -44,15 +46,9 @@ mod benchmarks {
 		let (last, rest) = members.split_last().ok_or(BenchmarkError::Weightless)?;
 		// Members needed for the benchmark pools' 67 % quorum of equal stakes; one short of it
 		// agree before the measured commit, every other earlier member adds its own candidate.
-		let need = m.saturating_mul(67).div_ceil(100).max(1);
-		for (i, who) in rest.iter().enumerate() {
-			let set = if (i as u32) + 1 < need {
-				full.clone()
-			} else {
-				BoundedVec::truncate_from((0..=i as u32).collect::<Vec<_>>())
-			};
-			Pallet::<T>::do_commit(who.clone(), pool, 1, [1; 32], set)?;
-		}
+		let need = m.saturating_mul(67).div_ceil(100).max(1) as usize;
+		// The last member first, over another set than the others: the round splits once ⅔
+		// of the stake has committed.
 		Pallet::<T>::do_commit(
 			last.clone(),
 			pool,
@@ -60,10 +56,32 @@ mod benchmarks {
 			[0xEE; 32],
 			BoundedVec::truncate_from(vec![0]),
 		)?;
-		assert_eq!(
-			crate::pallet::AgreedSets::<T>::get((pool, 1)).map(|a| a.included),
-			Some(full.clone())
-		);
+		let agreed = || crate::pallet::AgreedSets::<T>::get((pool, 1)).map(|a| a.included);
+		// Members on the candidate the measured commit completes: `need − 1` of them, the
+		// others each their own hash (a first commit after the split is over the agreed set).
+		let mut on_it = 0usize;
+		for (i, who) in rest.iter().enumerate() {
+			// The first of them leaves member 0 out (so that the split cannot fix the last
+			// member's set, whatever `m`); the others include every member.
+			let set = match agreed() {
+				Some(set) => set,
+				None if i == 0 => BoundedVec::truncate_from((1..m).collect::<Vec<_>>()),
+				None => full.clone(),
+			};
+			let hash = if on_it + 1 < need { [1; 32] } else { [2u8.saturating_add(i as u8); 32] };
+			Pallet::<T>::do_commit(who.clone(), pool, 1, hash, set)?;
+			if hash == [1; 32] {
+				on_it += 1;
+			}
+		}
+		let agreed = agreed().ok_or(BenchmarkError::Weightless)?;
+		// Those of them whose commit is not over the agreed set move there.
+		for who in rest.iter().take(need.saturating_sub(1)) {
+			let prev = crate::pallet::Commits::<T>::get((pool, 1), who);
+			if prev.is_some_and(|c| c.included != agreed) {
+				Pallet::<T>::do_commit(who.clone(), pool, 1, [1; 32], agreed.clone())?;
+			}
+		}
 		// Only a chain without a floor on `min_round_length` takes commits ahead of a round.
 		let ahead =
 			T::Pools::round_params(pool).is_some_and(|p| p.timeline.accepts_commits_ahead());
@@ -73,7 +91,7 @@ mod benchmarks {
 			}
 		}
 		#[extrinsic_call]
-		_(RawOrigin::Signed(last.clone()), pool, 1, [1; 32], full);
+		_(RawOrigin::Signed(last.clone()), pool, 1, [1; 32], agreed);
 		assert!(FinalCheckpoints::<T>::get(pool, 1).is_some());
 		let early = if ahead { m } else { 0 };
 		assert_eq!(crate::pallet::Candidates::<T>::get((pool, 2)).len() as u32, early);
