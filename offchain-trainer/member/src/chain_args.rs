@@ -351,6 +351,10 @@ pub enum Fault {
     /// nothing: members whose exchange deadline passes before it arrives leave it out, the
     /// others include it, and their checkpoints split (`synod_protocol::agreement`).
     Late,
+    /// Heartbeat and never announce a payload (nor commit) until the pool ends: members that
+    /// wait for a live member's payload until their exchange deadline would commit after the
+    /// round's deadline.
+    Mute,
 }
 
 /// How late `--fault late` announces its payload, in seconds after its inner phase.
@@ -364,7 +368,7 @@ impl Fault {
             Fault::ScaleX100 => Some(Attack::ScaleX100),
             Fault::Zeros => Some(Attack::Zeros),
             Fault::Gaussian => Some(Attack::Gaussian),
-            Fault::Copy | Fault::Withhold | Fault::Equivocate | Fault::Late => None,
+            Fault::Copy | Fault::Withhold | Fault::Equivocate | Fault::Late | Fault::Mute => None,
         }
     }
 }

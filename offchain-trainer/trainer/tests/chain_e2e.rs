@@ -1348,6 +1348,40 @@ fn late_announcer_cannot_void_rounds_by_splitting_the_included_set() {
     );
 }
 
+/// A member that heartbeats and never announces a payload (`--fault mute`): every honest
+/// member's exchange waits for a live member's payload, by default for 300 s
+/// (`--round-deadline`), more than the pool's 60-block round timeout. The exchange stops
+/// waiting a few blocks before the round's deadline, so the honest members (¾ of the stake)
+/// commit in time: every round is final without the mute member and nobody honest loses
+/// stake. Before, their commits landed after the deadline, the rounds were voided and every
+/// honest member was leaked as silent.
+#[test]
+fn a_member_that_heartbeats_and_never_announces_cannot_push_honest_commits_past_the_deadline() {
+    let _turn = Turn::take();
+    const R: u32 = 2;
+    let net = Net::start();
+    net.train_four_tolerating(R, 10, [&[], &[], &[], &["--fault", "mute"]], &[3]);
+    let show = net.show();
+    assert_eq!(show["status"], "Completed", "{show}");
+    assert_eq!(
+        final_rounds(&show).len() as u32,
+        R,
+        "a round was voided: {show}"
+    );
+    let mute = member_of(&net, 3);
+    for f in final_rounds(&show) {
+        assert!(
+            f["included"]
+                .as_array()
+                .is_some_and(|s| !s.contains(&mute.into())),
+            "the mute member announced nothing: {f}"
+        );
+    }
+    for i in 0..3 {
+        assert_eq!(active_stake(&net, &show, i), STAKE, "member {i} lost stake");
+    }
+}
+
 /// Equivocation (`--fault equivocate`): a member announces two signed payloads for each round.
 /// The honest members ban it and report the two announcements on-chain
 /// (`Challenges::report_equivocation`), which slashes it at once, without a jury; nobody honest

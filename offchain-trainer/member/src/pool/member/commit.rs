@@ -3,14 +3,14 @@
 //! served and committed in the background ([`super::settle`] waits for the outcome).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use synod_chain::submit::{account_of, Included, Signer};
 use synod_chain::{calls, AccountId, Chain, ChainError, SynodEvent};
 use synod_checkpoint::CheckpointHash;
 use synod_diloco::{Contribution, OuterState};
-use synod_p2p::{all_gather, ExchangeOutcome};
+use synod_p2p::{all_gather, ExchangeConfig, ExchangeOutcome};
 
 use super::rounds::RoundCtx;
 use super::settle::{Pending, NOT_COMMITTED};
@@ -88,6 +88,29 @@ pub(super) async fn submit_commit(
     )
 }
 
+/// Blocks kept back before a round's deadline for the outer step, our commit's inclusion and
+/// the finality lag of the block the deadline is read at: the exchange stops waiting this
+/// many blocks before it.
+const EXCHANGE_MARGIN_BLOCKS: u64 = 5;
+
+/// How long an exchange may wait for payloads: `wait` (`--round-deadline`), but no longer than
+/// until [`EXCHANGE_MARGIN_BLOCKS`] before the round's `deadline` block, read at finalized
+/// block `finalized` with blocks of `block_secs` seconds (zero when that is past). A member
+/// that heartbeats and never announces holds the exchange open until then, so a wait past the
+/// chain's deadline would make every honest commit land after it: the round voided and every
+/// honest member leaked as silent.
+fn exchange_wait(wait: Duration, deadline: u64, finalized: u64, block_secs: f64) -> Duration {
+    let blocks = deadline.saturating_sub(finalized.saturating_add(EXCHANGE_MARGIN_BLOCKS));
+    let left = blocks as f64 * block_secs;
+    if left.is_nan() || left <= 0.0 {
+        Duration::ZERO
+    } else if left >= wait.as_secs_f64() {
+        wait
+    } else {
+        Duration::from_secs_f64(left)
+    }
+}
+
 impl Trainer {
     /// Keeps the included set's payloads and signed announcements of `round` for verification.
     ///
@@ -143,6 +166,26 @@ impl Trainer {
         Ok(())
     }
 
+    /// How long round `r`'s exchange may wait for payloads: `wait` (`--round-deadline`), cut
+    /// to [`exchange_wait`] of the chain's deadline when `r` is the open round.
+    ///
+    /// # Errors
+    /// RPC errors reading the open round or the finalized head.
+    fn exchange_wait(&self, r: u32, wait: Duration) -> Result<Duration> {
+        let chain = &self.ctx.chain;
+        let open = self.ctx.block_on(chain.open_round(self.ctx.pool))?;
+        let Some(open) = open.filter(|o| o.round == r) else {
+            return Ok(wait);
+        };
+        let finalized = self.ctx.block_on(chain.finalized_number())?;
+        Ok(exchange_wait(
+            wait,
+            u64::from(open.deadline),
+            finalized,
+            self.ctx.block_secs,
+        ))
+    }
+
     /// Round `r` from our payload `mine` (computed from checkpoint `start`): all-gathers the
     /// included set, keeps its evidence, applies the outer step to `state` (θ_{r−1}, blake3
     /// `parent`) with the snapshot's `stakes`, serves the checkpoint and commits it in the
@@ -163,13 +206,17 @@ impl Trainer {
         ctx: &RoundCtx,
     ) -> Result<(Pending, RoundRecord)> {
         let payload_bytes = mine.payload.len() as u64;
+        let xcfg = ExchangeConfig {
+            deadline: self.exchange_wait(r, ctx.xcfg.deadline)?,
+            ..ctx.xcfg
+        };
         let sp = super::spinner(
             self.ctx.a.quiet,
             format!("round {r}: exchanging pseudo-gradients (fetching the members' payloads)"),
         );
         let ex = self
             .ctx
-            .block_on(all_gather(&self.ctx.client, r, mine.payload, ctx.xcfg));
+            .block_on(all_gather(&self.ctx.client, r, mine.payload, xcfg));
         sp.finish_and_clear();
         let ex = ex?;
         let received: u64 = ex
@@ -238,7 +285,7 @@ impl Trainer {
             outcome.included.clone(),
         );
         let withhold = self.ctx.a.fault == Some(Fault::Late);
-        let block = std::time::Duration::from_secs_f64(self.ctx.block_secs.max(0.1));
+        let block = Duration::from_secs_f64(self.ctx.block_secs.max(0.1));
         let commit = self.ctx.rt.spawn(async move {
             if withhold {
                 return Ok(());
@@ -288,6 +335,20 @@ impl Trainer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_exchange_stops_waiting_before_the_rounds_deadline() {
+        let wait = Duration::from_secs(300);
+        // 60 blocks of 2 s left, 5 kept back: 110 s.
+        assert_eq!(exchange_wait(wait, 160, 100, 2.0), Duration::from_secs(110));
+        // Far from the deadline: the configured wait.
+        assert_eq!(exchange_wait(wait, 10_000, 100, 2.0), wait);
+        // At or past the margin: no wait.
+        assert_eq!(exchange_wait(wait, 104, 100, 2.0), Duration::ZERO);
+        assert_eq!(exchange_wait(wait, 50, 100, 2.0), Duration::ZERO);
+        assert_eq!(exchange_wait(wait, u64::MAX, 0, f64::NAN), Duration::ZERO);
+        assert_eq!(exchange_wait(wait, u64::MAX, 0, f64::INFINITY), wait);
+    }
 
     fn module(error: &str) -> ChainError {
         ChainError::Module {

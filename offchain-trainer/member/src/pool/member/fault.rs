@@ -65,6 +65,21 @@ impl Trainer {
                 tracing::warn!(round = r, "announcing our payload {LATE_SECS} s late");
                 std::thread::sleep(Duration::from_secs(LATE_SECS));
             }
+            Fault::Mute => {
+                tracing::warn!(
+                    round = r,
+                    "heartbeating without a payload until the pool ends"
+                );
+                let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
+                while self
+                    .ctx
+                    .block_on(chain.pool(pool))?
+                    .is_some_and(|p| p.status == synod_chain::PoolStatus::Training)
+                {
+                    std::thread::sleep(Duration::from_secs(2));
+                }
+                anyhow::bail!("muted until the pool ended (--fault mute)");
+            }
             _ => {}
         }
         Ok(())
