@@ -25,7 +25,7 @@ mod benchmarks {
 	// Worst case: `m` members; every earlier member committed: the last member first, over
 	// another set than the others, then one short of the quorum one candidate, then the
 	// others each their own hash (over the agreed set once the split fixed it: every member),
-	// up to `m` candidates. Every member
+	// `m − need + 2` candidates for `need` members at quorum. Every member
 	// committed round 2 ahead of time (each its own hash), where the
 	// chain takes commits ahead (no floor on `min_round_length`). The measured
 	// call is the last member's second commit, over the agreed set: its stake moves from its

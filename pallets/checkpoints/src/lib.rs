@@ -370,8 +370,9 @@ pub mod pallet {
 		/// A stake sum overflowed.
 		Overflow,
 		/// A commit that is not over the open round's agreed set once it is fixed (a second
-		/// commit, or a first one made after the set was fixed), or a second commit after
-		/// finality that is not the final checkpoint with its included set.
+		/// commit, or a first one made after the set was fixed more than `RecommitPeriod`
+		/// blocks before the deadline), or a second commit after finality that is not the final
+		/// checkpoint with its included set.
 		NotTheAgreedSet,
 		/// The round opened less than its pool's `min_round_length` blocks ago (or has not
 		/// opened, in a pool with a minimum round length): its inner phase cannot be over, so no
@@ -400,7 +401,8 @@ pub mod pallet {
 		/// If the open round's included sets split ([`AgreedSets`], event
 		/// [`Event::IncludedSetAgreed`]), a participant that committed another set may commit
 		/// once more, over the agreed set; its stake moves to that commit; a participant that
-		/// had not committed yet commits over the agreed set only. After finality, a
+		/// had not committed yet commits over the agreed set only, if it was fixed more than
+		/// `RecommitPeriod` blocks before the deadline. After finality, a
 		/// participant whose committed included set differs from the final one may commit the
 		/// final `(hash, included)` once (a late contributor if it is in the set).
 		///

@@ -286,7 +286,8 @@ fn garbage_over_another_included_set_is_leaked_once_the_agreed_set_left_time_to_
 
 /// An honest member denied a payload commits a smaller set; the commits of the others fix the
 /// agreed set. It is judged only if the set left it `RecommitPeriod` blocks to commit over it,
-/// and one that does commit over it is present.
+/// one that does commit over it is present, and one that comes after a set fixed that late
+/// may still commit its own.
 #[test]
 fn a_member_denied_a_payload_is_judged_only_if_the_agreed_set_left_it_time_to_recommit() {
 	// Members 1 and 2 (55.6 %) commit {0, 1, 2}; member 3 (11.1 %), denied member 1's payload,
@@ -348,5 +349,22 @@ fn a_member_denied_a_payload_is_judged_only_if_the_agreed_set_left_it_time_to_re
 		assert!(Voided::<Test>::get(0, 1).is_some());
 		assert_eq!((staked(1), staked(2), staked(3)), (1_500, 1_500, 600));
 		assert_eq!(staked(ATTACKER), 1_800 - 18, "its garbage over the agreed set is leaked");
+	});
+	// Fixed at block 8, 3 blocks before the deadline: too late to judge anything, so member
+	// 3's first commit at block 9, over its own smaller set, is taken and not judged.
+	run_test(|| {
+		training_pool(1, Perbill::from_percent(80), &stakes);
+		for who in [1, 2] {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+		}
+		run_to_block(11 - RECOMMIT_PERIOD);
+		assert_ok!(commit(ATTACKER, 1, GARBAGE, &[0, 1, 2]));
+		assert_eq!(AgreedSets::<Test>::get((0, 1)).map(|a| a.fixed_at), Some(8));
+		run_to_block(9);
+		assert_ok!(commit(3, 1, 9, &[0, 2]));
+		let until = TrainingPools::round_params(0).expect("pool").timeline.slashable_until(11);
+		run_to_block(until + 1);
+		assert!(Voided::<Test>::get(0, 1).is_some());
+		assert_eq!((staked(1), staked(2), staked(3)), (1_500, 1_500, 600));
 	});
 }

@@ -24,6 +24,19 @@ const FETCH_SECS: u64 = 60;
 /// the finality lag of the block we read the deadline at.
 const COMMIT_MARGIN_BLOCKS: u64 = 3;
 
+/// Resolves once `round` is no longer `pool`'s open round at the finalized head, read every
+/// `block`; a failed read counts as still open.
+async fn round_closes(chain: &synod_chain::Chain, pool: u32, round: u32, block: Duration) {
+    loop {
+        tokio::time::sleep(block).await;
+        if let Ok(open) = chain.open_round(pool).await {
+            if open.is_none_or(|o| o.round != round) {
+                return;
+            }
+        }
+    }
+}
+
 /// Seconds to fetch the agreed payloads we lack for an open round whose deadline is block
 /// `deadline`, at finalized block `finalized`, with blocks of `block_secs` seconds: until
 /// [`COMMIT_MARGIN_BLOCKS`] before the deadline, and at least [`FETCH_SECS`]. A commit off the
@@ -84,7 +97,12 @@ impl Trainer {
                 })
             }
         };
-        kept.extend(self.fetch_agreed(round, &missing, Duration::from_secs(secs))?);
+        kept.extend(self.fetch_agreed(
+            round,
+            &missing,
+            Duration::from_secs(secs),
+            expect.is_none(),
+        )?);
         let contributions: Vec<Contribution> = agreed
             .iter()
             .filter_map(|j| {
@@ -154,7 +172,8 @@ impl Trainer {
     /// Fetches the payloads of `round` by the members `missing` (announced on gossip; we left
     /// them out), each from its author or any other member, relays rotated by author and by
     /// us as the exchange rotates them, all at once and hedged ([`first_deliveries`]) under
-    /// one deadline of `timeout`; keeps each with its signed announcement and relays it.
+    /// one deadline of `timeout` (and, for an `open` round, no later than its closing);
+    /// keeps each with its signed announcement and relays it.
     /// A payload whose announcement we have not seen yet is asked for again until it arrives
     /// (or the deadline passes); a relay that served a body with the wrong digest is not asked
     /// again. An author that answers and then drips delays its own payload by one hedge, and
@@ -168,6 +187,7 @@ impl Trainer {
         round: u32,
         missing: &[u32],
         timeout: Duration,
+        open: bool,
     ) -> Result<BTreeMap<u32, Arc<Vec<u8>>>> {
         if missing.is_empty() {
             return Ok(BTreeMap::new());
@@ -186,30 +206,50 @@ impl Trainer {
             })
             .collect();
         let max = self.ctx.recipe.max_payload_bytes;
-        let got = self
-            .ctx
-            .block_on(first_deliveries(&wanted, HEDGE, timeout, |j, peer| {
-                let client = self.ctx.client.clone();
-                let by = author(j);
-                async move {
-                    let seen = client.snapshot();
-                    if Some(peer) != by && seen.distrusted.contains(&peer) {
-                        return Err(String::from("a relay that served a wrong body"));
-                    }
-                    let Some(a) = seen.announced.get(&(round, j)) else {
-                        return Err(String::from("its announcement was never seen"));
-                    };
-                    let got = client
-                        .fetch_payload_from(peer, j, round, a.payload, max)
-                        .await;
-                    if let Err(synod_p2p::NetError::DigestMismatch) = &got {
-                        if Some(peer) != by {
-                            client.distrust_relay(peer);
-                        }
-                    }
-                    got.map_err(|e| e.to_string())
+        let fetch = first_deliveries(&wanted, HEDGE, timeout, |j, peer| {
+            let client = self.ctx.client.clone();
+            let by = author(j);
+            async move {
+                let seen = client.snapshot();
+                if Some(peer) != by && seen.distrusted.contains(&peer) {
+                    return Err(String::from("a relay that served a wrong body"));
                 }
-            }));
+                let Some(a) = seen.announced.get(&(round, j)) else {
+                    return Err(String::from("its announcement was never seen"));
+                };
+                let got = client
+                    .fetch_payload_from(peer, j, round, a.payload, max)
+                    .await;
+                if let Err(synod_p2p::NetError::DigestMismatch) = &got {
+                    if Some(peer) != by {
+                        client.distrust_relay(peer);
+                    }
+                }
+                got.map_err(|e| e.to_string())
+            }
+        });
+        // An open round's fetch ends when the round closes (final without us, or voided): a
+        // commit over it could no longer count, and waiting on would hold the next round.
+        let got = match open {
+            false => self.ctx.block_on(fetch),
+            true => {
+                let closed = round_closes(
+                    &self.ctx.chain,
+                    self.ctx.pool,
+                    round,
+                    Duration::from_secs_f64(self.ctx.block_secs.max(0.1)),
+                );
+                let raced = self
+                    .ctx
+                    .block_on(futures::future::select(Box::pin(fetch), Box::pin(closed)));
+                match raced {
+                    futures::future::Either::Left((got, _)) => got,
+                    futures::future::Either::Right(..) => {
+                        bail!("round {round} closed while we fetched the agreed payloads")
+                    }
+                }
+            }
+        };
         let seen = self.ctx.client.snapshot().announced;
         let mut fetched = BTreeMap::new();
         let mut failed = None;
