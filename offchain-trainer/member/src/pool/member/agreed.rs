@@ -24,15 +24,30 @@ const FETCH_SECS: u64 = 60;
 /// the finality lag of the block we read the deadline at.
 const COMMIT_MARGIN_BLOCKS: u64 = 3;
 
-/// Resolves once `round` is no longer `pool`'s open round at the finalized head, read every
-/// `block`; a failed read counts as still open.
-async fn round_closes(chain: &synod_chain::Chain, pool: u32, round: u32, block: Duration) {
+/// Resolves once `round` of `pool` closed at the finalized head so that a commit over `agreed`
+/// can no longer count: voided, or final over another included set (final over `agreed`, our
+/// commit still counts late: never resolves then). Read every `block`; a failed read counts as
+/// still open.
+async fn round_closes(
+    chain: &synod_chain::Chain,
+    pool: u32,
+    round: u32,
+    agreed: &[u32],
+    block: Duration,
+) {
     loop {
         tokio::time::sleep(block).await;
-        if let Ok(open) = chain.open_round(pool).await {
-            if open.is_none_or(|o| o.round != round) {
-                return;
-            }
+        let Ok(open) = chain.open_round(pool).await else {
+            continue;
+        };
+        if open.is_some_and(|o| o.round == round) {
+            continue;
+        }
+        match chain.final_checkpoint(pool, round).await {
+            Ok(Some(f)) if f.included == agreed => std::future::pending::<()>().await,
+            Ok(Some(_)) => return,
+            Ok(None) if chain.voided(pool, round).await.unwrap_or(false) => return,
+            Ok(None) | Err(_) => {}
         }
     }
 }
@@ -101,7 +116,7 @@ impl Trainer {
             round,
             &missing,
             Duration::from_secs(secs),
-            expect.is_none(),
+            expect.is_none().then_some(agreed),
         )?);
         let contributions: Vec<Contribution> = agreed
             .iter()
@@ -172,7 +187,8 @@ impl Trainer {
     /// Fetches the payloads of `round` by the members `missing` (announced on gossip; we left
     /// them out), each from its author or any other member, relays rotated by author and by
     /// us as the exchange rotates them, all at once and hedged ([`first_deliveries`]) under
-    /// one deadline of `timeout` (and, for an `open` round, no later than its closing);
+    /// one deadline of `timeout` (and, for an open round whose agreed set is `open`, no later
+    /// than its closing: [`round_closes`]);
     /// keeps each with its signed announcement and relays it.
     /// A payload whose announcement we have not seen yet is asked for again until it arrives
     /// (or the deadline passes); a relay that served a body with the wrong digest is not asked
@@ -187,7 +203,7 @@ impl Trainer {
         round: u32,
         missing: &[u32],
         timeout: Duration,
-        open: bool,
+        open: Option<&[u32]>,
     ) -> Result<BTreeMap<u32, Arc<Vec<u8>>>> {
         if missing.is_empty() {
             return Ok(BTreeMap::new());
@@ -228,15 +244,16 @@ impl Trainer {
                 got.map_err(|e| e.to_string())
             }
         });
-        // An open round's fetch ends when the round closes (final without us, or voided): a
-        // commit over it could no longer count, and waiting on would hold the next round.
+        // An open round's fetch ends when the round closes so that our commit could no longer
+        // count (voided, or final over another set): waiting on would hold the next round.
         let got = match open {
-            false => self.ctx.block_on(fetch),
-            true => {
+            None => self.ctx.block_on(fetch),
+            Some(agreed) => {
                 let closed = round_closes(
                     &self.ctx.chain,
                     self.ctx.pool,
                     round,
+                    agreed,
                     Duration::from_secs_f64(self.ctx.block_secs.max(0.1)),
                 );
                 let raced = self
