@@ -65,4 +65,13 @@ pub enum NetError {
     /// No such member.
     #[error("member {0} is not in the member set")]
     NotMember(u32),
+    /// We saw no announcement of the member's payload for the round: we do not know which
+    /// bytes to ask for.
+    #[error("member {member}'s payload of round {round} was never announced to us")]
+    NotAnnounced {
+        /// The round.
+        round: u32,
+        /// The member.
+        member: u32,
+    },
 }

@@ -724,6 +724,8 @@ async fn stale_heartbeats_are_dropped_before_they_cost_their_author() {
 /// Equivocation: member 2 signs two payloads for round 1. Every peer that sees both bans it and
 /// keeps the first two signed announcements, which prove it on-chain
 /// (`verify_equivocation`, what `Challenges::report_equivocation` runs); each proof is taken once.
+/// Both announcements stay known after the proof is taken (`Snapshot::announcements`), so a
+/// member that saw the unserved one first can still fetch the one the others aggregated.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_equivocating_member_is_banned_and_its_two_signed_payloads_kept_as_proof() {
     let (ids, _, clients) = network(3).await;
@@ -757,7 +759,72 @@ async fn an_equivocating_member_is_banned_and_its_two_signed_payloads_kept_as_pr
             ([0x11; 32], [0x22; 32])
         );
         assert!(c.take_equivocations().is_empty(), "a proof is taken once");
+        // Both payloads stay known, first seen first: the pool may have aggregated either.
+        let snap = c.snapshot();
+        let digests: Vec<_> = snap
+            .announcements(1, 2)
+            .iter()
+            .map(|a| a.payload.digest)
+            .collect();
+        assert_eq!(digests, [[0x11; 32], [0x22; 32]]);
     }
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
+/// An equivocator's two payloads reach the pool in different orders: member 0 saw first one
+/// that is never served, while the others aggregated the other one (here member 1, which
+/// relays it). Fetching the agreed set's payload by the first announcement alone finds it
+/// nowhere; [`Client::fetch_announced_from`] asks for either and gets the one that exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_that_saw_an_equivocators_unserved_payload_first_fetches_the_aggregated_one() {
+    let (_, _, clients) = network(3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let real = payload(2);
+    let digest = *blake3::hash(&real).as_bytes();
+    let unserved = synod_p2p::message::PayloadRef {
+        digest: [0x33; 32],
+        size: real.len() as u64,
+    };
+    clients[2].announce_once(1, unserved).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    clients[2].set_round(1).await.unwrap();
+    clients[2].set_payload(1, real.clone()).await.unwrap();
+    clients[1].relay(1, 2, real.clone()).await.unwrap();
+    let t = std::time::Instant::now();
+    while clients[0].snapshot().announcements(1, 2).len() < 2 {
+        assert!(t.elapsed() < Duration::from_secs(20), "never saw both");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let relay = clients[1].peer_id;
+    let first = clients[0].snapshot().announced[&(1, 2)].payload;
+    assert_eq!(first.digest, [0x33; 32], "the unserved payload came first");
+    assert!(
+        matches!(
+            clients[0]
+                .fetch_payload_from(relay, 2, 1, first, 1 << 20)
+                .await,
+            Err(synod_p2p::NetError::NotFound)
+        ),
+        "the first announcement alone finds nothing"
+    );
+    let (a, bytes) = clients[0]
+        .fetch_announced_from(relay, 2, 1, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!((a.payload.digest, bytes), (digest, real.to_vec()));
+    let never = clients[0].fetch_announced_from(relay, 0, 1, 1 << 20).await;
+    assert!(
+        matches!(
+            never,
+            Err(synod_p2p::NetError::NotAnnounced {
+                round: 1,
+                member: 0
+            })
+        ),
+        "{never:?}"
+    );
     for c in &clients {
         c.shutdown().await;
     }

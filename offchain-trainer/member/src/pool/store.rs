@@ -119,8 +119,8 @@ impl Store {
     }
 }
 
-/// The first bytes that `ask` gets from any of `peers` within `timeout`, with the peer that
-/// sent them: a hedged request (Dean and Barroso, "The Tail at Scale", CACM 2013, "hedged
+/// The first delivery (`T`: the bytes, say) that `ask` gets from any of `peers` within
+/// `timeout`, with the peer that sent it: a hedged request (Dean and Barroso, "The Tail at Scale", CACM 2013, "hedged
 /// requests") that asks one peer, then one more once `hedge` passes without a delivery (or at
 /// once when the ask in flight failed), at most [`MAX_ASKS`] at a time (each may hold a whole
 /// checkpoint in memory, and they share the link), never two to one peer, cycling over the
@@ -128,16 +128,17 @@ impl Store {
 ///
 /// # Errors
 /// The last failure (or "timed out", "no peer to ask") when nothing arrived in time.
-pub async fn first_delivery<P, F, Fut, E>(
+pub async fn first_delivery<P, F, Fut, T, E>(
     peers: &[P],
     hedge: Duration,
     timeout: Duration,
     ask: F,
-) -> Result<(P, Vec<u8>), String>
+) -> Result<(P, T), String>
 where
     P: Copy + Eq + std::hash::Hash + std::fmt::Display + Send + 'static,
     F: Fn(P) -> Fut,
-    Fut: std::future::Future<Output = Result<Vec<u8>, E>> + Send + 'static,
+    Fut: std::future::Future<Output = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
     E: std::fmt::Display + Send + 'static,
 {
     use tokio::time::Instant;
@@ -206,17 +207,18 @@ where
 ///
 /// Returns each key with its delivery (the peer and the bytes) or its last failure, in the
 /// order of `wanted`.
-pub async fn first_deliveries<K, P, F, Fut, E>(
+pub async fn first_deliveries<K, P, F, Fut, T, E>(
     wanted: &[(K, Vec<P>)],
     hedge: Duration,
     timeout: Duration,
     ask: F,
-) -> Vec<(K, Result<(P, Vec<u8>), String>)>
+) -> Vec<(K, Result<(P, T), String>)>
 where
     K: Copy,
     P: Copy + Eq + std::hash::Hash + std::fmt::Display + Send + 'static,
     F: Fn(K, P) -> Fut,
-    Fut: std::future::Future<Output = Result<Vec<u8>, E>> + Send + 'static,
+    Fut: std::future::Future<Output = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
     E: std::fmt::Display + Send + 'static,
 {
     let ask = &ask;
@@ -270,7 +272,7 @@ mod tests {
             matches!(&got, Err(e) if e.contains("not found") || e.contains("timed out")),
             "{got:?}"
         );
-        let none = first_delivery::<u32, _, _, String>(
+        let none = first_delivery::<u32, _, _, Vec<u8>, String>(
             &[],
             Duration::from_millis(20),
             Duration::from_millis(50),

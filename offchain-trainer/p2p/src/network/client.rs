@@ -10,7 +10,7 @@ use libp2p::{Multiaddr, PeerId};
 use tokio::sync::{mpsc, oneshot};
 
 use super::serve::Served;
-use super::{lock, Equivocation, Snapshot};
+use super::{lock, Announced, Equivocation, Snapshot};
 #[allow(unused_imports)]
 use super::{MAX_SERVED_CHECKPOINTS, MAX_SERVED_FILES, PINNED_CHECKPOINTS};
 use crate::message::PayloadRef;
@@ -246,6 +246,39 @@ impl Client {
     ) -> Result<Vec<u8>, NetError> {
         self.fetch_payload_signalled(peer, member, round, announced, max_bytes, None)
             .await
+    }
+
+    /// Fetches from `peer` (the author or a relay) member `member`'s payload for `round` under
+    /// any announcement of it we saw ([`Snapshot::announcements`]: the first, then the one
+    /// that conflicted with it if the member equivocated), in that order, and returns the
+    /// announcement the bytes match with them. An equivocator's two payloads may have reached
+    /// the pool in different orders, and an included set holds the one its aggregators saw
+    /// first.
+    ///
+    /// # Errors
+    /// [`NetError::NotAnnounced`] if we saw no announcement; [`NetError::DigestMismatch`] at
+    /// once (the peer served wrong bytes); else the last announcement's error, as
+    /// [`Client::fetch_payload`].
+    pub async fn fetch_announced_from(
+        &self,
+        peer: PeerId,
+        member: u32,
+        round: u32,
+        max_bytes: u64,
+    ) -> Result<(Announced, Vec<u8>), NetError> {
+        let seen = self.snapshot();
+        let mut last = NetError::NotAnnounced { round, member };
+        for a in seen.announcements(round, member) {
+            match self
+                .fetch_payload_from(peer, member, round, a.payload, max_bytes)
+                .await
+            {
+                Ok(bytes) => return Ok((a.clone(), bytes)),
+                Err(e @ NetError::DigestMismatch) => return Err(e),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
     }
 
     /// As [`Client::fetch_payload_from`], and sets `answered` once `peer` has answered with

@@ -102,6 +102,7 @@ impl EventLoop {
                 lock(&self.served).set_round(r);
                 let mut s = lock(&self.shared);
                 s.announced.retain(|(k, _), _| *k + 2 > r);
+                s.conflicting.retain(|(k, _), _| *k + 2 > r);
                 s.equivocations
                     .retain(|(k, _), _| k.saturating_add(EQUIVOCATION_ROUNDS) > r);
             }

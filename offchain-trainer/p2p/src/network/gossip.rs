@@ -315,6 +315,12 @@ impl EventLoop {
                         // conflicting pair as the on-chain proof.
                         let conflict = (prev.payload != p).then(|| prev.signed.clone());
                         if let Some(first) = conflict.clone() {
+                            s.conflicting
+                                .entry((e.round, e.member))
+                                .or_insert_with(|| Announced {
+                                    payload: p,
+                                    signed: Arc::new(data.to_vec()),
+                                });
                             s.equivocations
                                 .entry((e.round, e.member))
                                 .or_insert_with(|| Equivocation {

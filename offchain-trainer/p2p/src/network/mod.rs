@@ -182,6 +182,11 @@ pub struct Equivocation {
 pub struct Snapshot {
     /// Verified announcements: (round, member) → the first one received.
     pub announced: BTreeMap<(u32, u32), Announced>,
+    /// The first announcement of (round, member) that conflicted with the one in
+    /// [`Snapshot::announced`] (an equivocation): the payload the rest of the pool may have
+    /// received first and aggregated, so a member that must aggregate another member's
+    /// included set fetches either ([`Snapshot::announcements`]). Kept as long as `announced`.
+    pub conflicting: BTreeMap<(u32, u32), Announced>,
     /// Last verified message time per member.
     pub last_seen: HashMap<u32, Instant>,
     /// Highest round each member's heartbeats have named (the round it is working on).
@@ -202,6 +207,21 @@ pub struct Snapshot {
     pub listen_addrs: Vec<Multiaddr>,
     /// Peers with an open connection.
     pub connected: HashSet<PeerId>,
+}
+
+impl Snapshot {
+    /// The announcements of `member`'s payload for `round` we saw: the first one received,
+    /// then, if it equivocated, the first conflicting one (at most two). Both are signed by
+    /// the member, so either is its payload; which one an included set holds is known only
+    /// to those who aggregated it.
+    pub fn announcements(&self, round: u32, member: u32) -> Vec<&Announced> {
+        let key = (round, member);
+        self.announced
+            .get(&key)
+            .into_iter()
+            .chain(self.conflicting.get(&key))
+            .collect()
+    }
 }
 
 /// Locks `m`, going on with the data of a poisoned lock (a panicked serving task leaves the

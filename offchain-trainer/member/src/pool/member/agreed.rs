@@ -8,8 +8,10 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use synod_diloco::Contribution;
 use synod_p2p::PeerId;
+use synod_protocol::Timeline;
 
 use super::commit::{submit_commit, CommitOutcome, NOT_RECORDED};
+use super::ctx::Ctx;
 use super::settle::Pending;
 use super::Trainer;
 use crate::event::TrainerEvent;
@@ -24,17 +26,23 @@ const FETCH_SECS: u64 = 60;
 /// the finality lag of the block we read the deadline at.
 const COMMIT_MARGIN_BLOCKS: u64 = 3;
 
-/// Resolves once `round` of `pool` closed at the finalized head so that a commit over `agreed`
-/// can no longer count: voided, or final over another included set (final over `agreed`, our
-/// commit still counts late: never resolves then). Read every `block`; a failed read counts as
-/// still open.
-async fn round_closes(
-    chain: &synod_chain::Chain,
-    pool: u32,
-    round: u32,
-    agreed: &[u32],
-    block: Duration,
-) {
+/// Whether the late-commit window of a round final at block `finalized_at` (the pool's
+/// challenge window, `challenge_window` blocks) leaves no time for one more commit at finalized
+/// block `now`: [`COMMIT_MARGIN_BLOCKS`] or fewer blocks are left. A commit after the window is
+/// not paid, and our attestation records us as present without it (`duty/attest.rs`).
+pub(super) fn late_window_closing(finalized_at: u64, challenge_window: u32, now: u64) -> bool {
+    let until =
+        Timeline::for_pool(0, u64::from(challenge_window), 0, 0).late_commits_until(finalized_at);
+    now.saturating_add(COMMIT_MARGIN_BLOCKS) >= until
+}
+
+/// Resolves once `round` closed at the finalized head so that a commit over `agreed` can no
+/// longer count: voided, final over another included set, or final over `agreed` with its
+/// late-commit window closing ([`late_window_closing`]). Read every block; a failed read
+/// counts as still open.
+async fn round_closes(ctx: &Ctx, round: u32, agreed: &[u32]) {
+    let (chain, pool) = (&ctx.chain, ctx.pool);
+    let block = Duration::from_secs_f64(ctx.block_secs.max(0.1));
     loop {
         tokio::time::sleep(block).await;
         let Ok(open) = chain.open_round(pool).await else {
@@ -44,7 +52,13 @@ async fn round_closes(
             continue;
         }
         match chain.final_checkpoint(pool, round).await {
-            Ok(Some(f)) if f.included == agreed => std::future::pending::<()>().await,
+            Ok(Some(f)) if f.included == agreed => {
+                let at = u64::from(f.finalized_at);
+                match chain.finalized_number().await {
+                    Ok(now) if late_window_closing(at, ctx.challenge_window, now) => return,
+                    _ => {}
+                }
+            }
             Ok(Some(_)) => return,
             Ok(None) if chain.voided(pool, round).await.unwrap_or(false) => return,
             Ok(None) | Err(_) => {}
@@ -100,7 +114,8 @@ impl Trainer {
             }
         }
         // An open round: fetch until shortly before its deadline; a final one (a late commit of
-        // the final pair): for FETCH_SECS.
+        // the final pair): for FETCH_SECS. Either ends when a commit can no longer count
+        // ([`round_closes`]).
         let secs = match expect {
             Some(_) => FETCH_SECS,
             None => {
@@ -112,12 +127,7 @@ impl Trainer {
                 })
             }
         };
-        kept.extend(self.fetch_agreed(
-            round,
-            &missing,
-            Duration::from_secs(secs),
-            expect.is_none().then_some(agreed),
-        )?);
+        kept.extend(self.fetch_agreed(round, &missing, Duration::from_secs(secs), agreed)?);
         let contributions: Vec<Contribution> = agreed
             .iter()
             .filter_map(|j| {
@@ -187,9 +197,11 @@ impl Trainer {
     /// Fetches the payloads of `round` by the members `missing` (announced on gossip; we left
     /// them out), each from its author or any other member, relays rotated by author and by
     /// us as the exchange rotates them, all at once and hedged ([`first_deliveries`]) under
-    /// one deadline of `timeout` (and, for an open round whose agreed set is `open`, no later
-    /// than its closing: [`round_closes`]);
-    /// keeps each with its signed announcement and relays it.
+    /// one deadline of `timeout`, and no later than the round closes for a commit over
+    /// `agreed` ([`round_closes`]); keeps each with its signed announcement and relays it.
+    /// A member that equivocated signed two payloads: each source is asked for either
+    /// ([`synod_p2p::Client::fetch_announced_from`]), since the one the others aggregated may
+    /// be the one we saw second.
     /// A payload whose announcement we have not seen yet is asked for again until it arrives
     /// (or the deadline passes); a relay that served a body with the wrong digest is not asked
     /// again. An author that answers and then drips delays its own payload by one hedge, and
@@ -203,7 +215,7 @@ impl Trainer {
         round: u32,
         missing: &[u32],
         timeout: Duration,
-        open: Option<&[u32]>,
+        agreed: &[u32],
     ) -> Result<BTreeMap<u32, Arc<Vec<u8>>>> {
         if missing.is_empty() {
             return Ok(BTreeMap::new());
@@ -230,12 +242,7 @@ impl Trainer {
                 if Some(peer) != by && seen.distrusted.contains(&peer) {
                     return Err(String::from("a relay that served a wrong body"));
                 }
-                let Some(a) = seen.announced.get(&(round, j)) else {
-                    return Err(String::from("its announcement was never seen"));
-                };
-                let got = client
-                    .fetch_payload_from(peer, j, round, a.payload, max)
-                    .await;
+                let got = client.fetch_announced_from(peer, j, round, max).await;
                 if let Err(synod_p2p::NetError::DigestMismatch) = &got {
                     if Some(peer) != by {
                         client.distrust_relay(peer);
@@ -244,39 +251,24 @@ impl Trainer {
                 got.map_err(|e| e.to_string())
             }
         });
-        // An open round's fetch ends when the round closes so that our commit could no longer
-        // count (voided, or final over another set): waiting on would hold the next round.
-        let got = match open {
-            None => self.ctx.block_on(fetch),
-            Some(agreed) => {
-                let closed = round_closes(
-                    &self.ctx.chain,
-                    self.ctx.pool,
-                    round,
-                    agreed,
-                    Duration::from_secs_f64(self.ctx.block_secs.max(0.1)),
-                );
-                let raced = self
-                    .ctx
-                    .block_on(futures::future::select(Box::pin(fetch), Box::pin(closed)));
-                match raced {
-                    futures::future::Either::Left((got, _)) => got,
-                    futures::future::Either::Right(..) => {
-                        bail!("round {round} closed while we fetched the agreed payloads")
-                    }
-                }
+        // The fetch ends when the round closes so that our commit could no longer count
+        // (voided, final over another set, or its late commits closing): waiting on would hold
+        // the next round.
+        let closed = round_closes(&self.ctx, round, agreed);
+        let raced = self
+            .ctx
+            .block_on(futures::future::select(Box::pin(fetch), Box::pin(closed)));
+        let got = match raced {
+            futures::future::Either::Left((got, _)) => got,
+            futures::future::Either::Right(..) => {
+                bail!("round {round} closed while we fetched the agreed payloads")
             }
         };
-        let seen = self.ctx.client.snapshot().announced;
         let mut fetched = BTreeMap::new();
         let mut failed = None;
         for (j, got) in got {
-            let kept = got.and_then(|(_, bytes)| {
-                // The announcement the delivery was checked against.
-                let a = seen
-                    .get(&(round, j))
-                    .filter(|a| a.payload.digest == *blake3::hash(&bytes).as_bytes())
-                    .ok_or("its announcement changed during the fetch")?;
+            // With the announcement the delivery was checked against.
+            let kept = got.and_then(|(_, (a, bytes))| {
                 self.ctx
                     .retained
                     .save(round, j, &bytes, Some(&a.signed))
@@ -312,6 +304,20 @@ impl Trainer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A round final at block 100 with a 10-block challenge window takes late commits
+    /// through block 110: we stop trying once 3 blocks or fewer are left, so a split round's
+    /// recovery never outlasts the window (and holds the next round) for a commit that would
+    /// be refused or unpaid.
+    #[test]
+    fn a_late_commit_is_tried_only_while_the_late_window_leaves_time() {
+        assert!(!late_window_closing(100, 10, 100));
+        assert!(!late_window_closing(100, 10, 106));
+        assert!(late_window_closing(100, 10, 107));
+        assert!(late_window_closing(100, 10, 200));
+        assert!(late_window_closing(100, 0, 100));
+        assert!(late_window_closing(u64::MAX, u32::MAX, u64::MAX));
+    }
 
     #[test]
     fn the_agreed_payloads_are_fetched_until_shortly_before_the_deadline() {

@@ -12,6 +12,7 @@ use synod_p2p::ExchangeConfig;
 use synod_protocol::RoundPhase;
 use tokio::task::JoinHandle;
 
+use super::agreed::late_window_closing;
 use super::commit::{submit_commit, CommitOutcome, NOT_RECORDED};
 use super::Trainer;
 use crate::chain_args::Fault;
@@ -178,13 +179,19 @@ impl Trainer {
                 || async {
                     if let Some(f) = chain.final_checkpoint(pool, round).await? {
                         // Final over another set that holds our payload (a split round is
-                        // final once quorum has committed again): commit it late, to be paid.
+                        // final once quorum has committed again): commit it late, to be paid,
+                        // while its late-commit window leaves time; else we go on to the next
+                        // round (which fetches the final checkpoint).
                         if may
                             && f.hash != p.hash
                             && f.included != p.included
                             && f.included.contains(&me)
                         {
-                            return Ok(Some(Step::Agreed(f.included, Some(f.hash))));
+                            let now = chain.finalized_number().await?;
+                            let at = u64::from(f.finalized_at);
+                            if !late_window_closing(at, self.ctx.challenge_window, now) {
+                                return Ok(Some(Step::Agreed(f.included, Some(f.hash))));
+                            }
                         }
                         if retry && f.hash == p.hash {
                             let now = chain.finalized_number().await?;
