@@ -9,8 +9,9 @@
 //! The round ends for a member when every other member is included, has said it leaves, has
 //! been silent for `dead_after` (10 s), has answered "not found" for the payload it announced
 //! and no relay has delivered it within `dead_after` of that answer (a member that heartbeats
-//! but never delivers), or has moved on to a later round without announcing this one (a member
-//! re-joining after a restart), or at the deadline. A payload is asked of its author first,
+//! but never delivers), has announced nothing within `announce_grace` of our own announcement
+//! (a member that heartbeats but never announces), or has moved on to a later round without
+//! announcing this one (a member re-joining after a restart), or at the deadline. A payload is asked of its author first,
 //! then, while no source asked has answered, of one more member every `hedge_after` (hedged
 //! requests): the author and the other members in turn, at most
 //! [`MAX_FETCHES_PER_PAYLOAD`] side by side (the oldest silent one dropped for the next);
@@ -34,6 +35,13 @@ pub struct ExchangeConfig {
     pub deadline: Duration,
     /// A member silent this long is excluded (Prime's ElasticDeviceMesh: 10 s).
     pub dead_after: Duration,
+    /// A live member that has announced no payload this long after we announced ours (the
+    /// exchange's start) is excluded: a member that heartbeats and never announces would
+    /// otherwise hold every exchange, and so every round, until `deadline`. An honest member
+    /// whose inner phase ends later than ours by more than this is left out of the round (a
+    /// pool member sets it from its inner phase's length: `announce_grace` in
+    /// `synod-member`).
+    pub announce_grace: Duration,
     /// Largest payload accepted, in bytes.
     pub max_payload_bytes: u64,
     /// While no source asked for a payload has answered (sent its header), one more source
@@ -49,6 +57,7 @@ impl Default for ExchangeConfig {
         Self {
             deadline: Duration::from_secs(120),
             dead_after: Duration::from_secs(10),
+            announce_grace: Duration::from_secs(30),
             max_payload_bytes: 1 << 30,
             hedge_after: Duration::from_secs(2),
         }
@@ -305,6 +314,9 @@ pub async fn all_gather(
             })
             .filter(|i| !moved_on(&snap, *i, round))
             .filter(|i| {
+                start.elapsed() < cfg.announce_grace || snap.announced.contains_key(&(round, *i))
+            })
+            .filter(|i| {
                 started.contains_key(i)
                     || failing_since
                         .get(i)
@@ -317,6 +329,7 @@ pub async fn all_gather(
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     inflight.abort_all();
+    let announce_grace_passed = start.elapsed() >= cfg.announce_grace;
     let snap = client.snapshot();
     let excluded = members
         .iter()
@@ -333,6 +346,16 @@ pub async fn all_gather(
                 "moved past the round without contributing (it is catching up)".to_string()
             } else if snap.announced.contains_key(&(round, m.index)) {
                 "payload not fetched by the deadline".to_string()
+            } else if announce_grace_passed
+                && snap
+                    .last_seen
+                    .get(&m.index)
+                    .is_some_and(|t| t.elapsed() < cfg.dead_after)
+            {
+                format!(
+                    "live but announced nothing within {:.0} s of our announcement",
+                    cfg.announce_grace.as_secs_f64()
+                )
             } else {
                 "silent (no announcement)".to_string()
             };

@@ -336,6 +336,43 @@ async fn a_member_that_heartbeats_but_never_delivers_is_dropped_after_the_dead_t
     }
 }
 
+/// The mute attack: member 2 stays live (its node heartbeats) but never announces a payload.
+/// Its peers leave it out `announce_grace` (3 s here) after their own announcements, not at
+/// the round's deadline (40 s here), which a live member would otherwise hold every exchange,
+/// and so every round, open until.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_that_heartbeats_but_never_announces_is_left_out_after_the_grace_not_at_the_deadline(
+) {
+    let (_, _, clients) = network(3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let xcfg = ExchangeConfig {
+        announce_grace: Duration::from_secs(3),
+        ..cfg()
+    };
+    let started = std::time::Instant::now();
+    let outcomes = gather_with(&clients[..2], 1, 0, xcfg).await;
+    let elapsed = started.elapsed();
+    for out in &outcomes {
+        assert_eq!(
+            out.included.iter().map(|c| c.member).collect::<Vec<_>>(),
+            vec![0, 1]
+        );
+        assert_eq!(out.excluded.len(), 1, "{:?}", out.excluded);
+        assert_eq!(out.excluded[0].0, 2);
+        assert!(
+            out.excluded[0]
+                .1
+                .starts_with("live but announced nothing within 3 s"),
+            "{:?}",
+            out.excluded
+        );
+    }
+    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_author_that_could_not_serve_at_first_is_asked_again_and_included() {
     // Member 0's first answers are "not found" (it withholds for 2 s), and no relay can have

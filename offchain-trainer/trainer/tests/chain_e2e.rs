@@ -1349,12 +1349,14 @@ fn late_announcer_cannot_void_rounds_by_splitting_the_included_set() {
 }
 
 /// A member that heartbeats and never announces a payload (`--fault mute`): every honest
-/// member's exchange waits for a live member's payload, by default for 300 s
-/// (`--round-deadline`), more than the pool's 60-block round timeout. The exchange stops
-/// waiting a few blocks before the round's deadline, so the honest members (¾ of the stake)
-/// commit in time: every round is final without the mute member and nobody honest loses
-/// stake. Before, their commits landed after the deadline, the rounds were voided and every
-/// honest member was leaked as silent.
+/// member's exchange would wait for a live member's payload for 300 s (`--round-deadline`),
+/// more than the pool's 60-block round timeout, so that every honest commit landed after the
+/// deadline, every round was voided and every honest member was leaked as silent. The
+/// exchange never waits past a few blocks before the round's deadline (`exchange_wait`), and
+/// it leaves out a live member that announced nothing within one inner phase of our own
+/// announcement, at least 30 s (`announce_grace`): the mute member stretches each round by
+/// that, not to its deadline. Every round is final without the mute member, every honest
+/// member left it out for announcing nothing in the grace, and nobody honest loses stake.
 #[test]
 fn a_member_that_heartbeats_and_never_announces_cannot_push_honest_commits_past_the_deadline() {
     let _turn = Turn::take();
@@ -1379,6 +1381,23 @@ fn a_member_that_heartbeats_and_never_announces_cannot_push_honest_commits_past_
     }
     for i in 0..3 {
         assert_eq!(active_stake(&net, &show, i), STAKE, "member {i} lost stake");
+        // Left out after the grace, not when the round's deadline came near.
+        let rounds: Vec<Value> = net
+            .metrics(i)
+            .into_iter()
+            .filter(|e| e["event"] == "round" && e["round"].as_u64() != Some(0))
+            .collect();
+        assert_eq!(rounds.len() as u32, R, "trainer {i}: {rounds:?}");
+        for e in &rounds {
+            let why = e["excluded"]
+                .as_array()
+                .and_then(|x| x.iter().find(|m| m[0] == mute))
+                .and_then(|m| m[1].as_str());
+            assert!(
+                why.is_some_and(|w| w.starts_with("live but announced nothing within")),
+                "trainer {i} did not leave the mute member out after the grace: {e}"
+            );
+        }
     }
 }
 

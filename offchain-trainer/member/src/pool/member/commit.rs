@@ -111,6 +111,21 @@ fn exchange_wait(wait: Duration, deadline: u64, finalized: u64, block_secs: f64)
     }
 }
 
+/// How long an exchange waits for a live member to announce its payload after we announced
+/// ours ([`ExchangeConfig::announce_grace`]): one of our inner phases (`inner_steps` of
+/// `step_secs` seconds each, measured at start), so that an honest member up to twice as slow
+/// as us is still included, and at least the exchange's default (30 s). A member that
+/// heartbeats and never announces then stretches a round by this, not to its deadline.
+pub(super) fn announce_grace(step_secs: f64, inner_steps: u32) -> Duration {
+    let floor = ExchangeConfig::default().announce_grace;
+    let phase = step_secs * f64::from(inner_steps);
+    if phase.is_finite() && phase > floor.as_secs_f64() {
+        Duration::try_from_secs_f64(phase).unwrap_or(floor)
+    } else {
+        floor
+    }
+}
+
 impl Trainer {
     /// Keeps the included set's payloads and signed announcements of `round` for verification.
     ///
@@ -167,23 +182,31 @@ impl Trainer {
     }
 
     /// How long round `r`'s exchange may wait for payloads: `wait` (`--round-deadline`), cut
-    /// to [`exchange_wait`] of the chain's deadline when `r` is the open round.
-    ///
-    /// # Errors
-    /// RPC errors reading the open round or the finalized head.
-    fn exchange_wait(&self, r: u32, wait: Duration) -> Result<Duration> {
+    /// to [`exchange_wait`] of the chain's deadline when `r` is the open round. If the chain
+    /// cannot be read (the node restarting), `wait`: the round goes on, uncut.
+    fn exchange_wait(&self, r: u32, wait: Duration) -> Duration {
         let chain = &self.ctx.chain;
-        let open = self.ctx.block_on(chain.open_round(self.ctx.pool))?;
-        let Some(open) = open.filter(|o| o.round == r) else {
-            return Ok(wait);
-        };
-        let finalized = self.ctx.block_on(chain.finalized_number())?;
-        Ok(exchange_wait(
-            wait,
-            u64::from(open.deadline),
-            finalized,
-            self.ctx.block_secs,
-        ))
+        let read = self.ctx.block_on(async {
+            let open = chain.open_round(self.ctx.pool).await?;
+            let finalized = chain.finalized_number().await?;
+            Ok::<_, synod_chain::ChainError>((open, finalized))
+        });
+        match read {
+            Ok((Some(open), finalized)) if open.round == r => exchange_wait(
+                wait,
+                u64::from(open.deadline),
+                finalized,
+                self.ctx.block_secs,
+            ),
+            Ok(_) => wait,
+            Err(e) => {
+                tracing::warn!(
+                    round = r,
+                    "exchange waits {wait:?}: cannot read the round's deadline: {e}"
+                );
+                wait
+            }
+        }
     }
 
     /// Round `r` from our payload `mine` (computed from checkpoint `start`): all-gathers the
@@ -207,7 +230,7 @@ impl Trainer {
     ) -> Result<(Pending, RoundRecord)> {
         let payload_bytes = mine.payload.len() as u64;
         let xcfg = ExchangeConfig {
-            deadline: self.exchange_wait(r, ctx.xcfg.deadline)?,
+            deadline: self.exchange_wait(r, ctx.xcfg.deadline),
             ..ctx.xcfg
         };
         let sp = super::spinner(
@@ -348,6 +371,18 @@ mod tests {
         assert_eq!(exchange_wait(wait, 50, 100, 2.0), Duration::ZERO);
         assert_eq!(exchange_wait(wait, u64::MAX, 0, f64::NAN), Duration::ZERO);
         assert_eq!(exchange_wait(wait, u64::MAX, 0, f64::INFINITY), wait);
+    }
+
+    /// A member 0.5 s per inner step at H = 500 waits 250 s for an announcement; a fast one
+    /// the 30 s floor; a nonsense measurement falls back to the floor.
+    #[test]
+    fn an_unannounced_member_is_awaited_one_inner_phase_and_at_least_30_s() {
+        assert_eq!(announce_grace(0.5, 500), Duration::from_secs(250));
+        assert_eq!(announce_grace(0.01, 100), Duration::from_secs(30));
+        assert_eq!(announce_grace(f64::NAN, 100), Duration::from_secs(30));
+        assert_eq!(announce_grace(f64::INFINITY, 100), Duration::from_secs(30));
+        assert_eq!(announce_grace(-1.0, 100), Duration::from_secs(30));
+        assert_eq!(announce_grace(1e300, u32::MAX), Duration::from_secs(30));
     }
 
     fn module(error: &str) -> ChainError {

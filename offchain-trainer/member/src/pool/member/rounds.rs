@@ -182,6 +182,7 @@ impl Trainer {
         let rule = self.ctx.a.recipe.outer.aggregation().rule();
         let xcfg = ExchangeConfig {
             deadline: Duration::from_secs(self.ctx.a.round_deadline),
+            announce_grace: super::commit::announce_grace(self.ctx.step_secs, self.ctx.inner_steps),
             max_payload_bytes: self.ctx.recipe.max_payload_bytes,
             ..ExchangeConfig::default()
         };
