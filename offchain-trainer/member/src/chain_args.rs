@@ -352,8 +352,8 @@ pub enum Fault {
     /// others include it, and their checkpoints split (`synod_protocol::agreement`).
     Late,
     /// Heartbeat and never announce a payload (nor commit) until the pool ends: members that
-    /// wait for a live member's payload until their exchange deadline would commit after the
-    /// round's deadline.
+    /// waited for a live member's payload until their exchange deadline would commit after the
+    /// round's deadline; they wait one inner phase (`announce_grace`).
     Mute,
 }
 

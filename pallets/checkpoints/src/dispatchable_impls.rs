@@ -146,19 +146,17 @@ impl<T: Config> Pallet<T> {
 			.into());
 		};
 		// Once a split round's agreed set is fixed in time to judge commits off it
-		// (`protocol::leak::agreed_in_time`), a first commit is over it: a commit off it is then
+		// (`AgreedSet::in_time`), a first commit is over it: a commit off it is then
 		// one made before the set was fixed, with the set's `RecommitPeriod` to commit over it,
 		// and garbage over another set cannot come later. A set fixed later judges nothing, and
 		// a first commit over another set is taken (its committer may have no time left to
 		// fetch the agreed payloads).
 		if previous.is_none() {
 			if let Some(agreed) = AgreedSets::<T>::get((pool_id, round)) {
-				let in_time = protocol::leak::agreed_in_time(
-					block::<T>(agreed.fixed_at),
-					block::<T>(open.deadline),
-					block::<T>(T::RecommitPeriod::get()),
+				ensure!(
+					!agreed.in_time(open.deadline) || included == agreed.included,
+					Error::<T>::NotTheAgreedSet
 				);
-				ensure!(!in_time || included == agreed.included, Error::<T>::NotTheAgreedSet);
 			}
 		}
 		let stake: T::Balance = participant.stake.saturated_into();

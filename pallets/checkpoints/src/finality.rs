@@ -250,13 +250,8 @@ impl<T: Config> Pallet<T> {
 			Voided::<T>::insert(pool_id, round, now);
 			let candidates = Candidates::<T>::take((pool_id, round));
 			// Judged against only if it left the committers of other sets time to commit over it.
-			let agreed = AgreedSets::<T>::take((pool_id, round)).filter(|a| {
-				protocol::leak::agreed_in_time(
-					block::<T>(a.fixed_at),
-					block::<T>(open.deadline),
-					block::<T>(T::RecommitPeriod::get()),
-				)
-			});
+			let agreed =
+				AgreedSets::<T>::take((pool_id, round)).filter(|a| a.in_time(open.deadline));
 			Self::deposit_event(Event::RoundVoided { pool_id, round });
 			Self::leak_inactive(
 				pool_id,

@@ -35,8 +35,7 @@ impl<T: Config> Pallet<T> {
 	) {
 		use protocol::leak::AtVoid;
 		let stakes: Vec<u128> = candidates.iter().map(|c| c.stake.saturated_into()).collect();
-		let majority = protocol::leak::majority_candidate(round_stake.saturated_into(), &stakes)
-			.filter(|m| *m < candidates.len());
+		let majority = protocol::leak::majority_candidate(round_stake.saturated_into(), &stakes);
 		let majority_set = majority.and_then(|m| candidates.get(m)).map(|c| &c.included);
 		let same_set = |i: usize| candidates.get(i).map(|c| &c.included) == majority_set;
 		let majority_agreed = majority_set.is_some() && majority_set == agreed;

@@ -73,6 +73,20 @@ pub struct AgreedSet<T: Config> {
 	pub fixed_at: BlockNumberFor<T>,
 }
 
+impl<T: Config> AgreedSet<T> {
+	/// Whether it was fixed in time to judge commits off it in a round whose deadline is
+	/// block `deadline`: more than [`Config::RecommitPeriod`] blocks before it
+	/// (`synod_protocol::leak::agreed_in_time`). Only then must a first commit be over it
+	/// (`NotTheAgreedSet`), and only then is a commit over another set leaked at a void.
+	pub fn in_time(&self, deadline: BlockNumberFor<T>) -> bool {
+		synod_primitives::protocol::leak::agreed_in_time(
+			crate::finality::block::<T>(self.fixed_at),
+			crate::finality::block::<T>(deadline),
+			crate::finality::block::<T>(T::RecommitPeriod::get()),
+		)
+	}
+}
+
 /// A final checkpoint.
 #[derive(
 	CloneNoBound, PartialEqNoBound, EqNoBound, Encode, Decode, MaxEncodedLen, TypeInfo, DebugNoBound,

@@ -157,7 +157,8 @@ impl pallet_checkpoints::Config for Runtime {
     // (`void_expired_round`, a late commit).
     type MaxDeadlinesPerBlock = ConstU32<8>;
     // 80 s: a trainer sees the agreed set one or two blocks after it is fixed (GRANDPA's lag),
-    // fetches the payloads it lacks for at most 60 s (`FETCH_SECS` of
+    // fetches the payloads it lacks in the 60 s or so this leaves (it keeps fetching until 3
+    // blocks before the deadline: `fetch_secs` of
     // `offchain-trainer/member/src/pool/member/agreed.rs`), aggregates and has its second
     // commit in a best block about a block later.
     type RecommitPeriod = ConstU32<40>;

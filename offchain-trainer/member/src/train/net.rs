@@ -226,8 +226,12 @@ pub fn join(a: &TrainArgs, theta0: &ParamSet) -> Result<NetExchange> {
         }
         Ok::<_, synod_p2p::NetError>(())
     })?;
+    // No chain fixes an agreed set here: a member left out by some and not by others would
+    // split θ for good, so a live member's announcement is awaited until the deadline.
+    let deadline = Duration::from_secs(a.net.round_deadline);
     let cfg = ExchangeConfig {
-        deadline: Duration::from_secs(a.net.round_deadline),
+        deadline,
+        announce_grace: deadline,
         ..ExchangeConfig::default()
     };
     Ok(NetExchange {

@@ -96,9 +96,10 @@ const EXCHANGE_MARGIN_BLOCKS: u64 = 5;
 /// How long an exchange may wait for payloads: `wait` (`--round-deadline`), but no longer than
 /// until [`EXCHANGE_MARGIN_BLOCKS`] before the round's `deadline` block, read at finalized
 /// block `finalized` with blocks of `block_secs` seconds (zero when that is past). A member
-/// that heartbeats and never announces holds the exchange open until then, so a wait past the
-/// chain's deadline would make every honest commit land after it: the round voided and every
-/// honest member leaked as silent.
+/// that announces and then serves its payload slowly holds the exchange open until then (one
+/// that never announces, for [`announce_grace`]), so a wait past the chain's deadline would
+/// make every honest commit land after it: the round voided and every honest member leaked as
+/// silent.
 fn exchange_wait(wait: Duration, deadline: u64, finalized: u64, block_secs: f64) -> Duration {
     let blocks = deadline.saturating_sub(finalized.saturating_add(EXCHANGE_MARGIN_BLOCKS));
     let left = blocks as f64 * block_secs;
