@@ -353,7 +353,7 @@ pub enum Fault {
     Late,
     /// Heartbeat and never announce a payload (nor commit) until the pool ends: members that
     /// waited for a live member's payload until their exchange deadline would commit after the
-    /// round's deadline; they wait one inner phase (`announce_grace`).
+    /// round's deadline; they wait two inner phases (`announce_grace`).
     Mute,
 }
 

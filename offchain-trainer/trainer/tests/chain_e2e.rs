@@ -1353,7 +1353,7 @@ fn late_announcer_cannot_void_rounds_by_splitting_the_included_set() {
 /// more than the pool's 60-block round timeout, so that every honest commit landed after the
 /// deadline, every round was voided and every honest member was leaked as silent. The
 /// exchange never waits past a few blocks before the round's deadline (`exchange_wait`), and
-/// it leaves out a live member that announced nothing within one inner phase of our own
+/// it leaves out a live member that announced nothing within two inner phases of our own
 /// announcement, at least 30 s (`announce_grace`): the mute member stretches each round by
 /// that, not to its deadline. Every round is final without the mute member, every honest
 /// member left it out for announcing nothing in the grace, and nobody honest loses stake.

@@ -113,15 +113,19 @@ fn exchange_wait(wait: Duration, deadline: u64, finalized: u64, block_secs: f64)
 }
 
 /// How long an exchange waits for a live member to announce its payload after we announced
-/// ours ([`ExchangeConfig::announce_grace`]): one of our inner phases (`inner_steps` of
-/// `step_secs` seconds each, measured at start), so that an honest member up to twice as slow
-/// as us is still included, and at least the exchange's default (30 s). A member that
+/// ours ([`ExchangeConfig::announce_grace`]): two of our inner phases (`inner_steps` of
+/// `step_secs` seconds each, measured at start), and at least the exchange's default (30 s).
+/// In plain rounds, a member whose checkpoint lost the previous round trained this round's
+/// phase ahead from it, finishes that phase, and only then trains the phase again from the
+/// final checkpoint: it announces about one phase (plus reloading the checkpoint) after the
+/// others. Left out of this round too, its checkpoint would lose again, and so on for good;
+/// two phases cover it, and an honest member up to three times as slow as us. A member that
 /// heartbeats and never announces then stretches a round by this, not to its deadline.
 pub(super) fn announce_grace(step_secs: f64, inner_steps: u32) -> Duration {
     let floor = ExchangeConfig::default().announce_grace;
-    let phase = step_secs * f64::from(inner_steps);
-    if phase.is_finite() && phase > floor.as_secs_f64() {
-        Duration::try_from_secs_f64(phase).unwrap_or(floor)
+    let two_phases = 2.0 * step_secs * f64::from(inner_steps);
+    if two_phases.is_finite() && two_phases > floor.as_secs_f64() {
+        Duration::try_from_secs_f64(two_phases).unwrap_or(floor)
     } else {
         floor
     }
@@ -374,11 +378,14 @@ mod tests {
         assert_eq!(exchange_wait(wait, u64::MAX, 0, f64::INFINITY), wait);
     }
 
-    /// A member 0.5 s per inner step at H = 500 waits 250 s for an announcement; a fast one
-    /// the 30 s floor; a nonsense measurement falls back to the floor.
+    /// A member 0.5 s per inner step at H = 500 (250 s phases) waits 500 s for an
+    /// announcement: a member that lost the previous round retrains its phase after finishing
+    /// the one it trained ahead, about 250 s after us. A fast one waits the 30 s floor; a
+    /// nonsense measurement falls back to the floor.
     #[test]
-    fn an_unannounced_member_is_awaited_one_inner_phase_and_at_least_30_s() {
-        assert_eq!(announce_grace(0.5, 500), Duration::from_secs(250));
+    fn an_unannounced_member_is_awaited_two_inner_phases_and_at_least_30_s() {
+        assert_eq!(announce_grace(0.5, 500), Duration::from_secs(500));
+        assert_eq!(announce_grace(0.1, 100), Duration::from_secs(30));
         assert_eq!(announce_grace(0.01, 100), Duration::from_secs(30));
         assert_eq!(announce_grace(f64::NAN, 100), Duration::from_secs(30));
         assert_eq!(announce_grace(f64::INFINITY, 100), Duration::from_secs(30));
