@@ -9,6 +9,15 @@ pub enum DilocoError {
     /// The inner phase failed (tensor library error, out of memory, ...).
     #[error("inner phase failed: {0}")]
     Inner(String),
+    /// The inner phase was cancelled through its [`crate::CancelToken`] before inner step
+    /// `step` (0-based) of outer round `round`; what it had computed is dropped.
+    #[error("round {round}: inner phase cancelled before inner step {step}")]
+    Cancelled {
+        /// The outer round whose inner phase was running.
+        round: u32,
+        /// The inner step that was not run.
+        step: u32,
+    },
     /// Encoding the local pseudo-gradient failed (e.g. a NaN after divergence).
     #[error("encoding the pseudo-gradient: {0}")]
     Encode(#[from] EncodeError),

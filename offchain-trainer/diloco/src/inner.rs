@@ -1,5 +1,8 @@
 //! The inner phase, as the round sees it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use synod_checkpoint::ParamSet;
 
 use crate::DilocoError;
@@ -56,5 +59,30 @@ pub trait InnerTrainer {
                 "this inner trainer records no Proof-of-Learning trace".into(),
             ))
         }
+    }
+}
+
+/// Stops an inner phase that runs on another thread: the phase checks it before each inner
+/// step and ends with [`DilocoError::Cancelled`] once it is set. A member cancels a phase it
+/// trained ahead from a checkpoint that did not become final (`docs/architecture.md`, step 6):
+/// that phase's work is dead, and the phase from the final checkpoint starts as soon as the
+/// current inner step ends instead of after the whole doomed phase. Clones share one flag.
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A token not cancelled yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancels every phase holding a clone of this token (idempotent).
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`CancelToken::cancel`] was called on this token or a clone.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
     }
 }

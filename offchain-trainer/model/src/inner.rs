@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use synod_checkpoint::ParamSet;
 use synod_data::{Batch, BatchPlan};
-use synod_diloco::{DilocoError, InnerReport, InnerTrainer};
+use synod_diloco::{CancelToken, DilocoError, InnerReport, InnerTrainer};
 use tch::nn::VarStore;
 use tch::Device;
 
@@ -27,6 +27,7 @@ pub struct TchInnerTrainer {
     pub worker: u32,
     opt: Option<AdamW>,
     on_step: Option<StepHook>,
+    cancel: Option<CancelToken>,
 }
 
 /// Called after every inner step with (steps done, steps in the phase, the step's mean loss in
@@ -64,6 +65,7 @@ impl TchInnerTrainer {
             worker,
             opt: None,
             on_step: None,
+            cancel: None,
         })
     }
 
@@ -71,6 +73,14 @@ impl TchInnerTrainer {
     pub fn with_step_hook(mut self, hook: StepHook) -> Self {
         self.on_step = Some(hook);
         self
+    }
+
+    /// Makes the inner phases that follow end with [`ModelError::Cancelled`] before their next
+    /// inner step once `token` is cancelled (checked before every step; a step under way
+    /// finishes first); `None` removes the token. The replica's parameters and optimizer state
+    /// are then those after the last step run: the next phase loads its start over them.
+    pub fn set_cancel(&mut self, token: Option<CancelToken>) {
+        self.cancel = token;
     }
 
     pub(crate) fn optimizer(&mut self) -> Result<&mut AdamW, ModelError> {
@@ -141,7 +151,8 @@ impl TchInnerTrainer {
     /// and the last one (nats per token).
     ///
     /// # Errors
-    /// As [`TchInnerTrainer::train_step`].
+    /// As [`TchInnerTrainer::train_step`]; [`ModelError::Cancelled`] once the replica's
+    /// [`CancelToken`] is cancelled.
     pub(crate) fn run_steps(
         &mut self,
         round: u32,
@@ -151,6 +162,9 @@ impl TchInnerTrainer {
         let h = self.cfg.inner_steps;
         let (mut sum, mut last) = (0.0, 0.0);
         for step in from..to {
+            if self.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+                return Err(ModelError::Cancelled { round, step });
+            }
             let batch = self.plan.train_batch(self.worker, round, step);
             let global = u64::from(round.saturating_sub(1)) * u64::from(h) + u64::from(step);
             let lr = self.cfg.lr_in_round(global, step);

@@ -178,3 +178,42 @@ fn a_synod_checkpoint_loads_in_pytorch_and_gives_the_same_logits() {
     assert!(worst < 1e-4, "max |logit difference| = {worst}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_cancelled_inner_phase_stops_before_its_next_step_and_the_replica_trains_on() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use synod_diloco::{CancelToken, DilocoError, InnerTrainer};
+    let cfg = InnerConfig {
+        inner_steps: 10,
+        ..InnerConfig::nanogpt(4, 10, 100)
+    };
+    let token = CancelToken::new();
+    let steps = Arc::new(AtomicU32::new(0));
+    let (seen, cancel) = (steps.clone(), token.clone());
+    // Cancelled from the step hook after the third step, as another thread would.
+    let mut w = trainer(cfg, 0).with_step_hook(Box::new(move |done, _, _| {
+        seen.fetch_add(1, Ordering::Relaxed);
+        if done == 3 {
+            cancel.cancel();
+        }
+    }));
+    w.set_cancel(Some(token));
+    let start = w.params().unwrap();
+    match w.inner_phase(&start, 1) {
+        Err(DilocoError::Cancelled { round: 1, step: 3 }) => {}
+        other => panic!(
+            "expected a cancellation before step 3, got {:?}",
+            other.map(|r| r.1)
+        ),
+    }
+    assert_eq!(
+        steps.load(Ordering::Relaxed),
+        3,
+        "no step ran after the cancellation"
+    );
+    // Without the token the same replica runs a whole phase from the start again.
+    w.set_cancel(None);
+    let (_, report) = w.inner_phase(&start, 1).unwrap();
+    assert_eq!(steps.load(Ordering::Relaxed), 13);
+    assert!(report.mean_loss.is_finite());
+}

@@ -115,11 +115,12 @@ fn exchange_wait(wait: Duration, deadline: u64, finalized: u64, block_secs: f64)
 /// How long an exchange waits for a live member to announce its payload after we announced
 /// ours ([`ExchangeConfig::announce_grace`]): two of our inner phases (`inner_steps` of
 /// `step_secs` seconds each, measured at start), and at least the exchange's default (30 s).
-/// In plain rounds, a member whose checkpoint lost the previous round trained this round's
-/// phase ahead from it, finishes that phase, and only then trains the phase again from the
-/// final checkpoint: it announces about one phase (plus reloading the checkpoint) after the
-/// others. Left out of this round too, its checkpoint would lose again, and so on for good;
-/// two phases cover it, and an honest member up to three times as slow as us. A member that
+/// In plain rounds, a member whose checkpoint lost the previous round cancels the phase it
+/// trained ahead from it at the close, reloads the final checkpoint and trains the phase
+/// again: it announces the reload plus up to one phase (the time from its commit to the
+/// close, at most) after the others. Left out of this round too, its checkpoint would lose
+/// again, and so on for good; two phases cover it, and an honest member up to three times as
+/// slow as us. A member that
 /// heartbeats and never announces then stretches a round by this, not to its deadline.
 pub(super) fn announce_grace(step_secs: f64, inner_steps: u32) -> Duration {
     let floor = ExchangeConfig::default().announce_grace;

@@ -179,11 +179,18 @@ impl Ctx {
             .into_iter()
             .filter(|h| !keep.contains(h))
             .collect();
-        for h in &gone {
+        self.forget_states(round, &gone);
+    }
+
+    /// Stops serving and deletes our trace states `hashes` kept with `round`'s evidence (a
+    /// phase that did not finish, or the part of a payload's trace no kept payload names),
+    /// serving again from another round's copy any that a payload of that round still names.
+    pub fn forget_states(&self, round: u32, hashes: &[[u8; 32]]) {
+        for h in hashes {
             self.client.unserve_file(h);
             let _ = std::fs::remove_file(self.retained.trace_path(round, h));
         }
-        self.serve_shared(round, &gone);
+        self.serve_shared(round, hashes);
     }
 
     /// Serves again, from another round's copy, any of `hashes` that a payload of ours for a

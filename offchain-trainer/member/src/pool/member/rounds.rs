@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use synod_checkpoint::CheckpointHash;
 use synod_codec::EncodeOptions;
-use synod_diloco::{AggregationRule, Contribution, DilocoError, InnerReport, OuterState};
+use synod_diloco::{
+    AggregationRule, CancelToken, Contribution, DilocoError, InnerReport, OuterState,
+};
 use synod_model::TchInnerTrainer;
 use synod_p2p::{Client, ExchangeConfig};
 
@@ -41,6 +43,13 @@ struct Computed {
     report: InnerReport,
 }
 
+/// An inner phase that did not finish: why, and the trace states it had already kept with its
+/// round's evidence (dead now: [`super::ctx::Ctx::forget_states`]).
+struct Unfinished {
+    error: DilocoError,
+    kept: Vec<[u8; 32]>,
+}
+
 /// Our contribution to the round after `from` (θ and its round number), run by `worker` as
 /// member `me` with the error-feedback memory `feedback`, with its Proof-of-Learning trace:
 /// every boundary state (and a sparse payload's residual `e_r`) is kept with the round's
@@ -48,7 +57,8 @@ struct Computed {
 /// of the payload).
 ///
 /// # Errors
-/// libtorch and encoding errors; a trace state that cannot be written.
+/// libtorch and encoding errors, a trace state that cannot be written, the worker's
+/// [`CancelToken`] cancelled ([`DilocoError::Cancelled`]); each with the states kept so far.
 fn traced_phase(
     from: &OuterState,
     worker: &mut TchInnerTrainer,
@@ -57,9 +67,10 @@ fn traced_phase(
     feedback: &mut synod_diloco::ErrorFeedback,
     retained: &Retained,
     client: &Client,
-) -> Result<(Contribution, InnerReport)> {
+) -> Result<(Contribution, InnerReport), Unfinished> {
     let r = from.round + 1;
-    Ok(from.contribute_traced(
+    let mut kept = Vec::new();
+    let phase = from.contribute_traced(
         worker,
         me,
         &ctx.codec,
@@ -70,9 +81,11 @@ fn traced_phase(
                 .save_trace_state(r, &hash, &bytes)
                 .map_err(|e| DilocoError::Inner(format!("keeping a trace state: {e:#}")))?;
             client.serve_file(hash, path);
+            kept.push(hash);
             Ok(())
         },
-    )?)
+    );
+    phase.map_err(|error| Unfinished { error, kept })
 }
 
 impl Trainer {
@@ -221,6 +234,10 @@ impl Trainer {
     ///   no outcome of round r can change ([`crate::pool::inner_start`]): nothing is
     ///   discarded but after a restart.
     ///
+    /// A phase trained ahead from a start that round r's close did not keep is cancelled at the
+    /// close ([`CancelToken`], before its next inner step) rather than awaited, and its trace
+    /// states are deleted: the phase from the final checkpoint starts at once.
+    ///
     /// Returns the last round we computed.
     fn drive(
         &mut self,
@@ -263,18 +280,23 @@ impl Trainer {
                 self.ctx.client.clone(),
                 self.ctx.me,
             );
-            let (settled, job) = std::thread::scope(|s| {
+            let (settled, start_after, job) = std::thread::scope(|s| {
                 // Round r + 1's inner phase from `from` (numbered so that its next round is
-                // r + 1), on another thread with our inner trainer.
+                // r + 1), on another thread with our inner trainer, and the token that
+                // cancels it.
                 let spawn = |from: OuterState,
                              mut feedback: synod_diloco::ErrorFeedback,
                              mut w: TchInnerTrainer| {
                     let (retained, client) = (retained.clone(), client.clone());
-                    s.spawn(move || {
+                    let cancel = CancelToken::new();
+                    w.set_cancel(Some(cancel.clone()));
+                    let phase = s.spawn(move || {
                         let res =
                             traced_phase(&from, &mut w, me, ctx, &mut feedback, &retained, &client);
+                        w.set_cancel(None);
                         (w, res)
-                    })
+                    });
+                    (phase, cancel)
                 };
                 let mut job = None;
                 if overlap && more {
@@ -309,18 +331,46 @@ impl Trainer {
                     let ours = p.hash;
                     Ok((ours, self.settle(p)?, rec))
                 });
-                (settled, job.map(|(start, j)| (start, j.join())))
+                // Round r + 1's start as the close decided it: a phase running ahead from
+                // another start is dead, cancelled now rather than awaited.
+                let start_after = match (&job, &settled) {
+                    (Some(_), Ok((_, closed, _))) => {
+                        Some(self.ctx.inner_start(r + 1, closed.parent_after(parent)))
+                    }
+                    _ => None,
+                };
+                if let (Some((start, (_, cancel))), Some(Ok(next))) = (&job, &start_after) {
+                    if next != start {
+                        cancel.cancel();
+                    }
+                }
+                let job = job.map(|(start, (phase, _))| (start, phase.join()));
+                (settled, start_after, job)
             });
             match job {
                 Some((start, Ok((w, res)))) => {
                     self.worker = Some(w);
-                    let (mine, report) = res?;
-                    ahead = Some(Computed {
-                        round: r + 1,
-                        start,
-                        mine,
-                        report,
-                    });
+                    match res {
+                        Ok((mine, report)) => {
+                            ahead = Some(Computed {
+                                round: r + 1,
+                                start,
+                                mine,
+                                report,
+                            })
+                        }
+                        Err(Unfinished { error, kept }) => {
+                            self.ctx.forget_states(r + 1, &kept);
+                            if !matches!(error, DilocoError::Cancelled { .. }) {
+                                return Err(error.into());
+                            }
+                            tracing::info!(
+                                round = r + 1,
+                                "cancelled the inner phase trained ahead from a checkpoint that \
+                                 did not become final: {error}"
+                            );
+                        }
+                    }
                 }
                 Some((_, Err(_))) => bail!("the inner phase of round {} panicked", r + 1),
                 None => {}
@@ -328,21 +378,13 @@ impl Trainer {
             let (ours, closed, rec) = settled?;
             // What round r + 1 trains from: our θ_r if it is final; else the final one, or
             // after a void θ_{r−1} (a voided round changed nothing; its number moves on).
-            let reload = match closed {
-                Closed::Final(h) if h == ours => {
-                    parent = h;
-                    None
-                }
-                Closed::Final(h) => {
-                    parent = h;
-                    Some(h)
-                }
-                Closed::Voided => Some(parent),
-            };
+            let last_final = closed.parent_after(parent);
+            let reload = (closed != Closed::Final(ours)).then_some(last_final);
+            parent = last_final;
             // The phase computed meanwhile counts if round r + 1 starts where it did;
             // otherwise it is discarded now (its trace is dead).
             if let Some(c) = ahead.take() {
-                match self.ctx.inner_start(r + 1, parent) {
+                match start_after.unwrap_or_else(|| self.ctx.inner_start(r + 1, parent)) {
                     Ok(start) => {
                         next_start = Some(start);
                         if start == c.start {
@@ -413,5 +455,9 @@ impl Trainer {
             &self.ctx.retained,
             &self.ctx.client,
         )
+        .map_err(|Unfinished { error, kept }| {
+            self.ctx.forget_states(r, &kept);
+            error.into()
+        })
     }
 }

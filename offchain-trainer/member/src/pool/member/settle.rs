@@ -26,6 +26,18 @@ pub(super) enum Closed {
     Voided,
 }
 
+impl Closed {
+    /// The last final checkpoint once the round closed this way, `parent` being the one before
+    /// it: the round's own final checkpoint, or `parent` after a void (a voided round changes
+    /// nothing).
+    pub(super) fn parent_after(&self, parent: CheckpointHash) -> CheckpointHash {
+        match self {
+            Self::Final(h) => *h,
+            Self::Voided => parent,
+        }
+    }
+}
+
 /// Our checkpoint of a round whose commit is in flight.
 pub(super) struct Pending {
     pub round: u32,
