@@ -62,6 +62,54 @@ pub trait InnerTrainer {
     }
 }
 
+/// An inner trainer whose phases can be checked by their Proof-of-Learning trace (Jia et al.
+/// 2021, "Proof-of-Learning", §4.2; [`crate::trace`]): it exposes a phase's *full state* (θ
+/// together with the inner optimizer's state and step count, as one [`ParamSet`]) and replays
+/// any segment of a phase from its start state. A verifier (`synod-verify`'s `Replayer`) is
+/// generic over it; what the full state holds and how close two of them are is the
+/// implementation's, the sampling and tolerances are [`crate::verify`]'s.
+pub trait SegmentReplay: InnerTrainer {
+    /// Selects whose batches the following phases and segment replays run on: member
+    /// `worker`'s (batches are a pure function of pool seed, worker, round and step).
+    fn set_worker(&mut self, worker: u32);
+
+    /// The full state at the start of an inner phase from θ `start`: θ with a fresh inner
+    /// optimizer, what boundary 0 of an honest trace holds (bit for bit).
+    ///
+    /// # Errors
+    /// [`DilocoError::Inner`] if `start` is not this model's θ or the tensor library fails.
+    fn start_state(&mut self, start: &ParamSet) -> Result<ParamSet, DilocoError>;
+
+    /// Replays inner steps `from..to` of outer round `round` from `state`, the full state after
+    /// `from` steps, and returns the full state after `to` steps.
+    ///
+    /// # Errors
+    /// [`DilocoError::Inner`] if `state` is not a full state of this model after `from`
+    /// steps, `to` is outside the phase, or the tensor library fails.
+    fn replay_segment(
+        &mut self,
+        state: &ParamSet,
+        round: u32,
+        from: u32,
+        to: u32,
+    ) -> Result<ParamSet, DilocoError>;
+
+    /// Whether `state` can be a full state of an honest phase that started at full state
+    /// `start` (bounds on what any number of honest steps can reach): a verifier replays only
+    /// from plausible states, so an arbitrary served start state cannot make its own replay
+    /// move so far that a lazy member's missing work hides inside the tolerance.
+    fn plausible_state(&self, state: &ParamSet, start: &ParamSet) -> bool;
+
+    /// θ of the full state `state` (its optimizer's tensors removed).
+    fn params_of(&self, state: &ParamSet) -> ParamSet;
+
+    /// How far the `claimed` full state after a segment lies from the `replayed` one, relative
+    /// to how far the segment moved from its start state `start` (dimensionless; infinite for
+    /// states of different layouts or step counts). Compared with
+    /// [`crate::verify::SEGMENT_TOLERANCE`].
+    fn state_distance(&self, start: &ParamSet, claimed: &ParamSet, replayed: &ParamSet) -> f64;
+}
+
 /// Stops an inner phase that runs on another thread: the phase checks it before each inner
 /// step and ends with [`DilocoError::Cancelled`] once it is set. A member cancels a phase it
 /// trained ahead from a checkpoint that did not become final (`docs/architecture.md`, step 6):

@@ -43,7 +43,7 @@ pub mod verify;
 pub use aggregate::{l2_norm, AggregationRule, Aggregator, ClippedTrimmedMean, Mean};
 pub use error::DilocoError;
 pub use feedback::ErrorFeedback;
-pub use inner::{CancelToken, InnerReport, InnerTrainer};
+pub use inner::{CancelToken, InnerReport, InnerTrainer, SegmentReplay};
 pub use outer::NesterovSgd;
 pub use pseudograd::{
     decode_pseudo_gradient, encode_pseudo_gradient, max_payload_bytes, max_payload_bytes_for,

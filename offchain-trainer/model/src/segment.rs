@@ -6,6 +6,7 @@
 //! one (the boundaries and sampling rules are `synod_diloco::verify`'s).
 
 use synod_checkpoint::ParamSet;
+use synod_diloco::{DilocoError, SegmentReplay};
 
 use crate::adamw::{FIRST_MOMENT_PREFIX, SECOND_MOMENT_PREFIX, STEP_NAME};
 use crate::{load_params, param_set, InnerConfig, ModelError, TchInnerTrainer};
@@ -73,6 +74,45 @@ impl TchInnerTrainer {
         }
         self.run_steps(round, from, to)?;
         self.phase_state()
+    }
+}
+
+/// The tch replica's full state is θ plus [`crate::AdamW`]'s moments and step count
+/// ([`TchInnerTrainer::phase_state`]); its bounds are [`plausible_state`] and its distance
+/// [`state_distance`].
+impl SegmentReplay for TchInnerTrainer {
+    fn set_worker(&mut self, worker: u32) {
+        self.worker = worker;
+    }
+
+    fn start_state(&mut self, start: &ParamSet) -> Result<ParamSet, DilocoError> {
+        load_params(&self.vs, start)?;
+        self.reset_optimizer();
+        Ok(self.phase_state()?)
+    }
+
+    fn replay_segment(
+        &mut self,
+        state: &ParamSet,
+        round: u32,
+        from: u32,
+        to: u32,
+    ) -> Result<ParamSet, DilocoError> {
+        Ok(TchInnerTrainer::replay_segment(
+            self, state, round, from, to,
+        )?)
+    }
+
+    fn plausible_state(&self, state: &ParamSet, start: &ParamSet) -> bool {
+        plausible_state(state, start, &self.cfg)
+    }
+
+    fn params_of(&self, state: &ParamSet) -> ParamSet {
+        params_of(state)
+    }
+
+    fn state_distance(&self, start: &ParamSet, claimed: &ParamSet, replayed: &ParamSet) -> f64 {
+        state_distance(start, claimed, replayed)
     }
 }
 

@@ -18,7 +18,9 @@
 //! * [`replay`]: checks a member's Proof-of-Learning trace by sampled segments, or re-runs its
 //!   whole inner phase from θ_{r−1}, and measures the distance to its signed payload
 //!   ([`synod_diloco::verify`] holds the rules: distances, tolerances, sampling). What it needs
-//!   of the pool's recipe comes through [`ReplayRecipe`].
+//!   of the pool's recipe comes through [`ReplayRecipe`], and of the inner trainer through
+//!   [`synod_diloco::SegmentReplay`]: this crate does not link libtorch (the trainer's tch
+//!   replica implements it in `synod-model`; `tests/segment_replay.rs` checks a toy model).
 //! * [`vote`]: a juror's verdict on a disputed payload from its replay.
 //!
 //! Dishonest members (forged or skipped segments) for tests and benches live in the trainer

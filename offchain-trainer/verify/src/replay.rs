@@ -13,14 +13,17 @@ use synod_checkpoint::ParamSet;
 use synod_codec::EncodeOptions;
 use synod_diloco::residual::{carried_distance, residual_from_bytes, NO_RESIDUAL};
 use synod_diloco::verify::{replay_distance, within_tolerance};
-use synod_diloco::{DilocoError, ErrorFeedback, OuterState, PseudoGradient};
-use synod_model::TchInnerTrainer;
+use synod_diloco::{DilocoError, ErrorFeedback, OuterState, PseudoGradient, SegmentReplay};
 pub use synod_protocol::Dispute;
 
 /// What a replay needs of a pool's recipe (the recipe every member trains with, whose hash the
 /// pool spec commits to): the trainer implements it over its loaded recipe and command-line
-/// recipe flags (`ReplayView` in `offchain-trainer/member/src/pool/recipe.rs`).
+/// recipe flags (`ReplayView` in `offchain-trainer/member/src/pool/recipe.rs`), with the tch
+/// replica as its [`ReplayRecipe::Trainer`].
 pub trait ReplayRecipe {
+    /// The inner trainer a replay runs the recipe's inner phases and segments on.
+    type Trainer: SegmentReplay;
+
     /// Whether the recipe keeps the inner AdamW moments across rounds (`--keep-inner-state`):
     /// then an inner phase cannot be replayed from θ alone.
     fn keeps_inner_state(&self) -> bool;
@@ -37,8 +40,8 @@ pub trait ReplayRecipe {
     /// learning-rate schedule).
     ///
     /// # Errors
-    /// An unknown model preset, or libtorch errors.
-    fn replica(&self, worker: u32, inner_steps: u32, total_steps: u32) -> Result<TchInnerTrainer>;
+    /// An unknown model preset, or the inner trainer's errors.
+    fn replica(&self, worker: u32, inner_steps: u32, total_steps: u32) -> Result<Self::Trainer>;
 
     /// The encoder options of the recipe's codec (and its sparse settings).
     fn encode_options(&self) -> EncodeOptions;
@@ -90,8 +93,8 @@ pub enum WholeReplay {
     NoTrace,
     /// The accused did not serve a state in time (withheld, gone, or the network too slow).
     Unserved,
-    /// A served state does not parse, fit the model, or pass [`plausible_state`] (or the
-    /// verifier's own replay of a segment failed).
+    /// A served state does not parse, fit the model, or pass
+    /// [`SegmentReplay::plausible_state`] (or the verifier's own replay of a segment failed).
     Refused,
     /// The start state, the end state's payload or a drawn segment did not match.
     Mismatch,
@@ -165,9 +168,9 @@ impl Residuals {
     /// The memory a replay encodes with ([`ErrorFeedback::committed`] holding `e_{r−1}` for
     /// the sparse codec, a fresh one otherwise) and the served `e_r` parsed against `like`.
     /// `Err` (a dishonest author) for residual bytes that do not parse or fit the model.
-    fn replay_memory(
+    fn replay_memory<T: SegmentReplay>(
         &self,
-        recipe: &dyn ReplayRecipe,
+        recipe: &dyn ReplayRecipe<Trainer = T>,
         like: &ParamSet,
     ) -> Result<(ErrorFeedback, Option<PseudoGradient>), DilocoError> {
         if !recipe.sparse() {
@@ -212,11 +215,10 @@ fn with_carried(
     distance.max(carried)
 }
 
-/// One contribution to replay, as every check of it reads it.
-#[derive(Clone, Copy)]
-pub struct ReplayInput<'a> {
+/// One contribution to replay, as every check of it reads it, on inner trainers `T`.
+pub struct ReplayInput<'a, T> {
     /// The pool's recipe (model, data, inner optimizer, codec).
-    pub recipe: &'a dyn ReplayRecipe,
+    pub recipe: &'a dyn ReplayRecipe<Trainer = T>,
     /// θ_{round−1} (θ_{round−2} with overlapped rounds): the canonical checkpoint bytes, with
     /// the outer momentum.
     pub parent: &'a [u8],
@@ -231,14 +233,23 @@ pub struct ReplayInput<'a> {
     pub residuals: &'a Residuals,
 }
 
-/// Replays inner phases of one pool's recipe, keeping one model replica between replays.
-pub struct Replayer {
-    inner_steps: u32,
-    total_steps: u32,
-    replica: Option<TchInnerTrainer>,
+impl<T> Clone for ReplayInput<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
 
-impl Replayer {
+impl<T> Copy for ReplayInput<'_, T> {}
+
+/// Replays inner phases of one pool's recipe on inner trainers `T` (the trainer's tch replica;
+/// any [`SegmentReplay`]), keeping one replica between replays.
+pub struct Replayer<T> {
+    inner_steps: u32,
+    total_steps: u32,
+    replica: Option<T>,
+}
+
+impl<T: SegmentReplay> Replayer<T> {
     /// A replayer for a pool of `inner_steps` H and `rounds` rounds.
     pub fn new(inner_steps: u32, rounds: u32) -> Self {
         Self {
@@ -250,7 +261,7 @@ impl Replayer {
 
     /// θ_{round−1} from `parent` (checkpoint bytes with the outer momentum) and the replica,
     /// set to replay `member`'s batches.
-    fn prepare(&mut self, c: &ReplayInput<'_>) -> Result<(OuterState, &mut TchInnerTrainer)> {
+    fn prepare(&mut self, c: &ReplayInput<'_, T>) -> Result<(OuterState, &mut T)> {
         let ReplayInput {
             recipe,
             parent,
@@ -269,7 +280,7 @@ impl Replayer {
             .replica
             .as_mut()
             .ok_or_else(|| anyhow::anyhow!("no replica"))?;
-        replica.worker = member;
+        replica.set_worker(member);
         Ok((state, replica))
     }
 
@@ -282,8 +293,8 @@ impl Replayer {
     ///
     /// # Errors
     /// A recipe that keeps AdamW moments across rounds (not replayable from θ alone), an
-    /// unreadable parent checkpoint, libtorch errors.
-    pub fn check(&mut self, c: &ReplayInput<'_>) -> Result<Replay> {
+    /// unreadable parent checkpoint, the inner trainer's errors.
+    pub fn check(&mut self, c: &ReplayInput<'_, T>) -> Result<Replay> {
         let ReplayInput {
             recipe,
             member,

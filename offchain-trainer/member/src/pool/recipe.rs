@@ -171,6 +171,8 @@ pub struct ReplayView<'a> {
 }
 
 impl ReplayRecipe for ReplayView<'_> {
+    type Trainer = TchInnerTrainer;
+
     fn keeps_inner_state(&self) -> bool {
         self.args.model.keep_inner_state
     }

@@ -12,8 +12,7 @@ use synod_diloco::verify::{
     replay_distance, segment_drift, within_tolerance, REPLAY_TOLERANCE, SEGMENT_CONVICTION,
     SEGMENT_TOLERANCE,
 };
-use synod_model::load_params;
-use synod_model::segment::{params_of, plausible_state, state_distance};
+use synod_diloco::SegmentReplay;
 
 use super::{with_carried, Dispute, Replay, ReplayInput, Replayer, WholeReplay};
 
@@ -33,7 +32,7 @@ enum TraceCheck {
     Drift,
 }
 
-impl Replayer {
+impl<T: SegmentReplay> Replayer<T> {
     /// Checks `c.member`'s contribution to `c.round` by its Proof-of-Learning trace (Jia et al.
     /// 2021, §4.2; [`synod_diloco::trace`]): the trace's first state must be θ_{r−1} with a
     /// fresh optimizer (rebuilt here bit for bit), its last state's θ must encode to the
@@ -53,7 +52,7 @@ impl Replayer {
     /// As [`Replayer::check`].
     pub fn check_segments(
         &mut self,
-        c: &ReplayInput<'_>,
+        c: &ReplayInput<'_, T>,
         segments: &[u32],
         fetch: &mut FetchState<'_>,
     ) -> Result<Replay> {
@@ -111,7 +110,7 @@ impl Replayer {
     /// As [`Replayer::check`].
     pub fn check_dispute(
         &mut self,
-        c: &ReplayInput<'_>,
+        c: &ReplayInput<'_, T>,
         dispute: Dispute,
         fetch: &mut FetchState<'_>,
     ) -> Result<Replay> {
@@ -159,7 +158,7 @@ impl Replayer {
 
     /// The claimed payload's trace (its boundary hashes) if it has one boundary per boundary
     /// of this pool's segments; `None` for no trace or one of another shape.
-    fn trace_of(&self, c: &ReplayInput<'_>) -> Option<Vec<[u8; 32]>> {
+    fn trace_of(&self, c: &ReplayInput<'_, T>) -> Option<Vec<[u8; 32]>> {
         let bounds = c.recipe.segment_boundaries(self.inner_steps);
         Payload::trace_of(c.claimed).filter(|t| t.len() == bounds.len())
     }
@@ -168,7 +167,7 @@ impl Replayer {
     /// with why (`why`) and the part of the trace a failed check named (`failed`).
     fn whole(
         &mut self,
-        c: &ReplayInput<'_>,
+        c: &ReplayInput<'_, T>,
         why: WholeReplay,
         failed: Option<Dispute>,
     ) -> Result<Replay> {
@@ -191,7 +190,7 @@ impl Replayer {
     /// As [`Replayer::check`] (preparing the replica).
     fn trace_check(
         &mut self,
-        c: &ReplayInput<'_>,
+        c: &ReplayInput<'_, T>,
         trace: &[[u8; 32]],
         segments: &[u32],
         fetch: &mut FetchState<'_>,
@@ -209,9 +208,7 @@ impl Replayer {
         let (state, replica) = self.prepare(c)?;
         Ok((|| -> Result<TraceCheck> {
             let (mut feedback, carried_out) = residuals.replay_memory(recipe, &state.params)?;
-            load_params(&replica.vs, &state.params)?;
-            replica.reset_optimizer();
-            let start = replica.phase_state()?;
+            let start = replica.start_state(&state.params)?;
             if synod_checkpoint::hash(&synod_checkpoint::to_bytes(&start)?) != trace[0] {
                 return Ok(TraceCheck::Failed(Dispute::Encoding, f64::INFINITY));
             }
@@ -231,7 +228,7 @@ impl Replayer {
                 // A served state that is not this model's, or no honest AdamW state, is a
                 // failed check (`Err`): replayed whole.
                 let s = synod_checkpoint::from_bytes(&bytes)?;
-                if !plausible_state(&s, &start, &replica.cfg) {
+                if !replica.plausible_state(&s, &start) {
                     bail!(
                         "state {} is no AdamW state of this phase",
                         synod_checkpoint::hex(&trace[j])
@@ -243,7 +240,7 @@ impl Replayer {
             let Some(end) = state_at(last) else {
                 return Ok(TraceCheck::Unserved);
             };
-            let delta = pseudo_gradient(&state.params, &params_of(end))?;
+            let delta = pseudo_gradient(&state.params, &replica.params_of(end))?;
             let encoded = feedback.encode(&state.params, delta, &opts)?;
             let mut worst = with_carried(
                 replay_distance(&state.params, member, claimed, &encoded).unwrap_or(f64::INFINITY),
@@ -263,7 +260,7 @@ impl Replayer {
                     return Ok(TraceCheck::Unserved);
                 };
                 let replayed = replica.replay_segment(from, round, bounds[i], bounds[i + 1])?;
-                let d = state_distance(from, to, &replayed);
+                let d = replica.state_distance(from, to, &replayed);
                 if d.is_nan() || d > SEGMENT_TOLERANCE {
                     let d = if d.is_nan() { f64::INFINITY } else { d };
                     return Ok(TraceCheck::Failed(

@@ -101,7 +101,7 @@ pub(super) fn spawn(
 pub(super) struct DutyWorker {
     ctx: Ctx,
     metrics: Metrics,
-    replayer: Replayer,
+    replayer: Replayer<synod_model::TchInnerTrainer>,
     duties: Duties,
     /// The pool's members, read at the start of every pass that has work.
     members: Vec<MemberInfo>,
