@@ -78,7 +78,9 @@ impl TchInnerTrainer {
     /// Makes the inner phases that follow end with [`ModelError::Cancelled`] before their next
     /// inner step once `token` is cancelled (checked before every step; a step under way
     /// finishes first); `None` removes the token. The replica's parameters and optimizer state
-    /// are then those after the last step run: the next phase loads its start over them.
+    /// are then those after the last step run: the next phase loads its start over the
+    /// parameters and, unless the configuration keeps the optimizer state across phases
+    /// (`keep_state`), starts a fresh optimizer.
     pub fn set_cancel(&mut self, token: Option<CancelToken>) {
         self.cancel = token;
     }

@@ -12,6 +12,7 @@ use synod_checkpoint::CheckpointHash;
 use synod_diloco::{Contribution, OuterState};
 use synod_p2p::{all_gather, ExchangeConfig, ExchangeOutcome};
 
+use super::ctx::until_margin;
 use super::rounds::RoundCtx;
 use super::settle::{Pending, NOT_COMMITTED};
 use super::Trainer;
@@ -101,15 +102,7 @@ const EXCHANGE_MARGIN_BLOCKS: u64 = 5;
 /// make every honest commit land after it: the round voided and every honest member leaked as
 /// silent.
 fn exchange_wait(wait: Duration, deadline: u64, finalized: u64, block_secs: f64) -> Duration {
-    let blocks = deadline.saturating_sub(finalized.saturating_add(EXCHANGE_MARGIN_BLOCKS));
-    let left = blocks as f64 * block_secs;
-    if left.is_nan() || left <= 0.0 {
-        Duration::ZERO
-    } else if left >= wait.as_secs_f64() {
-        wait
-    } else {
-        Duration::from_secs_f64(left)
-    }
+    until_margin(deadline, finalized, EXCHANGE_MARGIN_BLOCKS, block_secs).min(wait)
 }
 
 /// How long an exchange waits for a live member to announce its payload after we announced
@@ -380,8 +373,8 @@ mod tests {
     }
 
     /// A member 0.5 s per inner step at H = 500 (250 s phases) waits 500 s for an
-    /// announcement: a member that lost the previous round retrains its phase after finishing
-    /// the one it trained ahead, about 250 s after us. A fast one waits the 30 s floor; a
+    /// announcement: a member that lost the previous round cancels the phase it trained ahead,
+    /// reloads the final checkpoint and trains it again, up to 250 s (plus the reload) after us. A fast one waits the 30 s floor; a
     /// nonsense measurement falls back to the floor.
     #[test]
     fn an_unannounced_member_is_awaited_two_inner_phases_and_at_least_30_s() {

@@ -3,6 +3,7 @@
 //! serves.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use synod_chain::types::{AccountId, FinalCheckpoint, MemberInfo, PoolInfo};
@@ -17,6 +18,24 @@ use crate::chain_args::RunArgs;
 use crate::pool::recipe::Recipe;
 use crate::pool::store::Store;
 use crate::pool::verify::Retained;
+
+/// Wall-clock time from finalized block `finalized` until `margin` blocks before block
+/// `deadline`, with blocks of `block_secs` seconds: zero when that is past or `block_secs` is not
+/// a positive number, [`Duration::MAX`] when it does not fit.
+pub(super) fn until_margin(
+    deadline: u64,
+    finalized: u64,
+    margin: u64,
+    block_secs: f64,
+) -> Duration {
+    let blocks = deadline.saturating_sub(finalized.saturating_add(margin));
+    let secs = blocks as f64 * block_secs;
+    if secs.is_nan() || secs <= 0.0 {
+        Duration::ZERO
+    } else {
+        Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
+    }
+}
 
 /// The hashes of the states our `payload` names, which we store and serve to its verifiers:
 /// its trace's and, for a sparse payload, the error-feedback residuals it commits to

@@ -43,8 +43,9 @@ struct Computed {
     report: InnerReport,
 }
 
-/// An inner phase that did not finish: why, and the trace states it had already kept with its
-/// round's evidence (dead now: [`super::ctx::Ctx::forget_states`]).
+/// An inner phase that did not finish: why, and the states it had already kept with its round's
+/// evidence, the residual copied in for it included (dead now:
+/// [`super::ctx::Ctx::forget_states`]).
 struct Unfinished {
     error: DilocoError,
     kept: Vec<[u8; 32]>,
@@ -54,11 +55,16 @@ struct Unfinished {
 /// member `me` with the error-feedback memory `feedback`, with its Proof-of-Learning trace:
 /// every boundary state (and a sparse payload's residual `e_r`) is kept with the round's
 /// evidence in `retained` and served by its blake3 through `client` (the hashes go in front
-/// of the payload).
+/// of the payload). `copied`: the residual `e_{r−1}` already copied into the round's evidence
+/// for it ([`Trainer::round_feedback`]).
 ///
 /// # Errors
 /// libtorch and encoding errors, a trace state that cannot be written, the worker's
 /// [`CancelToken`] cancelled ([`DilocoError::Cancelled`]); each with the states kept so far.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the phase thread's inputs: owned clones of the member's handles, passed apart"
+)]
 fn traced_phase(
     from: &OuterState,
     worker: &mut TchInnerTrainer,
@@ -67,9 +73,10 @@ fn traced_phase(
     feedback: &mut synod_diloco::ErrorFeedback,
     retained: &Retained,
     client: &Client,
+    copied: Option<[u8; 32]>,
 ) -> Result<(Contribution, InnerReport), Unfinished> {
     let r = from.round + 1;
-    let mut kept = Vec::new();
+    let mut kept: Vec<[u8; 32]> = copied.into_iter().collect();
     let phase = from.contribute_traced(
         worker,
         me,
@@ -102,6 +109,9 @@ impl Trainer {
     /// zero, with a warning: the payload's `carried_in` then breaks the rule and verifiers
     /// will flag it, which nothing here can avoid.
     ///
+    /// Returns the memory and the hash of the residual copied into round r's evidence, if one
+    /// was.
+    ///
     /// # Errors
     /// The chain's included set of round r − 1 cannot be read.
     fn round_feedback(
@@ -109,10 +119,10 @@ impl Trainer {
         r: u32,
         included_prev: Option<&[u32]>,
         like: &synod_checkpoint::ParamSet,
-    ) -> Result<synod_diloco::ErrorFeedback> {
+    ) -> Result<(synod_diloco::ErrorFeedback, Option<[u8; 32]>)> {
         let outer = &self.ctx.a.recipe.outer;
         if !outer.wire.sparse() {
-            return Ok(outer.feedback());
+            return Ok((outer.feedback(), None));
         }
         let chain_set;
         let included_prev = match included_prev {
@@ -122,22 +132,26 @@ impl Trainer {
                 &chain_set
             }
         };
-        let residual = match expected_carried_in(&self.ctx.retained, r, self.ctx.me, included_prev)
-        {
-            Some(h) if h == NO_RESIDUAL => None,
-            Some(h) => self.read_residual(r, &h, like),
-            None => {
-                tracing::warn!(
-                    round = r,
-                    "our payload of round {} is not kept: starting from a zero residual",
-                    r - 1
-                );
-                None
-            }
-        };
-        Ok(synod_diloco::ErrorFeedback::committed(
-            outer.ef_decay,
-            residual,
+        let (residual, copied) =
+            match expected_carried_in(&self.ctx.retained, r, self.ctx.me, included_prev) {
+                Some(h) if h == NO_RESIDUAL => (None, None),
+                Some(h) => {
+                    let e = self.read_residual(r, &h, like);
+                    let copied = e.is_some().then_some(h);
+                    (e, copied)
+                }
+                None => {
+                    tracing::warn!(
+                        round = r,
+                        "our payload of round {} is not kept: starting from a zero residual",
+                        r - 1
+                    );
+                    (None, None)
+                }
+            };
+        Ok((
+            synod_diloco::ErrorFeedback::committed(outer.ef_decay, residual),
+            copied,
         ))
     }
 
@@ -285,14 +299,22 @@ impl Trainer {
                 // r + 1), on another thread with our inner trainer, and the token that
                 // cancels it.
                 let spawn = |from: OuterState,
-                             mut feedback: synod_diloco::ErrorFeedback,
+                             (mut feedback, copied): (synod_diloco::ErrorFeedback, _),
                              mut w: TchInnerTrainer| {
                     let (retained, client) = (retained.clone(), client.clone());
                     let cancel = CancelToken::new();
                     w.set_cancel(Some(cancel.clone()));
                     let phase = s.spawn(move || {
-                        let res =
-                            traced_phase(&from, &mut w, me, ctx, &mut feedback, &retained, &client);
+                        let res = traced_phase(
+                            &from,
+                            &mut w,
+                            me,
+                            ctx,
+                            &mut feedback,
+                            &retained,
+                            &client,
+                            copied,
+                        );
                         w.set_cancel(None);
                         (w, res)
                     });
@@ -305,7 +327,7 @@ impl Trainer {
                     if let Some(w) = self.worker.take() {
                         let mut from = state.clone();
                         from.round = r;
-                        job = Some((parent, spawn(from, ctx.feedback.clone(), w)));
+                        job = Some((parent, spawn(from, (ctx.feedback.clone(), None), w)));
                     }
                 }
                 let committed =
@@ -344,11 +366,13 @@ impl Trainer {
                         cancel.cancel();
                     }
                 }
-                let job = job.map(|(start, (phase, _))| (start, phase.join()));
+                // A phase cancelled may end with any error of the work it was doing: dead too.
+                let job = job
+                    .map(|(start, (phase, cancel))| (start, phase.join(), cancel.is_cancelled()));
                 (settled, start_after, job)
             });
             match job {
-                Some((start, Ok((w, res)))) => {
+                Some((start, Ok((w, res)), doomed)) => {
                     self.worker = Some(w);
                     match res {
                         Ok((mine, report)) => {
@@ -361,7 +385,7 @@ impl Trainer {
                         }
                         Err(Unfinished { error, kept }) => {
                             self.ctx.forget_states(r + 1, &kept);
-                            if !matches!(error, DilocoError::Cancelled { .. }) {
+                            if !doomed {
                                 return Err(error.into());
                             }
                             tracing::info!(
@@ -372,7 +396,7 @@ impl Trainer {
                         }
                     }
                 }
-                Some((_, Err(_))) => bail!("the inner phase of round {} panicked", r + 1),
+                Some((_, Err(_), _)) => bail!("the inner phase of round {} panicked", r + 1),
                 None => {}
             }
             let (ours, closed, rec) = settled?;
@@ -441,7 +465,7 @@ impl Trainer {
             ))?;
             self.ctx.a.recipe.outer.restore(&bytes, r - 1)?
         };
-        let mut feedback = self.round_feedback(r, None, &from.params)?;
+        let (mut feedback, copied) = self.round_feedback(r, None, &from.params)?;
         let worker = self
             .worker
             .as_mut()
@@ -454,6 +478,7 @@ impl Trainer {
             &mut feedback,
             &self.ctx.retained,
             &self.ctx.client,
+            copied,
         )
         .map_err(|Unfinished { error, kept }| {
             self.ctx.forget_states(r, &kept);

@@ -200,8 +200,7 @@ impl Trainer {
                             && f.included.contains(&me)
                         {
                             let now = chain.finalized_number().await?;
-                            let at = u64::from(f.finalized_at);
-                            if !late_window_closing(at, self.ctx.challenge_window, now) {
+                            if !late_window_closing(&self.ctx.final_round(&f), now) {
                                 return Ok(Some(Step::Agreed(f.included, Some(f.hash))));
                             }
                         }
