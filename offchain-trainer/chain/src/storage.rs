@@ -346,7 +346,8 @@ impl Chain {
             .await
     }
 
-    /// `Challenges.Verdicts(pool, round, who)`: the verdict on that contribution, if any.
+    /// `Challenges.Verdicts(pool, round, who)`: `Some(Guilty)` once that contribution is
+    /// convicted (the chain stores no other verdict: those are `ChallengeClosed` events).
     ///
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].

@@ -332,8 +332,9 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Removes challenge `challenge_id` (`c`) and everything it holds (its eligible jurors,
-	/// appeal side, narrowed dispute, votes, counts and later schedule slots) and records `verdict` for its
-	/// contribution unless a guilty verdict is recorded already.
+	/// appeal side, narrowed dispute, votes, counts and later schedule slots) and emits
+	/// `ChallengeClosed` with `verdict`; a `Guilty` one is also stored in `Verdicts` (a
+	/// conviction is final).
 	pub(crate) fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
 		Self::unschedule(challenge_id);
 		OpenChallenges::<T>::remove(challenge_id);
@@ -348,11 +349,20 @@ impl<T: Config> Pallet<T> {
 		OpenAgainst::<T>::mutate_exists(&key, |n| {
 			*n = n.and_then(|n| n.checked_sub(1)).filter(|n| *n > 0);
 		});
-		// A guilty verdict is final: a later failed or expired challenge does not undo it.
-		Verdicts::<T>::mutate(&key, |v| {
-			if *v != Some(protocol::Verdict::Guilty) {
-				*v = Some(verdict);
-			}
+		// Only a conviction is stored: it is final (a later failed or expired challenge does
+		// not undo it) and bars a second slash. Any other verdict leaves the contribution
+		// challengeable, so it is told by the event alone and takes no storage until the pool
+		// is reaped.
+		if verdict == protocol::Verdict::Guilty {
+			Verdicts::<T>::insert(&key, verdict);
+		}
+		let (pool_id, round, accused) = key;
+		Self::deposit_event(Event::ChallengeClosed {
+			challenge_id,
+			pool_id,
+			round,
+			accused,
+			verdict,
 		});
 	}
 

@@ -168,6 +168,21 @@ mod events_and_errors {
 			/// Juror.
 			who: T::AccountId,
 		},
+		/// A challenge of `accused`'s contribution to `round` of `pool_id` ended with `verdict`
+		/// (after any appeal). Only `Guilty` is kept in storage (`Verdicts`); any other verdict
+		/// leaves the contribution challengeable and is recorded by this event alone.
+		ChallengeClosed {
+			/// Challenge.
+			challenge_id: ChallengeId,
+			/// Pool.
+			pool_id: PoolId,
+			/// Round.
+			round: RoundIndex,
+			/// Accused contributor.
+			accused: T::AccountId,
+			/// How it ended.
+			verdict: Verdict,
+		},
 	}
 
 	/// Errors.

@@ -196,7 +196,8 @@ pub mod pallet {
 		(),
 	>;
 
-	/// Verdicts by `(pool, round, accused)`: the last one, except that `Guilty` is final.
+	/// Convictions by `(pool, round, accused)`: `Guilty` only, written once and final (every
+	/// verdict is told by `ChallengeClosed`).
 	/// Keyed pool first, so that a reaped pool's verdicts are deleted by prefix.
 	#[pallet::storage]
 	pub type Verdicts<T: Config> = StorageNMap<

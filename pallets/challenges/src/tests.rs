@@ -159,7 +159,7 @@ fn innocent_verdict_pays_the_bond_to_the_jurors() {
 		assert_eq!(Balances::free_balance(jury[2].0), juror_free[2] + paid(2));
 		assert_eq!(Balances::free_balance(jury[0].0), juror_free[0]);
 		assert_eq!(TrainerStaking::active_stake(&3), 1_000, "the accused keeps its stake");
-		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::Innocent));
+		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::Innocent));
 		assert!(events().contains(&Event::AccusedFoundInnocent {
 			challenge_id: 0,
 			accused: 3,
@@ -215,7 +215,7 @@ fn unresolved_challenge_expires_at_its_block() {
 			jury.iter().map(|(j, _)| TrainerStaking::active_stake(j)).collect();
 		run_to_block(23);
 		assert!(OpenChallenges::<Test>::get(0).is_none());
-		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::Expired));
+		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::Expired));
 		assert_eq!(bond_held(OUTSIDER), 0);
 		assert_eq!(Balances::free_balance(OUTSIDER), 10_000);
 		assert!(!<Challenges as ChallengesInspect<_>>::is_guilty(0, 1, &3));
@@ -284,7 +284,7 @@ fn a_full_schedule_refuses_a_challenge_rather_than_leave_its_draw_unscheduled() 
 		// `advance_challenge` catches up with an expiry not yet run by `on_initialize`.
 		System::set_block_number(c.expires_at);
 		assert_ok!(Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 4));
-		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::Expired));
+		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::Expired));
 	});
 }
 
@@ -327,7 +327,7 @@ fn late_draw_without_its_seed_gives_no_verdict() {
 		// drawing later must not fall back to a hash the caller can choose by timing.
 		System::set_block_number(5);
 		assert_ok!(Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 0));
-		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::NoJury));
+		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::NoJury));
 		assert_eq!(bond_held(OUTSIDER), 0);
 		assert_eq!(TrainerStaking::active_stake(&3), 1_000);
 	});

@@ -731,6 +731,25 @@ pallet_events!(checkpoints_events, Checkpoints, pallet_checkpoints);
 pallet_events!(challenges_events, Challenges, pallet_challenges);
 pallet_events!(rewards_events, Rewards, pallet_rewards);
 
+/// The verdict the last challenge of `accused`'s contribution to `round` of `pool` ended with,
+/// as its `ChallengeClosed` event tells it (`Challenges::Verdicts` keeps `Guilty` only).
+pub fn verdict_of(
+	pool: u32,
+	round: u32,
+	accused: AccountId,
+) -> Option<synod_primitives::protocol::Verdict> {
+	challenges_events().into_iter().rev().find_map(|e| match e {
+		pallet_challenges::Event::ChallengeClosed {
+			pool_id,
+			round: r,
+			accused: a,
+			verdict,
+			..
+		} if (pool_id, r, a) == (pool, round, accused) => Some(verdict),
+		_ => None,
+	})
+}
+
 /// The last event of any pallet.
 pub fn last_event() -> RuntimeEvent {
 	System::events().last().expect("an event").event.clone()

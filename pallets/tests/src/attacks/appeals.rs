@@ -84,7 +84,7 @@ fn a_captured_committee_cannot_slash_before_an_appeal() {
 		let appeal_jury = appeal(1, id);
 		assert_eq!(held_appeal_bond(1), APPEAL_BOND);
 		vote_all(id, &appeal_jury, false);
-		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Innocent));
+		assert_eq!(verdict_of(0, 1, 1), Some(Verdict::Innocent));
 		assert_eq!(staked(1), 1_000, "the honest member keeps its stake");
 		assert_eq!(held_appeal_bond(1), 0);
 		assert!(free(1) >= free_before, "its appeal bond came back (plus its juror's share)");
@@ -171,7 +171,7 @@ fn an_appeal_at_the_last_block_is_drawn_from_a_later_seed_on_schedule() {
 		let c = OpenChallenges::<Test>::get(id).expect("appeal drawn");
 		run_to_block(c.expires_at + 8);
 		assert!(!OpenChallenges::<Test>::contains_key(id));
-		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Expired));
+		assert_eq!(verdict_of(0, 1, 1), Some(Verdict::Expired));
 		assert_eq!(held_appeal_bond(1), 0);
 		assert!(challenges_events().iter().any(|e| matches!(e, Event::JurorNoShow { .. })));
 	});

@@ -9,7 +9,7 @@
 use super::challenge;
 use crate::mock::*;
 use frame_support::assert_ok;
-use pallet_challenges::{Event, OptedOut, Verdict, Verdicts};
+use pallet_challenges::{Event, OptedOut, Verdict};
 
 #[test]
 fn cross_pool_challenges_cannot_bleed_honest_jurors() {
@@ -33,7 +33,7 @@ fn cross_pool_challenges_cannot_bleed_honest_jurors() {
 		// The attacker accuses its own sybil with the sybil's genuine announcement.
 		let (id, jury) = challenge(1, 0, 1, 2);
 		assert!(jury.is_empty(), "pool 1's jurors are never drawn for pool 0's round");
-		assert_eq!(Verdicts::<Test>::get((0, 1, 2)), Some(Verdict::NoJury));
+		assert_eq!(verdict_of(0, 1, 2), Some(Verdict::NoJury));
 		assert!(challenges_events()
 			.iter()
 			.any(|e| matches!(e, Event::NoJuryDrawn { challenge_id, .. } if *challenge_id == id)));

@@ -44,7 +44,7 @@ fn jury_cannot_be_captured_by_sybils() {
 		let honest: Vec<(AccountId, u128)> =
 			jury.iter().filter(|(j, _)| *j != 2 && *j != 3).cloned().collect();
 		all_vote(id, &honest, false);
-		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Innocent));
+		assert_eq!(verdict_of(0, 1, 1), Some(Verdict::Innocent));
 		assert!(!challenges_events()
 			.iter()
 			.any(|e| matches!(e, Event::AccusedFoundGuilty { .. })));
@@ -66,7 +66,7 @@ fn sybil_jury_below_minimum_stake_gives_no_verdict() {
 		let (id, jury) = challenge(2, 0, 1, 1);
 		assert!(jury.is_empty());
 		assert!(!OpenChallenges::<Test>::contains_key(id));
-		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::NoJury));
+		assert_eq!(verdict_of(0, 1, 1), Some(Verdict::NoJury));
 		assert_eq!(staked(1), 1_000, "nobody slashed");
 		assert_eq!(free(2), free_2, "bond returned");
 		assert!(challenges_events()
@@ -199,7 +199,7 @@ fn honest_members_that_never_register_still_sit_on_the_committee() {
 			assert_ok!(Challenges::vote(RuntimeOrigin::signed(sybil), id, true));
 		}
 		all_vote(id, &honest, false);
-		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Innocent));
+		assert_eq!(verdict_of(0, 1, 1), Some(Verdict::Innocent));
 		assert_eq!(staked(1), 1_000);
 	});
 }
@@ -215,7 +215,7 @@ fn an_accused_alone_on_its_committee_cannot_acquit_itself() {
 		let free_outsider = free(OUTSIDER);
 		let (id, jury) = challenge(OUTSIDER, 0, 1, 3);
 		assert!(jury.is_empty(), "no verdict");
-		assert_eq!(Verdicts::<Test>::get((0, 1, 3)), Some(Verdict::NoJury));
+		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::NoJury));
 		assert_eq!(free(OUTSIDER), free_outsider, "the bond is back");
 		assert!(challenges_events().iter().any(
 			|e| matches!(e, Event::NoJuryDrawn { challenge_id, jury_stake: 0 } if *challenge_id == id)

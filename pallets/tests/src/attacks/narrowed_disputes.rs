@@ -87,7 +87,7 @@ fn a_sham_narrowed_challenge_acquitted_does_not_shield_the_cheater() {
 			.map(|s| (s.who, s.stake))
 			.collect();
 		all_vote(sham, &jury, false);
-		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Innocent));
+		assert_eq!(verdict_of(0, 1, 1), Some(Verdict::Innocent));
 		assert_eq!(staked(1), 1_000);
 		// …and the honest challenge of the part that fails is still accepted, and convicts.
 		let (real, jury) = challenge(3, 0, 1, 1);

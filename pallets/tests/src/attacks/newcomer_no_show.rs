@@ -10,7 +10,7 @@
 use super::challenge;
 use crate::mock::*;
 use frame_support::assert_ok;
-use pallet_challenges::{Event, OptedOut, Verdict, Verdicts};
+use pallet_challenges::{Event, OptedOut, Verdict};
 
 #[test]
 fn newcomers_are_not_seated_on_a_round_they_cannot_replay() {
@@ -39,7 +39,7 @@ fn newcomers_are_not_seated_on_a_round_they_cannot_replay() {
 		let expires_at =
 			pallet_challenges::OpenChallenges::<Test>::get(id).expect("open").expires_at;
 		run_to_block(expires_at);
-		assert_eq!(Verdicts::<Test>::get((0, 2, 2)), Some(Verdict::Expired));
+		assert_eq!(verdict_of(0, 2, 2), Some(Verdict::Expired));
 		assert_eq!(staked(5), staked_5, "the newcomer lost nothing");
 		assert!(!OptedOut::<Test>::contains_key(5));
 		// The seated jurors that did not vote answer for it; the newcomer does not.
