@@ -235,18 +235,24 @@ fn contribution(lazy: Option<u32>) -> (Vec<u8>, Vec<u8>, TraceStates) {
     (parent, c.payload.to_vec(), served)
 }
 
+/// [`MEMBER`]'s contribution to round 1 from checkpoint `parent` with signed `payload` (dense:
+/// no residuals).
+fn input<'a>(parent: &'a [u8], payload: &'a [u8]) -> ReplayInput<'a, Toy> {
+    static NONE: std::sync::OnceLock<Residuals> = std::sync::OnceLock::new();
+    ReplayInput {
+        recipe: &ToyRecipe,
+        parent,
+        round: 1,
+        member: MEMBER,
+        claimed: payload,
+        residuals: NONE.get_or_init(Residuals::default),
+    }
+}
+
 #[test]
 fn an_honest_trace_passes_every_segment_check_on_a_trainer_other_than_tch() {
     let (parent, payload, served) = contribution(None);
-    let residuals = Residuals::default();
-    let input = ReplayInput {
-        recipe: &ToyRecipe,
-        parent: &parent,
-        round: 1,
-        member: MEMBER,
-        claimed: &payload,
-        residuals: &residuals,
-    };
+    let input = input(&parent, &payload);
     let mut replayer = Replayer::new(H, 4);
     let all: Vec<u32> = (0..SEGMENTS).collect();
     let rep = replayer
@@ -261,15 +267,7 @@ fn an_honest_trace_passes_every_segment_check_on_a_trainer_other_than_tch() {
 #[test]
 fn a_skipped_segment_is_found_named_and_decides_its_dispute_without_a_whole_replay() {
     let (parent, payload, served) = contribution(Some(2));
-    let residuals = Residuals::default();
-    let input = ReplayInput {
-        recipe: &ToyRecipe,
-        parent: &parent,
-        round: 1,
-        member: MEMBER,
-        claimed: &payload,
-        residuals: &residuals,
-    };
+    let input = input(&parent, &payload);
     let mut replayer = Replayer::new(H, 4);
     let mut fetch = |h: &[u8; 32]| served.get(h).cloned();
     // The verifier that draws the lazy segment finds it, confirms it by the whole replay and

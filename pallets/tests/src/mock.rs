@@ -732,7 +732,8 @@ pallet_events!(challenges_events, Challenges, pallet_challenges);
 pallet_events!(rewards_events, Rewards, pallet_rewards);
 
 /// The verdict the last challenge of `accused`'s contribution to `round` of `pool` ended with,
-/// as its `ChallengeClosed` event tells it (`Challenges::Verdicts` keeps `Guilty` only).
+/// as its `ChallengeClosed` event tells it (`Challenges::Verdicts` keeps `Guilty` only, and
+/// keeps it when a later challenge of the same contribution is acquitted).
 pub fn verdict_of(
 	pool: u32,
 	round: u32,

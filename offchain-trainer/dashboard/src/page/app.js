@@ -8,7 +8,7 @@ const UNIT = 10n ** 12n; // planck per SYN
 const COLOURS = ['#1c7ed6', '#e8590c', '#2f9e44', '#ae3ec9', '#f08c00', '#0ca678', '#d6336c', '#5c7cfa'];
 
 const MAX_SLASHES = 200;
-const state = { api: null, selected: null, slashes: [], slashBlocks: new Set(), trainers: [], refreshing: false, pending: false };
+const state = { api: null, selected: null, slashes: [], acquittals: [], slashBlocks: new Set(), trainers: [], refreshing: false, pending: false };
 const $ = (id) => document.getElementById(id);
 
 function syn(planck) {
@@ -60,7 +60,8 @@ async function main() {
   }
   const [chain, version] = await Promise.all([api.rpc.system.chain(), api.rpc.system.version()]);
   state.chainName = `${chain} (synod-node ${version})`;
-  // Slashes are events, not storage: collected from finalized blocks while the page is open.
+  // Slashes and the verdicts other than Guilty (the chain stores convictions only) are events,
+  // not storage: collected from finalized blocks while the page is open.
   api.rpc.chain.subscribeFinalizedHeads(async (head) => {
     const key = head.hash.toHex();
     if (state.slashBlocks.has(key)) return;
@@ -70,8 +71,15 @@ async function main() {
       if (event.section === 'trainerStaking' && event.method === 'Slashed') {
         state.slashes.push({ who: event.data[0].toString(), amount: event.data[1].toBigInt(), block: head.number.toNumber(), i });
       }
+      if (event.section === 'challenges' && event.method === 'ChallengeClosed' && !event.data[4].isGuilty) {
+        state.acquittals.push({
+          id: event.data[0].toNumber(), pool: event.data[1].toNumber(), round: event.data[2].toNumber(),
+          who: event.data[3].toString(), verdict: event.data[4].type, block: head.number.toNumber(),
+        });
+      }
     });
     state.slashes = state.slashes.slice(-MAX_SLASHES);
+    state.acquittals = state.acquittals.slice(-MAX_SLASHES);
     if (state.slashBlocks.size > 4 * MAX_SLASHES) state.slashBlocks = new Set([key]);
   });
   api.rpc.chain.subscribeNewHeads(() => refresh());
@@ -224,6 +232,11 @@ async function readPool(api, pool) {
     if (p.toNumber() !== id) continue;
     const verdict = v.unwrap().type;
     rows.push(row([cell(`verdict: ${verdict}`, verdict === 'Guilty' ? 'status-voided' : 'status-final'), cell(`${r.toNumber()}`, 'num'), cell(short(who.toString())), cell('')]));
+  }
+  for (const a of state.acquittals) {
+    if (a.pool !== id) continue;
+    rows.push(row([cell(`verdict: ${a.verdict}`, 'status-final'), cell(`${a.round}`, 'num'), cell(short(a.who)),
+      cell(`challenge ${a.id} at block ${a.block} (verdicts other than Guilty are shown from the blocks finalized since this page opened)`)]));
   }
   for (const s of state.slashes) {
     if (!indexOf.has(s.who)) continue;

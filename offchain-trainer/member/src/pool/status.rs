@@ -48,8 +48,8 @@ fn short(s: &str) -> String {
 
 /// Renders `state` (the JSON `pool show` prints) as three tables: the pool, its members (index,
 /// account, bonded and active stake in SYN, first round, final rounds contributed to) and its
-/// rounds (status, hash, contributors by member index, verdicts, validation loss from
-/// `losses`).
+/// rounds (status, hash, contributors by member index, convictions (the chain stores no other
+/// verdict), validation loss from `losses`).
 pub fn render(state: &Value, losses: &BTreeMap<u64, f64>) -> String {
     let mut out = String::new();
     let members = state["members"].as_array().cloned().unwrap_or_default();
