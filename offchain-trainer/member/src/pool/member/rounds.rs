@@ -406,23 +406,27 @@ impl Trainer {
             let reload = (closed != Closed::Final(ours)).then_some(last_final);
             parent = last_final;
             // The phase computed meanwhile counts if round r + 1 starts where it did;
-            // otherwise it is discarded now (its trace is dead).
-            if let Some(c) = ahead.take() {
-                match start_after.unwrap_or_else(|| self.ctx.inner_start(r + 1, parent)) {
-                    Ok(start) => {
-                        next_start = Some(start);
-                        if start == c.start {
+            // otherwise it is discarded now (its trace is dead). Round r + 1's start, read
+            // once at the close whenever a phase ran ahead, is kept for the next round.
+            match (start_after, ahead.take()) {
+                (Some(Ok(start)), c) => {
+                    next_start = Some(start);
+                    match c {
+                        Some(c) if start == c.start => {
                             busy += c.report.secs;
                             ahead = Some(c);
-                        } else {
-                            self.ctx.forget_trace(c.round, &c.mine.payload, None);
                         }
-                    }
-                    Err(e) => {
-                        self.ctx.forget_trace(c.round, &c.mine.payload, None);
-                        return Err(e);
+                        Some(c) => self.ctx.forget_trace(c.round, &c.mine.payload, None),
+                        None => {}
                     }
                 }
+                (Some(Err(e)), c) => {
+                    if let Some(c) = c {
+                        self.ctx.forget_trace(c.round, &c.mine.payload, None);
+                    }
+                    return Err(e);
+                }
+                (None, c) => ahead = c,
             }
             // The round's training loss is its own phase's; its inner seconds are those that
             // ran within its wall clock (mostly the next round's phase, computed meanwhile),
