@@ -69,7 +69,7 @@ function spec(overrides = {}) {
     rewardPerRound: 30n * UNIT,
     quorum: 666_666_666, // Perbill parts; 2/3 rounded down, so two of three equal stakes reach it
     roundTimeout: 20, // the jury's voting period is this + VoteMargin (15 blocks)
-    challengeWindow: 8, // late commits for 8 blocks, challenges for 16
+    challengeWindow: 8, // late commits for 8 blocks, then challenges for 8
     minRoundLength: 1, // commits accepted from the block after a round opens (the chain's floor for H = 50)
     allowedTrainers: [], // anyone may join
     ...overrides,
@@ -136,6 +136,11 @@ async function main() {
   const finalized = find(ev, 'checkpoints', 'CheckpointFinalized');
   check(finalized && field(finalized, 'hash').toHex() === hash32(0x11), 'round 1 is final at 2/3 of the stake');
   check(field(finalized, 'parent').toHex() === hash32(2), "round 1's parent is the initial weights hash");
+  // Challenges open once the round's late commits close (its committee is drawn from its
+  // contributors, which late commits still add to).
+  const daveIndex = (await api.query.trainingPools.members(pool, dave.address)).unwrap().index.toNumber();
+  await expectError(api, ferdie, api.tx.challenges.openChallenge(pool, 1, dave.address,
+    announcement(pool, 1, daveIndex, 3, 0x44)), 'challenges', 'ChallengeTooEarly');
   ev = await ok(api, dave, api.tx.checkpoints.commitCheckpoint(pool, 1, hash32(0x11), included), 'Dave commits late');
   check(!!find(ev, 'checkpoints', 'LateContributorAdded'), 'Dave is added as a late contributor');
 
@@ -147,7 +152,9 @@ async function main() {
   await expectError(api, dave, api.tx.challenges.unregisterJuror(), 'challenges', 'NotAJuror');
   await ok(api, eve, api.tx.challenges.unregisterJuror(), 'Eve opts out of juries');
   await ok(api, eve, api.tx.challenges.registerJuror(), 'Eve opts back in');
-  const daveIndex = (await api.query.trainingPools.members(pool, dave.address)).unwrap().index.toNumber();
+  const finalAt = (await api.query.checkpoints.finalCheckpoints(pool, 1)).unwrap().finalizedAt.toNumber();
+  await waitUntil(api, 'the end of round 1\'s late commits', async () =>
+    (await api.rpc.chain.getHeader()).number.toNumber() >= finalAt + 8, 20);
   await expectError(api, ferdie, api.tx.challenges.openChallenge(pool, 1, dave.address,
     announcement(pool, 1, daveIndex, 3, 0x44, 6)), 'challenges', 'EvidenceSignatureInvalid');
   // A challenge may name the part of Dave's trace it disputes; no trace has segment 4096.

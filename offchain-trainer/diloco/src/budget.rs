@@ -91,12 +91,15 @@ pub fn checked_contributions(members: u32, rate: Option<f64>) -> u32 {
 }
 
 /// The smallest challenge window W (blocks) in which checks of `verify_secs` still
-/// challenge: challenges are accepted for 2W blocks after finality, of which [`LAG_BLOCKS`]
-/// pass before a verifier can act, so `(2W − LAG_BLOCKS) · block_secs ≥ verify_secs`.
-/// At least 1.
+/// challenge: checks start at finality and challenges are accepted until 2W blocks after it,
+/// of which [`LAG_BLOCKS`] pass before a verifier can act, so `(2W − LAG_BLOCKS) · block_secs ≥
+/// verify_secs`. Challenges open only after the W blocks of late commits, so W is at least
+/// `LAG_BLOCKS + 1`: a verifier that sees the opening block late still lands its challenge
+/// before the window closes.
 pub fn min_challenge_window(verify_secs: f64, block_secs: f64) -> u32 {
     let blocks = ((verify_secs.max(0.0) / block_secs).ceil() as u64).saturating_add(LAG_BLOCKS);
-    u32::try_from(blocks.div_ceil(2).max(1)).unwrap_or(u32::MAX)
+    let least = LAG_BLOCKS.saturating_add(1);
+    u32::try_from(blocks.div_ceil(2).max(least)).unwrap_or(u32::MAX)
 }
 
 /// Seconds a challenge window of `window` blocks leaves a verifier (`(2W − LAG_BLOCKS) ·
@@ -217,8 +220,9 @@ mod tests {
         assert_eq!(w, 9);
         assert!(challenge_secs(w, 2.0) >= 28.0);
         assert!(challenge_secs(w - 1, 2.0) < 28.0);
-        // Instant checks still need the lag: two blocks of window.
-        assert_eq!(min_challenge_window(0.0, 2.0), 2);
+        // Instant checks still need the lag, and challenges open after W blocks of late
+        // commits: four blocks of window.
+        assert_eq!(min_challenge_window(0.0, 2.0), 4);
         assert_eq!(challenge_secs(2, 2.0), 2.0);
         assert_eq!(challenge_secs(1, 2.0), 0.0);
         assert_eq!(challenge_secs(0, 2.0), 0.0);

@@ -9,7 +9,8 @@
 //! The round ends for a member when every other member is included, has said it leaves, has
 //! been silent for `dead_after` (10 s), has answered "not found" for the payload it announced
 //! and no relay has delivered it within `dead_after` of that answer (a member that heartbeats
-//! but never delivers), has announced nothing within `announce_grace` of our own announcement
+//! but never delivers), or failed our ask of it otherwise (refused it, stalled it, reset the
+//! stream) and nobody delivered it within `announce_grace` of that failure, has announced nothing within `announce_grace` of our own announcement
 //! (a member that heartbeats but never announces), or has moved on to a later round without
 //! announcing this one (a member re-joining after a restart), or at the deadline. A payload is asked of its author first,
 //! then, while no source asked has answered, of one more member every `hedge_after` (hedged
@@ -164,13 +165,18 @@ pub async fn all_gather(
     let mut retry_at: BTreeMap<u32, Instant> = BTreeMap::new();
     // Fetch attempts per author: 0 asks the author, later ones go round the relays.
     let mut attempts: BTreeMap<u32, usize> = BTreeMap::new();
-    // When each author first told us it does not have the payload it announced
-    // (`NotFound` from the author itself, which an honest author never answers: its payload
-    // is stored before it is announced, and kept across restarts): such an author is
-    // dropped `dead_after` later unless a relay delivers meanwhile, not at the deadline.
-    // Stalls, dropped streams and relays without the payload do not start the clock: those
-    // befall honest authors too, and they fall under the liveness and deadline rules.
-    let mut failing_since: BTreeMap<u32, Instant> = BTreeMap::new();
+    // When each author's own answer to our ask first failed, and how long relays then get to
+    // deliver its payload before it is left out unless a source is sending the body: a "not
+    // found" (which an honest author never answers: its payload is stored before it is
+    // announced, and kept across restarts) gets `dead_after`; any other failure of the author
+    // (a refusal, a stall, a reset stream: these befall honest authors too, rarely) gets the
+    // longer `announce_grace`, so that an author that answers no request cannot hold the
+    // exchange to the deadline. Relays without the payload do not start the clock.
+    let mut failing_since: BTreeMap<u32, (Instant, Duration)> = BTreeMap::new();
+    // When a source was last seen sending each member's body: the failure clock counts from
+    // the later of its start and this (a relay's transfer that breaks gives the rest their
+    // turn before the author is left out).
+    let mut last_sending: BTreeMap<u32, Instant> = BTreeMap::new();
     let members = client.members();
     loop {
         let snap = client.snapshot();
@@ -196,6 +202,16 @@ pub async fn all_gather(
             rotate_relays(&mut relays, m.index, client.me);
             let sources: Vec<_> = std::iter::once(m.peer_id).chain(relays).collect();
             if let Some(f) = started.get_mut(&m.index) {
+                // An author sending its body after all (its first answer was a refusal of a
+                // busy moment, say) is not failing.
+                if f.live.iter().any(|x| {
+                    x.answered.load(Ordering::Relaxed)
+                        && task_of
+                            .get(&x.handle.id())
+                            .is_some_and(|(_, direct)| *direct)
+                }) {
+                    failing_since.remove(&m.index);
+                }
                 if f.live.iter().any(|x| x.answered.load(Ordering::Relaxed)) {
                     // A source is sending the body: the silent ones are not needed.
                     let silent: Vec<_> = f
@@ -281,8 +297,15 @@ pub async fn all_gather(
                     }
                 }
                 Err(e) => {
-                    if direct && matches!(e, NetError::NotFound) {
-                        failing_since.entry(idx).or_insert_with(Instant::now);
+                    if direct {
+                        let grace = if matches!(e, NetError::NotFound) {
+                            cfg.dead_after
+                        } else {
+                            cfg.announce_grace.max(cfg.dead_after)
+                        };
+                        failing_since
+                            .entry(idx)
+                            .or_insert_with(|| (Instant::now(), grace));
                     }
                     failed.insert(idx, e.to_string());
                     if let Some(f) = started.get_mut(&idx) {
@@ -317,10 +340,17 @@ pub async fn all_gather(
                 start.elapsed() < cfg.announce_grace || snap.announced.contains_key(&(round, *i))
             })
             .filter(|i| {
-                started.contains_key(i)
-                    || failing_since
-                        .get(i)
-                        .is_none_or(|t| now.duration_since(*t) < cfg.dead_after)
+                let sending = started
+                    .get(i)
+                    .is_some_and(|f| f.live.iter().any(|x| x.answered.load(Ordering::Relaxed)));
+                if sending {
+                    last_sending.insert(*i, now);
+                }
+                sending
+                    || failing_since.get(i).is_none_or(|(t, grace)| {
+                        let from = last_sending.get(i).map_or(*t, |s| (*s).max(*t));
+                        now.duration_since(from) < *grace
+                    })
             })
             .collect();
         if waiting.is_empty() || start.elapsed() >= cfg.deadline {
@@ -339,7 +369,7 @@ pub async fn all_gather(
                 "left".to_string()
             } else if failing_since.contains_key(&m.index) {
                 let last = failed.get(&m.index).map_or("", String::as_str);
-                format!("announced but not delivered (the author answered not found; last: {last})")
+                format!("announced but not delivered (the author failed our ask; last: {last})")
             } else if let Some(e) = failed.get(&m.index) {
                 format!("fetch failed: {e}")
             } else if moved_on(&snap, m.index, round) {

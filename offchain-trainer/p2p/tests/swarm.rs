@@ -336,6 +336,47 @@ async fn a_member_that_heartbeats_but_never_delivers_is_dropped_after_the_dead_t
     }
 }
 
+/// The refusing variant of the stall attack: member 2 announces its payload and keeps
+/// heartbeating, but takes every request for it and never answers (or refuses it, or resets
+/// the stream), so no "not found" ever starts the clock. Its peers leave it out
+/// `announce_grace` (at least `dead_after`: 10 s here) after their first failed ask of it, not
+/// at the round's deadline (60 s here), which it would otherwise hold every exchange, and so
+/// every round, open until.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_that_announces_and_stalls_every_request_is_left_out_before_the_deadline() {
+    let (_, _, clients) = network(3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    clients[2].stall_payloads_to([0, 1].into()).await.unwrap();
+    let xcfg = ExchangeConfig {
+        deadline: Duration::from_secs(60),
+        announce_grace: Duration::from_secs(5),
+        ..ExchangeConfig::default()
+    };
+    let started = std::time::Instant::now();
+    let staller = clients[2].clone();
+    let stalling = tokio::spawn(async move { all_gather(&staller, 1, payload(2), xcfg).await });
+    let outcomes = gather_with(&clients[..2], 1, 0, xcfg).await;
+    let elapsed = started.elapsed();
+    for out in &outcomes {
+        let members: Vec<u32> = out.included.iter().map(|c| c.member).collect();
+        assert_eq!(members, vec![0, 1]);
+        assert_eq!(out.excluded.len(), 1);
+        assert_eq!(out.excluded[0].0, 2);
+        assert!(
+            out.excluded[0].1.starts_with("announced but not delivered"),
+            "{:?}",
+            out.excluded
+        );
+    }
+    // The first ask is cut at the transfer's stall limit (10 s), then 10 s of grace: well
+    // before 60 s.
+    assert!(elapsed < Duration::from_secs(40), "took {elapsed:?}");
+    let _ = stalling.await;
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
 /// The mute attack: member 2 stays live (its node heartbeats) but never announces a payload.
 /// Its peers leave it out `announce_grace` (3 s here) after their own announcements, not at
 /// the round's deadline (40 s here), which a live member would otherwise hold every exchange,

@@ -68,6 +68,16 @@ fn seed_draw<T: Config>(draw_at: BlockNumberFor<T>) {
 	}
 }
 
+/// Leaves the chain at the first block in which round 1 of `pool` (final) can be challenged:
+/// the one after its late commits close.
+fn to_challenges<T: Config>(pool: PoolId) -> Result<(), BenchmarkError> {
+	let timeline = T::Pools::round_params(pool).ok_or(BenchmarkError::Weightless)?.timeline;
+	let fin = T::Checkpoints::final_checkpoint(pool, 1).ok_or(BenchmarkError::Weightless)?;
+	let from = timeline.challenges_from(fin.finalized_at.saturated_into());
+	frame_system::Pallet::<T>::set_block_number(from.saturated_into());
+	Ok(())
+}
+
 /// What a challenger opening a challenge in the worst case holds: round 1 of a pool of `m`
 /// members final (every one a contributor), its last member accused, a funded challenger and
 /// the accused's signed announcement. Returns (pool, challenger, accused, evidence).
@@ -75,6 +85,7 @@ fn opened_setup<T: Config>(
 	m: u32,
 ) -> Result<(PoolId, T::AccountId, T::AccountId, Evidence), BenchmarkError> {
 	let (pool, members) = T::BenchmarkHelper::final_round(m);
+	to_challenges::<T>(pool)?;
 	let accused = members.last().cloned().ok_or(BenchmarkError::Weightless)?;
 	let who = funded::<T>("challenger", 0);
 	let evidence = evidence::<T>(pool, 1, &accused)?;
@@ -88,6 +99,7 @@ fn opened_setup<T: Config>(
 fn drawn_challenge<T: Config>() -> Result<(PoolId, T::AccountId), BenchmarkError> {
 	let (pool, members) = T::BenchmarkHelper::final_round(T::MaxPoolMembers::get());
 	let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
+	to_challenges::<T>(pool)?;
 	for who in &members {
 		T::BenchmarkHelper::bond(who, juror_stake::<T>());
 	}
@@ -251,6 +263,9 @@ mod benchmarks {
 			})
 			.collect();
 		let challenger = funded::<T>("challenger", 0);
+		if let Some((pool, _)) = pools.first() {
+			to_challenges::<T>(*pool)?;
+		}
 		for (pool, members) in &pools {
 			let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
 			let evidence = evidence::<T>(*pool, 1, &accused)?;

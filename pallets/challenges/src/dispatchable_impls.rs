@@ -57,9 +57,18 @@ impl<T: Config> Pallet<T> {
 		let fin =
 			T::Checkpoints::final_checkpoint(pool_id, round).ok_or(Error::<T>::RoundNotFinal)?;
 		let now = frame_system::Pallet::<T>::block_number();
+		let final_at = block::<T>(fin.finalized_at);
 		ensure!(
-			block::<T>(now) <= params.timeline.challenges_until(block::<T>(fin.finalized_at)),
+			block::<T>(now) <= params.timeline.challenges_until(final_at),
 			Error::<T>::ChallengeWindowClosed
+		);
+		// The committee's eligible jurors are frozen below from the round's contributors,
+		// which late commits still add to: a challenge opened before they close would keep
+		// members that commit late (honest ones held back by a split included set) off every
+		// committee of it, its appeal's included.
+		ensure!(
+			block::<T>(now) >= params.timeline.challenges_from(final_at),
+			Error::<T>::ChallengeTooEarly
 		);
 		// Any member whose payload was aggregated answers for it, whether or not it committed
 		// the final hash: a member that stays silent after the exchange still moved the model.

@@ -261,5 +261,9 @@ mod events_and_errors {
 		/// Opting in: the caller has no active stake. Opting out: it holds no stake at all
 		/// (active or unbonding). Only trainers with stake opt in or out of juries.
 		NotBonded,
+		/// The round's late commits are still accepted (through `challenge_window` blocks
+		/// after finality): its contributors, from whom the committee is drawn, are not final
+		/// yet. Challenges open the block after.
+		ChallengeTooEarly,
 	}
 }

@@ -288,8 +288,12 @@ pub mod pallet {
 		/// the accused's registered key. Holds `ChallengeBond`; the jury is drawn `jury_delay`
 		/// blocks later.
 		///
+		/// Challenges open once the round's late commits are over
+		/// ([`synod_primitives::protocol::Timeline::challenges_from`]), so that every
+		/// contributor, late ones included, is eligible for its committee.
+		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::RoundNotFinal`],
-		/// [`Error::ChallengeWindowClosed`], [`Error::NotIncluded`],
+		/// [`Error::ChallengeWindowClosed`], [`Error::ChallengeTooEarly`], [`Error::NotIncluded`],
 		/// [`Error::SelfChallenge`], [`Error::AlreadyChallenged`], [`Error::AlreadyConvicted`],
 		/// [`Error::AccusedKeyUnknown`], [`Error::EvidenceMalformed`],
 		/// [`Error::EvidenceSignatureInvalid`], [`Error::EvidenceNotAnAnnouncement`],

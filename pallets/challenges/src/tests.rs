@@ -19,13 +19,15 @@ fn bond_held(who: AccountId) -> Balance {
 	Balances::balance_on_hold(&RuntimeHoldReason::Challenges(HoldReason::ChallengeBond), &who)
 }
 
-/// Round 1 of pool 0 final with members 1..=5 (1 000 snapshot stake each); members 1, 2 and 4
-/// bond 1 000 more each (which does not change their seats' weight), 3 and 5 opted out of
-/// juries.
+/// Round 1 of pool 0 final at block 1 with members 1..=5 (1 000 snapshot stake each); members
+/// 1, 2 and 4 bond 1 000 more each (which does not change their seats' weight), 3 and 5 opted
+/// out of juries; the chain at block 7, the first that takes challenges (late commits close at
+/// 1 + 5).
 fn setup() {
 	final_round();
 	jurors(&[1, 2, 4], 1_000);
 	opt_out(&[3, 5]);
+	run_to_challenges(0, 1);
 }
 
 /// Seats of each juror of challenge `id` (drawn), in committee order.
@@ -58,11 +60,11 @@ fn open_challenge_holds_bond_and_draws_the_jury_later() {
 			(0, 1, 3, OUTSIDER, 1_000)
 		);
 		assert!(c.jury.is_empty());
-		// Drawn at 1 + JURY_DELAY; expires after one round timeout (10) + VOTE_MARGIN (10).
-		assert_eq!((c.draw_at, c.expires_at), (3, 23));
+		// Drawn at 7 + JURY_DELAY; expires after one round timeout (10) + VOTE_MARGIN (10).
+		assert_eq!((c.draw_at, c.expires_at), (9, 29));
 		assert!(matches!(
 			events().last(),
-			Some(Event::ChallengeOpened { challenge_id: 0, accused: 3, draw_at: 3, .. })
+			Some(Event::ChallengeOpened { challenge_id: 0, accused: 3, draw_at: 9, .. })
 		));
 		let jury = drawn(0);
 		let mut who: Vec<AccountId> = jury.iter().map(|(j, _)| *j).collect();
@@ -83,6 +85,18 @@ fn open_challenge_errors() {
 		for who in 1..=4 {
 			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3]));
 		}
+		// Final at block 1: late commits are taken through block 1 + 5, challenges after.
+		assert_noop!(
+			Challenges::open_challenge(
+				RuntimeOrigin::signed(OUTSIDER),
+				0,
+				1,
+				3,
+				announcement(0, 1, 3, [0xEE; 32])
+			),
+			Error::<Test>::ChallengeTooEarly
+		);
+		run_to_challenges(0, 1);
 		// Trainer 5 was not included: not a contributor.
 		assert_noop!(open(OUTSIDER, 5), Error::<Test>::NotIncluded);
 		assert_noop!(open(3, 3), Error::<Test>::SelfChallenge);
@@ -189,7 +203,7 @@ fn vote_errors() {
 			Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, false),
 			Error::<Test>::AlreadyVoted
 		);
-		System::set_block_number(23);
+		System::set_block_number(29);
 		assert_noop!(
 			Challenges::vote(RuntimeOrigin::signed(jury[1].0), 0, true),
 			Error::<Test>::VotingClosed
@@ -208,12 +222,12 @@ fn unresolved_challenge_expires_at_its_block() {
 		let jury = drawn(0);
 		assert_eq!(jury.len(), 5, "203 seats over 5 equal jurors seat them all");
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, true));
-		run_to_block(22);
+		run_to_block(28);
 		assert!(OpenChallenges::<Test>::get(0).is_some());
 		// (Rounds 2 and 3 were voided meanwhile: stakes leaked; compare with just before.)
 		let before: Vec<Balance> =
 			jury.iter().map(|(j, _)| TrainerStaking::active_stake(j)).collect();
-		run_to_block(23);
+		run_to_block(29);
 		assert!(OpenChallenges::<Test>::get(0).is_none());
 		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::Expired));
 		assert_eq!(bond_held(OUTSIDER), 0);
@@ -246,11 +260,11 @@ fn a_block_scheduled_under_a_larger_room_keeps_every_entry_and_takes_no_more() {
 		// A runtime that lowered `MaxExpiriesPerBlock` (4 here) finds blocks scheduled under a
 		// larger value: their entries stay readable, up to the storage bound.
 		let ids: Vec<ChallengeId> = (100..100 + crate::MAX_SCHEDULED_PER_BLOCK).collect();
-		Expiries::<Test>::insert(3, BoundedVec::truncate_from(ids.clone()));
-		assert_eq!(Expiries::<Test>::get(3).into_inner(), ids, "nothing dropped");
-		// No new entry goes there: the next challenge's draw (block 3) is refused.
+		Expiries::<Test>::insert(9, BoundedVec::truncate_from(ids.clone()));
+		assert_eq!(Expiries::<Test>::get(9).into_inner(), ids, "nothing dropped");
+		// No new entry goes there: the next challenge's draw (block 9) is refused.
 		assert_noop!(open(OUTSIDER, 1), Error::<Test>::ScheduleFull);
-		Expiries::<Test>::remove(3);
+		Expiries::<Test>::remove(9);
 	});
 }
 
@@ -258,24 +272,24 @@ fn a_block_scheduled_under_a_larger_room_keeps_every_entry_and_takes_no_more() {
 fn a_full_schedule_refuses_a_challenge_rather_than_leave_its_draw_unscheduled() {
 	run_test(|| {
 		setup();
-		// MaxExpiriesPerBlock = 4: four challenges fill block 3's draws; the fifth is refused
-		// (block 2's randomness is block 1's author's to know: no draw there).
+		// MaxExpiriesPerBlock = 4: four challenges fill block 9's draws; the fifth is refused
+		// (block 8's randomness is block 7's author's to know: no draw there).
 		for (challenger, accused) in [(OUTSIDER, 1), (6, 1), (OUTSIDER, 2), (6, 2)] {
 			assert_ok!(open(challenger, accused));
 		}
-		assert_eq!(Expiries::<Test>::get(3).len(), 4);
+		assert_eq!(Expiries::<Test>::get(9).len(), 4);
 		assert_noop!(open(7, 3), Error::<Test>::ScheduleFull);
 		// One block later its draw has a block.
-		run_to_block(2);
+		run_to_block(8);
 		assert_ok!(open(7, 3));
 		let c = OpenChallenges::<Test>::get(4).expect("open");
-		assert_eq!(c.draw_at, 4);
-		assert!(Expiries::<Test>::get(4).contains(&4));
+		assert_eq!(c.draw_at, 10);
+		assert!(Expiries::<Test>::get(10).contains(&4));
 		assert_noop!(
 			Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 4),
 			Error::<Test>::NothingDue
 		);
-		run_to_block(4);
+		run_to_block(10);
 		assert!(!OpenChallenges::<Test>::get(4).expect("open").jury.is_empty(), "drawn on time");
 		assert_noop!(
 			Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 4),
@@ -325,7 +339,7 @@ fn late_draw_without_its_seed_gives_no_verdict() {
 		assert_ok!(open(OUTSIDER, 3));
 		// The seed block's hash is not kept (the mock records hashes only in `run_to_block`):
 		// drawing later must not fall back to a hash the caller can choose by timing.
-		System::set_block_number(5);
+		System::set_block_number(11);
 		assert_ok!(Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 0));
 		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::NoJury));
 		assert_eq!(bond_held(OUTSIDER), 0);

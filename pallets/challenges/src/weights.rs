@@ -66,8 +66,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn open_challenge(m: u32) -> Weight {
 		// Proof size: measured `3378`, estimated `11198` bytes.
-		Weight::from_parts(996_909_146, 11198)
-			.saturating_add(Weight::from_parts(7_371_310, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_092_859_682, 11198)
+			.saturating_add(Weight::from_parts(6_517_298, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(16_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(13_u64))
@@ -110,8 +110,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn open_narrowed_challenge(m: u32) -> Weight {
 		// Proof size: measured `3378`, estimated `11198` bytes.
-		Weight::from_parts(1_022_660_214, 11198)
-			.saturating_add(Weight::from_parts(5_738_127, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_104_509_727, 11198)
+			.saturating_add(Weight::from_parts(5_263_702, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(16_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(14_u64))
@@ -146,8 +146,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::Disputes` (r:0 w:1)
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn vote() -> Weight {
-		// Proof size: measured `6641`, estimated `82142` bytes.
-		Weight::from_parts(2_605_352_000, 82142)
+		// Proof size: measured `6638`, estimated `82142` bytes.
+		Weight::from_parts(2_685_773_000, 82142)
 			.saturating_add(T::DbWeight::get().reads(63_u64))
 			.saturating_add(T::DbWeight::get().writes(49_u64))
 	}
@@ -167,9 +167,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
 	/// The range of component `e` is `[0, 12]`.
 	fn on_initialize_expire(e: u32) -> Weight {
-		// Proof size: measured `593`, estimated `3542` bytes.
-		Weight::from_parts(44_422_926, 3542)
-			.saturating_add(Weight::from_parts(234_378_294, 0).saturating_mul(e.into()))
+		// Proof size: measured `614`, estimated `3542` bytes.
+		Weight::from_parts(55_073_026, 3542)
+			.saturating_add(Weight::from_parts(238_848_588, 0).saturating_mul(e.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().reads((5_u64).saturating_mul(e.into())))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
@@ -209,8 +209,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::Disputes` (r:0 w:1)
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn expire() -> Weight {
-		// Proof size: measured `11069`, estimated `102750` bytes.
-		Weight::from_parts(4_294_038_000, 102750)
+		// Proof size: measured `11067`, estimated `102750` bytes.
+		Weight::from_parts(4_539_036_000, 102750)
 			.saturating_add(T::DbWeight::get().reads(172_u64))
 			.saturating_add(T::DbWeight::get().writes(173_u64))
 	}
@@ -237,10 +237,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
-	fn report_equivocation(m: u32) -> Weight {
+	fn report_equivocation(_m: u32) -> Weight {
 		// Proof size: measured `4072`, estimated `8799` bytes.
-		Weight::from_parts(1_734_337_197, 8799)
-			.saturating_add(Weight::from_parts(1_000_942, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_752_256_836, 8799)
 			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
@@ -254,7 +253,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	fn appeal() -> Weight {
 		// Proof size: measured `2905`, estimated `24803` bytes.
-		Weight::from_parts(182_965_000, 24803)
+		Weight::from_parts(194_672_000, 24803)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -279,8 +278,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::ScheduledAt` (r:1 w:1)
 	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
 	fn draw_appeal() -> Weight {
-		// Proof size: measured `8454`, estimated `39030` bytes.
-		Weight::from_parts(622_645_000, 39030)
+		// Proof size: measured `8457`, estimated `39030` bytes.
+		Weight::from_parts(672_780_000, 39030)
 			.saturating_add(T::DbWeight::get().reads(31_u64))
 			.saturating_add(T::DbWeight::get().writes(20_u64))
 	}
@@ -290,7 +289,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn register_juror() -> Weight {
 		// Proof size: measured `245`, estimated `4170` bytes.
-		Weight::from_parts(48_813_000, 4170)
+		Weight::from_parts(51_698_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -300,7 +299,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn unregister_juror() -> Weight {
 		// Proof size: measured `172`, estimated `4170` bytes.
-		Weight::from_parts(45_789_000, 4170)
+		Weight::from_parts(46_991_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -309,60 +308,59 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn open_challenge(m: u32) -> Weight {
-		Weight::from_parts(996_909_146, 11198)
-			.saturating_add(Weight::from_parts(7_371_310, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_092_859_682, 11198)
+			.saturating_add(Weight::from_parts(6_517_298, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(16_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(13_u64))
 	}
 	fn open_narrowed_challenge(m: u32) -> Weight {
-		Weight::from_parts(1_022_660_214, 11198)
-			.saturating_add(Weight::from_parts(5_738_127, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_104_509_727, 11198)
+			.saturating_add(Weight::from_parts(5_263_702, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(16_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(14_u64))
 	}
 	fn vote() -> Weight {
-		Weight::from_parts(2_605_352_000, 82142)
+		Weight::from_parts(2_685_773_000, 82142)
 			.saturating_add(RocksDbWeight::get().reads(63_u64))
 			.saturating_add(RocksDbWeight::get().writes(49_u64))
 	}
 	fn on_initialize_expire(e: u32) -> Weight {
-		Weight::from_parts(44_422_926, 3542)
-			.saturating_add(Weight::from_parts(234_378_294, 0).saturating_mul(e.into()))
+		Weight::from_parts(55_073_026, 3542)
+			.saturating_add(Weight::from_parts(238_848_588, 0).saturating_mul(e.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().reads((5_u64).saturating_mul(e.into())))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(e.into())))
 	}
 	fn expire() -> Weight {
-		Weight::from_parts(4_294_038_000, 102750)
+		Weight::from_parts(4_539_036_000, 102750)
 			.saturating_add(RocksDbWeight::get().reads(172_u64))
 			.saturating_add(RocksDbWeight::get().writes(173_u64))
 	}
-	fn report_equivocation(m: u32) -> Weight {
-		Weight::from_parts(1_734_337_197, 8799)
-			.saturating_add(Weight::from_parts(1_000_942, 0).saturating_mul(m.into()))
+	fn report_equivocation(_m: u32) -> Weight {
+		Weight::from_parts(1_752_256_836, 8799)
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn appeal() -> Weight {
-		Weight::from_parts(182_965_000, 24803)
+		Weight::from_parts(194_672_000, 24803)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn draw_appeal() -> Weight {
-		Weight::from_parts(622_645_000, 39030)
+		Weight::from_parts(672_780_000, 39030)
 			.saturating_add(RocksDbWeight::get().reads(31_u64))
 			.saturating_add(RocksDbWeight::get().writes(20_u64))
 	}
 	fn register_juror() -> Weight {
-		Weight::from_parts(48_813_000, 4170)
+		Weight::from_parts(51_698_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn unregister_juror() -> Weight {
-		Weight::from_parts(45_789_000, 4170)
+		Weight::from_parts(46_991_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}

@@ -64,8 +64,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn commit_checkpoint(m: u32) -> Weight {
 		// Proof size: measured `1043`, estimated `13274` bytes.
-		Weight::from_parts(281_714_194, 13274)
-			.saturating_add(Weight::from_parts(53_685_374, 0).saturating_mul(m.into()))
+		Weight::from_parts(309_114_814, 13274)
+			.saturating_add(Weight::from_parts(58_922_239, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(15_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(14_u64))
@@ -121,8 +121,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `v` is `[0, 8]`.
 	fn on_initialize_void(v: u32) -> Weight {
 		// Proof size: measured `431`, estimated `4913` bytes.
-		Weight::from_parts(8_122_000, 4913)
-			.saturating_add(Weight::from_parts(6_538_258_820, 0).saturating_mul(v.into()))
+		Weight::from_parts(8_233_000, 4913)
+			.saturating_add(Weight::from_parts(7_206_998_554, 0).saturating_mul(v.into()))
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().reads((267_u64).saturating_mul(v.into())))
 			.saturating_add(T::DbWeight::get().writes(2_u64))
@@ -165,7 +165,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	fn decide_unmatched_commits() -> Weight {
 		// Proof size: measured `84994`, estimated `148094` bytes.
-		Weight::from_parts(6_111_246_000, 148094)
+		Weight::from_parts(6_459_229_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(232_u64))
 			.saturating_add(T::DbWeight::get().writes(325_u64))
 	}
@@ -189,7 +189,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Divergent` (`max_values`: None, `max_size`: Some(2065), added: 4540, mode: `MaxEncodedLen`)
 	fn round_settled() -> Weight {
 		// Proof size: measured `8188`, estimated `99570` bytes.
-		Weight::from_parts(1_139_921_000, 99570)
+		Weight::from_parts(1_174_945_000, 99570)
 			.saturating_add(T::DbWeight::get().reads(105_u64))
 			.saturating_add(T::DbWeight::get().writes(36_u64))
 	}
@@ -198,28 +198,28 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn commit_checkpoint(m: u32) -> Weight {
-		Weight::from_parts(281_714_194, 13274)
-			.saturating_add(Weight::from_parts(53_685_374, 0).saturating_mul(m.into()))
+		Weight::from_parts(309_114_814, 13274)
+			.saturating_add(Weight::from_parts(58_922_239, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(15_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(14_u64))
 			.saturating_add(RocksDbWeight::get().writes((2_u64).saturating_mul(m.into())))
 	}
 	fn on_initialize_void(v: u32) -> Weight {
-		Weight::from_parts(8_122_000, 4913)
-			.saturating_add(Weight::from_parts(6_538_258_820, 0).saturating_mul(v.into()))
+		Weight::from_parts(8_233_000, 4913)
+			.saturating_add(Weight::from_parts(7_206_998_554, 0).saturating_mul(v.into()))
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().reads((267_u64).saturating_mul(v.into())))
 			.saturating_add(RocksDbWeight::get().writes(2_u64))
 			.saturating_add(RocksDbWeight::get().writes((331_u64).saturating_mul(v.into())))
 	}
 	fn decide_unmatched_commits() -> Weight {
-		Weight::from_parts(6_111_246_000, 148094)
+		Weight::from_parts(6_459_229_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(232_u64))
 			.saturating_add(RocksDbWeight::get().writes(325_u64))
 	}
 	fn round_settled() -> Weight {
-		Weight::from_parts(1_139_921_000, 99570)
+		Weight::from_parts(1_174_945_000, 99570)
 			.saturating_add(RocksDbWeight::get().reads(105_u64))
 			.saturating_add(RocksDbWeight::get().writes(36_u64))
 	}

@@ -96,11 +96,17 @@ pub trait TrainerStake<AccountId> {
 pub trait StakeCommitments<AccountId, Balance> {
 	/// Stake `who` has committed, in planck.
 	fn committed(who: &AccountId) -> Balance;
+	/// The most one [`StakeCommitments::committed`] call can weigh (its reads for an account
+	/// at every bound), which a caller adds to its own benchmarked weight.
+	fn committed_weight() -> Weight;
 }
 
 impl<AccountId, Balance: Default> StakeCommitments<AccountId, Balance> for () {
 	fn committed(_: &AccountId) -> Balance {
 		Balance::default()
+	}
+	fn committed_weight() -> Weight {
+		Weight::zero()
 	}
 }
 
@@ -114,6 +120,9 @@ where
 {
 	fn committed(who: &AccountId) -> Balance {
 		A::committed(who).saturating_add(B::committed(who))
+	}
+	fn committed_weight() -> Weight {
+		A::committed_weight().saturating_add(B::committed_weight())
 	}
 }
 

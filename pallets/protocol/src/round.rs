@@ -69,9 +69,10 @@ pub enum RoundPhase {
 	InnerPhase,
 	/// Open: snapshot participants commit; final as soon as one candidate reaches quorum.
 	Committing,
-	/// Final; members of the included set may still commit late; challenges are open.
+	/// Final; members of the included set may still commit late; challenges open after it
+	/// (the committee is drawn from the contributors, which late commits still add to).
 	LateCommits,
-	/// Final; challenges can still be opened.
+	/// Final; challenges can be opened.
 	Challengeable,
 	/// No new challenges; juries of open ones are still voting.
 	Judging,
@@ -82,9 +83,16 @@ pub enum RoundPhase {
 }
 
 impl RoundPhase {
-	/// Whether a challenge against one of the round's contributions can be opened.
-	pub fn accepts_challenges(self) -> bool {
+	/// Whether the round's challenge window is not over: a challenge can be opened now
+	/// ([`RoundPhase::opens_challenges`]) or once its late commits close.
+	pub fn challenge_window_open(self) -> bool {
 		matches!(self, Self::LateCommits | Self::Challengeable)
+	}
+
+	/// Whether a challenge against one of the round's contributions can be opened in this
+	/// phase.
+	pub fn opens_challenges(self) -> bool {
+		self == Self::Challengeable
 	}
 
 	/// Whether nothing more happens to the round (settled or voided).
@@ -316,7 +324,7 @@ impl RoundState {
 				// verify: its `Verify` is never announced.
 				if self.done & VERIFY == 0 {
 					self.done |= VERIFY;
-					if phase.accepts_challenges() {
+					if phase.challenge_window_open() {
 						out.push(Action::Verify { until });
 					}
 				}
@@ -326,7 +334,7 @@ impl RoundState {
 						phase != RoundPhase::LateCommits,
 						Action::CloseLateCommits,
 					),
-					(CHALLENGES_CLOSED, !phase.accepts_challenges(), Action::CloseChallenges),
+					(CHALLENGES_CLOSED, !phase.challenge_window_open(), Action::CloseChallenges),
 					(SETTLED, phase == RoundPhase::Settled, Action::Settle),
 				];
 				for (bit, reached, action) in due {
@@ -376,7 +384,7 @@ mod tests {
 		assert_eq!(f.phase(115), RoundPhase::Challengeable);
 		assert_eq!(f.phase(116), RoundPhase::Judging);
 		assert_eq!(f.phase(t.settle_at(105)), RoundPhase::Settled);
-		assert!(f.phase(115).accepts_challenges() && !f.phase(116).accepts_challenges());
+		assert!(f.phase(115).challenge_window_open() && !f.phase(116).challenge_window_open());
 	}
 
 	#[test]
@@ -514,7 +522,7 @@ mod tests {
 						Action::Verify { until } => {
 							prop_assert!(last_milestone < 1);
 							last_milestone = 1;
-							prop_assert!(s.phase(s.now).accepts_challenges());
+							prop_assert!(s.phase(s.now).challenge_window_open());
 							prop_assert!(s.now <= until);
 						},
 						Action::CloseLateCommits => {
@@ -525,7 +533,7 @@ mod tests {
 						Action::CloseChallenges => {
 							prop_assert!(last_milestone < 3);
 							last_milestone = 3;
-							prop_assert!(!s.phase(s.now).accepts_challenges());
+							prop_assert!(!s.phase(s.now).challenge_window_open());
 						},
 						Action::Settle => {
 							prop_assert!(last_milestone < 4);

@@ -129,6 +129,13 @@ impl Timeline {
 		finalized_at.saturating_add(self.challenge_window)
 	}
 
+	/// First block in which a challenge against a round final at `finalized_at` can be opened:
+	/// the one after its late commits close, when its contributors (from whom committees are
+	/// drawn) are final.
+	pub fn challenges_from(&self, finalized_at: Block) -> Block {
+		self.late_commits_until(finalized_at).saturating_add(1)
+	}
+
 	/// Last block in which a challenge against a round final at `finalized_at` can be opened.
 	pub fn challenges_until(&self, finalized_at: Block) -> Block {
 		finalized_at.saturating_add(self.challenge_window.saturating_mul(2))

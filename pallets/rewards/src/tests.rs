@@ -88,8 +88,8 @@ fn guilty_contributor_is_not_paid() {
 		final_round(); // trainers 1..=5 contribute to round 1 at block 1
 		jurors(&[1, 2, 4], 1_000);
 		opt_out(&[3, 5]); // the jurors are 1, 2 and 4
-		assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0; 32]));
-		run_to_block(3); // the jury is drawn
+		assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0; 32])); // at block 7, late commits over
+		run_to_block(9); // the jury is drawn
 		let jury = pallet_challenges::OpenChallenges::<Test>::get(0).unwrap().jury.to_vec();
 		for seated in &jury[..2] {
 			assert_ok!(pallet_challenges::Pallet::<Test>::vote(
@@ -119,7 +119,7 @@ fn innocent_or_expired_accused_is_paid() {
 	run_test(|| {
 		final_round();
 		assert_ok!(open_challenge(OUTSIDER, 0, 1, 3, [0; 32]));
-		// No juror registered: no verdict at the draw (block 3), long before settlement at 34.
+		// No juror registered: no verdict at the draw (block 9), long before settlement at 34.
 		run_to_block(34);
 		assert_eq!(Claimable::<Test>::get(0, 3), 200);
 	});

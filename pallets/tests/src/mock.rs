@@ -610,8 +610,20 @@ pub fn announcement(pool: u32, round: u32, who: AccountId, digest: [u8; 32]) -> 
 	})
 }
 
+/// Runs to the first block in which round `round` of `pool`, if final, can be challenged (the
+/// one after its late commits close); stays where it is if that block has passed.
+pub fn run_to_challenges(pool: u32, round: u32) {
+	use synod_primitives::{CheckpointsInspect, PoolsInterface};
+	let params = <TrainingPools as PoolsInterface<_, _, _>>::round_params(pool);
+	let fin = <Checkpoints as CheckpointsInspect<_, _>>::final_checkpoint(pool, round);
+	if let (Some(p), Some(f)) = (params, fin) {
+		run_to_block(p.timeline.challenges_from(f.finalized_at));
+	}
+}
+
 /// `challenger` opens a challenge against `accused`'s contribution to `round` of `pool`, with
-/// `accused`'s genuine signed announcement of payload `digest` as evidence.
+/// `accused`'s genuine signed announcement of payload `digest` as evidence, from the first
+/// block in which the round can be challenged ([`run_to_challenges`]).
 pub fn open_challenge(
 	challenger: AccountId,
 	pool: u32,
@@ -619,6 +631,7 @@ pub fn open_challenge(
 	accused: AccountId,
 	digest: [u8; 32],
 ) -> sp_runtime::DispatchResult {
+	run_to_challenges(pool, round);
 	Challenges::open_challenge(
 		RuntimeOrigin::signed(challenger),
 		pool,

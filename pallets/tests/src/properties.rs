@@ -232,7 +232,7 @@ fn apply(op: &Op) {
 			.map(|_| ())
 			.map_err(|e| e.error),
 		Op::Challenge { who, pool, round, accused } => {
-			open_challenge(ACCOUNTS[who], pool, round, ACCOUNTS[accused], [9; 32])
+			open_now(ACCOUNTS[who], pool, round, ACCOUNTS[accused])
 		},
 		Op::OpenNarrowed { who, pool, round, accused, dispute } => {
 			Challenges::open_narrowed_challenge(
@@ -258,7 +258,7 @@ fn apply(op: &Op) {
 				// Each account against the next ones, lap after lap (never itself).
 				let (challenger, accused) =
 					(ACCOUNTS[(from + i) % n], ACCOUNTS[(from + i + 1 + i / n) % n]);
-				let _ = open_challenge(challenger, pool, round, accused, [9; 32]);
+				let _ = open_now(challenger, pool, round, accused);
 			}
 			Ok(())
 		},
@@ -284,6 +284,24 @@ fn apply(op: &Op) {
 			Ok(())
 		},
 	};
+}
+
+/// `challenger` opens a challenge of `accused`'s contribution to `round` of `pool` in the
+/// current block (the mock's `open_challenge` would first run to the block challenges open in,
+/// past the invariant checks of every block on the way), with its genuine announcement.
+fn open_now(
+	challenger: AccountId,
+	pool: u32,
+	round: u32,
+	accused: AccountId,
+) -> sp_runtime::DispatchResult {
+	Challenges::open_challenge(
+		RuntimeOrigin::signed(challenger),
+		pool,
+		round,
+		accused,
+		announcement(pool, round, accused, [9; 32]),
+	)
 }
 
 /// Runs block by block up to block `n` (none if it has passed), checking every invariant after

@@ -257,7 +257,9 @@ pub mod pallet {
 		/// [`Error::StakeCommitted`], [`Error::BelowMinBond`] (remaining active stake non-zero
 		/// and below `MinBond`), [`Error::TooManyUnlockingChunks`].
 		#[pallet::call_index(1)]
-		#[pallet::weight(T::WeightInfo::unbond())]
+		// The benchmark's trainer commits nothing; the check of what it committed is weighed
+		// at its bound (every pool of `MaxPoolsPerTrainer`).
+		#[pallet::weight(T::WeightInfo::unbond().saturating_add(T::Commitments::committed_weight()))]
 		pub fn unbond(
 			origin: OriginFor<T>,
 			#[pallet::compact] value: BalanceOf<T>,

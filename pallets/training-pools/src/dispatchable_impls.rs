@@ -368,17 +368,31 @@ impl<T: Config> Pallet<T> {
 		Ok(())
 	}
 
-	/// Frees the members' commitments and releases the unreserved budget of an ended pool;
-	/// records when it ended. Member records stay (challenges and rewards of past rounds still
-	/// read them) until the pool is reaped.
+	/// Ends the members' commitments and releases the unreserved budget of an ended pool;
+	/// records when it ended. A member in the snapshot of a round the pool opened keeps its
+	/// stake committed until that round is settled ([`LeftCommitments`], as a leaver's): the
+	/// pool's last rounds can still be challenged and their stake slashed, so it backs no other
+	/// live snapshot meanwhile. Member records stay (challenges and rewards of past rounds
+	/// still read them) until the pool is reaped.
 	pub(crate) fn end_pool(pool_id: PoolId, pool: &mut PoolInfo<T>) -> BalanceOf<T> {
+		let now = frame_system::Pallet::<T>::block_number();
+		let until = Self::timeline(pool).settled_by(now.saturated_into()).saturated_into();
 		for who in MemberList::<T>::get(pool_id) {
-			// (A stake it left in the pool's last round stays committed until that round is settled.)
-			if !LeftCommitments::<T>::contains_key(&who, pool_id) {
+			let backs_a_round = (pool.current_round > 0)
+				.then(|| Members::<T>::get(pool_id, &who))
+				.flatten()
+				.filter(|m| m.from_round <= pool.current_round);
+			if let Some(m) = backs_a_round {
+				LeftCommitments::<T>::mutate(&who, pool_id, |l| {
+					let l = l.get_or_insert(LeftCommitment { stake: Zero::zero(), until });
+					l.stake = l.stake.saturating_add(m.stake);
+					l.until = l.until.max(until);
+				});
+			} else if !LeftCommitments::<T>::contains_key(&who, pool_id) {
 				TrainerPools::<T>::mutate(&who, |p| p.retain(|id| *id != pool_id));
 			}
 		}
-		pool.ended_at = Some(frame_system::Pallet::<T>::block_number());
+		pool.ended_at = Some(now);
 		Self::release_unreserved(pool)
 	}
 
@@ -410,7 +424,8 @@ impl<T: Config> Pallet<T> {
 		let now: u64 = frame_system::Pallet::<T>::block_number().saturated_into();
 		ensure!(now > Self::timeline(&pool).settled_by(ended_at), Error::<T>::PoolNotSettled);
 		ensure!(!T::Records::in_use(pool_id), Error::<T>::PoolRecordsInUse);
-		// Current members (≤ MaxMembers): their commitments ended with the pool.
+		// Current members (≤ MaxMembers): their commitments ended with the pool, or at the
+		// settlement of its last round (now past: their `LeftCommitments` are pruned here).
 		let members = MemberList::<T>::take(pool_id);
 		for who in members.iter() {
 			if let Some(m) = Members::<T>::take(pool_id, who) {

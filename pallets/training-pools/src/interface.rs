@@ -33,6 +33,13 @@ impl<T: Config> StakeCommitments<T::AccountId, BalanceOf<T>> for Pallet<T> {
 					.saturating_add(left.unwrap_or_default())
 			})
 	}
+
+	/// [`TrainerPools`], then per pool of it (`MaxPoolsPerTrainer` at most) its [`Pools`]
+	/// record, the account's [`Members`] record and its [`LeftCommitments`] entry.
+	fn committed_weight() -> Weight {
+		let n = u64::from(T::MaxPoolsPerTrainer::get());
+		T::DbWeight::get().reads(n.saturating_mul(3).saturating_add(1))
+	}
 }
 
 impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> for Pallet<T> {

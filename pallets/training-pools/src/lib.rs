@@ -222,7 +222,7 @@ pub mod pallet {
 	>;
 
 	/// Pools whose stake each account has committed: the Open or Training pools it is a member
-	/// of, and the pools it left while their open round could count it (see
+	/// of, and the pools it left (or that ended) while their open round could count it (see
 	/// [`LeftCommitments`]). At most `MaxPoolsPerTrainer`.
 	#[pallet::storage]
 	pub type TrainerPools<T: Config> = StorageMap<
@@ -234,8 +234,9 @@ pub mod pallet {
 	>;
 
 	/// Stake an account committed to a pool it left (or was dropped from) during a round that
-	/// can count it, by account and pool: committed until that round is settled (its stake
-	/// slashable until then), so one stake backs at most one live snapshot. Pruned when the account joins a pool, releases its
+	/// can count it, or that ended (completed or cancelled) with it in a round's snapshot, by
+	/// account and pool: committed until that round is settled (its stake slashable until
+	/// then), so one stake backs at most one live snapshot. Pruned when the account joins a pool, releases its
 	/// deposit or the pool is reaped; each entry's pool stays in [`TrainerPools`] meanwhile.
 	#[pallet::storage]
 	pub type LeftCommitments<T: Config> = StorageDoubleMap<

@@ -309,7 +309,18 @@ fn close_round_advances_and_completes() {
 		assert_eq!(pool.status, PoolStatus::Completed);
 		assert_eq!(budget_held(CREATOR), 1_000, "only the reserved reward stays held");
 		assert!(events().contains(&Event::PoolCompleted { pool_id: 0, released: 2_000 }));
-		// Members of a completed pool have no commitments left.
+		// Members of a completed pool keep their stake committed until its last round is
+		// settled (that round can still be challenged), then have no commitments left.
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(1), 600),
+			pallet_trainer_staking::Error::<Test>::StakeCommitted
+		);
+		let now = System::block_number();
+		let settled = <P as PoolsInterface<_, _, _>>::round_params(0)
+			.unwrap()
+			.timeline
+			.settled_by(now);
+		System::set_block_number(settled + 1);
 		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 600));
 	});
 }

@@ -140,9 +140,9 @@ pub struct MemberInfo<T: Config> {
 pub struct LeftCommitment<T: Config> {
 	/// Stake still committed, in planck.
 	pub stake: BalanceOf<T>,
-	/// Last block at which it is committed: the settlement of the round open when it left
-	/// (`Timeline::settled_by` the leaving block: the settlement block of a round whose
-	/// deadline is the latest that round's can be).
+	/// Last block at which it is committed: the settlement of the round open when it left or
+	/// the pool ended (`Timeline::settled_by` that block: the settlement block of a round
+	/// whose deadline is the latest that round's can be).
 	pub until: BlockNumberFor<T>,
 }
 

@@ -38,7 +38,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
 	fn create_pool() -> Weight {
 		// Proof size: measured `164`, estimated `3640` bytes.
-		Weight::from_parts(183_145_000, 3640)
+		Weight::from_parts(186_710_000, 3640)
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -76,7 +76,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
 	fn join_pool() -> Weight {
 		// Proof size: measured `72454`, estimated `148094` bytes.
-		Weight::from_parts(1_582_987_000, 148094)
+		Weight::from_parts(1_692_511_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(137_u64))
 			.saturating_add(T::DbWeight::get().writes(43_u64))
 	}
@@ -96,7 +96,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
 	fn leave_pool() -> Weight {
 		// Proof size: measured `4748`, estimated `5587` bytes.
-		Weight::from_parts(126_790_000, 5587)
+		Weight::from_parts(159_158_000, 5587)
 			.saturating_add(T::DbWeight::get().reads(5_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
@@ -110,7 +110,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::TrainerPools` (`max_values`: None, `max_size`: Some(81), added: 2556, mode: `MaxEncodedLen`)
 	fn release_member_deposit() -> Weight {
 		// Proof size: measured `2552`, estimated `5559` bytes.
-		Weight::from_parts(143_245_000, 5559)
+		Weight::from_parts(148_493_000, 5559)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -129,8 +129,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[1, 32]`.
 	fn cancel_pool(m: u32) -> Weight {
 		// Proof size: measured `804`, estimated `4851` bytes.
-		Weight::from_parts(136_111_840, 4851)
-			.saturating_add(Weight::from_parts(18_738_833, 0).saturating_mul(m.into()))
+		Weight::from_parts(159_453_927, 4851)
+			.saturating_add(Weight::from_parts(19_887_355, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().reads((2_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(3_u64))
@@ -141,7 +141,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
 	fn set_allowed_trainers() -> Weight {
 		// Proof size: measured `1436`, estimated `4851` bytes.
-		Weight::from_parts(41_082_000, 4851)
+		Weight::from_parts(43_155_000, 4851)
 			.saturating_add(T::DbWeight::get().reads(1_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -185,9 +185,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `r` is `[0, 64]`.
 	fn reap_pool(m: u32, r: u32) -> Weight {
 		// Proof size: measured `962`, estimated `5559` bytes.
-		Weight::from_parts(649_025_676, 5559)
-			.saturating_add(Weight::from_parts(148_375_268, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(127_534_474, 0).saturating_mul(r.into()))
+		Weight::from_parts(5_183_092_000, 5559)
+			.saturating_add(Weight::from_parts(66_028_377, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(90_755_133, 0).saturating_mul(r.into()))
 			.saturating_add(T::DbWeight::get().reads(14_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(r.into())))
@@ -202,42 +202,42 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn create_pool() -> Weight {
-		Weight::from_parts(183_145_000, 3640)
+		Weight::from_parts(186_710_000, 3640)
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn join_pool() -> Weight {
-		Weight::from_parts(1_582_987_000, 148094)
+		Weight::from_parts(1_692_511_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(137_u64))
 			.saturating_add(RocksDbWeight::get().writes(43_u64))
 	}
 	fn leave_pool() -> Weight {
-		Weight::from_parts(126_790_000, 5587)
+		Weight::from_parts(159_158_000, 5587)
 			.saturating_add(RocksDbWeight::get().reads(5_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn release_member_deposit() -> Weight {
-		Weight::from_parts(143_245_000, 5559)
+		Weight::from_parts(148_493_000, 5559)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn cancel_pool(m: u32) -> Weight {
-		Weight::from_parts(136_111_840, 4851)
-			.saturating_add(Weight::from_parts(18_738_833, 0).saturating_mul(m.into()))
+		Weight::from_parts(159_453_927, 4851)
+			.saturating_add(Weight::from_parts(19_887_355, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().reads((2_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(3_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(m.into())))
 	}
 	fn set_allowed_trainers() -> Weight {
-		Weight::from_parts(41_082_000, 4851)
+		Weight::from_parts(43_155_000, 4851)
 			.saturating_add(RocksDbWeight::get().reads(1_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn reap_pool(m: u32, r: u32) -> Weight {
-		Weight::from_parts(649_025_676, 5559)
-			.saturating_add(Weight::from_parts(148_375_268, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(127_534_474, 0).saturating_mul(r.into()))
+		Weight::from_parts(5_183_092_000, 5559)
+			.saturating_add(Weight::from_parts(66_028_377, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(90_755_133, 0).saturating_mul(r.into()))
 			.saturating_add(RocksDbWeight::get().reads(14_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(r.into())))

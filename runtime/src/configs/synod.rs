@@ -64,7 +64,9 @@ parameter_types! {
     /// A drawn jury needs 50 SYN of stake (besides the parties') to give a verdict.
     pub const MinJuryStake: Balance = 50 * UNIT;
     /// Bounds on pool specs: `min_stake` ≥ 1 SYN, ≤ 1 000 000 SYN per round, a round times out
-    /// within a day, challenge windows of 1 block to a day; a round accepts commits no sooner
+    /// within a day, challenge windows of 4 blocks to a day (challenges open for the W blocks
+    /// after the late commits close, which a challenger that learns of finality a few blocks
+    /// late, `synod_diloco::budget::LAG_BLOCKS` = 3, must still be able to land in); a round accepts commits no sooner
     /// than ⌈H / 256⌉ blocks after it opens (no member is assumed to run more than 256 inner
     /// steps per 2-second block, 128 steps/s), so never in the block it opened.
     pub const PoolSpecLimits: synod_primitives::protocol::SpecLimits =
@@ -75,7 +77,7 @@ parameter_types! {
             min_stake_floor: UNIT,
             max_reward_per_round: 1_000_000 * UNIT,
             max_round_timeout: DAYS as u64,
-            min_challenge_window: 1,
+            min_challenge_window: 4,
             max_challenge_window: DAYS as u64,
             max_inner_steps_per_block: 256,
         };

@@ -154,3 +154,27 @@ fn a_full_challenge_schedule_leaves_the_operational_quarter() {
         "{hook:?} over three quarters of the block's {max:?}"
     );
 }
+
+/// Spam `unbond` of exactly the committed stake from a trainer in `MaxPoolsPerTrainer` pools:
+/// each call reads every pool's records (and the validator lists) to find the stake committed,
+/// fails with `StakeCommitted` and changes nothing. Its benchmark's trainer is in no pool, so
+/// the declared weight adds what that check reads at its bound; without it every such call
+/// costs the chain more than its fee pays for.
+#[test]
+fn unbond_is_weighed_for_a_trainer_in_max_pools() {
+    use frame_support::weights::RuntimeDbWeight;
+    use pallet_trainer_staking::WeightInfo;
+    let pools: u32 = <Runtime as pallet_training_pools::Config>::MaxPoolsPerTrainer::get();
+    let pools = u64::from(pools);
+    let db: RuntimeDbWeight = <Runtime as frame_system::Config>::DbWeight::get();
+    let declared = RuntimeCall::from(pallet_trainer_staking::Call::unbond { value: 1 })
+        .get_dispatch_info()
+        .call_weight;
+    let benchmarked = <Runtime as pallet_trainer_staking::Config>::WeightInfo::unbond();
+    // Per pool: its record, the membership, the left commitment; the validator lists.
+    let check = db.reads(3 * pools + 4);
+    assert!(
+        declared.all_gte(benchmarked.saturating_add(check)),
+        "unbond declares {declared:?}, under {benchmarked:?} + the commitments' {check:?}"
+    );
+}

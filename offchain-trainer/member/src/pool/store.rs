@@ -18,6 +18,9 @@ pub const HEDGE: Duration = Duration::from_secs(5);
 const RETRY: Duration = Duration::from_millis(500);
 /// Most checkpoint asks in flight at once.
 pub const MAX_ASKS: usize = 2;
+/// A fetch gets one more ask slot each `timeout / STALL_SHARE` of its time (at least a hedge):
+/// at most `MAX_ASKS + STALL_SHARE − 1` asks in flight ([`first_delivery`]).
+pub const STALL_SHARE: u32 = 4;
 
 /// A content-addressed checkpoint directory (clones name the same directory).
 #[derive(Clone)]
@@ -83,8 +86,10 @@ impl Store {
     /// The checkpoint `hash` from this store or, failing that, from `peers` over
     /// `/synod/checkpoint/2` (verified against `hash`, then stored and served), asked in
     /// turn with one more peer after [`HEDGE`] without a delivery, at most [`MAX_ASKS`] at a
-    /// time ([`first_delivery`]), all under one deadline `timeout`: a slow or silent peer
-    /// delays catch-up by one hedge, not by its whole transfer limit.
+    /// time plus one each quarter of `timeout` ([`first_delivery`]), all under one deadline
+    /// `timeout`: a slow or silent peer delays catch-up by one hedge, not by its whole transfer
+    /// limit. The turn starts at a place in `peers` that the checkpoint and our own peer id
+    /// pick, so requesters do not all ask the same peers first.
     ///
     /// # Errors
     /// If no peer delivered it in time.
@@ -103,7 +108,22 @@ impl Store {
             let client = client.clone();
             async move { client.fetch_checkpoint(peer, hash, max).await }
         };
-        let (peer, bytes) = first_delivery(peers, HEDGE, timeout, ask)
+        // Each requester of a checkpoint starts at a place the checkpoint and its own peer id
+        // pick, not at the lowest member index (which the first members to join hold).
+        let mut order = peers.to_vec();
+        if !order.is_empty() {
+            let mut seed = blake3::Hasher::new();
+            seed.update(&hash);
+            seed.update(&client.peer_id.to_bytes());
+            let at = u64::from_le_bytes(
+                seed.finalize().as_bytes()[..8]
+                    .try_into()
+                    .unwrap_or_default(),
+            );
+            let n = order.len() as u64;
+            order.rotate_left((at % n) as usize);
+        }
+        let (peer, bytes) = first_delivery(&order, HEDGE, timeout, ask)
             .await
             .map_err(|last| {
                 anyhow!(
@@ -120,11 +140,14 @@ impl Store {
 }
 
 /// The first delivery (`T`: the bytes, say) that `ask` gets from any of `peers` within
-/// `timeout`, with the peer that sent it: a hedged request (Dean and Barroso, "The Tail at Scale", CACM 2013, "hedged
-/// requests") that asks one peer, then one more once `hedge` passes without a delivery (or at
-/// once when the ask in flight failed), at most [`MAX_ASKS`] at a time (each may hold a whole
-/// checkpoint in memory, and they share the link), never two to one peer, cycling over the
-/// peers until the deadline. Asks still in flight when one delivers are dropped (cancelled).
+/// `timeout`, with the peer that sent it: a hedged request (Dean and Barroso, "The Tail at
+/// Scale", CACM 2013, "hedged requests") that asks one peer, then one more once `hedge` passes
+/// without a delivery (or at once when the ask in flight failed), at most [`MAX_ASKS`] at a
+/// time (each may hold a whole checkpoint in memory, and they share the link), plus one more
+/// each [`STALL_SHARE`]th of `timeout` (at least a hedge) into the fetch, never two to one
+/// peer, cycling over the peers until the deadline: peers first in line that answer and then
+/// trickle bytes (or never answer) cannot hold the fetch to its deadline, and no transfer
+/// under way is given up. Asks still in flight when one delivers are dropped (cancelled).
 ///
 /// # Errors
 /// The last failure (or "timed out", "no peer to ask") when nothing arrived in time.
@@ -142,7 +165,9 @@ where
     E: std::fmt::Display + Send + 'static,
 {
     use tokio::time::Instant;
-    let deadline = Instant::now() + timeout;
+    let began = Instant::now();
+    let deadline = began + timeout;
+    let stall = hedge.max(timeout / STALL_SHARE);
     let mut asks = tokio::task::JoinSet::new();
     // The peer each task asks, by task id (a task that panics still frees its peer).
     let mut asked: std::collections::HashMap<tokio::task::Id, P> = Default::default();
@@ -151,7 +176,14 @@ where
     let mut hedge_at = Instant::now();
     while Instant::now() < deadline {
         let now = Instant::now();
-        if (asks.is_empty() || now >= hedge_at) && asks.len() < MAX_ASKS {
+        // One more slot each `stall` into the fetch: peers holding the first slots cannot hold
+        // the fetch to its deadline, and no transfer under way is given up.
+        let slots = MAX_ASKS
+            + usize::try_from(
+                now.saturating_duration_since(began).as_millis() / stall.as_millis().max(1),
+            )
+            .unwrap_or(usize::MAX);
+        if (asked.is_empty() || now >= hedge_at) && asked.len() < slots {
             // The next peer in turn that is not being asked already.
             let busy: HashSet<P> = asked.values().copied().collect();
             if let Some(i) = (0..peers.len())
@@ -160,13 +192,16 @@ where
             {
                 next = (i + 1) % peers.len();
                 let peer = peers[i];
-                let fut = ask(peer);
-                let handle = asks.spawn(fut);
+                let handle = asks.spawn(ask(peer));
                 asked.insert(handle.id(), peer);
                 hedge_at = now + hedge;
             }
         }
-        if asks.is_empty() {
+        // Nothing more to ask before the next hedge (every slot taken, or every peer asked).
+        if now >= hedge_at {
+            hedge_at = now + hedge;
+        }
+        if asked.is_empty() {
             // Nobody to ask now (no peers, or all failed): wait before going round again.
             tokio::time::sleep_until((now + RETRY).min(deadline)).await;
             hedge_at = Instant::now();
@@ -202,8 +237,8 @@ where
 
 /// [`first_delivery`] of several objects at once, all under one deadline `timeout`: for each
 /// `(key, peers)` of `wanted`, the first bytes `ask(key, peer)` gets from one of its `peers`
-/// (hedged as there, at most [`MAX_ASKS`] asks of each object at a time). One object's slow
-/// or silent sources delay no other object.
+/// (hedged as there, at most [`MAX_ASKS`] asks of each object at a time plus one each
+/// [`STALL_SHARE`]th of `timeout`). One object's slow or silent sources delay no other object.
 ///
 /// Returns each key with its delivery (the peer and the bytes) or its last failure, in the
 /// order of `wanted`.
@@ -308,5 +343,32 @@ mod tests {
         .await;
         let want: Vec<_> = (0..4).map(|k| (k, Ok((RELAY, vec![k as u8])))).collect();
         assert_eq!(got, want);
+    }
+
+    /// Two colluders first in line answer every checkpoint request and never finish (or trickle
+    /// bytes just above the transfer's least rate): both ask slots stay taken. Before, no third
+    /// peer was ever asked (and the loop spun until the deadline); now a third slot opens a
+    /// quarter of the way into the fetch, and the honest peer delivers.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_colluders_first_in_line_cannot_hold_a_checkpoint_fetch() {
+        let started = std::time::Instant::now();
+        let got = first_delivery(
+            &[0u32, 3, 2],
+            Duration::from_millis(50),
+            Duration::from_secs(4),
+            |p: u32| async move {
+                match p {
+                    0 | 3 => std::future::pending().await,
+                    _ => ask(p).await,
+                }
+            },
+        )
+        .await;
+        assert_eq!(got, Ok((2, vec![2])));
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }

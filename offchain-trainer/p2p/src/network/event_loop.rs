@@ -35,10 +35,38 @@ pub(super) struct EventLoop {
     pub(super) heartbeat: Duration,
     /// No heartbeats while set (see [`Client::set_passive`]).
     pub(super) passive: bool,
-    /// Gossip rate of each member's peer id ([`super::gossip::Bucket`]).
-    pub(super) rates: std::collections::HashMap<PeerId, super::gossip::Bucket>,
+    /// Gossip meters of members' messages, per relay ([`super::gossip::Meters`]).
+    pub(super) meters: super::gossip::Meters,
+    /// Peers outside the pool blocked for a bad message.
+    pub(super) blocked_outsiders: BlockedOutsiders,
     /// Dropped with the loop: tells the serving tasks to stop.
     pub(super) _stop: tokio::sync::watch::Sender<()>,
+}
+
+/// Most peers outside the pool kept blocked at once ([`EventLoop::ban`]).
+pub(super) const MAX_BLOCKED_OUTSIDERS: usize = 1024;
+
+/// The peers outside the pool that are blocked, oldest first: at most
+/// [`MAX_BLOCKED_OUTSIDERS`], so that an attacker making a new identity per bad message makes
+/// us unblock its oldest rather than grow without bound.
+#[derive(Default)]
+pub(super) struct BlockedOutsiders(std::collections::VecDeque<PeerId>);
+
+impl BlockedOutsiders {
+    /// Takes `peer` off the list (it is a member now: its ban is kept for good).
+    pub(super) fn forget(&mut self, peer: &PeerId) {
+        self.0.retain(|p| p != peer);
+    }
+
+    /// Adds `peer`; returns the peer to unblock if that put us over the bound.
+    pub(super) fn block(&mut self, peer: PeerId) -> Option<PeerId> {
+        if !self.0.contains(&peer) {
+            self.0.push_back(peer);
+        }
+        (self.0.len() > MAX_BLOCKED_OUTSIDERS)
+            .then(|| self.0.pop_front())
+            .flatten()
+    }
 }
 
 impl EventLoop {
@@ -83,11 +111,24 @@ impl EventLoop {
         }
     }
 
-    /// Blocks `peer` for good and records why.
+    /// Blocks `peer` and, for a member, records why ([`super::Snapshot::banned`]) and keeps it
+    /// blocked for good. A peer outside the pool (free to make: any number of identities) is
+    /// blocked among the latest [`MAX_BLOCKED_OUTSIDERS`] only, the oldest unblocked past
+    /// that, so that bans never grow without bound.
     pub(super) fn ban(&mut self, peer: PeerId, reason: String) {
         tracing::warn!(%peer, %reason, "banning peer");
         self.swarm.behaviour_mut().blocked.block_peer(peer);
-        lock(&self.shared).banned.insert(peer, reason);
+        if self.members.iter().any(|m| m.peer_id == peer) {
+            self.blocked_outsiders.forget(&peer);
+            lock(&self.shared).banned.insert(peer, reason);
+            return;
+        }
+        if let Some(oldest) = self.blocked_outsiders.block(peer) {
+            // (A member banned before we learned it was one stays blocked.)
+            if !lock(&self.shared).banned.contains_key(&oldest) {
+                self.swarm.behaviour_mut().blocked.unblock_peer(oldest);
+            }
+        }
     }
 
     fn on_command(&mut self, c: Command) {
@@ -105,6 +146,12 @@ impl EventLoop {
                 s.conflicting.retain(|(k, _), _| *k + 2 > r);
                 s.equivocations
                     .retain(|(k, _), _| k.saturating_add(EQUIVOCATION_ROUNDS) > r);
+                drop(s);
+                let members = self.members.clone();
+                self.meters.retain(
+                    |peer| members.iter().any(|m| m.peer_id == *peer),
+                    r.saturating_sub(1),
+                );
             }
             Command::SetPayload {
                 round,
@@ -122,8 +169,10 @@ impl EventLoop {
                     s.last_seen.entry(m.index).or_insert(now);
                 }
                 drop(s);
-                self.rates
-                    .retain(|peer, _| set.iter().any(|m| m.peer_id == *peer));
+                self.meters.retain(
+                    |peer| set.iter().any(|m| m.peer_id == *peer),
+                    self.round.saturating_sub(1),
+                );
                 let gate = &mut self.swarm.behaviour_mut().outsiders;
                 for m in self.members.iter() {
                     gate.remove_peer_id(&m.peer_id);
@@ -195,5 +244,33 @@ impl EventLoop {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each bad message from a new identity outside the pool blocks it, but only the latest
+    /// [`MAX_BLOCKED_OUTSIDERS`] stay blocked: a flood of fresh identities unblocks its own
+    /// oldest instead of growing the list (and every copy of the snapshot) without bound.
+    #[test]
+    fn outsiders_with_fresh_identities_cannot_grow_the_ban_list() {
+        let mut b = BlockedOutsiders::default();
+        let first: Vec<PeerId> = (0..MAX_BLOCKED_OUTSIDERS)
+            .map(|_| PeerId::random())
+            .collect();
+        for p in &first {
+            assert_eq!(b.block(*p), None);
+        }
+        // The same peer again takes no second place.
+        assert_eq!(b.block(first[5]), None);
+        for (k, fresh) in (0..10_000).map(|_| PeerId::random()).enumerate() {
+            let unblocked = b.block(fresh).expect("over the bound, the oldest goes");
+            if k < first.len() {
+                assert_eq!(unblocked, first[k]);
+            }
+        }
+        assert_eq!(b.0.len(), MAX_BLOCKED_OUTSIDERS);
     }
 }

@@ -35,11 +35,14 @@ const GOSSIP_BURST: f64 = 16.0;
 /// member's most).
 const GOSSIP_PER_INTERVAL: f64 = 4.0;
 /// Messages of one author dropped over its rate (less what the refill forgives) after which
-/// it is banned. Only fresh heartbeats its own keys signed are metered (stale copies are
-/// dropped free, fresh copies by gossipsub's duplicate cache), so a replay cannot get there;
-/// a member's leave messages, which carry no number, could be replayed, but a member sends
-/// one.
+/// it is banned. Only what the author sends us itself counts towards a ban ([`Meters`]):
+/// copies relayed by others are metered per relay and dropped, never charged to the author.
 const BAN_AFTER_DROPPED: u32 = 64;
+/// Most (author, relay) meters kept ([`Meters`]); past it, idle ones are forgotten first.
+const MAX_METERS: usize = 4096;
+/// An author's messages over all relays are metered at this many times one relay's burst and
+/// rate ([`Meters`]).
+const AUTHOR_SCALE: f64 = 4.0;
 
 /// A token bucket of one gossip author (Turner 1986's leaky bucket as a meter): each verified
 /// message takes a token; tokens come back at [`GOSSIP_PER_INTERVAL`] per heartbeat interval up
@@ -47,6 +50,8 @@ const BAN_AFTER_DROPPED: u32 = 64;
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Bucket {
     tokens: f64,
+    /// Multiple of [`GOSSIP_BURST`] and [`GOSSIP_PER_INTERVAL`] this bucket holds and refills.
+    scale: f64,
     at: Instant,
     /// Messages dropped over the rate, forgotten at the refill rate (an honest member's rare
     /// overrun fades; a flood accumulates).
@@ -67,8 +72,14 @@ pub(super) enum Metered {
 impl Bucket {
     /// A full bucket at `now`.
     pub(super) fn new(now: Instant) -> Self {
+        Self::scaled(now, 1.0)
+    }
+
+    /// A full bucket at `now` of `scale` times the burst and the rate.
+    pub(super) fn scaled(now: Instant, scale: f64) -> Self {
         Self {
-            tokens: GOSSIP_BURST,
+            tokens: GOSSIP_BURST * scale,
+            scale,
             at: now,
             dropped: 0.0,
         }
@@ -78,8 +89,9 @@ impl Bucket {
     pub(super) fn take(&mut self, now: Instant, interval: Duration) -> Metered {
         let refill = now.saturating_duration_since(self.at).as_secs_f64()
             / interval.as_secs_f64().max(1e-3)
-            * GOSSIP_PER_INTERVAL;
-        self.tokens = (self.tokens + refill).min(GOSSIP_BURST);
+            * GOSSIP_PER_INTERVAL
+            * self.scale;
+        self.tokens = (self.tokens + refill).min(GOSSIP_BURST * self.scale);
         self.dropped = (self.dropped - refill).max(0.0);
         self.at = now;
         if self.tokens >= 1.0 {
@@ -91,6 +103,117 @@ impl Bucket {
             Metered::Ban
         } else {
             Metered::Drop
+        }
+    }
+}
+
+/// The gossip meters of one node: a [`Bucket`] per (author, relay) pair and one per author
+/// over all relays, and the highest heartbeat number verified per (author, round).
+///
+/// Keyed by relay, a peer that replays an author's fresh heartbeats (kept from the last
+/// [`FRESH_MS`], re-sent with the author's own gossipsub signature to a node whose duplicate
+/// cache is empty: one that just started) uses up its own meter of that author, not the
+/// author's: the replays are dropped, the author's heartbeats through any other path pass,
+/// and only an author flooding us itself (`relay == author`) is banned. A heartbeat numbered
+/// at most the highest verified one of its author and round, announcing nothing new, is a
+/// copy and dropped free; a lower-numbered one announcing another payload is metered and
+/// verified (it may prove an equivocation).
+#[derive(Default)]
+pub(super) struct Meters {
+    buckets: std::collections::HashMap<(PeerId, PeerId), Bucket>,
+    /// Each author's messages over every relay ([`AUTHOR_SCALE`] times one relay's burst and
+    /// rate; over it: dropped, never a ban), so that an author relaying its own flood through
+    /// many identities is still bounded.
+    authors: std::collections::HashMap<PeerId, Bucket>,
+    latest: std::collections::HashMap<(PeerId, u32), (u64, Option<PayloadRef>)>,
+}
+
+impl Meters {
+    /// Meters one message of `author` relayed to us by `relay` at `now` (heartbeat interval
+    /// `interval`): [`Metered::Ban`] only when the author sent it itself.
+    pub(super) fn take(
+        &mut self,
+        author: PeerId,
+        relay: PeerId,
+        now: Instant,
+        interval: Duration,
+    ) -> Metered {
+        if self.buckets.len() >= MAX_METERS && !self.buckets.contains_key(&(author, relay)) {
+            self.forget_idle(now, interval);
+        }
+        let metered = self
+            .buckets
+            .entry((author, relay))
+            .or_insert_with(|| Bucket::new(now))
+            .take(now, interval);
+        let metered = match metered {
+            Metered::Ban if relay != author => Metered::Drop,
+            m => m,
+        };
+        if metered != Metered::Pass {
+            return metered;
+        }
+        match self
+            .authors
+            .entry(author)
+            .or_insert_with(|| Bucket::scaled(now, AUTHOR_SCALE))
+            .take(now, interval)
+        {
+            Metered::Pass => Metered::Pass,
+            Metered::Drop | Metered::Ban => Metered::Drop,
+        }
+    }
+
+    /// Whether a heartbeat of `author` about `round` numbered `seq` announcing `payload` is a
+    /// copy: numbered at most the highest verified one and announcing what that one did.
+    pub(super) fn is_copy(
+        &self,
+        author: PeerId,
+        round: u32,
+        seq: u64,
+        payload: Option<PayloadRef>,
+    ) -> bool {
+        self.latest
+            .get(&(author, round))
+            .is_some_and(|(top, announced)| {
+                seq <= *top && (payload.is_none() || payload == *announced)
+            })
+    }
+
+    /// Records a verified heartbeat of `author` about `round` numbered `seq` announcing
+    /// `payload` (the first announcement of the round is kept).
+    pub(super) fn verified(
+        &mut self,
+        author: PeerId,
+        round: u32,
+        seq: u64,
+        payload: Option<PayloadRef>,
+    ) {
+        let e = self.latest.entry((author, round)).or_insert((seq, payload));
+        e.0 = e.0.max(seq);
+        if e.1.is_none() {
+            e.1 = payload;
+        }
+    }
+
+    /// Keeps the meters of `author`s for which `keep` holds, and heartbeat numbers of rounds
+    /// from `from_round` on.
+    pub(super) fn retain(&mut self, keep: impl Fn(&PeerId) -> bool, from_round: u32) {
+        self.buckets.retain(|(author, _), _| keep(author));
+        self.authors.retain(|author, _| keep(author));
+        self.latest
+            .retain(|(author, round), _| keep(author) && *round >= from_round);
+    }
+
+    /// Forgets the meters idle long enough to be full again (what a new one would be), and, if
+    /// that is not enough, those of relays that are not the author.
+    fn forget_idle(&mut self, now: Instant, interval: Duration) {
+        let refilled =
+            interval.mul_f64((GOSSIP_BURST + f64::from(BAN_AFTER_DROPPED)) / GOSSIP_PER_INTERVAL);
+        self.buckets
+            .retain(|_, b| now.saturating_duration_since(b.at) < refilled);
+        if self.buckets.len() >= MAX_METERS {
+            self.buckets.retain(|(author, relay), _| author == relay);
         }
     }
 }
@@ -220,31 +343,30 @@ impl EventLoop {
         }
     }
 
-    /// Meters the author of a prechecked message before its signature is verified: `None`
-    /// to go on, or the verdict to report. A heartbeat that is not [`fresh`] is a stale copy
-    /// (a replay: fresh copies never reach us twice, gossipsub's duplicate cache outlasts
-    /// the freshness window) and is dropped without charging its author; anything else
-    /// takes a token of the author's [`Bucket`] (over the rate: dropped unverified, and the
-    /// author banned after [`BAN_AFTER_DROPPED`]).
+    /// Meters the author of a prechecked message relayed by `relay` before its signature is
+    /// verified: `None` to go on, or the verdict to report. A heartbeat that is not [`fresh`]
+    /// is a stale copy, and one numbered at most the highest verified of its author and round
+    /// with nothing new a copy ([`Meters::is_copy`]): both are dropped without charging
+    /// anyone. Anything else takes a token of the (author, relay) meter (over the rate: dropped
+    /// unverified; the author banned after [`BAN_AFTER_DROPPED`] if it sent them itself).
     fn meter(
         &mut self,
         source: Option<PeerId>,
+        relay: PeerId,
         s: &message::Signed,
     ) -> Option<gossipsub::MessageAcceptance> {
         use gossipsub::MessageAcceptance::{Ignore, Reject};
         let author = source?;
-        if let Body::Alive { seq, .. } = s.envelope.body {
-            if !fresh(seq, now_ms()) {
+        if let Body::Alive { seq, payload } = s.envelope.body {
+            if !fresh(seq, now_ms()) || self.meters.is_copy(author, s.envelope.round, seq, payload)
+            {
                 return Some(Ignore);
             }
         }
-        let now = Instant::now();
-        let metered = self
-            .rates
-            .entry(author)
-            .or_insert_with(|| Bucket::new(now))
-            .take(now, self.heartbeat);
-        match metered {
+        match self
+            .meters
+            .take(author, relay, Instant::now(), self.heartbeat)
+        {
             Metered::Pass => None,
             Metered::Drop => Some(Ignore),
             Metered::Ban => {
@@ -279,7 +401,7 @@ impl EventLoop {
                 }
             });
         let opened = match prechecked {
-            Ok(s) => match self.meter(source, &s) {
+            Ok(s) => match self.meter(source, propagation, &s) {
                 Some(verdict) => {
                     let _ = self
                         .swarm
@@ -294,6 +416,9 @@ impl EventLoop {
         };
         let verdict = match opened {
             Ok(e) => {
+                if let (Body::Alive { seq, payload }, Some(author)) = (&e.body, source) {
+                    self.meters.verified(author, e.round, *seq, *payload);
+                }
                 let mut s = lock(&self.shared);
                 s.last_seen.insert(e.member, Instant::now());
                 if matches!(e.body, Body::Alive { .. }) {
@@ -413,5 +538,79 @@ mod tests {
             verdicts.iter().filter(|v| **v == Metered::Drop).count(),
             BAN_AFTER_DROPPED as usize - 1
         );
+    }
+
+    /// A peer keeps an honest member's fresh heartbeats (it received them as a member or an
+    /// outsider on the topic) and re-sends them, with the member's own gossipsub signature,
+    /// all at once to a node that just started (its duplicate cache empty). Metered per
+    /// relay, the replays use up the replayer's meter of that member only: the member is never
+    /// banned for them, and its own heartbeats, sent itself or relayed by anyone else, still
+    /// pass; a member flooding us itself is still banned.
+    #[test]
+    fn fresh_heartbeats_replayed_by_another_peer_neither_ban_nor_silence_their_author() {
+        let (author, replayer, relay) = (PeerId::random(), PeerId::random(), PeerId::random());
+        let (t0, tick) = (Instant::now(), Duration::from_secs(2));
+        let mut m = Meters::default();
+        let replayed: Vec<Metered> = (0..2_000)
+            .map(|_| m.take(author, replayer, t0, tick))
+            .collect();
+        assert!(
+            !replayed.contains(&Metered::Ban),
+            "the author is not banned"
+        );
+        assert!(replayed.contains(&Metered::Drop), "the replays are dropped");
+        assert_eq!(m.take(author, author, t0, tick), Metered::Pass);
+        assert_eq!(m.take(author, relay, t0, tick), Metered::Pass);
+        let flood: Vec<Metered> = (0..2_000)
+            .map(|_| m.take(author, author, t0, tick))
+            .collect();
+        assert_eq!(flood.last(), Some(&Metered::Ban), "its own flood bans it");
+    }
+
+    /// Once a heartbeat of an author and round is verified, lower-numbered ones announcing the
+    /// same payload (or none) are copies, dropped free; one announcing another payload is not
+    /// (it may prove an equivocation), nor is anything about another round or a newer number.
+    #[test]
+    fn heartbeats_older_than_a_verified_one_are_free_copies_unless_they_announce_another_payload() {
+        let author = PeerId::random();
+        let p = |b| {
+            Some(PayloadRef {
+                digest: [b; 32],
+                size: 10,
+            })
+        };
+        let mut m = Meters::default();
+        assert!(!m.is_copy(author, 3, 99, p(1)), "nothing verified yet");
+        m.verified(author, 3, 100, p(1));
+        assert!(m.is_copy(author, 3, 99, p(1)));
+        assert!(m.is_copy(author, 3, 100, None));
+        assert!(!m.is_copy(author, 3, 101, p(1)), "newer");
+        assert!(!m.is_copy(author, 3, 99, p(2)), "another payload");
+        assert!(!m.is_copy(author, 4, 50, p(1)), "another round");
+        assert!(!m.is_copy(PeerId::random(), 3, 99, p(1)), "another author");
+        m.retain(|_| true, 4);
+        assert!(!m.is_copy(author, 3, 99, p(1)), "rounds before 4 forgotten");
+    }
+
+    /// A member relays its own flood through many identities (each a fresh relay meter): each
+    /// relay passes its burst, but the author's meter over all relays bounds what is verified,
+    /// and no relay's drops ban anyone.
+    #[test]
+    fn an_author_flooding_through_many_relays_is_bounded_by_its_own_meter() {
+        let author = PeerId::random();
+        let (t0, tick) = (Instant::now(), Duration::from_secs(2));
+        let mut m = Meters::default();
+        let mut passed = 0;
+        for _ in 0..100 {
+            let relay = PeerId::random();
+            for _ in 0..GOSSIP_BURST as usize {
+                match m.take(author, relay, t0, tick) {
+                    Metered::Pass => passed += 1,
+                    Metered::Drop => {}
+                    Metered::Ban => panic!("a relayed flood bans nobody"),
+                }
+            }
+        }
+        assert_eq!(passed, (GOSSIP_BURST * AUTHOR_SCALE) as usize);
     }
 }

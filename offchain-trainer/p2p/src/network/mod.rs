@@ -196,7 +196,8 @@ pub struct Snapshot {
     pub equivocations: BTreeMap<(u32, u32), Equivocation>,
     /// Members that said they leave.
     pub left: HashSet<u32>,
-    /// Peers banned for invalid messages, with the reason.
+    /// Members' peers banned for invalid messages, with the reason (peers outside the pool are
+    /// blocked, not recorded: at most the latest 1 024 of them).
     pub banned: HashMap<PeerId, String>,
     /// Peers that served a payload body which did not hash to the digest we asked for: an
     /// honest peer answers a payload request only with bytes of the requested digest (else
@@ -382,7 +383,8 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         served: served.clone(),
         heartbeat: cfg.heartbeat,
         passive: false,
-        rates: std::collections::HashMap::new(),
+        meters: gossip::Meters::default(),
+        blocked_outsiders: event_loop::BlockedOutsiders::default(),
         _stop: stop,
     };
     tokio::spawn(ev.run());

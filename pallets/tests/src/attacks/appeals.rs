@@ -45,11 +45,17 @@ fn appeal(who: AccountId, id: u32) -> Vec<(AccountId, u128)> {
 	c.jury.iter().map(|s| (s.who, s.stake)).collect()
 }
 
-/// A pool with appeals whose round 1 is final, and challenger 2's challenge of member 1 with
-/// its first committee drawn: (challenge id, committee).
+/// A pool with appeals whose three rounds are final, and challenger 2's challenge of member 1's
+/// round 1 with its first committee drawn: (challenge id, committee).
 fn challenged() -> (u32, Vec<(AccountId, u128)>) {
 	AppealPeriod::set(&6);
 	final_round();
+	// Rounds 2 and 3 final too: nobody is leaked while the dispute runs.
+	for (round, hash) in [(2, 8), (3, 9)] {
+		for who in 1..=5 {
+			assert_ok!(commit(who, round, hash, &[0, 1, 2, 3, 4]));
+		}
+	}
 	challenge(2, 0, 1, 1)
 }
 

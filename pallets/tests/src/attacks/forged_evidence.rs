@@ -35,6 +35,7 @@ fn alive(digest: u8) -> Body {
 fn challenge_with_forged_evidence_is_refused() {
 	run_test(|| {
 		final_round();
+		run_to_challenges(0, 1);
 		// The challenger signs "member 3 announced payload X" with its own key.
 		assert_noop!(
 			open(signed_as_3(key_seed(OUTSIDER), 1, alive(0x44))),
@@ -78,6 +79,7 @@ fn challenge_with_forged_evidence_is_refused() {
 fn leaving_does_not_take_the_key_away_from_challenges() {
 	run_test(|| {
 		final_round();
+		run_to_challenges(0, 1);
 		jurors(&[1, 2, 4], 1_000);
 		// The accused leaves right after finality, hoping its key goes with its record.
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(3), 0));

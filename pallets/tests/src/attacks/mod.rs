@@ -11,6 +11,7 @@ mod commit_litter;
 mod cross_pool_jurors;
 mod decision_schedule;
 mod duty_space;
+mod early_challenge;
 mod equivocation;
 mod forged_evidence;
 mod free_rewards;

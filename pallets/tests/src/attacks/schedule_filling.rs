@@ -24,11 +24,27 @@ fn slots(id: u32) -> Vec<u64> {
 		.collect()
 }
 
+/// Round 1 of pool 0 (members 1..=5, 1 000 each) final at block 1 in a pool whose challenge
+/// window is 8 blocks: challenges open at block 10 and close after block 17, room for an honest
+/// challenge whose expiry falls in the block where the fillers' rulings would execute.
+fn final_round_with_a_longer_window() {
+	assert_ok!(TrainingPools::create_pool(
+		RuntimeOrigin::signed(CREATOR),
+		pallet_training_pools::PoolSpec { challenge_window: 8, ..spec(3, 5, two_thirds()) }
+	));
+	for who in 1..=5 {
+		bond_and_join(who, 0, 1_000);
+	}
+	for who in 1..=5 {
+		assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
+	}
+}
+
 #[test]
 fn schedule_fillers_that_draw_no_jury_free_every_slot_they_reserved() {
 	run_test(|| {
 		AppealPeriod::set(&6);
-		final_round();
+		final_round_with_a_longer_window();
 		// Only the accused is eligible on the fillers: each draws no jury, its bond comes back.
 		opt_out(&[2, 3, 4, 5]);
 		let first = NextChallengeId::<Test>::get();

@@ -40,6 +40,7 @@ fn a_member_left_out_of_the_included_set_cannot_be_challenged() {
 		for who in 1..=4 {
 			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3]));
 		}
+		run_to_challenges(0, 1);
 		assert_noop!(open_challenge(1, 0, 1, 5, [0x44; 32]), Error::<Test>::NotIncluded);
 		assert_eq!(staked(5), 1_000);
 	});

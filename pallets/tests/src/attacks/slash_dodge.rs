@@ -1,5 +1,7 @@
 //! Attack 3: slash dodge. Before, an accused member left the pool and unbonded during the voting
 //! period (or while the round could still be challenged); the verdict slashed what was left.
+//! Now the stake backing a round stays committed (neither unbonded nor moved to another pool)
+//! until the round is settled, whether its member left or its pool ended.
 
 use super::challenge;
 use crate::mock::*;
@@ -29,22 +31,23 @@ fn slash_cannot_be_dodged_by_leaving_and_unbonding() {
 		// slashable until settle_at(11) = 11 + 2·5 + 2 + (10 + 10) + 1 = 44.
 		assert_eq!(SlashableUntil::<Test>::get(1), Some(44));
 		let (id, jury) = challenge(2, 0, 1, 1);
-		// The accused leaves and unbonds everything at once.
+		// The accused leaves and tries to unbond everything at once: the stake backing the
+		// completed pool's rounds stays committed until they are settled.
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0));
-		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 1_000));
-		run_to_block(12);
 		assert_noop!(
-			TrainerStaking::withdraw_unbonded(RuntimeOrigin::signed(1)),
-			Error::<Test>::StakeBacksRound
+			TrainerStaking::unbond(RuntimeOrigin::signed(1), 1_000),
+			Error::<Test>::StakeCommitted
 		);
-		// The verdict slashes half of its snapshot stake from the unbonding chunk.
+		// The verdict slashes half of its snapshot stake.
 		super::all_vote(id, &jury, true);
 		assert_eq!(staked(1), 500);
 		run_to_block(44);
-		let before = free(1);
-		assert_ok!(TrainerStaking::withdraw_unbonded(RuntimeOrigin::signed(1)));
-		assert_eq!(free(1), before + 500);
-		assert_eq!(staked(1), 0);
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(1), 500),
+			Error::<Test>::StakeCommitted
+		);
+		run_to_block(45);
+		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 500));
 	});
 }
 
@@ -53,14 +56,15 @@ fn stake_stays_held_until_the_rounds_it_backs_are_settled() {
 	run_test(|| {
 		two_final_rounds();
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(3), 0));
-		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(3), 1_000));
-		run_to_block(43);
-		assert_noop!(
-			TrainerStaking::withdraw_unbonded(RuntimeOrigin::signed(3)),
-			Error::<Test>::StakeBacksRound
-		);
+		// The completed pool's rounds can still be challenged until settled at block 44: the
+		// stake backing them is neither unbonded nor withdrawn before.
 		run_to_block(44);
-		assert_ok!(TrainerStaking::withdraw_unbonded(RuntimeOrigin::signed(3)));
-		assert!(SlashableUntil::<Test>::get(3).is_none());
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(3), 1_000),
+			Error::<Test>::StakeCommitted
+		);
+		run_to_block(45);
+		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(3), 1_000));
+		assert!(SlashableUntil::<Test>::get(3).is_none_or(|until| until < 45));
 	});
 }

@@ -94,7 +94,8 @@ fn concentrated_or_split_stake_cannot_buy_verdicts() {
 				"{{\"stakes\":{stakes:?},\"adversary\":{adversary:?},\"tries\":{tries},\
 				 \"convictions\":{convictions}}}"
 			);
-			assert!(tries >= 40, "the attacker had many tries ({tries})");
+			// As often as the W blocks after the late commits allow.
+			assert!(tries >= 20, "the attacker had many tries ({tries})");
 			assert_eq!(convictions, 0, "an honest member was convicted");
 			// (Rounds 2 and 3 are voided meanwhile: 1 % inactivity leak each, no slash.)
 			assert!(!challenges_events()

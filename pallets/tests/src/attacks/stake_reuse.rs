@@ -5,7 +5,9 @@
 //! and leave, past `MaxPoolsPerTrainer` and past "committed ≤ active". Freeing it at the round's
 //! deadline is not enough either: the round stays disputable (its stake slashable) until it is
 //! settled, and a stake freed at the deadline would back the next pool's snapshot meanwhile. A
-//! leaver's stake stays committed until the round it left is settled.
+//! leaver's stake stays committed until the round it left is settled, and so does a member's
+//! when its pool ends (completed or cancelled) with it in a round's snapshot: the pool's last
+//! rounds are still disputable.
 
 use crate::mock::*;
 use frame_support::{assert_noop, assert_ok};
@@ -117,5 +119,40 @@ fn leaving_before_a_round_counts_the_stake_frees_it_at_once() {
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0));
 		assert_eq!(<TrainingPools as synod_primitives::StakeCommitments<_, _>>::committed(&1), 0);
 		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 1_000));
+	});
+}
+
+#[test]
+fn stake_of_an_ended_pool_cannot_back_another_live_snapshot_before_its_last_round_is_settled() {
+	run_test(|| {
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(1), 1_000));
+		// A one-round pool: its round 1 final completes it.
+		let first = pallet_training_pools::NextPoolId::<Test>::get();
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(1, 1, two_thirds())
+		));
+		assert_ok!(join(1, first, 1_000));
+		assert_ok!(commit_to(first, 1, 1, 7, &[0]));
+		let ended_at = System::block_number();
+		assert!(TrainingPools::round_params(first).expect("pool").status.has_ended());
+		// Round 1 can still be challenged and its stake slashed: the stake joins no other
+		// pool's snapshot and is not unbonded until the round is settled.
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(3, 1, two_thirds())
+		));
+		let second = first + 1;
+		assert_noop!(join(1, second, 1_000), Error::<Test>::InsufficientStake);
+		assert_noop!(
+			TrainerStaking::unbond(RuntimeOrigin::signed(1), 1),
+			pallet_trainer_staking::Error::<Test>::StakeCommitted
+		);
+		let until = settled(first, ended_at);
+		run_to_block(until);
+		assert_noop!(join(1, second, 1_000), Error::<Test>::InsufficientStake);
+		run_to_block(until + 1);
+		assert_ok!(join(1, second, 1_000));
+		assert_eq!(snapshot_stake(second, 1, 1), 1_000);
 	});
 }

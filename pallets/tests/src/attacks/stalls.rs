@@ -126,6 +126,9 @@ fn voided_round_with_full_queues_never_freezes_the_pool() {
 		// and fill the settlement slots of blocks 44 and 45.
 		run_to_block(11);
 		for attacker in 4..=7 {
+			// (The stake of its first pool stays committed until that pool's round is
+			// settled: it bonds fresh stake.)
+			assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(attacker), 100));
 			let pool = single_member_pool(attacker);
 			assert_ok!(commit_to(pool, attacker, 1, attacker as u8, &[0]));
 		}

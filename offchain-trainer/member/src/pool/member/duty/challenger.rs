@@ -5,6 +5,7 @@ use anyhow::Result;
 use synod_chain::calls::{self, Dispute};
 use synod_chain::types::Verdict;
 use synod_chain::ChainError;
+use synod_protocol::RoundPhase;
 
 use super::{DutyWorker, SCHEDULE_RETRY_BLOCKS};
 use crate::event::TrainerEvent;
@@ -22,7 +23,8 @@ impl DutyWorker {
 
     /// Opens the challenge of `member`'s contribution to `round` if the verifier found it
     /// dishonest (nothing otherwise), narrowed to the part of its trace the verifier found
-    /// wrong when it found one. Another challenge being open does not stop ours (an
+    /// wrong when it found one, once the block it would land in is past the round's late
+    /// commits (before, the chain refuses it: `ChallengeTooEarly`; the next pass tries again). Another challenge being open does not stop ours (an
     /// accomplice's sham challenge must not shield the cheater); a contribution already found
     /// guilty, or out of its challenge window, is dropped; one whose challenge by us is
     /// already open is done; one that cannot be opened yet (the challenge schedule full) is
@@ -49,9 +51,20 @@ impl DutyWorker {
         let f = self
             .ctx
             .block_on(self.ctx.chain.final_checkpoint(pool, round))?;
+        let state = f.map(|f| self.ctx.final_round(&f));
+        // Challenges open once the round's late commits close (its committee is drawn from
+        // its contributors, which late commits still add to). Ours lands about LAG_BLOCKS − 1
+        // blocks past the finalized head we read: submitted once that block opens challenges,
+        // else the next pass tries.
+        let lands_at = now.saturating_add(synod_diloco::budget::LAG_BLOCKS - 1);
+        if verdict != Some(Verdict::Guilty)
+            && state.is_some_and(|s| s.phase(lands_at) == RoundPhase::LateCommits)
+        {
+            return Ok(());
+        }
         let (outcome, done) = if verdict == Some(Verdict::Guilty) {
             ("not opened: already convicted".to_string(), true)
-        } else if f.is_none_or(|f| !self.ctx.final_round(&f).phase(now).accepts_challenges()) {
+        } else if !state.is_some_and(|s| s.phase(now).challenge_window_open()) {
             ("not opened: challenge window closed".to_string(), true)
         } else if let Some(evidence) = self.ctx.retained.announcement(round, member) {
             let whole_phase = |evidence| -> Result<_> {
@@ -107,6 +120,11 @@ impl DutyWorker {
                 Err(e) if e.is_module("Challenges", "AlreadyConvicted") => {
                     ("not opened: already convicted".to_string(), true)
                 }
+                // Landed while late commits were still accepted: the next pass tries again.
+                Err(e) if e.is_module("Challenges", "ChallengeTooEarly") => (
+                    "retrying: the round still takes late commits".to_string(),
+                    false,
+                ),
                 // Not decided by the chain (the node unreachable, the pool full, no answer in
                 // time): tried again at the next pass, while the window is open.
                 Err(

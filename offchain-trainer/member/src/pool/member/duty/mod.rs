@@ -176,7 +176,7 @@ pub(super) struct Duties {
 /// pass ran (at the window's last block, our own included): its committee, which seats every
 /// registered contributor, was drawn after we stopped, and we were slashed as a no-show.
 fn may_stop(last: Option<&RoundState>, read_at: u64, work_left: bool) -> bool {
-    !work_left && !last.is_some_and(|r| r.phase(read_at).accepts_challenges())
+    !work_left && !last.is_some_and(|r| r.phase(read_at).challenge_window_open())
 }
 
 /// Whether a residual first missed at block `first` is no longer waited for at block `now`
@@ -421,8 +421,8 @@ mod tests {
         // Final at block 100 with a 15-block window.
         let last = RoundState::finalized(Timeline::for_pool(0, 15, 0, 0), 100, [0; 32]);
         let until = last.challenges_until().unwrap();
-        assert!(last.phase(until).accepts_challenges());
-        assert!(!last.phase(until + 1).accepts_challenges());
+        assert!(last.phase(until).challenge_window_open());
+        assert!(!last.phase(until + 1).challenge_window_open());
         // A pass that began at the window's last block may have missed a challenge opened in
         // it, however late the pass ended: one more pass.
         assert!(!may_stop(Some(&last), until, false));

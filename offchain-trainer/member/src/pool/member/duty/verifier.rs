@@ -107,7 +107,7 @@ impl DutyWorker {
         let now = self.ctx.block_on(self.ctx.chain.finalized_number())?;
         let state = self.ctx.final_round(f);
         let until = state.challenges_until().unwrap_or_default();
-        if !state.phase(now).accepts_challenges() {
+        if !state.phase(now).challenge_window_open() {
             self.metrics.emit(&TrainerEvent::VerifySkipped {
                 detail: format!("challenge window closed at block {until}"),
                 round,
@@ -213,6 +213,11 @@ impl DutyWorker {
                 continue;
             }
             self.jury_between_checks();
+            // Challenges found by earlier checks and held back while the round took late
+            // commits: opened as soon as they may be, not after the whole pass.
+            if let Err(e) = self.open_pending_challenges() {
+                tracing::warn!(round, "challenges: {e:#}");
+            }
             let verifying = Check::Segments(&segments[..], &states);
             let committed = f.contributors.contains(who);
             let rep = match self.replay(round, member, &f.parent, verifying, until, committed) {
