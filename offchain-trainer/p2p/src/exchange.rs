@@ -177,6 +177,8 @@ pub async fn all_gather(
     // the later of its start and this (a relay's transfer that breaks gives the rest their
     // turn before the author is left out).
     let mut last_sending: BTreeMap<u32, Instant> = BTreeMap::new();
+    // When we last asked each author itself.
+    let mut author_asked: BTreeMap<u32, Instant> = BTreeMap::new();
     let members = client.members();
     loop {
         let snap = client.snapshot();
@@ -234,9 +236,29 @@ pub async fn all_gather(
                     f.drop_flight(id, &mut task_of);
                 }
             }
-            let n = attempts.entry(m.index).or_insert(0usize);
-            let peer = sources[*n % sources.len()];
-            *n += 1;
+            // A failing author is asked again at least every `dead_after`, whatever the relays'
+            // turn (many silent relays would otherwise let its grace pass unasked).
+            let author_busy = started.get(&m.index).is_some_and(|f| {
+                f.live
+                    .iter()
+                    .any(|x| task_of.get(&x.handle.id()).is_some_and(|(_, d)| *d))
+            });
+            let author_due = failing_since.contains_key(&m.index)
+                && !author_busy
+                && author_asked
+                    .get(&m.index)
+                    .is_none_or(|t| now.duration_since(*t) >= cfg.dead_after);
+            let peer = if author_due {
+                m.peer_id
+            } else {
+                let n = attempts.entry(m.index).or_insert(0usize);
+                let peer = sources[*n % sources.len()];
+                *n += 1;
+                peer
+            };
+            if peer == m.peer_id {
+                author_asked.insert(m.index, now);
+            }
             let c = client.clone();
             let (idx, max) = (m.index, cfg.max_payload_bytes);
             let direct = peer == m.peer_id;
@@ -303,9 +325,13 @@ pub async fn all_gather(
                         } else {
                             cfg.announce_grace.max(cfg.dead_after)
                         };
-                        failing_since
-                            .entry(idx)
-                            .or_insert_with(|| (Instant::now(), grace));
+                        // The earliest end counts: a "not found" after a transient failure (a
+                        // dial not yet through) still leaves the author out `dead_after` later.
+                        let now = Instant::now();
+                        let clock = failing_since.entry(idx).or_insert((now, grace));
+                        if now + grace < clock.0 + clock.1 {
+                            *clock = (now, grace);
+                        }
                     }
                     failed.insert(idx, e.to_string());
                     if let Some(f) = started.get_mut(&idx) {

@@ -298,6 +298,22 @@ async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
     }
 }
 
+/// Every outcome includes members 0 and 1 and leaves member 2 out, its payload announced but
+/// not delivered.
+fn assert_only_2_left_out_undelivered(outcomes: &[ExchangeOutcome]) {
+    for out in outcomes {
+        let members: Vec<u32> = out.included.iter().map(|c| c.member).collect();
+        assert_eq!(members, vec![0, 1]);
+        assert_eq!(out.excluded.len(), 1);
+        assert_eq!(out.excluded[0].0, 2);
+        assert!(
+            out.excluded[0].1.starts_with("announced but not delivered"),
+            "{:?}",
+            out.excluded
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_member_that_heartbeats_but_never_delivers_is_dropped_after_the_dead_time_not_at_the_deadline(
 ) {
@@ -315,19 +331,7 @@ async fn a_member_that_heartbeats_but_never_delivers_is_dropped_after_the_dead_t
         tokio::spawn(async move { all_gather(&withholder, 1, payload(2), cfg()).await });
     let outcomes = gather(&clients[..2], 1, 0).await;
     let elapsed = started.elapsed();
-    for out in &outcomes {
-        assert_eq!(
-            out.included.iter().map(|c| c.member).collect::<Vec<_>>(),
-            vec![0, 1]
-        );
-        assert_eq!(out.excluded.len(), 1);
-        assert_eq!(out.excluded[0].0, 2);
-        assert!(
-            out.excluded[0].1.starts_with("announced but not delivered"),
-            "{:?}",
-            out.excluded
-        );
-    }
+    assert_only_2_left_out_undelivered(&outcomes);
     // Dropped 10 s (`dead_after`) after the first failed fetch, well before the 40 s deadline.
     assert!(elapsed < Duration::from_secs(25), "took {elapsed:?}");
     let _ = withholding.await;
@@ -357,17 +361,7 @@ async fn a_member_that_announces_and_stalls_every_request_is_left_out_before_the
     let stalling = tokio::spawn(async move { all_gather(&staller, 1, payload(2), xcfg).await });
     let outcomes = gather_with(&clients[..2], 1, 0, xcfg).await;
     let elapsed = started.elapsed();
-    for out in &outcomes {
-        let members: Vec<u32> = out.included.iter().map(|c| c.member).collect();
-        assert_eq!(members, vec![0, 1]);
-        assert_eq!(out.excluded.len(), 1);
-        assert_eq!(out.excluded[0].0, 2);
-        assert!(
-            out.excluded[0].1.starts_with("announced but not delivered"),
-            "{:?}",
-            out.excluded
-        );
-    }
+    assert_only_2_left_out_undelivered(&outcomes);
     // The first ask is cut at the transfer's stall limit (10 s), then 10 s of grace: well
     // before 60 s.
     assert!(elapsed < Duration::from_secs(40), "took {elapsed:?}");

@@ -15,7 +15,7 @@ use synod_p2p::{Client, PeerId};
 /// How long a checkpoint fetch waits for the peers already asked before it asks one more.
 pub const HEDGE: Duration = Duration::from_secs(5);
 /// Pause before asking again once every peer asked has failed.
-const RETRY: Duration = Duration::from_millis(500);
+pub const RETRY: Duration = Duration::from_millis(500);
 /// Most checkpoint asks in flight at once.
 pub const MAX_ASKS: usize = 2;
 /// A fetch gets one more ask slot each `timeout / STALL_SHARE` of its time (at least a hedge):
@@ -147,7 +147,8 @@ impl Store {
 /// each [`STALL_SHARE`]th of `timeout` (at least a hedge) into the fetch, never two to one
 /// peer, cycling over the peers until the deadline: peers first in line that answer and then
 /// trickle bytes (or never answer) cannot hold the fetch to its deadline, and no transfer
-/// under way is given up. Asks still in flight when one delivers are dropped (cancelled).
+/// under way is given up. A peer whose ask failed is asked again [`RETRY`] later at the
+/// soonest. Asks still in flight when one delivers are dropped (cancelled).
 ///
 /// # Errors
 /// The last failure (or "timed out", "no peer to ask") when nothing arrived in time.
@@ -171,6 +172,9 @@ where
     let mut asks = tokio::task::JoinSet::new();
     // The peer each task asks, by task id (a task that panics still frees its peer).
     let mut asked: std::collections::HashMap<tokio::task::Id, P> = Default::default();
+    // When each peer last failed: not asked again before [`RETRY`] has passed (a peer that
+    // fails at once, lacking the object or refusing, is not asked in a loop).
+    let mut failed_at: std::collections::HashMap<P, Instant> = Default::default();
     let mut next = 0usize;
     let mut last = String::from("no peer to ask");
     let mut hedge_at = Instant::now();
@@ -186,9 +190,14 @@ where
         if (asked.is_empty() || now >= hedge_at) && asked.len() < slots {
             // The next peer in turn that is not being asked already.
             let busy: HashSet<P> = asked.values().copied().collect();
+            let rested = |p: &P| {
+                failed_at
+                    .get(p)
+                    .is_none_or(|t| now.saturating_duration_since(*t) >= RETRY)
+            };
             if let Some(i) = (0..peers.len())
                 .map(|k| (next + k) % peers.len())
-                .find(|i| !busy.contains(&peers[*i]))
+                .find(|i| !busy.contains(&peers[*i]) && rested(&peers[*i]))
             {
                 next = (i + 1) % peers.len();
                 let peer = peers[i];
@@ -216,6 +225,7 @@ where
             Ok(Some(Ok((id, Err(e))))) => {
                 if let Some(peer) = asked.remove(&id) {
                     last = format!("{peer}: {e}");
+                    failed_at.insert(peer, Instant::now());
                 }
                 // The next peer at once (the failed one waits its turn).
                 hedge_at = Instant::now();
@@ -370,5 +380,29 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    /// A peer that fails every ask at once (it lacks the object, or refuses) was asked again
+    /// at once, over and over until the deadline (one request per round trip); it is asked
+    /// again only [`super::RETRY`] after its failure.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_peer_that_fails_at_once_is_not_asked_in_a_loop() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let asks = Arc::new(AtomicUsize::new(0));
+        let counted = asks.clone();
+        let got = first_delivery(
+            &[1u32],
+            Duration::from_millis(50),
+            Duration::from_millis(1_200),
+            move |p: u32| {
+                counted.fetch_add(1, Ordering::Relaxed);
+                ask(p)
+            },
+        )
+        .await;
+        assert!(got.is_err());
+        let n = asks.load(Ordering::Relaxed);
+        assert!((2..=4).contains(&n), "asked {n} times in 1.2 s");
     }
 }

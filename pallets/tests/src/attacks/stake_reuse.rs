@@ -26,6 +26,22 @@ fn solo_pool(who: AccountId, stake: Balance) -> u32 {
 	pool
 }
 
+/// Creates a one-member pool and shows that `who`'s `stake`, still committed elsewhere, can
+/// neither join it nor be unbonded (not even 1 planck); returns the new pool.
+fn second_pool_refuses_the_stake(who: AccountId, stake: Balance) -> u32 {
+	let pool = pallet_training_pools::NextPoolId::<Test>::get();
+	assert_ok!(TrainingPools::create_pool(
+		RuntimeOrigin::signed(CREATOR),
+		spec(3, 1, two_thirds())
+	));
+	assert_noop!(join(who, pool, stake), Error::<Test>::InsufficientStake);
+	assert_noop!(
+		TrainerStaking::unbond(RuntimeOrigin::signed(who), 1),
+		pallet_trainer_staking::Error::<Test>::StakeCommitted
+	);
+	pool
+}
+
 /// The stake `who` holds in round `round`'s snapshot of `pool`.
 fn snapshot_stake(pool: u32, round: u32, who: AccountId) -> Balance {
 	Snapshots::<Test>::get((pool, round))
@@ -52,16 +68,7 @@ fn left_stake_cannot_back_a_second_live_snapshot_before_the_round_it_left_is_set
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), first));
 		assert_eq!(snapshot_stake(first, 1, 1), 1_000);
 		// …so the same stake cannot join a second pool's live round, nor be unbonded.
-		assert_ok!(TrainingPools::create_pool(
-			RuntimeOrigin::signed(CREATOR),
-			spec(3, 1, two_thirds())
-		));
-		let second = first + 1;
-		assert_noop!(join(1, second, 1_000), Error::<Test>::InsufficientStake);
-		assert_noop!(
-			TrainerStaking::unbond(RuntimeOrigin::signed(1), 1),
-			pallet_trainer_staking::Error::<Test>::StakeCommitted
-		);
+		let second = second_pool_refuses_the_stake(1, 1_000);
 		// Round 1 opened at block 1 and its deadline is block 11, but the round stays
 		// disputable, its stake slashable, until it is settled: the stake is committed until
 		// then, and free after.
@@ -138,16 +145,7 @@ fn stake_of_an_ended_pool_cannot_back_another_live_snapshot_before_its_last_roun
 		assert!(TrainingPools::round_params(first).expect("pool").status.has_ended());
 		// Round 1 can still be challenged and its stake slashed: the stake joins no other
 		// pool's snapshot and is not unbonded until the round is settled.
-		assert_ok!(TrainingPools::create_pool(
-			RuntimeOrigin::signed(CREATOR),
-			spec(3, 1, two_thirds())
-		));
-		let second = first + 1;
-		assert_noop!(join(1, second, 1_000), Error::<Test>::InsufficientStake);
-		assert_noop!(
-			TrainerStaking::unbond(RuntimeOrigin::signed(1), 1),
-			pallet_trainer_staking::Error::<Test>::StakeCommitted
-		);
+		let second = second_pool_refuses_the_stake(1, 1_000);
 		let until = settled(first, ended_at);
 		run_to_block(until);
 		assert_noop!(join(1, second, 1_000), Error::<Test>::InsufficientStake);
