@@ -301,9 +301,11 @@ mod tests {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         // The duty worker never reads its messages: it is busy with a long replay.
         let (duty_tx, _busy_duty_worker) = std::sync::mpsc::channel();
+        let (ticks, _watch) = super::super::watch::ChainWatch::new();
         let events = rt.spawn(super::super::join::log_chain_events(
             rx,
             0,
+            ticks,
             None,
             duty_tx,
             appealer.clone(),

@@ -142,7 +142,7 @@ impl Trainer {
     /// Waits until the chain's current round is past `round` (or the pool is over).
     fn wait_round_past(&self, round: u32) -> Result<()> {
         let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
-        self.ctx.block_on(chain.wait_for(
+        self.ctx.block_on(self.ctx.watch.wait_for(
             "the round to close",
             Duration::from_secs(3600),
             || async {

@@ -93,6 +93,9 @@ pub(super) struct Ctx {
     pub retained: Retained,
     /// Appeals the rulings we lose (shared with the finalized-block subscription).
     pub appealer: Appealer<OnChain>,
+    /// What the finalized-block subscription last saw: waits for the chain read storage at
+    /// our pool's events ([`super::watch::ChainWatch::wait_for`]).
+    pub watch: super::watch::ChainWatch,
 }
 
 impl Ctx {

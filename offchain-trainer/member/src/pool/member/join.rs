@@ -17,6 +17,7 @@ use crate::prometheus::Exporter;
 pub(super) async fn log_chain_events<C: AppealChain>(
     mut rx: tokio::sync::mpsc::Receiver<Result<FinalizedBlock, ChainError>>,
     pool: u32,
+    ticks: tokio::sync::watch::Sender<super::watch::Tick>,
     exporter: Option<Exporter>,
     duties: std::sync::mpsc::Sender<super::duty::DutyMsg>,
     appealer: Appealer<C>,
@@ -27,6 +28,13 @@ pub(super) async fn log_chain_events<C: AppealChain>(
                 if let Some(x) = &exporter {
                     x.set_finalized_height(b.number);
                 }
+                let ours = b.events.iter().any(|e| e.pool() == Some(pool));
+                ticks.send_modify(|t| {
+                    t.finalized = t.finalized.max(b.number);
+                    if ours {
+                        t.pool_event_at = t.pool_event_at.max(b.number);
+                    }
+                });
                 // The worker is gone once the member stops: nothing left to tell.
                 let _ = duties.send(super::duty::DutyMsg::Finalized);
                 for e in &b.events {

@@ -40,6 +40,7 @@ mod fault;
 mod join;
 mod rounds;
 mod settle;
+mod watch;
 
 use ctx::Ctx;
 use join::{log_chain_events, register};
@@ -116,6 +117,8 @@ pub fn run(a: &RunArgs) -> Result<()> {
         Some(e)
     };
     let events = rt.block_on(chain.follow())?;
+    // What that one subscription sees drives the waits for the chain (`watch.rs`).
+    let (ticks, watch) = watch::ChainWatch::new();
     // Finalized blocks wake the duty worker (started once the pool trains).
     let (duty_tx, duty_rx) = std::sync::mpsc::channel();
     // Rulings against us are appealed from their event (and from the duty worker's passes).
@@ -128,6 +131,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     rt.spawn(log_chain_events(
         events,
         a.pool,
+        ticks,
         exporter.clone(),
         duty_tx.clone(),
         appealer.clone(),
@@ -219,7 +223,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     })?;
 
     let pool = a.pool;
-    let started = rt.block_on(chain.wait_for(
+    let started = rt.block_on(watch.wait_for(
         "the pool to start training",
         Duration::from_secs(3600),
         || async {
@@ -252,6 +256,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         step_secs: costs.step_secs,
         retained: Retained::open(&evidence_dir(&a.base_path, a.pool))?,
         appealer,
+        watch,
     };
     let duties = duty::spawn(ctx.clone(), metrics.clone(), duty_tx, duty_rx)?;
     let mut t = Trainer {

@@ -185,7 +185,7 @@ impl Trainer {
                 account: &self.ctx.account,
                 failed,
             };
-            let step = self.ctx.block_on(chain.wait_for(
+            let step = self.ctx.block_on(self.ctx.watch.wait_for(
                 "the round to close",
                 Duration::from_secs(3600),
                 || async {
@@ -359,7 +359,7 @@ impl Trainer {
     /// Waits for the pool to complete, then serves until live peers have our last payload.
     pub(super) fn finish(mut self, last: u32) -> Result<()> {
         let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
-        let p = self.ctx.block_on(chain.wait_for(
+        let p = self.ctx.block_on(self.ctx.watch.wait_for(
             "the pool to complete",
             Duration::from_secs(3600),
             || async {
