@@ -58,6 +58,7 @@ extern crate self as pallet_training_pools;
 mod mock;
 #[cfg(test)]
 mod tests;
+mod try_state;
 mod types;
 pub mod weights;
 
