@@ -8,6 +8,7 @@ use frame_support::{
 	pallet_prelude::*,
 	traits::{fungible::MutateHold, tokens::Precision},
 };
+use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::traits::{CheckedAdd, CheckedMul, SaturatedConversion, Saturating, Zero};
 use synod_primitives::{
 	protocol, MemberIndex, OnMemberLeft, OnTrainingStarted, PoolId, PoolRecords, PoolStatus,
@@ -206,13 +207,9 @@ impl<T: Config> Pallet<T> {
 			// slashable until the round is settled: it stays committed (and the pool in
 			// `TrainerPools`) until then, so that it backs no other live snapshot meanwhile.
 			let until = timeline.settled_by(now.saturated_into()).saturated_into();
-			LeftCommitments::<T>::mutate(who, pool_id, |l| {
-				let l = l.get_or_insert(LeftCommitment { stake: Zero::zero(), until });
-				l.stake = l.stake.saturating_add(member.stake);
-				l.until = l.until.max(until);
-			});
-		} else if !LeftCommitments::<T>::contains_key(who, pool_id) {
-			TrainerPools::<T>::mutate(who, |p| p.retain(|id| *id != pool_id));
+			Self::end_commitment(who, pool_id, Some(member.stake), until);
+		} else {
+			Self::end_commitment(who, pool_id, None, now);
 		}
 		// Its commit ahead of the next round (if any) can no longer count: forgotten, so that
 		// accounts joining, committing ahead and leaving in turn leave nothing behind.
@@ -382,18 +379,34 @@ impl<T: Config> Pallet<T> {
 				.then(|| Members::<T>::get(pool_id, &who))
 				.flatten()
 				.filter(|m| m.from_round <= pool.current_round);
-			if let Some(m) = backs_a_round {
-				LeftCommitments::<T>::mutate(&who, pool_id, |l| {
-					let l = l.get_or_insert(LeftCommitment { stake: Zero::zero(), until });
-					l.stake = l.stake.saturating_add(m.stake);
-					l.until = l.until.max(until);
-				});
-			} else if !LeftCommitments::<T>::contains_key(&who, pool_id) {
-				TrainerPools::<T>::mutate(&who, |p| p.retain(|id| *id != pool_id));
-			}
+			Self::end_commitment(&who, pool_id, backs_a_round.map(|m| m.stake), until);
 		}
 		pool.ended_at = Some(now);
 		Self::release_unreserved(pool)
+	}
+
+	/// Ends `who`'s membership commitment to `pool_id`. `backing`: its stake (planck) when it
+	/// is in the snapshot of a round the pool opened, which stays committed
+	/// ([`LeftCommitments`], added to what an earlier leave left there) until block `until`,
+	/// the settlement of that round; with `None` the pool leaves `who`'s [`TrainerPools`]
+	/// unless an earlier leave still holds stake committed to it (`until` is then unused).
+	fn end_commitment(
+		who: &T::AccountId,
+		pool_id: PoolId,
+		backing: Option<BalanceOf<T>>,
+		until: BlockNumberFor<T>,
+	) {
+		match backing {
+			Some(stake) => LeftCommitments::<T>::mutate(who, pool_id, |l| {
+				let l = l.get_or_insert(LeftCommitment { stake: Zero::zero(), until });
+				l.stake = l.stake.saturating_add(stake);
+				l.until = l.until.max(until);
+			}),
+			None if !LeftCommitments::<T>::contains_key(who, pool_id) => {
+				TrainerPools::<T>::mutate(who, |p| p.retain(|id| *id != pool_id))
+			},
+			None => {},
+		}
 	}
 
 	/// Weight of `reap_pool` deleting `members` current members, `formers` former members
