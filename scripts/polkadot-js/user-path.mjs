@@ -55,24 +55,31 @@ function announcement(pool, round, member, b, digest, signer = b) {
   return u8aToHex(u8aConcat(envelope, bytes(signature)));
 }
 
+// A pool spec: its terms (with `overrides`) and a DiLoCo job.
 function spec(overrides = {}) {
   return {
-    modelConfigHash: hash32(1),
-    initialWeightsHash: hash32(2),
-    datasetId: 'tinyshakespeare',
-    datasetHash: hash32(3),
-    innerSteps: 50,
-    rounds: 2,
-    minTrainers: 3,
-    maxTrainers: 4,
-    minStake: 100n * UNIT,
-    rewardPerRound: 30n * UNIT,
-    quorum: 666_666_666, // Perbill parts; 2/3 rounded down, so two of three equal stakes reach it
-    roundTimeout: 20, // the jury's voting period is this + VoteMargin (15 blocks)
-    challengeWindow: 8, // late commits for 8 blocks, then challenges for 8
-    minRoundLength: 1, // commits accepted from the block after a round opens (the chain's floor for H = 50)
-    allowedTrainers: [], // anyone may join
-    ...overrides,
+    terms: {
+      rounds: 2,
+      minTrainers: 3,
+      maxTrainers: 4,
+      minStake: 100n * UNIT,
+      rewardPerRound: 30n * UNIT,
+      quorum: 666_666_666, // Perbill parts; 2/3 rounded down, so two of three equal stakes reach it
+      roundTimeout: 20, // the jury's voting period is this + VoteMargin (15 blocks)
+      challengeWindow: 8, // late commits for 8 blocks, then challenges for 8
+      minRoundLength: 1, // commits accepted from the block after a round opens (the chain's floor for H = 50)
+      allowedTrainers: [], // anyone may join
+      ...overrides,
+    },
+    kind: {
+      DiLoCo: {
+        modelConfigHash: hash32(1),
+        initialWeightsHash: hash32(2),
+        datasetId: 'tinyshakespeare',
+        datasetHash: hash32(3),
+        innerSteps: 50,
+      },
+    },
   };
 }
 

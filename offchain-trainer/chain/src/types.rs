@@ -23,10 +23,57 @@ pub use synod_protocol::PoolStatus;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, DecodeAsType, EncodeAsType)]
 pub struct Perbill(pub u32);
 
-/// A pool's job specification (`PoolSpec` of `pallet-training-pools`; argument of `create_pool`).
-/// Balances in planck, durations in blocks, hashes are blake3.
+/// A pool's job specification (`PoolSpec` of `pallet-training-pools`; argument of `create_pool`):
+/// the terms every kind of pool shares and the kind.
 #[derive(Clone, Debug, PartialEq, Eq, DecodeAsType, EncodeAsType)]
 pub struct PoolSpec {
+    /// Membership, stake, rewards and round timing.
+    pub terms: PoolTerms,
+    /// What the pool trains, and how.
+    pub kind: PoolKind,
+}
+
+/// A pool's terms (`PoolTerms` of `pallet-training-pools`). Balances in planck, durations in
+/// blocks.
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType, EncodeAsType)]
+pub struct PoolTerms {
+    /// Outer rounds.
+    pub rounds: u32,
+    /// Members needed before training starts.
+    pub min_trainers: u32,
+    /// Member cap.
+    pub max_trainers: u32,
+    /// Smallest stake a member may commit, in planck.
+    pub min_stake: u128,
+    /// Reward of one final round, in planck, split over its contributors pro rata to their
+    /// snapshot stake.
+    pub reward_per_round: u128,
+    /// Share of the round's stake that must commit the same checkpoint.
+    pub quorum: Perbill,
+    /// Blocks after a round opens before it is voided if not final.
+    pub round_timeout: u32,
+    /// Blocks after finality during which late commits are accepted; challenges follow for as
+    /// many blocks.
+    pub challenge_window: u32,
+    /// Blocks after a round opens before a commit to it is accepted (0: at once, and ahead of
+    /// the round); at most half of `round_timeout`.
+    pub min_round_length: u32,
+    /// Accounts allowed to join; empty: anyone may.
+    pub allowed_trainers: Vec<AccountId>,
+}
+
+/// What a pool trains, and how (`PoolKind` of `pallet-training-pools`, decoded by variant
+/// name). A member runs the program of its pool's kind; `synod-trainer` runs DiLoCo pools.
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType, EncodeAsType)]
+pub enum PoolKind {
+    /// DiLoCo: H inner steps per round, then an outer Nesterov step on the aggregated
+    /// pseudo-gradient.
+    DiLoCo(DilocoSpec),
+}
+
+/// A DiLoCo job (`DilocoSpec` of `pallet-training-pools`). Hashes are blake3.
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType, EncodeAsType)]
+pub struct DilocoSpec {
     /// blake3 of the training recipe (model preset, seed, batch, optimizer settings).
     pub model_config_hash: [u8; 32],
     /// blake3 of the initial weights file (round 0's checkpoint).
@@ -37,27 +84,15 @@ pub struct PoolSpec {
     pub dataset_hash: [u8; 32],
     /// Inner steps H per outer round.
     pub inner_steps: u32,
-    /// Outer rounds.
-    pub rounds: u32,
-    /// Members needed before training starts.
-    pub min_trainers: u32,
-    /// Member cap.
-    pub max_trainers: u32,
-    /// Smallest stake a member may commit, in planck.
-    pub min_stake: u128,
-    /// Reward of one final round, in planck, split equally over its contributors.
-    pub reward_per_round: u128,
-    /// Share of the round's stake that must commit the same checkpoint.
-    pub quorum: Perbill,
-    /// Blocks after a round opens before it is voided if not final.
-    pub round_timeout: u32,
-    /// Blocks after finality during which a contribution can be challenged.
-    pub challenge_window: u32,
-    /// Blocks after a round opens before a commit to it is accepted (0: at once, and ahead of
-    /// the round); at most half of `round_timeout`.
-    pub min_round_length: u32,
-    /// Accounts allowed to join; empty: anyone may.
-    pub allowed_trainers: Vec<AccountId>,
+}
+
+impl PoolSpec {
+    /// The DiLoCo job of this spec.
+    pub fn diloco(&self) -> &DilocoSpec {
+        match &self.kind {
+            PoolKind::DiLoCo(job) => job,
+        }
+    }
 }
 
 /// A pool's state (`PoolInfo` of `pallet-training-pools`).

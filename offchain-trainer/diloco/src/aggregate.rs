@@ -4,7 +4,7 @@
 //! * [`ClippedTrimmedMean`]: norm clipping to the median norm, then a coordinate-wise trimmed
 //!   mean; tolerates f < n/3 arbitrary inputs (see its docs for the bound).
 //! * [`AggregationRule`]: the rule a pool's recipe names (committed on-chain through the pool
-//!   spec's `model_config_hash`), dispatching to one of the above.
+//!   DiLoCo job's `model_config_hash`), dispatching to one of the above.
 
 use crate::{DilocoError, PseudoGradient};
 

@@ -111,7 +111,7 @@ pub fn challenge_secs(window: u32, block_secs: f64) -> f64 {
 /// The smallest round timeout (blocks) a member meets: its inner phase (`phase_secs`), the
 /// duties that share its compute (`verify_secs`), the exchange (`exchange_secs`), and no
 /// sooner than the round accepts commits (`min_round_length` blocks after it opens:
-/// `PoolSpec::min_round_length`), then its commit's inclusion ([`LAG_BLOCKS`]).
+/// `PoolTerms::min_round_length`), then its commit's inclusion ([`LAG_BLOCKS`]).
 pub fn min_round_timeout(
     phase_secs: f64,
     verify_secs: f64,
@@ -129,7 +129,7 @@ pub fn min_round_timeout(
 /// finishes it no sooner than the round accepts commits.
 pub const FASTEST_MEMBER_SPEEDUP: f64 = 4.0;
 
-/// The default minimum round length (blocks; `PoolSpec::min_round_length`): the inner phase
+/// The default minimum round length (blocks; `PoolTerms::min_round_length`): the inner phase
 /// (`phase_secs`, as measured by the creator) run [`FASTEST_MEMBER_SPEEDUP`] times faster,
 /// whole blocks only (floor), at least `chain_floor` (the chain's `⌈inner_steps /
 /// SpecLimits::max_inner_steps_per_block⌉`) and at most half of `round_timeout` (the chain's

@@ -24,7 +24,7 @@ pub struct ChainArgs {
 }
 
 /// The parts of the training recipe that are not in the pool spec; their blake3 is the
-/// spec's `model_config_hash`, so every member must pass the same values.
+/// DiLoCo job's `model_config_hash`, so every member must pass the same values.
 #[derive(Args, Clone, Debug)]
 pub struct RecipeArgs {
     #[command(flatten)]

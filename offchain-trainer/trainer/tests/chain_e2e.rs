@@ -1667,7 +1667,10 @@ fn lazy_work_that_outlives_the_window_is_refused_before_any_stake_moves() {
 /// trainer assumes are the runtime's. A call the runtime does not have is refused the same way.
 #[test]
 fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
-    use synod_chain::{calls, types::PoolSpec};
+    use synod_chain::{
+        calls,
+        types::{DilocoSpec, PoolKind, PoolSpec, PoolTerms},
+    };
     let _turn = Turn::take();
     let net = Net::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -1677,21 +1680,25 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
             &synod_chain::submit::signer_from_suri("//Bob").unwrap(),
         );
         let spec = PoolSpec {
-            model_config_hash: [1; 32],
-            initial_weights_hash: [2; 32],
-            dataset_id: b"tinyshakespeare".to_vec(),
-            dataset_hash: [3; 32],
-            inner_steps: 50,
-            rounds: 6,
-            min_trainers: 3,
-            max_trainers: 8,
-            min_stake: 100 * UNIT,
-            reward_per_round: 30 * UNIT,
-            quorum: synod_chain::types::Perbill(666_666_667),
-            round_timeout: 60,
-            challenge_window: 5,
-            min_round_length: 0,
-            allowed_trainers: vec![bob],
+            terms: PoolTerms {
+                rounds: 6,
+                min_trainers: 3,
+                max_trainers: 8,
+                min_stake: 100 * UNIT,
+                reward_per_round: 30 * UNIT,
+                quorum: synod_chain::types::Perbill(666_666_667),
+                round_timeout: 60,
+                challenge_window: 5,
+                min_round_length: 0,
+                allowed_trainers: vec![bob],
+            },
+            kind: PoolKind::DiLoCo(DilocoSpec {
+                model_config_hash: [1; 32],
+                initial_weights_hash: [2; 32],
+                dataset_id: b"tinyshakespeare".to_vec(),
+                dataset_hash: [3; 32],
+                inner_steps: 50,
+            }),
         };
         let key = vec![0u8; calls::ML_DSA_65_PUBLIC_KEY_LEN];
         // One per function of `synod_chain::calls`.

@@ -59,7 +59,7 @@ pub use quorum::{quorum_threshold, reaches_quorum};
 pub use rewards::split_by_stake;
 pub use round::{Action, Fact, RoundPhase, RoundState, Status as RoundStatus};
 pub use snapshot::{snapshot, MemberState, Participant};
-pub use spec::{check_allowed_trainers, check_spec, SpecField, SpecLimits, SpecView};
+pub use spec::{check_allowed_trainers, check_spec, KindView, SpecField, SpecLimits, SpecView};
 pub use tally::{contributors, tally, winner, Tallied};
 pub use timeline::{Timeline, KEPT_VOIDED_SNAPSHOTS, MIN_APPEAL_PERIOD};
 

@@ -1,6 +1,11 @@
 //! Bounds on every field of a pool spec. A spec outside them is refused at `create_pool` with an
 //! error naming the field, so no pool can be created that the chain cannot run to completion at
 //! bounded cost.
+//!
+//! A spec is the pool's *terms* (membership, stake, rewards, round timing: the same for every
+//! kind of pool) and its *kind* (what is trained, and how). [`KindView`] is the kind's part as
+//! the bounds see it: a new kind of pool adds a variant there and its own checks in
+//! [`KindView::check`], which also returns how short a round of it may be.
 
 use crate::{Block, Planck, PPB};
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
@@ -36,8 +41,8 @@ pub enum SpecField {
 	RoundTimeout,
 	/// `challenge_window` is below `min_challenge_window` or above `max_challenge_window`.
 	ChallengeWindow,
-	/// `min_round_length` is below `⌈inner_steps / max_inner_steps_per_block⌉`, or above half
-	/// of `round_timeout` (at least half of a round's blocks are left to commit in, so that
+	/// `min_round_length` is below the kind's floor ([`KindView::check`]; DiLoCo:
+	/// `⌈inner_steps / max_inner_steps_per_block⌉`), or above half of `round_timeout` (at least half of a round's blocks are left to commit in, so that
 	/// a creator cannot leave its members a window one stuffed block closes).
 	MinRoundLength,
 	/// `allowed_trainers` is not empty but lists fewer than `min_trainers` accounts (the pool
@@ -71,13 +76,45 @@ pub struct SpecLimits {
 	pub max_inner_steps_per_block: u32,
 }
 
+/// The kind-specific fields of a pool spec that have bounds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum KindView {
+	/// DiLoCo (Douillard et al. 2023, "DiLoCo: Distributed Low-Communication Training of
+	/// Language Models", algorithm 1): H inner AdamW steps per round, then an outer Nesterov
+	/// step on the aggregated pseudo-gradient.
+	DiLoCo {
+		/// Inner steps H per outer round.
+		inner_steps: u32,
+	},
+}
+
+impl KindView {
+	/// Checks the kind's own fields against `limits` and returns the least `min_round_length`
+	/// (blocks) a pool of this kind may set: no round may be final faster than its work could
+	/// run. DiLoCo: `inner_steps` in `1..=max_inner_steps`, floor
+	/// [`SpecLimits::min_round_length_floor`].
+	///
+	/// # Errors
+	/// [`SpecField::InnerSteps`].
+	pub fn check(&self, limits: &SpecLimits) -> Result<Block, SpecField> {
+		match *self {
+			KindView::DiLoCo { inner_steps } => {
+				if inner_steps < 1 || inner_steps > limits.max_inner_steps {
+					return Err(SpecField::InnerSteps);
+				}
+				Ok(limits.min_round_length_floor(inner_steps))
+			},
+		}
+	}
+}
+
 /// The fields of a pool spec that have bounds (balances widened to `u128`, blocks to `u64`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct SpecView {
 	/// Outer rounds.
 	pub rounds: u32,
-	/// Inner steps H.
-	pub inner_steps: u32,
+	/// The kind's fields.
+	pub kind: KindView,
 	/// Members needed to start.
 	pub min_trainers: u32,
 	/// Member cap.
@@ -116,9 +153,7 @@ pub fn check_spec(spec: &SpecView, limits: &SpecLimits) -> Result<(), SpecField>
 	if !within(spec.rounds.into(), 1, limits.max_rounds.into()) {
 		return Err(SpecField::Rounds);
 	}
-	if !within(spec.inner_steps.into(), 1, limits.max_inner_steps.into()) {
-		return Err(SpecField::InnerSteps);
-	}
+	let round_length_floor = spec.kind.check(limits)?;
 	if spec.min_trainers < 1
 		|| spec.max_trainers < spec.min_trainers
 		|| spec.max_trainers > limits.max_members
@@ -142,8 +177,7 @@ pub fn check_spec(spec: &SpecView, limits: &SpecLimits) -> Result<(), SpecField>
 	if !within(spec.challenge_window, limits.min_challenge_window, limits.max_challenge_window) {
 		return Err(SpecField::ChallengeWindow);
 	}
-	if spec.min_round_length < limits.min_round_length_floor(spec.inner_steps)
-		|| spec.min_round_length > spec.round_timeout / 2
+	if spec.min_round_length < round_length_floor || spec.min_round_length > spec.round_timeout / 2
 	{
 		return Err(SpecField::MinRoundLength);
 	}
@@ -180,7 +214,7 @@ mod tests {
 	};
 	const OK: SpecView = SpecView {
 		rounds: 10,
-		inner_steps: 50,
+		kind: KindView::DiLoCo { inner_steps: 50 },
 		min_trainers: 3,
 		max_trainers: 4,
 		min_stake: 100,
@@ -198,7 +232,11 @@ mod tests {
 		let cases = [
 			(SpecView { rounds: 0, ..OK }, SpecField::Rounds),
 			(SpecView { rounds: 101, ..OK }, SpecField::Rounds),
-			(SpecView { inner_steps: 0, ..OK }, SpecField::InnerSteps),
+			(SpecView { kind: KindView::DiLoCo { inner_steps: 0 }, ..OK }, SpecField::InnerSteps),
+			(
+				SpecView { kind: KindView::DiLoCo { inner_steps: 10_001 }, ..OK },
+				SpecField::InnerSteps,
+			),
 			(SpecView { max_trainers: 33, ..OK }, SpecField::TrainerBounds),
 			(SpecView { min_trainers: 5, ..OK }, SpecField::TrainerBounds),
 			(SpecView { min_stake: 0, ..OK }, SpecField::MinStake),

@@ -54,7 +54,7 @@ pub struct Timeline {
 	/// Blocks after a round opens before it is voided if not final (≥ 1).
 	pub round_timeout: Block,
 	/// Blocks after a round opens during which no commit to it is accepted: the shortest inner
-	/// phase the pool's creator allows (`PoolSpec::min_round_length`). 0: commits at once, and
+	/// phase the pool's creator allows (`PoolTerms::min_round_length`). 0: commits at once, and
 	/// ahead of the opening.
 	pub min_round_length: Block,
 	/// `W`: blocks after finality during which late commits are accepted; challenges are

@@ -15,7 +15,7 @@ use frame_support::{
 	traits::{ConstU128, ConstU32, ConstU64, Hooks},
 };
 use pallet_challenges::Evidence;
-use pallet_training_pools::{PoolSpec, ML_DSA_65_PUBLIC_KEY_LEN};
+use pallet_training_pools::{DilocoSpec, PoolKind, PoolSpec, PoolTerms, ML_DSA_65_PUBLIC_KEY_LEN};
 use sp_runtime::{BuildStorage, Perbill};
 
 /// Accounts are small integers.
@@ -541,22 +541,38 @@ pub fn run_to_block(n: u64) {
 /// mock's [`Limits`] set no floor), open to all.
 pub fn spec(rounds: u32, trainers: u32, quorum: Perbill) -> PoolSpec<Test> {
 	PoolSpec {
-		model_config_hash: [1; 32],
-		initial_weights_hash: [0xAA; 32],
-		dataset_id: b"tinyshakespeare".to_vec().try_into().expect("short"),
-		dataset_hash: [3; 32],
-		inner_steps: 50,
-		rounds,
-		min_trainers: trainers,
-		max_trainers: MAX_MEMBERS,
-		min_stake: 100,
-		reward_per_round: 1_000,
-		quorum,
-		round_timeout: 10,
-		challenge_window: 5,
-		min_round_length: 0,
-		allowed_trainers: Default::default(),
+		terms: PoolTerms {
+			rounds,
+			min_trainers: trainers,
+			max_trainers: MAX_MEMBERS,
+			min_stake: 100,
+			reward_per_round: 1_000,
+			quorum,
+			round_timeout: 10,
+			challenge_window: 5,
+			min_round_length: 0,
+			allowed_trainers: Default::default(),
+		},
+		kind: PoolKind::DiLoCo(DilocoSpec {
+			model_config_hash: [1; 32],
+			initial_weights_hash: [0xAA; 32],
+			dataset_id: b"tinyshakespeare".to_vec().try_into().expect("short"),
+			dataset_hash: [3; 32],
+			inner_steps: 50,
+		}),
 	}
+}
+
+/// `spec` after `edit`: `edited(spec(3, 3, two_thirds()), |s| s.terms.rounds = 0)`.
+pub fn edited(mut spec: PoolSpec<Test>, edit: impl FnOnce(&mut PoolSpec<Test>)) -> PoolSpec<Test> {
+	edit(&mut spec);
+	spec
+}
+
+/// The DiLoCo job of `spec` (the one kind of pool).
+pub fn diloco(spec: &mut PoolSpec<Test>) -> &mut DilocoSpec<Test> {
+	let PoolKind::DiLoCo(job) = &mut spec.kind;
+	job
 }
 
 /// ⅔, as the demo uses it.

@@ -115,13 +115,13 @@ fn pool_spec() -> impl Strategy<Value = pallet_training_pools::PoolSpec<Test>> {
 		.prop_map(
 			|(rounds, trainers, quorum, (reward, min_stake), timeout, window, (length, mask))| {
 				let mut s = spec(rounds, trainers, Perbill::from_parts(quorum));
-				s.max_trainers = trainers.max(1);
-				s.reward_per_round = reward;
-				s.min_stake = min_stake;
-				s.round_timeout = timeout;
-				s.challenge_window = window;
-				s.min_round_length = length;
-				s.allowed_trainers = allow_list(mask);
+				s.terms.max_trainers = trainers.max(1);
+				s.terms.reward_per_round = reward;
+				s.terms.min_stake = min_stake;
+				s.terms.round_timeout = timeout;
+				s.terms.challenge_window = window;
+				s.terms.min_round_length = length;
+				s.terms.allowed_trainers = allow_list(mask);
 				s
 			},
 		)

@@ -40,23 +40,27 @@ fn stake<T: Config>() -> BalanceOf<T> {
 
 fn spec<T: Config>(min_trainers: u32, max_trainers: u32) -> PoolSpec<T> {
 	PoolSpec {
-		model_config_hash: [1; 32],
-		initial_weights_hash: [2; 32],
-		dataset_id: BoundedVec::truncate_from(
-			alloc::vec![b'd'; T::MaxDatasetIdLen::get() as usize],
-		),
-		dataset_hash: [3; 32],
-		inner_steps: 50,
-		rounds: 10,
-		min_trainers,
-		max_trainers,
-		min_stake: stake::<T>(),
-		reward_per_round: T::SpecLimits::get().max_reward_per_round.min(1_000).saturated_into(),
-		quorum: Perbill::from_percent(67),
-		round_timeout: 100u32.into(),
-		challenge_window: 10u32.into(),
-		min_round_length: T::SpecLimits::get().min_round_length_floor(50).saturated_into(),
-		allowed_trainers: BoundedVec::new(),
+		terms: PoolTerms {
+			rounds: 10,
+			min_trainers,
+			max_trainers,
+			min_stake: stake::<T>(),
+			reward_per_round: T::SpecLimits::get().max_reward_per_round.min(1_000).saturated_into(),
+			quorum: Perbill::from_percent(67),
+			round_timeout: 100u32.into(),
+			challenge_window: 10u32.into(),
+			min_round_length: T::SpecLimits::get().min_round_length_floor(50).saturated_into(),
+			allowed_trainers: BoundedVec::new(),
+		},
+		kind: PoolKind::DiLoCo(DilocoSpec {
+			model_config_hash: [1; 32],
+			initial_weights_hash: [2; 32],
+			dataset_id: BoundedVec::truncate_from(
+				alloc::vec![b'd'; T::MaxDatasetIdLen::get() as usize],
+			),
+			dataset_hash: [3; 32],
+			inner_steps: 50,
+		}),
 	}
 }
 
@@ -67,7 +71,7 @@ fn allow_listed<T: Config>(mut spec: PoolSpec<T>, last: T::AccountId) -> PoolSpe
 	let mut allowed: alloc::vec::Vec<T::AccountId> =
 		(0..max.saturating_sub(1)).map(|i| account("trainer", i, 0)).collect();
 	allowed.push(last);
-	spec.allowed_trainers = BoundedVec::truncate_from(allowed);
+	spec.terms.allowed_trainers = BoundedVec::truncate_from(allowed);
 	spec
 }
 
@@ -216,7 +220,9 @@ mod benchmarks {
 			(0..max).map(|i| account("replacement", i, 0)).collect();
 		#[extrinsic_call]
 		_(RawOrigin::Signed(creator), 0, BoundedVec::truncate_from(list));
-		assert!(Pools::<T>::get(0).is_some_and(|p| p.spec.allowed_trainers.len() as u32 == max));
+		assert!(
+			Pools::<T>::get(0).is_some_and(|p| p.spec.terms.allowed_trainers.len() as u32 == max)
+		);
 		Ok(())
 	}
 

@@ -27,20 +27,21 @@ impl<T: Config> Pallet<T> {
 		let mut limits = T::SpecLimits::get();
 		limits.max_rounds = limits.max_rounds.min(T::MaxRounds::get());
 		limits.max_members = limits.max_members.min(T::MaxMembers::get());
+		let terms = &spec.terms;
 		let view = SpecView {
-			rounds: spec.rounds,
-			inner_steps: spec.inner_steps,
-			min_trainers: spec.min_trainers,
-			max_trainers: spec.max_trainers,
-			min_stake: spec.min_stake.saturated_into(),
-			reward_per_round: spec.reward_per_round.saturated_into(),
-			quorum_ppb: spec.quorum.deconstruct(),
-			round_timeout: spec.round_timeout.saturated_into(),
-			challenge_window: spec.challenge_window.saturated_into(),
-			min_round_length: spec.min_round_length.saturated_into(),
-			allowed_trainers: spec.allowed_trainers.len() as u32,
+			rounds: terms.rounds,
+			kind: spec.kind.view(),
+			min_trainers: terms.min_trainers,
+			max_trainers: terms.max_trainers,
+			min_stake: terms.min_stake.saturated_into(),
+			reward_per_round: terms.reward_per_round.saturated_into(),
+			quorum_ppb: terms.quorum.deconstruct(),
+			round_timeout: terms.round_timeout.saturated_into(),
+			challenge_window: terms.challenge_window.saturated_into(),
+			min_round_length: terms.min_round_length.saturated_into(),
+			allowed_trainers: terms.allowed_trainers.len() as u32,
 		};
-		Self::check_distinct(&spec.allowed_trainers)?;
+		Self::check_distinct(&terms.allowed_trainers)?;
 		check_spec(&view, &limits).map_err(|field| match field {
 			SpecField::Rounds => Error::<T>::InvalidRounds,
 			SpecField::InnerSteps => Error::<T>::InvalidInnerSteps,
@@ -68,13 +69,14 @@ impl<T: Config> Pallet<T> {
 	pub(crate) fn do_create_pool(creator: T::AccountId, spec: PoolSpec<T>) -> DispatchResult {
 		Self::validate_spec(&spec)?;
 		let budget = spec
+			.terms
 			.reward_per_round
-			.checked_mul(&spec.rounds.into())
+			.checked_mul(&spec.terms.rounds.into())
 			.ok_or(Error::<T>::Overflow)?;
 		let deposit: BalanceOf<T> = protocol::pool_deposit(
 			T::PoolDeposit::get().saturated_into(),
 			T::RoundDeposit::get().saturated_into(),
-			spec.rounds,
+			spec.terms.rounds,
 		)
 		.and_then(|d| d.try_into().ok())
 		.ok_or(Error::<T>::Overflow)?;
@@ -123,13 +125,17 @@ impl<T: Config> Pallet<T> {
 		ensure!(!Members::<T>::contains_key(pool_id, &who), Error::<T>::AlreadyMember);
 		ensure!(!Dropped::<T>::contains_key(pool_id, &who), Error::<T>::DroppedFromPool);
 		ensure!(
-			pool.spec.allowed_trainers.is_empty() || pool.spec.allowed_trainers.contains(&who),
+			pool.spec.terms.allowed_trainers.is_empty()
+				|| pool.spec.terms.allowed_trainers.contains(&who),
 			Error::<T>::NotAllowedToJoin
 		);
-		ensure!(pool.member_count < pool.spec.max_trainers, Error::<T>::PoolFull);
+		ensure!(pool.member_count < pool.spec.terms.max_trainers, Error::<T>::PoolFull);
 		ensure!(!peer_id.is_empty(), Error::<T>::InvalidPeerId);
 		ensure!(!PeerIds::<T>::contains_key(pool_id, &peer_id), Error::<T>::PeerIdTaken);
-		ensure!(stake >= pool.spec.min_stake && !stake.is_zero(), Error::<T>::StakeBelowMinimum);
+		ensure!(
+			stake >= pool.spec.terms.min_stake && !stake.is_zero(),
+			Error::<T>::StakeBelowMinimum
+		);
 		let committed = <Self as StakeCommitments<_, _>>::committed(&who);
 		let needed = committed.checked_add(&stake).ok_or(Error::<T>::Overflow)?;
 		ensure!(T::Staking::active_stake(&who) >= needed, Error::<T>::InsufficientStake);
@@ -154,7 +160,8 @@ impl<T: Config> Pallet<T> {
 			PoolStatus::Training => pool.current_round.saturating_add(1),
 			_ => 1,
 		};
-		let starts = pool.status == PoolStatus::Open && pool.member_count >= pool.spec.min_trainers;
+		let starts =
+			pool.status == PoolStatus::Open && pool.member_count >= pool.spec.terms.min_trainers;
 		if starts {
 			pool.status = PoolStatus::Training;
 			pool.current_round = 1;
@@ -277,12 +284,12 @@ impl<T: Config> Pallet<T> {
 	/// The pool's timeline (from its spec and the runtime's jury constants).
 	pub fn timeline(pool: &PoolInfo<T>) -> Timeline {
 		Timeline::for_pool(
-			pool.spec.round_timeout.saturated_into(),
-			pool.spec.challenge_window.saturated_into(),
+			pool.spec.terms.round_timeout.saturated_into(),
+			pool.spec.terms.challenge_window.saturated_into(),
 			T::JuryDelay::get().saturated_into(),
 			T::VoteMargin::get().saturated_into(),
 		)
-		.with_min_round_length(pool.spec.min_round_length.saturated_into())
+		.with_min_round_length(pool.spec.terms.min_round_length.saturated_into())
 		.with_appeal_period(T::AppealPeriod::get().saturated_into())
 	}
 
@@ -331,9 +338,9 @@ impl<T: Config> Pallet<T> {
 		// The allow-list's own rules only: a pool created under older bounds keeps its spec.
 		Self::check_distinct(&allowed)?;
 		let count = allowed.len() as u32;
-		protocol::check_allowed_trainers(count, pool.spec.min_trainers)
+		protocol::check_allowed_trainers(count, pool.spec.terms.min_trainers)
 			.map_err(|_| Error::<T>::InvalidAllowedTrainers)?;
-		pool.spec.allowed_trainers = allowed;
+		pool.spec.terms.allowed_trainers = allowed;
 		Pools::<T>::insert(pool_id, pool);
 		Self::deposit_event(Event::AllowedTrainersSet { pool_id, allowed: count });
 		Ok(())

@@ -186,8 +186,9 @@ mod events_and_errors {
 		PoolEnded,
 		/// The pool dropped the caller for missing rounds: it cannot join that pool again.
 		DroppedFromPool,
-		/// `min_round_length` is below `⌈inner_steps / SpecLimits::max_inner_steps_per_block⌉`
-		/// (a round could be final faster than its inner phase can run), or above half of
+		/// `min_round_length` is below the kind's floor (DiLoCo:
+		/// `⌈inner_steps / SpecLimits::max_inner_steps_per_block⌉`: a round could be final
+		/// faster than its inner phase can run), or above half of
 		/// `round_timeout` (too few blocks left to commit in).
 		InvalidMinRoundLength,
 		/// `allowed_trainers` lists an account twice, or fewer than `min_trainers` accounts: the

@@ -48,11 +48,11 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 			timeline: Self::timeline(&p),
 			creator: p.creator,
 			status: p.status,
-			initial_checkpoint: p.spec.initial_weights_hash,
+			initial_checkpoint: p.spec.kind.initial_checkpoint(),
 			current_round: p.current_round,
-			rounds: p.spec.rounds,
-			quorum: p.spec.quorum,
-			reward_per_round: p.spec.reward_per_round,
+			rounds: p.spec.terms.rounds,
+			quorum: p.spec.terms.quorum,
+			reward_per_round: p.spec.terms.reward_per_round,
 			budget_reserved: p.budget_reserved,
 		})
 	}
@@ -121,7 +121,7 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 			Self::deposit_event(Event::PoolCancelled { pool_id, released });
 			return None;
 		}
-		if round >= pool.spec.rounds {
+		if round >= pool.spec.terms.rounds {
 			pool.status = PoolStatus::Completed;
 			let released = Self::end_pool(pool_id, &mut pool);
 			Pools::<T>::insert(pool_id, pool);
@@ -140,7 +140,7 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 			return Zero::zero();
 		};
 		let free = pool.budget_held.saturating_sub(pool.budget_reserved);
-		let amount = pool.spec.reward_per_round.min(free);
+		let amount = pool.spec.terms.reward_per_round.min(free);
 		pool.budget_reserved = pool.budget_reserved.saturating_add(amount);
 		Pools::<T>::insert(pool_id, pool);
 		amount

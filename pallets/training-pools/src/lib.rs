@@ -1,8 +1,9 @@
 //! # TrainingPools
 //!
-//! A pool is a training job: a model config, initial weights, a dataset, DiLoCo's inner steps H,
-//! a number of outer rounds, membership bounds, a stake requirement, a per-round reward and the
-//! quorum/timeout/challenge-window rules of `docs/architecture.md`.
+//! A pool is a training job ([`PoolSpec`]): its terms ([`PoolTerms`]: a number of outer rounds,
+//! membership bounds, a stake requirement, a per-round reward and the
+//! quorum/timeout/challenge-window rules of `docs/architecture.md`) and its kind ([`PoolKind`]:
+//! for DiLoCo a model config, initial weights, a dataset and the inner steps H).
 //!
 //! - [`Pallet::create_pool`] holds the creator's whole reward budget
 //!   (`reward_per_round × rounds`, [`HoldReason::PoolBudget`]).
@@ -15,7 +16,7 @@
 //! - [`Pallet::cancel_pool`] (creator or root) stops the pool and releases the budget not owed
 //!   to final rounds.
 //! - [`Pallet::set_allowed_trainers`] (creator) replaces the accounts that may join a live
-//!   pool (`PoolSpec::allowed_trainers`); members already in it stay. A non-empty list names
+//!   pool (`PoolTerms::allowed_trainers`); members already in it stay. A non-empty list names
 //!   at least `min_trainers` accounts, also after the pool started: list current members to
 //!   reach the count.
 //! - [`Pallet::reap_pool`] (anyone) deletes an ended pool once every round it ran is settled:
@@ -41,6 +42,7 @@
 
 extern crate alloc;
 
+pub use kind::*;
 pub use pallet::*;
 pub use types::*;
 pub use weights::WeightInfo;
@@ -50,6 +52,7 @@ pub mod benchmarking;
 mod dispatchable_impls;
 mod events;
 mod interface;
+mod kind;
 // The one test runtime of all pallets (`pallets/tests/src/mock.rs`), with this crate as itself.
 #[cfg(test)]
 extern crate self as pallet_training_pools;
@@ -100,7 +103,7 @@ pub mod pallet {
 
 	/// The storage version. A chain starts from the current genesis (`chain-specs/`): no
 	/// migration brings older layouts to it.
-	pub(crate) const STORAGE_VERSION: StorageVersion = StorageVersion::new(2);
+	pub(crate) const STORAGE_VERSION: StorageVersion = StorageVersion::new(3);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]

@@ -9,8 +9,8 @@ use synod_primitives::{PoolStatus, PoolsInterface, StakeCommitments};
 /// Min stake 500, 2 to 3 trainers, 3 rounds, ⅔ quorum.
 fn spec() -> crate::PoolSpec<Test> {
 	let mut s = mock::spec(3, 2, two_thirds());
-	s.min_stake = 500;
-	s.max_trainers = 3;
+	s.terms.min_stake = 500;
+	s.terms.max_trainers = 3;
 	s
 }
 
@@ -74,17 +74,17 @@ fn create_pool_rejects_bad_specs() {
 		let o = || RuntimeOrigin::signed(CREATOR);
 		type Edit = Box<dyn Fn(&mut crate::PoolSpec<Test>)>;
 		let cases: Vec<(Edit, Error<Test>)> = vec![
-			(Box::new(|s| s.rounds = 0), Error::InvalidRounds),
-			(Box::new(|s| s.rounds = 101), Error::InvalidRounds),
-			(Box::new(|s| s.min_trainers = 0), Error::InvalidTrainerBounds),
-			(Box::new(|s| s.max_trainers = 1), Error::InvalidTrainerBounds),
-			(Box::new(|s| s.max_trainers = 6), Error::InvalidTrainerBounds),
-			(Box::new(|s| s.quorum = Perbill::from_percent(50)), Error::InvalidQuorum),
-			(Box::new(|s| s.round_timeout = 0), Error::InvalidRoundTimeout),
-			(Box::new(|s| s.inner_steps = 0), Error::InvalidInnerSteps),
-			(Box::new(|s| s.reward_per_round = u128::MAX), Error::InvalidRewardPerRound),
-			(Box::new(|s| s.min_stake = 99), Error::InvalidMinStake),
-			(Box::new(|s| s.challenge_window = 0), Error::InvalidChallengeWindow),
+			(Box::new(|s| s.terms.rounds = 0), Error::InvalidRounds),
+			(Box::new(|s| s.terms.rounds = 101), Error::InvalidRounds),
+			(Box::new(|s| s.terms.min_trainers = 0), Error::InvalidTrainerBounds),
+			(Box::new(|s| s.terms.max_trainers = 1), Error::InvalidTrainerBounds),
+			(Box::new(|s| s.terms.max_trainers = 6), Error::InvalidTrainerBounds),
+			(Box::new(|s| s.terms.quorum = Perbill::from_percent(50)), Error::InvalidQuorum),
+			(Box::new(|s| s.terms.round_timeout = 0), Error::InvalidRoundTimeout),
+			(Box::new(|s| diloco(s).inner_steps = 0), Error::InvalidInnerSteps),
+			(Box::new(|s| s.terms.reward_per_round = u128::MAX), Error::InvalidRewardPerRound),
+			(Box::new(|s| s.terms.min_stake = 99), Error::InvalidMinStake),
+			(Box::new(|s| s.terms.challenge_window = 0), Error::InvalidChallengeWindow),
 		];
 		for (edit, err) in cases {
 			let mut s = spec();
@@ -251,7 +251,7 @@ fn cancel_releases_unreserved_budget_and_commitments() {
 	run_test(|| {
 		// Needs three trainers: with two it stays Open, and is cancelled at once.
 		let mut s = spec();
-		s.min_trainers = 3;
+		s.terms.min_trainers = 3;
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s));
 		bond_and_join(1, 0, 600);
 		bond_and_join(2, 0, 600);
@@ -342,8 +342,8 @@ fn reserve_never_exceeds_budget() {
 fn pool_at_member_bound() {
 	run_test(|| {
 		let mut s = spec();
-		s.min_trainers = 5;
-		s.max_trainers = 5; // MaxMembers
+		s.terms.min_trainers = 5;
+		s.terms.max_trainers = 5; // MaxMembers
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s));
 		for who in 1..=5 {
 			bond_and_join(who, 0, 500);
@@ -368,13 +368,13 @@ fn create_pool_needs_the_storage_deposit() {
 		// POOR (10 planck) can hold neither; an account that can hold the budget but not the
 		// deposit as well is refused and keeps everything.
 		let mut s = spec();
-		s.reward_per_round = 1;
+		s.terms.reward_per_round = 1;
 		assert_noop!(
 			TrainingPools::create_pool(RuntimeOrigin::signed(POOR), s.clone()),
 			Error::<Test>::InsufficientDeposit
 		);
 		assert_eq!((Balances::free_balance(POOR), budget_held(POOR)), (10, 0));
-		s.reward_per_round = 1_000;
+		s.terms.reward_per_round = 1_000;
 		assert_noop!(
 			TrainingPools::create_pool(RuntimeOrigin::signed(POOR), s),
 			Error::<Test>::InsufficientBudget
@@ -408,7 +408,7 @@ fn reaping_returns_every_deposit_in_bounded_calls() {
 	run_test(|| {
 		// Needs five trainers: it stays Open while four join and leave, then one joins.
 		let mut s = spec();
-		(s.min_trainers, s.max_trainers) = (5, 5);
+		(s.terms.min_trainers, s.terms.max_trainers) = (5, 5);
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s));
 		assert_noop!(
 			TrainingPools::reap_pool(RuntimeOrigin::signed(OUTSIDER), 0),

@@ -15,11 +15,14 @@ impl<T: Config> Pallet<T> {
 		let mut deposit_by_creator: BTreeMap<T::AccountId, BalanceOf<T>> = BTreeMap::new();
 		for (pool_id, pool) in Pools::<T>::iter() {
 			ensure!(pool.budget_reserved <= pool.budget_held, "reserved budget exceeds held");
-			let allowed = &pool.spec.allowed_trainers;
+			let allowed = &pool.spec.terms.allowed_trainers;
 			ensure!(Self::check_distinct(allowed).is_ok(), "an account is allowed twice");
 			ensure!(
-				protocol::check_allowed_trainers(allowed.len() as u32, pool.spec.min_trainers)
-					.is_ok(),
+				protocol::check_allowed_trainers(
+					allowed.len() as u32,
+					pool.spec.terms.min_trainers
+				)
+				.is_ok(),
 				"the allow-list names fewer than min_trainers accounts"
 			);
 			ensure!(

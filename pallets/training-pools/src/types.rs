@@ -1,12 +1,15 @@
 //! Pool specification, pool state and membership records.
 
-use crate::pallet::{BalanceOf, Config};
+use crate::{
+	pallet::{BalanceOf, Config},
+	PoolKind,
+};
 use codec::{Decode, DecodeWithMemTracking, Encode, MaxEncodedLen};
 use frame_support::{BoundedVec, CloneNoBound, DebugNoBound, EqNoBound, PartialEqNoBound};
 use frame_system::pallet_prelude::BlockNumberFor;
 use scale_info::TypeInfo;
 use sp_runtime::Perbill;
-use synod_primitives::{Hash32, MemberIndex, PoolStatus, RoundIndex};
+use synod_primitives::{MemberIndex, PoolStatus, RoundIndex};
 
 /// Length of an ML-DSA-65 public key in bytes (FIPS 204, table 2; defined once in
 /// [`synod_primitives::protocol::evidence::PUBLIC_KEY_LEN`]).
@@ -15,7 +18,8 @@ pub const ML_DSA_65_PUBLIC_KEY_LEN: usize = synod_primitives::protocol::evidence
 /// (`/synod/pseudograd/2` announcements).
 pub type MlDsaPublicKey = [u8; ML_DSA_65_PUBLIC_KEY_LEN];
 
-/// A training job as submitted to `create_pool`.
+/// A training job as submitted to `create_pool`: the terms every kind of pool shares, and the
+/// kind (what is trained, and how).
 #[derive(
 	CloneNoBound,
 	PartialEqNoBound,
@@ -29,16 +33,27 @@ pub type MlDsaPublicKey = [u8; ML_DSA_65_PUBLIC_KEY_LEN];
 )]
 #[scale_info(skip_type_params(T))]
 pub struct PoolSpec<T: Config> {
-	/// blake3 of the model configuration (architecture and sizes).
-	pub model_config_hash: Hash32,
-	/// blake3 of the initial weights file (round 0's checkpoint).
-	pub initial_weights_hash: Hash32,
-	/// Dataset identifier, e.g. `tinyshakespeare` (at most `MaxDatasetIdLen` bytes).
-	pub dataset_id: BoundedVec<u8, T::MaxDatasetIdLen>,
-	/// blake3 of the dataset bytes.
-	pub dataset_hash: Hash32,
-	/// Inner (AdamW) steps H per outer round.
-	pub inner_steps: u32,
+	/// Membership, stake, rewards and round timing.
+	pub terms: PoolTerms<T>,
+	/// The job ([`PoolKind`]).
+	pub kind: PoolKind<T>,
+}
+
+/// The terms of a pool, the same for every kind: membership, stake, rewards and the round
+/// protocol's timing (`docs/architecture.md`).
+#[derive(
+	CloneNoBound,
+	PartialEqNoBound,
+	EqNoBound,
+	Encode,
+	Decode,
+	DecodeWithMemTracking,
+	MaxEncodedLen,
+	TypeInfo,
+	DebugNoBound,
+)]
+#[scale_info(skip_type_params(T))]
+pub struct PoolTerms<T: Config> {
 	/// Number of outer rounds (1..=`MaxRounds`).
 	pub rounds: RoundIndex,
 	/// Members needed before training starts (≥ 1).
@@ -59,8 +74,9 @@ pub struct PoolSpec<T: Config> {
 	/// challenged for `2W` blocks (`synod_protocol::timeline`).
 	pub challenge_window: BlockNumberFor<T>,
 	/// Blocks after a round opens before a commit to it is accepted (so before it can be
-	/// final): the shortest inner phase the creator allows, at least
-	/// `⌈inner_steps / SpecLimits::max_inner_steps_per_block⌉` and at most half of
+	/// final): the shortest round the creator allows, at least the kind's floor
+	/// (`synod_protocol::KindView::check`; DiLoCo:
+	/// `⌈inner_steps / SpecLimits::max_inner_steps_per_block⌉`) and at most half of
 	/// `round_timeout`. With 0 (only on a chain whose rate is 0, no floor), members may also
 	/// commit ahead of a round's opening.
 	pub min_round_length: BlockNumberFor<T>,

@@ -140,9 +140,9 @@ async function readChain() {
   fill($('pools').tBodies[0], pools.map((p) => {
     const i = p.info;
     const tr = row([
-      cell(`${p.id}`, 'num'), cell(i.status.type), cell(`${i.currentRound.toNumber()} / ${i.spec.rounds.toNumber()}`, 'num'),
+      cell(`${p.id}`, 'num'), cell(i.status.type), cell(`${i.currentRound.toNumber()} / ${i.spec.terms.rounds.toNumber()}`, 'num'),
       cell(`${i.memberCount.toNumber()}`, 'num'), cell(syn(i.totalStake.toBigInt()), 'num'),
-      cell(syn(i.spec.rewardPerRound.toBigInt()), 'num'), cell(`${i.spec.innerSteps.toNumber()}`, 'num'), cell(short(i.creator.toString())),
+      cell(syn(i.spec.terms.rewardPerRound.toBigInt()), 'num'), cell(`${i.spec.kind.value.innerSteps.toNumber()}`, 'num'), cell(short(i.creator.toString())),
     ], p.id === state.selected ? 'selected' : '');
     tr.dataset.pool = p.id;
     tr.onclick = () => { state.selected = p.id; location.hash = `pool=${p.id}`; refresh(); };
@@ -157,9 +157,9 @@ async function readChain() {
 async function readPool(api, pool) {
   const id = pool.id;
   const info = pool.info;
-  const rounds = info.spec.rounds.toNumber();
+  const rounds = info.spec.terms.rounds.toNumber();
   $('pool-title').textContent = `Pool ${id}: ${info.status.type}, round ${info.currentRound.toNumber()} of ${rounds}, ` +
-    `H = ${info.spec.innerSteps.toNumber()}, quorum ${(info.spec.quorum.toNumber() / 1e7).toFixed(1)} %, dataset ${info.spec.datasetId.toUtf8()}`;
+    `H = ${info.spec.kind.value.innerSteps.toNumber()}, quorum ${(info.spec.terms.quorum.toNumber() / 1e7).toFixed(1)} %, dataset ${info.spec.kind.value.datasetId.toUtf8()}`;
 
   const accounts = (await api.query.trainingPools.memberList(id)).map((a) => a.toString());
   const members = await Promise.all(accounts.map(async (a) => {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use synod_chain::submit::{account_of, signer_from_suri};
-use synod_chain::types::{Perbill, PoolSpec, PoolStatus};
+use synod_chain::types::{DilocoSpec, Perbill, PoolKind, PoolSpec, PoolStatus, PoolTerms};
 use synod_chain::{calls, Chain, Signer, SynodEvent, UNIT};
 
 pub use member::run;
@@ -150,21 +150,25 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
         Some(n)
     };
     let spec = PoolSpec {
-        model_config_hash: recipe.config_hash,
-        initial_weights_hash: recipe.theta0_hash,
-        dataset_id: dataset_id.clone().into_bytes(),
-        dataset_hash: recipe.dataset_hash,
-        inner_steps: a.inner_steps,
-        rounds: a.rounds,
-        min_trainers: a.min_trainers,
-        max_trainers: a.max_trainers,
-        min_stake: planck(a.min_stake),
-        reward_per_round: planck(a.reward_per_round),
-        quorum: Perbill(a.quorum_ppb),
-        round_timeout,
-        challenge_window,
-        min_round_length,
-        allowed_trainers: a.allowed_trainers.clone(),
+        terms: PoolTerms {
+            rounds: a.rounds,
+            min_trainers: a.min_trainers,
+            max_trainers: a.max_trainers,
+            min_stake: planck(a.min_stake),
+            reward_per_round: planck(a.reward_per_round),
+            quorum: Perbill(a.quorum_ppb),
+            round_timeout,
+            challenge_window,
+            min_round_length,
+            allowed_trainers: a.allowed_trainers.clone(),
+        },
+        kind: PoolKind::DiLoCo(DilocoSpec {
+            model_config_hash: recipe.config_hash,
+            initial_weights_hash: recipe.theta0_hash,
+            dataset_id: dataset_id.clone().into_bytes(),
+            dataset_hash: recipe.dataset_hash,
+            inner_steps: a.inner_steps,
+        }),
     };
     rt.block_on(async {
         let id = chain.next_pool_id().await?;
@@ -174,16 +178,16 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
             "{}",
             serde_json::json!({
                 "pool_id": id, "creator": pool.creator.to_string(), "dataset_id": dataset_id,
-                "model_config_hash": hex(&spec.model_config_hash), "recipe": recipe_json(&a.recipe)?,
-                "initial_weights_hash": hex(&spec.initial_weights_hash), "dataset_hash": hex(&spec.dataset_hash),
-                "inner_steps": spec.inner_steps, "rounds": spec.rounds, "min_trainers": spec.min_trainers,
-                "reward_per_round": spec.reward_per_round.to_string(), "quorum_ppb": a.quorum_ppb,
+                "model_config_hash": hex(&spec.diloco().model_config_hash), "recipe": recipe_json(&a.recipe)?,
+                "initial_weights_hash": hex(&spec.diloco().initial_weights_hash), "dataset_hash": hex(&spec.diloco().dataset_hash),
+                "inner_steps": spec.diloco().inner_steps, "rounds": spec.terms.rounds, "min_trainers": spec.terms.min_trainers,
+                "reward_per_round": spec.terms.reward_per_round.to_string(), "quorum_ppb": a.quorum_ppb,
                 // What each member keeps on disk per round until its challenge window closes.
-                "trace_bytes_per_round": a.recipe.segment_boundaries(spec.inner_steps).len() as u64
+                "trace_bytes_per_round": a.recipe.segment_boundaries(spec.diloco().inner_steps).len() as u64
                     * recipe.max_state_bytes,
                 "round_timeout": round_timeout, "challenge_window": challenge_window,
                 "min_round_length": min_round_length,
-                "allowed_trainers": spec.allowed_trainers.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+                "allowed_trainers": spec.terms.allowed_trainers.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
                 // What the terms were checked against (`synod_diloco::budget`).
                 "terms": {
                     "step_secs": step_secs, "step_secs_measured": measured,
@@ -226,6 +230,7 @@ pub fn allow(a: &PoolAllowArgs) -> Result<()> {
             .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
         let allowed: Vec<String> = pool
             .spec
+            .terms
             .allowed_trainers
             .iter()
             .map(ToString::to_string)
@@ -264,7 +269,7 @@ async fn pool_state(chain_args: &ChainArgs, pool_id: u32) -> Result<serde_json::
         .ok_or_else(|| anyhow!("pool {pool_id} does not exist"))?;
     let members = chain.members(pool_id).await?;
     let mut rounds = Vec::new();
-    for r in 1..=pool.spec.rounds {
+    for r in 1..=pool.spec.terms.rounds {
         if let Some(f) = chain.final_checkpoint(pool_id, r).await? {
             let mut verdicts = serde_json::Map::new();
             for c in &f.contributors {
@@ -287,9 +292,9 @@ async fn pool_state(chain_args: &ChainArgs, pool_id: u32) -> Result<serde_json::
     }
     Ok(serde_json::json!({
         "pool_id": pool_id, "status": format!("{:?}", pool.status), "current_round": pool.current_round,
-        "rounds": pool.spec.rounds, "inner_steps": pool.spec.inner_steps,
-        "challenge_window": pool.spec.challenge_window, "round_timeout": pool.spec.round_timeout,
-        "reward_per_round": pool.spec.reward_per_round.to_string(),
+        "rounds": pool.spec.terms.rounds, "inner_steps": pool.spec.diloco().inner_steps,
+        "challenge_window": pool.spec.terms.challenge_window, "round_timeout": pool.spec.terms.round_timeout,
+        "reward_per_round": pool.spec.terms.reward_per_round.to_string(),
         "members": members.iter().zip(&active).map(|(m, active)| serde_json::json!({
             "index": m.record.index, "account": m.account.to_string(), "stake": m.record.stake.to_string(),
             "from_round": m.record.from_round, "active_stake": active,
@@ -341,7 +346,7 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
     let info = rt
         .block_on(chain.pool(a.pool))?
         .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
-    recipe.check(&info.spec, &a.recipe)?;
+    recipe.check(info.spec.diloco(), &a.recipe)?;
     let f = rt
         .block_on(chain.final_checkpoint(a.pool, a.round))?
         .ok_or_else(|| anyhow!("round {} of pool {} is not final", a.round, a.pool))?;
@@ -368,7 +373,8 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
             a.base_path.display()
         )
     })?;
-    let mut replayer = verify::Replayer::new(info.spec.inner_steps, info.spec.rounds);
+    let mut replayer =
+        verify::Replayer::new(info.spec.diloco().inner_steps, info.spec.terms.rounds);
     // A sparse payload's residuals: only its author keeps them (`--base-path` of the accused).
     let residuals = verify::replay::Residuals::from_evidence(&kept, a.round, a.member, &claimed)?;
     let rep = replayer.check(&verify::ReplayInput {

@@ -2,7 +2,7 @@
 //! initial weights θ₀. A trainer refuses a pool whose hashes it cannot reproduce.
 
 use anyhow::{bail, Result};
-use synod_chain::types::PoolSpec;
+use synod_chain::types::DilocoSpec;
 use synod_checkpoint::CheckpointHash;
 use synod_codec::EncodeOptions;
 use synod_diloco::recipe::{PoolRecipe, RecipeCodec, SparseRecipe};
@@ -124,11 +124,11 @@ impl Recipe {
         })
     }
 
-    /// Checks that `spec` is this recipe, corpus and θ₀.
+    /// Checks that the DiLoCo job `spec` is this recipe, corpus and θ₀.
     ///
     /// # Errors
     /// A message naming the first hash that differs.
-    pub fn check(&self, spec: &PoolSpec, r: &RecipeArgs) -> Result<()> {
+    pub fn check(&self, spec: &DilocoSpec, r: &RecipeArgs) -> Result<()> {
         let hex = synod_checkpoint::hex;
         if spec.dataset_hash != self.dataset_hash {
             bail!(

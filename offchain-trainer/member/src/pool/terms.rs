@@ -260,7 +260,7 @@ pub struct Costs {
     pub residual_bytes: u64,
     /// Largest payload, bytes.
     pub payload_bytes: u64,
-    /// Blocks after a round opens before it accepts commits (`PoolSpec::min_round_length`).
+    /// Blocks after a round opens before it accepts commits (`PoolTerms::min_round_length`).
     pub min_round_length: u32,
 }
 

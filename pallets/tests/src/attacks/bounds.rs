@@ -14,80 +14,50 @@ fn every_spec_field_is_bounded() {
 			max_inner_steps_per_block: 100,
 			..Limits::get()
 		});
-		let ok =
-			pallet_training_pools::PoolSpec { min_round_length: 1, ..spec(3, 3, two_thirds()) };
+		let ok = edited(spec(3, 3, two_thirds()), |s| s.terms.min_round_length = 1);
 		let cases: Vec<(pallet_training_pools::PoolSpec<Test>, Error<Test>)> = vec![
-			(pallet_training_pools::PoolSpec { rounds: 0, ..ok.clone() }, Error::InvalidRounds),
-			(pallet_training_pools::PoolSpec { rounds: 101, ..ok.clone() }, Error::InvalidRounds),
+			(edited(ok.clone(), |s| s.terms.rounds = 0), Error::InvalidRounds),
+			(edited(ok.clone(), |s| s.terms.rounds = 101), Error::InvalidRounds),
+			(edited(ok.clone(), |s| diloco(s).inner_steps = 0), Error::InvalidInnerSteps),
+			(edited(ok.clone(), |s| s.terms.max_trainers = 6), Error::InvalidTrainerBounds),
+			(edited(ok.clone(), |s| s.terms.min_stake = 99), Error::InvalidMinStake),
 			(
-				pallet_training_pools::PoolSpec { inner_steps: 0, ..ok.clone() },
-				Error::InvalidInnerSteps,
-			),
-			(
-				pallet_training_pools::PoolSpec { max_trainers: 6, ..ok.clone() },
-				Error::InvalidTrainerBounds,
-			),
-			(
-				pallet_training_pools::PoolSpec { min_stake: 99, ..ok.clone() },
-				Error::InvalidMinStake,
-			),
-			(
-				pallet_training_pools::PoolSpec { reward_per_round: 1_000_001, ..ok.clone() },
+				edited(ok.clone(), |s| s.terms.reward_per_round = 1_000_001),
 				Error::InvalidRewardPerRound,
 			),
 			(
-				pallet_training_pools::PoolSpec { reward_per_round: u128::MAX, ..ok.clone() },
+				edited(ok.clone(), |s| s.terms.reward_per_round = u128::MAX),
 				Error::InvalidRewardPerRound,
 			),
 			(
-				pallet_training_pools::PoolSpec {
-					quorum: sp_runtime::Perbill::from_percent(50),
-					..ok.clone()
-				},
+				edited(ok.clone(), |s| s.terms.quorum = sp_runtime::Perbill::from_percent(50)),
 				Error::InvalidQuorum,
 			),
-			(
-				pallet_training_pools::PoolSpec { round_timeout: 0, ..ok.clone() },
-				Error::InvalidRoundTimeout,
-			),
-			(
-				pallet_training_pools::PoolSpec { round_timeout: u64::MAX, ..ok.clone() },
-				Error::InvalidRoundTimeout,
-			),
-			(
-				pallet_training_pools::PoolSpec { challenge_window: 0, ..ok.clone() },
-				Error::InvalidChallengeWindow,
-			),
-			(
-				pallet_training_pools::PoolSpec { challenge_window: 101, ..ok.clone() },
-				Error::InvalidChallengeWindow,
-			),
+			(edited(ok.clone(), |s| s.terms.round_timeout = 0), Error::InvalidRoundTimeout),
+			(edited(ok.clone(), |s| s.terms.round_timeout = u64::MAX), Error::InvalidRoundTimeout),
+			(edited(ok.clone(), |s| s.terms.challenge_window = 0), Error::InvalidChallengeWindow),
+			(edited(ok.clone(), |s| s.terms.challenge_window = 101), Error::InvalidChallengeWindow),
 			// 250 inner steps need 3 blocks.
 			(
-				pallet_training_pools::PoolSpec {
-					inner_steps: 250,
-					min_round_length: 2,
-					..ok.clone()
-				},
+				edited(ok.clone(), |s| {
+					diloco(s).inner_steps = 250;
+					s.terms.min_round_length = 2;
+				}),
 				Error::InvalidMinRoundLength,
 			),
+			(edited(ok.clone(), |s| s.terms.min_round_length = 6), Error::InvalidMinRoundLength),
 			(
-				pallet_training_pools::PoolSpec { min_round_length: 6, ..ok.clone() },
-				Error::InvalidMinRoundLength,
-			),
-			(
-				pallet_training_pools::PoolSpec {
-					allowed_trainers: frame_support::BoundedVec::truncate_from(vec![1, 2]),
-					..ok.clone()
-				},
+				edited(ok.clone(), |s| {
+					s.terms.allowed_trainers = frame_support::BoundedVec::truncate_from(vec![1, 2])
+				}),
 				Error::InvalidAllowedTrainers,
 			),
 			// Three entries, two accounts: the pool could never start.
 			(
-				pallet_training_pools::PoolSpec {
-					allowed_trainers: frame_support::BoundedVec::truncate_from(vec![1, 2, 1]),
-					..ok.clone()
-				},
+				edited(ok.clone(), |s| {
+					s.terms.allowed_trainers =
+						frame_support::BoundedVec::truncate_from(vec![1, 2, 1])
+				}),
 				Error::InvalidAllowedTrainers,
 			),
 		];
@@ -95,11 +65,10 @@ fn every_spec_field_is_bounded() {
 		assert_noop!(
 			TrainingPools::create_pool(
 				RuntimeOrigin::signed(CREATOR),
-				pallet_training_pools::PoolSpec {
-					inner_steps: 1,
-					min_round_length: 0,
-					..ok.clone()
-				}
+				edited(ok.clone(), |s| {
+					diloco(s).inner_steps = 1;
+					s.terms.min_round_length = 0;
+				})
 			),
 			Error::<Test>::InvalidMinRoundLength
 		);

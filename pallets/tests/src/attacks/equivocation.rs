@@ -253,12 +253,12 @@ fn forced_voids_cannot_evict_a_voided_rounds_snapshot_while_it_is_slashable() {
 		// snapshots per pool, so a pool whose slashable window (2W + jury delay + voting period
 		// + 1 = 2W + 23 blocks here) spans more than 16 timeouts (160 blocks) is refused.
 		let mut s = spec(20, 5, two_thirds());
-		s.challenge_window = 69;
+		s.terms.challenge_window = 69;
 		assert_noop!(
 			TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s.clone()),
 			pallet_training_pools::Error::<Test>::InvalidChallengeWindow
 		);
-		s.challenge_window = 68;
+		s.terms.challenge_window = 68;
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), s));
 		for who in 1..=5 {
 			bond_and_join(who, 0, 1_000);

@@ -17,8 +17,7 @@ const LENGTH: u64 = 5;
 /// A 20-round pool of one trainer whose rounds accept commits `LENGTH` blocks after opening.
 fn paced_pool() -> u32 {
 	let pool = pallet_training_pools::NextPoolId::<Test>::get();
-	let spec =
-		pallet_training_pools::PoolSpec { min_round_length: LENGTH, ..spec(20, 1, two_thirds()) };
+	let spec = edited(spec(20, 1, two_thirds()), |s| s.terms.min_round_length = LENGTH);
 	assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec));
 	pool
 }
@@ -95,10 +94,9 @@ fn a_commit_in_the_rounds_inner_phase_is_refused_and_accepted_once_it_is_over() 
 fn a_squatter_cannot_join_a_pool_restricted_to_allowed_trainers() {
 	run_test(|| {
 		let pool = pallet_training_pools::NextPoolId::<Test>::get();
-		let spec = pallet_training_pools::PoolSpec {
-			allowed_trainers: BoundedVec::truncate_from(vec![1, 2, 3]),
-			..spec(3, 3, two_thirds())
-		};
+		let spec = edited(spec(3, 3, two_thirds()), |s| {
+			s.terms.allowed_trainers = BoundedVec::truncate_from(vec![1, 2, 3])
+		});
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec));
 		// The squatter has more stake than the whole allowed set, and comes first.
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(8), 5_000));
@@ -118,10 +116,9 @@ fn a_creator_replaces_its_allow_list_and_only_the_new_accounts_join() {
 	use pallet_training_pools::{Error as PoolError, Event as PoolEvent};
 	run_test(|| {
 		let pool = pallet_training_pools::NextPoolId::<Test>::get();
-		let spec = pallet_training_pools::PoolSpec {
-			allowed_trainers: BoundedVec::truncate_from(vec![1, 2, 3]),
-			..spec(3, 2, two_thirds())
-		};
+		let spec = edited(spec(3, 2, two_thirds()), |s| {
+			s.terms.allowed_trainers = BoundedVec::truncate_from(vec![1, 2, 3])
+		});
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec));
 		bond_and_join(1, pool, 1_000);
 		let set = |who, list: Vec<AccountId>| {

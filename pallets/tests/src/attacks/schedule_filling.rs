@@ -30,7 +30,7 @@ fn slots(id: u32) -> Vec<u64> {
 fn final_round_with_a_longer_window() {
 	assert_ok!(TrainingPools::create_pool(
 		RuntimeOrigin::signed(CREATOR),
-		pallet_training_pools::PoolSpec { challenge_window: 8, ..spec(3, 5, two_thirds()) }
+		edited(spec(3, 5, two_thirds()), |s| s.terms.challenge_window = 8)
 	));
 	for who in 1..=5 {
 		bond_and_join(who, 0, 1_000);

@@ -136,7 +136,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         duty_tx.clone(),
         appealer.clone(),
     ));
-    recipe.check(&info.spec, &a.recipe)?;
+    recipe.check(info.spec.diloco(), &a.recipe)?;
     let costs = keep_terms(&rt, &chain, &signer, a, &recipe, &info.spec)?;
     std::fs::create_dir_all(&a.base_path)
         .with_context(|| format!("creating {}", a.base_path.display()))?;
@@ -183,7 +183,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let cap = a.max_upload_mbit.map(|m| m * 1e6 / 8.0);
     cfg.max_upload = cap.map(|bytes_per_sec| bytes_per_sec as u64);
     let upload = cap.map_or(a.link.bytes_per_sec(), |c| c.min(a.link.bytes_per_sec()));
-    let needed = terms::evidence_capacity(info.spec.max_trainers, &cfg.limits);
+    let needed = terms::evidence_capacity(info.spec.terms.max_trainers, &cfg.limits);
     if upload < needed {
         tracing::warn!(
             upload_mbit = upload * 8e-6,
@@ -233,10 +233,19 @@ pub fn run(a: &RunArgs) -> Result<()> {
                 .filter(|p| p.status != PoolStatus::Open))
         },
     ))?;
-    let total_steps = started.spec.rounds.saturating_mul(started.spec.inner_steps);
+    let total_steps = started
+        .spec
+        .terms
+        .rounds
+        .saturating_mul(started.spec.diloco().inner_steps);
     let worker = recipe
         .setup
-        .replica(&a.recipe.model, me, started.spec.inner_steps, total_steps)?
+        .replica(
+            &a.recipe.model,
+            me,
+            started.spec.diloco().inner_steps,
+            total_steps,
+        )?
         .with_step_hook(inner_progress(a.quiet));
     let ctx = Ctx {
         a: Arc::new(a.clone()),
@@ -247,11 +256,11 @@ pub fn run(a: &RunArgs) -> Result<()> {
         store,
         recipe: Arc::new(recipe),
         pool,
-        spec_rounds: started.spec.rounds,
-        inner_steps: started.spec.inner_steps,
+        spec_rounds: started.spec.terms.rounds,
+        inner_steps: started.spec.diloco().inner_steps,
         me,
         account: account_of(&signer),
-        challenge_window: started.spec.challenge_window,
+        challenge_window: started.spec.terms.challenge_window,
         block_secs: costs.block_secs,
         step_secs: costs.step_secs,
         retained: Retained::open(&evidence_dir(&a.base_path, a.pool))?,
@@ -291,8 +300,8 @@ fn keep_terms(
     spec: &synod_chain::types::PoolSpec,
 ) -> Result<terms::Costs> {
     let shape = terms::Shape {
-        inner_steps: spec.inner_steps,
-        members: spec.max_trainers,
+        inner_steps: spec.diloco().inner_steps,
+        members: spec.terms.max_trainers,
         verify_segments: a.verify_segments,
         rate: a.verify_rate,
     };
@@ -300,14 +309,14 @@ fn keep_terms(
         recipe,
         &a.recipe,
         shape,
-        terms::step_secs(recipe, &a.recipe, spec.inner_steps)?,
+        terms::step_secs(recipe, &a.recipe, spec.diloco().inner_steps)?,
         rt.block_on(chain.block_secs())?,
         a.link.bytes_per_sec(),
     )?
-    .with_min_round_length(spec.min_round_length);
+    .with_min_round_length(spec.terms.min_round_length);
     let checked = costs.check(
-        spec.challenge_window,
-        spec.round_timeout,
+        spec.terms.challenge_window,
+        spec.terms.round_timeout,
         terms::MEMBER_MARGIN,
         terms::JOIN_HINT,
     );
@@ -317,7 +326,12 @@ fn keep_terms(
     // Two inner phases and two segments: after the cheap checks, before anything is bonded.
     if checked.is_ok() {
         let probed = terms::device_check(recipe.setup.device, joined, || {
-            terms::honest_noise(recipe, &a.recipe, spec.inner_steps, spec.rounds)
+            terms::honest_noise(
+                recipe,
+                &a.recipe,
+                spec.diloco().inner_steps,
+                spec.terms.rounds,
+            )
         })?;
         if let Some(n) = probed {
             tracing::info!(
