@@ -231,6 +231,11 @@ pub struct RunArgs {
     /// libp2p listen address.
     #[arg(long, default_value = "/ip4/0.0.0.0/tcp/0")]
     pub listen: String,
+    /// Addresses at which other members reach this trainer that it does not listen on itself
+    /// (multiaddrs, repeatable: a NAT's public address with its port forward): announced with
+    /// the listen address, and the proof that a member connecting to one reached this trainer.
+    #[arg(long)]
+    pub public_addr: Vec<String>,
     /// Peers to dial at start (multiaddrs); others are found through Kademlia and the
     /// on-chain registrations (peer ids).
     #[arg(long)]

@@ -42,6 +42,16 @@ fn member_set(ids: &[(Keypair, Arc<MemberKey>)]) -> MemberSet {
     )
 }
 
+/// The TCP port of `addr` (`/ip4/…/tcp/PORT/…`).
+fn tcp_port(addr: &Multiaddr) -> u16 {
+    addr.iter()
+        .find_map(|p| match p {
+            libp2p::multiaddr::Protocol::Tcp(port) => Some(port),
+            _ => None,
+        })
+        .expect("a TCP address")
+}
+
 async fn start(
     ids: &[(Keypair, Arc<MemberKey>)],
     set: &MemberSet,
@@ -708,7 +718,8 @@ async fn half_open_handshakes_cannot_shut_members_out() {
     let boot = node.listen_addrs().await.into_iter().next().unwrap();
     let member = ids[1].0.public().to_peer_id();
     let connected = |c: &Client| c.snapshot().connected.contains(&member);
-    // The member connects once (the node learns its address), then goes away.
+    // The member connects once (the node learns its address once the member identified
+    // itself), then goes away.
     let first = start(&ids, &set, 1, ids[1].1.clone(), Some(boot.clone())).await;
     let until = tokio::time::Instant::now() + Duration::from_secs(10);
     while !connected(&node) {
@@ -718,19 +729,14 @@ async fn half_open_handshakes_cannot_shut_members_out() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // Identify has run: the member said it dialled the node's own address.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     first.shutdown().await;
     while connected(&node) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // The flood: 40 silent connections from 16 addresses, topped up every 50 ms.
-    let text = boot.to_string();
-    let port: u16 = text
-        .split('/')
-        .skip_while(|p| *p != "tcp")
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let port = tcp_port(&boot);
     let flood = tokio::spawn(async move {
         let mut open: Vec<tokio::net::TcpStream> = Vec::new();
         for i in 0u32.. {
@@ -763,6 +769,95 @@ async fn half_open_handshakes_cannot_shut_members_out() {
     }
     flood.abort();
     for c in [&node, &second] {
+        c.shutdown().await;
+    }
+}
+
+/// Opens 8 silent TCP connections from `from` to the node at `port` and counts those the node
+/// holds open as pending handshakes after 500 ms (it closes at once those it refuses). The
+/// connections are closed again when the returned count is known.
+async fn handshakes_held(from: [u8; 4], port: u16) -> usize {
+    let mut open = Vec::new();
+    for _ in 0..8 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind((from, 0).into()).unwrap();
+        open.push(socket.connect(([127, 0, 0, 1], port).into()).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    open.iter()
+        .filter(|c| {
+            let mut b = [0u8; 1];
+            matches!(c.try_read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        })
+        .count()
+}
+
+/// A TCP forwarder at 127.0.0.7 that the node dials as a member (its address handed out as the
+/// member's by a third party, as a Kademlia answer would): the connection reaches the member
+/// (at 127.0.0.8) and works, but the member neither lists the forwarder's address nor sees the
+/// node at the other end, so the forwarder's own half-open handshakes get an outsider's share
+/// (4 of 8), not a member address's (all 8). Dialled at its own address, the member is
+/// learned: its address then holds all 8.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_forwarder_dialled_as_a_member_gets_no_members_share_of_handshakes() {
+    let ids = ids(2);
+    let set = member_set(&ids);
+    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
+    cfg.heartbeat = Duration::from_millis(500);
+    cfg.max_connections = 8;
+    let node = spawn(cfg).unwrap();
+    let port = tcp_port(&node.listen_addrs().await[0]);
+    let mut cfg = NetConfig::new(ids[1].0.clone(), ids[1].1.clone(), 1, set.clone());
+    cfg.heartbeat = Duration::from_millis(500);
+    cfg.listen = vec!["/ip4/127.0.0.8/tcp/0".parse().unwrap()];
+    let member = spawn(cfg).unwrap();
+    let direct = member.listen_addrs().await[0].clone();
+    let target = tcp_port(&direct);
+    let relay = tokio::net::TcpListener::bind("127.0.0.7:0").await.unwrap();
+    let relay_port = relay.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = relay.accept().await {
+            tokio::spawn(async move {
+                // From the forwarder's own address, as from another host.
+                let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                socket.bind(([127, 0, 0, 7], 0).into()).unwrap();
+                let mut out = socket
+                    .connect(([127, 0, 0, 8], target).into())
+                    .await
+                    .unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
+            });
+        }
+    });
+    let peer = ids[1].0.public().to_peer_id();
+    let via: Multiaddr = format!("/ip4/127.0.0.7/tcp/{relay_port}/p2p/{peer}")
+        .parse()
+        .unwrap();
+    node.dial(via).await.unwrap();
+    let until = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !node.snapshot().connected.contains(&peer) {
+        assert!(tokio::time::Instant::now() < until, "never connected");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Identify has run over the forwarded connection.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let held = handshakes_held([127, 0, 0, 7], port).await;
+    assert!(
+        held <= 4,
+        "the forwarder holds {held} of the node's 8 handshakes, a member address's share"
+    );
+    // The refused and the closed handshakes are gone; the member is dialled where it listens.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    node.dial(direct.with(libp2p::multiaddr::Protocol::P2p(peer)))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let held = handshakes_held([127, 0, 0, 8], port).await;
+    assert_eq!(
+        held, 8,
+        "the member's own address holds a member address's share"
+    );
+    for c in [&node, &member] {
         c.shutdown().await;
     }
 }

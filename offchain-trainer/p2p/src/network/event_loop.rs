@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use super::client::Command;
 use super::gossip::EQUIVOCATION_ROUNDS;
 use super::serve::Served;
-use super::{lock, Behaviour, BehaviourEvent, Snapshot};
+use super::{lock, pending, Behaviour, BehaviourEvent, Snapshot};
 use crate::message::Body;
 use crate::{MemberKey, MemberSet};
 
@@ -222,10 +222,18 @@ impl EventLoop {
                 lock(&self.shared).connected.remove(&peer_id);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received {
+                connection_id,
                 peer_id,
                 info,
-                ..
             })) => {
+                let what = pending::Identified {
+                    listen_addrs: &info.listen_addrs,
+                    observed_addr: &info.observed_addr,
+                };
+                self.swarm
+                    .behaviour_mut()
+                    .pending
+                    .identified(connection_id, peer_id, &what);
                 for a in info.listen_addrs {
                     self.swarm.behaviour_mut().kad.add_address(&peer_id, a);
                 }

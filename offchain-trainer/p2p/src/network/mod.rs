@@ -57,6 +57,10 @@ pub struct NetConfig {
     pub listen: Vec<Multiaddr>,
     /// Peers to dial at start (Kademlia bootstraps from them).
     pub bootnodes: Vec<Multiaddr>,
+    /// Addresses at which others reach this node that it does not listen on itself (a port
+    /// forward, a NAT's public address): announced to peers with the listen addresses, and
+    /// counted as its own when a peer proves it dialled one (`pending.rs`).
+    pub public_addrs: Vec<Multiaddr>,
     /// Heartbeat period (Prime's ElasticDeviceMesh uses 2 s).
     pub heartbeat: Duration,
     /// Most established connections, and most inbound handshakes pending at once; peers that
@@ -107,6 +111,7 @@ impl NetConfig {
                 .parse()
                 .unwrap_or_else(|_| Multiaddr::empty())],
             bootnodes: Vec::new(),
+            public_addrs: Vec::new(),
             heartbeat: Duration::from_secs(2),
             max_connections: 64,
             limits: Limits::default(),
@@ -332,6 +337,9 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         swarm
             .listen_on(a.clone())
             .map_err(|e| config_error(&format!("listening on {a}"), &e))?;
+    }
+    for a in &cfg.public_addrs {
+        swarm.add_external_address(a.clone());
     }
     for a in &cfg.bootnodes {
         swarm

@@ -8,9 +8,26 @@
 //! transport's handshake timeout, cannot keep members from connecting in: a member's known
 //! addresses always find `max − outsider_max` handshakes free. A QUIC handshake counts as an
 //! outsider's whatever its address (its first packet's source address is not verified, so it can
-//! be forged). A member's first connection from a new address counts as an outsider's until it
-//! is established (the node then knows the address), and the node dials every member it is not
-//! connected to on each heartbeat anyway.
+//! be forged). A member's first connection from a new address counts as an outsider's until the
+//! node has learned the address, and the node dials every member it is not connected to on each
+//! heartbeat anyway.
+//!
+//! Only addresses a connection *proves* are learned as a peer's, once the peer has identified
+//! itself over that connection (libp2p identify, on the connection its secure channel
+//! authenticated) and said what it sees at the other end:
+//! * an address the node dialled, if it is global and the peer lists it among its own listen or
+//!   external addresses, or if the peer sees the connection come from one of the node's own IP
+//!   addresses in the dialled address's scope (nothing in between);
+//! * an address a peer connected from, if the address the peer says it dialled (its observed
+//!   address of the node) is one of the node's own, in the same scope as the source (a loopback
+//!   address proves only a loopback source, a private one only a private source: an address
+//!   that other hosts may hold too proves nothing about a source elsewhere), or if the source is
+//!   global and the peer lists its IP among its own addresses.
+//!
+//! A TCP forwarder placed between the node and a member (its address handed to the node, or to
+//! the member, as the other's by a third party, e.g. in a Kademlia answer) proves neither: the
+//! connection works, but the forwarder's address gets no member's share of the handshakes. A
+//! connection whose proof fails is judged again at the peer's next identify.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -18,15 +35,17 @@ use std::net::IpAddr;
 use std::task::{Context, Poll};
 
 use libp2p::core::transport::PortUse;
-use libp2p::core::Endpoint;
+use libp2p::core::{ConnectedPoint, Endpoint};
 use libp2p::multiaddr::Protocol;
+use libp2p::swarm::behaviour::ExternalAddrConfirmed;
 use libp2p::swarm::{
-    dummy, ConnectionClosed, ConnectionDenied, ConnectionId, FromSwarm, ListenFailure,
-    NetworkBehaviour, THandler, THandlerInEvent, THandlerOutEvent, ToSwarm,
+    dummy, ConnectionClosed, ConnectionDenied, ConnectionId, ExpiredListenAddr,
+    ExternalAddrExpired, FromSwarm, ListenFailure, NetworkBehaviour, NewListenAddr, THandler,
+    THandlerInEvent, THandlerOutEvent, ToSwarm,
 };
 use libp2p::{Multiaddr, PeerId};
 
-/// Addresses remembered per peer: the latest ones it connected from or was dialled at.
+/// Addresses remembered per peer: the latest ones it proved it connected from or was dialled at.
 pub(super) const ADDRESSES_PER_PEER: usize = 4;
 
 /// Most handshakes pending from one IP address, a member's included: an address learned as a
@@ -65,6 +84,29 @@ pub struct PendingInbound {
     /// The latest addresses (≤ [`ADDRESSES_PER_PEER`], newest last) of every connected peer and
     /// every member.
     addresses: HashMap<PeerId, VecDeque<IpAddr>>,
+    /// Where each open connection goes: the address dialled, or the address the peer connected
+    /// from, until the peer identifies itself over it.
+    unproven: HashMap<ConnectionId, (PeerId, Side)>,
+    /// The node's own listen and confirmed external addresses.
+    own: HashSet<Multiaddr>,
+}
+
+/// The far end of a connection, as the node sees it.
+#[derive(Clone, Debug)]
+enum Side {
+    /// The node dialled this address.
+    Dialled(Multiaddr),
+    /// The peer connected in from this address.
+    From(Multiaddr),
+}
+
+/// What a peer says of itself over one connection (libp2p identify).
+pub(super) struct Identified<'a> {
+    /// The addresses it listens on.
+    pub listen_addrs: &'a [Multiaddr],
+    /// The node's address as the peer sees it: the address it dialled, on a connection it
+    /// opened.
+    pub observed_addr: &'a Multiaddr,
 }
 
 /// The IP address a multiaddr starts with (TCP and QUIC addresses alike), if any.
@@ -73,6 +115,58 @@ fn ip_of(addr: &Multiaddr) -> Option<IpAddr> {
         Protocol::Ip4(ip) => Some(ip.into()),
         Protocol::Ip6(ip) => Some(ip.into()),
         _ => None,
+    }
+}
+
+/// `addr` without a trailing `/p2p/…`.
+fn without_peer(addr: &Multiaddr) -> Multiaddr {
+    let mut addr = addr.clone();
+    if matches!(addr.iter().last(), Some(Protocol::P2p(_))) {
+        addr.pop();
+    }
+    addr
+}
+
+/// Whether `a` and `b` name the same transport address (a trailing `/p2p/…` ignored).
+fn same_address(a: &Multiaddr, b: &Multiaddr) -> bool {
+    without_peer(a) == without_peer(b)
+}
+
+/// Whether an address `seen` that other hosts may hold too (loopback: every host; private,
+/// link-local, shared, unique-local: every network) can vouch for a connection from `src`:
+/// only a source in the same scope can have reached it directly.
+fn same_scope(seen: &IpAddr, src: &IpAddr) -> bool {
+    scope(seen) == scope(src)
+}
+
+/// [`scope`] of an address any host can reach.
+const GLOBAL: u8 = 2;
+
+/// An IP address's reach: 0 loopback, 1 private, link-local or shared (RFC 1918, 3927, 6598;
+/// IPv6 unique- and link-local), [`GLOBAL`].
+fn scope(ip: &IpAddr) -> u8 {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            if v4.is_loopback() {
+                0
+            } else if v4.is_private() || v4.is_link_local() || (a == 100 && (64..128).contains(&b))
+            {
+                1
+            } else {
+                GLOBAL
+            }
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            if v6.is_loopback() {
+                0
+            } else if (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80 {
+                1
+            } else {
+                GLOBAL
+            }
+        }
     }
 }
 
@@ -100,6 +194,8 @@ impl PendingInbound {
             members: members.into_iter().collect(),
             connected: HashSet::new(),
             addresses: HashMap::new(),
+            unproven: HashMap::new(),
+            own: HashSet::new(),
         }
     }
 
@@ -112,7 +208,65 @@ impl PendingInbound {
             .retain(|p, _| members.contains(p) || connected.contains(p));
     }
 
-    /// Whether a member connected from, or was dialled at, `ip` lately.
+    /// Learns the far address of `connection` as `peer`'s if `what` it says of itself over it
+    /// proves it ([module docs](self)); a connection that proved nothing stays to be judged
+    /// at the peer's next identify.
+    pub(super) fn identified(
+        &mut self,
+        connection: ConnectionId,
+        peer: PeerId,
+        what: &Identified<'_>,
+    ) {
+        let Some((owner, side)) = self.unproven.get(&connection) else {
+            return;
+        };
+        if *owner != peer {
+            return;
+        }
+        // What the peer lists vouches for a global address only: a loopback or private one
+        // may be another host's where the node is.
+        let global = |addr: &Multiaddr| ip_of(addr).is_some_and(|ip| scope(&ip) == GLOBAL);
+        let announced =
+            |ip: Option<IpAddr>| ip.is_some() && what.listen_addrs.iter().any(|a| ip_of(a) == ip);
+        let proven = match side {
+            Side::Dialled(addr) => {
+                let seen_from_us = match (ip_of(what.observed_addr), ip_of(addr)) {
+                    (Some(seen), Some(dialled)) => {
+                        same_scope(&seen, &dialled) && self.is_own_ip(&seen)
+                    }
+                    _ => false,
+                };
+                let listed = what.listen_addrs.iter().any(|a| same_address(a, addr));
+                (global(addr) && listed) || seen_from_us
+            }
+            Side::From(src) => {
+                let scoped = match (ip_of(what.observed_addr), ip_of(src)) {
+                    (Some(seen), Some(src)) => same_scope(&seen, &src),
+                    _ => false,
+                };
+                (scoped && self.is_own(what.observed_addr))
+                    || (global(src) && announced(ip_of(src)))
+            }
+        };
+        if proven {
+            let (Side::Dialled(addr) | Side::From(addr)) = side.clone();
+            self.unproven.remove(&connection);
+            self.learn(peer, &addr);
+        }
+    }
+
+    /// Whether `ip` is the IP of one of the node's listen or external addresses.
+    fn is_own_ip(&self, ip: &IpAddr) -> bool {
+        self.own.iter().any(|a| ip_of(a).as_ref() == Some(ip))
+    }
+
+    /// Whether `addr` is one of the node's listen or external addresses (transport and port
+    /// compared, a trailing `/p2p/…` ignored).
+    fn is_own(&self, addr: &Multiaddr) -> bool {
+        self.own.iter().any(|a| same_address(a, addr))
+    }
+
+    /// Whether a member proved lately that it connected from, or was dialled at, `ip`.
     pub(super) fn is_member_address(&self, ip: &IpAddr) -> bool {
         self.members
             .iter()
@@ -121,7 +275,6 @@ impl PendingInbound {
     }
 
     fn learn(&mut self, peer: PeerId, addr: &Multiaddr) {
-        self.connected.insert(peer);
         let Some(ip) = ip_of(addr) else { return };
         let known = self.addresses.entry(peer).or_default();
         known.retain(|a| *a != ip);
@@ -131,7 +284,17 @@ impl PendingInbound {
         }
     }
 
-    fn closed(&mut self, peer: PeerId, remaining: usize) {
+    fn established(&mut self, connection: ConnectionId, peer: PeerId, at: &ConnectedPoint) {
+        self.connected.insert(peer);
+        let side = match at {
+            ConnectedPoint::Dialer { address, .. } => Side::Dialled(address.clone()),
+            ConnectedPoint::Listener { send_back_addr, .. } => Side::From(send_back_addr.clone()),
+        };
+        self.unproven.insert(connection, (peer, side));
+    }
+
+    fn closed(&mut self, connection: ConnectionId, peer: PeerId, remaining: usize) {
+        self.unproven.remove(&connection);
         if remaining == 0 {
             self.connected.remove(&peer);
             if !self.members.contains(&peer) {
@@ -206,13 +369,22 @@ impl NetworkBehaviour for PendingInbound {
     fn on_swarm_event(&mut self, event: FromSwarm) {
         match event {
             FromSwarm::ConnectionEstablished(e) => {
-                self.learn(e.peer_id, e.endpoint.get_remote_address())
+                self.established(e.connection_id, e.peer_id, e.endpoint)
             }
             FromSwarm::ConnectionClosed(ConnectionClosed {
+                connection_id,
                 peer_id,
                 remaining_established,
                 ..
-            }) => self.closed(peer_id, remaining_established),
+            }) => self.closed(connection_id, peer_id, remaining_established),
+            FromSwarm::NewListenAddr(NewListenAddr { addr, .. })
+            | FromSwarm::ExternalAddrConfirmed(ExternalAddrConfirmed { addr }) => {
+                self.own.insert(addr.clone());
+            }
+            FromSwarm::ExpiredListenAddr(ExpiredListenAddr { addr, .. })
+            | FromSwarm::ExternalAddrExpired(ExternalAddrExpired { addr }) => {
+                self.own.remove(addr);
+            }
             FromSwarm::ListenFailure(ListenFailure { connection_id, .. }) => {
                 self.pending.remove(&connection_id);
             }
@@ -323,7 +495,7 @@ mod tests {
         let mut b = PendingInbound::new(64, 16, [member]);
         b.learn(outsider, &addr("10.9.9.9"));
         assert!(!b.is_member_address(&"10.9.9.9".parse().unwrap()));
-        b.closed(outsider, 0);
+        b.closed(ConnectionId::new_unchecked(0), outsider, 0);
         assert!(!b.addresses.contains_key(&outsider));
         for i in 0..10 {
             b.learn(member, &addr(&format!("10.0.0.{i}")));
@@ -332,9 +504,278 @@ mod tests {
         assert!(b.is_member_address(&"10.0.0.9".parse().unwrap()));
         assert!(!b.is_member_address(&"10.0.0.0".parse().unwrap()));
         // A member's addresses outlive its connections, not its membership.
-        b.closed(member, 0);
+        b.closed(ConnectionId::new_unchecked(1), member, 0);
         assert!(b.is_member_address(&"10.0.0.9".parse().unwrap()));
         b.set_members([]);
         assert!(!b.is_member_address(&"10.0.0.9".parse().unwrap()));
+    }
+
+    /// `b` has a connection (`id`) to `peer` at `at`, which then identifies itself with
+    /// `listen` as its listen addresses and `observed` as what it dialled.
+    fn identified(
+        b: &mut PendingInbound,
+        id: usize,
+        peer: PeerId,
+        at: ConnectedPoint,
+        listen: &[Multiaddr],
+        observed: &Multiaddr,
+    ) {
+        let id = ConnectionId::new_unchecked(id);
+        b.established(id, peer, &at);
+        let what = Identified {
+            listen_addrs: listen,
+            observed_addr: observed,
+        };
+        b.identified(id, peer, &what);
+    }
+
+    fn dialled(address: Multiaddr) -> ConnectedPoint {
+        ConnectedPoint::Dialer {
+            address,
+            role_override: Endpoint::Dialer,
+            port_use: PortUse::Reuse,
+        }
+    }
+
+    fn from(send_back_addr: Multiaddr) -> ConnectedPoint {
+        ConnectedPoint::Listener {
+            local_addr: addr("127.0.0.1"),
+            send_back_addr,
+        }
+    }
+
+    fn ma(text: &str) -> Multiaddr {
+        text.parse().unwrap()
+    }
+
+    /// The node's own address in these tests (global).
+    const OURS: &str = "/ip4/198.51.100.9/tcp/30333";
+
+    /// A TCP forwarder whose address a third party handed out as a member's (a Kademlia answer)
+    /// reaches the member, so the node's dial succeeds; but the member does not list the
+    /// forwarder's address, and sees the connection come from the forwarder, not from the node:
+    /// the forwarder gets no member's share of the handshakes. A member dialled at an address
+    /// it lists, or behind a NAT at an address it cannot know but seeing the node's own IP at
+    /// the other end, is learned.
+    #[test]
+    fn a_forwarder_dialled_as_a_member_gets_no_members_share_of_handshakes() {
+        let member = PeerId::random();
+        let mut b = PendingInbound::new(8, 2, [member]);
+        b.own.insert(ma(OURS));
+        let listen = [ma("/ip4/203.0.113.7/tcp/4001")];
+        let forwarder = ma("/ip4/192.0.2.66/tcp/4001");
+        let seen_by_member = ma("/ip4/192.0.2.66/tcp/5555");
+        for _ in 0..2 {
+            // Judged again at each identify, proving nothing each time.
+            identified(
+                &mut b,
+                1,
+                member,
+                dialled(forwarder.clone()),
+                &listen,
+                &seen_by_member,
+            );
+        }
+        assert!(!b.is_member_address(&"192.0.2.66".parse().unwrap()));
+        for _ in 0..MIN_OUTSIDER_HANDSHAKES {
+            pending(&mut b, "192.0.2.66").unwrap();
+        }
+        assert!(pending(&mut b, "192.0.2.66").is_err());
+        let ours_seen = ma("/ip4/198.51.100.9/tcp/40000");
+        identified(
+            &mut b,
+            2,
+            member,
+            dialled(listen[0].clone()),
+            &listen,
+            &ours_seen,
+        );
+        assert!(b.is_member_address(&"203.0.113.7".parse().unwrap()));
+        // Behind a NAT: it listens at a private address, and sees the node's own IP.
+        let private = [ma("/ip4/192.168.1.5/tcp/4001")];
+        let forwarded_port = ma("/ip4/203.0.113.8/tcp/4001").with(Protocol::P2p(member));
+        identified(
+            &mut b,
+            3,
+            member,
+            dialled(forwarded_port),
+            &private,
+            &ours_seen,
+        );
+        assert!(b.is_member_address(&"203.0.113.8".parse().unwrap()));
+    }
+
+    /// The other direction: a member that was handed the forwarder's address as the node's
+    /// connects in through it. The member's identify says what it dialled, which is not an
+    /// address of the node: the forwarder's address is not learned. Neither is a source that
+    /// dialled one of the node's loopback addresses from elsewhere (a forwarder on the
+    /// member's host, listening where the node listens on its own). A member that dialled one
+    /// of the node's addresses is learned where it connected from (behind a NAT: its public
+    /// address, which it may not know itself), and so is a source the member lists.
+    #[test]
+    fn a_member_connecting_through_a_forwarder_gives_it_no_members_share() {
+        let member = PeerId::random();
+        let mut b = PendingInbound::new(8, 2, [member]);
+        b.own.insert(ma(OURS));
+        b.own.insert(ma("/ip4/127.0.0.1/tcp/30333"));
+        let forwarder = ma("/ip4/192.0.2.66/tcp/30333");
+        let listen = [ma("/ip4/192.168.1.5/tcp/4001")];
+        identified(
+            &mut b,
+            1,
+            member,
+            from(addr("192.0.2.66")),
+            &listen,
+            &forwarder,
+        );
+        assert!(!b.is_member_address(&"192.0.2.66".parse().unwrap()));
+        let loopback = ma("/ip4/127.0.0.1/tcp/30333");
+        identified(
+            &mut b,
+            2,
+            member,
+            from(addr("192.0.2.77")),
+            &listen,
+            &loopback,
+        );
+        assert!(!b.is_member_address(&"192.0.2.77".parse().unwrap()));
+        let dialled_us = ma(OURS).with(Protocol::P2p(PeerId::random()));
+        identified(
+            &mut b,
+            3,
+            member,
+            from(addr("203.0.113.7")),
+            &listen,
+            &dialled_us,
+        );
+        assert!(b.is_member_address(&"203.0.113.7".parse().unwrap()));
+        identified(
+            &mut b,
+            4,
+            member,
+            from(addr("127.0.0.1")),
+            &listen,
+            &loopback,
+        );
+        assert!(b.is_member_address(&"127.0.0.1".parse().unwrap()));
+        let announced = [ma("/ip4/203.0.113.9/tcp/4001")];
+        identified(
+            &mut b,
+            5,
+            member,
+            from(addr("203.0.113.9")),
+            &announced,
+            &forwarder,
+        );
+        assert!(b.is_member_address(&"203.0.113.9".parse().unwrap()));
+    }
+
+    /// Only the peer a connection authenticated speaks for it; a proof that failed (the node
+    /// did not know its own address yet) is judged again at the peer's next identify.
+    #[test]
+    fn a_connections_address_is_proven_by_its_own_peer_at_any_identify() {
+        let member = PeerId::random();
+        let other = PeerId::random();
+        let mut b = PendingInbound::new(8, 2, [member, other]);
+        let listen = [ma("/ip4/192.168.1.5/tcp/4001")];
+        let dialled_us = ma(OURS);
+        identified(
+            &mut b,
+            1,
+            member,
+            from(addr("203.0.113.7")),
+            &listen,
+            &dialled_us,
+        );
+        assert!(!b.is_member_address(&"203.0.113.7".parse().unwrap()));
+        let id = ConnectionId::new_unchecked(1);
+        b.own.insert(ma(OURS));
+        let what = Identified {
+            listen_addrs: &listen,
+            observed_addr: &dialled_us,
+        };
+        b.identified(id, other, &what);
+        assert!(!b.is_member_address(&"203.0.113.7".parse().unwrap()));
+        b.identified(id, member, &what);
+        assert!(b.is_member_address(&"203.0.113.7".parse().unwrap()));
+        assert!(b.unproven.is_empty());
+    }
+
+    /// A loopback or private address means another host where the node is: a member listing
+    /// one vouches for nothing (a forwarder in the node's network holding the member's
+    /// private address), and neither does the node's own loopback IP seen at the far end of a
+    /// connection dialled at a global address.
+    #[test]
+    fn listed_or_seen_addresses_of_another_scope_prove_nothing() {
+        let member = PeerId::random();
+        let mut b = PendingInbound::new(8, 2, [member]);
+        b.own.insert(ma(OURS));
+        b.own.insert(ma("/ip4/127.0.0.1/tcp/30333"));
+        let lan = ma("/ip4/192.168.1.5/tcp/4001");
+        let elsewhere = ma("/ip4/192.0.2.66/tcp/5555");
+        identified(
+            &mut b,
+            1,
+            member,
+            dialled(lan.clone()),
+            std::slice::from_ref(&lan),
+            &elsewhere,
+        );
+        identified(
+            &mut b,
+            2,
+            member,
+            from(addr("192.168.1.5")),
+            std::slice::from_ref(&lan),
+            &elsewhere,
+        );
+        assert!(!b.is_member_address(&"192.168.1.5".parse().unwrap()));
+        let global = ma("/ip4/203.0.113.7/tcp/4001");
+        let loopback_seen = ma("/ip4/127.0.0.1/tcp/40000");
+        identified(&mut b, 3, member, dialled(global), &[lan], &loopback_seen);
+        assert!(!b.is_member_address(&"203.0.113.7".parse().unwrap()));
+    }
+
+    /// The node's own addresses follow the swarm: a confirmed external address (a NAT's
+    /// public address, `--public-addr`) proves a member that dialled it, until it expires.
+    #[test]
+    fn a_confirmed_external_address_proves_members_that_dial_it_until_it_expires() {
+        let member = PeerId::random();
+        let mut b = PendingInbound::new(8, 2, [member]);
+        let public = ma("/ip4/198.51.100.20/tcp/30333");
+        let listen = [ma("/ip4/192.168.1.5/tcp/4001")];
+        identified(
+            &mut b,
+            1,
+            member,
+            from(addr("203.0.113.7")),
+            &listen,
+            &public,
+        );
+        assert!(!b.is_member_address(&"203.0.113.7".parse().unwrap()));
+        b.on_swarm_event(FromSwarm::ExternalAddrConfirmed(ExternalAddrConfirmed {
+            addr: &public,
+        }));
+        b.identified(
+            ConnectionId::new_unchecked(1),
+            member,
+            &Identified {
+                listen_addrs: &listen,
+                observed_addr: &public,
+            },
+        );
+        assert!(b.is_member_address(&"203.0.113.7".parse().unwrap()));
+        b.on_swarm_event(FromSwarm::ExternalAddrExpired(ExternalAddrExpired {
+            addr: &public,
+        }));
+        identified(
+            &mut b,
+            2,
+            member,
+            from(addr("203.0.113.8")),
+            &listen,
+            &public,
+        );
+        assert!(!b.is_member_address(&"203.0.113.8".parse().unwrap()));
     }
 }

@@ -166,6 +166,14 @@ pub fn run(a: &RunArgs) -> Result<()> {
         MemberSet::new(u64::from(a.pool), vec![own]),
     );
     cfg.listen = vec![a.listen.parse().context("--listen")?];
+    cfg.public_addrs = a
+        .public_addr
+        .iter()
+        .map(|p| {
+            p.parse::<Multiaddr>()
+                .with_context(|| format!("--public-addr {p}"))
+        })
+        .collect::<Result<_>>()?;
     cfg.limits = synod_p2p::Limits {
         stall: Duration::from_secs(a.transfer_stall),
         min_rate: a.min_transfer_rate,
