@@ -32,7 +32,7 @@ pub trait WeightInfo {
 pub struct SubstrateWeight<T>(PhantomData<T>);
 impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::FinalCheckpoints` (r:2 w:0)
 	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Snapshots` (r:1 w:0)
@@ -65,16 +65,16 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::EligibleJurors` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
 	fn open_challenge(m: u32) -> Weight {
-		// Proof size: measured `3378`, estimated `11198` bytes.
-		Weight::from_parts(1_092_859_682, 11198)
-			.saturating_add(Weight::from_parts(6_517_298, 0).saturating_mul(m.into()))
+		// Proof size: measured `3379`, estimated `11198` bytes.
+		Weight::from_parts(1_130_786_375, 11198)
+			.saturating_add(Weight::from_parts(7_904_721, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(16_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(13_u64))
 			.saturating_add(Weight::from_parts(0, 2523).saturating_mul(m.into()))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::FinalCheckpoints` (r:2 w:0)
 	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Snapshots` (r:1 w:0)
@@ -109,9 +109,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
 	fn open_narrowed_challenge(m: u32) -> Weight {
-		// Proof size: measured `3378`, estimated `11198` bytes.
-		Weight::from_parts(1_104_509_727, 11198)
-			.saturating_add(Weight::from_parts(5_263_702, 0).saturating_mul(m.into()))
+		// Proof size: measured `3379`, estimated `11198` bytes.
+		Weight::from_parts(1_160_614_731, 11198)
+			.saturating_add(Weight::from_parts(5_739_709, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(16_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(14_u64))
@@ -147,7 +147,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn vote() -> Weight {
 		// Proof size: measured `6638`, estimated `82142` bytes.
-		Weight::from_parts(2_685_773_000, 82142)
+		Weight::from_parts(2_825_753_000, 82142)
 			.saturating_add(T::DbWeight::get().reads(63_u64))
 			.saturating_add(T::DbWeight::get().writes(49_u64))
 	}
@@ -168,8 +168,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `e` is `[0, 12]`.
 	fn on_initialize_expire(e: u32) -> Weight {
 		// Proof size: measured `614`, estimated `3542` bytes.
-		Weight::from_parts(55_073_026, 3542)
-			.saturating_add(Weight::from_parts(238_848_588, 0).saturating_mul(e.into()))
+		Weight::from_parts(72_353_404, 3542)
+			.saturating_add(Weight::from_parts(249_840_385, 0).saturating_mul(e.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().reads((5_u64).saturating_mul(e.into())))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
@@ -179,7 +179,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::OpenChallenges` (r:1 w:1)
 	/// Proof: `Challenges::OpenChallenges` (`max_values`: None, `max_size`: Some(21338), added: 23813, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Votes` (r:32 w:0)
 	/// Proof: `Challenges::Votes` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::NoShows` (r:32 w:32)
@@ -209,13 +209,13 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::Disputes` (r:0 w:1)
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn expire() -> Weight {
-		// Proof size: measured `11067`, estimated `102750` bytes.
-		Weight::from_parts(4_539_036_000, 102750)
+		// Proof size: measured `11068`, estimated `102750` bytes.
+		Weight::from_parts(4_653_367_000, 102750)
 			.saturating_add(T::DbWeight::get().reads(172_u64))
 			.saturating_add(T::DbWeight::get().writes(173_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Snapshots` (r:1 w:0)
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Voided` (r:1 w:0)
@@ -237,9 +237,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
-	fn report_equivocation(_m: u32) -> Weight {
-		// Proof size: measured `4072`, estimated `8799` bytes.
-		Weight::from_parts(1_752_256_836, 8799)
+	fn report_equivocation(m: u32) -> Weight {
+		// Proof size: measured `4073`, estimated `8799` bytes.
+		Weight::from_parts(1_876_863_728, 8799)
+			.saturating_add(Weight::from_parts(65_520, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
@@ -253,7 +254,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	fn appeal() -> Weight {
 		// Proof size: measured `2905`, estimated `24803` bytes.
-		Weight::from_parts(194_672_000, 24803)
+		Weight::from_parts(213_050_000, 24803)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -272,14 +273,14 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::Votes` (r:15 w:15)
 	/// Proof: `Challenges::Votes` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:8 w:1)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::ScheduledAt` (r:1 w:1)
 	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
 	fn draw_appeal() -> Weight {
-		// Proof size: measured `8457`, estimated `39030` bytes.
-		Weight::from_parts(672_780_000, 39030)
+		// Proof size: measured `8458`, estimated `39030` bytes.
+		Weight::from_parts(694_503_000, 39030)
 			.saturating_add(T::DbWeight::get().reads(31_u64))
 			.saturating_add(T::DbWeight::get().writes(20_u64))
 	}
@@ -289,7 +290,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn register_juror() -> Weight {
 		// Proof size: measured `245`, estimated `4170` bytes.
-		Weight::from_parts(51_698_000, 4170)
+		Weight::from_parts(51_447_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -299,7 +300,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn unregister_juror() -> Weight {
 		// Proof size: measured `172`, estimated `4170` bytes.
-		Weight::from_parts(46_991_000, 4170)
+		Weight::from_parts(47_011_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -308,59 +309,60 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn open_challenge(m: u32) -> Weight {
-		Weight::from_parts(1_092_859_682, 11198)
-			.saturating_add(Weight::from_parts(6_517_298, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_130_786_375, 11198)
+			.saturating_add(Weight::from_parts(7_904_721, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(16_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(13_u64))
 	}
 	fn open_narrowed_challenge(m: u32) -> Weight {
-		Weight::from_parts(1_104_509_727, 11198)
-			.saturating_add(Weight::from_parts(5_263_702, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_160_614_731, 11198)
+			.saturating_add(Weight::from_parts(5_739_709, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(16_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(14_u64))
 	}
 	fn vote() -> Weight {
-		Weight::from_parts(2_685_773_000, 82142)
+		Weight::from_parts(2_825_753_000, 82142)
 			.saturating_add(RocksDbWeight::get().reads(63_u64))
 			.saturating_add(RocksDbWeight::get().writes(49_u64))
 	}
 	fn on_initialize_expire(e: u32) -> Weight {
-		Weight::from_parts(55_073_026, 3542)
-			.saturating_add(Weight::from_parts(238_848_588, 0).saturating_mul(e.into()))
+		Weight::from_parts(72_353_404, 3542)
+			.saturating_add(Weight::from_parts(249_840_385, 0).saturating_mul(e.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().reads((5_u64).saturating_mul(e.into())))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(e.into())))
 	}
 	fn expire() -> Weight {
-		Weight::from_parts(4_539_036_000, 102750)
+		Weight::from_parts(4_653_367_000, 102750)
 			.saturating_add(RocksDbWeight::get().reads(172_u64))
 			.saturating_add(RocksDbWeight::get().writes(173_u64))
 	}
-	fn report_equivocation(_m: u32) -> Weight {
-		Weight::from_parts(1_752_256_836, 8799)
+	fn report_equivocation(m: u32) -> Weight {
+		Weight::from_parts(1_876_863_728, 8799)
+			.saturating_add(Weight::from_parts(65_520, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn appeal() -> Weight {
-		Weight::from_parts(194_672_000, 24803)
+		Weight::from_parts(213_050_000, 24803)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn draw_appeal() -> Weight {
-		Weight::from_parts(672_780_000, 39030)
+		Weight::from_parts(694_503_000, 39030)
 			.saturating_add(RocksDbWeight::get().reads(31_u64))
 			.saturating_add(RocksDbWeight::get().writes(20_u64))
 	}
 	fn register_juror() -> Weight {
-		Weight::from_parts(51_698_000, 4170)
+		Weight::from_parts(51_447_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn unregister_juror() -> Weight {
-		Weight::from_parts(46_991_000, 4170)
+		Weight::from_parts(47_011_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}

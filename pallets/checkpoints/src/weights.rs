@@ -26,7 +26,7 @@ pub trait WeightInfo {
 pub struct SubstrateWeight<T>(PhantomData<T>);
 impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Commits` (r:33 w:1)
 	/// Proof: `Checkpoints::Commits` (`max_values`: None, `max_size`: Some(225), added: 2700, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::FinalCheckpoints` (r:1 w:1)
@@ -63,9 +63,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Rewards::Unsettled` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
 	fn commit_checkpoint(m: u32) -> Weight {
-		// Proof size: measured `1043`, estimated `13274` bytes.
-		Weight::from_parts(309_114_814, 13274)
-			.saturating_add(Weight::from_parts(58_922_239, 0).saturating_mul(m.into()))
+		// Proof size: measured `1044`, estimated `13274` bytes.
+		Weight::from_parts(321_524_440, 13274)
+			.saturating_add(Weight::from_parts(59_854_231, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(15_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(14_u64))
@@ -81,7 +81,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Checkpoints::OpenRounds` (r:8 w:8)
 	/// Proof: `Checkpoints::OpenRounds` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:8 w:8)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Candidates` (r:8 w:16)
 	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::AgreedSets` (r:16 w:0)
@@ -121,8 +121,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `v` is `[0, 8]`.
 	fn on_initialize_void(v: u32) -> Weight {
 		// Proof size: measured `431`, estimated `4913` bytes.
-		Weight::from_parts(8_233_000, 4913)
-			.saturating_add(Weight::from_parts(7_206_998_554, 0).saturating_mul(v.into()))
+		Weight::from_parts(204_072_056, 4913)
+			.saturating_add(Weight::from_parts(6_989_576_902, 0).saturating_mul(v.into()))
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().reads((267_u64).saturating_mul(v.into())))
 			.saturating_add(T::DbWeight::get().writes(2_u64))
@@ -148,7 +148,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Members` (r:32 w:32)
 	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::MemberList` (r:1 w:1)
@@ -164,15 +164,15 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainingPools::Dropped` (r:0 w:32)
 	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	fn decide_unmatched_commits() -> Weight {
-		// Proof size: measured `84994`, estimated `148094` bytes.
-		Weight::from_parts(6_459_229_000, 148094)
+		// Proof size: measured `84995`, estimated `148094` bytes.
+		Weight::from_parts(6_448_452_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(232_u64))
 			.saturating_add(T::DbWeight::get().writes(325_u64))
 	}
 	/// Storage: `Checkpoints::FinalCheckpoints` (r:1 w:0)
 	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Snapshots` (r:1 w:1)
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Commits` (r:32 w:1)
@@ -188,8 +188,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Checkpoints::Divergent` (r:0 w:1)
 	/// Proof: `Checkpoints::Divergent` (`max_values`: None, `max_size`: Some(2065), added: 4540, mode: `MaxEncodedLen`)
 	fn round_settled() -> Weight {
-		// Proof size: measured `8188`, estimated `99570` bytes.
-		Weight::from_parts(1_174_945_000, 99570)
+		// Proof size: measured `8189`, estimated `99570` bytes.
+		Weight::from_parts(1_196_236_000, 99570)
 			.saturating_add(T::DbWeight::get().reads(105_u64))
 			.saturating_add(T::DbWeight::get().writes(36_u64))
 	}
@@ -198,28 +198,28 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn commit_checkpoint(m: u32) -> Weight {
-		Weight::from_parts(309_114_814, 13274)
-			.saturating_add(Weight::from_parts(58_922_239, 0).saturating_mul(m.into()))
+		Weight::from_parts(321_524_440, 13274)
+			.saturating_add(Weight::from_parts(59_854_231, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(15_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(14_u64))
 			.saturating_add(RocksDbWeight::get().writes((2_u64).saturating_mul(m.into())))
 	}
 	fn on_initialize_void(v: u32) -> Weight {
-		Weight::from_parts(8_233_000, 4913)
-			.saturating_add(Weight::from_parts(7_206_998_554, 0).saturating_mul(v.into()))
+		Weight::from_parts(204_072_056, 4913)
+			.saturating_add(Weight::from_parts(6_989_576_902, 0).saturating_mul(v.into()))
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().reads((267_u64).saturating_mul(v.into())))
 			.saturating_add(RocksDbWeight::get().writes(2_u64))
 			.saturating_add(RocksDbWeight::get().writes((331_u64).saturating_mul(v.into())))
 	}
 	fn decide_unmatched_commits() -> Weight {
-		Weight::from_parts(6_459_229_000, 148094)
+		Weight::from_parts(6_448_452_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(232_u64))
 			.saturating_add(RocksDbWeight::get().writes(325_u64))
 	}
 	fn round_settled() -> Weight {
-		Weight::from_parts(1_174_945_000, 99570)
+		Weight::from_parts(1_196_236_000, 99570)
 			.saturating_add(RocksDbWeight::get().reads(105_u64))
 			.saturating_add(RocksDbWeight::get().writes(36_u64))
 	}

@@ -35,15 +35,15 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Balances::Holds` (r:1 w:1)
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:0 w:1)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	fn create_pool() -> Weight {
 		// Proof size: measured `164`, estimated `3640` bytes.
-		Weight::from_parts(186_710_000, 3640)
+		Weight::from_parts(198_217_000, 3640)
 			.saturating_add(T::DbWeight::get().reads(3_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Members` (r:32 w:1)
 	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Dropped` (r:1 w:0)
@@ -75,13 +75,13 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Checkpoints::Candidates` (r:0 w:1)
 	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
 	fn join_pool() -> Weight {
-		// Proof size: measured `72454`, estimated `148094` bytes.
-		Weight::from_parts(1_692_511_000, 148094)
+		// Proof size: measured `72455`, estimated `148094` bytes.
+		Weight::from_parts(1_780_954_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(137_u64))
 			.saturating_add(T::DbWeight::get().writes(43_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Members` (r:1 w:1)
 	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::MemberList` (r:1 w:1)
@@ -95,8 +95,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainingPools::FormerMembers` (r:0 w:1)
 	/// Proof: `TrainingPools::FormerMembers` (`max_values`: None, `max_size`: Some(2094), added: 4569, mode: `MaxEncodedLen`)
 	fn leave_pool() -> Weight {
-		// Proof size: measured `4748`, estimated `5587` bytes.
-		Weight::from_parts(159_158_000, 5587)
+		// Proof size: measured `4749`, estimated `5587` bytes.
+		Weight::from_parts(190_706_000, 5587)
 			.saturating_add(T::DbWeight::get().reads(5_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
@@ -110,12 +110,12 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::TrainerPools` (`max_values`: None, `max_size`: Some(81), added: 2556, mode: `MaxEncodedLen`)
 	fn release_member_deposit() -> Weight {
 		// Proof size: measured `2552`, estimated `5559` bytes.
-		Weight::from_parts(148_493_000, 5559)
+		Weight::from_parts(166_650_000, 5559)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::MemberList` (r:1 w:0)
 	/// Proof: `TrainingPools::MemberList` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::LeftCommitments` (r:31 w:0)
@@ -128,9 +128,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[1, 32]`.
 	fn cancel_pool(m: u32) -> Weight {
-		// Proof size: measured `804`, estimated `4851` bytes.
-		Weight::from_parts(159_453_927, 4851)
-			.saturating_add(Weight::from_parts(19_887_355, 0).saturating_mul(m.into()))
+		// Proof size: measured `805`, estimated `4852` bytes.
+		Weight::from_parts(167_905_100, 4852)
+			.saturating_add(Weight::from_parts(20_119_289, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().reads((2_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(3_u64))
@@ -138,15 +138,15 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 			.saturating_add(Weight::from_parts(0, 2533).saturating_mul(m.into()))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	fn set_allowed_trainers() -> Weight {
-		// Proof size: measured `1436`, estimated `4851` bytes.
-		Weight::from_parts(43_155_000, 4851)
+		// Proof size: measured `1437`, estimated `4852` bytes.
+		Weight::from_parts(44_077_000, 4852)
 			.saturating_add(T::DbWeight::get().reads(1_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
-	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1386), added: 3861, mode: `MaxEncodedLen`)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `Rewards::Unsettled` (r:1 w:0)
 	/// Proof: `Rewards::Unsettled` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::OpenRounds` (r:1 w:0)
@@ -184,10 +184,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[0, 31]`.
 	/// The range of component `r` is `[0, 64]`.
 	fn reap_pool(m: u32, r: u32) -> Weight {
-		// Proof size: measured `962`, estimated `5559` bytes.
-		Weight::from_parts(5_183_092_000, 5559)
-			.saturating_add(Weight::from_parts(66_028_377, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(90_755_133, 0).saturating_mul(r.into()))
+		// Proof size: measured `963`, estimated `5559` bytes.
+		Weight::from_parts(5_310_744_000, 5559)
+			.saturating_add(Weight::from_parts(68_674_542, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(92_772_141, 0).saturating_mul(r.into()))
 			.saturating_add(T::DbWeight::get().reads(14_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(r.into())))
@@ -202,42 +202,42 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn create_pool() -> Weight {
-		Weight::from_parts(186_710_000, 3640)
+		Weight::from_parts(198_217_000, 3640)
 			.saturating_add(RocksDbWeight::get().reads(3_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn join_pool() -> Weight {
-		Weight::from_parts(1_692_511_000, 148094)
+		Weight::from_parts(1_780_954_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(137_u64))
 			.saturating_add(RocksDbWeight::get().writes(43_u64))
 	}
 	fn leave_pool() -> Weight {
-		Weight::from_parts(159_158_000, 5587)
+		Weight::from_parts(190_706_000, 5587)
 			.saturating_add(RocksDbWeight::get().reads(5_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn release_member_deposit() -> Weight {
-		Weight::from_parts(148_493_000, 5559)
+		Weight::from_parts(166_650_000, 5559)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn cancel_pool(m: u32) -> Weight {
-		Weight::from_parts(159_453_927, 4851)
-			.saturating_add(Weight::from_parts(19_887_355, 0).saturating_mul(m.into()))
+		Weight::from_parts(167_905_100, 4852)
+			.saturating_add(Weight::from_parts(20_119_289, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().reads((2_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(3_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(m.into())))
 	}
 	fn set_allowed_trainers() -> Weight {
-		Weight::from_parts(43_155_000, 4851)
+		Weight::from_parts(44_077_000, 4852)
 			.saturating_add(RocksDbWeight::get().reads(1_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn reap_pool(m: u32, r: u32) -> Weight {
-		Weight::from_parts(5_183_092_000, 5559)
-			.saturating_add(Weight::from_parts(66_028_377, 0).saturating_mul(m.into()))
-			.saturating_add(Weight::from_parts(90_755_133, 0).saturating_mul(r.into()))
+		Weight::from_parts(5_310_744_000, 5559)
+			.saturating_add(Weight::from_parts(68_674_542, 0).saturating_mul(m.into()))
+			.saturating_add(Weight::from_parts(92_772_141, 0).saturating_mul(r.into()))
 			.saturating_add(RocksDbWeight::get().reads(14_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(r.into())))
