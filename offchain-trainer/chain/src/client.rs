@@ -497,8 +497,9 @@ impl Chain {
     }
 
     /// Runs `check` now and again at every new finalized block (subscription to finalized
-    /// heads; every 500 ms if the subscription fails) until it returns `Some`. State is re-read
-    /// each time, so nothing is missed between subscribing and the first block.
+    /// heads; every 500 ms if the subscription fails) until it returns `Some`
+    /// ([`crate::wait::wait_until`]). State is re-read each time, so nothing is missed between
+    /// subscribing and the first block.
     ///
     /// # Errors
     /// [`ChainError::Timeout`] after `timeout`; errors of `check`.
@@ -506,40 +507,34 @@ impl Chain {
         &self,
         what: &str,
         timeout: Duration,
-        mut check: F,
+        check: F,
     ) -> Result<T, ChainError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<Option<T>, ChainError>>,
     {
-        let start = Instant::now();
-        let mut blocks = self.api().0.stream_blocks().await.ok();
-        loop {
-            if let Some(v) = check().await? {
-                return Ok(v);
+        let mut blocks = FinalizedBlocks(self.api().0.stream_blocks().await.ok());
+        crate::wait::wait_until(what, timeout, check, &mut blocks).await
+    }
+}
+
+/// Wakes a wait at each finalized block (at most every 10 s), or every 500 ms once the
+/// subscription has failed or ended.
+struct FinalizedBlocks(Option<subxt::client::Blocks<Config>>);
+
+impl crate::wait::Wake for FinalizedBlocks {
+    async fn wake(&mut self, left: Duration) {
+        let Some(b) = self.0.as_mut() else {
+            tokio::time::sleep(left.min(Duration::from_millis(500))).await;
+            return;
+        };
+        match tokio::time::timeout(left.min(Duration::from_secs(10)), b.next()).await {
+            Ok(Some(Ok(_))) | Err(_) => {}
+            Ok(Some(Err(e))) => {
+                tracing::debug!("finalized-block subscription failed ({e}); polling instead");
+                self.0 = None;
             }
-            let left = timeout.saturating_sub(start.elapsed());
-            if left.is_zero() {
-                return Err(ChainError::Timeout {
-                    what: what.to_string(),
-                    secs: timeout.as_secs(),
-                });
-            }
-            match blocks.as_mut() {
-                Some(b) => {
-                    match tokio::time::timeout(left.min(Duration::from_secs(10)), b.next()).await {
-                        Ok(Some(Ok(_))) | Err(_) => {}
-                        Ok(Some(Err(e))) => {
-                            tracing::debug!(
-                                "finalized-block subscription failed ({e}); polling instead"
-                            );
-                            blocks = None;
-                        }
-                        Ok(None) => blocks = None,
-                    }
-                }
-                None => tokio::time::sleep(Duration::from_millis(500)).await,
-            }
+            Ok(None) => self.0 = None,
         }
     }
 }

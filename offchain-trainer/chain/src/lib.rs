@@ -24,6 +24,7 @@ pub mod events;
 pub mod storage;
 pub mod submit;
 pub mod types;
+pub mod wait;
 
 pub use client::{Chain, FinalizedBlock};
 pub use error::ChainError;

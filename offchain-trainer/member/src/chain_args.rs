@@ -235,11 +235,11 @@ pub struct RunArgs {
     /// (multiaddrs, repeatable: a NAT's public address with its port forward): announced with
     /// the listen address, and the proof that a member connecting to one reached this trainer.
     #[arg(long)]
-    pub public_addr: Vec<String>,
+    pub public_addr: Vec<synod_p2p::Multiaddr>,
     /// Peers to dial at start (multiaddrs); others are found through Kademlia and the
     /// on-chain registrations (peer ids).
     #[arg(long)]
-    pub bootnode: Vec<String>,
+    pub bootnode: Vec<synod_p2p::Multiaddr>,
     /// Seconds after which a round's exchange stops waiting.
     #[arg(long, default_value_t = 300)]
     pub round_deadline: u64,

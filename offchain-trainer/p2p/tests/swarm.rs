@@ -52,6 +52,15 @@ fn tcp_port(addr: &Multiaddr) -> u16 {
         .expect("a TCP address")
 }
 
+/// Member 0 of `set` with the tests' heartbeat (500 ms) and at most 8 connections (and 8
+/// pending handshakes), so that a few sockets reach its limits.
+fn small_node(ids: &[(Keypair, Arc<MemberKey>)], set: &MemberSet) -> Client {
+    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
+    cfg.heartbeat = Duration::from_millis(500);
+    cfg.max_connections = 8;
+    spawn(cfg).unwrap()
+}
+
 async fn start(
     ids: &[(Keypair, Arc<MemberKey>)],
     set: &MemberSet,
@@ -313,7 +322,7 @@ async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
 fn assert_only_2_left_out_undelivered(outcomes: &[ExchangeOutcome]) {
     for out in outcomes {
         let members: Vec<u32> = out.included.iter().map(|c| c.member).collect();
-        assert_eq!(members, vec![0, 1]);
+        assert_eq!(members, vec![0, 1], "left out: {:?}", out.excluded);
         assert_eq!(out.excluded.len(), 1);
         assert_eq!(out.excluded[0].0, 2);
         assert!(
@@ -662,10 +671,7 @@ async fn a_member_flooding_heartbeats_is_metered_and_banned_while_the_round_comp
 async fn outsiders_cannot_hold_a_members_connection_slots() {
     let ids = ids(2);
     let set = member_set(&ids);
-    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
-    cfg.heartbeat = Duration::from_millis(500);
-    cfg.max_connections = 8;
-    let first = spawn(cfg).unwrap();
+    let first = small_node(&ids, &set);
     let boot = first.listen_addrs().await.into_iter().next().unwrap();
     // Twelve outsiders, each a pool of its own, dial the member.
     let mut outsiders = Vec::new();
@@ -711,10 +717,7 @@ async fn outsiders_cannot_hold_a_members_connection_slots() {
 async fn half_open_handshakes_cannot_shut_members_out() {
     let ids = ids(2);
     let set = member_set(&ids);
-    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
-    cfg.heartbeat = Duration::from_millis(500);
-    cfg.max_connections = 8;
-    let node = spawn(cfg).unwrap();
+    let node = small_node(&ids, &set);
     let boot = node.listen_addrs().await.into_iter().next().unwrap();
     let member = ids[1].0.public().to_peer_id();
     let connected = |c: &Client| c.snapshot().connected.contains(&member);
@@ -802,10 +805,7 @@ async fn handshakes_held(from: [u8; 4], port: u16) -> usize {
 async fn a_forwarder_dialled_as_a_member_gets_no_members_share_of_handshakes() {
     let ids = ids(2);
     let set = member_set(&ids);
-    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
-    cfg.heartbeat = Duration::from_millis(500);
-    cfg.max_connections = 8;
-    let node = spawn(cfg).unwrap();
+    let node = small_node(&ids, &set);
     let port = tcp_port(&node.listen_addrs().await[0]);
     let mut cfg = NetConfig::new(ids[1].0.clone(), ids[1].1.clone(), 1, set.clone());
     cfg.heartbeat = Duration::from_millis(500);

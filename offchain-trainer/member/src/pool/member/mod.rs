@@ -56,7 +56,7 @@ use synod_checkpoint::CheckpointHash;
 use synod_diloco::OuterState;
 use synod_model::{eval_loss, load_params, TchInnerTrainer};
 use synod_p2p::libp2p_identity::Keypair;
-use synod_p2p::{spawn, Member, MemberKey, MemberSet, Multiaddr, NetConfig, PeerId, PublicKey};
+use synod_p2p::{spawn, Member, MemberKey, MemberSet, NetConfig, PeerId, PublicKey};
 use tokio::runtime::Runtime;
 
 use super::recipe::Recipe;
@@ -166,26 +166,12 @@ pub fn run(a: &RunArgs) -> Result<()> {
         MemberSet::new(u64::from(a.pool), vec![own]),
     );
     cfg.listen = vec![a.listen.parse().context("--listen")?];
-    cfg.public_addrs = a
-        .public_addr
-        .iter()
-        .map(|p| {
-            p.parse::<Multiaddr>()
-                .with_context(|| format!("--public-addr {p}"))
-        })
-        .collect::<Result<_>>()?;
+    cfg.public_addrs = a.public_addr.clone();
     cfg.limits = synod_p2p::Limits {
         stall: Duration::from_secs(a.transfer_stall),
         min_rate: a.min_transfer_rate,
     };
-    cfg.bootnodes = a
-        .bootnode
-        .iter()
-        .map(|b| {
-            b.parse::<Multiaddr>()
-                .with_context(|| format!("--bootnode {b}"))
-        })
-        .collect::<Result<_>>()?;
+    cfg.bootnodes = a.bootnode.clone();
     // Relays caught serving garbage stay distrusted across restarts of this base path.
     cfg.distrust_file = Some(a.base_path.join("distrusted-relays"));
     let cap = a.max_upload_mbit.map(|m| m * 1e6 / 8.0);

@@ -50,7 +50,8 @@ impl ChainWatch {
 
     /// Runs `check` now and again whenever the subscription sees something that may have
     /// changed what it reads ([`worth_a_look`]; after [`IDLE`] without a tick, or every 500 ms
-    /// once the subscription has ended), until it returns `Some`.
+    /// once the subscription has ended), until it returns `Some`
+    /// ([`synod_chain::wait::wait_until`]).
     ///
     /// # Errors
     /// [`ChainError::Timeout`] after `timeout`; errors of `check`.
@@ -58,42 +59,47 @@ impl ChainWatch {
         &self,
         what: &str,
         timeout: Duration,
-        mut check: F,
+        check: F,
     ) -> Result<T, ChainError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<Option<T>, ChainError>>,
     {
-        let start = Instant::now();
         let mut rx = self.rx.clone();
+        let checked = *rx.borrow_and_update();
+        let mut ticks = Ticks { rx, checked };
+        synod_chain::wait::wait_until(what, timeout, check, &mut ticks).await
+    }
+}
+
+/// Wakes a wait when the subscription's ticks call for a look ([`worth_a_look`]).
+struct Ticks {
+    rx: watch::Receiver<Tick>,
+    /// What the subscription had seen when the wait last read the chain.
+    checked: Tick,
+}
+
+impl synod_chain::wait::Wake for Ticks {
+    async fn wake(&mut self, left: Duration) {
+        let deadline = Instant::now() + left;
         loop {
-            let checked = *rx.borrow_and_update();
-            if let Some(v) = check().await? {
-                return Ok(v);
-            }
-            loop {
-                let left = timeout.saturating_sub(start.elapsed());
-                if left.is_zero() {
-                    return Err(ChainError::Timeout {
-                        what: what.to_string(),
-                        secs: timeout.as_secs(),
-                    });
-                }
-                match tokio::time::timeout(left.min(IDLE), rx.changed()).await {
-                    Ok(Ok(())) => {
-                        if worth_a_look(checked, *rx.borrow_and_update()) {
-                            break;
-                        }
-                    }
-                    Ok(Err(_)) => {
-                        // The subscription has ended: poll.
-                        tokio::time::sleep(left.min(Duration::from_millis(500))).await;
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left.min(IDLE), self.rx.changed()).await {
+                Ok(Ok(())) => {
+                    if worth_a_look(self.checked, *self.rx.borrow_and_update()) {
                         break;
                     }
-                    Err(_) => break,
                 }
+                Ok(Err(_)) => {
+                    // The subscription has ended: poll.
+                    tokio::time::sleep(left.min(Duration::from_millis(500))).await;
+                    break;
+                }
+                Err(_) => break,
             }
         }
+        // The wait reads the chain next.
+        self.checked = *self.rx.borrow_and_update();
     }
 }
 
