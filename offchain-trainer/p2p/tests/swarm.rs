@@ -337,22 +337,29 @@ fn assert_only_2_left_out_undelivered(outcomes: &[ExchangeOutcome]) {
 async fn a_member_that_heartbeats_but_never_delivers_is_dropped_after_the_dead_time_not_at_the_deadline(
 ) {
     // The stall attack: member 2 announces its payload and keeps heartbeating, but serves it to
-    // nobody. Its peers must not retry until the round deadline (40 s here, 300 s in a pool).
-    let (_, _, clients) = network(3).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // nobody. Its peers must not retry until the round deadline (60 s here, 300 s in a pool).
+    // The mesh has done a round first, so every member has heard every other; the dead time
+    // (20 s) leaves an honest member room for a scheduling stall of the loaded test machine.
+    let (_, clients) = network_after_a_round(3).await;
     clients[2]
         .withhold_own_payloads(Some(std::collections::BTreeSet::new()))
         .await
         .unwrap();
+    let xcfg = ExchangeConfig {
+        deadline: Duration::from_secs(60),
+        dead_after: Duration::from_secs(20),
+        ..ExchangeConfig::default()
+    };
     let started = std::time::Instant::now();
     let withholder = clients[2].clone();
     let withholding =
-        tokio::spawn(async move { all_gather(&withholder, 1, payload(2), cfg()).await });
-    let outcomes = gather(&clients[..2], 1, 0).await;
+        tokio::spawn(async move { all_gather(&withholder, 2, payload(5), xcfg).await });
+    // Round 2's payloads differ from round 1's (3, 4, 5): none is held already.
+    let outcomes = gather_with(&clients[..2], 2, 3, xcfg).await;
     let elapsed = started.elapsed();
     assert_only_2_left_out_undelivered(&outcomes);
-    // Dropped 10 s (`dead_after`) after the first failed fetch, well before the 40 s deadline.
-    assert!(elapsed < Duration::from_secs(25), "took {elapsed:?}");
+    // Dropped 20 s (`dead_after`) after the first failed fetch, well before the 60 s deadline.
+    assert!(elapsed < Duration::from_secs(45), "took {elapsed:?}");
     let _ = withholding.await;
     for c in &clients {
         c.shutdown().await;

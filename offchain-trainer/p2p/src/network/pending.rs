@@ -226,26 +226,20 @@ impl PendingInbound {
         // What the peer lists vouches for a global address only: a loopback or private one
         // may be another host's where the node is.
         let global = |addr: &Multiaddr| ip_of(addr).is_some_and(|ip| scope(&ip) == GLOBAL);
-        let announced =
-            |ip: Option<IpAddr>| ip.is_some() && what.listen_addrs.iter().any(|a| ip_of(a) == ip);
+        let lists = |matches: &dyn Fn(&Multiaddr) -> bool| what.listen_addrs.iter().any(matches);
+        // The IP the peer saw at its end of the connection, if it is in `addr`'s scope.
+        let seen_in_scope = |addr: &Multiaddr| {
+            let (seen, ip) = (ip_of(what.observed_addr)?, ip_of(addr)?);
+            same_scope(&seen, &ip).then_some(seen)
+        };
         let proven = match side {
             Side::Dialled(addr) => {
-                let seen_from_us = match (ip_of(what.observed_addr), ip_of(addr)) {
-                    (Some(seen), Some(dialled)) => {
-                        same_scope(&seen, &dialled) && self.is_own_ip(&seen)
-                    }
-                    _ => false,
-                };
-                let listed = what.listen_addrs.iter().any(|a| same_address(a, addr));
-                (global(addr) && listed) || seen_from_us
+                (global(addr) && lists(&|a| same_address(a, addr)))
+                    || seen_in_scope(addr).is_some_and(|seen| self.is_own_ip(&seen))
             }
             Side::From(src) => {
-                let scoped = match (ip_of(what.observed_addr), ip_of(src)) {
-                    (Some(seen), Some(src)) => same_scope(&seen, &src),
-                    _ => false,
-                };
-                (scoped && self.is_own(what.observed_addr))
-                    || (global(src) && announced(ip_of(src)))
+                (global(src) && lists(&|a| ip_of(a) == ip_of(src)))
+                    || (seen_in_scope(src).is_some() && self.is_own(what.observed_addr))
             }
         };
         if proven {
