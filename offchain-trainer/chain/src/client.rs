@@ -384,16 +384,49 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`]; [`ChainError::Decode`] if the runtime has no such constant.
     pub async fn deadline_spill_blocks(&self) -> Result<u64, ChainError> {
-        self.retrying("deadline spill", |api| async move {
+        Ok(u64::from(
+            self.constant_u32("Checkpoints", "MaxDeadlinesPerBlock")
+                .await?,
+        ))
+    }
+
+    /// The timeline of a pool with `terms`, exactly as the runtime builds it
+    /// (`pallet_training_pools::Pallet::timeline`): the pool's round timeout, challenge window
+    /// and minimum round length, with the runtime's `TrainingPools.JuryDelay`, `VoteMargin` and
+    /// `AppealPeriod` constants (blocks). The member runs the protocol's round state machine
+    /// ([`synod_protocol::RoundState`]) on it, so it reaches each phase at the block the chain
+    /// does.
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`]; [`ChainError::Decode`] if the runtime lacks one of the constants.
+    pub async fn timeline(
+        &self,
+        terms: &crate::types::PoolTerms,
+    ) -> Result<synod_protocol::Timeline, ChainError> {
+        let jury_delay = self.constant_u32("TrainingPools", "JuryDelay").await?;
+        let vote_margin = self.constant_u32("TrainingPools", "VoteMargin").await?;
+        let appeal_period = self.constant_u32("TrainingPools", "AppealPeriod").await?;
+        Ok(synod_protocol::Timeline::for_pool(
+            u64::from(terms.round_timeout),
+            u64::from(terms.challenge_window),
+            u64::from(jury_delay),
+            u64::from(vote_margin),
+        )
+        .with_min_round_length(u64::from(terms.min_round_length))
+        .with_appeal_period(u64::from(appeal_period)))
+    }
+
+    /// The runtime's `pallet.name` constant, a `u32` (block numbers, counts).
+    async fn constant_u32(
+        &self,
+        pallet: &'static str,
+        name: &'static str,
+    ) -> Result<u32, ChainError> {
+        self.retrying("a constant", |api| async move {
             let at = api.at_current_block().await.map_err(ChainError::rpc)?;
-            let n = at
-                .constants()
-                .entry(subxt::dynamic::constant::<u32>(
-                    "Checkpoints",
-                    "MaxDeadlinesPerBlock",
-                ))
-                .map_err(|e| ChainError::decode("Checkpoints.MaxDeadlinesPerBlock", e))?;
-            Ok(u64::from(n))
+            at.constants()
+                .entry(subxt::dynamic::constant::<u32>(pallet, name))
+                .map_err(|e| ChainError::decode(&format!("{pallet}.{name}"), e))
         })
         .await
     }

@@ -229,6 +229,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::time::Duration;
     use synod_chain::{FinalizedBlock, SynodEvent};
+    use synod_protocol::Timeline;
 
     /// An in-memory chain: open challenges with their appeal sides; `appeal` records the call
     /// (and fails with `fail_next` first, if set).
@@ -302,9 +303,10 @@ mod tests {
         // The duty worker never reads its messages: it is busy with a long replay.
         let (duty_tx, _busy_duty_worker) = std::sync::mpsc::channel();
         let (ticks, _watch) = super::super::watch::ChainWatch::new();
-        let events = rt.spawn(super::super::join::log_chain_events(
+        let rounds = super::super::follow::PoolRounds::new(0, Timeline::for_pool(10, 5, 2, 20));
+        let events = rt.spawn(super::super::follow::follow_chain(
             rx,
-            0,
+            rounds,
             ticks,
             None,
             duty_tx,

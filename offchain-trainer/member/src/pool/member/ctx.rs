@@ -83,8 +83,8 @@ pub(super) struct Ctx {
     pub me: u32,
     /// Our account (the verifier identity in [`synod_diloco::verify::sampled`]).
     pub account: AccountId,
-    /// The pool's challenge window, in blocks.
-    pub challenge_window: u32,
+    /// The pool's timeline, as the runtime builds it (`synod_chain::Chain::timeline`).
+    pub timeline: Timeline,
     /// Seconds per block (the runtime's slot duration).
     pub block_secs: f64,
     /// Seconds per inner step on this machine, measured at start (`pool::terms::step_secs`).
@@ -99,13 +99,11 @@ pub(super) struct Ctx {
 }
 
 impl Ctx {
-    /// The protocol's state machine of final round `f` (`synod_protocol::round`): its phase at
-    /// a block says whether members of its included set may still commit late (and be paid)
-    /// and whether it can still be challenged. Only the pool's challenge window matters for
-    /// those, so the other spans of the timeline are left at 0.
+    /// The protocol's state machine of final round `f` (`synod_protocol::round`), on the
+    /// pool's timeline: its phase at a block says whether members of its included set may still
+    /// commit late (and be paid), whether it can still be challenged, and whether it is settled.
     pub fn final_round(&self, f: &FinalCheckpoint) -> RoundState {
-        let timeline = Timeline::for_pool(0, u64::from(self.challenge_window), 0, 0);
-        RoundState::finalized(timeline, u64::from(f.finalized_at), f.hash)
+        RoundState::finalized(self.timeline, u64::from(f.finalized_at), f.hash)
     }
 
     /// Runs `f` to completion on the member's runtime (from a thread outside it).

@@ -1,59 +1,12 @@
-//! Joining: registration in the pool and the log of its on-chain events.
+//! Joining: registration in the pool.
 
 use anyhow::{anyhow, bail, Result};
 use synod_chain::submit::account_of;
-use synod_chain::{calls, Chain, ChainError, FinalizedBlock, Signer, SynodEvent};
+use synod_chain::{calls, Chain, Signer};
 use synod_p2p::{MemberKey, PeerId};
 
-use super::appeal::{AppealChain, Appealer};
 use crate::chain_args::RunArgs;
 use crate::pool::{ensure_bonded, planck};
-use crate::prometheus::Exporter;
-
-/// Logs the pool's on-chain events as finalized blocks arrive, sets the exporter's
-/// finalized height, tells the duty worker (`duties`) of each block, and hands each
-/// `Challenges.Ruled` event to `appealer` on a task of its own (an appeal waits for neither the
-/// duty worker nor the next block).
-pub(super) async fn log_chain_events<C: AppealChain>(
-    mut rx: tokio::sync::mpsc::Receiver<Result<FinalizedBlock, ChainError>>,
-    pool: u32,
-    ticks: tokio::sync::watch::Sender<super::watch::Tick>,
-    exporter: Option<Exporter>,
-    duties: std::sync::mpsc::Sender<super::duty::DutyMsg>,
-    appealer: Appealer<C>,
-) {
-    while let Some(b) = rx.recv().await {
-        match b {
-            Ok(b) => {
-                if let Some(x) = &exporter {
-                    x.set_finalized_height(b.number);
-                }
-                let ours = b.events.iter().any(|e| e.pool() == Some(pool));
-                ticks.send_modify(|t| {
-                    t.finalized = t.finalized.max(b.number);
-                    if ours {
-                        t.pool_event_at = t.pool_event_at.max(b.number);
-                    }
-                });
-                // The worker is gone once the member stops: nothing left to tell.
-                let _ = duties.send(super::duty::DutyMsg::Finalized);
-                for e in &b.events {
-                    if let SynodEvent::Ruled { challenge, .. } = e {
-                        let (appealer, challenge, block) = (appealer.clone(), *challenge, b.number);
-                        tokio::spawn(async move { appealer.on_ruled(challenge, block).await });
-                    }
-                    if e.pool() == Some(pool) {
-                        tracing::info!(block = b.number, "chain: {e:?}");
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!("finalized-block subscription ended: {e}");
-                break;
-            }
-        }
-    }
-}
 
 /// Registers in the pool (bonding first if needed) or finds our registration; returns
 /// (member index, first round, whether we were already a member, committed stake in planck).

@@ -37,13 +37,15 @@ mod ctx;
 mod duty;
 mod exchange_set;
 mod fault;
+mod follow;
 mod join;
 mod rounds;
 mod settle;
 mod watch;
 
 use ctx::Ctx;
-use join::{log_chain_events, register};
+use follow::{follow_chain, PoolRounds};
+use join::register;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -128,9 +130,11 @@ pub fn run(a: &RunArgs) -> Result<()> {
         signer: signer.clone(),
     };
     let appealer = appeal::Appealer::new(on_chain, account, a.pool, a.fault.is_some());
-    rt.spawn(log_chain_events(
+    // The pool's rounds, stepped on the chain's own timeline (`follow.rs`).
+    let timeline = rt.block_on(chain.timeline(&info.spec.terms))?;
+    rt.spawn(follow_chain(
         events,
-        a.pool,
+        PoolRounds::new(a.pool, timeline),
         ticks,
         exporter.clone(),
         duty_tx.clone(),
@@ -254,7 +258,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         inner_steps: started.spec.diloco().inner_steps,
         me,
         account: account_of(&signer),
-        challenge_window: started.spec.terms.challenge_window,
+        timeline,
         block_secs: costs.block_secs,
         step_secs: costs.step_secs,
         retained: Retained::open(&evidence_dir(&a.base_path, a.pool))?,

@@ -1,5 +1,5 @@
 //! The chain as the member's one finalized-block subscription (`Chain::follow`, read by
-//! [`super::join::log_chain_events`]) last saw it: the latest finalized block, and the latest
+//! [`super::follow::follow_chain`]) last saw it: the latest finalized block, and the latest
 //! one that carried an event of our pool. The round driver's waits for the chain (the pool's
 //! start, a round's close, the pool's end) read storage when such an event arrives, not at
 //! every block and not on a subscription of their own.

@@ -29,7 +29,7 @@ use anyhow::Result;
 use synod_chain::calls;
 use synod_chain::types::{AccountId, MemberInfo};
 use synod_p2p::{Equivocation, PeerId};
-use synod_protocol::RoundState;
+use synod_protocol::{Action, RoundState};
 
 mod attest;
 mod challenger;
@@ -44,6 +44,7 @@ use worker::{timed_pass, Duty};
 pub(super) use worker::{DutyHandle, DutyMsg};
 
 use super::ctx::Ctx;
+use super::watch::FALLBACK_BLOCKS;
 use crate::metrics::Metrics;
 use crate::pool::verify::replay::Replay;
 use crate::pool::verify::Replayer;
@@ -91,7 +92,10 @@ pub(super) fn spawn(
         replayer: Replayer::new(ctx.inner_steps, ctx.spec_rounds),
         ctx,
         metrics,
-        duties: Duties::default(),
+        duties: Duties {
+            following: true,
+            ..Duties::default()
+        },
         members: Vec::new(),
     };
     DutyHandle::start(worker, tx, rx)
@@ -165,7 +169,22 @@ pub(super) struct Duties {
     /// Unsettled final rounds with nothing (left) to attest
     /// ([`DutyWorker::attest_included_rounds`]).
     attested: BTreeSet<u32>,
+    /// The latest action the chain subscription told of each round ([`Duty::told`]; the
+    /// latest [`TOLD_KEPT`] rounds): final, its challenges closed, settled or voided. While the
+    /// subscription runs (`following`), a kept round it has told nothing of is read from the
+    /// chain every [`FALLBACK_BLOCKS`] blocks only (`unseen_not_before`).
+    told: BTreeMap<u32, Action>,
+    /// Whether the subscription still tells the worker of the pool's rounds: not once it has
+    /// ended ([`Duty::unfollowed`]) or the worker is finishing (it reads no more messages);
+    /// every round is then read from the chain at every pass.
+    following: bool,
+    /// Finalized block before which a kept round that was open at the last read is not read
+    /// again, unless the subscription tells its finality first.
+    unseen_not_before: RetryAt<u32>,
 }
+
+/// Rounds whose latest [`Action`] the duty worker remembers ([`Duties::told`]).
+const TOLD_KEPT: usize = 256;
 
 /// Whether a member that has finished its rounds may stop its duties after a pass that read
 /// the challenges at finalized block `read_at` or later: no work is left (`work_left`, which
@@ -268,6 +287,24 @@ impl Duty for DutyWorker {
         self.duties.to_verify.insert(round);
     }
 
+    fn told(&mut self, round: u32, action: Action) {
+        if matches!(action, Action::Verify { .. }) {
+            // Final now: verified at the next pass, whenever the read that found it open said
+            // to look again.
+            self.duties.unseen_not_before.clear(&round);
+        }
+        self.duties.told.insert(round, action);
+        while self.duties.told.len() > TOLD_KEPT {
+            self.duties.told.pop_first();
+        }
+    }
+
+    fn unfollowed(&mut self) {
+        self.duties.following = false;
+        self.duties.told.clear();
+        self.duties.unseen_not_before = RetryAt::default();
+    }
+
     fn pass(&mut self) {
         self.duty_pass();
     }
@@ -321,6 +358,8 @@ impl DutyWorker {
     /// most `max_wait`); then, as a juror, opts out of juries (a juror that has stopped would
     /// be drawn and, for rounds it contributed to, slashed as a no-show). Never fails: problems are logged.
     fn finish_duties(&mut self, max_wait: Duration, busy_us: &AtomicU64) {
+        // The worker reads no more messages: the chain is read for every round.
+        self.unfollowed();
         // A sparse pool's members serve their residuals until nobody can challenge them.
         if !self.verifies() && !self.ctx.a.recipe.outer.wire.sparse() {
             if let Err(e) = self.report_equivocations() {

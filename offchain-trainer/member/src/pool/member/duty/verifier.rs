@@ -20,8 +20,29 @@ use crate::event::{dispute_name, TrainerEvent};
 use crate::pool::verify::replay::{needed_states, Dispute, Replay, ReplayInput, WholeReplay};
 use crate::pool::verify::Checker;
 
+/// Whether nothing of ours concerns a round any more, as the latest action the chain
+/// subscription told of it says: `Some(true)` voided, `Some(false)` final and not settled (its
+/// snapshot is kept, it may still be challenged or judged); `None` when the chain is to be
+/// read: nothing told, or told settled (the chain may settle a round some blocks after the
+/// timeline's block, when a block's settlements are full, and prunes its snapshot then).
+fn closed_as_told(told: Option<&Action>) -> Option<bool> {
+    match told? {
+        Action::Void => Some(true),
+        Action::Finalize { .. }
+        | Action::Verify { .. }
+        | Action::CloseLateCommits
+        | Action::CloseChallenges => Some(false),
+        Action::Settle => None,
+    }
+}
+
 impl DutyWorker {
     /// Verifies every kept round that has closed; forgets the evidence of settled rounds.
+    /// What the chain subscription told of a round ([`Duties::told`]) decides when the chain
+    /// is read: a round told final is read (for its record) and verified at once, one told
+    /// voided is done without a read, and, while the subscription runs, one told nothing yet
+    /// (open, or its event missed) is read every [`FALLBACK_BLOCKS`] blocks; the evidence of a
+    /// round told final and not settled is kept without a read ([`closed_as_told`]).
     pub(super) fn verify_closed_rounds(&mut self) -> Result<()> {
         let (pool, rounds) = (self.ctx.pool, self.duties.to_verify.clone());
         let now = if rounds.is_empty() {
@@ -30,9 +51,17 @@ impl DutyWorker {
             self.ctx.block_on(self.ctx.chain.finalized_number())?
         };
         for round in rounds {
-            if self.duties.verify_not_before.waits(&round, now) {
+            if self.duties.verify_not_before.waits(&round, now)
+                || self.duties.unseen_not_before.waits(&round, now)
+            {
                 continue;
             }
+            let told = self.duties.told.get(&round).copied();
+            if told == Some(Action::Void) {
+                self.duties.to_verify.remove(&round);
+                continue;
+            }
+            self.duties.unseen_not_before.clear(&round);
             if let Some(f) = self
                 .ctx
                 .block_on(self.ctx.chain.final_checkpoint(pool, round))?
@@ -57,6 +86,12 @@ impl DutyWorker {
                 self.duties.verify_not_before.clear(&round);
             } else if self.ctx.block_on(self.ctx.chain.voided(pool, round))? {
                 self.duties.to_verify.remove(&round);
+            } else if told.is_none() && self.duties.following {
+                // Still open: looked at again when the subscription tells its finality, or
+                // `FALLBACK_BLOCKS` later.
+                self.duties
+                    .unseen_not_before
+                    .after(round, now, FALLBACK_BLOCKS);
             }
         }
         // A round not opened yet has no snapshot either: our trace of an overlapped round
@@ -74,12 +109,16 @@ impl DutyWorker {
                 continue;
             }
             // A voided round's snapshot is kept for equivocation reports, but nothing of ours
-            // (verification, jury) concerns it any more.
-            let closed = self
-                .ctx
-                .block_on(self.ctx.chain.round_snapshot(pool, round))?
-                .is_none()
-                || self.ctx.block_on(self.ctx.chain.voided(pool, round))?;
+            // (verification, jury) concerns it any more; a settled one's is pruned.
+            let closed = match closed_as_told(self.duties.told.get(&round)) {
+                Some(closed) => closed,
+                None => {
+                    self.ctx
+                        .block_on(self.ctx.chain.round_snapshot(pool, round))?
+                        .is_none()
+                        || self.ctx.block_on(self.ctx.chain.voided(pool, round))?
+                }
+            };
             done.insert(round, closed && !self.duties.awaiting.contains(&round));
         }
         for &round in &rounds {
@@ -414,5 +453,71 @@ impl DutyWorker {
             self.duties.replays.insert((round, member), rep);
         }
         Ok(Some(rep))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::member::follow::PoolRounds;
+    use synod_chain::SynodEvent;
+    use synod_protocol::Timeline;
+
+    /// The evidence of a round is let go once the subscription has told it voided, kept
+    /// without a read while it is final and not settled, and left to the chain's storage once
+    /// told settled (the chain may settle it later) or when nothing was told.
+    #[test]
+    fn a_rounds_evidence_is_kept_while_final_and_let_go_when_voided() {
+        let t = Timeline::for_pool(10, 5, 2, 20);
+        let mut rounds = PoolRounds::new(1, t);
+        let mut told = BTreeMap::new();
+        let mut step = |told: &mut BTreeMap<u32, Action>, n: u64, events: &[SynodEvent]| {
+            for (round, action) in rounds.block(n, events) {
+                told.insert(round, action);
+            }
+        };
+        step(
+            &mut told,
+            100,
+            &[SynodEvent::RoundOpened {
+                pool: 1,
+                round: 1,
+                deadline: 110,
+            }],
+        );
+        assert_eq!(closed_as_told(told.get(&1)), None, "open: nothing told yet");
+        step(
+            &mut told,
+            104,
+            &[SynodEvent::CheckpointFinalized {
+                pool: 1,
+                round: 1,
+                hash: [1; 32],
+            }],
+        );
+        assert_eq!(closed_as_told(told.get(&1)), Some(false));
+        for n in 105..t.settle_at(104) {
+            step(&mut told, n, &[]);
+            assert_eq!(closed_as_told(told.get(&1)), Some(false), "block {n}");
+        }
+        step(&mut told, t.settle_at(104), &[]);
+        assert_eq!(told.get(&1), Some(&Action::Settle));
+        assert_eq!(
+            closed_as_told(told.get(&1)),
+            None,
+            "settled: the chain says when"
+        );
+        step(
+            &mut told,
+            200,
+            &[SynodEvent::RoundOpened {
+                pool: 1,
+                round: 2,
+                deadline: 210,
+            }],
+        );
+        step(&mut told, 210, &[]);
+        assert_eq!(told.get(&2), Some(&Action::Void));
+        assert_eq!(closed_as_told(told.get(&2)), Some(true));
     }
 }

@@ -1,6 +1,7 @@
 //! The duty worker's thread: the training thread hands it rounds and the chain subscription
-//! tells it of finalized blocks; it runs one pass of the duties per wake-up, beside the rounds,
-//! until the pool is over or the member stops.
+//! tells it of finalized blocks and of what they made due in the pool's rounds (the actions of
+//! the protocol's round state machine, [`super::super::follow`]); it runs one pass of the
+//! duties per wake-up, beside the rounds, until the pool is over or the member stops.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use synod_protocol::Action;
 
 /// How long the duty worker waits for a finalized block before it runs a pass anyway (the
 /// chain's subscription may have ended; the chain is then polled at this pace).
@@ -17,6 +19,12 @@ const IDLE_PASS: Duration = Duration::from_secs(12);
 pub(in crate::pool::member) enum DutyMsg {
     /// The chain finalized a block (told by the member's `Chain::follow` subscription).
     Finalized,
+    /// A finalized block made `action` due in `round` of the pool (the protocol's round state
+    /// machine, stepped by the subscription: [`super::super::follow::PoolRounds`]); told
+    /// before the block's [`DutyMsg::Finalized`].
+    Round(u32, Action),
+    /// The subscription has ended: no more [`DutyMsg::Round`] will come.
+    Unfollowed,
     /// The evidence of `round` is kept: verify it once the round is final.
     Verify(u32),
     /// The pool is over: finish the duties (at most this long), then stop.
@@ -29,6 +37,10 @@ pub(in crate::pool::member) enum DutyMsg {
 pub(in crate::pool::member) trait Duty: Send + 'static {
     /// Takes the kept evidence of `round` to verify once the round is final.
     fn hand_over(&mut self, round: u32);
+    /// Takes what the chain made due in `round` ([`DutyMsg::Round`]).
+    fn told(&mut self, round: u32, action: Action);
+    /// The subscription has ended ([`DutyMsg::Unfollowed`]): what it told may go stale.
+    fn unfollowed(&mut self);
     /// One pass of every duty; never fails (problems are logged and retried next pass).
     fn pass(&mut self);
     /// After the pool's last round: passes until nothing is left to do (at most `max_wait`,
@@ -116,6 +128,8 @@ fn run<D: Duty>(mut duty: D, rx: &Receiver<DutyMsg>, busy_us: &AtomicU64) {
         let mut stop = false;
         let mut take = |msg, duty: &mut D| match msg {
             DutyMsg::Finalized => {}
+            DutyMsg::Round(round, action) => duty.told(round, action),
+            DutyMsg::Unfollowed => duty.unfollowed(),
             DutyMsg::Verify(round) => duty.hand_over(round),
             DutyMsg::Finish(max_wait) => finish = Some(max_wait),
             DutyMsg::Stop => stop = true,
@@ -168,6 +182,8 @@ mod tests {
         fn hand_over(&mut self, round: u32) {
             self.queue.push(round);
         }
+        fn told(&mut self, _: u32, _: Action) {}
+        fn unfollowed(&mut self) {}
         fn pass(&mut self) {
             self.passes.fetch_add(1, Ordering::Relaxed);
             for round in std::mem::take(&mut self.queue) {
@@ -244,6 +260,8 @@ mod tests {
 
     impl Duty for Panics {
         fn hand_over(&mut self, _: u32) {}
+        fn told(&mut self, _: u32, _: Action) {}
+        fn unfollowed(&mut self) {}
         fn pass(&mut self) {
             panic!("a bug in a duty");
         }
