@@ -45,6 +45,17 @@ pub enum SynodEvent {
         /// Round.
         round: u32,
     },
+    /// `Checkpoints.IncludedSetAgreed`: the members' included sets of open `round` split and
+    /// the chain fixed `included` (member indices, ascending); committers of another set may
+    /// commit once more over it.
+    IncludedSetAgreed {
+        /// Pool.
+        pool: u32,
+        /// Round.
+        round: u32,
+        /// The included set fixed for the round.
+        included: Vec<u32>,
+    },
     /// `TrainingPools.PoolCompleted`: no more rounds.
     PoolCompleted {
         /// Pool.
@@ -80,6 +91,7 @@ impl SynodEvent {
             | SynodEvent::CheckpointFinalized { pool, .. }
             | SynodEvent::CheckpointCommitted { pool, .. }
             | SynodEvent::RoundVoided { pool, .. }
+            | SynodEvent::IncludedSetAgreed { pool, .. }
             | SynodEvent::PoolCompleted { pool }
             | SynodEvent::RewardsClaimed { pool, .. } => Some(*pool),
             SynodEvent::Ruled { .. } => None,
@@ -113,6 +125,13 @@ struct Committed {
     round: u32,
     who: AccountId,
     hash: [u8; 32],
+}
+
+#[derive(DecodeAsType)]
+struct Agreed {
+    pool_id: u32,
+    round: u32,
+    included: Vec<u32>,
 }
 
 #[derive(DecodeAsType)]
@@ -174,6 +193,14 @@ pub fn decode<T: subxt::config::Config>(
             SynodEvent::RoundVoided {
                 pool: e.pool_id,
                 round: e.round,
+            }
+        }
+        ("Checkpoints", "IncludedSetAgreed") => {
+            let e: Agreed = ev.decode_fields_unchecked_as().map_err(err)?;
+            SynodEvent::IncludedSetAgreed {
+                pool: e.pool_id,
+                round: e.round,
+                included: e.included,
             }
         }
         (_, "PoolCompleted") => {

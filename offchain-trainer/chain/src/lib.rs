@@ -9,7 +9,8 @@
 //!   [`Chain::final_checkpoint`], [`Chain::last_final`], [`Chain::claimable`], …): a trainer
 //!   only acts on what GRANDPA has finalized (`docs/architecture.md`, "It trusts the chain's finality");
 //! * [`Chain::follow`] — a subscription to finalized blocks that yields this crate's
-//!   [`SynodEvent`]s (round opened / final / voided, pool completed, rulings, rewards);
+//!   [`SynodEvent`]s (round opened / committed / final / voided, included set agreed, pool
+//!   completed, rulings, rewards);
 //! * [`Chain::submit`] — a signed extrinsic built once (fixed nonce, mortal era) and retried
 //!   byte for byte, so a retry can never execute twice (see [`submit`]).
 //!
@@ -30,4 +31,6 @@ pub use client::{Chain, FinalizedBlock};
 pub use error::ChainError;
 pub use events::SynodEvent;
 pub use submit::{Included, Signer};
-pub use types::{AccountId, FinalCheckpoint, MemberInfo, PoolInfo, PoolSpec, PoolStatus, UNIT};
+pub use types::{
+    AccountId, FinalCheckpoint, MemberInfo, PoolInfo, PoolSpec, PoolStatus, UnsupportedKind, UNIT,
+};

@@ -64,12 +64,81 @@ pub struct PoolTerms {
 
 /// What a pool trains, and how (`PoolKind` of `pallet-training-pools`, decoded by variant
 /// name). A member runs the program of its pool's kind; `synod-trainer` runs DiLoCo pools.
-#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType, EncodeAsType)]
+///
+/// A kind the runtime has and this client does not know decodes as [`PoolKind::Unknown`] with
+/// its variant name (its fields skipped), so that reading every pool (`pool show`, `status`, the
+/// member's own pool) goes on when a chain adds a kind; running such a pool fails with
+/// [`UnsupportedKind`].
+#[derive(Clone, Debug, PartialEq, Eq, EncodeAsType)]
 pub enum PoolKind {
     /// DiLoCo: H inner steps per round, then an outer Nesterov step on the aggregated
     /// pseudo-gradient.
     DiLoCo(DilocoSpec),
+    /// A kind this client does not know, by the runtime's name for it. Never encoded: a
+    /// `create_pool` with it fails to encode.
+    Unknown(String),
 }
+
+impl PoolKind {
+    /// The runtime's name of the kind (its variant).
+    pub fn name(&self) -> &str {
+        match self {
+            Self::DiLoCo(_) => "DiLoCo",
+            Self::Unknown(name) => name,
+        }
+    }
+}
+
+/// Decodes a [`PoolKind`] by variant name, any unknown variant as [`PoolKind::Unknown`].
+pub struct PoolKindVisitor<R>(std::marker::PhantomData<R>);
+
+impl<R: scale_decode::TypeResolver> scale_decode::Visitor for PoolKindVisitor<R> {
+    type Value<'scale, 'resolver> = PoolKind;
+    type Error = scale_decode::Error;
+    type TypeResolver = R;
+
+    fn visit_variant<'scale, 'resolver>(
+        self,
+        value: &mut scale_decode::visitor::types::Variant<'scale, 'resolver, R>,
+        _type_id: R::TypeId,
+    ) -> Result<PoolKind, scale_decode::Error> {
+        use scale_decode::IntoVisitor;
+        if value.name() != "DiLoCo" {
+            // Its fields are skipped by the decoder.
+            return Ok(PoolKind::Unknown(value.name().to_string()));
+        }
+        let fields = value.fields().remaining();
+        if fields != 1 {
+            return Err(
+                scale_decode::Error::new(scale_decode::error::ErrorKind::WrongLength {
+                    actual_len: fields,
+                    expected_len: 1,
+                })
+                .at_variant("DiLoCo"),
+            );
+        }
+        let spec = value
+            .fields()
+            .decode_item(DilocoSpec::into_visitor::<R>())
+            .transpose()
+            .map_err(|e| e.at_variant("DiLoCo"))?
+            .ok_or_else(|| scale_decode::Error::custom_str("DiLoCo without its spec"))?;
+        Ok(PoolKind::DiLoCo(spec))
+    }
+}
+
+impl scale_decode::IntoVisitor for PoolKind {
+    type AnyVisitor<R: scale_decode::TypeResolver> = PoolKindVisitor<R>;
+
+    fn into_visitor<R: scale_decode::TypeResolver>() -> Self::AnyVisitor<R> {
+        PoolKindVisitor(std::marker::PhantomData)
+    }
+}
+
+/// A pool of a kind this trainer does not run.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("the pool is of kind {0}, which this trainer does not run (it runs DiLoCo pools)")]
+pub struct UnsupportedKind(pub String);
 
 /// A DiLoCo job (`DilocoSpec` of `pallet-training-pools`). Hashes are blake3.
 #[derive(Clone, Debug, PartialEq, Eq, DecodeAsType, EncodeAsType)]
@@ -88,9 +157,13 @@ pub struct DilocoSpec {
 
 impl PoolSpec {
     /// The DiLoCo job of this spec.
-    pub fn diloco(&self) -> &DilocoSpec {
+    ///
+    /// # Errors
+    /// [`UnsupportedKind`] for a pool of another kind.
+    pub fn diloco(&self) -> Result<&DilocoSpec, UnsupportedKind> {
         match &self.kind {
-            PoolKind::DiLoCo(job) => job,
+            PoolKind::DiLoCo(job) => Ok(job),
+            PoolKind::Unknown(name) => Err(UnsupportedKind(name.clone())),
         }
     }
 }
@@ -261,7 +334,110 @@ pub use synod_protocol::Verdict;
 
 #[cfg(test)]
 mod tests {
-    use super::OpenRound;
+    use super::{DilocoSpec, OpenRound, PoolKind, UnsupportedKind};
+    use parity_scale_codec::Encode;
+    use scale_decode::DecodeAsType;
+
+    /// The runtime's kinds as a later runtime may have them: DiLoCo and one this client does not
+    /// know (with fields of its own).
+    #[derive(Encode, scale_info::TypeInfo)]
+    struct LaterDiloco {
+        model_config_hash: [u8; 32],
+        initial_weights_hash: [u8; 32],
+        dataset_id: Vec<u8>,
+        dataset_hash: [u8; 32],
+        inner_steps: u32,
+    }
+
+    /// As the runtime's `PoolKind`: `DiLoCo(DilocoSpec)`, one unnamed field.
+    #[derive(Encode, scale_info::TypeInfo)]
+    enum LaterKind {
+        DiLoCo(LaterDiloco),
+        AsyncRl {
+            rollouts: u32,
+            policy_hash: [u8; 32],
+        },
+    }
+
+    /// (The pool's kind, a field after it): what a storage record holds.
+    #[derive(Encode, scale_info::TypeInfo)]
+    struct Record {
+        kind: LaterKind,
+        after: u32,
+    }
+
+    #[derive(Debug, PartialEq, DecodeAsType)]
+    struct Decoded {
+        kind: PoolKind,
+        after: u32,
+    }
+
+    fn decode(record: &Record) -> Decoded {
+        let mut registry = scale_info::Registry::new();
+        let id = registry
+            .register_type(&scale_info::meta_type::<Record>())
+            .id;
+        let types: scale_info::PortableRegistry = registry.into();
+        Decoded::decode_as_type(&mut &record.encode()[..], id, &types).unwrap()
+    }
+
+    /// A chain that adds a kind of pool does not break reading its pools: the unknown kind is
+    /// named, its fields skipped (the record's next field still decodes), and asking it for a
+    /// DiLoCo job is a typed error.
+    #[test]
+    fn a_kind_this_client_does_not_know_decodes_by_name_and_is_refused_by_type() {
+        let rl = decode(&Record {
+            kind: LaterKind::AsyncRl {
+                rollouts: 8,
+                policy_hash: [7; 32],
+            },
+            after: 42,
+        });
+        assert_eq!(rl.kind, PoolKind::Unknown("AsyncRl".into()));
+        assert_eq!(rl.after, 42, "the unknown kind's fields were skipped");
+        let diloco = decode(&Record {
+            kind: LaterKind::DiLoCo(LaterDiloco {
+                model_config_hash: [1; 32],
+                initial_weights_hash: [2; 32],
+                dataset_id: b"tinyshakespeare".to_vec(),
+                dataset_hash: [3; 32],
+                inner_steps: 50,
+            }),
+            after: 43,
+        });
+        assert_eq!(
+            diloco.kind,
+            PoolKind::DiLoCo(DilocoSpec {
+                model_config_hash: [1; 32],
+                initial_weights_hash: [2; 32],
+                dataset_id: b"tinyshakespeare".to_vec(),
+                dataset_hash: [3; 32],
+                inner_steps: 50,
+            })
+        );
+        assert_eq!(diloco.after, 43);
+        assert_eq!(rl.kind.name(), "AsyncRl");
+        let spec = |kind| super::PoolSpec {
+            terms: super::PoolTerms {
+                rounds: 1,
+                min_trainers: 1,
+                max_trainers: 1,
+                min_stake: 0,
+                reward_per_round: 0,
+                quorum: super::Perbill(0),
+                round_timeout: 1,
+                challenge_window: 1,
+                min_round_length: 0,
+                allowed_trainers: Vec::new(),
+            },
+            kind,
+        };
+        assert_eq!(
+            spec(rl.kind).diloco(),
+            Err(UnsupportedKind("AsyncRl".into()))
+        );
+        assert!(spec(diloco.kind).diloco().is_ok());
+    }
 
     #[test]
     fn an_expired_round_needs_a_void_only_after_the_queue_had_its_block() {

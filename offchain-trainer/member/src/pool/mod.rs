@@ -149,6 +149,13 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
         terms::check_noise(&n)?;
         Some(n)
     };
+    let job = DilocoSpec {
+        model_config_hash: recipe.config_hash,
+        initial_weights_hash: recipe.theta0_hash,
+        dataset_id: dataset_id.clone().into_bytes(),
+        dataset_hash: recipe.dataset_hash,
+        inner_steps: a.inner_steps,
+    };
     let spec = PoolSpec {
         terms: PoolTerms {
             rounds: a.rounds,
@@ -162,13 +169,7 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
             min_round_length,
             allowed_trainers: a.allowed_trainers.clone(),
         },
-        kind: PoolKind::DiLoCo(DilocoSpec {
-            model_config_hash: recipe.config_hash,
-            initial_weights_hash: recipe.theta0_hash,
-            dataset_id: dataset_id.clone().into_bytes(),
-            dataset_hash: recipe.dataset_hash,
-            inner_steps: a.inner_steps,
-        }),
+        kind: PoolKind::DiLoCo(job.clone()),
     };
     rt.block_on(async {
         let id = chain.next_pool_id().await?;
@@ -178,12 +179,12 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
             "{}",
             serde_json::json!({
                 "pool_id": id, "creator": pool.creator.to_string(), "dataset_id": dataset_id,
-                "model_config_hash": hex(&spec.diloco().model_config_hash), "recipe": recipe_json(&a.recipe)?,
-                "initial_weights_hash": hex(&spec.diloco().initial_weights_hash), "dataset_hash": hex(&spec.diloco().dataset_hash),
-                "inner_steps": spec.diloco().inner_steps, "rounds": spec.terms.rounds, "min_trainers": spec.terms.min_trainers,
+                "model_config_hash": hex(&job.model_config_hash), "recipe": recipe_json(&a.recipe)?,
+                "initial_weights_hash": hex(&job.initial_weights_hash), "dataset_hash": hex(&job.dataset_hash),
+                "inner_steps": job.inner_steps, "rounds": spec.terms.rounds, "min_trainers": spec.terms.min_trainers,
                 "reward_per_round": spec.terms.reward_per_round.to_string(), "quorum_ppb": a.quorum_ppb,
                 // What each member keeps on disk per round until its challenge window closes.
-                "trace_bytes_per_round": a.recipe.segment_boundaries(spec.diloco().inner_steps).len() as u64
+                "trace_bytes_per_round": a.recipe.segment_boundaries(job.inner_steps).len() as u64
                     * recipe.max_state_bytes,
                 "round_timeout": round_timeout, "challenge_window": challenge_window,
                 "min_round_length": min_round_length,
@@ -292,7 +293,9 @@ async fn pool_state(chain_args: &ChainArgs, pool_id: u32) -> Result<serde_json::
     }
     Ok(serde_json::json!({
         "pool_id": pool_id, "status": format!("{:?}", pool.status), "current_round": pool.current_round,
-        "rounds": pool.spec.terms.rounds, "inner_steps": pool.spec.diloco().inner_steps,
+        "rounds": pool.spec.terms.rounds, "kind": pool.spec.kind.name(),
+        // `null` for a kind without inner steps.
+        "inner_steps": pool.spec.diloco().ok().map(|job| job.inner_steps),
         "challenge_window": pool.spec.terms.challenge_window, "round_timeout": pool.spec.terms.round_timeout,
         "reward_per_round": pool.spec.terms.reward_per_round.to_string(),
         "members": members.iter().zip(&active).map(|(m, active)| serde_json::json!({
@@ -346,7 +349,8 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
     let info = rt
         .block_on(chain.pool(a.pool))?
         .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
-    recipe.check(info.spec.diloco(), &a.recipe)?;
+    let job = info.spec.diloco()?;
+    recipe.check(job, &a.recipe)?;
     let f = rt
         .block_on(chain.final_checkpoint(a.pool, a.round))?
         .ok_or_else(|| anyhow!("round {} of pool {} is not final", a.round, a.pool))?;
@@ -373,8 +377,7 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
             a.base_path.display()
         )
     })?;
-    let mut replayer =
-        verify::Replayer::new(info.spec.diloco().inner_steps, info.spec.terms.rounds);
+    let mut replayer = verify::Replayer::new(job.inner_steps, info.spec.terms.rounds);
     // A sparse payload's residuals: only its author keeps them (`--base-path` of the accused).
     let residuals = verify::replay::Residuals::from_evidence(&kept, a.round, a.member, &claimed)?;
     let rep = replayer.check(&verify::ReplayInput {

@@ -64,14 +64,18 @@ pub fn render(state: &Value, losses: &BTreeMap<u64, f64>) -> String {
     let final_count = rounds.iter().filter(|r| r["status"] == "final").count();
     let _ = writeln!(
         out,
-        "pool {}  {}  round {} of {}  ({} final, {} voided)  H = {}  reward {} SYN per round",
+        "pool {}  {}  round {} of {}  ({} final, {} voided)  {}  reward {} SYN per round",
         state["pool_id"],
         state["status"].as_str().unwrap_or("?"),
         state["current_round"],
         state["rounds"],
         final_count,
         rounds.len() - final_count,
-        state["inner_steps"],
+        // A kind without inner steps is named instead.
+        match state["inner_steps"].as_u64() {
+            Some(h) => format!("H = {h}"),
+            None => format!("kind {}", state["kind"].as_str().unwrap_or("?")),
+        },
         syn(&state["reward_per_round"]),
     );
     let _ = writeln!(

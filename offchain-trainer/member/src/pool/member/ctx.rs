@@ -94,7 +94,7 @@ pub(super) struct Ctx {
     /// Appeals the rulings we lose (shared with the finalized-block subscription).
     pub appealer: Appealer<OnChain>,
     /// What the finalized-block subscription last saw: waits for the chain read storage at
-    /// our pool's events ([`super::watch::ChainWatch::wait_for`]).
+    /// news of our pool's rounds ([`super::watch::ChainWatch::wait_for`]).
     pub watch: super::watch::ChainWatch,
 }
 

@@ -24,7 +24,8 @@ use crate::prometheus::Exporter;
 /// Follows the chain's finalized blocks (`rx`, from `Chain::follow`) until the subscription
 /// ends: steps the pool's rounds with each block (`rounds`, [`PoolRounds::block`]) and tells
 /// the duty worker (`duties`) the actions due, then the block; updates what the driver's waits
-/// watch (`ticks`) and the exporter's finalized height; logs the pool's events; and hands each
+/// watch (`ticks`: the block, and whether it was news for a round, [`is_news`] or an action
+/// due) and the exporter's finalized height; logs the pool's events; and hands each
 /// `Challenges.Ruled` event to `appealer` on a task of its own (an appeal waits for neither the
 /// duty worker nor the next block).
 pub(super) async fn follow_chain<C: AppealChain>(
@@ -52,11 +53,14 @@ pub(super) async fn follow_chain<C: AppealChain>(
         if let Some(x) = &exporter {
             x.set_finalized_height(b.number);
         }
-        let ours = b.events.iter().any(|e| e.pool() == Some(pool));
+        let actions = rounds.block(b.number, &b.events);
+        let news = !actions.is_empty()
+            || rounds.awaits_void()
+            || b.events.iter().any(|e| is_news(e, pool));
         ticks.send_modify(|t| {
             t.finalized = t.finalized.max(b.number);
-            if ours {
-                t.pool_event_at = t.pool_event_at.max(b.number);
+            if news {
+                t.news_at = t.news_at.max(b.number);
             }
         });
         for e in &b.events {
@@ -69,7 +73,7 @@ pub(super) async fn follow_chain<C: AppealChain>(
             }
         }
         // The worker is gone once the member stops: nothing left to tell.
-        for (round, action) in rounds.block(b.number, &b.events) {
+        for (round, action) in actions {
             tracing::debug!(block = b.number, round, "round: {action:?}");
             let _ = duties.send(DutyMsg::Round(round, action));
         }
@@ -79,16 +83,39 @@ pub(super) async fn follow_chain<C: AppealChain>(
     let _ = duties.send(DutyMsg::Unfollowed);
 }
 
+/// Whether `e` changes where a round of `pool` stands, what the driver's waits look for
+/// ([`super::watch`]): a round opened, final or voided, an included set fixed, the pool
+/// completed. A member's commit or a claim is not news: a wait is not woken at every member's
+/// commit.
+fn is_news(e: &SynodEvent, pool: u32) -> bool {
+    e.pool() == Some(pool)
+        && matches!(
+            e,
+            SynodEvent::RoundOpened { .. }
+                | SynodEvent::CheckpointFinalized { .. }
+                | SynodEvent::RoundVoided { .. }
+                | SynodEvent::IncludedSetAgreed { .. }
+                | SynodEvent::PoolCompleted { .. }
+        )
+}
+
 /// Rounds over (settled or voided) that are still remembered, the latest ones: a late
 /// question about one of them is answered without the chain; older ones are forgotten, so the
 /// memory does not grow with the pool's rounds.
 pub(super) const KEPT_OVER: usize = 64;
+
+/// Blocks after the deadline of a round this machine voided during which every block is
+/// news until the chain's `RoundVoided` comes ([`PoolRounds::awaits_void`]).
+const VOID_WATCH: u64 = 8;
 
 /// What the member's subscription knows of its pool's rounds.
 pub(super) struct PoolRounds {
     pool: u32,
     timeline: Timeline,
     rounds: BTreeMap<u32, RoundState>,
+    /// Rounds this machine voided at their deadline whose `RoundVoided` has not come: round →
+    /// the deadline block (kept [`VOID_WATCH`] blocks).
+    unconfirmed_voids: BTreeMap<u32, u64>,
 }
 
 impl PoolRounds {
@@ -98,7 +125,16 @@ impl PoolRounds {
             pool,
             timeline,
             rounds: BTreeMap::new(),
+            unconfirmed_voids: BTreeMap::new(),
         }
+    }
+
+    /// Whether a round this machine voided at its deadline still waits for the chain's
+    /// `RoundVoided` (for at most [`VOID_WATCH`] blocks): a void the chain's queue had no room
+    /// for is left to the members (`void_expired_round`), which look at every block meanwhile,
+    /// each after its own slack, so that their calls do not all race in one block.
+    pub fn awaits_void(&self) -> bool {
+        !self.unconfirmed_voids.is_empty()
     }
 
     /// Steps the pool's rounds with finalized block `number` and its `events`: first each event
@@ -124,6 +160,7 @@ impl PoolRounds {
                     (round, Fact::Finalized { at: number, hash })
                 }
                 SynodEvent::RoundVoided { pool, round } if pool == self.pool => {
+                    self.unconfirmed_voids.remove(&round);
                     (round, Fact::Voided { at: number })
                 }
                 _ => continue,
@@ -136,14 +173,16 @@ impl PoolRounds {
         }
         for (round, state) in &mut self.rounds {
             if !state.is_over() {
-                out.extend(
-                    state
-                        .step(Fact::Block(number))
-                        .into_iter()
-                        .map(|a| (*round, a)),
-                );
+                for a in state.step(Fact::Block(number)) {
+                    if a == Action::Void {
+                        self.unconfirmed_voids.insert(*round, number);
+                    }
+                    out.push((*round, a));
+                }
             }
         }
+        self.unconfirmed_voids
+            .retain(|_, at| number < at.saturating_add(VOID_WATCH));
         self.forget_old();
         out
     }
@@ -266,6 +305,33 @@ mod tests {
         assert_eq!(blocks(&mut r, settle_at + 1, settle_at + 50), []);
     }
 
+    /// A round voided at its deadline by the member's machine keeps every block news until the
+    /// chain's `RoundVoided` comes (members then call `void_expired_round` each after its own
+    /// slack), for at most [`VOID_WATCH`] blocks.
+    #[test]
+    fn blocks_after_an_unconfirmed_void_are_news_until_the_chain_voids() {
+        let mut r = PoolRounds::new(POOL, timeline());
+        r.block(100, &[opened(1)]);
+        assert_eq!(r.block(110, &[]), [(1, Action::Void)]);
+        assert!(r.awaits_void());
+        r.block(112, &[]);
+        assert!(r.awaits_void());
+        r.block(
+            113,
+            &[SynodEvent::RoundVoided {
+                pool: POOL,
+                round: 1,
+            }],
+        );
+        assert!(!r.awaits_void(), "the chain voided it");
+        r.block(120, &[opened(2)]);
+        assert_eq!(r.block(130, &[]), [(2, Action::Void)]);
+        r.block(130 + VOID_WATCH - 1, &[]);
+        assert!(r.awaits_void());
+        r.block(130 + VOID_WATCH, &[]);
+        assert!(!r.awaits_void(), "bounded");
+    }
+
     /// A member that subscribes after a round opened learns of it at its finality, and
     /// verifies it from there; a round it never saw open or final stays unknown.
     #[test]
@@ -301,6 +367,198 @@ mod tests {
             after,
             [(2, Action::CloseLateCommits), (2, Action::CloseChallenges)]
         );
+    }
+
+    /// The driver's waits are woken by what changes a round (an opening, finality, a void, an
+    /// included set fixed, the pool's end), not by each member's commit or claim, nor by
+    /// another pool.
+    #[test]
+    fn a_members_commit_is_no_news_for_the_waits() {
+        let who = synod_chain::AccountId::from([1; 32]);
+        assert!(is_news(&opened(1), POOL));
+        assert!(is_news(&finalized(1), POOL));
+        assert!(is_news(
+            &SynodEvent::RoundVoided {
+                pool: POOL,
+                round: 1
+            },
+            POOL
+        ));
+        assert!(is_news(
+            &SynodEvent::IncludedSetAgreed {
+                pool: POOL,
+                round: 1,
+                included: vec![0, 2]
+            },
+            POOL
+        ));
+        assert!(is_news(&SynodEvent::PoolCompleted { pool: POOL }, POOL));
+        assert!(!is_news(&finalized(1), POOL + 1));
+        assert!(!is_news(
+            &SynodEvent::CheckpointCommitted {
+                pool: POOL,
+                round: 1,
+                who,
+                hash: [1; 32]
+            },
+            POOL
+        ));
+        assert!(!is_news(
+            &SynodEvent::RewardsClaimed {
+                pool: POOL,
+                who,
+                amount: 1
+            },
+            POOL
+        ));
+    }
+
+    /// One round of a simulated chain: opened at `opened`, then final `final_after` blocks
+    /// after its commits may start (`None`: never, so voided at its deadline, the chain's
+    /// `RoundVoided` coming `void_late` blocks later when its queue was full).
+    #[derive(Clone, Debug)]
+    struct Script {
+        gap_before: u64,
+        final_after: Option<u64>,
+        void_late: u64,
+    }
+
+    /// What the chain (`pallet-checkpoints`, which runs the same machine) and the follower each
+    /// announce: (round, action, block).
+    type Told = Vec<(u32, Action, u64)>;
+
+    /// Runs the rounds of `scripts` one after the other on a chain of timeline `t` (each its
+    /// own `RoundState`, stepped with every block and finalized by a `Supported` fact at
+    /// quorum) and feeds the follower the events the chain deposits and every block except
+    /// `missed` (a reconnecting subscription). Returns what each announced.
+    fn simulate(t: Timeline, scripts: &[Script], missed: std::ops::Range<u64>) -> (Told, Told) {
+        // The chain's blocks: (events, then each round's state stepped).
+        let mut events: BTreeMap<u64, Vec<SynodEvent>> = BTreeMap::new();
+        let mut chain: Told = Vec::new();
+        let mut at = 10;
+        for (i, s) in scripts.iter().enumerate() {
+            let round = i as u32 + 1;
+            at += s.gap_before;
+            let opened = at;
+            events
+                .entry(opened)
+                .or_default()
+                .push(opened_at(round, t.deadline(opened)));
+            let mut state = RoundState::open(t, 666_666_667, opened, 3);
+            let last = t.settle_at(t.deadline(opened)) + 5;
+            let finality = s.final_after.map(|d| t.commits_from(opened) + d);
+            for n in opened..=last {
+                let mut due = state.step(Fact::Block(n));
+                if finality == Some(n) {
+                    due.extend(state.step(Fact::Supported {
+                        candidate: 0,
+                        hash: [round as u8; 32],
+                        stake: 3,
+                    }));
+                }
+                for a in due {
+                    match a {
+                        Action::Finalize { hash, .. } => {
+                            events
+                                .entry(n)
+                                .or_default()
+                                .push(SynodEvent::CheckpointFinalized {
+                                    pool: POOL,
+                                    round,
+                                    hash,
+                                })
+                        }
+                        Action::Void => events
+                            .entry(n + s.void_late)
+                            .or_default()
+                            .push(SynodEvent::RoundVoided { pool: POOL, round }),
+                        _ => {}
+                    }
+                    if !matches!(a, Action::Finalize { .. }) {
+                        chain.push((round, a, n));
+                    }
+                }
+            }
+            // The next round opens once this one is closed.
+            at = match state.status() {
+                synod_protocol::RoundStatus::Final { at, .. } => at,
+                _ => t.deadline(opened),
+            };
+        }
+        let end = events.keys().max().copied().unwrap_or(0) + t.settle_at(0) + 10;
+        let mut follower = PoolRounds::new(POOL, t);
+        let mut seen: Told = Vec::new();
+        let mut gap = false;
+        for n in 0..=end {
+            if missed.contains(&n) {
+                gap = true;
+                continue;
+            }
+            if gap {
+                follower.missed_blocks();
+                gap = false;
+            }
+            let evs = events.get(&n).cloned().unwrap_or_default();
+            seen.extend(follower.block(n, &evs).into_iter().map(|(r, a)| (r, a, n)));
+        }
+        // By block, then round; a round's actions of one block stay in timeline order.
+        chain.sort_by_key(|(r, _, n)| (*n, *r));
+        seen.sort_by_key(|(r, _, n)| (*n, *r));
+        (chain, seen)
+    }
+
+    fn opened_at(round: u32, deadline: u64) -> SynodEvent {
+        SynodEvent::RoundOpened {
+            pool: POOL,
+            round,
+            deadline: deadline as u32,
+        }
+    }
+
+    fn script() -> impl proptest::strategy::Strategy<Value = Script> {
+        use proptest::prelude::*;
+        (0u64..5, proptest::option::weighted(0.7, 0u64..12), 0u64..3).prop_map(
+            |(gap_before, final_after, void_late)| Script {
+                gap_before,
+                final_after,
+                void_late,
+            },
+        )
+    }
+
+    proptest::proptest! {
+        /// For any timeline and any sequence of final and voided rounds, the follower
+        /// announces exactly what the chain's own machine does, at the same blocks; and when
+        /// it misses blocks (reconnecting), it never voids a round the chain made final, and
+        /// whatever it announces the chain announced too, no sooner.
+        #[test]
+        fn the_follower_reaches_each_milestone_at_the_chains_block(
+            timeout in 2u64..20,
+            window in 1u64..8,
+            delay in 2u64..4,
+            margin in 0u64..6,
+            appeal in proptest::prop_oneof![proptest::strategy::Just(0u64), 3u64..6],
+            length_per_mille in 0u64..500,
+            scripts in proptest::collection::vec(script(), 1..6),
+            missed_from in 0u64..300,
+            missed_len in 0u64..30,
+        ) {
+            let t = Timeline::for_pool(timeout, window, delay, margin)
+                .with_min_round_length(timeout * length_per_mille / 1000)
+                .with_appeal_period(appeal);
+            let (chain, seen) = simulate(t, &scripts, 0..0);
+            proptest::prop_assert_eq!(&seen, &chain);
+            let (chain, seen) = simulate(t, &scripts, missed_from..missed_from + missed_len);
+            for (round, action, at) in &seen {
+                let on_chain = chain
+                    .iter()
+                    .find(|(r, a, _)| r == round && a == action);
+                proptest::prop_assert!(
+                    on_chain.is_some_and(|(_, _, n)| n <= at),
+                    "round {} {:?} at {} (chain: {:?})", round, action, at, on_chain
+                );
+            }
+        }
     }
 
     /// Memory stays bounded: only the latest [`KEPT_OVER`] rounds that are over are kept.

@@ -140,7 +140,8 @@ pub fn run(a: &RunArgs) -> Result<()> {
         duty_tx.clone(),
         appealer.clone(),
     ));
-    recipe.check(info.spec.diloco(), &a.recipe)?;
+    let job = info.spec.diloco()?.clone();
+    recipe.check(&job, &a.recipe)?;
     let costs = keep_terms(&rt, &chain, &signer, a, &recipe, &info.spec)?;
     std::fs::create_dir_all(&a.base_path)
         .with_context(|| format!("creating {}", a.base_path.display()))?;
@@ -231,19 +232,10 @@ pub fn run(a: &RunArgs) -> Result<()> {
                 .filter(|p| p.status != PoolStatus::Open))
         },
     ))?;
-    let total_steps = started
-        .spec
-        .terms
-        .rounds
-        .saturating_mul(started.spec.diloco().inner_steps);
+    let total_steps = started.spec.terms.rounds.saturating_mul(job.inner_steps);
     let worker = recipe
         .setup
-        .replica(
-            &a.recipe.model,
-            me,
-            started.spec.diloco().inner_steps,
-            total_steps,
-        )?
+        .replica(&a.recipe.model, me, job.inner_steps, total_steps)?
         .with_step_hook(inner_progress(a.quiet));
     let ctx = Ctx {
         a: Arc::new(a.clone()),
@@ -255,7 +247,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         recipe: Arc::new(recipe),
         pool,
         spec_rounds: started.spec.terms.rounds,
-        inner_steps: started.spec.diloco().inner_steps,
+        inner_steps: job.inner_steps,
         me,
         account: account_of(&signer),
         timeline,
@@ -297,8 +289,9 @@ fn keep_terms(
     recipe: &Recipe,
     spec: &synod_chain::types::PoolSpec,
 ) -> Result<terms::Costs> {
+    let inner_steps = spec.diloco()?.inner_steps;
     let shape = terms::Shape {
-        inner_steps: spec.diloco().inner_steps,
+        inner_steps,
         members: spec.terms.max_trainers,
         verify_segments: a.verify_segments,
         rate: a.verify_rate,
@@ -307,7 +300,7 @@ fn keep_terms(
         recipe,
         &a.recipe,
         shape,
-        terms::step_secs(recipe, &a.recipe, spec.diloco().inner_steps)?,
+        terms::step_secs(recipe, &a.recipe, inner_steps)?,
         rt.block_on(chain.block_secs())?,
         a.link.bytes_per_sec(),
     )?
@@ -324,12 +317,7 @@ fn keep_terms(
     // Two inner phases and two segments: after the cheap checks, before anything is bonded.
     if checked.is_ok() {
         let probed = terms::device_check(recipe.setup.device, joined, || {
-            terms::honest_noise(
-                recipe,
-                &a.recipe,
-                spec.diloco().inner_steps,
-                spec.terms.rounds,
-            )
+            terms::honest_noise(recipe, &a.recipe, inner_steps, spec.terms.rounds)
         })?;
         if let Some(n) = probed {
             tracing::info!(

@@ -1,8 +1,10 @@
 //! The chain as the member's one finalized-block subscription (`Chain::follow`, read by
 //! [`super::follow::follow_chain`]) last saw it: the latest finalized block, and the latest
-//! one that carried an event of our pool. The round driver's waits for the chain (the pool's
-//! start, a round's close, the pool's end) read storage when such an event arrives, not at
-//! every block and not on a subscription of their own.
+//! one that was news for a round of our pool (opened, final, voided, an included set fixed, the
+//! pool completed, or a milestone of the protocol's round state machine). The round driver's
+//! waits for the chain (the pool's start, a round's close, the pool's end) read storage when
+//! such news arrives, not at every block, not at every member's commit, and not on a
+//! subscription of their own.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -15,11 +17,11 @@ use tokio::sync::watch;
 pub(super) struct Tick {
     /// The latest finalized block.
     pub finalized: u64,
-    /// The latest finalized block with an event of our pool (0: none yet).
-    pub pool_event_at: u64,
+    /// The latest finalized block that was news for a round of our pool (0: none yet).
+    pub news_at: u64,
 }
 
-/// Finalized blocks without an event of our pool after which a wait reads storage anyway:
+/// Finalized blocks without news of our pool's rounds after which a wait reads storage anyway:
 /// the subscription skips the blocks finalized while it reconnects, and what a wait looks for
 /// may come without an event of its own (a deadline passing).
 pub(super) const FALLBACK_BLOCKS: u64 = 4;
@@ -28,10 +30,10 @@ pub(super) const FALLBACK_BLOCKS: u64 = 4;
 /// have ended; the chain is then polled at this pace), in seconds.
 const IDLE: Duration = Duration::from_secs(12);
 
-/// Whether the tick `now`, after a check made at tick `checked`, calls for another check: an
-/// event of our pool since, or [`FALLBACK_BLOCKS`] blocks.
+/// Whether the tick `now`, after a check made at tick `checked`, calls for another check: news
+/// of our pool's rounds since, or [`FALLBACK_BLOCKS`] blocks.
 fn worth_a_look(checked: Tick, now: Tick) -> bool {
-    now.pool_event_at > checked.pool_event_at
+    now.news_at > checked.news_at
         || now.finalized >= checked.finalized.saturating_add(FALLBACK_BLOCKS)
 }
 
@@ -109,14 +111,11 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
 
-    /// A wait reads the chain when an event of our pool arrives, and every
+    /// A wait reads the chain when news of our pool's rounds arrives, and every
     /// [`FALLBACK_BLOCKS`] blocks without one, not at every finalized block.
     #[test]
-    fn a_wait_reads_the_chain_at_our_pools_events_not_at_every_block() {
-        let t = |finalized, pool_event_at| Tick {
-            finalized,
-            pool_event_at,
-        };
+    fn a_wait_reads_the_chain_at_news_of_our_pools_rounds_not_at_every_block() {
+        let t = |finalized, news_at| Tick { finalized, news_at };
         assert!(!worth_a_look(t(100, 90), t(101, 90)));
         assert!(!worth_a_look(t(100, 90), t(103, 90)));
         assert!(worth_a_look(t(100, 90), t(101, 101)));
@@ -149,14 +148,10 @@ mod tests {
             assert_eq!(reads.load(Ordering::SeqCst), 1, "plain blocks read nothing");
             tx.send_modify(|t| {
                 t.finalized = 4;
-                t.pool_event_at = 4;
+                t.news_at = 4;
             });
             settle().await;
-            assert_eq!(
-                reads.load(Ordering::SeqCst),
-                2,
-                "an event of our pool is read"
-            );
+            assert_eq!(reads.load(Ordering::SeqCst), 2, "news of our pool is read");
             tx.send_modify(|t| t.finalized = 8);
             settle().await;
             assert_eq!(
