@@ -403,17 +403,26 @@ impl Chain {
         &self,
         terms: &crate::types::PoolTerms,
     ) -> Result<synod_protocol::Timeline, ChainError> {
-        let jury_delay = self.constant_u32("TrainingPools", "JuryDelay").await?;
-        let vote_margin = self.constant_u32("TrainingPools", "VoteMargin").await?;
-        let appeal_period = self.constant_u32("TrainingPools", "AppealPeriod").await?;
-        Ok(synod_protocol::Timeline::for_pool(
+        let jury = synod_protocol::JuryTiming {
+            jury_delay: self
+                .constant_u32("TrainingPools", "JuryDelay")
+                .await?
+                .into(),
+            vote_margin: self
+                .constant_u32("TrainingPools", "VoteMargin")
+                .await?
+                .into(),
+            appeal_period: self
+                .constant_u32("TrainingPools", "AppealPeriod")
+                .await?
+                .into(),
+        };
+        Ok(synod_protocol::Timeline::of_pool(
             u64::from(terms.round_timeout),
             u64::from(terms.challenge_window),
-            u64::from(jury_delay),
-            u64::from(vote_margin),
-        )
-        .with_min_round_length(u64::from(terms.min_round_length))
-        .with_appeal_period(u64::from(appeal_period)))
+            u64::from(terms.min_round_length),
+            jury,
+        ))
     }
 
     /// The runtime's `pallet.name` constant, a `u32` (block numbers, counts).

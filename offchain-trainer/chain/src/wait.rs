@@ -1,7 +1,7 @@
 //! Waiting for the chain to reach a state: read it, and read it again each time something says
 //! it may have changed, until the read finds what it looks for or time runs out. What wakes a
 //! wait ([`Wake`]) is the caller's: [`Chain::wait_for`](crate::Chain::wait_for) wakes at each
-//! finalized block, the pool member at blocks that carry an event of its pool.
+//! finalized block, the pool member at blocks that are news for a round of its pool.
 
 use std::future::Future;
 use std::time::{Duration, Instant};

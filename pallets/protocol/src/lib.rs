@@ -61,7 +61,7 @@ pub use round::{Action, Fact, RoundPhase, RoundState, Status as RoundStatus};
 pub use snapshot::{snapshot, MemberState, Participant};
 pub use spec::{check_allowed_trainers, check_spec, KindView, SpecField, SpecLimits, SpecView};
 pub use tally::{contributors, tally, winner, Tallied};
-pub use timeline::{Timeline, KEPT_VOIDED_SNAPSHOTS, MIN_APPEAL_PERIOD};
+pub use timeline::{JuryTiming, Timeline, KEPT_VOIDED_SNAPSHOTS, MIN_APPEAL_PERIOD};
 
 /// Identifier of a training pool, assigned in creation order from 0.
 pub type PoolId = u32;

@@ -70,7 +70,33 @@ pub struct Timeline {
 	pub appeal_period: Block,
 }
 
+/// The runtime's jury timing, in blocks, the same for every pool (`pallet-training-pools`'s
+/// `JuryDelay`, `VoteMargin` and `AppealPeriod` constants).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct JuryTiming {
+	/// Blocks between opening a challenge and drawing its committee.
+	pub jury_delay: Block,
+	/// Blocks a committee gets on top of one round timeout to vote.
+	pub vote_margin: Block,
+	/// Blocks after a ruling during which the losing party may appeal (0: no appeals).
+	pub appeal_period: Block,
+}
+
 impl Timeline {
+	/// The timeline of a pool whose terms set `round_timeout`, `challenge_window` and
+	/// `min_round_length`, under the runtime's `jury` timing: the one the chain runs for the
+	/// pool and a member follows (`synod_chain::Chain::timeline`).
+	pub fn of_pool(
+		round_timeout: Block,
+		challenge_window: Block,
+		min_round_length: Block,
+		jury: JuryTiming,
+	) -> Self {
+		Self::for_pool(round_timeout, challenge_window, jury.jury_delay, jury.vote_margin)
+			.with_min_round_length(min_round_length)
+			.with_appeal_period(jury.appeal_period)
+	}
+
 	/// The timeline of a pool with `round_timeout` and `challenge_window` (from its spec);
 	/// `voting_period = round_timeout + vote_margin`.
 	pub fn for_pool(

@@ -55,13 +55,12 @@ impl<T: Config> Pallet<T> {
 			SpecField::AllowedTrainers => Error::<T>::InvalidAllowedTrainers,
 		})?;
 		// A voided round's snapshot must outlive its slashable window (equivocation reports).
-		let timeline = Timeline::for_pool(
+		let timeline = Timeline::of_pool(
 			view.round_timeout,
 			view.challenge_window,
-			T::JuryDelay::get().saturated_into(),
-			T::VoteMargin::get().saturated_into(),
-		)
-		.with_appeal_period(T::AppealPeriod::get().saturated_into());
+			view.min_round_length,
+			Self::jury_timing(),
+		);
 		ensure!(timeline.keeps_voided_snapshots(), Error::<T>::InvalidChallengeWindow);
 		Ok(())
 	}
@@ -281,16 +280,23 @@ impl<T: Config> Pallet<T> {
 		pools
 	}
 
-	/// The pool's timeline (from its spec and the runtime's jury constants).
+	/// The pool's timeline (from its terms and the runtime's jury constants).
 	pub fn timeline(pool: &PoolInfo<T>) -> Timeline {
-		Timeline::for_pool(
+		Timeline::of_pool(
 			pool.spec.terms.round_timeout.saturated_into(),
 			pool.spec.terms.challenge_window.saturated_into(),
-			T::JuryDelay::get().saturated_into(),
-			T::VoteMargin::get().saturated_into(),
+			pool.spec.terms.min_round_length.saturated_into(),
+			Self::jury_timing(),
 		)
-		.with_min_round_length(pool.spec.terms.min_round_length.saturated_into())
-		.with_appeal_period(T::AppealPeriod::get().saturated_into())
+	}
+
+	/// The runtime's jury timing (`JuryDelay`, `VoteMargin`, `AppealPeriod`).
+	fn jury_timing() -> protocol::JuryTiming {
+		protocol::JuryTiming {
+			jury_delay: T::JuryDelay::get().saturated_into(),
+			vote_margin: T::VoteMargin::get().saturated_into(),
+			appeal_period: T::AppealPeriod::get().saturated_into(),
+		}
 	}
 
 	pub(crate) fn deposit_reason() -> T::RuntimeHoldReason {

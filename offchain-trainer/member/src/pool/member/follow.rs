@@ -9,8 +9,11 @@
 //! ([`super::duty`]).
 //!
 //! The subscription skips the blocks finalized while it reconnects: a round that was open
-//! before such a gap is forgotten ([`PoolRounds::missed_blocks`]; its finality or void may be
-//! in the gap, and its deadline must not void it here), and left to the chain's storage.
+//! before such a gap is forgotten (its finality or void may be in the gap, and its deadline
+//! must not void it here) and left to the chain's storage; the gap is news for the driver's
+//! waits, and the duty worker reads at once the rounds it was told nothing of
+//! ([`DutyMsg::Resync`]). A round whose opening names another deadline than the member's
+//! timeline gives (a timeline read before a runtime upgrade) is not followed either.
 
 use std::collections::BTreeMap;
 
@@ -37,7 +40,9 @@ pub(super) async fn follow_chain<C: AppealChain>(
     appealer: Appealer<C>,
 ) {
     let pool = rounds.pool;
-    let mut last: Option<u64> = None;
+    // From the end of this loop (or of this task, however it ends) the worker reads the chain
+    // for every round.
+    let _unfollowed = Unfollowed(duties.clone());
     while let Some(b) = rx.recv().await {
         let b = match b {
             Ok(b) => b,
@@ -46,15 +51,12 @@ pub(super) async fn follow_chain<C: AppealChain>(
                 break;
             }
         };
-        if last.is_some_and(|l| b.number > l.saturating_add(1)) {
-            rounds.missed_blocks();
-        }
-        last = Some(b.number);
         if let Some(x) = &exporter {
             x.set_finalized_height(b.number);
         }
-        let actions = rounds.block(b.number, &b.events);
-        let news = !actions.is_empty()
+        let step = rounds.block(b.number, &b.events);
+        let news = step.resynced
+            || !step.actions.is_empty()
             || rounds.awaits_void()
             || b.events.iter().any(|e| is_news(e, pool));
         ticks.send_modify(|t| {
@@ -73,14 +75,26 @@ pub(super) async fn follow_chain<C: AppealChain>(
             }
         }
         // The worker is gone once the member stops: nothing left to tell.
-        for (round, action) in actions {
+        if step.resynced {
+            tracing::info!(block = b.number, "chain: blocks missed; rounds read again");
+            let _ = duties.send(DutyMsg::Resync);
+        }
+        for (round, action) in step.actions {
             tracing::debug!(block = b.number, round, "round: {action:?}");
             let _ = duties.send(DutyMsg::Round(round, action));
         }
         let _ = duties.send(DutyMsg::Finalized);
     }
-    // From now on the worker reads the chain for every round.
-    let _ = duties.send(DutyMsg::Unfollowed);
+}
+
+/// Tells the duty worker, when dropped, that the subscription has ended
+/// ([`DutyMsg::Unfollowed`]).
+struct Unfollowed(std::sync::mpsc::Sender<DutyMsg>);
+
+impl Drop for Unfollowed {
+    fn drop(&mut self) {
+        let _ = self.0.send(DutyMsg::Unfollowed);
+    }
 }
 
 /// Whether `e` changes where a round of `pool` stands, what the driver's waits look for
@@ -102,11 +116,23 @@ fn is_news(e: &SynodEvent, pool: u32) -> bool {
 /// Rounds over (settled or voided) that are still remembered, the latest ones: a late
 /// question about one of them is answered without the chain; older ones are forgotten, so the
 /// memory does not grow with the pool's rounds.
-pub(super) const KEPT_OVER: usize = 64;
+const KEPT_OVER: usize = 64;
 
 /// Blocks after the deadline of a round this machine voided during which every block is
-/// news until the chain's `RoundVoided` comes ([`PoolRounds::awaits_void`]).
-const VOID_WATCH: u64 = 8;
+/// news until the chain's `RoundVoided` comes ([`PoolRounds::awaits_void`]): longer than the
+/// chain's void may come late (its deadline queue spills over up to
+/// `Checkpoints.MaxDeadlinesPerBlock` = 8 blocks) plus a member's slack before it voids the
+/// round itself (`member index mod 4` blocks, `settle.rs`).
+const VOID_WATCH: u64 = 32;
+
+/// What one finalized block made due ([`PoolRounds::block`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Followed {
+    /// The actions due, as `(round, action)`, in the order they came.
+    pub actions: Vec<(u32, Action)>,
+    /// Blocks were missed before this one: the rounds that were open are forgotten.
+    pub resynced: bool,
+}
 
 /// What the member's subscription knows of its pool's rounds.
 pub(super) struct PoolRounds {
@@ -116,6 +142,8 @@ pub(super) struct PoolRounds {
     /// Rounds this machine voided at their deadline whose `RoundVoided` has not come: round →
     /// the deadline block (kept [`VOID_WATCH`] blocks).
     unconfirmed_voids: BTreeMap<u32, u64>,
+    /// The last block seen (a later one that does not follow it means blocks were missed).
+    last: Option<u64>,
 }
 
 impl PoolRounds {
@@ -126,6 +154,7 @@ impl PoolRounds {
             timeline,
             rounds: BTreeMap::new(),
             unconfirmed_voids: BTreeMap::new(),
+            last: None,
         }
     }
 
@@ -140,22 +169,46 @@ impl PoolRounds {
     /// Steps the pool's rounds with finalized block `number` and its `events`: first each event
     /// of the pool's rounds (`RoundOpened`, `CheckpointFinalized`, `RoundVoided`, in the
     /// block's order), then the block itself for every round not over. Returns the actions made
-    /// due, as `(round, action)` in that order; each action of a round comes once. A round
-    /// first seen final (the subscription started after its opening) starts there; events of
-    /// other pools change nothing.
-    pub fn block(&mut self, number: u64, events: &[SynodEvent]) -> Vec<(u32, Action)> {
-        let mut out = Vec::new();
+    /// due, as `(round, action)` in that order: each action of a round comes once, except that
+    /// a round forgotten after missed blocks ([`Followed::resynced`]) starts again from what
+    /// comes next. A round first seen final (the subscription started after its opening)
+    /// starts there; a round whose opening names a deadline other than this timeline's is not
+    /// followed (its actions would come at the wrong blocks); events of other pools change
+    /// nothing.
+    pub fn block(&mut self, number: u64, events: &[SynodEvent]) -> Followed {
+        let resynced = self.last.is_some_and(|l| number > l.saturating_add(1));
+        if resynced {
+            self.missed_blocks();
+        }
+        self.last = Some(number);
+        let mut actions = Vec::new();
         for e in events {
             let (round, fact) = match *e {
-                SynodEvent::RoundOpened { pool, round, .. } if pool == self.pool => (
+                SynodEvent::RoundOpened {
+                    pool,
                     round,
+                    deadline,
+                } if pool == self.pool => {
+                    if u64::from(deadline) != self.timeline.deadline(number) {
+                        tracing::error!(
+                            round,
+                            deadline,
+                            ours = self.timeline.deadline(number),
+                            "the chain's deadline differs from the member's timeline: the \
+                             round is left to the chain's storage"
+                        );
+                        continue;
+                    }
                     // The member never weighs support (the chain decides finality), so the
                     // snapshot's stake is not needed.
-                    Fact::Opened {
-                        at: number,
-                        round_stake: 0,
-                    },
-                ),
+                    (
+                        round,
+                        Fact::Opened {
+                            at: number,
+                            round_stake: 0,
+                        },
+                    )
+                }
                 SynodEvent::CheckpointFinalized { pool, round, hash } if pool == self.pool => {
                     (round, Fact::Finalized { at: number, hash })
                 }
@@ -169,7 +222,7 @@ impl PoolRounds {
                 .rounds
                 .entry(round)
                 .or_insert_with(|| RoundState::new(self.timeline, 0));
-            out.extend(state.step(fact).into_iter().map(|a| (round, a)));
+            actions.extend(state.step(fact).into_iter().map(|a| (round, a)));
         }
         for (round, state) in &mut self.rounds {
             if !state.is_over() {
@@ -177,20 +230,20 @@ impl PoolRounds {
                     if a == Action::Void {
                         self.unconfirmed_voids.insert(*round, number);
                     }
-                    out.push((*round, a));
+                    actions.push((*round, a));
                 }
             }
         }
         self.unconfirmed_voids
             .retain(|_, at| number < at.saturating_add(VOID_WATCH));
         self.forget_old();
-        out
+        Followed { actions, resynced }
     }
 
     /// Forgets every round not final or voided: blocks were missed (the subscription
     /// reconnected), which may have carried its finality or void. Final rounds are kept: their
     /// milestones follow from the block number alone.
-    pub fn missed_blocks(&mut self) {
+    fn missed_blocks(&mut self) {
         self.rounds.retain(|_, s| {
             matches!(
                 s.status(),
@@ -234,11 +287,12 @@ mod tests {
         Timeline::for_pool(10, 5, 2, 20)
     }
 
-    fn opened(round: u32) -> SynodEvent {
+    /// `RoundOpened` of `round` in block `at`, with the deadline the chain names.
+    fn opened(round: u32, at: u64) -> SynodEvent {
         SynodEvent::RoundOpened {
             pool: POOL,
             round,
-            deadline: 0,
+            deadline: timeline().deadline(at) as u32,
         }
     }
 
@@ -250,9 +304,22 @@ mod tests {
         }
     }
 
-    /// Every block from `from` to `to` without events, the actions they made due.
-    fn blocks(r: &mut PoolRounds, from: u64, to: u64) -> Vec<(u32, Action)> {
-        (from..=to).flat_map(|n| r.block(n, &[])).collect()
+    fn voided(round: u32) -> SynodEvent {
+        SynodEvent::RoundVoided { pool: POOL, round }
+    }
+
+    /// Steps every block after the last one seen up to `n` (`events` in block `n`, none
+    /// before), as a subscription that misses nothing; the actions they made due.
+    fn at(r: &mut PoolRounds, n: u64, events: &[SynodEvent]) -> Vec<(u32, Action)> {
+        let from = r.last.map_or(n, |l| l + 1);
+        let mut out = Vec::new();
+        for b in from..n {
+            out.extend(r.block(b, &[]).actions);
+        }
+        let last = r.block(n, events);
+        assert!(!last.resynced);
+        out.extend(last.actions);
+        out
     }
 
     /// The member reaches each milestone of a round at the block the chain's own machine does:
@@ -267,7 +334,7 @@ mod tests {
             round: 1,
             hash: [9; 32],
         };
-        assert_eq!(r.block(100, &[opened(1), other]), []);
+        assert_eq!(at(&mut r, 100, &[opened(1, 100), other]), []);
         assert_eq!(
             r.get(1).map(RoundState::status),
             Some(RoundStatus::Open {
@@ -275,34 +342,25 @@ mod tests {
                 round_stake: 0
             })
         );
-        assert_eq!(blocks(&mut r, 101, 104), []);
+        assert_eq!(at(&mut r, 104, &[]), []);
         assert_eq!(
-            r.block(105, &[finalized(1), opened(2)]),
+            at(&mut r, 105, &[finalized(1), opened(2, 105)]),
             [(1, Action::Verify { until: 115 })]
         );
         assert_eq!(r.get(1).unwrap().phase(105), RoundPhase::LateCommits);
-        assert_eq!(blocks(&mut r, 106, 110), []);
-        assert_eq!(r.block(111, &[]), [(1, Action::CloseLateCommits)]);
+        assert_eq!(at(&mut r, 110, &[]), []);
+        assert_eq!(at(&mut r, 111, &[]), [(1, Action::CloseLateCommits)]);
         // Round 2 is not final by its deadline (opened at 105, timeout 10).
-        assert_eq!(blocks(&mut r, 112, 114), []);
-        assert_eq!(r.block(115, &[]), [(2, Action::Void)]);
-        assert_eq!(r.block(116, &[]), [(1, Action::CloseChallenges)]);
+        assert_eq!(at(&mut r, 114, &[]), []);
+        assert_eq!(at(&mut r, 115, &[]), [(2, Action::Void)]);
+        assert_eq!(at(&mut r, 116, &[]), [(1, Action::CloseChallenges)]);
         // The chain's own void of round 2 comes later: told once only.
-        assert_eq!(
-            r.block(
-                117,
-                &[SynodEvent::RoundVoided {
-                    pool: POOL,
-                    round: 2
-                }]
-            ),
-            []
-        );
+        assert_eq!(at(&mut r, 117, &[voided(2)]), []);
         assert!(r.get(2).unwrap().is_over());
         let settle_at = t.settle_at(105);
-        assert_eq!(blocks(&mut r, 118, settle_at - 1), []);
-        assert_eq!(r.block(settle_at, &[]), [(1, Action::Settle)]);
-        assert_eq!(blocks(&mut r, settle_at + 1, settle_at + 50), []);
+        assert_eq!(at(&mut r, settle_at - 1, &[]), []);
+        assert_eq!(at(&mut r, settle_at, &[]), [(1, Action::Settle)]);
+        assert_eq!(at(&mut r, settle_at + 50, &[]), []);
     }
 
     /// A round voided at its deadline by the member's machine keeps every block news until the
@@ -311,24 +369,18 @@ mod tests {
     #[test]
     fn blocks_after_an_unconfirmed_void_are_news_until_the_chain_voids() {
         let mut r = PoolRounds::new(POOL, timeline());
-        r.block(100, &[opened(1)]);
-        assert_eq!(r.block(110, &[]), [(1, Action::Void)]);
+        at(&mut r, 100, &[opened(1, 100)]);
+        assert_eq!(at(&mut r, 110, &[]), [(1, Action::Void)]);
         assert!(r.awaits_void());
-        r.block(112, &[]);
+        at(&mut r, 112, &[]);
         assert!(r.awaits_void());
-        r.block(
-            113,
-            &[SynodEvent::RoundVoided {
-                pool: POOL,
-                round: 1,
-            }],
-        );
+        at(&mut r, 113, &[voided(1)]);
         assert!(!r.awaits_void(), "the chain voided it");
-        r.block(120, &[opened(2)]);
-        assert_eq!(r.block(130, &[]), [(2, Action::Void)]);
-        r.block(130 + VOID_WATCH - 1, &[]);
+        at(&mut r, 120, &[opened(2, 120)]);
+        assert_eq!(at(&mut r, 130, &[]), [(2, Action::Void)]);
+        at(&mut r, 130 + VOID_WATCH - 1, &[]);
         assert!(r.awaits_void());
-        r.block(130 + VOID_WATCH, &[]);
+        at(&mut r, 130 + VOID_WATCH, &[]);
         assert!(!r.awaits_void(), "bounded");
     }
 
@@ -338,30 +390,51 @@ mod tests {
     fn a_round_first_seen_final_starts_there() {
         let mut r = PoolRounds::new(POOL, timeline());
         assert_eq!(
-            r.block(50, &[finalized(4)]),
+            at(&mut r, 50, &[finalized(4)]),
             [(4, Action::Verify { until: 60 })]
         );
         assert_eq!(r.get(4).unwrap().phase(50), RoundPhase::LateCommits);
         assert!(r.get(3).is_none());
     }
 
+    /// A round whose opening names another deadline than the member's timeline (read before a
+    /// runtime upgrade, say) is not followed: its void would come at the wrong block.
+    #[test]
+    fn a_round_whose_deadline_differs_from_the_timeline_is_left_to_storage() {
+        let mut r = PoolRounds::new(POOL, timeline());
+        let longer = SynodEvent::RoundOpened {
+            pool: POOL,
+            round: 1,
+            deadline: 130,
+        };
+        assert_eq!(at(&mut r, 100, &[longer]), []);
+        assert!(r.get(1).is_none());
+        assert_eq!(
+            at(&mut r, 125, &[]),
+            [],
+            "no void at the timeline's deadline (110)"
+        );
+    }
+
     /// Blocks missed while the subscription reconnected may hold a round's finality: its
     /// deadline, reached afterwards, must not void it here (its verification and evidence
     /// would be dropped). A round open before the gap is forgotten; a final one keeps its
-    /// milestones.
+    /// milestones; the block after the gap says so.
     #[test]
     fn a_round_open_before_missed_blocks_is_not_voided_by_its_deadline() {
         let t = timeline();
         let mut r = PoolRounds::new(POOL, t);
-        assert_eq!(r.block(100, &[opened(1)]), []);
+        assert_eq!(at(&mut r, 100, &[opened(1, 100)]), []);
         assert_eq!(
-            r.block(101, &[finalized(2)]),
+            at(&mut r, 101, &[finalized(2)]),
             [(2, Action::Verify { until: 111 })]
         );
         // Blocks 102..=119 missed: round 1's `CheckpointFinalized` may be among them.
-        r.missed_blocks();
+        let after_gap = r.block(120, &[]);
+        assert!(after_gap.resynced);
         assert!(r.get(1).is_none());
-        let after: Vec<(u32, Action)> = (120..=130).flat_map(|n| r.block(n, &[])).collect();
+        let mut after = after_gap.actions;
+        after.extend(at(&mut r, 130, &[]));
         assert!(!after.contains(&(1, Action::Void)), "{after:?}");
         assert_eq!(
             after,
@@ -375,15 +448,9 @@ mod tests {
     #[test]
     fn a_members_commit_is_no_news_for_the_waits() {
         let who = synod_chain::AccountId::from([1; 32]);
-        assert!(is_news(&opened(1), POOL));
+        assert!(is_news(&opened(1, 0), POOL));
         assert!(is_news(&finalized(1), POOL));
-        assert!(is_news(
-            &SynodEvent::RoundVoided {
-                pool: POOL,
-                round: 1
-            },
-            POOL
-        ));
+        assert!(is_news(&voided(1), POOL));
         assert!(is_news(
             &SynodEvent::IncludedSetAgreed {
                 pool: POOL,
@@ -488,18 +555,14 @@ mod tests {
         let end = events.keys().max().copied().unwrap_or(0) + t.settle_at(0) + 10;
         let mut follower = PoolRounds::new(POOL, t);
         let mut seen: Told = Vec::new();
-        let mut gap = false;
-        for n in 0..=end {
-            if missed.contains(&n) {
-                gap = true;
-                continue;
-            }
-            if gap {
-                follower.missed_blocks();
-                gap = false;
-            }
+        for n in (0..=end).filter(|n| !missed.contains(n)) {
             let evs = events.get(&n).cloned().unwrap_or_default();
-            seen.extend(follower.block(n, &evs).into_iter().map(|(r, a)| (r, a, n)));
+            let step = follower.block(n, &evs);
+            assert_eq!(
+                step.resynced,
+                n == missed.end && !missed.is_empty() && missed.start > 0
+            );
+            seen.extend(step.actions.into_iter().map(|(r, a)| (r, a, n)));
         }
         // By block, then round; a round's actions of one block stay in timeline order.
         chain.sort_by_key(|(r, _, n)| (*n, *r));
@@ -567,10 +630,7 @@ mod tests {
         let mut r = PoolRounds::new(POOL, timeline());
         let n = KEPT_OVER as u32 + 10;
         for round in 1..=n {
-            r.block(
-                u64::from(round),
-                &[SynodEvent::RoundVoided { pool: POOL, round }],
-            );
+            at(&mut r, u64::from(round), &[voided(round)]);
         }
         assert!(r.get(10).is_none());
         assert!(r.get(11).is_some());

@@ -10,7 +10,8 @@
 //! the training thread (it shares the machine's cores, and a GPU's memory, with it). Nothing here ends `run`: a failed read,
 //! replay or extrinsic is logged and retried at the next pass. The evidence of a round is
 //! deleted once the chain has pruned its snapshot (settled: nothing can challenge it any more)
-//! or voided the round.
+//! or the round is voided (by the chain, or at its deadline by the protocol's round state
+//! machine that the chain subscription runs: [`told`]).
 //!
 //! One pass ([`DutyWorker::duty_pass`]) runs, in order: [`equivocation`] reports, [`juror`]
 //! votes, the [`attest`]ation of final rounds that aggregated our payload without a commit of
@@ -37,6 +38,7 @@ mod decisions;
 mod equivocation;
 mod evidence;
 mod juror;
+mod told;
 mod verifier;
 mod worker;
 
@@ -44,7 +46,6 @@ use worker::{timed_pass, Duty};
 pub(super) use worker::{DutyHandle, DutyMsg};
 
 use super::ctx::Ctx;
-use super::watch::FALLBACK_BLOCKS;
 use crate::metrics::Metrics;
 use crate::pool::verify::replay::Replay;
 use crate::pool::verify::Replayer;
@@ -92,10 +93,7 @@ pub(super) fn spawn(
         replayer: Replayer::new(ctx.inner_steps, ctx.spec_rounds),
         ctx,
         metrics,
-        duties: Duties {
-            following: true,
-            ..Duties::default()
-        },
+        duties: Duties::default(),
         members: Vec::new(),
     };
     DutyHandle::start(worker, tx, rx)
@@ -169,22 +167,10 @@ pub(super) struct Duties {
     /// Unsettled final rounds with nothing (left) to attest
     /// ([`DutyWorker::attest_included_rounds`]).
     attested: BTreeSet<u32>,
-    /// The latest action the chain subscription told of each round ([`Duty::told`]; the
-    /// latest [`TOLD_KEPT`] rounds): final, its challenges closed, settled or voided. While the
-    /// subscription runs (`following`), a kept round it has told nothing of is read from the
-    /// chain every [`FALLBACK_BLOCKS`] blocks only (`unseen_not_before`).
-    told: BTreeMap<u32, Action>,
-    /// Whether the subscription still tells the worker of the pool's rounds: not once it has
-    /// ended ([`Duty::unfollowed`]) or the worker is finishing (it reads no more messages);
-    /// every round is then read from the chain at every pass.
-    following: bool,
-    /// Finalized block before which a kept round that was open at the last read is not read
-    /// again, unless the subscription tells its finality first.
-    unseen_not_before: RetryAt<u32>,
+    /// What the chain subscription told of the pool's rounds, and when a round is read from
+    /// the chain instead ([`told::Told`]).
+    told: told::Told,
 }
-
-/// Rounds whose latest [`Action`] the duty worker remembers ([`Duties::told`]).
-const TOLD_KEPT: usize = 256;
 
 /// Whether a member that has finished its rounds may stop its duties after a pass that read
 /// the challenges at finalized block `read_at` or later: no work is left (`work_left`, which
@@ -288,21 +274,15 @@ impl Duty for DutyWorker {
     }
 
     fn told(&mut self, round: u32, action: Action) {
-        if matches!(action, Action::Verify { .. }) {
-            // Final now: verified at the next pass, whenever the read that found it open said
-            // to look again.
-            self.duties.unseen_not_before.clear(&round);
-        }
-        self.duties.told.insert(round, action);
-        while self.duties.told.len() > TOLD_KEPT {
-            self.duties.told.pop_first();
-        }
+        self.duties.told.told(round, action);
+    }
+
+    fn resync(&mut self) {
+        self.duties.told.resync();
     }
 
     fn unfollowed(&mut self) {
-        self.duties.following = false;
-        self.duties.told.clear();
-        self.duties.unseen_not_before = RetryAt::default();
+        self.duties.told.unfollowed();
     }
 
     fn pass(&mut self) {

@@ -39,10 +39,11 @@ fn closed_as_told(told: Option<&Action>) -> Option<bool> {
 impl DutyWorker {
     /// Verifies every kept round that has closed; forgets the evidence of settled rounds.
     /// What the chain subscription told of a round ([`Duties::told`]) decides when the chain
-    /// is read: a round told final is read (for its record) and verified at once, one told
-    /// voided is done without a read, and, while the subscription runs, one told nothing yet
-    /// (open, or its event missed) is read every [`FALLBACK_BLOCKS`] blocks; the evidence of a
-    /// round told final and not settled is kept without a read ([`closed_as_told`]).
+    /// is read ([`super::told::Told`]): a round told final is read (for its record) and
+    /// verified at once, one told voided is done without a read, and, while the subscription
+    /// runs, one told nothing yet (open, or its event missed) is read every few blocks; the
+    /// evidence of a round told final and not settled is kept without a read, and a round told
+    /// nothing is read from the chain at each pass ([`closed_as_told`]).
     pub(super) fn verify_closed_rounds(&mut self) -> Result<()> {
         let (pool, rounds) = (self.ctx.pool, self.duties.to_verify.clone());
         let now = if rounds.is_empty() {
@@ -52,16 +53,16 @@ impl DutyWorker {
         };
         for round in rounds {
             if self.duties.verify_not_before.waits(&round, now)
-                || self.duties.unseen_not_before.waits(&round, now)
+                || !self.duties.told.read_due(round, now)
             {
                 continue;
             }
-            let told = self.duties.told.get(&round).copied();
-            if told == Some(Action::Void) {
+            if self.duties.told.latest(round) == Some(Action::Void) {
                 self.duties.to_verify.remove(&round);
+                self.duties.verify_not_before.clear(&round);
+                self.duties.told.done(round);
                 continue;
             }
-            self.duties.unseen_not_before.clear(&round);
             if let Some(f) = self
                 .ctx
                 .block_on(self.ctx.chain.final_checkpoint(pool, round))?
@@ -84,14 +85,14 @@ impl DutyWorker {
                 }
                 self.duties.to_verify.remove(&round);
                 self.duties.verify_not_before.clear(&round);
+                self.duties.told.done(round);
             } else if self.ctx.block_on(self.ctx.chain.voided(pool, round))? {
                 self.duties.to_verify.remove(&round);
-            } else if told.is_none() && self.duties.following {
-                // Still open: looked at again when the subscription tells its finality, or
-                // `FALLBACK_BLOCKS` later.
-                self.duties
-                    .unseen_not_before
-                    .after(round, now, FALLBACK_BLOCKS);
+                self.duties.told.done(round);
+            } else {
+                // Still open: looked at again when the subscription tells its finality, or a
+                // few blocks later.
+                self.duties.told.found_open(round, now);
             }
         }
         // A round not opened yet has no snapshot either: our trace of an overlapped round
@@ -110,7 +111,7 @@ impl DutyWorker {
             }
             // A voided round's snapshot is kept for equivocation reports, but nothing of ours
             // (verification, jury) concerns it any more; a settled one's is pruned.
-            let closed = match closed_as_told(self.duties.told.get(&round)) {
+            let closed = match closed_as_told(self.duties.told.latest(round).as_ref()) {
                 Some(closed) => closed,
                 None => {
                     self.ctx
@@ -471,10 +472,16 @@ mod tests {
         let t = Timeline::for_pool(10, 5, 2, 20);
         let mut rounds = PoolRounds::new(1, t);
         let mut told = BTreeMap::new();
+        // Every block up to `n` (`events` in block `n`), as a subscription that misses none.
+        let mut next = 0;
         let mut step = |told: &mut BTreeMap<u32, Action>, n: u64, events: &[SynodEvent]| {
-            for (round, action) in rounds.block(n, events) {
-                told.insert(round, action);
+            for b in next..=n {
+                let evs = if b == n { events } else { &[] };
+                for (round, action) in rounds.block(b, evs).actions {
+                    told.insert(round, action);
+                }
             }
+            next = n + 1;
         };
         step(
             &mut told,

@@ -23,6 +23,9 @@ pub(in crate::pool::member) enum DutyMsg {
     /// machine, stepped by the subscription: [`super::super::follow::PoolRounds`]); told
     /// before the block's [`DutyMsg::Finalized`].
     Round(u32, Action),
+    /// The subscription missed blocks (it reconnected): what it told may have missed a
+    /// round's finality.
+    Resync,
     /// The subscription has ended: no more [`DutyMsg::Round`] will come.
     Unfollowed,
     /// The evidence of `round` is kept: verify it once the round is final.
@@ -39,6 +42,8 @@ pub(in crate::pool::member) trait Duty: Send + 'static {
     fn hand_over(&mut self, round: u32);
     /// Takes what the chain made due in `round` ([`DutyMsg::Round`]).
     fn told(&mut self, round: u32, action: Action);
+    /// The subscription missed blocks ([`DutyMsg::Resync`]).
+    fn resync(&mut self);
     /// The subscription has ended ([`DutyMsg::Unfollowed`]): what it told may go stale.
     fn unfollowed(&mut self);
     /// One pass of every duty; never fails (problems are logged and retried next pass).
@@ -129,6 +134,7 @@ fn run<D: Duty>(mut duty: D, rx: &Receiver<DutyMsg>, busy_us: &AtomicU64) {
         let mut take = |msg, duty: &mut D| match msg {
             DutyMsg::Finalized => {}
             DutyMsg::Round(round, action) => duty.told(round, action),
+            DutyMsg::Resync => duty.resync(),
             DutyMsg::Unfollowed => duty.unfollowed(),
             DutyMsg::Verify(round) => duty.hand_over(round),
             DutyMsg::Finish(max_wait) => finish = Some(max_wait),
@@ -183,6 +189,7 @@ mod tests {
             self.queue.push(round);
         }
         fn told(&mut self, _: u32, _: Action) {}
+        fn resync(&mut self) {}
         fn unfollowed(&mut self) {}
         fn pass(&mut self) {
             self.passes.fetch_add(1, Ordering::Relaxed);
@@ -261,6 +268,7 @@ mod tests {
     impl Duty for Panics {
         fn hand_over(&mut self, _: u32) {}
         fn told(&mut self, _: u32, _: Action) {}
+        fn resync(&mut self) {}
         fn unfollowed(&mut self) {}
         fn pass(&mut self) {
             panic!("a bug in a duty");
