@@ -65,14 +65,15 @@ fn state_checks(pending: &[Pending], me: &AccountId) -> (Vec<StateCheck>, Option
 }
 
 /// A juror's judgement of a contribution.
-struct Judged {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Judged {
     /// Its vote.
-    guilty: bool,
+    pub(super) guilty: bool,
     /// The relative L2 distance its check found (∞ for a payload that is not the disputed
     /// one).
-    distance: f64,
+    pub(super) distance: f64,
     /// Why it replayed the whole inner phase; `None` when the disputed part decided.
-    whole: Option<WholeReplay>,
+    pub(super) whole: Option<WholeReplay>,
 }
 
 impl DutyWorker {
@@ -270,6 +271,13 @@ impl DutyWorker {
                 ));
             }
         }
+        // Another challenge of the same payload disputing the same part was judged already:
+        // the same replay gives the same vote (each replay of a contribution costs up to an
+        // inner phase, and a cheater's contribution draws several challenges).
+        let key = (round, member, digest, dispute);
+        if let Some(judged) = self.duties.judgements.get(&key) {
+            return Ok(Ok(judged));
+        }
         // The disputed part's states were fetched from the accused before the pass's checks
         // (a whole-phase dispute needs none).
         let mut whole = None;
@@ -282,11 +290,13 @@ impl DutyWorker {
             Ok(rep)
         });
         let (guilty, distance) = vote?;
-        Ok(Ok(Judged {
+        let judged = Judged {
             guilty,
             distance,
             whole,
-        }))
+        };
+        self.duties.judgements.insert(key, judged);
+        Ok(Ok(judged))
     }
 
     /// What each of `to_judge` ((challenge id, challenge, handled once judged)) needs to be

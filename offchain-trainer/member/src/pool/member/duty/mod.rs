@@ -170,6 +170,41 @@ pub(super) struct Duties {
     /// What the chain subscription told of the pool's rounds, and when a round is read from
     /// the chain instead ([`told::Told`]).
     told: told::Told,
+    /// This juror's judgements, by contribution and disputed part ([`Judgements`]).
+    judgements: Judgements,
+}
+
+/// What identifies a juror's judgement: (round, member, payload digest, disputed part).
+type JudgementKey = (u32, u32, [u8; 32], synod_chain::calls::Dispute);
+
+/// A juror's judgements of the latest [`JUDGEMENTS_KEPT`] (contribution, disputed part)
+/// pairs: another challenge of the same payload disputing the same part gets the same vote
+/// without a second replay (a cheater's contribution draws several challenges, each seating
+/// most jurors, and a replay costs up to an inner phase: re-replaying kept the duty worker from
+/// verifying the next round within its window).
+#[derive(Debug, Default)]
+struct Judgements(Vec<(JudgementKey, juror::Judged)>);
+
+/// Judgements kept ([`Judgements`]).
+const JUDGEMENTS_KEPT: usize = 64;
+
+impl Judgements {
+    fn get(&self, key: &JudgementKey) -> Option<juror::Judged> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, j)| *j)
+    }
+
+    fn insert(&mut self, key: JudgementKey, judged: juror::Judged) {
+        self.0.retain(|(k, _)| *k != key);
+        self.0.push((key, judged));
+        if self.0.len() > JUDGEMENTS_KEPT {
+            self.0.remove(0);
+        }
+    }
+
+    /// Forgets the judgements of `round` (its evidence is gone).
+    fn forget(&mut self, round: u32) {
+        self.0.retain(|((r, ..), _)| *r != round);
+    }
 }
 
 /// Whether a member that has finished its rounds may stop its duties after a pass that read
@@ -432,7 +467,35 @@ impl DutyWorker {
 
 #[cfg(test)]
 mod tests {
-    use super::{may_stop, residual_deadline_passed};
+    use super::{may_stop, residual_deadline_passed, Judgements, JUDGEMENTS_KEPT};
+    use synod_chain::calls::Dispute;
+
+    /// A second challenge of the same payload disputing the same part reuses the judgement;
+    /// another part, another payload or another member is judged anew; memory stays bounded.
+    #[test]
+    fn a_juror_judges_each_disputed_part_of_a_payload_once() {
+        let judged = |guilty| super::juror::Judged {
+            guilty,
+            distance: 99.0,
+            whole: None,
+        };
+        let mut j = Judgements::default();
+        j.insert((3, 1, [7; 32], Dispute::Encoding), judged(true));
+        assert_eq!(
+            j.get(&(3, 1, [7; 32], Dispute::Encoding)),
+            Some(judged(true))
+        );
+        assert_eq!(j.get(&(3, 1, [7; 32], Dispute::Phase)), None);
+        assert_eq!(j.get(&(3, 1, [8; 32], Dispute::Encoding)), None);
+        assert_eq!(j.get(&(3, 2, [7; 32], Dispute::Encoding)), None);
+        j.forget(3);
+        assert_eq!(j.get(&(3, 1, [7; 32], Dispute::Encoding)), None);
+        for r in 0..JUDGEMENTS_KEPT as u32 + 1 {
+            j.insert((r, 0, [0; 32], Dispute::Phase), judged(false));
+        }
+        assert_eq!(j.0.len(), JUDGEMENTS_KEPT);
+        assert_eq!(j.get(&(0, 0, [0; 32], Dispute::Phase)), None);
+    }
     use synod_protocol::{RoundState, Timeline};
 
     #[test]

@@ -130,6 +130,7 @@ impl DutyWorker {
                 self.ctx.drop_trace(round);
                 self.ctx.retained.forget(round);
                 self.duties.replays.retain(|(r, _), _| *r != round);
+                self.duties.judgements.forget(round);
                 self.duties.unserved.retain(|(r, _, _), _| *r != round);
                 self.duties.verified.retain(|(r, _)| *r != round);
             }
