@@ -17,7 +17,8 @@ use crate::pool::verify::vote::juror_vote;
 use crate::pool::verify::Checker;
 
 /// A committee seat this juror has not voted on yet, with what judging it needs.
-struct Pending {
+#[derive(Debug)]
+pub(super) struct Pending {
     /// The challenge.
     id: u32,
     /// Its state on chain.
@@ -37,8 +38,13 @@ struct Pending {
 /// the earliest end of a vote this juror replays for (narrowed or whole-phase: every check
 /// waits for the fetch) and how many replays follow it. Whole-phase disputes, challenges
 /// outside our pool or the round's snapshot, and challenges of our own contribution (`me`
-/// knows what it sent) need no states; only the latter two need no replay.
-fn state_checks(pending: &[Pending], me: &AccountId) -> (Vec<StateCheck>, Option<(u64, usize)>) {
+/// knows what it sent) need no states; only the latter two need no replay, and neither do
+/// the disputes `replayed` already ((round, member, part) answered by a replay this worker ran).
+fn state_checks(
+    pending: &[Pending],
+    me: &AccountId,
+    replayed: impl Fn(u32, u32, Dispute) -> bool,
+) -> (Vec<StateCheck>, Option<(u64, usize)>) {
     // One check per contribution, with the segments of every dispute of it: two fetches of
     // one author's states side by side would race on the same files.
     let mut by_contribution: BTreeMap<(u32, u32), StateCheck> = BTreeMap::new();
@@ -47,6 +53,9 @@ fn state_checks(pending: &[Pending], me: &AccountId) -> (Vec<StateCheck>, Option
         let Some(member) = s.member.filter(|_| s.c.accused != *me) else {
             continue;
         };
+        if replayed(s.c.round, member, s.dispute) {
+            continue;
+        }
         earliest = earliest.min(u64::from(s.c.expires_at));
         replays += 1;
         if s.dispute == Dispute::Phase {
@@ -77,35 +86,35 @@ pub(super) struct Judged {
 }
 
 impl DutyWorker {
-    /// Jury duty between two checks of a verification pass, if we sit on juries and a block
-    /// was finalized since jury duty last read the challenges ([`jury_due`]): a committee
-    /// drawn while a pass replays one member after another votes after the replay under way,
-    /// not after the whole pass (each replay can take a large part of an inner phase).
-    pub(super) fn jury_between_checks(&mut self) {
-        if !self.ctx.a.juror {
-            return;
-        }
+    /// Jury duty between two checks of a verification pass whose verdicts are due by block
+    /// `due_by` (the round's challenge window): reads the challenges again if a block was
+    /// finalized since the last read ([`jury_due`]; a committee drawn while a pass replays one
+    /// member after another votes after the replay under way, not after the whole pass), then
+    /// judges the seats whose vote ends by `due_by` (the others after the checks).
+    pub(super) fn jury_between_checks(&mut self, due_by: u64) {
         let now = match self.ctx.block_on(self.ctx.chain.finalized_number()) {
             Ok(now) => now,
             Err(e) => return tracing::warn!("jury duty between checks: {e}"),
         };
-        if jury_due(self.duties.jury_read_at, now) {
-            if let Err(e) = self.jury_duty() {
+        if self.ctx.a.juror && jury_due(self.duties.jury_read_at, now) {
+            if let Err(e) = self.read_jury() {
                 tracing::warn!("jury duty between checks: {e:#}");
             }
         }
+        self.judge_seats(Some(due_by));
     }
 
-    /// Votes on every drawn committee we sit on, first or appeal (with `--no-jury` too: an
-    /// account seated anyway, because another process of it opted in, votes rather than be
-    /// slashed as a no-show); appeals the rulings we lose as a party that no `Ruled` event made us
-    /// appeal already ([`super::super::appeal`]);
+    /// Reads the challenges: keeps in `seats` every drawn committee seat of ours not voted
+    /// yet, first or appeal (with `--no-jury` too: an account seated anyway, because another
+    /// process of it opted in, votes rather than be slashed as a no-show), for
+    /// [`DutyWorker::judge_seats`]; appeals the rulings we lose as a party that no `Ruled`
+    /// event made us appeal already ([`super::super::appeal`]);
     /// records in `awaiting` the rounds of our pool's challenges that still wait for a draw,
-    /// our vote, or a ruling's execution (an appeal committee may still seat us), and in
-    /// `jury_read_at` the finalized block read before the challenges (cleared first: a pass
+    /// or a ruling's execution (an appeal committee may still seat us), and in
+    /// `jury_read_at` the finalized block read before the challenges (cleared first: a read
     /// that fails leaves `None`). As a juror, first opts back in if the chain opted us out (a
     /// vote we missed as a no-show).
-    pub(super) fn jury_duty(&mut self) -> Result<()> {
+    pub(super) fn read_jury(&mut self) -> Result<()> {
         self.duties.jury_read_at = None;
         if self.ctx.a.juror
             && self
@@ -188,26 +197,44 @@ impl DutyWorker {
                 self.duties.handled.insert(id);
             }
         }
+        self.duties.seats = self.pending(to_judge, &mut awaiting);
+        self.duties.awaiting = awaiting;
+        self.duties.jury_read_at = Some(read_at);
+        Ok(())
+    }
+
+    /// Judges the seats read by [`DutyWorker::read_jury`] whose vote ends by block `due_by`
+    /// (every seat when `None`), earliest end first ([`due_seats`]); the others wait for a
+    /// later call. A verifier's check of a round whose challenge window closes at block `w`
+    /// runs after the seats due by `w` and before the others: a cheater's challenges, each
+    /// seating most jurors, cannot hold the next round's checks past that round's window.
+    pub(super) fn judge_seats(&mut self, due_by: Option<u64>) {
+        let due = due_seats(&mut self.duties.seats, due_by);
+        if due.is_empty() {
+            return;
+        }
         // Every narrowed dispute's states at once, before any check: k accused that stall
         // theirs cost this pass one wait, not k one after the other.
-        let pending = self.pending(to_judge, &mut awaiting);
-        let (checks, bound) = state_checks(&pending, &self.ctx.account);
+        let replays = &self.duties.replays;
+        let (checks, bound) = state_checks(&due, &self.ctx.account, |round, member, part| {
+            replays.get(round, member, part).is_some()
+        });
         let states = match bound {
             Some((until, replays)) => {
                 let now = self
                     .ctx
                     .block_on(self.ctx.chain.finalized_number())
-                    .unwrap_or(read_at);
+                    .unwrap_or_default();
                 let wait = self.state_wait(now, until, replays);
                 self.prefetch_trace_states(&checks, wait, Checker::Juror)
             }
             None => FetchedStates::new(),
         };
-        for seat in &pending {
-            // A failed vote is retried next pass; it must not hold up the others.
+        for seat in &due {
+            // A failed vote is retried after the next read; it must not hold up the others.
             if let Err(e) = self.judge(seat, &states) {
                 tracing::warn!(challenge = seat.id, "judging failed: {e:#}");
-                awaiting.insert(seat.c.round);
+                self.duties.awaiting.insert(seat.c.round);
                 continue;
             }
             self.duties.judged.insert((seat.id, seat.c.expires_at));
@@ -229,9 +256,14 @@ impl DutyWorker {
         let cursor = self.duties.cursor;
         self.duties.judged.retain(|(id, _)| *id >= cursor);
         self.ctx.appealer.forget_below(cursor);
-        self.duties.awaiting = awaiting;
-        self.duties.jury_read_at = Some(read_at);
-        Ok(())
+    }
+
+    /// Whether a seat of our pool's `round` waits to be judged (its evidence is kept).
+    pub(super) fn seat_waits(&self, round: u32) -> bool {
+        self.duties
+            .seats
+            .iter()
+            .any(|s| s.c.pool_id == self.ctx.pool && s.c.round == round)
     }
 
     /// The vote on `c` (member `member` accused) from a check of its kept payload: of the part
@@ -271,15 +303,9 @@ impl DutyWorker {
                 ));
             }
         }
-        // Another challenge of the same payload disputing the same part was judged already:
-        // the same replay gives the same vote (each replay of a contribution costs up to an
-        // inner phase, and a cheater's contribution draws several challenges).
-        let key = (round, member, digest, dispute);
-        if let Some(judged) = self.duties.judgements.get(&key) {
-            return Ok(Ok(judged));
-        }
         // The disputed part's states were fetched from the accused before the pass's checks
-        // (a whole-phase dispute needs none).
+        // (a whole-phase dispute needs none, nor a part replayed already: `replay` answers
+        // another challenge of the same part from its replays).
         let mut whole = None;
         let vote = juror_vote(&kept, &digest, |_| {
             let check = Check::Dispute(dispute, states);
@@ -290,13 +316,11 @@ impl DutyWorker {
             Ok(rep)
         });
         let (guilty, distance) = vote?;
-        let judged = Judged {
+        Ok(Ok(Judged {
             guilty,
             distance,
             whole,
-        };
-        self.duties.judgements.insert(key, judged);
-        Ok(Ok(judged))
+        }))
     }
 
     /// What each of `to_judge` ((challenge id, challenge, handled once judged)) needs to be
@@ -442,6 +466,18 @@ impl DutyWorker {
     }
 }
 
+/// Takes from `seats` those whose vote ends by block `due_by` (all when `None`), earliest end
+/// first (earliest deadline first over the juror's votes and, with the verifier's checks
+/// judged between them, its checks: [`DutyWorker::judge_seats`]).
+fn due_seats(seats: &mut Vec<Pending>, due_by: Option<u64>) -> Vec<Pending> {
+    let (mut due, rest): (Vec<_>, Vec<_>) = std::mem::take(seats)
+        .into_iter()
+        .partition(|s| due_by.is_none_or(|b| u64::from(s.c.expires_at) <= b));
+    *seats = rest;
+    due.sort_by_key(|s| s.c.expires_at);
+    due
+}
+
 /// Whether jury duty has challenges to read that it has not: a block finalized after the one
 /// it last read them at (`read_at`; `None` when it has not read them, or that read failed).
 fn jury_due(read_at: Option<u64>, finalized: u64) -> bool {
@@ -503,7 +539,7 @@ mod tests {
         // The whole-phase dispute's vote ends first: every replay waits for the fetch, so it
         // bounds the wait too.
         seats[3].c.expires_at = 95;
-        let (checks, bound) = state_checks(&seats, &me);
+        let (checks, bound) = state_checks(&seats, &me, |_, _, _| false);
         let accused: Vec<(u32, u8, u32)> = checks
             .iter()
             .map(|(round, who, member, _)| (*round, who.0[0], *member))
@@ -551,5 +587,37 @@ mod tests {
             t0.elapsed()
         );
         assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![[3; 32]]);
+        // A part replayed already (by this juror's verifier, or for another challenge of the
+        // same part) needs neither states nor a replay: accused 3's segment 4 and accused 2.
+        let (checks, bound) = state_checks(&seats, &me, |round, member, part| {
+            (round, member, part) == (5, 3, Dispute::Segment(4)) || member == 2
+        });
+        let fetched: Vec<_> = checks.iter().map(|c| (c.0, c.2, c.3.clone())).collect();
+        assert_eq!(fetched, vec![(4, 1, vec![2]), (5, 3, vec![0])]);
+        assert_eq!(bound, Some((95, 3)));
+    }
+
+    /// Attack: a cheater whose earlier contributions drew several challenges (each seating
+    /// most of the pool's jurors, votes ending some blocks later) kept the verifiers judging
+    /// them while the next round's challenge window ran out (seen in the Byzantine demo: a
+    /// round paid to the cheater). Before a check due by block `w`, a juror judges only the
+    /// seats whose vote ends by `w`, earliest first; the others wait for the check.
+    #[test]
+    fn a_cheaters_challenges_do_not_hold_the_next_rounds_checks_past_their_window() {
+        let mut seats: Vec<Pending> = (0..5)
+            .map(|id| pending(id, 1, 1, Some(1), Dispute::Phase))
+            .collect();
+        // Votes ending at blocks 100..=104, listed out of order.
+        seats.swap(0, 4);
+        // The check of the next round is due by block 102: seats 0, 1, 2 first, in order.
+        let due = due_seats(&mut seats, Some(102));
+        assert_eq!(due.iter().map(|s| s.id).collect::<Vec<_>>(), vec![0, 1, 2]);
+        let mut left: Vec<_> = seats.iter().map(|s| s.id).collect();
+        left.sort_unstable();
+        assert_eq!(left, vec![3, 4], "judged after the check");
+        assert!(due_seats(&mut seats, Some(99)).is_empty());
+        let rest = due_seats(&mut seats, None);
+        assert_eq!(rest.iter().map(|s| s.id).collect::<Vec<_>>(), vec![3, 4]);
+        assert!(seats.is_empty());
     }
 }

@@ -13,12 +13,17 @@
 //! or the round is voided (by the chain, or at its deadline by the protocol's round state
 //! machine that the chain subscription runs: [`told`]).
 //!
-//! One pass ([`DutyWorker::duty_pass`]) runs, in order: [`equivocation`] reports, [`juror`]
-//! votes, the [`attest`]ation of final rounds that aggregated our payload without a commit of
-//! ours, the [`verifier`]'s checks of closed rounds, the [`challenger`]'s pending challenges,
-//! and the leak [`decisions`] the chain's queue left open. Jury duty runs again between two
-//! checks of the verifier when a block was finalized meanwhile, so that a committee seat drawn
-//! during a long pass votes after the replay under way, not after the pass.
+//! One pass ([`DutyWorker::duty_pass`]) runs, in order: [`equivocation`] reports, the
+//! [`juror`]'s read of its committee seats, the [`attest`]ation of final rounds that
+//! aggregated our payload without a commit of ours, the [`verifier`]'s checks of closed
+//! rounds, the juror's votes, the [`challenger`]'s pending challenges, and the leak
+//! [`decisions`] the chain's queue left open. The verifier's checks and the juror's votes run
+//! earliest deadline first: before each check, the seats whose vote ends before that round's
+//! challenge window are judged (the challenges are read again first when a block was
+//! finalized meanwhile, so that a committee seat drawn during a long pass votes after the
+//! replay under way, not after the pass), the others after the checks. Every replay is kept by
+//! the part of the trace it decided ([`replays`]): a contribution is replayed once per part,
+//! whether its verifier or its jurors asked.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
@@ -38,6 +43,7 @@ mod decisions;
 mod equivocation;
 mod evidence;
 mod juror;
+mod replays;
 mod told;
 mod verifier;
 mod worker;
@@ -47,7 +53,6 @@ pub(super) use worker::{DutyHandle, DutyMsg};
 
 use super::ctx::Ctx;
 use crate::metrics::Metrics;
-use crate::pool::verify::replay::Replay;
 use crate::pool::verify::Replayer;
 
 /// Trace states a verifier or a juror fetched for its checks: their files, by blake3.
@@ -114,8 +119,9 @@ pub(super) struct DutyWorker {
 pub(super) struct Duties {
     /// Rounds whose evidence is kept and that are not verified yet.
     pub to_verify: BTreeSet<u32>,
-    /// Replays done: (round, member) → result (a juror reuses its verifier's replay).
-    replays: BTreeMap<(u32, u32), Replay>,
+    /// Replays done, by contribution and the part of its trace each decided (a juror reuses
+    /// its verifier's replay, and its own for another challenge of the same part).
+    replays: replays::Replays,
     /// Lowest challenge id not handled yet.
     cursor: u32,
     /// Challenge ids at or above `cursor` already handled (resolved, voted, not ours).
@@ -124,6 +130,9 @@ pub(super) struct Duties {
     /// execution or an appeal committee's draw at the last jury pass (their evidence is kept;
     /// `finish_duties` waits for them).
     awaiting: BTreeSet<u32>,
+    /// Committee seats read and not judged yet, judged in the order their votes end
+    /// ([`DutyWorker::judge_seats`]).
+    seats: Vec<juror::Pending>,
     /// Committees judged already (challenge id, end of its vote): a challenge with appeals is
     /// not `handled` until it closes, and an abstention is not repeated every pass.
     judged: BTreeSet<(u32, u32)>,
@@ -170,41 +179,6 @@ pub(super) struct Duties {
     /// What the chain subscription told of the pool's rounds, and when a round is read from
     /// the chain instead ([`told::Told`]).
     told: told::Told,
-    /// This juror's judgements, by contribution and disputed part ([`Judgements`]).
-    judgements: Judgements,
-}
-
-/// What identifies a juror's judgement: (round, member, payload digest, disputed part).
-type JudgementKey = (u32, u32, [u8; 32], synod_chain::calls::Dispute);
-
-/// A juror's judgements of the latest [`JUDGEMENTS_KEPT`] (contribution, disputed part)
-/// pairs: another challenge of the same payload disputing the same part gets the same vote
-/// without a second replay (a cheater's contribution draws several challenges, each seating
-/// most jurors, and a replay costs up to an inner phase: re-replaying kept the duty worker from
-/// verifying the next round within its window).
-#[derive(Debug, Default)]
-struct Judgements(Vec<(JudgementKey, juror::Judged)>);
-
-/// Judgements kept ([`Judgements`]).
-const JUDGEMENTS_KEPT: usize = 64;
-
-impl Judgements {
-    fn get(&self, key: &JudgementKey) -> Option<juror::Judged> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, j)| *j)
-    }
-
-    fn insert(&mut self, key: JudgementKey, judged: juror::Judged) {
-        self.0.retain(|(k, _)| *k != key);
-        self.0.push((key, judged));
-        if self.0.len() > JUDGEMENTS_KEPT {
-            self.0.remove(0);
-        }
-    }
-
-    /// Forgets the judgements of `round` (its evidence is gone).
-    fn forget(&mut self, round: u32) {
-        self.0.retain(|((r, ..), _)| *r != round);
-    }
 }
 
 /// Whether a member that has finished its rounds may stop its duties after a pass that read
@@ -346,15 +320,18 @@ impl DutyWorker {
         if let Err(e) = self.report_equivocations() {
             tracing::warn!("equivocation reports: {e:#}");
         }
-        if let Err(e) = self.jury_duty() {
+        if let Err(e) = self.read_jury() {
             tracing::warn!("jury duty: {e:#}");
         }
         if let Err(e) = self.attest_included_rounds() {
             tracing::warn!("attesting final rounds: {e:#}");
         }
+        // The verifier judges, before each of its checks, the seats whose vote ends before
+        // that round's challenge window; the other seats after its checks.
         if let Err(e) = self.verify_closed_rounds() {
             tracing::warn!("verification: {e:#}");
         }
+        self.judge_seats(None);
         if let Err(e) = self.open_pending_challenges() {
             tracing::warn!("challenges: {e:#}");
         }
@@ -434,6 +411,7 @@ impl DutyWorker {
             || !self.duties.to_challenge.is_empty()
             || !self.duties.to_report.is_empty()
             || !self.duties.awaiting.is_empty()
+            || !self.duties.seats.is_empty()
             || !self.duties.to_decide.is_empty();
         Ok(!may_stop(last.as_ref(), read_at, work_left))
     }
@@ -467,35 +445,8 @@ impl DutyWorker {
 
 #[cfg(test)]
 mod tests {
-    use super::{may_stop, residual_deadline_passed, Judgements, JUDGEMENTS_KEPT};
-    use synod_chain::calls::Dispute;
+    use super::{may_stop, residual_deadline_passed};
 
-    /// A second challenge of the same payload disputing the same part reuses the judgement;
-    /// another part, another payload or another member is judged anew; memory stays bounded.
-    #[test]
-    fn a_juror_judges_each_disputed_part_of_a_payload_once() {
-        let judged = |guilty| super::juror::Judged {
-            guilty,
-            distance: 99.0,
-            whole: None,
-        };
-        let mut j = Judgements::default();
-        j.insert((3, 1, [7; 32], Dispute::Encoding), judged(true));
-        assert_eq!(
-            j.get(&(3, 1, [7; 32], Dispute::Encoding)),
-            Some(judged(true))
-        );
-        assert_eq!(j.get(&(3, 1, [7; 32], Dispute::Phase)), None);
-        assert_eq!(j.get(&(3, 1, [8; 32], Dispute::Encoding)), None);
-        assert_eq!(j.get(&(3, 2, [7; 32], Dispute::Encoding)), None);
-        j.forget(3);
-        assert_eq!(j.get(&(3, 1, [7; 32], Dispute::Encoding)), None);
-        for r in 0..JUDGEMENTS_KEPT as u32 + 1 {
-            j.insert((r, 0, [0; 32], Dispute::Phase), judged(false));
-        }
-        assert_eq!(j.0.len(), JUDGEMENTS_KEPT);
-        assert_eq!(j.get(&(0, 0, [0; 32], Dispute::Phase)), None);
-    }
     use synod_protocol::{RoundState, Timeline};
 
     #[test]

@@ -120,7 +120,8 @@ impl DutyWorker {
                         || self.ctx.block_on(self.ctx.chain.voided(pool, round))?
                 }
             };
-            done.insert(round, closed && !self.duties.awaiting.contains(&round));
+            let awaits = self.duties.awaiting.contains(&round) || self.seat_waits(round);
+            done.insert(round, closed && !awaits);
         }
         for &round in &rounds {
             // A sparse round's payloads name the residuals the next round's payloads must
@@ -129,8 +130,7 @@ impl DutyWorker {
             if done[&round] && !next_open {
                 self.ctx.drop_trace(round);
                 self.ctx.retained.forget(round);
-                self.duties.replays.retain(|(r, _), _| *r != round);
-                self.duties.judgements.forget(round);
+                self.duties.replays.forget(round);
                 self.duties.unserved.retain(|(r, _, _), _| *r != round);
                 self.duties.verified.retain(|(r, _)| *r != round);
             }
@@ -228,7 +228,7 @@ impl DutyWorker {
         let to_fetch: Vec<_> = checks
             .iter()
             .filter(|(_, m, _)| {
-                !self.duties.replays.contains_key(&(round, *m))
+                !self.duties.replays.has_whole(round, *m)
                     && !self.duties.verified.contains(&(round, *m))
             })
             .map(|(who, m, segments)| (round, *who, *m, segments.clone()))
@@ -253,7 +253,7 @@ impl DutyWorker {
             if self.duties.verified.contains(&(round, member)) {
                 continue;
             }
-            self.jury_between_checks();
+            self.jury_between_checks(until);
             // Challenges found by earlier checks and held back while the round took late
             // commits: opened as soon as they may be, not after the whole pass.
             if let Err(e) = self.open_pending_challenges() {
@@ -322,9 +322,9 @@ impl DutyWorker {
     /// check these segments of its Proof-of-Learning trace first
     /// ([`Replayer::check_segments`](crate::pool::verify::Replayer::check_segments), with the
     /// trace states fetched beforehand, [`DutyWorker::prefetch_trace_states`]), the part a
-    /// challenge disputes, or the whole inner phase ([`Check`]). Whole replays are cached (a
-    /// verifier drawn as juror replays once); a narrowed dispute is always checked anew (its
-    /// part decides, whatever a whole replay found). `committed`: whether `member` committed the round's final hash (a
+    /// challenge disputes, or the whole inner phase ([`Check`]). Replays are kept by the part
+    /// of the trace they decided ([`replays::Replays`](super::replays::Replays)): a verifier
+    /// drawn as juror, or a juror seated on several challenges of one part, replays once. `committed`: whether `member` committed the round's final hash (a
     /// contributor); one that did not and does not serve its residuals by the deadline is
     /// given the benefit of the doubt (it may have stopped after the exchange, and only it
     /// holds them): judged honest, never challenged or convicted on that alone.
@@ -337,14 +337,18 @@ impl DutyWorker {
         deadline: u64,
         committed: bool,
     ) -> Result<Option<Replay>> {
-        let narrowed = matches!(check, Check::Dispute(d, _) if d != Dispute::Phase);
+        // The part of the trace this check decides: a verifier's sampled segments are answered
+        // by a whole replay only.
+        let asked = match check {
+            Check::Segments(..) => None,
+            Check::Dispute(d, _) => Some(d),
+        };
         if let Some(r) = self
             .duties
             .replays
-            .get(&(round, member))
-            .filter(|_| !narrowed)
+            .get(round, member, asked.unwrap_or(Dispute::Phase))
         {
-            return Ok(Some(*r));
+            return Ok(Some(r));
         }
         let Some(claimed) = self.ctx.retained.payload(round, member) else {
             tracing::info!(
@@ -397,7 +401,7 @@ impl DutyWorker {
                 }
                 // Its own signed payload breaks the rule: nothing anyone serves changes that.
                 let rep = dishonest(WholeReplay::Mismatch);
-                self.duties.replays.insert((round, member), rep);
+                self.duties.replays.record(round, member, asked, rep);
                 return Ok(Some(rep));
             }
         };
@@ -451,9 +455,7 @@ impl DutyWorker {
             failed = ?rep.failed,
             "replayed"
         );
-        if rep.whole.is_some() {
-            self.duties.replays.insert((round, member), rep);
-        }
+        self.duties.replays.record(round, member, asked, rep);
         Ok(Some(rep))
     }
 }
