@@ -265,6 +265,11 @@ pub enum TrainerEvent {
         /// The accused's member index (absent when we abstained).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         member: Option<u32>,
+        /// Whether the replay behind the vote ran earlier (our verification of the same
+        /// payload, or our vote on another challenge of the same part), so none ran for this
+        /// vote: `distance` and `whole_replay` are that replay's (absent when false).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reused: bool,
         /// The disputed round.
         round: u32,
         /// Why our replay ran the whole inner phase (`asked`, `unserved`, …, as in
@@ -372,6 +377,7 @@ mod tests {
             distance: None,
             guilty: None,
             member: None,
+            reused: false,
             round: 1,
             whole_replay: None,
         };
@@ -434,11 +440,13 @@ mod tests {
             distance: Some(f64::INFINITY),
             guilty: Some(true),
             member: Some(2),
+            reused: true,
             round: 3,
             whole_replay: None,
         };
         let line = voted.to_line().unwrap();
         assert!(line.contains(r#""distance":null,"#), "{line}");
+        assert!(line.contains(r#""reused":true,"#), "{line}");
         assert!(line.contains(r#""dispute":"segment 4","#), "{line}");
         let back: TrainerEvent = serde_json::from_str(&line).unwrap();
         let TrainerEvent::Vote {

@@ -60,6 +60,7 @@ fn vote(guilty: Option<bool>) -> TrainerEvent {
         distance: guilty.map(|_| 0.5),
         guilty,
         member: guilty.map(|_| 1),
+        reused: false,
         round: 1,
         whole_replay: guilty.map(|_| "asked".to_string()),
     }

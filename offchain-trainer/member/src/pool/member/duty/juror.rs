@@ -39,11 +39,12 @@ pub(super) struct Pending {
 /// waits for the fetch) and how many replays follow it. Whole-phase disputes, challenges
 /// outside our pool or the round's snapshot, and challenges of our own contribution (`me`
 /// knows what it sent) need no states; only the latter two need no replay, and neither do
-/// the disputes `replayed` already ((round, member, part) answered by a replay this worker ran).
+/// the seats `replayed` already (the disputed part of the disputed payload of the accused,
+/// member index given, answered by a replay this worker ran).
 fn state_checks(
     pending: &[Pending],
     me: &AccountId,
-    replayed: impl Fn(u32, u32, Dispute) -> bool,
+    replayed: impl Fn(&Pending, u32) -> bool,
 ) -> (Vec<StateCheck>, Option<(u64, usize)>) {
     // One check per contribution, with the segments of every dispute of it: two fetches of
     // one author's states side by side would race on the same files.
@@ -53,7 +54,7 @@ fn state_checks(
         let Some(member) = s.member.filter(|_| s.c.accused != *me) else {
             continue;
         };
-        if replayed(s.c.round, member, s.dispute) {
+        if replayed(s, member) {
             continue;
         }
         earliest = earliest.min(u64::from(s.c.expires_at));
@@ -83,25 +84,37 @@ pub(super) struct Judged {
     pub(super) distance: f64,
     /// Why it replayed the whole inner phase; `None` when the disputed part decided.
     pub(super) whole: Option<WholeReplay>,
+    /// Whether the replay ran earlier (for our verification, or another challenge of the
+    /// same part of the same payload).
+    pub(super) reused: bool,
 }
 
 impl DutyWorker {
-    /// Jury duty between two checks of a verification pass whose verdicts are due by block
-    /// `due_by` (the round's challenge window): reads the challenges again if a block was
-    /// finalized since the last read ([`jury_due`]; a committee drawn while a pass replays one
-    /// member after another votes after the replay under way, not after the whole pass), then
-    /// judges the seats whose vote ends by `due_by` (the others after the checks).
-    pub(super) fn jury_between_checks(&mut self, due_by: u64) {
-        let now = match self.ctx.block_on(self.ctx.chain.finalized_number()) {
-            Ok(now) => now,
-            Err(e) => return tracing::warn!("jury duty between checks: {e}"),
+    /// Jury duty before a check of a verification pass whose verdicts are due by block
+    /// `due_by` (the close of the round's challenge window): as a juror, reads the challenges
+    /// again if a block was finalized since the last read ([`jury_due`]; a committee drawn
+    /// while a pass replays one member after another votes after the replay under way, not
+    /// after the whole pass); then judges the seats whose vote ends by `due_by` (the others
+    /// after the checks). Returns the finalized block read after judging (`None` if that read
+    /// failed).
+    pub(super) fn jury_between_checks(&mut self, due_by: u64) -> Option<u64> {
+        let read = |t: &Self| match t.ctx.block_on(t.ctx.chain.finalized_number()) {
+            Ok(now) => Some(now),
+            Err(e) => {
+                tracing::warn!("jury duty between checks: {e}");
+                None
+            }
         };
-        if self.ctx.a.juror && jury_due(self.duties.jury_read_at, now) {
+        let now = read(self);
+        if self.ctx.a.juror && now.is_some_and(|n| jury_due(self.duties.jury_read_at, n)) {
             if let Err(e) = self.read_jury() {
                 tracing::warn!("jury duty between checks: {e:#}");
             }
         }
-        self.judge_seats(Some(due_by));
+        match self.judge_seats(Some(due_by)) {
+            true => read(self),
+            false => now,
+        }
     }
 
     /// Reads the challenges: keeps in `seats` every drawn committee seat of ours not voted
@@ -200,7 +213,18 @@ impl DutyWorker {
         self.duties.seats = self.pending(to_judge, &mut awaiting);
         self.duties.awaiting = awaiting;
         self.duties.jury_read_at = Some(read_at);
+        self.advance_cursor();
         Ok(())
+    }
+
+    /// Moves the cursor past the challenges handled, and forgets what it passed.
+    fn advance_cursor(&mut self) {
+        while self.duties.handled.remove(&self.duties.cursor) {
+            self.duties.cursor += 1;
+        }
+        let cursor = self.duties.cursor;
+        self.duties.judged.retain(|(id, _)| *id >= cursor);
+        self.ctx.appealer.forget_below(cursor);
     }
 
     /// Judges the seats read by [`DutyWorker::read_jury`] whose vote ends by block `due_by`
@@ -208,23 +232,26 @@ impl DutyWorker {
     /// later call. A verifier's check of a round whose challenge window closes at block `w`
     /// runs after the seats due by `w` and before the others: a cheater's challenges, each
     /// seating most jurors, cannot hold the next round's checks past that round's window.
-    pub(super) fn judge_seats(&mut self, due_by: Option<u64>) {
+    /// Returns whether any seat was due.
+    pub(super) fn judge_seats(&mut self, due_by: Option<u64>) -> bool {
         let due = due_seats(&mut self.duties.seats, due_by);
         if due.is_empty() {
-            return;
+            return false;
         }
         // Every narrowed dispute's states at once, before any check: k accused that stall
         // theirs cost this pass one wait, not k one after the other.
         let replays = &self.duties.replays;
-        let (checks, bound) = state_checks(&due, &self.ctx.account, |round, member, part| {
-            replays.get(round, member, part).is_some()
+        let (checks, bound) = state_checks(&due, &self.ctx.account, |s, member| {
+            (replays)
+                .get(s.c.round, member, &s.c.payload_digest, s.dispute)
+                .is_some()
         });
         let states = match bound {
             Some((until, replays)) => {
                 let now = self
                     .ctx
                     .block_on(self.ctx.chain.finalized_number())
-                    .unwrap_or_default();
+                    .unwrap_or(self.duties.jury_read_at.unwrap_or_default());
                 let wait = self.state_wait(now, until, replays);
                 self.prefetch_trace_states(&checks, wait, Checker::Juror)
             }
@@ -250,12 +277,8 @@ impl DutyWorker {
         {
             let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round, Checker::Juror));
         }
-        while self.duties.handled.remove(&self.duties.cursor) {
-            self.duties.cursor += 1;
-        }
-        let cursor = self.duties.cursor;
-        self.duties.judged.retain(|(id, _)| *id >= cursor);
-        self.ctx.appealer.forget_below(cursor);
+        self.advance_cursor();
+        true
     }
 
     /// Whether a seat of our pool's `round` waits to be judged (its evidence is kept).
@@ -307,6 +330,11 @@ impl DutyWorker {
         // (a whole-phase dispute needs none, nor a part replayed already: `replay` answers
         // another challenge of the same part from its replays).
         let mut whole = None;
+        // A kept payload that is not the disputed one is judged without a replay.
+        let reused = blake3::hash(&kept).as_bytes() == &digest
+            && (self.duties.replays)
+                .get(round, member, &digest, dispute)
+                .is_some();
         let vote = juror_vote(&kept, &digest, |_| {
             let check = Check::Dispute(dispute, states);
             let rep = self
@@ -320,6 +348,7 @@ impl DutyWorker {
             guilty,
             distance,
             whole,
+            reused,
         }))
     }
 
@@ -394,6 +423,7 @@ impl DutyWorker {
                 distance: None,
                 guilty: None,
                 member: None,
+                reused: false,
                 round: c.round,
                 whole_replay: None,
             })
@@ -416,11 +446,13 @@ impl DutyWorker {
             guilty,
             distance,
             whole,
+            reused,
         } = if c.accused == self.ctx.account {
             Judged {
                 guilty: false,
                 distance: 0.0,
                 whole: None,
+                reused: false,
             }
         } else {
             match self.replay_vote(c, member, dispute, states)? {
@@ -460,6 +492,7 @@ impl DutyWorker {
             distance: Some(distance),
             guilty: Some(guilty),
             member: Some(member),
+            reused,
             round: c.round,
             whole_replay: whole.map(|w| w.as_str().to_string()),
         })
@@ -485,139 +518,4 @@ fn jury_due(read_at: Option<u64>, finalized: u64) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::{Duration, Instant};
-
-    use super::*;
-    use crate::pool::verify::prefetch::prefetch_states;
-
-    fn pending(id: u32, round: u32, accused: u8, member: Option<u32>, dispute: Dispute) -> Pending {
-        Pending {
-            id,
-            c: ChallengeInfo {
-                pool_id: 0,
-                round,
-                accused: AccountId::from([accused; 32]),
-                challenger: AccountId::from([0; 32]),
-                payload_digest: [0; 32],
-                expires_at: 100 + id,
-                jury: Vec::new(),
-            },
-            handled: true,
-            member,
-            dispute,
-        }
-    }
-
-    #[test]
-    fn jury_duty_runs_between_checks_only_when_a_block_came_since_it_read_the_challenges() {
-        // Never read, or the last read failed: due.
-        assert!(jury_due(None, 7));
-        // Read at block 7: nothing new to read until block 8 is final.
-        assert!(!jury_due(Some(7), 7));
-        assert!(jury_due(Some(7), 8));
-        // A node that fell behind the block read last (another endpoint) has nothing newer.
-        assert!(!jury_due(Some(9), 8));
-    }
-
-    #[test]
-    fn stalling_accused_cost_a_juror_one_wait_not_one_per_challenge() {
-        // Narrowed disputes of accused 1 and 2 (who stall their states) and 3 (who serves),
-        // over two rounds, beside disputes that need no states.
-        let me = AccountId::from([9; 32]);
-        let seats = vec![
-            pending(0, 4, 1, Some(1), Dispute::Segment(2)),
-            pending(1, 5, 2, Some(2), Dispute::Encoding),
-            pending(2, 5, 3, Some(3), Dispute::Segment(0)),
-            pending(3, 5, 4, Some(4), Dispute::Phase),
-            pending(4, 5, 9, Some(5), Dispute::Segment(1)),
-            pending(5, 5, 6, None, Dispute::Segment(1)),
-            // A second challenger of accused 3's contribution, naming another segment.
-            pending(6, 5, 3, Some(3), Dispute::Segment(4)),
-        ];
-        let mut seats = seats;
-        // The whole-phase dispute's vote ends first: every replay waits for the fetch, so it
-        // bounds the wait too.
-        seats[3].c.expires_at = 95;
-        let (checks, bound) = state_checks(&seats, &me, |_, _, _| false);
-        let accused: Vec<(u32, u8, u32)> = checks
-            .iter()
-            .map(|(round, who, member, _)| (*round, who.0[0], *member))
-            .collect();
-        assert_eq!(accused, vec![(4, 1, 1), (5, 2, 2), (5, 3, 3)]);
-        assert_eq!(checks[0].3, vec![2], "the named segment");
-        assert_eq!(
-            checks[2].3,
-            vec![0, 4],
-            "one check of both disputes of a contribution"
-        );
-        assert_eq!(
-            bound,
-            Some((95, 5)),
-            "the earliest end of the five votes replayed for, and the five replays"
-        );
-        // Fetched as the juror fetches them, all in one batch: the two stallers cost the pass
-        // one wait, and the accused that serves is not held behind them.
-        let wait = Duration::from_secs(1);
-        let wanted = checks
-            .iter()
-            .map(|(round, who, _, _)| ((who.0[0], *round), vec![[who.0[0]; 32]]))
-            .collect();
-        let t0 = Instant::now();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_time()
-            .build()
-            .unwrap();
-        let got = rt.block_on(prefetch_states(
-            wanted,
-            |(accused, _round)| *accused,
-            wait,
-            wait,
-            |(accused, _round), h| async move {
-                if accused < 3 {
-                    std::future::pending::<()>().await;
-                }
-                Some(h)
-            },
-        ));
-        assert!(
-            t0.elapsed() < 2 * wait,
-            "the pass waited {:?}",
-            t0.elapsed()
-        );
-        assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![[3; 32]]);
-        // A part replayed already (by this juror's verifier, or for another challenge of the
-        // same part) needs neither states nor a replay: accused 3's segment 4 and accused 2.
-        let (checks, bound) = state_checks(&seats, &me, |round, member, part| {
-            (round, member, part) == (5, 3, Dispute::Segment(4)) || member == 2
-        });
-        let fetched: Vec<_> = checks.iter().map(|c| (c.0, c.2, c.3.clone())).collect();
-        assert_eq!(fetched, vec![(4, 1, vec![2]), (5, 3, vec![0])]);
-        assert_eq!(bound, Some((95, 3)));
-    }
-
-    /// Attack: a cheater whose earlier contributions drew several challenges (each seating
-    /// most of the pool's jurors, votes ending some blocks later) kept the verifiers judging
-    /// them while the next round's challenge window ran out (seen in the Byzantine demo: a
-    /// round paid to the cheater). Before a check due by block `w`, a juror judges only the
-    /// seats whose vote ends by `w`, earliest first; the others wait for the check.
-    #[test]
-    fn a_cheaters_challenges_do_not_hold_the_next_rounds_checks_past_their_window() {
-        let mut seats: Vec<Pending> = (0..5)
-            .map(|id| pending(id, 1, 1, Some(1), Dispute::Phase))
-            .collect();
-        // Votes ending at blocks 100..=104, listed out of order.
-        seats.swap(0, 4);
-        // The check of the next round is due by block 102: seats 0, 1, 2 first, in order.
-        let due = due_seats(&mut seats, Some(102));
-        assert_eq!(due.iter().map(|s| s.id).collect::<Vec<_>>(), vec![0, 1, 2]);
-        let mut left: Vec<_> = seats.iter().map(|s| s.id).collect();
-        left.sort_unstable();
-        assert_eq!(left, vec![3, 4], "judged after the check");
-        assert!(due_seats(&mut seats, Some(99)).is_empty());
-        let rest = due_seats(&mut seats, None);
-        assert_eq!(rest.iter().map(|s| s.id).collect::<Vec<_>>(), vec![3, 4]);
-        assert!(seats.is_empty());
-    }
-}
+mod tests;

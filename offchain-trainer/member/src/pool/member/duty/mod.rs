@@ -16,14 +16,15 @@
 //! One pass ([`DutyWorker::duty_pass`]) runs, in order: [`equivocation`] reports, the
 //! [`juror`]'s read of its committee seats, the [`attest`]ation of final rounds that
 //! aggregated our payload without a commit of ours, the [`verifier`]'s checks of closed
-//! rounds, the juror's votes, the [`challenger`]'s pending challenges, and the leak
+//! rounds, the [`challenger`]'s pending challenges, the juror's remaining votes, and the leak
 //! [`decisions`] the chain's queue left open. The verifier's checks and the juror's votes run
-//! earliest deadline first: before each check, the seats whose vote ends before that round's
-//! challenge window are judged (the challenges are read again first when a block was
-//! finalized meanwhile, so that a committee seat drawn during a long pass votes after the
-//! replay under way, not after the pass), the others after the checks. Every replay is kept by
-//! the part of the trace it decided ([`replays`]): a contribution is replayed once per part,
-//! whether its verifier or its jurors asked.
+//! earliest deadline first: before a round's checks and before each of them, the seats whose
+//! vote ends by the close of that round's challenge window are judged (a juror reads the
+//! challenges again first when a block was finalized meanwhile, so that a committee seat drawn
+//! during a long pass votes after the replay under way, not after the pass), the others after
+//! the checks; a round whose window has closed is not checked further. Every replay is kept by
+//! the payload and the part of the trace it decided ([`replays`]): a payload is replayed once
+//! per part, whether its verifier or its jurors asked.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
@@ -126,9 +127,10 @@ pub(super) struct Duties {
     cursor: u32,
     /// Challenge ids at or above `cursor` already handled (resolved, voted, not ours).
     handled: BTreeSet<u32>,
-    /// Rounds with a challenge of our pool that waited for its draw, our vote, a ruling's
-    /// execution or an appeal committee's draw at the last jury pass (their evidence is kept;
-    /// `finish_duties` waits for them).
+    /// Rounds with a challenge of our pool that waited for its draw, a ruling's execution or
+    /// an appeal committee's draw at the last read of the challenges, or whose judging failed
+    /// (their evidence is kept; `finish_duties` waits for them). Seats not judged yet are in
+    /// `seats`.
     awaiting: BTreeSet<u32>,
     /// Committee seats read and not judged yet, judged in the order their votes end
     /// ([`DutyWorker::judge_seats`]).
@@ -326,15 +328,16 @@ impl DutyWorker {
         if let Err(e) = self.attest_included_rounds() {
             tracing::warn!("attesting final rounds: {e:#}");
         }
-        // The verifier judges, before each of its checks, the seats whose vote ends before
-        // that round's challenge window; the other seats after its checks.
+        // The verifier judges, before each of its checks, the seats whose vote ends by the
+        // close of that round's challenge window; the other seats after its checks and the
+        // challenges they found.
         if let Err(e) = self.verify_closed_rounds() {
             tracing::warn!("verification: {e:#}");
         }
-        self.judge_seats(None);
         if let Err(e) = self.open_pending_challenges() {
             tracing::warn!("challenges: {e:#}");
         }
+        self.judge_seats(None);
         if let Err(e) = self.decide_unmatched_commits() {
             tracing::warn!("leak decisions: {e:#}");
         }

@@ -149,11 +149,7 @@ impl DutyWorker {
         let state = self.ctx.final_round(f);
         let until = state.challenges_until().unwrap_or_default();
         if !state.phase(now).challenge_window_open() {
-            self.metrics.emit(&TrainerEvent::VerifySkipped {
-                detail: format!("challenge window closed at block {until}"),
-                round,
-            })?;
-            return Ok(true);
+            return self.window_closed(round, until);
         }
         let Some(snapshot) = self
             .ctx
@@ -216,6 +212,12 @@ impl DutyWorker {
             );
             checks.push((*who, member, segments));
         }
+        // The seats whose vote ends by this round's window vote before its checks (and before
+        // the states are fetched for them).
+        let now = self.jury_between_checks(until).unwrap_or(now);
+        if !state.phase(now).challenge_window_open() {
+            return self.window_closed(round, until);
+        }
         // Checks whose states all arrived go first: the whole replays of members that did
         // not serve theirs come last.
         let _ = std::fs::remove_dir_all(self.ctx.retained.fetched_dir(round, Checker::Verifier));
@@ -225,12 +227,17 @@ impl DutyWorker {
             .count();
         let wait = self.state_wait(now, until, unverified);
         // Contributions replayed whole already, or checked, need no states.
+        let replayed_whole = |m: u32| {
+            self.ctx.retained.payload(round, m).is_some_and(|p| {
+                let digest = *blake3::hash(&p).as_bytes();
+                (self.duties.replays)
+                    .get(round, m, &digest, Dispute::Phase)
+                    .is_some()
+            })
+        };
         let to_fetch: Vec<_> = checks
             .iter()
-            .filter(|(_, m, _)| {
-                !self.duties.replays.has_whole(round, *m)
-                    && !self.duties.verified.contains(&(round, *m))
-            })
+            .filter(|(_, m, _)| !self.duties.verified.contains(&(round, *m)) && !replayed_whole(*m))
             .map(|(who, m, segments)| (round, *who, *m, segments.clone()))
             .collect();
         let states = self.prefetch_trace_states(&to_fetch, wait, Checker::Verifier);
@@ -253,7 +260,14 @@ impl DutyWorker {
             if self.duties.verified.contains(&(round, member)) {
                 continue;
             }
-            self.jury_between_checks(until);
+            let now = self.jury_between_checks(until);
+            if now.is_some_and(|n| !state.phase(n).challenge_window_open()) {
+                // Nothing found now could be challenged; the seats left vote at once.
+                let _ = std::fs::remove_dir_all(
+                    self.ctx.retained.fetched_dir(round, Checker::Verifier),
+                );
+                return self.window_closed(round, until);
+            }
             // Challenges found by earlier checks and held back while the round took late
             // commits: opened as soon as they may be, not after the whole pass.
             if let Err(e) = self.open_pending_challenges() {
@@ -315,6 +329,16 @@ impl DutyWorker {
         Ok(true)
     }
 
+    /// Gives up verifying `round`, whose challenge window closed at block `until`: nothing
+    /// found now could be challenged. Returns `Ok(true)` (the round is done with).
+    fn window_closed(&mut self, round: u32, until: u64) -> Result<bool> {
+        self.metrics.emit(&TrainerEvent::VerifySkipped {
+            detail: format!("challenge window closed at block {until}"),
+            round,
+        })?;
+        Ok(true)
+    }
+
     /// `member`'s replay of `round`, or `None` when its payload was not kept (or, sparse, we
     /// cannot tell which residual it must carry in). `deadline`: the block by which a verdict
     /// is due (a sparse payload's unserved residuals are waited for until half the time left
@@ -343,13 +367,6 @@ impl DutyWorker {
             Check::Segments(..) => None,
             Check::Dispute(d, _) => Some(d),
         };
-        if let Some(r) = self
-            .duties
-            .replays
-            .get(round, member, asked.unwrap_or(Dispute::Phase))
-        {
-            return Ok(Some(r));
-        }
         let Some(claimed) = self.ctx.retained.payload(round, member) else {
             tracing::info!(
                 round,
@@ -358,6 +375,12 @@ impl DutyWorker {
             );
             return Ok(None);
         };
+        let digest = *blake3::hash(&claimed).as_bytes();
+        if let Some(r) =
+            (self.duties.replays).get(round, member, &digest, asked.unwrap_or(Dispute::Phase))
+        {
+            return Ok(Some(r));
+        }
         let fetched = match check {
             Check::Dispute(Dispute::Phase, _) => None,
             Check::Segments(_, states) | Check::Dispute(_, states) => Some(states),
@@ -401,7 +424,9 @@ impl DutyWorker {
                 }
                 // Its own signed payload breaks the rule: nothing anyone serves changes that.
                 let rep = dishonest(WholeReplay::Mismatch);
-                self.duties.replays.record(round, member, asked, rep);
+                self.duties
+                    .replays
+                    .record(round, member, &digest, asked, rep);
                 return Ok(Some(rep));
             }
         };
@@ -455,7 +480,9 @@ impl DutyWorker {
             failed = ?rep.failed,
             "replayed"
         );
-        self.duties.replays.record(round, member, asked, rep);
+        self.duties
+            .replays
+            .record(round, member, &digest, asked, rep);
         Ok(Some(rep))
     }
 }
