@@ -355,6 +355,9 @@ impl<T: Config> Pallet<T> {
 		});
 		let _ = Votes::<T>::clear_prefix(challenge_id, T::AppealJurySize::get(), None);
 		let key = (c.pool_id, c.round, c.accused.clone());
+		if FirstGuiltyRuling::<T>::get(&key).is_some_and(|(id, _)| id == challenge_id) {
+			FirstGuiltyRuling::<T>::remove(&key);
+		}
 		OpenAgainst::<T>::mutate_exists(&key, |n| {
 			*n = n.and_then(|n| n.checked_sub(1)).filter(|n| *n > 0);
 		});
@@ -382,12 +385,19 @@ impl<T: Config> Pallet<T> {
 			== Some(protocol::Verdict::Guilty);
 		let amount = if already { 0 } else { T::SlashFraction::get().mul_floor(c.accused_stake) };
 		// Paid out of it, in this order: `JurorShare` to the jurors who voted guilty (pro rata
-		// to their seats), `ChallengerShare` to the challenger; the rest goes to `Slash`.
+		// to their seats), `ChallengerShare` to the challenger of the contribution's earliest
+		// guilty ruling still open (`FirstGuiltyRuling`; this challenge's if there is none:
+		// an accused that appeals an honest challenger's guilty ruling until an accomplice's
+		// later one executes does not hand the share to the accomplice); the rest goes to
+		// `Slash`.
+		let key = (c.pool_id, c.round, c.accused.clone());
+		let rewarded =
+			FirstGuiltyRuling::<T>::get(&key).map_or_else(|| c.challenger.clone(), |(_, who)| who);
 		let (mut parts, _) = protocol::split_by_stake(
 			T::JurorShare::get().mul_floor(amount),
 			&Self::voters(challenge_id, &c, true),
 		);
-		parts.push((c.challenger.clone(), T::ChallengerShare::get().mul_floor(amount)));
+		parts.push((rewarded, T::ChallengerShare::get().mul_floor(amount)));
 		let mut slashed = BalanceOf::<T>::zero();
 		let mut paid = 0u128;
 		for (to, part) in &parts {
@@ -480,11 +490,12 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Weight of closing a challenge beyond its benchmarked paths: its challenger's slot
-	/// ([`OpenBy`]), per absent juror (at most `MaxPoolMembers`) its [`NoShows`] record, its
+	/// ([`OpenBy`]), the contribution's [`FirstGuiltyRuling`], per absent juror (at most `MaxPoolMembers`) its [`NoShows`] record, its
 	/// [`ScheduledAt`] entry with the (at most [`MAX_SCHEDULED`]) blocks whose schedule it
 	/// leaves, and its [`Disputes`] entry.
 	pub(crate) fn close_weight() -> Weight {
 		let n = u64::from(T::MaxPoolMembers::get())
+			.saturating_add(1)
 			.saturating_add(1)
 			.saturating_add(1)
 			.saturating_add(u64::from(MAX_SCHEDULED))

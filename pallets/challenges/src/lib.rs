@@ -67,7 +67,7 @@ pub mod pallet {
 
 	/// The in-code storage version. A chain starts from the current genesis
 	/// (`chain-specs/`): no migration brings older layouts to it.
-	const STORAGE_VERSION: StorageVersion = StorageVersion::new(6);
+	const STORAGE_VERSION: StorageVersion = StorageVersion::new(7);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]
@@ -111,7 +111,8 @@ pub mod pallet {
 		/// Share of the guilty member's snapshot stake that is slashed.
 		#[pallet::constant]
 		type SlashFraction: Get<Perbill>;
-		/// Share of the slashed stake paid to the challenger.
+		/// Share of the slashed stake paid to the challenger (of the contribution's earliest
+		/// guilty ruling still open, in a pool with appeals: [`FirstGuiltyRuling`]).
 		#[pallet::constant]
 		type ChallengerShare: Get<Perbill>;
 		/// Share of the slashed stake paid to the jurors other than the parties who voted guilty,
@@ -165,6 +166,19 @@ pub mod pallet {
 	#[pallet::storage]
 	pub type OpenAgainst<T: Config> =
 		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), u32, ValueQuery>;
+
+	/// The open challenge of each `(pool, round, accused)` whose first committee ruled Guilty
+	/// earliest (its id and challenger), kept until it closes: a conviction of the contribution
+	/// by another challenge pays the challenger share to it, so that an accused cannot hand that
+	/// share to an accomplice's challenge by appealing an earlier guilty ruling until the
+	/// accomplice's executes. Only pools with appeals have rulings.
+	#[pallet::storage]
+	pub type FirstGuiltyRuling<T: Config> = StorageMap<
+		_,
+		Blake2_128Concat,
+		(PoolId, RoundIndex, T::AccountId),
+		(ChallengeId, T::AccountId),
+	>;
 
 	/// Open challenges each challenger holds against a contribution, by `(pool, round,
 	/// accused, challenger)`: a challenger may open one only while it holds none, so no

@@ -71,6 +71,24 @@ impl<T: Config> Pallet<T> {
 			ensure!(by.get(&key) == Some(&n), "OpenBy differs from the open challenges");
 		}
 		ensure!(by.len() == OpenBy::<T>::iter().count(), "an open challenge holds no slot");
+		// A contribution's first guilty ruling is an open challenge of it, by its challenger,
+		// ruled Guilty (or appealed since).
+		for ((pool_id, round, accused), (id, challenger)) in FirstGuiltyRuling::<T>::iter() {
+			let c =
+				OpenChallenges::<T>::get(id).ok_or("FirstGuiltyRuling names a closed challenge")?;
+			ensure!(
+				(c.pool_id, c.round, c.accused, c.challenger)
+					== (pool_id, round, accused, challenger),
+				"FirstGuiltyRuling differs from its challenge"
+			);
+			let a =
+				Appeals::<T>::get(id).ok_or("FirstGuiltyRuling names a pool without appeals")?;
+			ensure!(
+				a.ruling.is_some_and(|(v, _)| v == synod_primitives::protocol::Verdict::Guilty)
+					|| a.appellant.is_some(),
+				"FirstGuiltyRuling names a challenge not ruled Guilty"
+			);
+		}
 		for (key, n) in OpenAgainst::<T>::iter() {
 			ensure!(open.get(&key) == Some(&n), "open-challenge count differs");
 		}

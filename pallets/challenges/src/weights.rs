@@ -66,8 +66,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn open_challenge(m: u32) -> Weight {
 		// Proof size: measured `3379`, estimated `11198` bytes.
-		Weight::from_parts(1_130_786_375, 11198)
-			.saturating_add(Weight::from_parts(7_904_721, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_105_423_504, 11198)
+			.saturating_add(Weight::from_parts(7_203_537, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(16_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(13_u64))
@@ -110,8 +110,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn open_narrowed_challenge(m: u32) -> Weight {
 		// Proof size: measured `3379`, estimated `11198` bytes.
-		Weight::from_parts(1_160_614_731, 11198)
-			.saturating_add(Weight::from_parts(5_739_709, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_100_033_024, 11198)
+			.saturating_add(Weight::from_parts(7_850_243, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(16_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(14_u64))
@@ -129,6 +129,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Verdicts` (r:1 w:1)
 	/// Proof: `Challenges::Verdicts` (`max_values`: None, `max_size`: Some(73), added: 2548, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::FirstGuiltyRuling` (r:1 w:1)
+	/// Proof: `Challenges::FirstGuiltyRuling` (`max_values`: None, `max_size`: Some(92), added: 2567, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::Ledger` (r:1 w:1)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
@@ -146,10 +148,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::Disputes` (r:0 w:1)
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn vote() -> Weight {
-		// Proof size: measured `6638`, estimated `82142` bytes.
-		Weight::from_parts(2_825_753_000, 82142)
-			.saturating_add(T::DbWeight::get().reads(63_u64))
-			.saturating_add(T::DbWeight::get().writes(49_u64))
+		// Proof size: measured `6758`, estimated `82142` bytes.
+		Weight::from_parts(2_802_348_000, 82142)
+			.saturating_add(T::DbWeight::get().reads(64_u64))
+			.saturating_add(T::DbWeight::get().writes(50_u64))
 	}
 	/// Storage: `Challenges::Expiries` (r:1 w:1)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
@@ -168,8 +170,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `e` is `[0, 12]`.
 	fn on_initialize_expire(e: u32) -> Weight {
 		// Proof size: measured `614`, estimated `3542` bytes.
-		Weight::from_parts(72_353_404, 3542)
-			.saturating_add(Weight::from_parts(249_840_385, 0).saturating_mul(e.into()))
+		Weight::from_parts(69_345_970, 3542)
+			.saturating_add(Weight::from_parts(245_764_616, 0).saturating_mul(e.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().reads((5_u64).saturating_mul(e.into())))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
@@ -200,6 +202,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenBy` (r:1 w:1)
 	/// Proof: `Challenges::OpenBy` (`max_values`: None, `max_size`: Some(124), added: 2599, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::FirstGuiltyRuling` (r:1 w:0)
+	/// Proof: `Challenges::FirstGuiltyRuling` (`max_values`: None, `max_size`: Some(92), added: 2567, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenAgainst` (r:1 w:1)
 	/// Proof: `Challenges::OpenAgainst` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OptedOut` (r:0 w:32)
@@ -209,9 +213,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::Disputes` (r:0 w:1)
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn expire() -> Weight {
-		// Proof size: measured `11068`, estimated `102750` bytes.
-		Weight::from_parts(4_653_367_000, 102750)
-			.saturating_add(T::DbWeight::get().reads(172_u64))
+		// Proof size: measured `11095`, estimated `102750` bytes.
+		Weight::from_parts(4_586_998_000, 102750)
+			.saturating_add(T::DbWeight::get().reads(173_u64))
 			.saturating_add(T::DbWeight::get().writes(173_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
@@ -239,8 +243,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn report_equivocation(m: u32) -> Weight {
 		// Proof size: measured `4073`, estimated `8799` bytes.
-		Weight::from_parts(1_876_863_728, 8799)
-			.saturating_add(Weight::from_parts(65_520, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_820_913_006, 8799)
+			.saturating_add(Weight::from_parts(1_164_057, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
@@ -254,7 +258,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	fn appeal() -> Weight {
 		// Proof size: measured `2905`, estimated `24803` bytes.
-		Weight::from_parts(213_050_000, 24803)
+		Weight::from_parts(191_858_000, 24803)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -279,8 +283,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::ScheduledAt` (r:1 w:1)
 	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
 	fn draw_appeal() -> Weight {
-		// Proof size: measured `8458`, estimated `39030` bytes.
-		Weight::from_parts(694_503_000, 39030)
+		// Proof size: measured `8469`, estimated `39030` bytes.
+		Weight::from_parts(662_825_000, 39030)
 			.saturating_add(T::DbWeight::get().reads(31_u64))
 			.saturating_add(T::DbWeight::get().writes(20_u64))
 	}
@@ -290,7 +294,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn register_juror() -> Weight {
 		// Proof size: measured `245`, estimated `4170` bytes.
-		Weight::from_parts(51_447_000, 4170)
+		Weight::from_parts(51_527_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -300,7 +304,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn unregister_juror() -> Weight {
 		// Proof size: measured `172`, estimated `4170` bytes.
-		Weight::from_parts(47_011_000, 4170)
+		Weight::from_parts(46_891_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -309,60 +313,60 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn open_challenge(m: u32) -> Weight {
-		Weight::from_parts(1_130_786_375, 11198)
-			.saturating_add(Weight::from_parts(7_904_721, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_105_423_504, 11198)
+			.saturating_add(Weight::from_parts(7_203_537, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(16_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(13_u64))
 	}
 	fn open_narrowed_challenge(m: u32) -> Weight {
-		Weight::from_parts(1_160_614_731, 11198)
-			.saturating_add(Weight::from_parts(5_739_709, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_100_033_024, 11198)
+			.saturating_add(Weight::from_parts(7_850_243, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(16_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(14_u64))
 	}
 	fn vote() -> Weight {
-		Weight::from_parts(2_825_753_000, 82142)
-			.saturating_add(RocksDbWeight::get().reads(63_u64))
-			.saturating_add(RocksDbWeight::get().writes(49_u64))
+		Weight::from_parts(2_802_348_000, 82142)
+			.saturating_add(RocksDbWeight::get().reads(64_u64))
+			.saturating_add(RocksDbWeight::get().writes(50_u64))
 	}
 	fn on_initialize_expire(e: u32) -> Weight {
-		Weight::from_parts(72_353_404, 3542)
-			.saturating_add(Weight::from_parts(249_840_385, 0).saturating_mul(e.into()))
+		Weight::from_parts(69_345_970, 3542)
+			.saturating_add(Weight::from_parts(245_764_616, 0).saturating_mul(e.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().reads((5_u64).saturating_mul(e.into())))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(e.into())))
 	}
 	fn expire() -> Weight {
-		Weight::from_parts(4_653_367_000, 102750)
-			.saturating_add(RocksDbWeight::get().reads(172_u64))
+		Weight::from_parts(4_586_998_000, 102750)
+			.saturating_add(RocksDbWeight::get().reads(173_u64))
 			.saturating_add(RocksDbWeight::get().writes(173_u64))
 	}
 	fn report_equivocation(m: u32) -> Weight {
-		Weight::from_parts(1_876_863_728, 8799)
-			.saturating_add(Weight::from_parts(65_520, 0).saturating_mul(m.into()))
+		Weight::from_parts(1_820_913_006, 8799)
+			.saturating_add(Weight::from_parts(1_164_057, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn appeal() -> Weight {
-		Weight::from_parts(213_050_000, 24803)
+		Weight::from_parts(191_858_000, 24803)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn draw_appeal() -> Weight {
-		Weight::from_parts(694_503_000, 39030)
+		Weight::from_parts(662_825_000, 39030)
 			.saturating_add(RocksDbWeight::get().reads(31_u64))
 			.saturating_add(RocksDbWeight::get().writes(20_u64))
 	}
 	fn register_juror() -> Weight {
-		Weight::from_parts(51_447_000, 4170)
+		Weight::from_parts(51_527_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn unregister_juror() -> Weight {
-		Weight::from_parts(47_011_000, 4170)
+		Weight::from_parts(46_891_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}

@@ -141,8 +141,9 @@ pub trait PoolsInterface<AccountId, Balance, BlockNumber> {
 	/// The registration of member `index` of `pool` if it is `who`'s — a current member or
 	/// one that left but whose key is still kept for challenges of the rounds it was in.
 	fn member_key(pool: PoolId, index: MemberIndex, who: &AccountId) -> Option<MemberKey>;
-	/// Closes `round` (final or voided): moves the pool to the next round or completes it.
-	/// Returns the new current round, or `None` when the pool completed.
+	/// Closes `round` (final or voided): moves the pool to the next round, completes it, or
+	/// cancels it (a cancellation its creator asked for, or no member left). Returns the new
+	/// current round, or `None` when the pool ended.
 	fn close_round(pool: PoolId, round: RoundIndex) -> Option<RoundIndex>;
 	/// Sets aside up to one round's reward from the pool's unreserved budget for a final round;
 	/// returns the amount reserved (less than `reward_per_round` only if the budget ran short).

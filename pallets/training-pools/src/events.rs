@@ -103,7 +103,9 @@ mod events_and_errors {
 			/// Records deleted by this call.
 			records: u32,
 		},
-		/// `pool_id` was cancelled; `released` planck of unreserved budget went back.
+		/// `pool_id` was cancelled (by its creator or root, after the round under way; or when
+		/// a round closed with no member left); `released` planck of unreserved budget went
+		/// back.
 		PoolCancelled {
 			/// Pool.
 			pool_id: PoolId,

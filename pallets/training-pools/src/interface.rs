@@ -114,7 +114,12 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 		if pool.status != PoolStatus::Training || pool.current_round != round {
 			return (pool.status == PoolStatus::Training).then_some(pool.current_round);
 		}
-		if pool.cancel_after.is_some_and(|last| round >= last) {
+		// A pool every member has left is cancelled rather than run on: each round would open
+		// with an empty snapshot and be voided at its deadline, a void (and a deadline slot)
+		// every `round_timeout` blocks for nothing but the creator's deposit. (Its last round
+		// completes it.)
+		let memberless = pool.member_count == 0 && round < pool.spec.terms.rounds;
+		if pool.cancel_after.is_some_and(|last| round >= last) || memberless {
 			pool.status = PoolStatus::Cancelled;
 			let released = Self::end_pool(pool_id, &mut pool);
 			Pools::<T>::insert(pool_id, pool);

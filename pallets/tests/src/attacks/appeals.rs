@@ -300,3 +300,78 @@ fn an_appeal_committee_turns_far_less_often_for_any_stake_split() {
 		wrong_verdict_probability(APPEAL_SEATS, third)
 	);
 }
+
+/// The cheater hands the challenger share of its conviction to an accomplice: after honest
+/// challenger 2's committee rules it guilty, the accomplice challenges it too, and the cheater
+/// appeals 2's ruling so that the accomplice's executes first (the first conviction paid its own
+/// challenger: the cheater got half of its slash back and the honest verifier nothing). The
+/// share goes to the challenger of the earliest challenge still open instead.
+#[test]
+fn a_self_challenge_cannot_take_the_challenger_share_by_appealing_the_honest_ruling() {
+	run_test(|| {
+		let (honest, _, verdict, honest_at) = ruled(true);
+		assert_eq!(verdict, Verdict::Guilty);
+		// The accomplice's challenge, opened after the honest one, is ruled guilty too.
+		mint(300, 10 * BOND);
+		let (sham, sham_jury) = challenge(300, 0, 1, 1);
+		vote_all(sham, &sham_jury, true);
+		let (verdict, sham_at) = ruling(sham);
+		assert_eq!(verdict, Verdict::Guilty);
+		// The cheater appeals the honest ruling before it executes.
+		assert!(System::block_number() < honest_at);
+		let (two, accomplice) = (free(2), free(300));
+		// What member 2 earns as a guilty voter of the accomplice's committee, if it voted
+		// there: its part of `JurorShare` (30 % of the 500 slashed), by seats among the
+		// non-parties that voted guilty (the vote closed at the ruling).
+		let voters: Vec<(AccountId, u128)> = OpenChallenges::<Test>::get(sham)
+			.expect("open")
+			.jury
+			.iter()
+			.filter(|s| s.who != 1 && s.who != 300)
+			.filter(|s| pallet_challenges::Votes::<Test>::get(sham, s.who) == Some(true))
+			.map(|s| (s.who, u128::from(s.seats)))
+			.collect();
+		let as_juror: Balance = protocol::split_by_stake(150, &voters)
+			.0
+			.into_iter()
+			.filter(|(j, _)| *j == 2)
+			.map(|(_, part)| part)
+			.sum();
+		assert_ok!(Challenges::appeal(RuntimeOrigin::signed(1), honest));
+		run_to_block(sham_at);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		assert!(OpenChallenges::<Test>::contains_key(honest), "the honest ruling is under appeal");
+		assert!(!OpenChallenges::<Test>::contains_key(sham), "convicted by the accomplice's");
+		// `ChallengerShare` (20 % of the slash) goes to the honest challenger; the accomplice
+		// only gets its bond back.
+		assert_eq!(free(300), accomplice + BOND);
+		assert_eq!(free(2), two + 100 + as_juror);
+	});
+}
+
+/// A challenge whose committee ruled innocent is never paid the challenger share of another
+/// challenge's conviction, even while it stays open (its challenger appealed): an accomplice's
+/// sham challenge opened first does not take the honest challenger's reward.
+#[test]
+fn a_first_challenge_ruled_innocent_is_not_paid_for_a_later_conviction() {
+	run_test(|| {
+		// The accomplice's challenge comes first; its committee rules innocent and the
+		// accomplice appeals, which keeps it open.
+		let (sham, jury) = challenged();
+		vote_all(sham, &jury, false);
+		assert_eq!(ruling(sham).0, Verdict::Innocent);
+		assert_ok!(Challenges::appeal(RuntimeOrigin::signed(2), sham));
+		// The honest challenger's committee rules guilty; its ruling executes.
+		mint(300, 10 * BOND);
+		let (honest, honest_jury) = challenge(300, 0, 1, 1);
+		vote_all(honest, &honest_jury, true);
+		let (verdict, at) = ruling(honest);
+		assert_eq!(verdict, Verdict::Guilty);
+		let before = free(300);
+		run_to_block(at);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		assert!(OpenChallenges::<Test>::contains_key(sham), "still open under appeal");
+		// Its bond back and `ChallengerShare` (20 % of the 500 slashed).
+		assert_eq!(free(300), before + BOND + 100);
+	});
+}

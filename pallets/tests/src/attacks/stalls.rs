@@ -149,3 +149,47 @@ fn voided_round_with_full_queues_never_freezes_the_pool() {
 		assert_eq!(pallet_rewards::Claimable::<Test>::get(honest, 2), 500);
 	});
 }
+
+/// A pool every member has left opened a round with an empty snapshot after each void: a void
+/// (its hook weight and a deadline slot) every `round_timeout` blocks, for nothing but the
+/// creator's deposit. It is cancelled when its round in flight closes instead.
+#[test]
+fn a_memberless_pool_is_cancelled_instead_of_voiding_every_round() {
+	run_test(|| {
+		// The attacker's pool: its one member starts round 1 and leaves in the same block.
+		let pool = pallet_training_pools::NextPoolId::<Test>::get();
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(5, 1, two_thirds())
+		));
+		bond_and_join(4, pool, 100);
+		let open = OpenRounds::<Test>::get(pool).expect("round 1 open");
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(4), pool));
+		// Round 1 is voided at its deadline (its one participant is silent)…
+		run_to_block(open.deadline + 1);
+		assert!(Voided::<Test>::contains_key(pool, 1));
+		// …and no round opens after it: the pool is cancelled, its unreserved budget back.
+		assert_eq!(OpenRounds::<Test>::get(pool), None);
+		let info = pallet_training_pools::Pools::<Test>::get(pool).expect("pool");
+		assert_eq!(info.status, synod_primitives::PoolStatus::Cancelled);
+		assert!(pools_events().iter().any(|e| matches!(
+			e,
+			pallet_training_pools::Event::PoolCancelled { pool_id, .. } if *pool_id == pool
+		)));
+		run_to_block(open.deadline + 60);
+		assert_eq!(OpenRounds::<Test>::get(pool), None, "no round opened since");
+		assert_eq!(pallet_training_pools::Pools::<Test>::get(pool).expect("pool").current_round, 1);
+	});
+}
+
+/// A pool whose members leave but one keeps running its rounds.
+#[test]
+fn a_pool_with_a_member_left_runs_on() {
+	run_test(|| {
+		training_pool(3, two_thirds(), &[1_000, 1_000]);
+		let open = OpenRounds::<Test>::get(0).expect("round 1 open");
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(2), 0));
+		run_to_block(open.deadline + 1);
+		assert_eq!(OpenRounds::<Test>::get(0).expect("round 2 open").round, 2);
+	});
+}
