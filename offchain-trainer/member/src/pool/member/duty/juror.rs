@@ -466,9 +466,13 @@ impl DutyWorker {
                 .submit(&calls::vote(id, guilty), &self.ctx.signer),
         ) {
             Ok(_) => {}
+            // Too late: the committee's vote closed before ours landed (a no-show, unless its
+            // verdict was reached without us).
+            Err(e) if e.is_module("Challenges", "VotingClosed") => {
+                tracing::warn!(challenge = id, "vote too late: {e}");
+            }
             Err(e)
                 if e.is_module("Challenges", "AlreadyVoted")
-                    || e.is_module("Challenges", "VotingClosed")
                     || e.is_module("Challenges", "ChallengeNotFound") =>
             {
                 tracing::info!(challenge = id, "vote not needed: {e}");
