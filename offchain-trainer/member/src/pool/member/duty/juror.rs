@@ -330,17 +330,15 @@ impl DutyWorker {
         // (a whole-phase dispute needs none, nor a part replayed already: `replay` answers
         // another challenge of the same part from its replays).
         let mut whole = None;
-        // A kept payload that is not the disputed one is judged without a replay.
-        let reused = blake3::hash(&kept).as_bytes() == &digest
-            && (self.duties.replays)
-                .get(round, member, &digest, dispute)
-                .is_some();
+        // Whether the replay memory answered (a kept payload that is not the disputed one is
+        // judged without any replay).
+        let mut reused = false;
         let vote = juror_vote(&kept, &digest, |_| {
             let check = Check::Dispute(dispute, states);
-            let rep = self
+            let (rep, answered) = self
                 .replay(round, member, &parent, check, expires, committed)?
                 .ok_or_else(|| anyhow!("payload of member {member} vanished"))?;
-            whole = rep.whole;
+            (whole, reused) = (rep.whole, answered);
             Ok(rep)
         });
         let (guilty, distance) = vote?;

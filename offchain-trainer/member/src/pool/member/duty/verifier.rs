@@ -276,7 +276,7 @@ impl DutyWorker {
             let verifying = Check::Segments(&segments[..], &states);
             let committed = f.contributors.contains(who);
             let rep = match self.replay(round, member, &f.parent, verifying, until, committed) {
-                Ok(Some(rep)) => rep,
+                Ok(Some((rep, _))) => rep,
                 Ok(None) => continue,
                 Err(e) if e.is::<ResidualsUnserved>() => {
                     again.push(member);
@@ -348,7 +348,8 @@ impl DutyWorker {
     /// trace states fetched beforehand, [`DutyWorker::prefetch_trace_states`]), the part a
     /// challenge disputes, or the whole inner phase ([`Check`]). Replays are kept by the part
     /// of the trace they decided ([`replays::Replays`](super::replays::Replays)): a verifier
-    /// drawn as juror, or a juror seated on several challenges of one part, replays once. `committed`: whether `member` committed the round's final hash (a
+    /// drawn as juror, or a juror seated on several challenges of one part, replays once (the
+    /// `bool`: whether that memory answered, so that no replay ran). `committed`: whether `member` committed the round's final hash (a
     /// contributor); one that did not and does not serve its residuals by the deadline is
     /// given the benefit of the doubt (it may have stopped after the exchange, and only it
     /// holds them): judged honest, never challenged or convicted on that alone.
@@ -360,7 +361,7 @@ impl DutyWorker {
         check: Check<'_>,
         deadline: u64,
         committed: bool,
-    ) -> Result<Option<Replay>> {
+    ) -> Result<Option<(Replay, bool)>> {
         // The part of the trace this check decides: a verifier's sampled segments are answered
         // by a whole replay only.
         let asked = match check {
@@ -379,7 +380,7 @@ impl DutyWorker {
         if let Some(r) =
             (self.duties.replays).get(round, member, &digest, asked.unwrap_or(Dispute::Phase))
         {
-            return Ok(Some(r));
+            return Ok(Some((r, true)));
         }
         let fetched = match check {
             Check::Dispute(Dispute::Phase, _) => None,
@@ -414,20 +415,23 @@ impl DutyWorker {
                             "not judged on its unserved residuals: it did not commit the round \
                              (it may have stopped)"
                         );
-                        return Ok(Some(Replay {
-                            distance: f64::NAN,
-                            honest: true,
-                            ..dishonest(WholeReplay::Unserved)
-                        }));
+                        return Ok(Some((
+                            Replay {
+                                distance: f64::NAN,
+                                honest: true,
+                                ..dishonest(WholeReplay::Unserved)
+                            },
+                            false,
+                        )));
                     }
-                    return Ok(Some(dishonest(WholeReplay::Unserved)));
+                    return Ok(Some((dishonest(WholeReplay::Unserved), false)));
                 }
                 // Its own signed payload breaks the rule: nothing anyone serves changes that.
                 let rep = dishonest(WholeReplay::Mismatch);
                 self.duties
                     .replays
                     .record(round, member, &digest, asked, rep);
-                return Ok(Some(rep));
+                return Ok(Some((rep, false)));
             }
         };
         // The θ the round started from (θ_{r−1}, or θ_{r−2} with overlapped rounds) is read
@@ -483,7 +487,7 @@ impl DutyWorker {
         self.duties
             .replays
             .record(round, member, &digest, asked, rep);
-        Ok(Some(rep))
+        Ok(Some((rep, false)))
     }
 }
 
