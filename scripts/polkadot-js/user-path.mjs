@@ -13,7 +13,7 @@
 // Exit status 0 when every expectation held; prints one JSON summary line last.
 import { ApiPromise, WsProvider } from '@polkadot/api';
 import { Keyring } from '@polkadot/keyring';
-import { cryptoWaitReady } from '@polkadot/util-crypto';
+import { cryptoWaitReady, ed25519PairFromSeed, ed25519Sign } from '@polkadot/util-crypto';
 import { u8aToHex, u8aConcat, compactToU8a, bnToU8a, stringToU8a } from '@polkadot/util';
 import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
 import {
@@ -36,9 +36,18 @@ const hash32 = (b) => u8aToHex(new Uint8Array(32).fill(b));
 /** Member `b`'s ML-DSA-65 key pair, from the seed [b; 32]. */
 const memberKeys = (b) => ml_dsa65.keygen(new Uint8Array(32).fill(b));
 const mlDsaKey = (b) => u8aToHex(memberKeys(b).publicKey);
-const peerIdBytes = (b) => new Uint8Array([0, 36, 8, 1, 18, 32, ...new Array(32).fill(b)]);
+/** Member `b`'s libp2p (Ed25519) key pair, from the seed [b; 32]. */
+const peerKeys = (b) => ed25519PairFromSeed(new Uint8Array(32).fill(b));
+/** Its peer id: the key inlined in an identity multihash (`synod_protocol::peer`). */
+const peerIdBytes = (b) => u8aConcat(new Uint8Array([0, 36, 8, 1, 18, 32]), peerKeys(b).publicKey);
 const peerId = (b) => u8aToHex(peerIdBytes(b));
 const le = (n, bits) => bnToU8a(n, { bitLength: bits, isLe: true });
+/**
+ * The proof that account `who` holds the key of peer id `b` for joining `pool`: the key's
+ * Ed25519 signature of "synod/peer-id/1" ‖ genesis hash ‖ pool (u32 LE) ‖ account id.
+ */
+const peerProof = (api, b, pool, who) => u8aToHex(ed25519Sign(
+  u8aConcat(stringToU8a('synod/peer-id/1'), api.genesisHash.toU8a(), le(pool, 32), who.publicKey), peerKeys(b)));
 const bytes = (u8a) => u8aConcat(compactToU8a(u8a.length), u8a);
 
 /**
@@ -115,11 +124,18 @@ async function main() {
   let ev = await ok(api, alice, api.tx.trainingPools.createPool(spec()), 'Alice creates a pool');
   const pool = find(ev, 'trainingPools', 'PoolCreated').data.poolId.toNumber();
   await expectError(api, ferdie,
-    api.tx.trainingPools.joinPool(pool, 100n * UNIT, peerId(6), mlDsaKey(6)), 'trainingPools', 'InsufficientStake');
+    api.tx.trainingPools.joinPool(pool, 100n * UNIT, peerId(6), mlDsaKey(6), peerProof(api, 6, pool, ferdie)),
+    'trainingPools', 'InsufficientStake');
+  // Bob's peer id with Bob's own proof (as read from his pending join) does not let Ferdie squat it.
+  await expectError(api, ferdie,
+    api.tx.trainingPools.joinPool(pool, 100n * UNIT, peerId(1), mlDsaKey(6), peerProof(api, 1, pool, bob)),
+    'trainingPools', 'PeerIdNotProved');
   const joins = await Promise.all([bob, charlie, dave].map((k, i) =>
-    ok(api, k, api.tx.trainingPools.joinPool(pool, 150n * UNIT, peerId(i + 1), mlDsaKey(i + 1)), `member ${i} joins`)));
+    ok(api, k, api.tx.trainingPools.joinPool(pool, 150n * UNIT, peerId(i + 1), mlDsaKey(i + 1),
+      peerProof(api, i + 1, pool, k)), `member ${i} joins`)));
   await expectError(api, bob,
-    api.tx.trainingPools.joinPool(pool, 150n * UNIT, peerId(1), mlDsaKey(1)), 'trainingPools', 'AlreadyMember');
+    api.tx.trainingPools.joinPool(pool, 150n * UNIT, peerId(1), mlDsaKey(1), peerProof(api, 1, pool, bob)),
+    'trainingPools', 'AlreadyMember');
   const started = joins.flat().some((e) => e.section === 'trainingPools' && e.method === 'TrainingStarted');
   check(started, 'the third join starts training');
   const poolInfo = (await api.query.trainingPools.pools(pool)).unwrap();
@@ -178,8 +194,16 @@ async function main() {
     `no jury before block ${drawAt}: it is drawn from a block that did not exist yet`);
   await expectRefused(api, bob, api.tx.challenges.vote(challengeId, true), 'challenges', 'JuryNotDrawn');
   await expectError(api, ferdie, api.tx.challenges.advanceChallenge(challengeId + 100), 'challenges', 'ChallengeNotFound');
+  // Round 2 is open since round 1's finality: its members commit it before its timeout, while
+  // the challenge of round 1 waits for its jury (`JuryDelay` blocks) and then for its ruling's
+  // appeal period (challenges of round 1 go on after the pool completes).
+  console.log('round 2 → pool completes');
+  await ok(api, bob, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Bob commits round 2');
+  ev = await ok(api, charlie, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Charlie commits round 2');
+  check(!!find(ev, 'trainingPools', 'PoolCompleted'), 'the pool completes after its last round');
   await waitUntil(api, 'the jury draw', async () =>
-    (await api.query.challenges.openChallenges(challengeId)).unwrap().jury.length > 0, 20);
+    (await api.query.challenges.openChallenges(challengeId)).unwrap().jury.length > 0,
+  api.consts.trainingPools.juryDelay.toNumber() + 3);
   // A committee of `jurySize` seats, drawn with replacement in proportion to stake: each juror once,
   // with its seats; a verdict needs a majority of all seats.
   const committee = (await api.query.challenges.openChallenges(challengeId)).unwrap().jury
@@ -198,12 +222,6 @@ async function main() {
   const ruled = find(ev, 'challenges', 'Ruled');
   check(ruled && ruled.data.verdict.isGuilty && !find(ev, 'challenges', 'AccusedFoundGuilty'),
     'a guilty ruling: nothing is slashed before the loser could appeal');
-  // Round 2 is open since round 1's finality: its members commit it before its timeout while
-  // the ruling waits for an appeal (challenges of round 1 go on after the pool completes).
-  console.log('round 2 → pool completes');
-  await ok(api, bob, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Bob commits round 2');
-  ev = await ok(api, charlie, api.tx.checkpoints.commitCheckpoint(pool, 2, hash32(0x22), bobAndCharlie), 'Charlie commits round 2');
-  check(!!find(ev, 'trainingPools', 'PoolCompleted'), 'the pool completes after its last round');
   console.log('appeal → a committee of 2 × seats + 1 → final verdict');
   await expectRefused(api, fewer, api.tx.challenges.vote(challengeId, false), 'challenges', 'VotingClosed');
   await expectRefused(api, ferdie, api.tx.challenges.appeal(challengeId), 'challenges', 'NotAppellant');
@@ -232,11 +250,14 @@ async function main() {
   console.log('second pool: leave and cancel; unbond and withdraw');
   ev = await ok(api, alice, api.tx.trainingPools.createPool(spec({ minTrainers: 2 })), 'Alice creates pool 2');
   const pool2 = find(ev, 'trainingPools', 'PoolCreated').data.poolId.toNumber();
-  await ok(api, eve, api.tx.trainingPools.joinPool(pool2, 100n * UNIT, peerId(5), mlDsaKey(5)), 'Eve joins pool 2');
+  await ok(api, eve, api.tx.trainingPools.joinPool(pool2, 100n * UNIT, peerId(5), mlDsaKey(5), peerProof(api, 5, pool2, eve)),
+    'Eve joins pool 2');
   await ok(api, eve, api.tx.trainingPools.leavePool(pool2), 'Eve leaves pool 2');
   await expectError(api, bob, api.tx.trainingPools.setAllowedTrainers(pool2, [bob.address]), 'trainingPools', 'NotCreator');
   await ok(api, alice, api.tx.trainingPools.setAllowedTrainers(pool2, [dave.address, ferdie.address]), 'Alice lets only Dave and Ferdie join pool 2');
-  await expectError(api, eve, api.tx.trainingPools.joinPool(pool2, 100n * UNIT, peerId(5), mlDsaKey(5)), 'trainingPools', 'NotAllowedToJoin');
+  await expectError(api, eve,
+    api.tx.trainingPools.joinPool(pool2, 100n * UNIT, peerId(5), mlDsaKey(5), peerProof(api, 5, pool2, eve)),
+    'trainingPools', 'NotAllowedToJoin');
   await expectError(api, ferdie, api.tx.trainingPools.releaseMemberDeposit(pool2, 0), 'trainingPools', 'DepositStillNeeded');
   await expectError(api, eve, api.tx.trainingPools.leavePool(pool2), 'trainingPools', 'NotMember');
   await expectError(api, bob, api.tx.trainingPools.cancelPool(pool2), 'trainingPools', 'NotCreator');

@@ -6,7 +6,8 @@ use subxt::transactions::DynamicPayload;
 use crate::types::{AccountId, PoolSpec};
 pub use synod_protocol::Dispute;
 
-/// Largest libp2p peer id the chain accepts (`MaxPeerIdLen`), in bytes.
+/// Bound on a stored libp2p peer id (`MaxPeerIdLen`), in bytes; `join_pool` takes Ed25519 peer
+/// ids only ([`synod_protocol::peer::ED25519_PEER_ID_LEN`] bytes).
 pub const MAX_PEER_ID_LEN: usize = 64;
 /// Length of an ML-DSA-65 public key, in bytes (the protocol's
 /// [`synod_protocol::evidence::PUBLIC_KEY_LEN`]).
@@ -32,21 +33,26 @@ pub fn set_allowed_trainers(pool: u32, allowed: Vec<AccountId>) -> Call<(u32, Ve
     subxt::dynamic::tx("TrainingPools", "set_allowed_trainers", (pool, allowed))
 }
 
-/// `TrainingPools.join_pool(pool_id, stake, peer_id, ml_dsa_key)`.
+/// `TrainingPools.join_pool(pool_id, stake, peer_id, ml_dsa_key, peer_id_proof)`:
+/// `peer_id_proof` is the peer id's Ed25519 key's signature over
+/// [`synod_protocol::peer::proof_message`]`(genesis hash, pool, account)`
+/// ([`crate::Chain::genesis_hash`]).
 ///
 /// # Errors
-/// [`crate::ChainError::Invalid`] if `peer_id` is over [`MAX_PEER_ID_LEN`] bytes or `ml_dsa_key`
-/// is not [`ML_DSA_65_PUBLIC_KEY_LEN`] bytes.
+/// [`crate::ChainError::Invalid`] if `peer_id` is not an Ed25519 peer id
+/// ([`synod_protocol::peer::ed25519_key`]: the chain would refuse it, `InvalidPeerId`) or
+/// `ml_dsa_key` is not [`ML_DSA_65_PUBLIC_KEY_LEN`] bytes.
 #[allow(clippy::type_complexity)]
 pub fn join_pool(
     pool: u32,
     stake: u128,
     peer_id: Vec<u8>,
     ml_dsa_key: &[u8],
-) -> Result<Call<(u32, u128, Vec<u8>, Vec<u8>)>, crate::ChainError> {
-    if peer_id.len() > MAX_PEER_ID_LEN {
+    peer_id_proof: [u8; synod_protocol::peer::PEER_ID_PROOF_LEN],
+) -> Result<Call<(u32, u128, Vec<u8>, Vec<u8>, [u8; 64])>, crate::ChainError> {
+    if synod_protocol::peer::ed25519_key(&peer_id).is_none() {
         return Err(crate::ChainError::Invalid(format!(
-            "peer id of {} bytes (max {MAX_PEER_ID_LEN})",
+            "peer id of {} bytes is not an Ed25519 peer id",
             peer_id.len()
         )));
     }
@@ -59,7 +65,7 @@ pub fn join_pool(
     Ok(subxt::dynamic::tx(
         "TrainingPools",
         "join_pool",
-        (pool, stake, peer_id, ml_dsa_key.to_vec()),
+        (pool, stake, peer_id, ml_dsa_key.to_vec(), peer_id_proof),
     ))
 }
 

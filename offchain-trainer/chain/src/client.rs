@@ -468,6 +468,12 @@ impl Chain {
         .await
     }
 
+    /// The chain's genesis block hash (what a peer-id proof signs: [`synod_protocol::peer`]),
+    /// as the client read it when it connected.
+    pub fn genesis_hash(&self) -> [u8; 32] {
+        self.api().0.genesis_hash().0
+    }
+
     /// Follows finalized blocks from now on: one [`FinalizedBlock`] per block (with its Synod
     /// events), delivered on a channel of 64. The subscription runs on the current tokio
     /// runtime; when the connection fails it reconnects and subscribes again (blocks finalized

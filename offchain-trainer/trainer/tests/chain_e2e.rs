@@ -1706,6 +1706,8 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
             }),
         };
         let key = vec![0u8; calls::ML_DSA_65_PUBLIC_KEY_LEN];
+        // An Ed25519 peer id: the identity-multihash prefix, then the key.
+        let peer = [&[0u8, 36, 8, 1, 18, 32][..], &[1; 32]].concat();
         // One per function of `synod_chain::calls`.
         let mut encoded = vec![
             chain.call_data(&calls::bond(UNIT)).await,
@@ -1714,7 +1716,7 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
                 .call_data(&calls::set_allowed_trainers(0, vec![bob]))
                 .await,
             chain
-                .call_data(&calls::join_pool(0, UNIT, vec![1; 38], &key).unwrap())
+                .call_data(&calls::join_pool(0, UNIT, peer, &key, [3; 64]).unwrap())
                 .await,
             chain
                 .call_data(&calls::commit_checkpoint(0, 1, [4; 32], vec![0, 1, 2]))

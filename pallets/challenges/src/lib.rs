@@ -300,7 +300,7 @@ pub mod pallet {
 		/// accused's signed announcement of its payload for that round (the gossip message's
 		/// bytes, at most [`MAX_EVIDENCE_BYTES`]); its ML-DSA-65 signature is verified against
 		/// the accused's registered key. Holds `ChallengeBond`; the jury is drawn `jury_delay`
-		/// blocks later.
+		/// blocks later, never earlier (that block's schedule full: [`Error::ScheduleFull`]).
 		///
 		/// Challenges open once the round's late commits are over
 		/// ([`synod_primitives::protocol::Timeline::challenges_from`]), so that every

@@ -25,28 +25,28 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// The blocks of a challenge opened at `now` with `timeline`: its draw, the end of its
-	/// voting period, and the block whose `on_initialize` expires it. The draw is the latest
-	/// block of `now + MIN_JURY_DELAY ..= jury_drawn_at(now)` with room in its schedule (its
-	/// seed, the randomness of the block before it, is that of a block after `now`, which not
-	/// even `now`'s author can compute when it includes the challenge); the voting period is the whole
+	/// voting period, and the block whose `on_initialize` expires it. The draw is block
+	/// `jury_drawn_at(now)` (`jury_delay` blocks after opening), never earlier: its seed, the
+	/// randomness of the block before it, chains the VRF outputs of every block after `now`, and
+	/// the runtime's `jury_delay` exceeds its number of block authors, so one of those blocks is
+	/// an honest author's and nobody can compute the committee when the challenge is included
+	/// (a draw that fillers could pull earlier would be seeded by blocks that the colluding
+	/// authors of the opening block and the next ones produce). The voting period is the whole
 	/// `voting_period` from the draw; the expiry is the first block from there to
 	/// `votes_until(now)` with room. Both stay within the pool's timeline, so every challenge
 	/// is over before its round settles.
 	///
 	/// # Errors
-	/// [`Error::ScheduleFull`] if no block of either span has room: the challenge is refused
-	/// rather than opened without a scheduled draw or expiry (which anyone could then advance
-	/// at a time of its choosing).
+	/// [`Error::ScheduleFull`] if the draw block or every block of the expiry's span is full:
+	/// the challenge is refused rather than opened without a scheduled draw or expiry (which
+	/// anyone could then advance at a time of its choosing) or with an earlier draw.
 	pub(crate) fn schedule_blocks(
 		now: BlockNumberFor<T>,
 		timeline: &protocol::Timeline,
 	) -> Result<ScheduledBlocks<T>, Error<T>> {
 		let now = block::<T>(now);
-		let latest = timeline.jury_drawn_at(now);
-		let draw_at = Self::free_block(
-			(now.saturating_add(protocol::timeline::MIN_JURY_DELAY)..=latest).rev(),
-		)
-		.ok_or(Error::<T>::ScheduleFull)?;
+		let draw_at = Self::free_block(core::iter::once(timeline.jury_drawn_at(now)))
+			.ok_or(Error::<T>::ScheduleFull)?;
 		let expires_at = block::<T>(draw_at).saturating_add(timeline.voting_period);
 		let expiry_at = Self::free_block(expires_at..=timeline.votes_until(now).max(expires_at))
 			.ok_or(Error::<T>::ScheduleFull)?;

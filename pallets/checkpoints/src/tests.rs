@@ -238,8 +238,9 @@ fn commit_errors() {
 			RuntimeOrigin::signed(3),
 			0,
 			1_000,
-			vec![1].try_into().unwrap(),
-			Box::new([3; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN])
+			peer(3),
+			ml_dsa_key(3),
+			peer_proof(3, 0)
 		));
 		assert_noop!(commit(3, 1, 7, &[0, 1]), Error::<Test>::NotYetMember);
 		run_to_block(11); // round 1 voided
@@ -260,8 +261,9 @@ fn open_round_counts_only_participating_members() {
 			RuntimeOrigin::signed(3),
 			0,
 			4_000,
-			vec![1].try_into().unwrap(),
-			Box::new([3; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN])
+			peer(3),
+			ml_dsa_key(3),
+			peer_proof(3, 0)
 		));
 		assert_eq!(OpenRounds::<Test>::get(0).unwrap().round_stake, 2_000);
 		assert_ok!(commit(1, 1, 7, &[0, 1]));
@@ -285,8 +287,9 @@ fn deadlines_spill_to_the_next_block_when_full() {
 				RuntimeOrigin::signed(who),
 				pool,
 				1_000,
-				vec![1].try_into().unwrap(),
-				Box::new([1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN])
+				peer(who),
+				ml_dsa_key(who),
+				peer_proof(who, pool)
 			));
 		}
 		assert_eq!(Deadlines::<Test>::get(11).len(), 2);

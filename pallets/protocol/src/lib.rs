@@ -22,6 +22,7 @@
 //! | [`pool`] | a pool's lifecycle, its storage deposit and when it can be reaped |
 //! | [`spec`] | bounds on every pool-spec field |
 //! | [`evidence`] | the signed gossip messages of members and their ML-DSA-65 verification (challenge evidence) |
+//! | [`peer`] | the proof that a joiner holds the libp2p (Ed25519) key its peer id names |
 //!
 //! Units: stakes and rewards in planck (`u128`), times in blocks (`u64`), quorum and shares in
 //! parts per billion (`u32`, [`PPB`] = 100 %). All arithmetic is exact or saturating; no function
@@ -38,6 +39,7 @@ pub mod evidence;
 pub mod jury;
 pub mod leak;
 pub mod limits;
+pub mod peer;
 pub mod pool;
 pub mod quorum;
 pub mod rewards;

@@ -40,7 +40,10 @@ pub const KEPT_VOIDED_SNAPSHOTS: u32 = 16;
 /// seeded by the randomness of block `d − 1` (its author's VRF), which its author can compute
 /// as soon as the parent's randomness is known: `d − 1` must come after the block that
 /// includes the challenge, or that block's author would know the committee of every challenge
-/// it chooses to include.
+/// it chooses to include. Colluding authors of consecutive blocks share their VRF outputs, so a
+/// runtime draws later than this floor: more blocks after opening than it has block authors
+/// (the Synod runtime's `JuryDelay` is `MAX_VALIDATORS + 1`), so that one of them is an honest
+/// author's.
 pub const MIN_JURY_DELAY: Block = 2;
 
 /// Fewest blocks of a non-zero appeal period: an appeal must be possible in at least one block

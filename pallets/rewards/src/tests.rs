@@ -197,8 +197,9 @@ fn settlements_per_block_are_bounded() {
 				RuntimeOrigin::signed(who),
 				pool,
 				1_000,
-				vec![1].try_into().unwrap(),
-				Box::new([1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN])
+				peer(who),
+				ml_dsa_key(who),
+				peer_proof(who, pool)
 			));
 		}
 		let c = |who: u64, pool: u32| {
@@ -220,8 +221,9 @@ fn settlements_per_block_are_bounded() {
 			RuntimeOrigin::signed(4),
 			3,
 			1_000,
-			vec![1].try_into().unwrap(),
-			Box::new([1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN])
+			peer(4),
+			ml_dsa_key(4),
+			peer_proof(4, 3)
 		));
 		for (who, pool) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
 			assert_ok!(c(who, pool));

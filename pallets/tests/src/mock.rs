@@ -81,6 +81,10 @@ thread_local! {
 	static VRF_PROOFS: Memo<([u8; 32], u64), pallet_randomness::VrfProof> = Memo::default();
 	/// ML-DSA public keys by account.
 	static PUBLIC_KEYS: Memo<AccountId, Box<[u8; ML_DSA_65_PUBLIC_KEY_LEN]>> = Memo::default();
+	/// libp2p (Ed25519) key pairs by account.
+	static PEER_KEYS: Memo<AccountId, sp_core::ed25519::Pair> = Memo::default();
+	/// Peer-id proofs by (key owner, signed message).
+	static PEER_PROOFS: Memo<(AccountId, Vec<u8>), [u8; 64]> = Memo::default();
 	/// Signed announcements by (pool, round, member index, account, digest).
 	static ANNOUNCEMENTS: Memo<(u32, u32, u32, AccountId, [u8; 32]), Evidence> = Memo::default();
 }
@@ -172,7 +176,8 @@ pub const FUNDS: Balance = 10_000;
 pub const MAX_MEMBERS: u32 = 5;
 /// The challenge bond, planck.
 pub const BOND: Balance = 300;
-/// Jury draws happen this many blocks after a challenge is opened.
+/// Jury draws happen this many blocks after a challenge is opened (unless a test sets
+/// [`JuryDelay`]).
 pub const JURY_DELAY: u64 = 2;
 /// Seats of a committee: the runtime's, sized by the ⅓-adversary bound.
 pub const JURY_SEATS: u32 = synod_primitives::protocol::COMMITTEE_SEATS;
@@ -213,6 +218,9 @@ parameter_types! {
 	pub const InactivityLeak: Perbill = Perbill::from_percent(1);
 	/// Blocks a ruling waits for an appeal: 0 (no appeals) unless a test sets it.
 	pub storage AppealPeriod: u64 = 0;
+	/// Blocks between opening a challenge and drawing its jury: [`JURY_DELAY`] unless a test
+	/// sets it.
+	pub storage JuryDelay: u64 = JURY_DELAY;
 	/// The spec bounds; no floor on `min_round_length` (rate 0), which a test may set.
 	pub storage Limits: synod_primitives::protocol::SpecLimits = synod_primitives::protocol::SpecLimits {
 		max_rounds: 100,
@@ -300,7 +308,7 @@ impl pallet_training_pools::Config for Test {
 	type MaxDatasetIdLen = ConstU32<32>;
 	type MaxRounds = ConstU32<100>;
 	type SpecLimits = Limits;
-	type JuryDelay = ConstU64<JURY_DELAY>;
+	type JuryDelay = JuryDelay;
 	type VoteMargin = ConstU64<VOTE_MARGIN>;
 	type AppealPeriod = AppealPeriod;
 	type MemberDeposit = ConstU128<MEMBER_DEPOSIT>;
@@ -580,9 +588,29 @@ pub fn two_thirds() -> Perbill {
 	Perbill::from_rational(2u32, 3u32)
 }
 
-/// A peer id for `who`.
+/// The libp2p (Ed25519) key pair of `who`'s trainer.
+pub fn peer_pair(who: AccountId) -> sp_core::ed25519::Pair {
+	use sp_core::Pair as _;
+	memo(&PEER_KEYS, who, || sp_core::ed25519::Pair::from_seed(&[who as u8 ^ 0x5a; 32]))
+}
+
+/// The peer id of `who`'s trainer (its Ed25519 key inlined, 38 bytes).
 pub fn peer(who: AccountId) -> frame_support::BoundedVec<u8, ConstU32<64>> {
-	vec![0, 36, who as u8].try_into().expect("short")
+	use sp_core::Pair as _;
+	let id = synod_primitives::protocol::peer::ed25519_peer_id(&peer_pair(who).public().0);
+	id.to_vec().try_into().expect("38 bytes")
+}
+
+/// The proof, by the key of `key_owner`'s peer id, that `who` may register it in `pool`.
+pub fn peer_proof_by(key_owner: AccountId, who: AccountId, pool: u32) -> [u8; 64] {
+	use sp_core::Pair as _;
+	let message = TrainingPools::peer_id_proof_message(&who, pool);
+	memo(&PEER_PROOFS, (key_owner, message.clone()), || peer_pair(key_owner).sign(&message).0)
+}
+
+/// `who`'s proof that it holds its peer id's key, for joining `pool`.
+pub fn peer_proof(who: AccountId, pool: u32) -> [u8; 64] {
+	peer_proof_by(who, who, pool)
 }
 
 /// The seed of `who`'s ML-DSA-65 member key.
@@ -659,7 +687,14 @@ pub fn open_challenge(
 
 /// `who` (already bonded) joins `pool` committing `stake`, with its peer id and key.
 pub fn join(who: AccountId, pool: u32, stake: Balance) -> sp_runtime::DispatchResult {
-	TrainingPools::join_pool(RuntimeOrigin::signed(who), pool, stake, peer(who), ml_dsa_key(who))
+	TrainingPools::join_pool(
+		RuntimeOrigin::signed(who),
+		pool,
+		stake,
+		peer(who),
+		ml_dsa_key(who),
+		peer_proof(who, pool),
+	)
 }
 
 /// Bonds `stake` for `who` and joins `pool` with all of it.

@@ -206,7 +206,8 @@ fn apply(op: &Op) {
 		Op::Withdraw(w) => TrainerStaking::withdraw_unbonded(o(w)),
 		Op::CreatePool(who, spec) => TrainingPools::create_pool(o(who), *spec),
 		Op::Join(w, p, a) => {
-			TrainingPools::join_pool(o(w), p, a, peer(ACCOUNTS[w]), ml_dsa_key(ACCOUNTS[w]))
+			let who = ACCOUNTS[w];
+			TrainingPools::join_pool(o(w), p, a, peer(who), ml_dsa_key(who), peer_proof(who, p))
 		},
 		Op::ReleaseDeposit(w, p, i) => TrainingPools::release_member_deposit(o(w), p, i),
 		Op::Leave(w, p) => TrainingPools::leave_pool(o(w), p),

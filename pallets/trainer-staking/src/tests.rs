@@ -22,7 +22,8 @@ fn set_committed(who: AccountId, amount: Balance) {
 		0,
 		amount,
 		peer(who),
-		Box::new([1; pallet_training_pools::ML_DSA_65_PUBLIC_KEY_LEN]),
+		ml_dsa_key(who),
+		peer_proof(who, 0),
 	));
 }
 

@@ -92,17 +92,28 @@ where
 {
 	let who = funded::<T>("trainer", i);
 	T::BenchmarkHelper::bond(&who, stake::<T>());
-	Pallet::<T>::do_join_pool(who.clone(), pool, stake::<T>(), peer_id::<T>(i), bench_key())?;
+	let (peer, proof) = peer_id::<T>(i, pool, &who);
+	Pallet::<T>::do_join_pool(who.clone(), pool, stake::<T>(), peer, bench_key(), proof)?;
 	Ok(who)
 }
 
-/// A peer id of the longest length, distinct for each `i` (peer ids are unique in a pool).
-fn peer_id<T: Config>(i: u32) -> BoundedVec<u8, T::MaxPeerIdLen> {
-	let mut peer = alloc::vec![7u8; T::MaxPeerIdLen::get() as usize];
-	for (b, x) in peer.iter_mut().zip(i.to_le_bytes()) {
-		*b = x;
-	}
-	BoundedVec::truncate_from(peer)
+/// An Ed25519 peer id distinct for each `i` (peer ids are unique in a pool), and its key's
+/// proof that `who` may register it in `pool`, signed by the benchmark's keystore (the
+/// benchmarking CLI registers an in-memory one).
+fn peer_id<T: Config>(
+	i: u32,
+	pool: u32,
+	who: &T::AccountId,
+) -> (BoundedVec<u8, T::MaxPeerIdLen>, PeerIdProof) {
+	const PEER_KEY: sp_core::crypto::KeyTypeId = sp_core::crypto::KeyTypeId(*b"sypr");
+	let seed = alloc::format!("//synod-peer-{i}").into_bytes();
+	let public = sp_io::crypto::ed25519_generate(PEER_KEY, Some(seed));
+	let message = Pallet::<T>::peer_id_proof_message(who, pool);
+	let proof = sp_io::crypto::ed25519_sign(PEER_KEY, &public, &message)
+		.map(|s| s.0)
+		.unwrap_or([0; 64]);
+	let peer = synod_primitives::protocol::peer::ed25519_peer_id(&public.0);
+	(BoundedVec::truncate_from(peer.to_vec()), proof)
 }
 
 impl<T: Config> synod_primitives::PoolSetup<T::AccountId> for Pallet<T>
@@ -150,13 +161,15 @@ mod benchmarks {
 		}
 		let who = funded::<T>("joiner", 0);
 		T::BenchmarkHelper::bond(&who, stake::<T>());
+		let (peer, proof) = peer_id::<T>(max, 0, &who);
 		#[extrinsic_call]
 		_(
 			RawOrigin::Signed(who),
 			0,
 			stake::<T>(),
-			peer_id::<T>(max),
+			peer,
 			alloc::boxed::Box::new([9u8; ML_DSA_65_PUBLIC_KEY_LEN]),
+			proof,
 		);
 		assert_eq!(Pools::<T>::get(0).map(|p| p.status), Some(PoolStatus::Training));
 		Ok(())

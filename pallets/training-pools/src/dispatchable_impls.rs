@@ -1,8 +1,8 @@
 //! The logic behind the calls.
 
 use crate::{
-	pallet::*, Event, FormerMember, LeftCommitment, MemberInfo, MlDsaPublicKey, PoolInfo, PoolSpec,
-	WeightInfo,
+	pallet::*, Event, FormerMember, LeftCommitment, MemberInfo, MlDsaPublicKey, PeerIdProof,
+	PoolInfo, PoolSpec, WeightInfo,
 };
 use frame_support::{
 	pallet_prelude::*,
@@ -108,12 +108,45 @@ impl<T: Config> Pallet<T> {
 		Ok(())
 	}
 
+	/// Checks that `peer_id` is an Ed25519 peer id and `proof` its key's signature of
+	/// [`protocol::peer::proof_message`] for this chain (its genesis hash), `pool_id` and `who`.
+	///
+	/// # Errors
+	/// [`Error::InvalidPeerId`] for any other peer id, [`Error::PeerIdNotProved`] for a
+	/// signature that does not verify.
+	pub(crate) fn check_peer_id_proof(
+		who: &T::AccountId,
+		pool_id: PoolId,
+		peer_id: &[u8],
+		proof: &PeerIdProof,
+	) -> DispatchResult {
+		let key = protocol::peer::ed25519_key(peer_id).ok_or(Error::<T>::InvalidPeerId)?;
+		ensure!(
+			sp_io::crypto::ed25519_verify(
+				&sp_core::ed25519::Signature::from_raw(*proof),
+				&Self::peer_id_proof_message(who, pool_id),
+				&sp_core::ed25519::Public::from_raw(key),
+			),
+			Error::<T>::PeerIdNotProved
+		);
+		Ok(())
+	}
+
+	/// What the key of the peer id `who` registers in `pool_id` signs
+	/// ([`protocol::peer::proof_message`] with this chain's genesis hash).
+	pub fn peer_id_proof_message(who: &T::AccountId, pool_id: PoolId) -> alloc::vec::Vec<u8> {
+		let genesis = frame_system::Pallet::<T>::block_hash(BlockNumberFor::<T>::zero());
+		let genesis: [u8; 32] = genesis.as_ref().try_into().unwrap_or([0; 32]);
+		protocol::peer::proof_message(&genesis, pool_id, &who.encode())
+	}
+
 	pub(crate) fn do_join_pool(
 		who: T::AccountId,
 		pool_id: PoolId,
 		stake: BalanceOf<T>,
 		peer_id: BoundedVec<u8, T::MaxPeerIdLen>,
 		ml_dsa_key: MlDsaPublicKey,
+		peer_id_proof: PeerIdProof,
 	) -> DispatchResult {
 		let mut pool = Pools::<T>::get(pool_id).ok_or(Error::<T>::PoolNotFound)?;
 		ensure!(
@@ -129,7 +162,7 @@ impl<T: Config> Pallet<T> {
 			Error::<T>::NotAllowedToJoin
 		);
 		ensure!(pool.member_count < pool.spec.terms.max_trainers, Error::<T>::PoolFull);
-		ensure!(!peer_id.is_empty(), Error::<T>::InvalidPeerId);
+		Self::check_peer_id_proof(&who, pool_id, &peer_id, &peer_id_proof)?;
 		ensure!(!PeerIds::<T>::contains_key(pool_id, &peer_id), Error::<T>::PeerIdTaken);
 		ensure!(
 			stake >= pool.spec.terms.min_stake && !stake.is_zero(),

@@ -163,7 +163,8 @@ mod events_and_errors {
 		InsufficientStake,
 		/// The caller is in `MaxPoolsPerTrainer` pools already.
 		TooManyPools,
-		/// The peer id is empty.
+		/// The peer id is not an Ed25519 libp2p peer id (38 bytes,
+		/// [`synod_primitives::protocol::peer::ed25519_key`]).
 		InvalidPeerId,
 		/// Only the creator or root may cancel.
 		NotCreator,
@@ -199,5 +200,8 @@ mod events_and_errors {
 		/// The pool admits only the accounts in its `allowed_trainers`, and the caller is not
 		/// one of them.
 		NotAllowedToJoin,
+		/// The peer-id proof is not the peer id's key's signature of this chain, pool and
+		/// caller ([`synod_primitives::protocol::peer::proof_message`]).
+		PeerIdNotProved,
 	}
 }

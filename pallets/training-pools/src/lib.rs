@@ -276,9 +276,13 @@ pub mod pallet {
 		}
 
 		/// Joins `pool_id`, committing `stake` planck of bonded stake and registering the
-		/// trainer's libp2p `peer_id` (multihash bytes) and ML-DSA-65 public key
-		/// (`ml_dsa_key`, 1952 bytes; boxed to keep `RuntimeCall` small).
+		/// trainer's libp2p `peer_id` (an Ed25519 peer id, 38 bytes:
+		/// [`synod_primitives::protocol::peer`]) and ML-DSA-65 public key (`ml_dsa_key`, 1952
+		/// bytes; boxed to keep `RuntimeCall` small).
 		///
+		/// `peer_id_proof` is the peer id's key's Ed25519 signature over
+		/// [`synod_primitives::protocol::peer::proof_message`]`(genesis hash, pool_id, caller)`:
+		/// only the holder of a libp2p key registers its peer id ([`Error::PeerIdNotProved`]).
 		/// The peer id must not be another current member's ([`Error::PeerIdTaken`]): trainers
 		/// tell members apart by peer id. Holds `MemberDeposit` ([`HoldReason::MemberDeposit`]).
 		/// A pool with a non-empty `allowed_trainers` admits only those accounts.
@@ -287,7 +291,8 @@ pub mod pallet {
 		/// [`Error::AlreadyMember`], [`Error::DroppedFromPool`], [`Error::NotAllowedToJoin`],
 		/// [`Error::StakeBelowMinimum`],
 		/// [`Error::InsufficientStake`], [`Error::TooManyPools`], [`Error::InvalidPeerId`],
-		/// [`Error::PeerIdTaken`], [`Error::InsufficientDeposit`], [`Error::Overflow`].
+		/// [`Error::PeerIdNotProved`], [`Error::PeerIdTaken`], [`Error::InsufficientDeposit`],
+		/// [`Error::Overflow`].
 		#[pallet::call_index(1)]
 		#[pallet::weight(T::WeightInfo::join_pool().saturating_add(Pallet::<T>::prune_weight()))]
 		pub fn join_pool(
@@ -296,9 +301,10 @@ pub mod pallet {
 			stake: BalanceOf<T>,
 			peer_id: BoundedVec<u8, T::MaxPeerIdLen>,
 			ml_dsa_key: Box<MlDsaPublicKey>,
+			peer_id_proof: PeerIdProof,
 		) -> DispatchResult {
 			let who = ensure_signed(origin)?;
-			Self::do_join_pool(who, pool_id, stake, peer_id, *ml_dsa_key)
+			Self::do_join_pool(who, pool_id, stake, peer_id, *ml_dsa_key, peer_id_proof)
 		}
 
 		/// Leaves `pool_id`: the member is not in the snapshot of any round opened after this

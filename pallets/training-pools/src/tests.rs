@@ -139,14 +139,29 @@ fn joining_min_trainers_starts_round_one() {
 fn join_pool_errors() {
 	run_test(|| {
 		let join = |who: AccountId, pool: u32, stake: Balance| {
-			TrainingPools::join_pool(RuntimeOrigin::signed(who), pool, stake, peer(who), key(who))
+			let proof = peer_proof(who, pool);
+			TrainingPools::join_pool(
+				RuntimeOrigin::signed(who),
+				pool,
+				stake,
+				peer(who),
+				key(who),
+				proof,
+			)
 		};
 		assert_noop!(join(1, 0, 500), Error::<Test>::PoolNotFound);
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
 		assert_noop!(join(1, 0, 499), Error::<Test>::StakeBelowMinimum);
 		assert_noop!(join(1, 0, 500), Error::<Test>::InsufficientStake);
 		assert_noop!(
-			TrainingPools::join_pool(RuntimeOrigin::signed(1), 0, 500, Default::default(), key(1)),
+			TrainingPools::join_pool(
+				RuntimeOrigin::signed(1),
+				0,
+				500,
+				Default::default(),
+				key(1),
+				peer_proof(1, 0)
+			),
 			Error::<Test>::InvalidPeerId
 		);
 		bond_and_join(1, 0, 600);
@@ -180,7 +195,14 @@ fn member_deposit_is_held_until_the_key_is_no_longer_needed() {
 		// All but 2 planck bonded: the deposit cannot be held.
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(7), FUNDS - 2));
 		assert_noop!(
-			TrainingPools::join_pool(RuntimeOrigin::signed(7), 0, 500, peer(7), key(7)),
+			TrainingPools::join_pool(
+				RuntimeOrigin::signed(7),
+				0,
+				500,
+				peer(7),
+				key(7),
+				peer_proof(7, 0)
+			),
 			Error::<Test>::InsufficientDeposit
 		);
 		bond_and_join(1, 0, 600);
@@ -352,12 +374,26 @@ fn pool_at_member_bound() {
 		assert_eq!(Pools::<Test>::get(0).unwrap().status, PoolStatus::Training);
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(6), 500));
 		assert_noop!(
-			TrainingPools::join_pool(RuntimeOrigin::signed(6), 0, 500, peer(6), key(6)),
+			TrainingPools::join_pool(
+				RuntimeOrigin::signed(6),
+				0,
+				500,
+				peer(6),
+				key(6),
+				peer_proof(6, 0)
+			),
 			Error::<Test>::PoolFull
 		);
 		// Indices are never reused.
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(2), 0));
-		assert_ok!(TrainingPools::join_pool(RuntimeOrigin::signed(6), 0, 500, peer(6), key(6)));
+		assert_ok!(TrainingPools::join_pool(
+			RuntimeOrigin::signed(6),
+			0,
+			500,
+			peer(6),
+			key(6),
+			peer_proof(6, 0)
+		));
 		assert_eq!(Members::<Test>::get(0, 6).unwrap().index, 5);
 	});
 }
@@ -384,22 +420,77 @@ fn create_pool_needs_the_storage_deposit() {
 
 /// Attack: a member registers another member's libp2p peer id, so that peers attribute the
 /// victim's messages (announcements, payloads) to the wrong member or drop them as forged.
+/// Here the attacker even holds the key (one operator's two accounts): a peer id is still one
+/// member's.
 #[test]
 fn a_member_cannot_register_another_members_peer_id() {
 	run_test(|| {
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
 		bond_and_join(1, 0, 600);
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(2), 600));
-		assert_noop!(
-			TrainingPools::join_pool(RuntimeOrigin::signed(2), 0, 600, peer(1), key(2)),
-			Error::<Test>::PeerIdTaken
-		);
+		let join_with_1s_key = || {
+			TrainingPools::join_pool(
+				RuntimeOrigin::signed(2),
+				0,
+				600,
+				peer(1),
+				key(2),
+				peer_proof_by(1, 2, 0),
+			)
+		};
+		assert_noop!(join_with_1s_key(), Error::<Test>::PeerIdTaken);
 		assert_eq!(PeerIds::<Test>::get(0, peer(1)), Some(1));
-		// The same peer id in another pool is someone else's business; once member 1 has left,
-		// its peer id is free (its former registration keeps it for evidence, by index).
+		// Once member 1 has left, its peer id is free (its former registration keeps it for
+		// evidence, by index) to whoever holds its key.
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), 0));
-		assert_ok!(TrainingPools::join_pool(RuntimeOrigin::signed(2), 0, 600, peer(1), key(2)));
+		assert_ok!(join_with_1s_key());
 		assert_eq!(PeerIds::<Test>::get(0, peer(1)), Some(2));
+	});
+}
+
+/// Attack: squat a victim's peer id. The attacker joins a pool first with the victim's peer id
+/// (read from the victim's registration in another pool, or from its `join_pool` waiting in
+/// the transaction pool, which it front-runs with a tip), so that the victim's join fails with
+/// `PeerIdTaken` and its messages are attributed to the attacker. The peer id's key must sign
+/// the chain's genesis, the pool and the joining account: no forged, replayed or other-pool
+/// proof registers it.
+#[test]
+fn a_peer_id_cannot_be_squatted_without_its_key() {
+	run_test(|| {
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(1), 1_200));
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(2), 600));
+		let squat = |proof: [u8; 64]| {
+			TrainingPools::join_pool(RuntimeOrigin::signed(2), 0, 600, peer(1), key(2), proof)
+		};
+		// The victim's own proof (copied from its pending join), its proof for pool 1, the
+		// attacker's key's signature, and garbage.
+		for proof in [peer_proof(1, 0), peer_proof(1, 1), peer_proof_by(2, 2, 0), [7; 64]] {
+			assert_noop!(squat(proof), Error::<Test>::PeerIdNotProved);
+		}
+		// The victim's own account with its proof for the other pool, or for another chain (a
+		// proof made before the genesis hash it signs changed).
+		let victim = |pool: u32, proof: [u8; 64]| {
+			TrainingPools::join_pool(RuntimeOrigin::signed(1), pool, 600, peer(1), key(1), proof)
+		};
+		assert_noop!(victim(0, peer_proof(1, 1)), Error::<Test>::PeerIdNotProved);
+		let other_chain = peer_proof(1, 0);
+		let genesis = frame_system::BlockHash::<Test>::get(0);
+		frame_system::BlockHash::<Test>::insert(0, sp_core::H256::repeat_byte(1));
+		assert_noop!(victim(0, other_chain), Error::<Test>::PeerIdNotProved);
+		frame_system::BlockHash::<Test>::insert(0, genesis);
+		// A peer id that names no Ed25519 key proves nothing either.
+		let hashed: frame_support::BoundedVec<u8, _> =
+			vec![0x12, 0x20, 1, 2, 3].try_into().unwrap();
+		assert_noop!(
+			TrainingPools::join_pool(RuntimeOrigin::signed(2), 0, 600, hashed, key(2), [7; 64]),
+			Error::<Test>::InvalidPeerId
+		);
+		// The victim joins both pools with its peer id.
+		assert_ok!(victim(0, peer_proof(1, 0)));
+		assert_ok!(victim(1, peer_proof(1, 1)));
+		assert_eq!(PeerIds::<Test>::get(0, peer(1)), Some(1));
 	});
 }
 

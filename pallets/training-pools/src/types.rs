@@ -17,6 +17,9 @@ pub const ML_DSA_65_PUBLIC_KEY_LEN: usize = synod_primitives::protocol::evidence
 /// An ML-DSA-65 public key: the key that signs a member's off-chain messages
 /// (`/synod/pseudograd/2` announcements).
 pub type MlDsaPublicKey = [u8; ML_DSA_65_PUBLIC_KEY_LEN];
+/// The Ed25519 signature (64 bytes) by which a joiner proves it holds the key of the peer id it
+/// registers ([`synod_primitives::protocol::peer`]).
+pub type PeerIdProof = [u8; synod_primitives::protocol::peer::PEER_ID_PROOF_LEN];
 
 /// A training job as submitted to `create_pool`: the terms every kind of pool shares, and the
 /// kind (what is trained, and how).

@@ -48,6 +48,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Dropped` (r:1 w:0)
 	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
+	/// Storage: `System::BlockHash` (r:1 w:0)
+	/// Proof: `System::BlockHash` (`max_values`: None, `max_size`: Some(44), added: 2519, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::PeerIds` (r:1 w:1)
 	/// Proof: `TrainingPools::PeerIds` (`max_values`: None, `max_size`: Some(126), added: 2601, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::TrainerPools` (r:1 w:1)
@@ -75,9 +77,9 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Checkpoints::Candidates` (r:0 w:1)
 	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
 	fn join_pool() -> Weight {
-		// Proof size: measured `72455`, estimated `148094` bytes.
-		Weight::from_parts(1_780_954_000, 148094)
-			.saturating_add(T::DbWeight::get().reads(137_u64))
+		// Proof size: measured `71519`, estimated `148094` bytes.
+		Weight::from_parts(4_920_395_000, 148094)
+			.saturating_add(T::DbWeight::get().reads(138_u64))
 			.saturating_add(T::DbWeight::get().writes(43_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:1)
@@ -207,8 +209,8 @@ impl WeightInfo for () {
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn join_pool() -> Weight {
-		Weight::from_parts(1_780_954_000, 148094)
-			.saturating_add(RocksDbWeight::get().reads(137_u64))
+		Weight::from_parts(4_920_395_000, 148094)
+			.saturating_add(RocksDbWeight::get().reads(138_u64))
 			.saturating_add(RocksDbWeight::get().writes(43_u64))
 	}
 	fn leave_pool() -> Weight {

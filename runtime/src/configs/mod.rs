@@ -70,8 +70,10 @@ impl frame_system::Config for Runtime {
     type MaxConsumers = ConstU32<16>;
 }
 
-/// Bound on Aura and GRANDPA authorities; `synod::MAX_VALIDATORS` stays below it.
-pub const MAX_AUTHORITIES: u32 = 32;
+/// Bound on Aura and GRANDPA authorities: the validator set's size (`synod::MAX_VALIDATORS`), so
+/// that a genesis set cannot be larger either (a jury's draw delay covers one author rotation
+/// of at most this many: `synod::JuryDelay`).
+pub const MAX_AUTHORITIES: u32 = synod::MAX_VALIDATORS;
 
 impl pallet_aura::Config for Runtime {
     type AuthorityId = AuraId;

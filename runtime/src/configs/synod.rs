@@ -17,7 +17,8 @@ use crate::{
 pub const MAX_POOL_MEMBERS: u32 = 32;
 /// Size of the active validator set (top N candidates by bonded stake).
 pub const MAX_VALIDATORS: u32 = 16;
-const _: () = assert!(MAX_VALIDATORS <= super::MAX_AUTHORITIES);
+const _: () = assert!(MAX_VALIDATORS == super::MAX_AUTHORITIES);
+const _: () = assert!(JuryDelay::get() > MAX_VALIDATORS);
 
 parameter_types! {
     /// Receives slashed stake and failed challengers' bonds.
@@ -40,9 +41,17 @@ parameter_types! {
     pub const RoundDeposit: Balance = UNIT / 5;
     /// A challenger holds 10 SYN.
     pub const ChallengeBond: Balance = 10 * UNIT;
-    /// A jury is drawn 2 blocks after its challenge was opened (from a block hash that did not
-    /// exist when the challenge was submitted).
-    pub const JuryDelay: BlockNumber = 2;
+    /// A jury is drawn `MAX_VALIDATORS + 1` blocks (34 s) after its challenge was opened, from
+    /// the randomness of the block before the draw, which chains the VRF outputs of the
+    /// `MAX_VALIDATORS` blocks after the opening one. One of those blocks is an honest
+    /// validator's, so colluding authors of the opening block and the blocks after it cannot
+    /// compute the committee when they include a challenge, as long as the honest validators
+    /// author their slots and either the set stays the same (Aura gives each of its at most
+    /// `MAX_VALIDATORS` authorities one slot in any `MAX_VALIDATORS` consecutive slots: any
+    /// number of colluders short of all) or the colluders hold under ⅓ of each set and a
+    /// session outlasts their count (re-placed in every session's order, they author at most
+    /// `2k − 1` blocks in a row after their opening block, `k` ≤ 5).
+    pub const JuryDelay: BlockNumber = MAX_VALIDATORS + 1;
     /// Jurors vote within one round timeout plus half a minute (a juror replays one member's
     /// H inner steps, which fit in a round timeout).
     pub const VoteMargin: BlockNumber = MINUTES / 2;
@@ -189,8 +198,8 @@ impl pallet_challenges::Config for Runtime {
     // pool's 32 contributors ≈ 0.6 ms, an expiry slashing a silent 32-juror committee ≈ 15.7 ms
     // of execution, each with its database reads and writes; each due item is charged both, and
     // a full schedule must leave the block's operational quarter (`worst_case.rs`: 12 due items
-    // ≈ 70 % of the block). A challenge whose draw or expiry finds no block with room within its
-    // timeline is refused (`ScheduleFull`). A block's schedule holds up to
+    // ≈ 70 % of the block). A challenge whose draw block (`JuryDelay` after it) or whose expiry
+    // span within its timeline has no room is refused (`ScheduleFull`). A block's schedule holds up to
     // `pallet_challenges::MAX_SCHEDULED_PER_BLOCK` entries; only this many are scheduled into one.
     type MaxExpiriesPerBlock = ConstU32<12>;
     type MinJuryStake = MinJuryStake;
@@ -298,5 +307,103 @@ mod benchmark_helpers {
             };
             pallet_session::NextKeys::<Runtime>::insert(who, keys);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Openings at which the authors of every block between a challenge's opening block and
+    /// its seed block (`JuryDelay − 1` blocks) are adversarial, out of all (author order,
+    /// opening slot) pairs of `n` authorities of which the `adversarial` bit set collude, for
+    /// a draw `jury_delay` blocks after opening. The attacker's best strategy: it places its
+    /// validators anywhere in the order (every subset is tried), opens at any of its slots and
+    /// may skip its own slots (which only lets an honest author's block come sooner); honest
+    /// authors author their slots. Then the seed is known at opening exactly when the
+    /// `jury_delay − 1` slots after the opening slot are all adversarial.
+    fn predictable_openings(n: u32, jury_delay: u32, max_adversarial: u32) -> (u64, u64) {
+        let (mut predictable, mut all) = (0u64, 0u64);
+        for adversarial in 0u32..(1 << n) {
+            if adversarial.count_ones() > max_adversarial {
+                continue;
+            }
+            let colludes = |slot: u32| adversarial & (1 << (slot % n)) != 0;
+            for opening in (0..n).filter(|s| colludes(*s)) {
+                all += 1;
+                if (1..jury_delay).all(|k| colludes(opening + k)) {
+                    predictable += 1;
+                }
+            }
+        }
+        (predictable, all)
+    }
+
+    /// The most blocks in a row after an opening block (authored by a colluder) that `k`
+    /// colluders among `n` validators author when they may take any places in each session's
+    /// author order (validators chill, bond and rejoin between sessions), sessions lasting
+    /// `session_length` slots, the opening at any slot of its session; `cap` when their run
+    /// never ends (a session no longer than their count). Honest validators author their slots,
+    /// so the run ends at the first slot the colluders cannot hold: in a session, they hold at
+    /// most `k` consecutive slots.
+    fn longest_colluding_run(n: u32, k: u32, session_length: u32, cap: u32) -> u32 {
+        let mut worst = 0;
+        for opening in 0..session_length {
+            // Slots held after the opening one, and the slots left in the current session.
+            let (mut run, mut left, mut first) = (0u32, session_length - opening, true);
+            loop {
+                let held = k.min(left).min(n);
+                run += if first { held.saturating_sub(1) } else { held };
+                first = false;
+                if held < left || run >= cap {
+                    break;
+                }
+                left = session_length;
+            }
+            worst = worst.max(run.min(cap));
+        }
+        worst
+    }
+
+    /// The attack: the authors of the block that includes a challenge and of the block(s) after
+    /// it share their VRF outputs (which depend on the parent's randomness and the slot only),
+    /// so the opening block's author computes the seed, and with it the committee of every
+    /// challenge it could include (the challenge id it gets behind fillers, its own jurors
+    /// opted in or out in the same block), and includes an accusation of an honest member only
+    /// when a committee convicts. A draw `JuryDelay` blocks after opening leaves no opening in
+    /// which all the `JuryDelay − 1` blocks up to the seed are theirs: with a fixed set, for
+    /// every order of the authorities and any number of colluders short of all; across
+    /// session changes (the colluders re-placed in every session's order), for colluders
+    /// under ⅓ of the set with the presets' session length.
+    #[test]
+    fn colluding_authors_of_the_opening_block_and_the_next_cannot_know_the_committee() {
+        let delay = JuryDelay::get();
+        let session = crate::genesis_config_presets::SESSION_LENGTH;
+        let mut figures = Vec::new();
+        for n in 1..=MAX_VALIDATORS {
+            let (predictable, openings) = predictable_openings(n, delay, n - 1);
+            assert_eq!(
+                predictable, 0,
+                "{n} validators: {predictable} of {openings} openings"
+            );
+            // The most colluders under ⅓ of the set, re-placed at every session change.
+            let k = (n - 1) / 3;
+            let run = longest_colluding_run(n, k, session, delay);
+            assert!(
+                run < delay - 1,
+                "{n} validators, {k} colluders: {run} blocks in a row"
+            );
+            // A two-block delay, for comparison: colluders side by side know the seed.
+            let (old, old_openings) = predictable_openings(n, 2, k);
+            figures.push(format!(
+                "{{\"validators\":{n},\"colluders\":{k},\"jury_delay\":{delay},\
+                 \"predictable_openings\":{predictable},\"longest_run_across_sessions\":{run},\
+                 \"predictable_share_with_jury_delay_2\":{:.4}}}",
+                old as f64 / old_openings.max(1) as f64
+            ));
+        }
+        // The model's own check: colluders as many as a session is long hold every slot.
+        assert_eq!(longest_colluding_run(16, 10, 10, delay), delay);
+        println!("[{}]", figures.join(","));
     }
 }

@@ -1,17 +1,26 @@
-//! Tests of the calls the chain client builds: their bounds on peer ids and key lengths.
+//! Tests of the calls the chain client builds: the peer ids and key lengths they take.
 
 use crate::{calls, ChainError};
 
 #[test]
 fn join_pool_rejects_oversized_peer_ids_and_wrong_key_lengths() {
     let key = vec![0u8; calls::ML_DSA_65_PUBLIC_KEY_LEN];
-    assert!(calls::join_pool(0, 1, vec![0; calls::MAX_PEER_ID_LEN], &key).is_ok());
+    let proof = [0u8; 64];
+    let peer = synod_protocol::peer::ed25519_peer_id(&[5; 32]).to_vec();
+    assert!(calls::join_pool(0, 1, peer.clone(), &key, proof).is_ok());
+    // Not an Ed25519 peer id: too long, another key type.
     assert!(matches!(
-        calls::join_pool(0, 1, vec![0; calls::MAX_PEER_ID_LEN + 1], &key),
+        calls::join_pool(0, 1, vec![0; calls::MAX_PEER_ID_LEN + 1], &key, proof),
+        Err(ChainError::Invalid(_))
+    ));
+    let mut secp = peer.clone();
+    secp[3] = 2;
+    assert!(matches!(
+        calls::join_pool(0, 1, secp, &key, proof),
         Err(ChainError::Invalid(_))
     ));
     assert!(matches!(
-        calls::join_pool(0, 1, vec![0; 38], &key[1..]),
+        calls::join_pool(0, 1, peer, &key[1..], proof),
         Err(ChainError::Invalid(_))
     ));
 }

@@ -117,3 +117,41 @@ fn the_author_of_the_opening_block_cannot_know_the_committee() {
 		}
 	});
 }
+
+/// Colluding authors of the opening block and of the blocks after it share their VRF outputs
+/// (functions of the parent's randomness and the slot, not of the blocks' contents), so while
+/// they author every block up to the seed block, the opening block's author knows the
+/// committee of every challenge it could include. The draw comes `jury_delay` blocks after
+/// opening, more than there are authors, so an honest author's block always comes between; the
+/// attacker's lever is fillers that take the draw block's slots, so that the target would be
+/// drawn earlier, from a seed its colluders produce. It is refused instead.
+#[test]
+fn fillers_cannot_pull_a_draw_before_the_jury_delay() {
+	run_test(|| {
+		let delay = u64::from(AUTHORS) + 1;
+		JuryDelay::set(&delay);
+		let draw_at = challenged_round();
+		let opened = System::block_number();
+		assert_eq!(draw_at, opened + delay);
+		// Between the opening block and the draw, every author's slot comes once: the seed
+		// chains an honest author's VRF output whatever places the colluders hold.
+		let authors: BTreeSet<u64> =
+			(opened + 1..draw_at).map(|n| slot_of(n) % u64::from(AUTHORS)).collect();
+		assert_eq!(authors.len(), usize::from(AUTHORS));
+		// Fillers take the rest of the draw block's slots (MaxExpiriesPerBlock = 4)…
+		for (challenger, accused) in [(401, 2), (402, 3), (403, 4)] {
+			mint(challenger, 1_000_000);
+			assert_ok!(open_challenge(challenger, 0, 1, accused, [0x44; 32]));
+		}
+		// …and the target is refused rather than drawn from the randomness of a block that
+		// the colluders right after the opening produce.
+		mint(404, 1_000_000);
+		assert_eq!(
+			open_challenge(404, 0, 1, 5, [0x44; 32]),
+			Err(pallet_challenges::Error::<Test>::ScheduleFull.into())
+		);
+		for (_, c) in OpenChallenges::<Test>::iter() {
+			assert_eq!(c.draw_at, opened + delay);
+		}
+	});
+}

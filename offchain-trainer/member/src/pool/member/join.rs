@@ -3,21 +3,25 @@
 use anyhow::{anyhow, bail, Result};
 use synod_chain::submit::account_of;
 use synod_chain::{calls, Chain, Signer};
-use synod_p2p::{MemberKey, PeerId};
+use synod_p2p::libp2p_identity::Keypair;
+use synod_p2p::MemberKey;
 
 use crate::chain_args::RunArgs;
 use crate::pool::{ensure_bonded, planck};
 
-/// Registers in the pool (bonding first if needed) or finds our registration; returns
-/// (member index, first round, whether we were already a member, committed stake in planck).
+/// Registers in the pool (bonding first if needed) with the peer id of `identity`, which signs
+/// the proof that we hold its key ([`synod_protocol::peer`]), or finds our registration;
+/// returns (member index, first round, whether we were already a member, committed stake in
+/// planck).
 pub(super) async fn register(
     chain: &Chain,
     signer: &Signer,
     a: &RunArgs,
-    peer_id: &PeerId,
+    identity: &Keypair,
     key: &MemberKey,
 ) -> Result<(u32, u32, bool, u128)> {
     let who = account_of(signer);
+    let peer_id = identity.public().to_peer_id();
     if let Some(rec) = chain.member(a.pool, &who).await? {
         if rec.peer_id != peer_id.to_bytes() {
             bail!("{who} is member {} of pool {} with another peer id; run with the --base-path that holds its identity.key", rec.index, a.pool);
@@ -30,9 +34,21 @@ pub(super) async fn register(
         return Ok((rec.index, rec.from_round, true, rec.stake));
     }
     ensure_bonded(chain, signer, planck(a.stake)).await?;
+    let message = synod_protocol::peer::proof_message(&chain.genesis_hash(), a.pool, &who.0);
+    let proof: [u8; synod_protocol::peer::PEER_ID_PROOF_LEN] = identity
+        .sign(&message)
+        .map_err(|e| anyhow!("signing the peer-id proof: {e}"))?
+        .try_into()
+        .map_err(|_| anyhow!("the libp2p identity is not an Ed25519 key"))?;
     chain
         .submit(
-            &calls::join_pool(a.pool, planck(a.stake), peer_id.to_bytes(), &key.public().0)?,
+            &calls::join_pool(
+                a.pool,
+                planck(a.stake),
+                peer_id.to_bytes(),
+                &key.public().0,
+                proof,
+            )?,
             signer,
         )
         .await?;

@@ -1,7 +1,8 @@
 //! `synod-trainer run`: one member of an on-chain pool, following `docs/architecture.md` round by round.
 //!
 //! * **Join**: bond if needed, `join_pool` with the libp2p peer id and ML-DSA-65 key derived
-//!   from `<base>/identity.key` (an existing registration with the same peer id is resumed).
+//!   from `<base>/identity.key` and the peer-id key's proof (`synod_protocol::peer`); an
+//!   existing registration with the same peer id is resumed.
 //! * **Catch up** (passive on the network until it knows its round, so nobody waits for it):
 //!   the first round to train is the chain's current round, or for a restarted member whose
 //!   peers already announced that round, the round after; its parent θ is the last final
@@ -156,7 +157,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let member_key = Arc::new(MemberKey::from_seed(seed));
     let peer_id = keypair.public().to_peer_id();
     let (me, from_round, resumed, stake) =
-        rt.block_on(register(&chain, &signer, a, &peer_id, &member_key))?;
+        rt.block_on(register(&chain, &signer, a, &keypair, &member_key))?;
     rt.block_on(join::set_jury_duty(&chain, &signer, a.juror))?;
 
     let own = Member {
