@@ -244,8 +244,9 @@ mod events_and_errors {
 		NotAnEquivocation,
 		/// This member's equivocation in this round was already reported (and slashed).
 		AlreadyReported,
-		/// Every block in which this challenge's jury could be drawn, or its voting period end,
-		/// has `MaxExpiriesPerBlock` events scheduled: try again in a later block.
+		/// The block in which this challenge's jury would be drawn (`jury_delay` after opening),
+		/// or every block in which its voting period could end, has `MaxExpiriesPerBlock`
+		/// events scheduled: try again in a later block.
 		ScheduleFull,
 		/// Nothing to appeal: the challenge has no ruling (its committee has not decided, or
 		/// decided nothing a party loses by), or it was appealed already.

@@ -461,6 +461,10 @@ pub fn new_bench_ext() -> sp_io::TestExternalities {
 	});
 	// Into the backend: each benchmark run wipes the uncommitted changes back to it.
 	ext.commit_all().expect("benchmark genesis commits");
+	// Benchmarks sign peer-id proofs with the keystore, as under the benchmarking CLI.
+	ext.register_extension(sp_keystore::KeystoreExt::new(
+		sp_keystore::testing::MemoryKeystore::new(),
+	));
 	ext
 }
 

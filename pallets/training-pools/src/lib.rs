@@ -142,7 +142,9 @@ pub mod pallet {
 		/// by [`Config::MaxRounds`] and [`Config::MaxMembers`]).
 		#[pallet::constant]
 		type SpecLimits: Get<synod_primitives::protocol::SpecLimits>;
-		/// Blocks between opening a challenge and drawing its jury (≥ 1).
+		/// Blocks between opening a challenge and drawing its jury (at least
+		/// `synod_primitives::protocol::timeline::MIN_JURY_DELAY`; more than the chain has block
+		/// authors, so that an honest author's block comes before the seed).
 		#[pallet::constant]
 		type JuryDelay: Get<BlockNumberFor<Self>>;
 		/// Blocks a jury gets on top of one round timeout to replay and vote
