@@ -164,15 +164,14 @@ done
 
 echo "== claiming rewards (waits for the challenge window and settlement)"
 # A final round settles once the last challenge that can be opened on it is over, appeal
-# included (`Timeline::settle_at`): 2 × challenge_window + jury delay + voting period
-# (round_timeout + VoteMargin) + AppealPeriod + voting period blocks after finality (VoteMargin
-# and AppealPeriod: 15 blocks each; JuryDelay: 17). The trainers stop once the window has closed, so the first
-# claim may wait up to the rest (and a margin).
+# included (`Timeline::settle_at`): `pool create` prints that many blocks after finality as
+# `settle_blocks`. The trainers stop once the window has closed, so the first claim may wait up
+# to the rest (and a margin of 60 blocks and 120 s).
 CLAIM_WAIT=$(python3 -c "
 import json
 p = json.load(open('$OUT/pool.json'))
 secs = p.get('terms', {}).get('block_secs', 2.0)
-print(max(600, int((2 * p['challenge_window'] + 17 + 2 * (p['round_timeout'] + 15) + 15 + 60) * secs) + 120))
+print(max(600, int((p['settle_blocks'] + 60) * secs) + 120))
 ")
 for ((i = 0; i < N; i++)); do
   "$T" claim --rpc "$RPC" --suri "${SURIS[$i]}" --pool 0 --wait "$CLAIM_WAIT" 2>>"$OUT/claim.log" | tee -a "$OUT/claims.jsonl"

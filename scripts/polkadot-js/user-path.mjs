@@ -46,8 +46,13 @@ const le = (n, bits) => bnToU8a(n, { bitLength: bits, isLe: true });
  * The proof that account `who` holds the key of peer id `b` for joining `pool`: the key's
  * Ed25519 signature of "synod/peer-id/1" ‖ genesis hash ‖ pool (u32 LE) ‖ account id.
  */
-const peerProof = (api, b, pool, who) => u8aToHex(ed25519Sign(
-  u8aConcat(stringToU8a('synod/peer-id/1'), api.genesisHash.toU8a(), le(pool, 32), who.publicKey), peerKeys(b)));
+const peerProof = (api, b, pool, who) =>
+  u8aToHex(ed25519Sign(peerProofMessage(api.genesisHash.toU8a(), pool, who.publicKey), peerKeys(b)));
+/** The bytes `peerProof` signs (`synod_protocol::peer::proof_message`). */
+const peerProofMessage = (genesis, pool, account) =>
+  u8aConcat(stringToU8a('synod/peer-id/1'), genesis, le(pool, 32), account);
+/** `peerProofMessage([1; 32], 7, [2; 32])`: the vector `pallets/protocol/src/peer.rs` checks too. */
+const PEER_PROOF_KNOWN_ANSWER = '0x73796e6f642f706565722d69642f31' + '01'.repeat(32) + '07000000' + '02'.repeat(32);
 const bytes = (u8a) => u8aConcat(compactToU8a(u8a.length), u8a);
 
 /**
@@ -99,6 +104,8 @@ async function main() {
   const [alice, bob, charlie, dave, eve, ferdie] =
     ['Alice', 'Bob', 'Charlie', 'Dave', 'Eve', 'Ferdie'].map((n) => keyring.addFromUri(`//${n}`));
 
+  check(u8aToHex(peerProofMessage(new Uint8Array(32).fill(1), 7, new Uint8Array(32).fill(2))) === PEER_PROOF_KNOWN_ANSWER,
+    'the peer-id proof message is the runtime\'s (known-answer vector)');
   console.log('metadata: calls and module errors');
   for (const [section, calls] of Object.entries(CALLS)) {
     for (const c of calls) check(typeof api.tx[section]?.[c] === 'function', `${section}.${c} exists`);

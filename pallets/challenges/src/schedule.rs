@@ -15,13 +15,15 @@ pub(crate) type ScheduledBlocks<T> = (BlockNumberFor<T>, BlockNumberFor<T>, Bloc
 impl<T: Config> Pallet<T> {
 	/// The first block of `blocks` whose schedule ([`Expiries`]) has room, if any.
 	pub(crate) fn free_block(
-		mut blocks: impl Iterator<Item = protocol::Block>,
+		blocks: impl Iterator<Item = protocol::Block>,
 	) -> Option<BlockNumberFor<T>> {
-		let room = T::MaxExpiriesPerBlock::get() as usize;
-		blocks.find_map(|b| {
-			let at: BlockNumberFor<T> = b.saturated_into();
-			(Expiries::<T>::decode_len(at).unwrap_or(0) < room).then_some(at)
-		})
+		blocks.map(|b| b.saturated_into()).find(|at| Self::has_room(*at))
+	}
+
+	/// Whether block `at`'s schedule ([`Expiries`]) holds fewer than `MaxExpiriesPerBlock`
+	/// entries.
+	pub(crate) fn has_room(at: BlockNumberFor<T>) -> bool {
+		Expiries::<T>::decode_len(at).unwrap_or(0) < T::MaxExpiriesPerBlock::get() as usize
 	}
 
 	/// The blocks of a challenge opened at `now` with `timeline`: its draw, the end of its
@@ -45,8 +47,8 @@ impl<T: Config> Pallet<T> {
 		timeline: &protocol::Timeline,
 	) -> Result<ScheduledBlocks<T>, Error<T>> {
 		let now = block::<T>(now);
-		let draw_at = Self::free_block(core::iter::once(timeline.jury_drawn_at(now)))
-			.ok_or(Error::<T>::ScheduleFull)?;
+		let draw_at: BlockNumberFor<T> = timeline.jury_drawn_at(now).saturated_into();
+		ensure!(Self::has_room(draw_at), Error::<T>::ScheduleFull);
 		let expires_at = block::<T>(draw_at).saturating_add(timeline.voting_period);
 		let expiry_at = Self::free_block(expires_at..=timeline.votes_until(now).max(expires_at))
 			.ok_or(Error::<T>::ScheduleFull)?;

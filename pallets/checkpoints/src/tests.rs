@@ -234,14 +234,7 @@ fn commit_errors() {
 		assert_noop!(commit(1, 1, 7, &[0, 1]), Error::<Test>::AlreadyCommitted);
 		// Trainer 3 joins during round 1: a member from round 2.
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(3), 1_000));
-		assert_ok!(TrainingPools::join_pool(
-			RuntimeOrigin::signed(3),
-			0,
-			1_000,
-			peer(3),
-			ml_dsa_key(3),
-			peer_proof(3, 0)
-		));
+		assert_ok!(join(3, 0, 1_000));
 		assert_noop!(commit(3, 1, 7, &[0, 1]), Error::<Test>::NotYetMember);
 		run_to_block(11); // round 1 voided
 		assert_noop!(commit(2, 1, 7, &[0, 1]), Error::<Test>::RoundClosed);
@@ -257,14 +250,7 @@ fn open_round_counts_only_participating_members() {
 	run_test(|| {
 		training_pool(3, two_thirds(), &[1_000, 1_000]);
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(3), 4_000));
-		assert_ok!(TrainingPools::join_pool(
-			RuntimeOrigin::signed(3),
-			0,
-			4_000,
-			peer(3),
-			ml_dsa_key(3),
-			peer_proof(3, 0)
-		));
+		assert_ok!(join(3, 0, 4_000));
 		assert_eq!(OpenRounds::<Test>::get(0).unwrap().round_stake, 2_000);
 		assert_ok!(commit(1, 1, 7, &[0, 1]));
 		assert_ok!(commit(2, 1, 7, &[0, 1]));
@@ -283,14 +269,7 @@ fn deadlines_spill_to_the_next_block_when_full() {
 			));
 			let who = pool as u64 + 1;
 			assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), 1_000));
-			assert_ok!(TrainingPools::join_pool(
-				RuntimeOrigin::signed(who),
-				pool,
-				1_000,
-				peer(who),
-				ml_dsa_key(who),
-				peer_proof(who, pool)
-			));
+			assert_ok!(join(who, pool, 1_000));
 		}
 		assert_eq!(Deadlines::<Test>::get(11).len(), 2);
 		assert_eq!(Deadlines::<Test>::get(12).to_vec(), vec![(2, 1)]);

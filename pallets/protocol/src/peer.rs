@@ -89,4 +89,25 @@ mod tests {
 		assert_ne!(m, proof_message(&[1; 32], 8, &[2; 32]));
 		assert_ne!(m, proof_message(&[1; 32], 7, &[4; 32]));
 	}
+
+	/// The bytes Polkadot.js signs (`peerProofMessage` in `scripts/polkadot-js/user-path.mjs`,
+	/// which checks the same vector) are the bytes the runtime verifies.
+	#[test]
+	fn the_proof_message_matches_the_known_answer_polkadot_js_checks() {
+		assert_eq!(hex(&proof_message(&[1; 32], 7, &[2; 32])), PROOF_MESSAGE_KNOWN_ANSWER,);
+	}
+
+	/// `proof_message(&[1; 32], 7, &[2; 32])`, hex: the context, 32 × `01`, `07000000`, 32 × `02`.
+	const PROOF_MESSAGE_KNOWN_ANSWER: &str = "73796e6f642f706565722d69642f31\
+		0101010101010101010101010101010101010101010101010101010101010101\
+		07000000\
+		0202020202020202020202020202020202020202020202020202020202020202";
+
+	fn hex(bytes: &[u8]) -> alloc::string::String {
+		use core::fmt::Write;
+		bytes.iter().fold(alloc::string::String::new(), |mut s, b| {
+			let _ = write!(s, "{b:02x}");
+			s
+		})
+	}
 }

@@ -138,17 +138,6 @@ fn joining_min_trainers_starts_round_one() {
 #[test]
 fn join_pool_errors() {
 	run_test(|| {
-		let join = |who: AccountId, pool: u32, stake: Balance| {
-			let proof = peer_proof(who, pool);
-			TrainingPools::join_pool(
-				RuntimeOrigin::signed(who),
-				pool,
-				stake,
-				peer(who),
-				key(who),
-				proof,
-			)
-		};
 		assert_noop!(join(1, 0, 500), Error::<Test>::PoolNotFound);
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
 		assert_noop!(join(1, 0, 499), Error::<Test>::StakeBelowMinimum);
@@ -194,17 +183,7 @@ fn member_deposit_is_held_until_the_key_is_no_longer_needed() {
 		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), spec()));
 		// All but 2 planck bonded: the deposit cannot be held.
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(7), FUNDS - 2));
-		assert_noop!(
-			TrainingPools::join_pool(
-				RuntimeOrigin::signed(7),
-				0,
-				500,
-				peer(7),
-				key(7),
-				peer_proof(7, 0)
-			),
-			Error::<Test>::InsufficientDeposit
-		);
+		assert_noop!(join(7, 0, 500), Error::<Test>::InsufficientDeposit);
 		bond_and_join(1, 0, 600);
 		assert_eq!(deposit(1), MEMBER_DEPOSIT);
 		assert_noop!(
@@ -373,27 +352,10 @@ fn pool_at_member_bound() {
 		assert_eq!(MemberList::<Test>::get(0).len(), 5);
 		assert_eq!(Pools::<Test>::get(0).unwrap().status, PoolStatus::Training);
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(6), 500));
-		assert_noop!(
-			TrainingPools::join_pool(
-				RuntimeOrigin::signed(6),
-				0,
-				500,
-				peer(6),
-				key(6),
-				peer_proof(6, 0)
-			),
-			Error::<Test>::PoolFull
-		);
+		assert_noop!(join(6, 0, 500), Error::<Test>::PoolFull);
 		// Indices are never reused.
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(2), 0));
-		assert_ok!(TrainingPools::join_pool(
-			RuntimeOrigin::signed(6),
-			0,
-			500,
-			peer(6),
-			key(6),
-			peer_proof(6, 0)
-		));
+		assert_ok!(join(6, 0, 500));
 		assert_eq!(Members::<Test>::get(0, 6).unwrap().index, 5);
 	});
 }

@@ -175,6 +175,9 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
         let id = chain.next_pool_id().await?;
         chain.submit(&calls::create_pool(spec.clone()), &signer).await?;
         let pool = chain.pool(id).await?.ok_or_else(|| anyhow!("pool {id} not found after create_pool"))?;
+        // Blocks from a round's finality to its settlement (the last challenge that can be
+        // opened on it over, appeal included): how long a claim of the last round may wait.
+        let settle_blocks = chain.timeline(&spec.terms).await?.settle_at(0);
         println!(
             "{}",
             serde_json::json!({
@@ -187,7 +190,7 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
                 "trace_bytes_per_round": a.recipe.segment_boundaries(job.inner_steps).len() as u64
                     * recipe.max_state_bytes,
                 "round_timeout": round_timeout, "challenge_window": challenge_window,
-                "min_round_length": min_round_length,
+                "min_round_length": min_round_length, "settle_blocks": settle_blocks,
                 "allowed_trainers": spec.terms.allowed_trainers.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
                 // What the terms were checked against (`synod_diloco::budget`).
                 "terms": {

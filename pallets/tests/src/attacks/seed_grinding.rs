@@ -91,6 +91,21 @@ fn an_author_grinding_the_seed_block_cannot_pick_the_committee() {
 	});
 }
 
+/// In the block of [`challenged_round`]'s challenge, fillers take the rest of its draw block's
+/// slots (`MaxExpiriesPerBlock` = 4) with challenges of the round-1 contributions of members 2, 3 and 4; the
+/// attacker's target, member 5's, is then refused (`ScheduleFull`).
+fn fill_the_draw_block_then_refuse_the_target() {
+	for (challenger, accused) in [(401, 2), (402, 3), (403, 4)] {
+		mint(challenger, 1_000_000);
+		assert_ok!(open_challenge(challenger, 0, 1, accused, [0x44; 32]));
+	}
+	mint(404, 1_000_000);
+	assert_eq!(
+		open_challenge(404, 0, 1, 5, [0x44; 32]),
+		Err(pallet_challenges::Error::<Test>::ScheduleFull.into())
+	);
+}
+
 /// The author of the block that includes a challenge knows that block's randomness before it
 /// builds it (its own VRF over the parent's): were the committee seeded by it, the author
 /// would include only challenges whose committee suits it. Every draw is seeded by a later
@@ -101,17 +116,8 @@ fn the_author_of_the_opening_block_cannot_know_the_committee() {
 		let draw_at = challenged_round();
 		let opened = System::block_number();
 		assert!(draw_at - 1 > opened, "seed block {} is the opening block", draw_at - 1);
-		// Fillers take the rest of the draw block's slots (MaxExpiriesPerBlock = 4)…
-		for (challenger, accused) in [(401, 2), (402, 3), (403, 4)] {
-			mint(challenger, 1_000_000);
-			assert_ok!(open_challenge(challenger, 0, 1, accused, [0x44; 32]));
-		}
-		// …so the next challenge is refused, not drawn from the opening block's randomness.
-		mint(404, 1_000_000);
-		assert_eq!(
-			open_challenge(404, 0, 1, 5, [0x44; 32]),
-			Err(pallet_challenges::Error::<Test>::ScheduleFull.into())
-		);
+		// The next challenge is refused, not drawn from the opening block's randomness.
+		fill_the_draw_block_then_refuse_the_target();
 		for (_, c) in OpenChallenges::<Test>::iter() {
 			assert!(c.draw_at >= opened + MIN_JURY_DELAY);
 		}
@@ -138,18 +144,9 @@ fn fillers_cannot_pull_a_draw_before_the_jury_delay() {
 		let authors: BTreeSet<u64> =
 			(opened + 1..draw_at).map(|n| slot_of(n) % u64::from(AUTHORS)).collect();
 		assert_eq!(authors.len(), usize::from(AUTHORS));
-		// Fillers take the rest of the draw block's slots (MaxExpiriesPerBlock = 4)…
-		for (challenger, accused) in [(401, 2), (402, 3), (403, 4)] {
-			mint(challenger, 1_000_000);
-			assert_ok!(open_challenge(challenger, 0, 1, accused, [0x44; 32]));
-		}
-		// …and the target is refused rather than drawn from the randomness of a block that
-		// the colluders right after the opening produce.
-		mint(404, 1_000_000);
-		assert_eq!(
-			open_challenge(404, 0, 1, 5, [0x44; 32]),
-			Err(pallet_challenges::Error::<Test>::ScheduleFull.into())
-		);
+		// The target is refused rather than drawn from the randomness of a block that the
+		// colluders right after the opening produce.
+		fill_the_draw_block_then_refuse_the_target();
 		for (_, c) in OpenChallenges::<Test>::iter() {
 			assert_eq!(c.draw_at, opened + delay);
 		}
