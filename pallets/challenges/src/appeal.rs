@@ -102,12 +102,6 @@ impl<T: Config> Pallet<T> {
 					.saturated_into();
 				let executes_at = Self::schedule_by(id, now.saturating_add(period), a.ruling_by);
 				a.ruling = Some((verdict, executes_at));
-				// The contribution's first guilty ruling is paid the challenger share by
-				// whichever conviction executes ([`FirstGuiltyRuling`]).
-				let key = (c.pool_id, c.round, c.accused.clone());
-				if verdict == Verdict::Guilty && !FirstGuiltyRuling::<T>::contains_key(&key) {
-					FirstGuiltyRuling::<T>::insert(&key, (id, c.challenger.clone()));
-				}
 				Appeals::<T>::insert(id, a);
 				OpenChallenges::<T>::insert(id, c);
 				Self::deposit_event(Event::Ruled { challenge_id: id, verdict, executes_at });

@@ -1,24 +1,12 @@
-//! Opening, voting, verdicts, expiry and `try_state`.
+//! Opening, voting and advancing challenges; what the other pallets read of them.
 
 use crate::{pallet::*, Event};
-use alloc::vec::Vec;
-use frame_support::{
-	pallet_prelude::*,
-	traits::{
-		fungible::{Balanced, BalancedHold, MutateHold},
-		tokens::{Imbalance, Precision},
-		OnUnbalanced,
-	},
-};
+use frame_support::{pallet_prelude::*, traits::fungible::MutateHold};
 use frame_system::pallet_prelude::BlockNumberFor;
-use sp_runtime::{
-	traits::{SaturatedConversion, Saturating, Zero},
-	Perbill,
-};
+use sp_runtime::traits::SaturatedConversion;
 use synod_primitives::{
 	protocol::{self, JuryVotes},
 	ChallengesInspect, CheckpointsInspect, MemberIndex, PoolId, PoolsInterface, RoundIndex,
-	TrainerStake,
 };
 
 /// `n` as the protocol's block number.
@@ -121,6 +109,16 @@ impl<T: Config> Pallet<T> {
 		}
 		OpenBy::<T>::insert(&by, 1);
 		OpenAgainst::<T>::insert(&key, open.saturating_add(1));
+		// Kept in opening order while every open challenge of the contribution is kept: past
+		// `MAX_SHARE_CANDIDATES`, a later one is judged but not kept, nor is any opened after
+		// it while it is open, so that none overtakes it when an earlier candidate closes.
+		ShareCandidates::<T>::mutate(&key, |r| {
+			let candidates = r.get_or_insert_with(BoundedVec::new);
+			if candidates.len() as u32 == open {
+				let _ = candidates.try_push((challenge_id, challenger.clone()));
+			}
+			r.take_if(|candidates| candidates.is_empty());
+		});
 		NextChallengeId::<T>::put(next);
 		Self::schedule(draw_at, challenge_id);
 		Self::schedule(expiry_at, challenge_id);
@@ -307,241 +305,6 @@ impl<T: Config> Pallet<T> {
 			None => OpenChallenges::<T>::insert(challenge_id, c),
 		}
 		Ok(())
-	}
-
-	/// Releases the challenger's bond of `c`.
-	pub(crate) fn release_bond(c: &Challenge<T>) {
-		let _ = T::Currency::release(
-			&Self::bond_reason(),
-			&c.challenger,
-			c.bond,
-			Precision::BestEffort,
-		);
-	}
-
-	/// Whether `who` is the accused or the challenger of `c` (they sit and vote, but are not
-	/// paid as jurors of their own dispute, and do not count toward `MinJuryStake`).
-	pub(crate) fn is_party(c: &Challenge<T>, who: &T::AccountId) -> bool {
-		*who == c.accused || *who == c.challenger
-	}
-
-	/// The jurors of `c` other than the parties who voted `guilty`, with their seats (the
-	/// weights they are paid by).
-	pub(crate) fn voters(
-		challenge_id: ChallengeId,
-		c: &Challenge<T>,
-		guilty: bool,
-	) -> Vec<(T::AccountId, u128)> {
-		c.jury
-			.iter()
-			.filter(|s| !Self::is_party(c, &s.who))
-			.filter(|s| Votes::<T>::get(challenge_id, &s.who) == Some(guilty))
-			.map(|s| (s.who.clone(), u128::from(s.seats)))
-			.collect()
-	}
-
-	/// Removes challenge `challenge_id` (`c`) and everything it holds (its eligible jurors,
-	/// appeal side, narrowed dispute, votes, counts and later schedule slots) and emits
-	/// `ChallengeClosed` with `verdict`; a `Guilty` one is also stored in `Verdicts` (a
-	/// conviction is final).
-	pub(crate) fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
-		Self::unschedule(challenge_id);
-		OpenChallenges::<T>::remove(challenge_id);
-		EligibleJurors::<T>::remove(challenge_id);
-		Appeals::<T>::remove(challenge_id);
-		Disputes::<T>::remove(challenge_id);
-		OpenBy::<T>::mutate_exists((c.pool_id, c.round, &c.accused, &c.challenger), |n| {
-			*n = n.and_then(|n| n.checked_sub(1)).filter(|n| *n > 0);
-		});
-		let _ = Votes::<T>::clear_prefix(challenge_id, T::AppealJurySize::get(), None);
-		let key = (c.pool_id, c.round, c.accused.clone());
-		if FirstGuiltyRuling::<T>::get(&key).is_some_and(|(id, _)| id == challenge_id) {
-			FirstGuiltyRuling::<T>::remove(&key);
-		}
-		OpenAgainst::<T>::mutate_exists(&key, |n| {
-			*n = n.and_then(|n| n.checked_sub(1)).filter(|n| *n > 0);
-		});
-		// Only a conviction is stored: it is final (a later failed or expired challenge does
-		// not undo it) and bars a second slash. Any other verdict leaves the contribution
-		// challengeable, so it is told by the event alone and takes no storage until the pool
-		// is reaped.
-		if verdict == protocol::Verdict::Guilty {
-			Verdicts::<T>::insert(&key, verdict);
-		}
-		let (pool_id, round, accused) = key;
-		Self::deposit_event(Event::ChallengeClosed {
-			challenge_id,
-			pool_id,
-			round,
-			accused,
-			verdict,
-		});
-	}
-
-	pub(crate) fn convict(challenge_id: ChallengeId, c: Challenge<T>) {
-		// A share of the stake that backed the round (held until its challenges are over),
-		// once per contribution: a second guilty verdict on it slashes nothing more.
-		let already = Verdicts::<T>::get((c.pool_id, c.round, c.accused.clone()))
-			== Some(protocol::Verdict::Guilty);
-		let amount = if already { 0 } else { T::SlashFraction::get().mul_floor(c.accused_stake) };
-		// Paid out of it, in this order: `JurorShare` to the jurors who voted guilty (pro rata
-		// to their seats), `ChallengerShare` to the challenger of the contribution's earliest
-		// guilty ruling still open (`FirstGuiltyRuling`; this challenge's if there is none:
-		// an accused that appeals an honest challenger's guilty ruling until an accomplice's
-		// later one executes does not hand the share to the accomplice); the rest goes to
-		// `Slash`.
-		let key = (c.pool_id, c.round, c.accused.clone());
-		let rewarded =
-			FirstGuiltyRuling::<T>::get(&key).map_or_else(|| c.challenger.clone(), |(_, who)| who);
-		let (mut parts, _) = protocol::split_by_stake(
-			T::JurorShare::get().mul_floor(amount),
-			&Self::voters(challenge_id, &c, true),
-		);
-		parts.push((rewarded, T::ChallengerShare::get().mul_floor(amount)));
-		let mut slashed = BalanceOf::<T>::zero();
-		let mut paid = 0u128;
-		for (to, part) in &parts {
-			paid = paid.saturating_add(*part);
-			slashed = slashed.saturating_add(T::Staking::slash(
-				&c.accused,
-				(*part).saturated_into(),
-				Some((to, Perbill::one())),
-			));
-		}
-		slashed = slashed.saturating_add(T::Staking::slash(
-			&c.accused,
-			amount.saturating_sub(paid).saturated_into(),
-			None,
-		));
-		Self::release_bond(&c);
-		Self::close(challenge_id, &c, protocol::Verdict::Guilty);
-		Self::deposit_event(Event::AccusedFoundGuilty {
-			challenge_id,
-			accused: c.accused,
-			slashed,
-		});
-	}
-
-	/// Slashes `amount` planck of `who`'s hold for `reason` and pays it to `voters` pro rata to
-	/// their seats (dust and unpayable parts to `Slash`). Returns `(slashed, paid)`, planck.
-	pub(crate) fn slash_hold_to_voters(
-		reason: &T::RuntimeHoldReason,
-		who: &T::AccountId,
-		amount: BalanceOf<T>,
-		voters: &[(T::AccountId, u128)],
-	) -> (BalanceOf<T>, BalanceOf<T>) {
-		let (mut credit, _) =
-			<T::Currency as BalancedHold<T::AccountId>>::slash(reason, who, amount);
-		let slashed = credit.peek();
-		let (shares, _) = protocol::split_by_stake(slashed.saturated_into(), voters);
-		let mut paid = BalanceOf::<T>::zero();
-		for (juror, share) in shares {
-			let (part, rest) = credit.split(share.saturated_into());
-			credit = rest;
-			let offered = part.peek();
-			match <T::Currency as Balanced<T::AccountId>>::resolve(&juror, part) {
-				Ok(()) => paid = paid.saturating_add(offered),
-				Err(back) => credit = credit.merge(back),
-			}
-		}
-		T::Slash::on_unbalanced(credit);
-		(slashed, paid)
-	}
-
-	pub(crate) fn acquit(challenge_id: ChallengeId, c: Challenge<T>) {
-		// Jurors who voted innocent share the bond pro rata to their seats.
-		let (bond_slashed, jurors_paid) = Self::slash_hold_to_voters(
-			&Self::bond_reason(),
-			&c.challenger,
-			c.bond,
-			&Self::voters(challenge_id, &c, false),
-		);
-		Self::close(challenge_id, &c, protocol::Verdict::Innocent);
-		Self::deposit_event(Event::AccusedFoundInnocent {
-			challenge_id,
-			accused: c.accused,
-			bond_slashed,
-			jurors_paid,
-		});
-	}
-
-	/// The end of a committee's vote (the first one's, or the appeal's): no-shows answer for
-	/// it, then its verdict at expiry is decided ([`Self::decide`]).
-	pub(crate) fn expire(challenge_id: ChallengeId) {
-		let Some(c) = OpenChallenges::<T>::get(challenge_id) else {
-			return;
-		};
-		Self::penalize_no_shows(challenge_id, &c);
-		let verdict = c.votes.at_expiry();
-		Self::decide(challenge_id, c, verdict, frame_system::Pallet::<T>::block_number());
-	}
-
-	/// Executes `verdict` on `c` at once: convicts, acquits, or (undecided) releases the bond.
-	pub(crate) fn execute(challenge_id: ChallengeId, c: Challenge<T>, verdict: protocol::Verdict) {
-		match verdict {
-			protocol::Verdict::Guilty => Self::convict(challenge_id, c),
-			protocol::Verdict::Innocent => Self::acquit(challenge_id, c),
-			_ => {
-				Self::release_bond(&c);
-				Self::close(challenge_id, &c, protocol::Verdict::Expired);
-				Self::deposit_event(Event::ChallengeExpired { challenge_id });
-			},
-		}
-	}
-
-	/// Weight of closing a challenge beyond its benchmarked paths: its challenger's slot
-	/// ([`OpenBy`]), the contribution's [`FirstGuiltyRuling`], per absent juror (at most `MaxPoolMembers`) its [`NoShows`] record, its
-	/// [`ScheduledAt`] entry with the (at most [`MAX_SCHEDULED`]) blocks whose schedule it
-	/// leaves, and its [`Disputes`] entry.
-	pub(crate) fn close_weight() -> Weight {
-		let n = u64::from(T::MaxPoolMembers::get())
-			.saturating_add(1)
-			.saturating_add(1)
-			.saturating_add(1)
-			.saturating_add(u64::from(MAX_SCHEDULED))
-			.saturating_add(1);
-		T::DbWeight::get().reads_writes(n, n)
-	}
-
-	/// Slashes `NoShowSlash` of the drawn (snapshot) stake of every juror of `c` that has not
-	/// voted, once per challenged round ([`NoShows`]), and opts it out ([`OptedOut`]). Every
-	/// seated juror contributed to the challenged round and was in the previous round's
-	/// contributors (when that round is final), so it held what a replay needs.
-	fn penalize_no_shows(challenge_id: ChallengeId, c: &Challenge<T>) {
-		// Only a jury that had the whole voting period answers for not voting: never one drawn
-		// late, whoever advanced it and when.
-		let whole_period = T::Pools::round_params(c.pool_id).is_some_and(|p| {
-			block::<T>(c.expires_at).saturating_sub(block::<T>(c.draw_at))
-				>= p.timeline.voting_period
-		});
-		if !whole_period {
-			return;
-		}
-		let absent: Vec<(T::AccountId, u128)> = c
-			.jury
-			.iter()
-			.filter(|s| !Votes::<T>::contains_key(challenge_id, &s.who))
-			.map(|s| (s.who.clone(), s.stake))
-			.collect();
-		if absent.is_empty() {
-			return;
-		}
-		for (juror, stake) in absent {
-			// Once per round: a flood of challenges does not multiply the penalty.
-			let key = (c.pool_id, c.round, juror.clone());
-			let slashed = if NoShows::<T>::contains_key(&key) {
-				Zero::zero()
-			} else {
-				NoShows::<T>::insert(&key, ());
-				T::Staking::slash(
-					&juror,
-					T::NoShowSlash::get().mul_floor(stake).saturated_into(),
-					None,
-				)
-			};
-			Self::deposit_event(Event::JurorNoShow { challenge_id, juror: juror.clone(), slashed });
-			Self::opt_out(juror);
-		}
 	}
 }
 

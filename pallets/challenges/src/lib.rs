@@ -31,6 +31,7 @@ mod mock;
 mod tests;
 mod try_state;
 mod types;
+mod verdict;
 pub mod weights;
 
 use frame_support::pallet_macros::import_section;
@@ -38,6 +39,13 @@ use frame_support::pallet_macros::import_section;
 /// The storage bound of one block's schedule ([`Expiries`]): the most entries it holds.
 /// `MaxExpiriesPerBlock`, the room new entries get, is at most this.
 pub const MAX_SCHEDULED_PER_BLOCK: u32 = 16;
+
+/// The most open challenges kept per contribution as candidates for its challenger share
+/// ([`ShareCandidates`]), the earliest opened. The share follows the first that does not stand
+/// ruled innocent; a later one matters only once every candidate before it has closed, so a
+/// challenge opened while the list is full is not kept (it is still judged), nor is any
+/// opened after it while it is open.
+pub const MAX_SHARE_CANDIDATES: u32 = 8;
 
 #[import_section(events::events_and_errors)]
 #[frame_support::pallet]
@@ -67,7 +75,7 @@ pub mod pallet {
 
 	/// The in-code storage version. A chain starts from the current genesis
 	/// (`chain-specs/`): no migration brings older layouts to it.
-	const STORAGE_VERSION: StorageVersion = StorageVersion::new(7);
+	const STORAGE_VERSION: StorageVersion = StorageVersion::new(8);
 
 	#[pallet::pallet]
 	#[pallet::storage_version(STORAGE_VERSION)]
@@ -111,8 +119,8 @@ pub mod pallet {
 		/// Share of the guilty member's snapshot stake that is slashed.
 		#[pallet::constant]
 		type SlashFraction: Get<Perbill>;
-		/// Share of the slashed stake paid to the challenger (of the contribution's earliest
-		/// guilty ruling still open, in a pool with appeals: [`FirstGuiltyRuling`]).
+		/// Share of the slashed stake paid to a challenger: of the contribution's earliest-opened
+		/// challenge still open whose innocent ruling, if any, was appealed ([`ShareCandidates`]).
 		#[pallet::constant]
 		type ChallengerShare: Get<Perbill>;
 		/// Share of the slashed stake paid to the jurors other than the parties who voted guilty,
@@ -167,17 +175,22 @@ pub mod pallet {
 	pub type OpenAgainst<T: Config> =
 		StorageMap<_, Blake2_128Concat, (PoolId, RoundIndex, T::AccountId), u32, ValueQuery>;
 
-	/// The open challenge of each `(pool, round, accused)` whose first committee ruled Guilty
-	/// earliest (its id and challenger), kept until it closes: a conviction of the contribution
-	/// by another challenge pays the challenger share to it, so that an accused cannot hand that
-	/// share to an accomplice's challenge by appealing an earlier guilty ruling until the
-	/// accomplice's executes. Only pools with appeals have rulings.
+	/// The earliest-opened open challenges of each `(pool, round, accused)` (id and
+	/// challenger), in opening order: every open challenge of the contribution opened before
+	/// the last one kept is kept (at most [`MAX_SHARE_CANDIDATES`]); each is removed when its
+	/// challenge closes. A conviction of the contribution, by whichever challenge, pays the
+	/// challenger share to the first candidate whose first committee's innocent ruling does not
+	/// stand unappealed (`Pallet::share_recipient`): an accused cannot hand the share to an
+	/// accomplice that challenged after an honest challenger, whether the accomplice's
+	/// committee decides first (a narrower dispute, the accused's own seats voting at once),
+	/// the accused appeals the honest ruling until the accomplice's executes, or the honest
+	/// challenge closes without a conviction.
 	#[pallet::storage]
-	pub type FirstGuiltyRuling<T: Config> = StorageMap<
+	pub type ShareCandidates<T: Config> = StorageMap<
 		_,
 		Blake2_128Concat,
 		(PoolId, RoundIndex, T::AccountId),
-		(ChallengeId, T::AccountId),
+		BoundedVec<(ChallengeId, T::AccountId), ConstU32<MAX_SHARE_CANDIDATES>>,
 	>;
 
 	/// Open challenges each challenger holds against a contribution, by `(pool, round,

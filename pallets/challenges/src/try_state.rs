@@ -13,7 +13,7 @@ impl<T: Config> Pallet<T> {
 	/// open challenge contributed to the challenged round; only open challenges have a
 	/// recorded [`Disputes`] entry, and it narrows the dispute to a valid part.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
-		use alloc::collections::btree_map::BTreeMap;
+		use alloc::{collections::btree_map::BTreeMap, vec::Vec};
 		use frame_support::traits::fungible::InspectHold;
 		let mut bonds: BTreeMap<T::AccountId, BalanceOf<T>> = BTreeMap::new();
 		let mut open: BTreeMap<(PoolId, RoundIndex, T::AccountId), u32> = BTreeMap::new();
@@ -71,22 +71,25 @@ impl<T: Config> Pallet<T> {
 			ensure!(by.get(&key) == Some(&n), "OpenBy differs from the open challenges");
 		}
 		ensure!(by.len() == OpenBy::<T>::iter().count(), "an open challenge holds no slot");
-		// A contribution's first guilty ruling is an open challenge of it, by its challenger,
-		// ruled Guilty (or appealed since).
-		for ((pool_id, round, accused), (id, challenger)) in FirstGuiltyRuling::<T>::iter() {
-			let c =
-				OpenChallenges::<T>::get(id).ok_or("FirstGuiltyRuling names a closed challenge")?;
+		// A contribution's share candidates are its earliest-opened open challenges, each with
+		// its challenger, in opening order (a prefix of its open challenges by id); an empty
+		// list is not stored.
+		type Key<T> = (PoolId, RoundIndex, <T as frame_system::Config>::AccountId);
+		type Opened<T> = Vec<(ChallengeId, <T as frame_system::Config>::AccountId)>;
+		let mut opened: BTreeMap<Key<T>, Opened<T>> = BTreeMap::new();
+		for (id, c) in OpenChallenges::<T>::iter() {
+			opened
+				.entry((c.pool_id, c.round, c.accused))
+				.or_default()
+				.push((id, c.challenger));
+		}
+		for (key, candidates) in ShareCandidates::<T>::iter() {
+			ensure!(!candidates.is_empty(), "ShareCandidates stores an empty list");
+			let mut open = opened.remove(&key).unwrap_or_default();
+			open.sort_by_key(|(id, _)| *id);
 			ensure!(
-				(c.pool_id, c.round, c.accused, c.challenger)
-					== (pool_id, round, accused, challenger),
-				"FirstGuiltyRuling differs from its challenge"
-			);
-			let a =
-				Appeals::<T>::get(id).ok_or("FirstGuiltyRuling names a pool without appeals")?;
-			ensure!(
-				a.ruling.is_some_and(|(v, _)| v == synod_primitives::protocol::Verdict::Guilty)
-					|| a.appellant.is_some(),
-				"FirstGuiltyRuling names a challenge not ruled Guilty"
+				open.get(..candidates.len()) == Some(&candidates[..]),
+				"ShareCandidates is not the earliest-opened open challenges"
 			);
 		}
 		for (key, n) in OpenAgainst::<T>::iter() {

@@ -4,20 +4,50 @@ use super::*;
 use crate::pallet::{Claimable, Settlements, Unsettled};
 use frame_benchmarking::v2::*;
 use frame_support::traits::{Get, Hooks};
-use frame_system::RawOrigin;
+use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
+use sp_runtime::Saturating;
 
 #[benchmarks]
 mod benchmarks {
 	use super::*;
 
+	/// A claim that settles nothing after reading the most unsettled entries it reads
+	/// (`2 × MaxSettlementsPerBlock`, none due): `claim_rewards`' weight beyond the settlements
+	/// it makes ([`Pallet::claim_weight`]).
 	#[benchmark]
 	fn claim_rewards() -> Result<(), BenchmarkError> {
 		let (pool, members) = T::BenchmarkHelper::final_round(T::MaxContributors::get());
 		let settle_at = Unsettled::<T>::get(pool, 1).ok_or(BenchmarkError::Weightless)?.settle_at;
 		Pallet::<T>::on_initialize(settle_at);
+		let scanned = T::MaxSettlementsPerBlock::get().saturating_mul(2);
+		let later: BlockNumberFor<T> = settle_at.saturating_add(1_000u32.into());
+		for round in 2..scanned.saturating_add(2) {
+			let pending =
+				PendingRound { reserved: 0u32.into(), settle_at: later, scheduled: false };
+			Unsettled::<T>::insert(pool, round, pending);
+		}
 		let who = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
 		#[extrinsic_call]
 		_(RawOrigin::Signed(who.clone()), pool);
+		assert!(Claimable::<T>::get(pool, who) == 0u32.into());
+		assert_eq!(Unsettled::<T>::iter_prefix(pool).count() as u32, scanned, "none settled");
+		let _ = Unsettled::<T>::clear_prefix(pool, scanned, None);
+		Ok(())
+	}
+
+	/// Paying one credited reward (`do_claim`, no settlement and no scan): what reaping a
+	/// pool does per unclaimed record (`PoolRecords::clear`).
+	#[benchmark]
+	fn pay_claim() -> Result<(), BenchmarkError> {
+		let (pool, members) = T::BenchmarkHelper::final_round(T::MaxContributors::get());
+		let settle_at = Unsettled::<T>::get(pool, 1).ok_or(BenchmarkError::Weightless)?.settle_at;
+		Pallet::<T>::on_initialize(settle_at);
+		let who = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
+		#[block]
+		{
+			Pallet::<T>::do_claim(who.clone(), pool)
+				.map_err(|_| BenchmarkError::Stop("the claim is paid"))?;
+		}
 		assert!(Claimable::<T>::get(pool, who) == 0u32.into());
 		Ok(())
 	}

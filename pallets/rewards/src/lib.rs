@@ -194,23 +194,18 @@ pub mod pallet {
 	impl<T: Config> Pallet<T> {
 		/// Pays the caller every reward credited to it in `pool_id` (from the pool creator's
 		/// budget hold), after settling up to `MaxSettlementsPerBlock` of the pool's rounds whose
-		/// settlement is due but was not scheduled.
+		/// settlement is due but was not scheduled. Weighed for that many settlements; the
+		/// weight of those it did not make is refunded ([`Pallet::claim_weight`]).
 		///
 		/// Errors: [`Error::NothingToClaim`]; a failed transfer's `TokenError`.
 		#[pallet::call_index(0)]
-		#[pallet::weight(T::WeightInfo::claim_rewards()
-			.saturating_add(T::WeightInfo::on_initialize_settle(
-				T::MaxSettlementsPerBlock::get(),
-				T::MaxContributors::get(),
-			))
-			.saturating_add(<T::OnRoundSettled as synod_primitives::OnRoundSettled>::weight()
-				.saturating_mul(u64::from(T::MaxSettlementsPerBlock::get())))
-			// Reading up to 2 × MaxSettlementsPerBlock unsettled entries to find those due.
-			.saturating_add(T::DbWeight::get().reads(u64::from(T::MaxSettlementsPerBlock::get()).saturating_mul(2))))]
-		pub fn claim_rewards(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
+		#[pallet::weight(Pallet::<T>::claim_weight(T::MaxSettlementsPerBlock::get()))]
+		pub fn claim_rewards(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResultWithPostInfo {
 			let who = ensure_signed(origin)?;
-			Self::settle_due(pool_id);
+			let used = Self::claim_weight(Self::settle_due(pool_id));
 			Self::do_claim(who, pool_id)
+				.map_err(|e| frame_support::dispatch::WithPostDispatchInfo::with_weight(e, used))?;
+			Ok(Some(used).into())
 		}
 
 		/// Settles `round` of `pool_id` once its settlement block has come (any signed

@@ -63,16 +63,17 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 	}
 
 	fn clear_weight(limit: u32) -> Weight {
-		// Each record is one claim; plus the prefix read and the emptiness check.
-		T::WeightInfo::claim_rewards()
+		// Each record is one payment; plus the prefix read and the emptiness check.
+		T::WeightInfo::pay_claim()
 			.saturating_mul(u64::from(limit))
 			.saturating_add(T::DbWeight::get().reads(2))
 	}
 }
 
 impl<T: Config> Pallet<T> {
-	/// Settles up to `MaxSettlementsPerBlock` of `pool_id`'s rounds that are due.
-	pub(crate) fn settle_due(pool_id: PoolId) {
+	/// Settles up to `MaxSettlementsPerBlock` of `pool_id`'s rounds that are due, after reading
+	/// at most `2 × MaxSettlementsPerBlock` unsettled entries. Returns the rounds settled.
+	pub(crate) fn settle_due(pool_id: PoolId) -> u32 {
 		let now = frame_system::Pallet::<T>::block_number();
 		// Bounded work: at most 2 × MaxSettlementsPerBlock entries are read and at most
 		// MaxSettlementsPerBlock settled (what `claim_rewards` is weighed for); anything due
@@ -84,9 +85,27 @@ impl<T: Config> Pallet<T> {
 			.take(max)
 			.map(|(r, _)| r)
 			.collect();
+		let settled = due.len() as u32;
 		for round in due {
 			Self::settle(pool_id, round);
 		}
+		settled
+	}
+
+	/// Weight of a `claim_rewards` that settled `settled` rounds: the claim with the most reads
+	/// of unsettled entries (benchmarked), and, if it settled any, the settlements (each
+	/// weighed with `MaxContributors` contributors) with their `OnRoundSettled` hooks.
+	pub fn claim_weight(settled: u32) -> Weight {
+		let claim = T::WeightInfo::claim_rewards();
+		if settled == 0 {
+			return claim;
+		}
+		claim
+			.saturating_add(T::WeightInfo::on_initialize_settle(settled, T::MaxContributors::get()))
+			.saturating_add(
+				<T::OnRoundSettled as synod_primitives::OnRoundSettled>::weight()
+					.saturating_mul(u64::from(settled)),
+			)
 	}
 
 	/// Credits `(pool, round)`'s reserved reward to its contributors not found guilty, pro rata

@@ -76,7 +76,7 @@ fn settlement_splits_equally_and_returns_dust() {
 			Some(&Event::RewardsClaimed { pool_id: 0, who: 2, amount: 333 })
 		);
 		assert_noop!(
-			Rewards::claim_rewards(RuntimeOrigin::signed(2), 0),
+			Rewards::claim_rewards(RuntimeOrigin::signed(2), 0).map_err(|e| e.error),
 			Error::<Test>::NothingToClaim
 		);
 	});
@@ -193,14 +193,7 @@ fn settlements_per_block_are_bounded() {
 			));
 			let who = pool as u64 + 1;
 			assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(who), 1_000));
-			assert_ok!(TrainingPools::join_pool(
-				RuntimeOrigin::signed(who),
-				pool,
-				1_000,
-				peer(who),
-				ml_dsa_key(who),
-				peer_proof(who, pool)
-			));
+			assert_ok!(join(who, pool, 1_000));
 		}
 		let c = |who: u64, pool: u32| {
 			pallet_checkpoints::Pallet::<Test>::commit_checkpoint(
@@ -217,14 +210,7 @@ fn settlements_per_block_are_bounded() {
 			spec(1, 1, Perbill::from_percent(60))
 		));
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(4), 1_000));
-		assert_ok!(TrainingPools::join_pool(
-			RuntimeOrigin::signed(4),
-			3,
-			1_000,
-			peer(4),
-			ml_dsa_key(4),
-			peer_proof(4, 3)
-		));
+		assert_ok!(join(4, 3, 1_000));
 		for (who, pool) in [(1, 0), (2, 1), (3, 2), (4, 3)] {
 			assert_ok!(c(who, pool));
 		}
@@ -250,5 +236,30 @@ fn a_claim_settles_no_more_rounds_than_it_is_weighed_for() {
 		// `claim_rewards` is weighed for `MaxSettlementsPerBlock` settlements: it settles 2.
 		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(1), 0));
 		assert_eq!(Unsettled::<Test>::iter_prefix(0).count(), 4);
+	});
+}
+
+/// A claim pays for the settlements it made, not for the most it may make: weighed for
+/// `MaxSettlementsPerBlock` (2) settlements and their reads, it is refunded the rest.
+#[test]
+fn a_claim_is_refunded_the_settlements_it_did_not_make() {
+	use frame_support::dispatch::GetDispatchInfo;
+	run_test(|| {
+		training_pool(10, Perbill::from_percent(60), &[1_000]);
+		for round in 1..=3 {
+			assert_ok!(commit(1, round, round as u8, &[0]));
+		}
+		// Rounds 1 and 2 settle at 34 from the queue, round 3 at 35.
+		run_to_block(35);
+		let declared = Call::<Test>::claim_rewards { pool_id: 0 }.get_dispatch_info().call_weight;
+		assert_eq!(declared, Rewards::claim_weight(2));
+		let post = Rewards::claim_rewards(RuntimeOrigin::signed(1), 0).expect("claimed");
+		// The queue settled every round: the claim settled none.
+		assert_eq!(post.actual_weight, Some(Rewards::claim_weight(0)));
+		assert!(Rewards::claim_weight(0).all_lt(declared));
+		// A claim with nothing to pay is charged its work too, no more.
+		let err = Rewards::claim_rewards(RuntimeOrigin::signed(1), 0).expect_err("paid already");
+		assert_eq!(err.post_info.actual_weight, Some(Rewards::claim_weight(0)));
+		assert_eq!(err.error, Error::<Test>::NothingToClaim.into());
 	});
 }

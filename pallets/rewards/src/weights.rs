@@ -17,13 +17,14 @@ use frame_support::{
 /// Weight functions needed for `pallet_rewards`.
 pub trait WeightInfo {
 	fn claim_rewards() -> Weight;
+	fn pay_claim() -> Weight;
 	fn on_initialize_settle(s: u32, c: u32) -> Weight;
 }
 
 /// Weights for `pallet_rewards` using the runtime's database weights.
 pub struct SubstrateWeight<T>(PhantomData<T>);
 impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
-	/// Storage: `Rewards::Unsettled` (r:1 w:0)
+	/// Storage: `Rewards::Unsettled` (r:33 w:0)
 	/// Proof: `Rewards::Unsettled` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
 	/// Storage: `Rewards::Claimable` (r:1 w:1)
 	/// Proof: `Rewards::Claimable` (`max_values`: None, `max_size`: Some(76), added: 2551, mode: `MaxEncodedLen`)
@@ -34,9 +35,23 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `System::Account` (r:2 w:2)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	fn claim_rewards() -> Weight {
-		// Proof size: measured `2398`, estimated `6196` bytes.
-		Weight::from_parts(264_918_000, 6196)
-			.saturating_add(T::DbWeight::get().reads(6_u64))
+		// Proof size: measured `3472`, estimated `84150` bytes.
+		Weight::from_parts(2_231_680_000, 84150)
+			.saturating_add(T::DbWeight::get().reads(38_u64))
+			.saturating_add(T::DbWeight::get().writes(5_u64))
+	}
+	/// Storage: `Rewards::Claimable` (r:1 w:1)
+	/// Proof: `Rewards::Claimable` (`max_values`: None, `max_size`: Some(76), added: 2551, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Pools` (r:1 w:1)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
+	/// Storage: `Balances::Holds` (r:1 w:1)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
+	/// Storage: `System::Account` (r:2 w:2)
+	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
+	fn pay_claim() -> Weight {
+		// Proof size: measured `2224`, estimated `6196` bytes.
+		Weight::from_parts(677_148_000, 6196)
+			.saturating_add(T::DbWeight::get().reads(5_u64))
 			.saturating_add(T::DbWeight::get().writes(5_u64))
 	}
 	/// Storage: `Rewards::Settlements` (r:1 w:1)
@@ -79,8 +94,13 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn claim_rewards() -> Weight {
-		Weight::from_parts(264_918_000, 6196)
-			.saturating_add(RocksDbWeight::get().reads(6_u64))
+		Weight::from_parts(2_231_680_000, 84150)
+			.saturating_add(RocksDbWeight::get().reads(38_u64))
+			.saturating_add(RocksDbWeight::get().writes(5_u64))
+	}
+	fn pay_claim() -> Weight {
+		Weight::from_parts(677_148_000, 6196)
+			.saturating_add(RocksDbWeight::get().reads(5_u64))
 			.saturating_add(RocksDbWeight::get().writes(5_u64))
 	}
 	fn on_initialize_settle(s: u32, c: u32) -> Weight {

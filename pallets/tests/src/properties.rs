@@ -279,7 +279,7 @@ fn apply(op: &Op) {
 		Op::Advance(w, c) => Challenges::advance_challenge(o(w), c),
 		Op::Appeal(w, c) => Challenges::appeal(o(w), c),
 		Op::Settle(w, p, r) => Rewards::settle_round(o(w), p, r),
-		Op::Claim(w, p) => Rewards::claim_rewards(o(w), p),
+		Op::Claim(w, p) => Rewards::claim_rewards(o(w), p).map(drop).map_err(|e| e.error),
 		Op::Blocks(n) => {
 			blocks_to(System::block_number() + n);
 			Ok(())

@@ -78,7 +78,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
 	fn join_pool() -> Weight {
 		// Proof size: measured `71519`, estimated `148094` bytes.
-		Weight::from_parts(4_920_395_000, 148094)
+		Weight::from_parts(4_716_424_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(138_u64))
 			.saturating_add(T::DbWeight::get().writes(43_u64))
 	}
@@ -209,7 +209,7 @@ impl WeightInfo for () {
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn join_pool() -> Weight {
-		Weight::from_parts(4_920_395_000, 148094)
+		Weight::from_parts(4_716_424_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(138_u64))
 			.saturating_add(RocksDbWeight::get().writes(43_u64))
 	}

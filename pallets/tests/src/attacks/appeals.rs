@@ -45,10 +45,14 @@ fn appeal(who: AccountId, id: u32) -> Vec<(AccountId, u128)> {
 	c.jury.iter().map(|s| (s.who, s.stake)).collect()
 }
 
-/// A pool with appeals whose three rounds are final, and challenger 2's challenge of member 1's
-/// round 1 with its first committee drawn: (challenge id, committee).
-fn challenged() -> (u32, Vec<(AccountId, u128)>) {
+/// A pool with appeals whose three rounds are final.
+fn final_pool_with_appeals() {
 	AppealPeriod::set(&6);
+	final_pool();
+}
+
+/// A pool whose three rounds are final (with appeals if [`AppealPeriod`] is set).
+fn final_pool() {
 	final_round();
 	// Rounds 2 and 3 final too: nobody is leaked while the dispute runs.
 	for (round, hash) in [(2, 8), (3, 9)] {
@@ -56,6 +60,12 @@ fn challenged() -> (u32, Vec<(AccountId, u128)>) {
 			assert_ok!(commit(who, round, hash, &[0, 1, 2, 3, 4]));
 		}
 	}
+}
+
+/// [`final_pool_with_appeals`], and challenger 2's challenge of member 1's round 1 with its
+/// first committee drawn: (challenge id, committee).
+fn challenged() -> (u32, Vec<(AccountId, u128)>) {
+	final_pool_with_appeals();
 	challenge(2, 0, 1, 1)
 }
 
@@ -349,29 +359,205 @@ fn a_self_challenge_cannot_take_the_challenger_share_by_appealing_the_honest_rul
 	});
 }
 
-/// A challenge whose committee ruled innocent is never paid the challenger share of another
-/// challenge's conviction, even while it stays open (its challenger appealed): an accomplice's
-/// sham challenge opened first does not take the honest challenger's reward.
+/// The honest challenger of [`honest_then_accomplice`].
+const HONEST: AccountId = 300;
+/// The accused's accomplice of [`honest_then_accomplice`].
+const ACCOMPLICE: AccountId = 301;
+
+/// [`HONEST`] challenges member 1's round 1, then [`ACCOMPLICE`] does; both committees drawn:
+/// (the honest challenge, the accomplice's, the accomplice's committee).
+fn honest_then_accomplice() -> (u32, u32, Vec<(AccountId, u128)>) {
+	mint(HONEST, 10 * BOND);
+	mint(ACCOMPLICE, 10 * BOND);
+	let (first, _) = challenge(HONEST, 0, 1, 1);
+	let (sham, sham_jury) = challenge(ACCOMPLICE, 0, 1, 1);
+	(first, sham, sham_jury)
+}
+
+/// The cheater hands the challenger share to an accomplice that challenges *after* the honest
+/// challenger: the accomplice's challenge is decided first (its committee votes at once: a
+/// narrower dispute, the accused's own seats voting guilty), while the honest committee still
+/// replays. When the share followed the earliest guilty *ruling*, the accomplice's was the only
+/// one when it executed and was paid; the share follows the earliest-opened challenge still
+/// open, the honest one.
+#[test]
+fn an_accomplice_opened_after_the_honest_challenge_cannot_be_ruled_first_and_take_the_share() {
+	run_test(|| {
+		final_pool_with_appeals();
+		let (honest, accomplice) = (HONEST, ACCOMPLICE);
+		let (first, sham, sham_jury) = honest_then_accomplice();
+		vote_all(sham, &sham_jury, true);
+		let (verdict, sham_at) = ruling(sham);
+		assert_eq!(verdict, Verdict::Guilty);
+		let (honest_before, accomplice_before) = (free(honest), free(accomplice));
+		run_to_block(sham_at);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		assert!(!OpenChallenges::<Test>::contains_key(sham), "convicted by the accomplice's");
+		let c = OpenChallenges::<Test>::get(first).expect("the honest committee still votes");
+		assert!(Appeals::<Test>::get(first).is_some_and(|a| a.ruling.is_none()), "not ruled");
+		assert!(System::block_number() < c.expires_at);
+		// `ChallengerShare` (20 % of the 500 slashed) goes to the honest challenger, whose bond
+		// stays held while its challenge is open; the accomplice only gets its bond back.
+		assert_eq!(free(accomplice), accomplice_before + BOND);
+		assert_eq!(free(honest), honest_before + 100);
+	});
+}
+
+/// [`an_accomplice_opened_after_the_honest_challenge_cannot_be_ruled_first_and_take_the_share`]
+/// in a pool without appeals, where the accomplice's guilty verdict executes at once.
+#[test]
+fn an_accomplice_decided_first_in_a_pool_without_appeals_cannot_take_the_share() {
+	run_test(|| {
+		final_pool();
+		let (honest, accomplice) = (HONEST, ACCOMPLICE);
+		let (first, sham, sham_jury) = honest_then_accomplice();
+		assert!(Appeals::<Test>::get(sham).is_none(), "no appeals");
+		let (honest_before, accomplice_before) = (free(honest), free(accomplice));
+		vote_all(sham, &sham_jury, true);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		assert!(!OpenChallenges::<Test>::contains_key(sham));
+		assert!(OpenChallenges::<Test>::contains_key(first), "the honest committee still votes");
+		assert_eq!(free(accomplice), accomplice_before + BOND);
+		assert_eq!(free(honest), honest_before + 100);
+	});
+}
+
+/// The cheater passes the challenger share to an accomplice by getting the first guilty
+/// ruling closed without a conviction: honest challengers 2 and 300 get it ruled guilty, then
+/// its accomplice 301; it appeals 2's ruling, whose appeal committee acquits (captured; an
+/// appeal that gives no verdict closes it the same way), then appeals 300's so that the
+/// accomplice's executes first. When only the first guilty ruling was kept, the accomplice's
+/// conviction then paid its own challenger (the cheater got the share back); the next
+/// challenge in opening order, 300's, now takes the first's place.
+#[test]
+fn a_cheater_cannot_pass_the_share_to_an_accomplice_by_getting_the_first_guilty_ruling_closed() {
+	run_test(|| {
+		let (first, _, verdict, first_at) = ruled(true);
+		assert_eq!(verdict, Verdict::Guilty);
+		let (honest, accomplice) = (300, 301);
+		mint(honest, 10 * BOND);
+		mint(accomplice, 10 * BOND);
+		let (second, second_jury) = challenge(honest, 0, 1, 1);
+		vote_all(second, &second_jury, true);
+		let (sham, sham_jury) = challenge(accomplice, 0, 1, 1);
+		vote_all(sham, &sham_jury, true);
+		let (second_at, sham_at) = (ruling(second).1, ruling(sham).1);
+		assert!(first_at < second_at && second_at < sham_at, "ruled in this order");
+		// The first ruling's appeal committee acquits: it closes without a conviction.
+		let appeal_jury = appeal(1, first);
+		vote_all(first, &appeal_jury, false);
+		assert!(!OpenChallenges::<Test>::contains_key(first));
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), None);
+		// The cheater appeals the second ruling before it executes, so that the accomplice's
+		// executes first.
+		assert_ok!(Challenges::appeal(RuntimeOrigin::signed(1), second));
+		let (honest_before, accomplice_before) = (free(honest), free(accomplice));
+		run_to_block(sham_at);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		assert!(!OpenChallenges::<Test>::contains_key(sham), "convicted by the accomplice's");
+		assert!(OpenChallenges::<Test>::contains_key(second), "the second is under appeal");
+		// `ChallengerShare` (20 % of the 500 slashed) goes to the earliest guilty ruling still
+		// open, the honest second one; the accomplice only gets its bond back.
+		assert_eq!(free(accomplice), accomplice_before + BOND);
+		assert_eq!(free(honest), honest_before + 100);
+	});
+}
+
+/// A challenge whose committee's innocent ruling stands unappealed is not paid the challenger
+/// share of another challenge's conviction, though it was opened first: a sham challenge
+/// opened first does not take the honest challenger's reward.
 #[test]
 fn a_first_challenge_ruled_innocent_is_not_paid_for_a_later_conviction() {
 	run_test(|| {
-		// The accomplice's challenge comes first; its committee rules innocent and the
-		// accomplice appeals, which keeps it open.
+		// The sham comes first; the honest challenger's committee rules guilty first.
 		let (sham, jury) = challenged();
-		vote_all(sham, &jury, false);
-		assert_eq!(ruling(sham).0, Verdict::Innocent);
-		assert_ok!(Challenges::appeal(RuntimeOrigin::signed(2), sham));
-		// The honest challenger's committee rules guilty; its ruling executes.
 		mint(300, 10 * BOND);
 		let (honest, honest_jury) = challenge(300, 0, 1, 1);
 		vote_all(honest, &honest_jury, true);
 		let (verdict, at) = ruling(honest);
 		assert_eq!(verdict, Verdict::Guilty);
+		// A block later the sham's committee rules innocent; its ruling executes after the
+		// honest one's, and nobody appeals it.
+		run_to_block(System::block_number() + 1);
+		vote_all(sham, &jury, false);
+		let (verdict, sham_at) = ruling(sham);
+		assert_eq!(verdict, Verdict::Innocent);
+		assert!(sham_at > at);
 		let before = free(300);
 		run_to_block(at);
 		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
-		assert!(OpenChallenges::<Test>::contains_key(sham), "still open under appeal");
+		assert!(OpenChallenges::<Test>::contains_key(sham), "its ruling executes later");
 		// Its bond back and `ChallengerShare` (20 % of the 500 slashed).
 		assert_eq!(free(300), before + BOND + 100);
+	});
+}
+
+/// An honest challenger whose first committee was captured and acquitted appeals, and the
+/// appeal convicts: it keeps its place before an accomplice that challenged after it (when a
+/// challenge left the candidates at its innocent ruling, the accomplice's open challenge was
+/// paid the share of the honest challenger's own conviction).
+#[test]
+fn a_challenger_that_wins_its_appeal_of_a_captured_acquittal_keeps_the_share() {
+	run_test(|| {
+		let (honest, jury) = challenged();
+		let accomplice = 300;
+		mint(accomplice, 10 * BOND);
+		let (sham, _) = challenge(accomplice, 0, 1, 1);
+		// The honest challenge's captured committee acquits; challenger 2 appeals.
+		vote_all(honest, &jury, false);
+		assert_eq!(ruling(honest).0, Verdict::Innocent);
+		let appeal_jury = appeal(2, honest);
+		let (two, accomplice_before) = (free(2), free(accomplice));
+		vote_all(honest, &appeal_jury, true);
+		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
+		assert!(OpenChallenges::<Test>::contains_key(sham), "the accomplice's is still open");
+		// Challenger 2 gets its bond, its appeal bond (the ruling was reversed) and
+		// `ChallengerShare` (20 % of the 500 slashed); the accomplice nothing.
+		assert_eq!(free(2), two + BOND + APPEAL_BOND + 100);
+		assert_eq!(free(accomplice), accomplice_before);
+	});
+}
+
+/// Only the first `MAX_SHARE_CANDIDATES` (8) open challenges of a contribution are kept as
+/// candidates for its challenger share: one opened past them is not kept, and while it is open
+/// neither is any opened after it, so that none overtakes it when an earlier candidate closes.
+#[test]
+fn challenges_opened_past_the_candidate_bound_never_overtake_an_earlier_one() {
+	use pallet_challenges::{ShareCandidates, MAX_SHARE_CANDIDATES};
+	run_test(|| {
+		final_pool();
+		let opener = |who: AccountId| {
+			mint(who, 10 * BOND);
+			// `MaxExpiriesPerBlock` (4) draws per block: a block later when it is full.
+			if open_challenge(who, 0, 1, 1, [0x44; 32]).is_err() {
+				run_to_block(System::block_number() + 1);
+				assert_ok!(open_challenge(who, 0, 1, 1, [0x44; 32]));
+			}
+			pallet_challenges::NextChallengeId::<Test>::get() - 1
+		};
+		let kept: Vec<u32> = (0..MAX_SHARE_CANDIDATES as u64).map(|i| opener(400 + i)).collect();
+		let unkept = opener(300);
+		let candidates = || -> Vec<u32> {
+			ShareCandidates::<Test>::get((0, 1, 1))
+				.map(|c| c.iter().map(|(id, _)| *id).collect())
+				.unwrap_or_default()
+		};
+		assert_eq!(candidates(), kept);
+		// The first candidate's committee acquits it (no appeals: it closes at once).
+		let c = OpenChallenges::<Test>::get(kept[0]).expect("open");
+		run_to_block(c.draw_at.max(System::block_number()));
+		let jury: Vec<(AccountId, u128)> = OpenChallenges::<Test>::get(kept[0])
+			.expect("drawn")
+			.jury
+			.iter()
+			.map(|s| (s.who, s.stake))
+			.collect();
+		vote_all(kept[0], &jury, false);
+		assert!(!OpenChallenges::<Test>::contains_key(kept[0]));
+		// A challenge opened now is not kept ahead of the unkept one, which is still open.
+		let later = opener(301);
+		assert!(OpenChallenges::<Test>::contains_key(unkept));
+		assert_eq!(candidates(), kept[1..].to_vec());
+		assert!(!candidates().contains(&later));
 	});
 }
