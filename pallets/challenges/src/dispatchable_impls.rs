@@ -111,7 +111,8 @@ impl<T: Config> Pallet<T> {
 		OpenAgainst::<T>::insert(&key, open.saturating_add(1));
 		// Kept in opening order while every open challenge of the contribution is kept: past
 		// `MAX_SHARE_CANDIDATES`, a later one is judged but not kept, nor is any opened after
-		// it while it is open, so that none overtakes it when an earlier candidate closes.
+		// it while it is open, so that no later candidate overtakes it when an earlier
+		// candidate closes.
 		ShareCandidates::<T>::mutate(&key, |r| {
 			let candidates = r.get_or_insert_with(BoundedVec::new);
 			if candidates.len() as u32 == open {

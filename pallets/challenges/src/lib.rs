@@ -44,7 +44,8 @@ pub const MAX_SCHEDULED_PER_BLOCK: u32 = 16;
 /// ([`ShareCandidates`]), the earliest opened. The share follows the first that does not stand
 /// ruled innocent; a later one matters only once every candidate before it has closed, so a
 /// challenge opened while the list is full is not kept (it is still judged), nor is any
-/// opened after it while it is open.
+/// opened after it while it is open. A conviction with no candidate left pays its own
+/// challenger, even while an earlier challenge that was not kept is open.
 pub const MAX_SHARE_CANDIDATES: u32 = 8;
 
 #[import_section(events::events_and_errors)]
@@ -181,10 +182,11 @@ pub mod pallet {
 	/// challenge closes. A conviction of the contribution, by whichever challenge, pays the
 	/// challenger share to the first candidate whose first committee's innocent ruling does not
 	/// stand unappealed (`Pallet::share_recipient`): an accused cannot hand the share to an
-	/// accomplice that challenged after an honest challenger, whether the accomplice's
-	/// committee decides first (a narrower dispute, the accused's own seats voting at once),
-	/// the accused appeals the honest ruling until the accomplice's executes, or the honest
-	/// challenge closes without a conviction.
+	/// accomplice that challenged after an honest challenger that is still open, whether the
+	/// accomplice's committee decides first (a narrower dispute, the accused's own seats voting
+	/// at once) or the accused appeals the honest ruling until the accomplice's executes. When
+	/// the honest challenge closes without a conviction, the next candidate takes its place,
+	/// whoever's it is.
 	#[pallet::storage]
 	pub type ShareCandidates<T: Config> = StorageMap<
 		_,

@@ -101,11 +101,12 @@ impl<T: Config> Pallet<T> {
 	/// Who is paid `ChallengerShare` of a conviction by challenge `c`: the challenger of the
 	/// first of the contribution's [`ShareCandidates`] (earliest opened) whose first committee's
 	/// innocent ruling does not stand unappealed, or `c`'s own if there is none. An accomplice
-	/// that challenged after an honest challenger does not take the share by being decided
-	/// first, nor by getting the honest challenge's guilty ruling appealed or closed; a
-	/// challenge ruled innocent is paid only once its challenger appeals (its appeal claims the
-	/// guilt that the conviction confirms: an honest challenger whose captured committee
-	/// acquitted keeps its place). Reads at most [`MAX_SHARE_CANDIDATES`](crate::MAX_SHARE_CANDIDATES) [`Appeals`] entries
+	/// that challenged after an honest challenger still open does not take the share by being
+	/// decided first, nor by getting the honest challenge's guilty ruling appealed; a challenge
+	/// ruled innocent is paid only once its challenger appeals (its appeal claims the guilt
+	/// that the conviction confirms: an honest challenger whose captured committee acquitted
+	/// keeps its place if it appeals before another conviction executes). Reads at most
+	/// [`MAX_SHARE_CANDIDATES`](crate::MAX_SHARE_CANDIDATES) [`Appeals`] entries
 	/// ([`Pallet::close_weight`]).
 	pub(crate) fn share_recipient(c: &Challenge<T>) -> T::AccountId {
 		let standing_innocent = |id: &ChallengeId| {
@@ -228,7 +229,8 @@ impl<T: Config> Pallet<T> {
 
 	/// Weight of closing a challenge beyond its benchmarked paths: its challenger's slot
 	/// ([`OpenBy`]), the contribution's [`ShareCandidates`] with the [`Appeals`] entries of its
-	/// candidates ([`Pallet::share_recipient`]), per absent juror (at most `MaxPoolMembers`) its [`NoShows`] record, its
+	/// candidates ([`Pallet::share_recipient`]), per absent juror (at most `MaxPoolMembers`)
+	/// its [`NoShows`] record, its
 	/// [`ScheduledAt`] entry with the (at most [`MAX_SCHEDULED`]) blocks whose schedule it
 	/// leaves, and its [`Disputes`] entry.
 	pub(crate) fn close_weight() -> Weight {

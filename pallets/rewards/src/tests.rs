@@ -233,9 +233,11 @@ fn a_claim_settles_no_more_rounds_than_it_is_weighed_for() {
 		assert_eq!(Unsettled::<Test>::iter_prefix(0).filter(|(_, p)| !p.scheduled).count(), 6);
 		run_to_block(35);
 		assert_eq!(Unsettled::<Test>::iter_prefix(0).count(), 6);
-		// `claim_rewards` is weighed for `MaxSettlementsPerBlock` settlements: it settles 2.
-		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(1), 0));
+		// `claim_rewards` is weighed for `MaxSettlementsPerBlock` settlements: it settles 2,
+		// and is charged for 2.
+		let post = Rewards::claim_rewards(RuntimeOrigin::signed(1), 0).expect("claimed");
 		assert_eq!(Unsettled::<Test>::iter_prefix(0).count(), 4);
+		assert_eq!(post.actual_weight, Some(Rewards::claim_weight(2)));
 	});
 }
 

@@ -377,9 +377,8 @@ fn honest_then_accomplice() -> (u32, u32, Vec<(AccountId, u128)>) {
 /// The cheater hands the challenger share to an accomplice that challenges *after* the honest
 /// challenger: the accomplice's challenge is decided first (its committee votes at once: a
 /// narrower dispute, the accused's own seats voting guilty), while the honest committee still
-/// replays. When the share followed the earliest guilty *ruling*, the accomplice's was the only
-/// one when it executed and was paid; the share follows the earliest-opened challenge still
-/// open, the honest one.
+/// replays. The share does not follow whoever is decided first: it follows the earliest-opened
+/// challenge still open, the honest one.
 #[test]
 fn an_accomplice_opened_after_the_honest_challenge_cannot_be_ruled_first_and_take_the_share() {
 	run_test(|| {
@@ -422,15 +421,14 @@ fn an_accomplice_decided_first_in_a_pool_without_appeals_cannot_take_the_share()
 	});
 }
 
-/// The cheater passes the challenger share to an accomplice by getting the first guilty
+/// The cheater tries to pass the challenger share to an accomplice by getting the first guilty
 /// ruling closed without a conviction: honest challengers 2 and 300 get it ruled guilty, then
 /// its accomplice 301; it appeals 2's ruling, whose appeal committee acquits (captured; an
 /// appeal that gives no verdict closes it the same way), then appeals 300's so that the
-/// accomplice's executes first. When only the first guilty ruling was kept, the accomplice's
-/// conviction then paid its own challenger (the cheater got the share back); the next
-/// challenge in opening order, 300's, now takes the first's place.
+/// accomplice's executes first. The next challenge in opening order, 300's, takes the closed
+/// one's place, not the accomplice's (which would take it were it next: `docs/security.md`).
 #[test]
-fn a_cheater_cannot_pass_the_share_to_an_accomplice_by_getting_the_first_guilty_ruling_closed() {
+fn closing_the_first_guilty_ruling_passes_the_share_to_the_next_challenge_opened() {
 	run_test(|| {
 		let (first, _, verdict, first_at) = ruled(true);
 		assert_eq!(verdict, Verdict::Guilty);
@@ -456,8 +454,8 @@ fn a_cheater_cannot_pass_the_share_to_an_accomplice_by_getting_the_first_guilty_
 		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
 		assert!(!OpenChallenges::<Test>::contains_key(sham), "convicted by the accomplice's");
 		assert!(OpenChallenges::<Test>::contains_key(second), "the second is under appeal");
-		// `ChallengerShare` (20 % of the 500 slashed) goes to the earliest guilty ruling still
-		// open, the honest second one; the accomplice only gets its bond back.
+		// `ChallengerShare` (20 % of the 500 slashed) goes to the earliest-opened challenge
+		// still open, the honest second one; the accomplice only gets its bond back.
 		assert_eq!(free(accomplice), accomplice_before + BOND);
 		assert_eq!(free(honest), honest_before + 100);
 	});
@@ -493,9 +491,8 @@ fn a_first_challenge_ruled_innocent_is_not_paid_for_a_later_conviction() {
 }
 
 /// An honest challenger whose first committee was captured and acquitted appeals, and the
-/// appeal convicts: it keeps its place before an accomplice that challenged after it (when a
-/// challenge left the candidates at its innocent ruling, the accomplice's open challenge was
-/// paid the share of the honest challenger's own conviction).
+/// appeal convicts: it keeps its place before an accomplice that challenged after it and is
+/// still open, and is paid the share of its own conviction.
 #[test]
 fn a_challenger_that_wins_its_appeal_of_a_captured_acquittal_keeps_the_share() {
 	run_test(|| {
@@ -520,9 +517,10 @@ fn a_challenger_that_wins_its_appeal_of_a_captured_acquittal_keeps_the_share() {
 
 /// Only the first `MAX_SHARE_CANDIDATES` (8) open challenges of a contribution are kept as
 /// candidates for its challenger share: one opened past them is not kept, and while it is open
-/// neither is any opened after it, so that none overtakes it when an earlier candidate closes.
+/// neither is any opened after it, so that no later candidate overtakes it when an earlier
+/// candidate closes.
 #[test]
-fn challenges_opened_past_the_candidate_bound_never_overtake_an_earlier_one() {
+fn challenges_opened_past_the_candidate_bound_are_not_kept_while_an_unkept_one_is_open() {
 	use pallet_challenges::{ShareCandidates, MAX_SHARE_CANDIDATES};
 	run_test(|| {
 		final_pool();

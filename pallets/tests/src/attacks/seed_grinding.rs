@@ -92,8 +92,8 @@ fn an_author_grinding_the_seed_block_cannot_pick_the_committee() {
 }
 
 /// In the block of [`challenged_round`]'s challenge, fillers take the rest of its draw block's
-/// slots (`MaxExpiriesPerBlock` = 4) with challenges of the round-1 contributions of members 2, 3 and 4; the
-/// attacker's target, member 5's, is then refused (`ScheduleFull`).
+/// slots (`MaxExpiriesPerBlock` = 4) with challenges of the round-1 contributions of members
+/// 2, 3 and 4; the attacker's target, member 5's, is then refused (`ScheduleFull`).
 fn fill_the_draw_block_then_refuse_the_target() {
 	for (challenger, accused) in [(401, 2), (402, 3), (403, 4)] {
 		mint(challenger, 1_000_000);
