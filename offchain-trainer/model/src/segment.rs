@@ -123,7 +123,8 @@ const SLACK: f64 = 1e-3;
 /// from `start` (the phase's start state: θ_{r−1}, zero moments; same layout required) under
 /// `cfg`. The bounds follow from AdamW with global-norm clipping at G = `cfg.grad_clip`, every
 /// clipped gradient having ‖g‖ ≤ G:
-/// * every value finite, second moments ≥ 0;
+/// * every value finite, second moments ≥ 0, the step counter t a whole number within
+///   0..=`cfg.inner_steps`;
 /// * Σ v ≤ (1 − β₂ᵗ)·G² and ‖m‖ ≤ (1 − β₁ᵗ)·G over the whole state;
 /// * per element |m| ≤ C·√v, C = (1 − β₁)/√((1 − β₂)(1 − β₁²/β₂)) (Cauchy–Schwarz on
 ///   m = (1−β₁)Σβ₁ᵏg, v = (1−β₂)Σβ₂ᵏg²), so one AdamW step moves an element by at most
@@ -153,7 +154,9 @@ pub fn plausible_state(state: &ParamSet, start: &ParamSet, cfg: &InnerConfig) ->
         return false;
     };
     let t = tensors[i].data.first().map_or(-1.0, |x| f64::from(*x));
-    if t < 0.0 || t.fract() != 0.0 {
+    // A phase has `inner_steps` steps (the moments and the counter start at zero each round):
+    // a larger counter is no honest state, and would cost the bound below t iterations.
+    if t < 0.0 || t.fract() != 0.0 || t > f64::from(cfg.inner_steps) {
         return false;
     }
     let c = (1.0 - b1) / ((1.0 - b2) * (1.0 - ratio)).sqrt();

@@ -108,7 +108,8 @@ fn honest_segments_replay_within_the_tolerance_at_one_and_two_threads() {
         .all(|(a, b)| to_bytes(a).unwrap() == to_bytes(b).unwrap()));
 
     // Every honest state is plausible; a huge first moment, a huge second moment (with a
-    // first moment within C·√v), a parameter far from θ_{r−1}, a NaN are not.
+    // first moment within C·√v), a parameter far from θ_{r−1}, a NaN, a step counter past the
+    // phase (whose bound would cost a verifier t iterations: minutes at 2³²) are not.
     let cfg = replica(1).cfg;
     assert!(states.iter().all(|s| plausible_state(s, &states[0], &cfg)));
     let edit = |pick: &dyn Fn(&str) -> bool, value: f32| {
@@ -125,6 +126,11 @@ fn honest_segments_replay_within_the_tolerance_at_one_and_two_threads() {
         ("huge v", edit(&second, 1e4)),
         ("far parameter", edit(&param, 1e3)),
         ("NaN", edit(&param, f32::NAN)),
+        (
+            "step counter past the phase",
+            edit(&|n: &str| n == STEP_NAME, 16_777_216.0),
+        ),
+        ("step counter 1e30", edit(&|n: &str| n == STEP_NAME, 1e30)),
     ] {
         assert!(!plausible_state(&forged, &states[0], &cfg), "{what} passes");
     }

@@ -214,15 +214,23 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Settles the appellant's bond of `a` under the appeal's `verdict`: slashed and paid to
-	/// the appeal jurors who voted with it (pro rata to seats) when it confirms the ruling the
-	/// appellant lost; released when it reverses it or gives no verdict.
+	/// the appeal jurors who voted with it (per seat of the appeal committee,
+	/// [`protocol::split_per_seat`]) when it confirms the ruling the appellant lost; released
+	/// when it reverses it or gives no verdict.
 	fn settle_appellant(id: ChallengeId, c: &Challenge<T>, a: &Appeal<T>, verdict: Verdict) {
 		let Some((appellant, bond)) = a.appellant.clone() else {
 			return;
 		};
 		let (slashed, jurors_paid) = if Self::loser(c, verdict) == Some(&appellant) {
 			let voters = Self::voters(id, c, verdict == Verdict::Guilty);
-			Self::slash_hold_to_voters(&Self::appeal_bond_reason(), &appellant, bond, &voters)
+			let seats = Self::paid_seats(c);
+			Self::slash_hold_to_voters(
+				&Self::appeal_bond_reason(),
+				&appellant,
+				bond,
+				&voters,
+				seats,
+			)
 		} else {
 			let _ = T::Currency::release(
 				&Self::appeal_bond_reason(),

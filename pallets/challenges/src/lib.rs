@@ -125,7 +125,8 @@ pub mod pallet {
 		#[pallet::constant]
 		type ChallengerShare: Get<Perbill>;
 		/// Share of the slashed stake paid to the jurors other than the parties who voted guilty,
-		/// pro rata to seats
+		/// per seat of the committee (the seats that did not vote guilty leave their part to
+		/// `Slash`: [`synod_primitives::protocol::split_per_seat`])
 		/// (`ChallengerShare + JurorShare ≤ 100 %`; the rest goes to `Slash`).
 		#[pallet::constant]
 		type JurorShare: Get<Perbill>;

@@ -37,6 +37,17 @@ fn seats(id: u32) -> Vec<u128> {
 }
 
 /// The jurors of challenge `id` with their stake, after running to its draw.
+/// Seats of challenge `id`'s committee that are paid when their holder votes with the verdict:
+/// all but the parties' (`protocol::split_per_seat`).
+fn paid_seats(id: u32) -> u128 {
+	let c = OpenChallenges::<Test>::get(id).expect("drawn");
+	c.jury
+		.iter()
+		.filter(|s| s.who != c.accused && s.who != c.challenger)
+		.map(|s| u128::from(s.seats))
+		.sum()
+}
+
 fn drawn(id: u32) -> Vec<(AccountId, u128)> {
 	let c = OpenChallenges::<Test>::get(id).expect("open");
 	run_to_block(c.draw_at);
@@ -120,14 +131,15 @@ fn guilty_verdict_slashes_snapshot_stake_and_pays_challenger() {
 		let before = Balances::free_balance(OUTSIDER);
 		let jurors_before: Vec<Balance> =
 			jury.iter().map(|(j, _)| Balances::free_balance(j)).collect();
-		let seats = seats(0);
+		let (seats, paid_seats) = (seats(0), paid_seats(0));
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, true));
 		assert!(OpenChallenges::<Test>::get(0).is_some(), "⅓ of the seats is not enough");
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[1].0), 0, true));
-		// 50 % of 1 000 slashed: 30 % of it (150) to the two guilty voters by seats, 20 % (100)
-		// and its bond back to the challenger, the rest (250 and the rounding dust) to the
-		// treasury.
-		let paid = |i: usize| 150 * seats[i] / (seats[0] + seats[1]);
+		// 50 % of 1 000 slashed: 30 % of it (150) to the two guilty voters per seat of the
+		// committee, 20 % (100) and its bond back to the challenger, the rest (250, the part of
+		// the seats that did not vote guilty and the rounding dust) to the treasury.
+		let paid = |i: usize| 150 * seats[i] / paid_seats;
+		assert!(paid(0) + paid(1) < 150, "a seat that did not vote is not paid for");
 		assert_eq!(TrainerStaking::active_stake(&3), 500);
 		assert_eq!(Balances::free_balance(OUTSIDER), before + BOND + 100);
 		assert_eq!(Balances::free_balance(jury[0].0), jurors_before[0] + paid(0));
@@ -160,15 +172,16 @@ fn innocent_verdict_pays_the_bond_to_the_jurors() {
 		let before = Balances::free_balance(OUTSIDER);
 		let juror_free: Vec<Balance> =
 			jury.iter().map(|(j, _)| Balances::free_balance(j)).collect();
-		let seats = seats(0);
+		let (seats, paid_seats) = (seats(0), paid_seats(0));
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[0].0), 0, true));
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[1].0), 0, false));
 		assert!(OpenChallenges::<Test>::get(0).is_some());
 		assert_ok!(Challenges::vote(RuntimeOrigin::signed(jury[2].0), 0, false));
 		assert_eq!(Balances::free_balance(OUTSIDER), before, "bond not returned");
 		assert_eq!(bond_held(OUTSIDER), 0);
-		// The two innocent voters share the bond by seats (the dust goes to `Slash`).
-		let paid = |i: usize| BOND * seats[i] / (seats[1] + seats[2]);
+		// The two innocent voters are paid the bond per seat of the committee (the guilty
+		// voter's part and the dust go to `Slash`).
+		let paid = |i: usize| BOND * seats[i] / paid_seats;
 		assert_eq!(Balances::free_balance(jury[1].0), juror_free[1] + paid(1));
 		assert_eq!(Balances::free_balance(jury[2].0), juror_free[2] + paid(2));
 		assert_eq!(Balances::free_balance(jury[0].0), juror_free[0]);

@@ -37,6 +37,15 @@ impl<T: Config> Pallet<T> {
 		*who == c.accused || *who == c.challenger
 	}
 
+	/// Seats of `c`'s committee that are paid when their holder votes with the verdict: every
+	/// seat but the parties' ([`protocol::split_per_seat`]).
+	pub(crate) fn paid_seats(c: &Challenge<T>) -> u128 {
+		c.jury
+			.iter()
+			.filter(|s| !Self::is_party(c, &s.who))
+			.fold(0u128, |acc, s| acc.saturating_add(u128::from(s.seats)))
+	}
+
 	/// The jurors of `c` other than the parties who voted `guilty`, with their seats (the
 	/// weights they are paid by).
 	pub(crate) fn voters(
@@ -126,14 +135,16 @@ impl<T: Config> Pallet<T> {
 		let already = Verdicts::<T>::get((c.pool_id, c.round, c.accused.clone()))
 			== Some(protocol::Verdict::Guilty);
 		let amount = if already { 0 } else { T::SlashFraction::get().mul_floor(c.accused_stake) };
-		// Paid out of it, in this order: `JurorShare` to the jurors who voted guilty (pro rata
-		// to their seats), `ChallengerShare` to the challenger of the contribution's
-		// earliest-opened challenge still open and not standing ruled innocent
+		// Paid out of it, in this order: `JurorShare` to the jurors who voted guilty, per seat
+		// of the committee (the seats that did not vote guilty leave their part unpaid:
+		// [`protocol::split_per_seat`]), `ChallengerShare` to the challenger of the
+		// contribution's earliest-opened challenge still open and not standing ruled innocent
 		// ([`Pallet::share_recipient`]); the rest goes to `Slash`.
 		let rewarded = Self::share_recipient(&c);
-		let (mut parts, _) = protocol::split_by_stake(
+		let (mut parts, _) = protocol::split_per_seat(
 			T::JurorShare::get().mul_floor(amount),
 			&Self::voters(challenge_id, &c, true),
+			Self::paid_seats(&c),
 		);
 		parts.push((rewarded, T::ChallengerShare::get().mul_floor(amount)));
 		let mut slashed = BalanceOf::<T>::zero();
@@ -160,18 +171,21 @@ impl<T: Config> Pallet<T> {
 		});
 	}
 
-	/// Slashes `amount` planck of `who`'s hold for `reason` and pays it to `voters` pro rata to
-	/// their seats (dust and unpayable parts to `Slash`). Returns `(slashed, paid)`, planck.
+	/// Slashes `amount` planck of `who`'s hold for `reason` and pays it to `voters` of a
+	/// committee of `paid_seats` paid seats, per seat ([`protocol::split_per_seat`]: the seats
+	/// that did not vote with the verdict, dust and unpayable parts go to `Slash`). Returns
+	/// `(slashed, paid)`, planck.
 	pub(crate) fn slash_hold_to_voters(
 		reason: &T::RuntimeHoldReason,
 		who: &T::AccountId,
 		amount: BalanceOf<T>,
 		voters: &[(T::AccountId, u128)],
+		paid_seats: u128,
 	) -> (BalanceOf<T>, BalanceOf<T>) {
 		let (mut credit, _) =
 			<T::Currency as BalancedHold<T::AccountId>>::slash(reason, who, amount);
 		let slashed = credit.peek();
-		let (shares, _) = protocol::split_by_stake(slashed.saturated_into(), voters);
+		let (shares, _) = protocol::split_per_seat(slashed.saturated_into(), voters, paid_seats);
 		let mut paid = BalanceOf::<T>::zero();
 		for (juror, share) in shares {
 			let (part, rest) = credit.split(share.saturated_into());
@@ -187,12 +201,13 @@ impl<T: Config> Pallet<T> {
 	}
 
 	pub(crate) fn acquit(challenge_id: ChallengeId, c: Challenge<T>) {
-		// Jurors who voted innocent share the bond pro rata to their seats.
+		// Jurors who voted innocent are paid the bond per seat of the committee.
 		let (bond_slashed, jurors_paid) = Self::slash_hold_to_voters(
 			&Self::bond_reason(),
 			&c.challenger,
 			c.bond,
 			&Self::voters(challenge_id, &c, false),
+			Self::paid_seats(&c),
 		);
 		Self::close(challenge_id, &c, protocol::Verdict::Innocent);
 		Self::deposit_event(Event::AccusedFoundInnocent {

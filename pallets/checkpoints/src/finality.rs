@@ -313,8 +313,11 @@ impl<T: Config> Pallet<T> {
 		let Some(unmatched) = UnmatchedCommits::<T>::get((pool_id, round)) else {
 			return;
 		};
-		// Decided at `until`, when the round's equivocation reports close.
-		Self::schedule_leak_decision(pool_id, round, until, &params.timeline, &unmatched);
+		// Decided at `until`, when the round's equivocation reports close, or in the next block
+		// if they closed already (a round voided lazily that late): a list of a block whose
+		// `on_initialize` has run is never read again.
+		let at = until.max(now.saturating_add(One::one()));
+		Self::schedule_leak_decision(pool_id, round, at, &params.timeline, &unmatched);
 	}
 
 	/// The snapshot of `round` while something can still be charged against it: an open round's,

@@ -275,10 +275,60 @@ impl JuryVotes {
 	}
 }
 
+/// Splits `amount` planck over the jurors of a committee who voted with its verdict
+/// (`voters`: account, seats) per seat of the committee: `share_i = ⌊amount × seats_i /
+/// paid_seats⌋`, `paid_seats` being every seat of the committee that is paid when its holder
+/// votes with the verdict (the parties' seats excluded). A juror is paid for its own seats
+/// whoever voted before it: voting at once, without a replay, to be among the voters when the
+/// verdict becomes certain takes no more. Returns the shares (in input order) and the rest
+/// (the seats that did not vote with the verdict, and rounding dust), which is not paid to
+/// anyone. `Σ shares + rest = amount` always; if the voters hold more seats than `paid_seats`
+/// (which a committee cannot), they are split over their own seats.
+pub fn split_per_seat<AccountId: Clone>(
+	amount: Planck,
+	voters: &[(AccountId, u128)],
+	paid_seats: u128,
+) -> (Vec<(AccountId, Planck)>, Planck) {
+	let total = paid_seats.max(crate::rewards::weight_of(voters));
+	crate::rewards::split_over(amount, voters, total)
+}
+
 #[cfg(test)]
 mod tests {
 	use super::*;
 	use proptest::prelude::*;
+
+	/// The first voters of a committee are paid for their own seats, not for the seats that
+	/// had not voted when the verdict became certain.
+	#[test]
+	fn voters_are_paid_per_seat_of_the_committee_not_per_seat_voted() {
+		let (shares, rest) = split_per_seat(1_000, &[(1u8, 61), (2, 41)], 200);
+		assert_eq!(shares, vec![(1, 305), (2, 205)]);
+		assert_eq!(rest, 490);
+		// Everyone voted with the verdict: all of it is paid (to the dust).
+		let (shares, rest) = split_per_seat(1_000, &[(1u8, 100), (2, 100)], 200);
+		assert_eq!((shares, rest), (vec![(1, 500), (2, 500)], 0));
+		// Nobody did: nothing is.
+		assert_eq!(split_per_seat::<u8>(1_000, &[], 200), (vec![], 1_000));
+	}
+
+	proptest! {
+		/// Shares never exceed a voter's seat share of the committee, and nothing is created.
+		#[test]
+		fn per_seat_shares_are_bounded_by_the_seat_share(
+			amount in 0u128..1_000_000_000_000_000,
+			seats in proptest::collection::vec(0u128..300, 0..8),
+			extra in 0u128..500,
+		) {
+			let voters: Vec<(usize, u128)> = seats.iter().copied().enumerate().collect();
+			let paid_seats = seats.iter().sum::<u128>() + extra;
+			let (shares, rest) = split_per_seat(amount, &voters, paid_seats);
+			prop_assert_eq!(shares.iter().map(|(_, s)| s).sum::<u128>() + rest, amount);
+			for ((_, share), s) in shares.iter().zip(&seats) {
+				prop_assert!(paid_seats == 0 || *share <= amount * s / paid_seats);
+			}
+		}
+	}
 
 	fn rng(seed: u64) -> impl FnMut(u32) -> u128 {
 		// SplitMix64, twice: deterministic test randomness.

@@ -53,7 +53,8 @@ pub use arith::{mul_div_floor, PPB};
 pub use dispute::Dispute;
 pub use evidence::{verify_announcement, verify_equivocation, Announcement, EvidenceError};
 pub use jury::{
-	draw_committee, eligible_jurors, JuryVotes, Seated, Verdict, APPEAL_SEATS, COMMITTEE_SEATS,
+	draw_committee, eligible_jurors, split_per_seat, JuryVotes, Seated, Verdict, APPEAL_SEATS,
+	COMMITTEE_SEATS,
 };
 pub use leak::LeakRule;
 pub use pool::{pool_deposit, PoolStatus};

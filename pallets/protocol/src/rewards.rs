@@ -12,20 +12,35 @@ pub fn split_by_stake<AccountId: Clone>(
 	reward: Planck,
 	contributors: &[(AccountId, Planck)],
 ) -> (Vec<(AccountId, Planck)>, Planck) {
-	let total = contributors.iter().fold(0u128, |acc, (_, s)| acc.saturating_add(*s));
+	split_over(reward, contributors, weight_of(contributors))
+}
+
+/// Σ of the weights of `parts` (saturating).
+pub(crate) fn weight_of<AccountId>(parts: &[(AccountId, u128)]) -> u128 {
+	parts.iter().fold(0u128, |acc, (_, w)| acc.saturating_add(*w))
+}
+
+/// Splits `amount` planck over `parts` (account, weight) as `⌊amount × weight_i / total⌋`,
+/// `total` ≥ Σ weights; returns the shares (in input order) and the rest. `Σ shares + rest =
+/// amount` always.
+pub(crate) fn split_over<AccountId: Clone>(
+	amount: Planck,
+	parts: &[(AccountId, u128)],
+	total: u128,
+) -> (Vec<(AccountId, Planck)>, Planck) {
 	let mut paid = 0u128;
-	let shares = contributors
+	let shares = parts
 		.iter()
-		.map(|(who, stake)| {
-			// ≤ reward because stake ≤ total (the saturated total only makes shares smaller).
-			let share = mul_div_floor(reward, *stake, total)
+		.map(|(who, weight)| {
+			// ≤ amount because weight ≤ total (a saturated total only makes shares smaller).
+			let share = mul_div_floor(amount, *weight, total)
 				.unwrap_or(0)
-				.min(reward.saturating_sub(paid));
+				.min(amount.saturating_sub(paid));
 			paid = paid.saturating_add(share);
 			(who.clone(), share)
 		})
 		.collect();
-	(shares, reward.saturating_sub(paid))
+	(shares, amount.saturating_sub(paid))
 }
 
 #[cfg(test)]

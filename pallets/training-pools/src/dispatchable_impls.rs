@@ -433,9 +433,10 @@ impl<T: Config> Pallet<T> {
 
 	/// Ends `who`'s membership commitment to `pool_id`. `backing`: its stake (planck) when it
 	/// is in the snapshot of a round the pool opened, which stays committed
-	/// ([`LeftCommitments`], added to what an earlier leave left there) until block `until`,
-	/// the settlement of that round; with `None` the pool leaves `who`'s [`TrainerPools`]
-	/// unless an earlier leave still holds stake committed to it (`until` is then unused).
+	/// ([`LeftCommitments`], added to what an earlier leave left there while that is still
+	/// committed; an expired one is replaced) until block `until`, the settlement of that
+	/// round; with `None` the pool leaves `who`'s [`TrainerPools`] unless an earlier leave
+	/// still holds stake committed to it (`until` is then unused).
 	fn end_commitment(
 		who: &T::AccountId,
 		pool_id: PoolId,
@@ -444,6 +445,9 @@ impl<T: Config> Pallet<T> {
 	) {
 		match backing {
 			Some(stake) => LeftCommitments::<T>::mutate(who, pool_id, |l| {
+				// An earlier leave's stake whose round is settled is free: not revived.
+				let now = frame_system::Pallet::<T>::block_number();
+				l.take_if(|l| now > l.until);
 				let l = l.get_or_insert(LeftCommitment { stake: Zero::zero(), until });
 				l.stake = l.stake.saturating_add(stake);
 				l.until = l.until.max(until);

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::serve::Served;
 use super::{lock, Announced, Equivocation, Snapshot};
 #[allow(unused_imports)]
-use super::{MAX_SERVED_CHECKPOINTS, MAX_SERVED_FILES, PINNED_CHECKPOINTS};
+use super::{MAX_SERVED_CHECKPOINTS, PINNED_CHECKPOINTS};
 use crate::message::PayloadRef;
 use crate::protocol::{
     self, Expect, FetchRequest, Limits, CHECKPOINT_PROTOCOL, PSEUDOGRAD_PROTOCOL,
@@ -166,8 +166,9 @@ impl Client {
     /// Serves the file at `path` to members asking for blake3 `hash` on the checkpoint protocol
     /// (read from disk per request, one 1 MiB step at a time on a blocking thread). For
     /// Proof-of-Learning trace states, which verifiers fetch by the hashes in our payload.
-    /// At most [`MAX_SERVED_FILES`] are served: the oldest is dropped. The caller wrote `path`
-    /// with content hashing to `hash`; the fetcher checks it.
+    /// Served until [`Client::unserve_file`] (no count bound: our evidence stays served for
+    /// as long as it can be disputed). The caller wrote `path` with content hashing to `hash`;
+    /// the fetcher checks it.
     pub fn serve_file(&self, hash: [u8; 32], path: std::path::PathBuf) {
         lock(&self.served).add_file(hash, path);
     }

@@ -44,13 +44,6 @@ pub const MAX_SERVED_CHECKPOINTS: usize = 4;
 /// How many of the served checkpoints stay pinned ([`super::Client::pin_checkpoint`]).
 pub const PINNED_CHECKPOINTS: usize = 2;
 
-/// Most files served at once ([`super::Client::serve_file`]): 8 rounds of the longest trace a
-/// recipe allows (`--trace-segments` 4096: [`synod_protocol::limits::MAX_TRACE_HASHES`] states),
-/// about 1 900 rounds of the default 16 segments. A smaller bound let a recipe with long
-/// traces push a round's early states out before its verifiers asked for them (each check
-/// then a whole replay).
-pub const MAX_SERVED_FILES: usize = 8 * synod_protocol::limits::MAX_TRACE_HASHES;
-
 /// Serving slots that every registered member holds for itself: a member with fewer than
 /// this many transfers open is always admitted, whatever the others hold, so colluding members
 /// that open streams and never send a request cannot make a node unavailable to anyone else
@@ -105,8 +98,12 @@ pub(super) struct Served {
     /// (see [`super::Client::pin_checkpoint`]).
     pub(super) pinned: VecDeque<[u8; 32]>,
     /// Objects served from disk by blake3 on the checkpoint protocol (Proof-of-Learning trace
-    /// states, [`super::Client::serve_file`]), oldest first; at most [`MAX_SERVED_FILES`].
-    pub(super) files: VecDeque<([u8; 32], std::path::PathBuf)>,
+    /// states and residuals, [`super::Client::serve_file`]), until the caller stops serving
+    /// them ([`super::Client::unserve_file`]). Not bounded by count: they are our own
+    /// evidence, which must stay served for as long as it can be disputed (a count bound
+    /// dropped a round's residual before its challenges closed, and the jurors then found it
+    /// unserved), and each entry stands for a file on disk many times its size.
+    pub(super) files: HashMap<[u8; 32], std::path::PathBuf>,
     /// Other members' payloads we fetched, served on to peers whose fetch from the author
     /// failed: (round, member) → (digest, bytes); current and previous round only.
     pub(super) relayed: HashMap<(u32, u32), Relayed>,
@@ -146,7 +143,7 @@ impl Served {
             payloads: HashMap::new(),
             checkpoints: VecDeque::new(),
             pinned: VecDeque::new(),
-            files: VecDeque::new(),
+            files: HashMap::new(),
             relayed: HashMap::new(),
             serve_own_to: None,
             stall_to: BTreeSet::new(),
@@ -169,11 +166,7 @@ impl Served {
     }
 
     pub(super) fn add_file(&mut self, hash: [u8; 32], path: std::path::PathBuf) {
-        self.files.retain(|(h, _)| *h != hash);
-        self.files.push_back((hash, path));
-        while self.files.len() > MAX_SERVED_FILES {
-            self.files.pop_front();
-        }
+        self.files.insert(hash, path);
     }
 
     pub(super) fn add_checkpoint(&mut self, hash: [u8; 32], bytes: Arc<Vec<u8>>) {
@@ -272,7 +265,7 @@ impl Served {
 
     /// Stops serving the file of `hash`.
     pub(super) fn remove_file(&mut self, hash: &[u8; 32]) {
-        self.files.retain(|(h, _)| h != hash);
+        self.files.remove(hash);
     }
 
     /// Pins the served checkpoint `hash` (see [`super::Client::pin_checkpoint`]); `false` if it
@@ -334,8 +327,8 @@ impl Served {
             (FetchRequest::Checkpoint { hash }, true) => {
                 match self.checkpoints.iter().find(|(h, _)| h == hash) {
                     Some((_, c)) => Answer::Data(c.clone()),
-                    None => match self.files.iter().find(|(h, _)| h == hash) {
-                        Some((_, path)) => Answer::File(path.clone()),
+                    None => match self.files.get(hash) {
+                        Some(path) => Answer::File(path.clone()),
                         None => Answer::NotFound,
                     },
                 }

@@ -20,14 +20,34 @@ use synod_primitives::protocol::{self, jury::wrong_verdict_probability};
 
 /// Every member of `jury` votes `guilty` while the committee's vote is open (it closes at the
 /// ruling or at the verdict).
-fn vote_all(id: u32, jury: &[(AccountId, u128)], guilty: bool) {
+fn vote_all(id: u32, jury: &[(AccountId, u128)], guilty: bool) -> Vec<AccountId> {
+	let mut voted = Vec::new();
 	for (j, _) in jury {
 		let open = OpenChallenges::<Test>::contains_key(id)
 			&& Appeals::<Test>::get(id).is_none_or(|a| a.ruling.is_none());
 		if open {
 			assert_ok!(Challenges::vote(RuntimeOrigin::signed(*j), id, guilty));
+			voted.push(*j);
 		}
 	}
+	voted
+}
+
+/// What the jurors of committee `c` (a challenge read before it closed) among `voted` are paid
+/// of `amount`: per seat of the committee, the parties' seats excluded.
+fn paid_per_seat(
+	c: &pallet_challenges::Challenge<Test>,
+	voted: &[AccountId],
+	amount: Balance,
+) -> Balance {
+	let party = |who: &AccountId| *who == c.accused || *who == c.challenger;
+	let paid_seats: u128 =
+		c.jury.iter().filter(|s| !party(&s.who)).map(|s| u128::from(s.seats)).sum();
+	c.jury
+		.iter()
+		.filter(|s| !party(&s.who) && voted.contains(&s.who))
+		.map(|s| amount * u128::from(s.seats) / paid_seats)
+		.sum()
 }
 
 /// The ruling of challenge `id`: its verdict and the block it executes at.
@@ -99,7 +119,8 @@ fn a_captured_committee_cannot_slash_before_an_appeal() {
 		let free_before = free(1);
 		let appeal_jury = appeal(1, id);
 		assert_eq!(held_appeal_bond(1), APPEAL_BOND);
-		vote_all(id, &appeal_jury, false);
+		let committee = OpenChallenges::<Test>::get(id).expect("appeal drawn");
+		let voted = vote_all(id, &appeal_jury, false);
 		assert_eq!(verdict_of(0, 1, 1), Some(Verdict::Innocent));
 		assert_eq!(staked(1), 1_000, "the honest member keeps its stake");
 		assert_eq!(held_appeal_bond(1), 0);
@@ -108,7 +129,7 @@ fn a_captured_committee_cannot_slash_before_an_appeal() {
 			challenge_id: id,
 			accused: 1,
 			bond_slashed: BOND,
-			jurors_paid: BOND,
+			jurors_paid: paid_per_seat(&committee, &voted, BOND),
 		}));
 		// The ruling's block passes with nothing left to execute.
 		run_to_block(executes_at.max(System::block_number()) + 1);
@@ -331,22 +352,11 @@ fn a_self_challenge_cannot_take_the_challenger_share_by_appealing_the_honest_rul
 		assert!(System::block_number() < honest_at);
 		let (two, accomplice) = (free(2), free(300));
 		// What member 2 earns as a guilty voter of the accomplice's committee, if it voted
-		// there: its part of `JurorShare` (30 % of the 500 slashed), by seats among the
-		// non-parties that voted guilty (the vote closed at the ruling).
-		let voters: Vec<(AccountId, u128)> = OpenChallenges::<Test>::get(sham)
-			.expect("open")
-			.jury
-			.iter()
-			.filter(|s| s.who != 1 && s.who != 300)
-			.filter(|s| pallet_challenges::Votes::<Test>::get(sham, s.who) == Some(true))
-			.map(|s| (s.who, u128::from(s.seats)))
-			.collect();
-		let as_juror: Balance = protocol::split_by_stake(150, &voters)
-			.0
-			.into_iter()
-			.filter(|(j, _)| *j == 2)
-			.map(|(_, part)| part)
-			.sum();
+		// there: its seats' part of `JurorShare` (30 % of the 500 slashed), per seat of the
+		// committee, the parties' excluded (the vote closed at the ruling).
+		let committee = OpenChallenges::<Test>::get(sham).expect("open");
+		let voted_guilty = pallet_challenges::Votes::<Test>::get(sham, 2) == Some(true);
+		let as_juror = if voted_guilty { paid_per_seat(&committee, &[2], 150) } else { 0 };
 		assert_ok!(Challenges::appeal(RuntimeOrigin::signed(1), honest));
 		run_to_block(sham_at);
 		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));

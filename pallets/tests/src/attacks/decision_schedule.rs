@@ -74,3 +74,36 @@ fn filling_the_decision_schedule_cannot_buy_garbage_commits_out_of_the_leak() {
 		);
 	});
 }
+
+#[test]
+fn a_late_void_schedules_its_leak_decision_in_a_block_still_to_come() {
+	run_test(|| {
+		// The deadline lists of round 1's deadline and of every block it may spill to are full
+		// when the round opens: it is voided lazily, by whoever calls, and nobody calls until
+		// after its equivocation reports close.
+		let per_block: u32 = <Test as pallet_checkpoints::Config>::MaxDeadlinesPerBlock::get();
+		for at in 11..11 + u64::from(per_block) {
+			let full = vec![(99, 1); per_block as usize];
+			Deadlines::<Test>::insert(at, BoundedVec::truncate_from(full));
+		}
+		training_pool(5, two_thirds(), &[1_000; 5]);
+		assert_eq!(Checkpoints::open_round(0).expect("open").scheduled_at, None);
+		// Members 1 and 2 commit another hash over the majority's set.
+		for who in [1, 2] {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
+		}
+		for who in [3, 4, 5] {
+			assert_ok!(commit(who, 1, 8, &[0, 1, 2, 3, 4]));
+		}
+		let until = TrainingPools::round_params(0).expect("pool").timeline.slashable_until(11);
+		run_to_block(until + 1);
+		assert_ok!(Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), 0));
+		let now = System::block_number();
+		assert!(Deadlines::<Test>::iter_keys().all(|at| at > now), "no list of a past block");
+		// Decided in the next block, without a call: the garbage committers are leaked.
+		let before = [staked(1), staked(2), staked(3)];
+		run_to_block(now + 1);
+		assert_eq!([staked(1), staked(2), staked(3)], [before[0] - 10, before[1] - 10, before[2]]);
+		assert!(!UnmatchedCommits::<Test>::contains_key((0, 1)));
+	});
+}

@@ -32,6 +32,7 @@ mod split_included_set;
 mod stake_concentration;
 mod stake_reuse;
 mod stalls;
+mod vote_racing;
 mod withholding;
 
 use crate::mock::*;

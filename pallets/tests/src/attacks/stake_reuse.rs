@@ -154,3 +154,41 @@ fn stake_of_an_ended_pool_cannot_back_another_live_snapshot_before_its_last_roun
 		assert_eq!(snapshot_stake(second, 1, 1), 1_000);
 	});
 }
+
+#[test]
+fn a_left_commitment_that_expired_is_not_revived_by_a_later_leave() {
+	run_test(|| {
+		// Member 1 leaves a two-member pool in round 1 (its 1 000 committed until round 1 is
+		// settled), joins it again at once with 500, and leaves again after round 1 is
+		// settled: only the 500 of the round it left last stay committed.
+		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(1), 2_000));
+		let pool = pallet_training_pools::NextPoolId::<Test>::get();
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(20, 2, two_thirds())
+		));
+		bond_and_join(2, pool, 1_000);
+		assert_ok!(join(1, pool, 1_000));
+		assert_eq!(snapshot_stake(pool, 1, 1), 1_000);
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), pool));
+		assert_ok!(join(1, pool, 500));
+		let first_until = settled(pool, 1);
+		// The rounds go on, every one final late in its window, past round 1's settlement.
+		while System::block_number() <= first_until {
+			let open = Checkpoints::open_round(pool).expect("an open round");
+			run_to_block(open.deadline - 1);
+			for who in [1, 2] {
+				assert_ok!(commit_to(pool, who, open.round, 7, &[0, 1]));
+			}
+		}
+		assert_eq!(
+			snapshot_stake(pool, Checkpoints::open_round(pool).expect("open").round, 1),
+			500
+		);
+		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(1), pool));
+		let left = pallet_training_pools::LeftCommitments::<Test>::get(1, pool).expect("left");
+		assert_eq!(left.stake, 500, "the settled round's 1 000 is not revived");
+		assert_eq!(<TrainingPools as synod_primitives::StakeCommitments<_, _>>::committed(&1), 500);
+		assert_ok!(TrainerStaking::unbond(RuntimeOrigin::signed(1), 1_500));
+	});
+}

@@ -39,31 +39,7 @@ fn non_members_take_no_serving_slot_so_they_cannot_crowd_members_out() {
 }
 
 #[test]
-fn a_recipe_with_the_longest_traces_cannot_push_a_rounds_first_states_out() {
-    // A pool creator choosing `--trace-segments 4096`: two live traces (overlapped
-    // rounds) of 4097 states each. With a cap sized for 16-segment traces (64 × 17), the
-    // first states were dropped before verifiers asked: every check a whole replay.
-    let mut s = served(2);
-    let req = |hash| FetchRequest::Checkpoint { hash };
-    let hash = |i: usize| {
-        let mut h = [0u8; 32];
-        h[..8].copy_from_slice(&(i as u64).to_le_bytes());
-        h
-    };
-    let traces = 2 * synod_protocol::limits::MAX_TRACE_HASHES;
-    for i in 0..traces {
-        s.add_file(hash(i), std::path::PathBuf::from(format!("/states/{i}")));
-    }
-    for i in [0, traces / 2, traces - 1] {
-        assert!(
-            matches!(s.answer(&peer(1), &req(hash(i)), true), Answer::File(_)),
-            "state {i} of {traces} still served"
-        );
-    }
-}
-
-#[test]
-fn served_files_answer_members_by_hash_within_a_bound() {
+fn served_files_answer_members_by_hash() {
     let mut s = served(2);
     let req = |hash| FetchRequest::Checkpoint { hash };
     let path = |i: usize| std::path::PathBuf::from(format!("/states/{i}"));
@@ -82,16 +58,49 @@ fn served_files_answer_members_by_hash_within_a_bound() {
         s.answer(&peer(1), &req([1; 32]), false),
         Answer::Refused
     ));
-    for i in 0..MAX_SERVED_FILES {
+}
+
+/// A sparse pool's residual served at its round, then the trace states of 1 900 more rounds
+/// (16 segments each, with a residual: 18 files a round; a one-day challenge window at
+/// 45-block rounds keeps that many disputable): the residual is still served until its round is
+/// dropped, so the jurors of a late challenge find it. A bound of 8 longest traces (32 776
+/// files) dropped it, and the jurors then counted the honest member's evidence unserved.
+#[test]
+fn own_evidence_stays_served_until_its_round_is_dropped() {
+    let mut s = served(2);
+    let req = |hash| FetchRequest::Checkpoint { hash };
+    let hash = |i: usize| {
         let mut h = [0u8; 32];
         h[..8].copy_from_slice(&(i as u64 + 10).to_le_bytes());
-        s.add_file(h, path(i));
+        h
+    };
+    let path = |i: usize| std::path::PathBuf::from(format!("/states/{i}"));
+    let residual = [1; 32];
+    s.add_file(residual, path(1));
+    let files = 1_900 * 18;
+    for i in 0..files {
+        s.add_file(hash(i), path(i));
     }
-    assert_eq!(s.files.len(), MAX_SERVED_FILES);
     assert!(
-        matches!(s.answer(&peer(1), &req([1; 32]), true), Answer::NotFound),
-        "oldest dropped"
+        matches!(s.answer(&peer(1), &req(residual), true), Answer::File(p) if p == path(1)),
+        "the residual is still served"
     );
+    for i in [0, files / 2, files - 1] {
+        assert!(matches!(
+            s.answer(&peer(1), &req(hash(i)), true),
+            Answer::File(_)
+        ));
+    }
+    // Dropped with its round: not served any more; the others still are.
+    s.remove_file(&residual);
+    assert!(matches!(
+        s.answer(&peer(1), &req(residual), true),
+        Answer::NotFound
+    ));
+    assert!(matches!(
+        s.answer(&peer(1), &req(hash(0)), true),
+        Answer::File(_)
+    ));
 }
 
 #[test]
