@@ -212,6 +212,13 @@ pub fn decide_unmatched_commits(pool: u32, round: u32) -> Call<(u32, u32)> {
     subxt::dynamic::tx("Checkpoints", "decide_unmatched_commits", (pool, round))
 }
 
+/// `Rewards.settle_round(pool_id, round)`: settles `round` once its settlement block has come
+/// (any signed account): for a round the chain does not settle itself
+/// ([`crate::types::PendingRound::scheduled`] false).
+pub fn settle_round(pool: u32, round: u32) -> Call<(u32, u32)> {
+    subxt::dynamic::tx("Rewards", "settle_round", (pool, round))
+}
+
 /// `Rewards.claim_rewards(pool_id)`: pays out everything settled for the caller.
 pub fn claim_rewards(pool: u32) -> Call<(u32,)> {
     subxt::dynamic::tx("Rewards", "claim_rewards", (pool,))

@@ -7,7 +7,7 @@ use scale_decode::DecodeAsType;
 
 use crate::types::{
     AccountId, AgreedSet, AppealInfo, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, Ledger,
-    MemberInfo, MemberRecord, OpenRound, Participant, PoolInfo, Verdict,
+    MemberInfo, MemberRecord, OpenRound, Participant, PendingRound, PoolInfo, Verdict,
 };
 use crate::{Chain, ChainError};
 
@@ -241,6 +241,19 @@ impl Chain {
     pub async fn claimable(&self, pool: u32, who: &AccountId) -> Result<u128, ChainError> {
         self.fetch_or_default("Rewards", "Claimable", (pool, *who))
             .await
+    }
+
+    /// `Rewards.Unsettled(pool, round)`: `round`'s reward waiting for its settlement; `None` if
+    /// it is settled (or not final).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`], [`ChainError::Decode`].
+    pub async fn pending_round(
+        &self,
+        pool: u32,
+        round: u32,
+    ) -> Result<Option<PendingRound>, ChainError> {
+        self.fetch("Rewards", "Unsettled", (pool, round)).await
     }
 
     /// Final rounds of `pool` whose rewards are not settled yet (`Rewards.Unsettled` keys),

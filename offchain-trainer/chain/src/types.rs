@@ -282,6 +282,19 @@ pub struct FinalCheckpoint {
     pub round_stake: u128,
 }
 
+/// A final round's reward waiting for its settlement (`PendingRound` of `pallet-rewards`).
+#[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
+pub struct PendingRound {
+    /// Reward reserved for the round, in planck.
+    pub reserved: u128,
+    /// Block from which the round may be settled.
+    pub settle_at: u32,
+    /// Whether the chain settles it in `settle_at`'s `on_initialize`; otherwise it is settled
+    /// lazily: by a claim that finds it among the entries it reads, or by anyone's
+    /// `Rewards.settle_round` ([`crate::calls::settle_round`]).
+    pub scheduled: bool,
+}
+
 /// A staking ledger (`StakingLedger` of `pallet-trainer-staking`), balances in planck.
 #[derive(Clone, Debug, PartialEq, Eq, DecodeAsType)]
 pub struct Ledger {

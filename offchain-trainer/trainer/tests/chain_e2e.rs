@@ -1752,6 +1752,7 @@ fn every_call_a_trainer_submits_encodes_against_the_runtime_metadata() {
             chain
                 .call_data(&calls::decide_unmatched_commits(0, 1))
                 .await,
+            chain.call_data(&calls::settle_round(0, 1)).await,
             chain.call_data(&calls::claim_rewards(0)).await,
         ];
         for (i, call) in encoded.drain(..).enumerate() {

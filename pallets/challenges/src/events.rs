@@ -112,7 +112,7 @@ mod events_and_errors {
 			slashed: BalanceOf<T>,
 		},
 		/// The jury found the accused innocent; the challenger's bond was slashed and paid to
-		/// the jurors who voted innocent.
+		/// the jurors who voted innocent, per seat of the committee (the rest to `Slash`).
 		AccusedFoundInnocent {
 			/// Challenge.
 			challenge_id: ChallengeId,

@@ -36,7 +36,6 @@ fn seats(id: u32) -> Vec<u128> {
 	c.jury.iter().map(|s| u128::from(s.seats)).collect()
 }
 
-/// The jurors of challenge `id` with their stake, after running to its draw.
 /// Seats of challenge `id`'s committee that are paid when their holder votes with the verdict:
 /// all but the parties' (`protocol::split_per_seat`).
 fn paid_seats(id: u32) -> u128 {
@@ -48,6 +47,7 @@ fn paid_seats(id: u32) -> u128 {
 		.sum()
 }
 
+/// The jurors of challenge `id` with their stake, after running to its draw.
 fn drawn(id: u32) -> Vec<(AccountId, u128)> {
 	let c = OpenChallenges::<Test>::get(id).expect("open");
 	run_to_block(c.draw_at);

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use synod_chain::submit::{account_of, signer_from_suri};
-use synod_chain::types::{DilocoSpec, Perbill, PoolKind, PoolSpec, PoolStatus, PoolTerms};
+use synod_chain::types::{
+    DilocoSpec, PendingRound, Perbill, PoolKind, PoolSpec, PoolStatus, PoolTerms,
+};
 use synod_chain::{calls, Chain, Signer, SynodEvent, UNIT};
 
 pub use member::run;
@@ -427,8 +429,52 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
     Ok(())
 }
 
+/// The rounds of `pending` (round, its reward waiting for settlement) that the chain does not
+/// settle itself and whose settlement block the finalized block `now` has reached: nothing
+/// settles them but a call (a claim settles only those among the unsettled entries it reads,
+/// in storage order), so a claim that waits for them settles them itself.
+fn lazy_due(pending: &[(u32, PendingRound)], now: u64) -> Vec<u32> {
+    pending
+        .iter()
+        .filter(|(_, p)| !p.scheduled && u64::from(p.settle_at) <= now)
+        .map(|(round, _)| *round)
+        .collect()
+}
+
+/// Settles (`Rewards.settle_round`, signed by `signer`) those of `pool`'s unsettled `rounds`
+/// that are due and that the chain does not settle itself ([`lazy_due`]). A failed settlement
+/// is only warned about: another member may have settled the round first, and the wait reads
+/// the rounds again.
+///
+/// # Errors
+/// A failed read.
+async fn settle_lazy_rounds(
+    chain: &Chain,
+    signer: &Signer,
+    pool: u32,
+    rounds: Vec<u32>,
+) -> Result<(), synod_chain::ChainError> {
+    let now = chain.finalized_number().await?;
+    let mut pending = Vec::new();
+    for round in rounds {
+        if let Some(p) = chain.pending_round(pool, round).await? {
+            pending.push((round, p));
+        }
+    }
+    for round in lazy_due(&pending, now) {
+        match chain
+            .submit(&calls::settle_round(pool, round), signer)
+            .await
+        {
+            Ok(_) => tracing::info!(pool, round, "settled a round the chain left to a call"),
+            Err(e) => tracing::warn!(pool, round, "settling the round failed: {e}"),
+        }
+    }
+    Ok(())
+}
+
 /// `synod-trainer claim`: waits (up to `--wait`) until the pool is over and every final round
-/// is settled, then claims; prints the amount paid and the account's active stake (planck).
+/// is settled (settling itself those the chain leaves to a call: [`lazy_due`]), then claims; prints the amount paid and the account's active stake (planck).
 pub fn claim(a: &ClaimArgs) -> Result<()> {
     runtime()?.block_on(async {
         let (chain, signer) = connect(&a.chain).await?;
@@ -444,7 +490,12 @@ pub fn claim(a: &ClaimArgs) -> Result<()> {
                         let over = p.is_none_or(|p| {
                             matches!(p.status, PoolStatus::Completed | PoolStatus::Cancelled)
                         });
-                        Ok((over && chain.unsettled_rounds(pool).await?.is_empty()).then_some(()))
+                        let rounds = chain.unsettled_rounds(pool).await?;
+                        if rounds.is_empty() {
+                            return Ok(over.then_some(()));
+                        }
+                        settle_lazy_rounds(&chain, &signer, pool, rounds).await?;
+                        Ok(None)
                     },
                 )
                 .await?;
@@ -471,4 +522,29 @@ pub fn claim(a: &ClaimArgs) -> Result<()> {
         );
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{lazy_due, PendingRound};
+
+    /// Only rounds the chain does not settle itself, once their settlement block is final.
+    #[test]
+    fn a_claim_settles_the_due_rounds_the_chain_leaves_to_a_call() {
+        let pending = |settle_at, scheduled| PendingRound {
+            reserved: 30,
+            settle_at,
+            scheduled,
+        };
+        let rounds = [
+            (1, pending(100, false)),
+            (2, pending(100, true)),
+            (3, pending(101, false)),
+            (4, pending(90, false)),
+        ];
+        assert_eq!(lazy_due(&rounds, 100), vec![1, 4]);
+        assert_eq!(lazy_due(&rounds, 99), vec![4]);
+        assert_eq!(lazy_due(&rounds, 101), vec![1, 3, 4]);
+        assert!(lazy_due(&[], 100).is_empty());
+    }
 }

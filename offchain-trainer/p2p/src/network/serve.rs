@@ -100,8 +100,8 @@ pub(super) struct Served {
     /// Objects served from disk by blake3 on the checkpoint protocol (Proof-of-Learning trace
     /// states and residuals, [`super::Client::serve_file`]), until the caller stops serving
     /// them ([`super::Client::unserve_file`]). Not bounded by count: they are our own
-    /// evidence, which must stay served for as long as it can be disputed (a count bound
-    /// dropped a round's residual before its challenges closed, and the jurors then found it
+    /// evidence, which must stay served for as long as it can be disputed (a count bound would
+    /// drop a round's residual before its challenges close, and its jurors would find it
     /// unserved), and each entry stands for a file on disk many times its size.
     pub(super) files: HashMap<[u8; 32], std::path::PathBuf>,
     /// Other members' payloads we fetched, served on to peers whose fetch from the author

@@ -63,8 +63,8 @@ fn served_files_answer_members_by_hash() {
 /// A sparse pool's residual served at its round, then the trace states of 1 900 more rounds
 /// (16 segments each, with a residual: 18 files a round; a one-day challenge window at
 /// 45-block rounds keeps that many disputable): the residual is still served until its round is
-/// dropped, so the jurors of a late challenge find it. A bound of 8 longest traces (32 776
-/// files) dropped it, and the jurors then counted the honest member's evidence unserved.
+/// dropped, so the jurors of a late challenge find it (a bound of 8 longest traces, 32 776
+/// files, would drop it, and the jurors would count the honest member's evidence unserved).
 #[test]
 fn own_evidence_stays_served_until_its_round_is_dropped() {
     let mut s = served(2);
