@@ -369,7 +369,14 @@ impl Trainer {
                     .filter(|p| p.status != PoolStatus::Training))
             },
         ))?;
-        self.duties.finish(Duration::from_secs(3600));
+        // Until nothing of our rounds can be challenged or judged any more (duties end
+        // earlier once nothing is left).
+        let ended = self.ctx.block_on(chain.finalized_number())?;
+        self.duties.finish(super::duty::duty_wait(
+            &self.ctx.timeline,
+            ended,
+            self.ctx.block_secs,
+        ));
         let (f, h) = self.ctx.last_final()?;
         if !self.curve.is_empty() {
             let label = format!(

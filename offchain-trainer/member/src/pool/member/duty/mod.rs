@@ -36,7 +36,7 @@ use anyhow::Result;
 use synod_chain::calls;
 use synod_chain::types::{AccountId, MemberInfo};
 use synod_p2p::{Equivocation, PeerId};
-use synod_protocol::{Action, RoundState};
+use synod_protocol::{Action, RoundState, Timeline};
 
 mod attest;
 mod challenger;
@@ -193,6 +193,27 @@ pub(super) struct Duties {
 /// registered contributor, was drawn after we stopped, and we were slashed as a no-show.
 fn may_stop(last: Option<&RoundState>, read_at: u64, work_left: bool) -> bool {
     !work_left && !last.is_some_and(|r| r.phase(read_at).challenge_window_open())
+}
+
+/// The least time a member that has finished its rounds keeps its duties for, in seconds.
+const MIN_DUTY_WAIT: Duration = Duration::from_secs(3600);
+
+/// The longest a member that has finished its rounds keeps its duties ([`may_stop`] ends them
+/// earlier once nothing is left), from finalized block `now`, at which its pool had ended:
+/// until every challenge that can still be opened on its rounds is over, appeal included
+/// ([`Timeline::settled_by`]`(now)`), at `block_secs` seconds per block, doubled for slow
+/// blocks, and at least [`MIN_DUTY_WAIT`]. A cap shorter than the pool's windows would let a
+/// member stop while challenges on its rounds can still be opened: their committees, frozen at
+/// opening, would seat it (a registered juror) after it had gone and slash it as a no-show,
+/// and a sparse pool's member would stop serving its residuals while still accused.
+pub(super) fn duty_wait(timeline: &Timeline, now: u64, block_secs: f64) -> Duration {
+    let blocks = timeline.settled_by(now).saturating_sub(now);
+    let secs = blocks as f64 * block_secs * 2.0;
+    if secs.is_finite() && secs > 0.0 {
+        Duration::from_secs_f64(secs.min(1e9)).max(MIN_DUTY_WAIT)
+    } else {
+        MIN_DUTY_WAIT
+    }
 }
 
 /// Whether a residual first missed at block `first` is no longer waited for at block `now`
@@ -448,9 +469,32 @@ impl DutyWorker {
 
 #[cfg(test)]
 mod tests {
-    use super::{may_stop, residual_deadline_passed};
+    use super::{duty_wait, may_stop, residual_deadline_passed, MIN_DUTY_WAIT};
 
     use synod_protocol::{RoundState, Timeline};
+
+    /// A pool whose challenge window (1 000 blocks, twice that for challenges) and appeals
+    /// outlast an hour of 2-second blocks: a member that finished keeps its duties until the
+    /// last committee that can seat it has voted, not for a fixed hour.
+    #[test]
+    fn a_finishing_juror_stays_until_the_last_rounds_committees_end() {
+        let t = Timeline::for_pool(1_200, 1_000, 17, 15).with_appeal_period(15);
+        let ended = 5_000;
+        let over = t.settled_by(ended);
+        // The last challenge on a round final at `ended` opens 2 000 blocks later and its
+        // appeal committee votes after that.
+        assert!(over >= t.challenges_until(ended) + 2 * 1_215);
+        let wait = duty_wait(&t, ended, 2.0);
+        assert!(wait > MIN_DUTY_WAIT, "{wait:?}");
+        assert!(
+            wait.as_secs_f64() >= (over - ended) as f64 * 2.0,
+            "{wait:?}"
+        );
+        // A short pool keeps the floor; a nonsense block time falls back to it.
+        let short = Timeline::for_pool(20, 5, 17, 15);
+        assert_eq!(duty_wait(&short, 100, 2.0), MIN_DUTY_WAIT);
+        assert_eq!(duty_wait(&t, ended, f64::NAN), MIN_DUTY_WAIT);
+    }
 
     #[test]
     fn a_challenge_opened_at_the_windows_last_block_keeps_a_finishing_juror_on_duty() {
