@@ -222,14 +222,11 @@ impl<T: Config> Pallet<T> {
 			return;
 		};
 		let (slashed, jurors_paid) = if Self::loser(c, verdict) == Some(&appellant) {
-			let voters = Self::voters(id, c, verdict == Verdict::Guilty);
-			let seats = Self::paid_seats(c);
 			Self::slash_hold_to_voters(
 				&Self::appeal_bond_reason(),
 				&appellant,
 				bond,
-				&voters,
-				seats,
+				(id, c, verdict == Verdict::Guilty),
 			)
 		} else {
 			let _ = T::Currency::release(

@@ -37,28 +37,24 @@ impl<T: Config> Pallet<T> {
 		*who == c.accused || *who == c.challenger
 	}
 
-	/// Seats of `c`'s committee that are paid when their holder votes with the verdict: every
-	/// seat but the parties' ([`protocol::split_per_seat`]).
-	pub(crate) fn paid_seats(c: &Challenge<T>) -> u128 {
-		c.jury
-			.iter()
-			.filter(|s| !Self::is_party(c, &s.who))
-			.fold(0u128, |acc, s| acc.saturating_add(u128::from(s.seats)))
-	}
-
-	/// The jurors of `c` other than the parties who voted `guilty`, with their seats (the
-	/// weights they are paid by).
-	pub(crate) fn voters(
+	/// `amount` planck split over the jurors of `c`'s committee other than the parties who voted
+	/// `guilty`, per seat of the committee without the parties' seats
+	/// ([`protocol::split_per_seat`]): each voter's share (the seats that did not vote so, and
+	/// the dust, are in no share).
+	pub(crate) fn juror_shares(
 		challenge_id: ChallengeId,
 		c: &Challenge<T>,
 		guilty: bool,
+		amount: u128,
 	) -> Vec<(T::AccountId, u128)> {
-		c.jury
-			.iter()
-			.filter(|s| !Self::is_party(c, &s.who))
+		let seated = c.jury.iter().filter(|s| !Self::is_party(c, &s.who));
+		let paid_seats =
+			seated.clone().fold(0u128, |acc, s| acc.saturating_add(u128::from(s.seats)));
+		let voters: Vec<(T::AccountId, u128)> = seated
 			.filter(|s| Votes::<T>::get(challenge_id, &s.who) == Some(guilty))
 			.map(|s| (s.who.clone(), u128::from(s.seats)))
-			.collect()
+			.collect();
+		protocol::split_per_seat(amount, &voters, paid_seats).0
 	}
 
 	/// Removes challenge `challenge_id` (`c`) and everything it holds (its eligible jurors,
@@ -141,11 +137,8 @@ impl<T: Config> Pallet<T> {
 		// contribution's earliest-opened challenge still open and not standing ruled innocent
 		// ([`Pallet::share_recipient`]); the rest goes to `Slash`.
 		let rewarded = Self::share_recipient(&c);
-		let (mut parts, _) = protocol::split_per_seat(
-			T::JurorShare::get().mul_floor(amount),
-			&Self::voters(challenge_id, &c, true),
-			Self::paid_seats(&c),
-		);
+		let mut parts =
+			Self::juror_shares(challenge_id, &c, true, T::JurorShare::get().mul_floor(amount));
 		parts.push((rewarded, T::ChallengerShare::get().mul_floor(amount)));
 		let mut slashed = BalanceOf::<T>::zero();
 		let mut paid = 0u128;
@@ -171,21 +164,20 @@ impl<T: Config> Pallet<T> {
 		});
 	}
 
-	/// Slashes `amount` planck of `who`'s hold for `reason` and pays it to `voters` of a
-	/// committee of `paid_seats` paid seats, per seat ([`protocol::split_per_seat`]: the seats
-	/// that did not vote with the verdict, dust and unpayable parts go to `Slash`). Returns
-	/// `(slashed, paid)`, planck.
+	/// Slashes `amount` planck of `who`'s hold for `reason` and pays it to the jurors of
+	/// challenge `challenge_id` (`c`) who voted `guilty`, per seat of the committee
+	/// ([`Self::juror_shares`]: the seats that did not vote so, dust and unpayable parts go to
+	/// `Slash`). Returns `(slashed, paid)`, planck.
 	pub(crate) fn slash_hold_to_voters(
 		reason: &T::RuntimeHoldReason,
 		who: &T::AccountId,
 		amount: BalanceOf<T>,
-		voters: &[(T::AccountId, u128)],
-		paid_seats: u128,
+		(challenge_id, c, guilty): (ChallengeId, &Challenge<T>, bool),
 	) -> (BalanceOf<T>, BalanceOf<T>) {
 		let (mut credit, _) =
 			<T::Currency as BalancedHold<T::AccountId>>::slash(reason, who, amount);
 		let slashed = credit.peek();
-		let (shares, _) = protocol::split_per_seat(slashed.saturated_into(), voters, paid_seats);
+		let shares = Self::juror_shares(challenge_id, c, guilty, slashed.saturated_into());
 		let mut paid = BalanceOf::<T>::zero();
 		for (juror, share) in shares {
 			let (part, rest) = credit.split(share.saturated_into());
@@ -206,8 +198,7 @@ impl<T: Config> Pallet<T> {
 			&Self::bond_reason(),
 			&c.challenger,
 			c.bond,
-			&Self::voters(challenge_id, &c, false),
-			Self::paid_seats(&c),
+			(challenge_id, &c, false),
 		);
 		Self::close(challenge_id, &c, protocol::Verdict::Innocent);
 		Self::deposit_event(Event::AccusedFoundInnocent {

@@ -474,7 +474,8 @@ async fn settle_lazy_rounds(
 }
 
 /// `synod-trainer claim`: waits (up to `--wait`) until the pool is over and every final round
-/// is settled (settling itself those the chain leaves to a call: [`lazy_due`]), then claims; prints the amount paid and the account's active stake (planck).
+/// is settled (settling itself those the chain leaves to a call: [`lazy_due`]), then claims;
+/// prints the amount paid and the account's active stake (planck).
 pub fn claim(a: &ClaimArgs) -> Result<()> {
     runtime()?.block_on(async {
         let (chain, signer) = connect(&a.chain).await?;
