@@ -40,7 +40,7 @@ mod round;
 pub mod trace;
 pub mod verify;
 
-pub use aggregate::{l2_norm, AggregationRule, Aggregator, ClippedTrimmedMean, Mean};
+pub use aggregate::{l2_norm, AggregationRule, Aggregator, ClippedTrimmedMean, Mean, Stakes};
 pub use error::DilocoError;
 pub use feedback::ErrorFeedback;
 pub use inner::{CancelToken, InnerReport, InnerTrainer, SegmentReplay};

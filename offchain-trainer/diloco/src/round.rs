@@ -62,8 +62,9 @@ pub struct Aggregated {
     pub gradient: PseudoGradient,
 }
 
-/// Decodes `contributions` (ascending member order; malformed payloads and repeated members
-/// are dropped and reported, never fatal) against the layout of `like` and aggregates them.
+/// Decodes `contributions` (ascending member order; malformed payloads, repeated members and
+/// members of weight 0 in `agg` ([`Aggregator::weight`]: not in the round's snapshot) are
+/// dropped and reported, never fatal) against the layout of `like` and aggregates them.
 ///
 /// Streams: a first pass checks every payload and takes its norm
 /// ([`open_pseudo_gradient`]), a second combines the payloads one tensor at a time
@@ -94,15 +95,19 @@ pub fn aggregate_payloads(
         .zip(&first)
         .map(|(c, first)| first.then(|| open_pseudo_gradient(like, c.member, &c.payload)))
         .collect();
-    let (mut included, mut rejected, mut open, mut norms) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut included, mut rejected, mut open, mut norms, mut weights) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (c, o) in order.iter().zip(opened) {
         match o {
             None => rejected.push((c.member, "duplicate contribution".to_string())),
+            Some(Ok(_)) if agg.weight(c.member) == 0 => {
+                rejected.push((c.member, "no stake in the round's snapshot".to_string()))
+            }
             Some(Ok((d, norm))) => {
                 included.push(c.member);
                 open.push((c.member, d));
                 norms.push(norm);
+                weights.push(agg.weight(c.member));
             }
             Some(Err(e)) => rejected.push((c.member, e.to_string())),
         }
@@ -110,7 +115,7 @@ pub fn aggregate_payloads(
     if open.is_empty() {
         return Err(DilocoError::Empty(round));
     }
-    let factors = agg.factors(&norms);
+    let factors = agg.factors(&norms, &weights);
     let mut gradient: PseudoGradient = Vec::with_capacity(like.tensors().len());
     for (t, tensor) in like.tensors().iter().enumerate() {
         // Every frame decoded in the first pass: a failure here is the same failure.
@@ -125,7 +130,7 @@ pub fn aggregate_payloads(
             .collect::<Result<Vec<_>, _>>()?;
         let refs: Vec<&[f32]> = column.iter().map(Vec::as_slice).collect();
         let mut out = vec![0f32; tensor.data.len()];
-        agg.combine(&refs, &factors, &mut out);
+        agg.combine(&refs, &factors, &weights, &mut out);
         gradient.push(out);
     }
     Ok(Aggregated {

@@ -13,7 +13,7 @@ use synod_codec::EncodeOptions;
 use synod_diloco::byzantine::{Adversary, Attack};
 use synod_diloco::{
     AggregationRule, Aggregator, ClippedTrimmedMean, DilocoError, Mean, NesterovSgd, OuterState,
-    PseudoGradient,
+    PseudoGradient, Stakes,
 };
 
 /// Three honest pseudo-gradients of two tensors, all pointing the same way (positive).
@@ -42,10 +42,26 @@ fn range(set: &[PseudoGradient]) -> Vec<Vec<(f32, f32)>> {
         .collect()
 }
 
-/// The first `honest` inputs of `all`, clipped as the rule clips them (τ from all norms).
+/// Member i holds `stakes[i]`.
+fn stakes(stakes: &[u128]) -> Stakes {
+    (0u32..).zip(stakes.iter().copied()).collect()
+}
+
+/// The first `honest` inputs of `all`, clipped as the rule clips them (τ from all norms,
+/// every input of weight 1).
 fn clipped_honest(all: &[PseudoGradient], honest: usize) -> Vec<PseudoGradient> {
+    clipped_honest_weighted(all, honest, &vec![1; all.len()])
+}
+
+/// The first `honest` inputs of `all`, clipped as the rule clips them (τ from all norms
+/// weighted by `weights`).
+fn clipped_honest_weighted(
+    all: &[PseudoGradient],
+    honest: usize,
+    weights: &[u128],
+) -> Vec<PseudoGradient> {
     let norms: Vec<f64> = all.iter().map(synod_diloco::l2_norm).collect();
-    let tau = ClippedTrimmedMean::clip_threshold(&norms);
+    let tau = ClippedTrimmedMean::clip_threshold(&norms, weights);
     all[..honest]
         .iter()
         .zip(&norms)
@@ -146,54 +162,120 @@ fn aggregate_is_bit_identical_in_any_arrival_order() {
 }
 
 #[test]
-fn trim_count_follows_the_one_third_threat_model() {
-    let b: Vec<usize> = (0..=10).map(ClippedTrimmedMean::trimmed).collect();
-    assert_eq!(b, vec![0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3]);
-    // Equal stakes: the count rule.
-    for n in 1..=10 {
-        let stakes = vec![100u128; n];
+fn trim_follows_the_one_third_threat_model_in_stake() {
+    // Equal stakes: the count rule, f = ⌊(N − 1)/3⌋ participants, T = f inputs' worth.
+    let f: Vec<usize> = (0..=10)
+        .map(|n| ClippedTrimmedMean::byzantine_count(&vec![100; n]))
+        .collect();
+    assert_eq!(f, vec![0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3]);
+    for n in 1..=10u128 {
         assert_eq!(
-            ClippedTrimmedMean::for_stakes(&stakes).byzantine,
-            Some(ClippedTrimmedMean::trimmed(n))
+            ClippedTrimmedMean::default().trim_thirds(n),
+            3 * (n.saturating_sub(1) / 3)
         );
     }
-    // The snapshot, not the included set, decides b; never more than ⌊(n − 1)/2⌋ inputs.
-    let seven = ClippedTrimmedMean::for_stakes(&[100; 7]);
-    assert_eq!(seven.trim_for(4), 1);
-    assert_eq!(seven.trim_for(5), 2);
-    assert_eq!(ClippedTrimmedMean::for_stakes(&[100; 10]).trim_for(3), 1);
-    assert_eq!(ClippedTrimmedMean::default().trim_for(4), 1);
+    // The snapshot, not the included set, decides T (thirds of a planck): 7 × 100, f = 2,
+    // T = 200; with 4 of them included it is capped to leave weight: ⌊(1 200 − 1)/2⌋.
+    let seven = ClippedTrimmedMean::for_stakes(&stakes(&[100; 7]));
+    assert_eq!(seven.trim_thirds(700), 600);
+    assert_eq!(seven.trim_thirds(400), 599);
+    // One stake of 40 among 100s: f = 2 smallest (40 + 100 < 540/3 = 180, + 100 is not); the
+    // attacker may hold the two *largest* of any 2, 200 — but never a third of the total.
+    let mixed = ClippedTrimmedMean::for_stakes(&stakes(&[40, 100, 100, 100, 100, 100]));
     assert_eq!(
-        ClippedTrimmedMean::clip_threshold(&[3.0, 1.0, 2.0, 100.0]),
+        ClippedTrimmedMean::byzantine_count(&[40, 100, 100, 100, 100, 100]),
+        2
+    );
+    assert_eq!(mixed.trim_thirds(540), 540);
+    // The clipped mean trims nothing.
+    assert_eq!(ClippedTrimmedMean::clipped_mean(None).trim_thirds(10), 0);
+    // τ: the stake-weighted lower median.
+    assert_eq!(
+        ClippedTrimmedMean::clip_threshold(&[3.0, 1.0, 2.0, 100.0], &[1; 4]),
         2.0
     );
-    assert_eq!(ClippedTrimmedMean::clip_threshold(&[]), 0.0);
+    assert_eq!(
+        ClippedTrimmedMean::clip_threshold(&[3.0, 1.0, 2.0, 100.0], &[1, 1, 1, 10]),
+        100.0
+    );
+    assert_eq!(
+        ClippedTrimmedMean::clip_threshold(&[3.0, 1.0, 2.0, 100.0, 100.0], &[10, 10, 10, 1, 1]),
+        2.0
+    );
+    assert_eq!(ClippedTrimmedMean::clip_threshold(&[], &[]), 0.0);
 }
 
 #[test]
 fn sybil_seats_at_minimum_stake_cannot_outnumber_the_trim() {
     // Four honest members with 100 each, three sybils at the minimum stake 10: the sybils
-    // hold 30 of 430 (< ⅓) but 3 of 7 seats. Counting seats, b = ⌊6/3⌋ = 2 and a sybil value
-    // survives in every coordinate; counting stake, up to 4 seats (the sybils and one honest
-    // seat: 130 < 430/3) may be Byzantine, and b = min(4, ⌊6/2⌋) = 3 trims the sybils away.
-    let rule = ClippedTrimmedMean::for_stakes(&[100, 100, 100, 100, 10, 10, 10]);
-    assert_eq!(rule.byzantine, Some(4));
-    assert_eq!(rule.trim_for(7), 3);
+    // hold 30 of 430 (< ⅓) but 3 of 7 inputs. Counting inputs, b = ⌊6/3⌋ = 2 and a sybil
+    // value survives in every coordinate; weighing stake, T = min(430, 3 × 400)/3 ≈ 143 of
+    // stake is trimmed from each end and the sybils' 30 go with it.
+    let rule = ClippedTrimmedMean::for_stakes(&stakes(&[100, 100, 100, 100, 10, 10, 10]));
+    assert_eq!(rule.trim_thirds(430), 430);
     let mut set: Vec<PseudoGradient> = honest();
     set.push(vec![vec![0.11, 0.19, 0.31], vec![0.05]]);
     let flipped: PseudoGradient = vec![vec![-0.1, -0.1, -0.1], vec![-0.1]];
     set.extend(std::iter::repeat_n(flipped, 3));
-    let honest_range = range(&clipped_honest(&set, 4));
+    let weights = [100, 100, 100, 100, 10, 10, 10];
+    let honest_range = range(&clipped_honest_weighted(&set, 4, &weights));
     let robust = aggregate(&rule, &set);
     assert!(within(&robust, &honest_range), "{robust:?}");
     let by_count = aggregate(&ClippedTrimmedMean::default(), &set);
     assert!(!within(&by_count, &honest_range), "{by_count:?}");
-    // With three honest members, the three sybils (30 of 330) could hold 3 of 6 seats: b is
-    // capped at ⌊(n − 1)/2⌋ = 2 so that a value is kept, and the bound no longer holds.
-    assert_eq!(
-        ClippedTrimmedMean::for_stakes(&[100, 100, 100, 10, 10, 10]).trim_for(6),
-        2
+}
+
+#[test]
+fn sybils_outnumbering_honest_members_by_count_cannot_overflow_the_aggregate() {
+    // 15 honest members of 100 and 17 sybils at the minimum stake 10 (170 of 1 670, ≈ 10 %,
+    // but 17 of 32 payloads) sending f32::MAX. Counted per payload, the lower median norm is
+    // a sybil's (no clipping) and a trim of b values per end (at most ⌊31/2⌋ = 15) leaves
+    // sybil values in every coordinate: the aggregate is above 10³⁸ and every honest member's
+    // outer step is refused (`NonFinite`), so the honest commit nothing and are leaked as
+    // silent. Weighed by stake, τ is an honest norm and the sybils' whole stake is trimmed.
+    let honest_set: Vec<PseudoGradient> = (0..15)
+        .map(|i| {
+            let d = i as f32 * 0.001;
+            vec![vec![0.10 + d, 0.20 - d, 0.30 + d], vec![0.05 + d]]
+        })
+        .collect();
+    let huge: PseudoGradient = vec![vec![f32::MAX, f32::MAX, f32::MIN], vec![f32::MAX]];
+    let mut set = honest_set.clone();
+    set.extend(std::iter::repeat_n(huge, 17));
+    let weights: Vec<u128> = [vec![100; 15], vec![10; 17]].concat();
+    let rule = ClippedTrimmedMean::for_stakes(&stakes(&weights));
+    let robust = aggregate(&rule, &set);
+    let honest_range = range(&clipped_honest_weighted(&set, 15, &weights));
+    assert!(
+        within(&robust, &honest_range),
+        "{robust:?} outside {honest_range:?}"
     );
+    // The outer step on it is taken.
+    let theta = ParamSet::new(vec![
+        NamedTensor {
+            name: "a".into(),
+            shape: vec![3],
+            data: vec![0.0; 3],
+        },
+        NamedTensor {
+            name: "b".into(),
+            shape: vec![1],
+            data: vec![0.0],
+        },
+    ])
+    .unwrap();
+    let mut stepped = theta.clone();
+    NesterovSgd::new(0.7, 0.9)
+        .step(&mut stepped, &robust)
+        .unwrap();
+    // Counted per payload (equal weights), the sybils decide it.
+    let by_count = aggregate(&ClippedTrimmedMean::default(), &set);
+    assert!(by_count[0][0] > 1.0e38, "{by_count:?}");
+    let mut refused = theta;
+    assert!(matches!(
+        NesterovSgd::new(0.7, 0.9).step(&mut refused, &by_count),
+        Err(DilocoError::NonFinite)
+    ));
 }
 
 #[test]
@@ -208,7 +290,7 @@ fn clipped_mean_of_few_members_bounds_a_scaled_input() {
 #[test]
 fn rules_refuse_empty_and_unequal_layouts() {
     for rule in [AggregationRule::Mean, AggregationRule::ClippedTrimmedMean] {
-        let rule = rule.aggregator(Some(&[100; 4]));
+        let rule = rule.aggregator(Some(&stakes(&[100; 4])));
         assert!(matches!(rule.aggregate(3, &[]), Err(DilocoError::Empty(3))));
         let a: PseudoGradient = vec![vec![1.0]];
         let b: PseudoGradient = vec![vec![1.0, 2.0]];
@@ -248,7 +330,7 @@ proptest! {
     #[test]
     fn byzantine_minority_keeps_every_coordinate_within_the_honest_range(
         (honest, byzantine) in (4usize..=10).prop_flat_map(|n| {
-            let f = ClippedTrimmedMean::trimmed(n);
+            let f = ClippedTrimmedMean::byzantine_count(&vec![1; n]);
             (
                 prop::collection::vec(vector(6), n - f),
                 prop::collection::vec(arbitrary(6), f),
@@ -263,11 +345,66 @@ proptest! {
         let refs: Vec<&PseudoGradient> = all.iter().collect();
         let out = ClippedTrimmedMean::default().aggregate(1, &refs).unwrap();
         let norms: Vec<f64> = all.iter().map(synod_diloco::l2_norm).collect();
-        let tau = ClippedTrimmedMean::clip_threshold(&norms);
+        let tau = ClippedTrimmedMean::clip_threshold(&norms, &vec![1; norms.len()]);
         let honest_norms = &norms[..honest.len()];
         prop_assert!(honest_norms.iter().any(|n| *n >= tau) && honest_norms.iter().any(|n| *n <= tau));
         let clipped = clipped_honest(&all, honest.len());
         let r = range(&clipped);
+        prop_assert!(within(&out, &r), "{:?} outside {:?}", out, r);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Members holding less than a third of the stake, split over any number of accounts
+    /// (one whale, many sybils at the minimum, mixed) and sending arbitrary values, against
+    /// honest members of any stakes (few large, many small): every output coordinate lies
+    /// within the clipped honest values, τ within the honest norms.
+    #[test]
+    fn byzantine_stake_under_a_third_keeps_every_coordinate_within_the_honest_range_for_any_split(
+        (honest, honest_stakes, byzantine, byzantine_stakes) in
+            (prop::collection::vec(1u128..1_000, 2..8), 1usize..24)
+                .prop_flat_map(|(honest_stakes, accounts)| {
+                    let h: u128 = honest_stakes.iter().sum();
+                    // A < W/3 with W = H + A: 2A < H.
+                    let most = (h - 1) / 2;
+                    let shares = prop::collection::vec(1u128..1_000, accounts);
+                    (
+                        prop::collection::vec(vector(6), honest_stakes.len()),
+                        Just(honest_stakes),
+                        prop::collection::vec(arbitrary(6), accounts),
+                        shares.prop_map(move |w| {
+                            // Scale the shares to a total of at most `most` (≥ 1 each where it can).
+                            let sum: u128 = w.iter().sum();
+                            w.iter().map(|x| (x * most / sum).max(u128::from(most >= w.len() as u128))).collect::<Vec<u128>>()
+                        }),
+                    )
+                })
+    ) {
+        let weights: Vec<u128> = honest_stakes.iter().chain(&byzantine_stakes).copied().collect();
+        let h: u128 = honest_stakes.iter().sum();
+        let a: u128 = byzantine_stakes.iter().sum();
+        prop_assume!(3 * a < h + a);
+        let all: Vec<PseudoGradient> = honest
+            .iter()
+            .chain(&byzantine)
+            .map(|v| vec![v.clone()])
+            .collect();
+        let rule = ClippedTrimmedMean::for_stakes(&stakes(&weights));
+        let out = aggregate(&rule, &all);
+        let positive: Vec<u128> = weights.iter().copied().filter(|w| *w > 0).collect();
+        let kept: Vec<PseudoGradient> = all
+            .iter()
+            .zip(&weights)
+            .filter(|(_, w)| **w > 0)
+            .map(|(g, _)| g.clone())
+            .collect();
+        let norms: Vec<f64> = kept.iter().map(synod_diloco::l2_norm).collect();
+        let tau = ClippedTrimmedMean::clip_threshold(&norms, &positive);
+        let honest_norms = &norms[..honest.len()];
+        prop_assert!(honest_norms.iter().any(|n| *n >= tau) && honest_norms.iter().any(|n| *n <= tau));
+        let r = range(&clipped_honest_weighted(&kept, honest.len(), &positive));
         prop_assert!(within(&out, &r), "{:?} outside {:?}", out, r);
     }
 }

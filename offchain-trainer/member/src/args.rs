@@ -160,9 +160,10 @@ pub struct OuterArgs {
     /// SparseLoCo uses 0.95).
     #[arg(long, default_value_t = SPARSE_EF_DECAY, value_parser = unit_interval)]
     pub ef_decay: f32,
-    /// Aggregation rule of the included set's pseudo-gradients: clipped-trimmed-mean (norm
-    /// clipping to the median norm + coordinate-wise trimmed mean, tolerates f < n/3 Byzantine
-    /// members), clipped-mean (clipping only: each member moves the aggregate by at most τ/n;
+    /// Aggregation rule of the included set's pseudo-gradients, weighted by snapshot stake:
+    /// clipped-trimmed-mean (norm clipping to the median norm + coordinate-wise trimmed mean,
+    /// tolerates Byzantine members holding < ⅓ of the stake), clipped-mean (clipping only:
+    /// each member moves the aggregate by at most τ·w/W;
     /// for sparse payloads, which a trim would wipe) or mean (DiLoCo's plain mean, not robust)
     /// [default: clipped-trimmed-mean with a dense codec, clipped-mean with `--codec sparse`].
     #[arg(long = "aggregation", value_enum)]

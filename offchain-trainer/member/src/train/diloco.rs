@@ -66,8 +66,10 @@ pub fn run_rounds(
     let mut feedback = vec![a.outer.feedback(); workers.len()];
     // Networked: the trim counts every member of the pool (equal stakes), not only those whose
     // payload arrived.
-    let stakes = net.as_ref().map(|_| vec![1u128; a.net.members as usize]);
-    let aggregation = a.outer.aggregation().rule().aggregator(stakes.as_deref());
+    let stakes: Option<synod_diloco::Stakes> = net
+        .as_ref()
+        .map(|_| (0..a.net.members).map(|m| (m, 1u128)).collect());
+    let aggregation = a.outer.aggregation().rule().aggregator(stakes.as_ref());
     let mut records = Vec::new();
     let mut bytes = 0u64;
 

@@ -210,7 +210,8 @@ impl Trainer {
 
     /// Round `r` from our payload `mine` (computed from checkpoint `start`): all-gathers the
     /// included set, keeps its evidence, applies the outer step to `state` (θ_{r−1}, blake3
-    /// `parent`) with the snapshot's `stakes`, serves the checkpoint and commits it in the
+    /// `parent`) with the snapshot's stakes ([`Trainer::round_stakes`]; `stakes` before the
+    /// round opens), serves the checkpoint and commits it in the
     /// background. Returns the pending commit and the round's record (without its inner
     /// phase's figures and validation loss).
     #[allow(
@@ -224,7 +225,7 @@ impl Trainer {
         state: &mut OuterState,
         parent: CheckpointHash,
         start: CheckpointHash,
-        stakes: Vec<u128>,
+        stakes: synod_diloco::Stakes,
         ctx: &RoundCtx,
     ) -> Result<(Pending, RoundRecord)> {
         let payload_bytes = mine.payload.len() as u64;
@@ -255,6 +256,8 @@ impl Trainer {
         self.retain(r, &ex)?;
         let t_outer = Instant::now();
         let included = crate::train::net::contributions(&ex.included);
+        // The snapshot's weights: the round may have opened during the exchange.
+        let stakes = self.round_stakes(r, stakes)?;
         let outcome = match state.apply(&included, ctx.rule.aggregator(Some(&stakes)).as_ref()) {
             Ok(outcome) => outcome,
             Err(e) => {

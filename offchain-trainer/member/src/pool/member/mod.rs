@@ -56,7 +56,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use synod_chain::submit::account_of;
 use synod_chain::types::{MemberInfo, PoolStatus};
 use synod_checkpoint::CheckpointHash;
-use synod_diloco::OuterState;
+use synod_diloco::{OuterState, Stakes};
 use synod_model::{eval_loss, load_params, TchInnerTrainer};
 use synod_p2p::libp2p_identity::Keypair;
 use synod_p2p::{spawn, Member, MemberKey, MemberSet, NetConfig, PeerId, PublicKey};
@@ -344,8 +344,9 @@ impl Trainer {
     /// Reads the members and gives the network the set whose payloads count in `round`:
     /// the chain's frozen snapshot of `round` once it is open, the current members with
     /// `from_round ≤ round` before (see [`exchange_set::exchange_set`]). Returns the set's
-    /// stakes in planck (snapshot weights; committed stakes before the round opens).
-    fn refresh_members(&mut self, round: u32) -> Result<Vec<u128>> {
+    /// stakes in planck by member index (snapshot weights; committed stakes before the round
+    /// opens).
+    fn refresh_members(&mut self, round: u32) -> Result<Stakes> {
         let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
         let (members, snapshot) = self.ctx.block_on(async {
             Ok::<_, anyhow::Error>((
@@ -362,9 +363,9 @@ impl Trainer {
             }
         }
         let registered = exchange_set::exchange_set(round, snapshot.as_deref(), &members, &former);
-        let stakes: Vec<u128> = match &snapshot {
-            Some(s) => s.iter().map(|p| p.stake).collect(),
-            None => registered.iter().map(|m| m.stake).collect(),
+        let stakes: Stakes = match &snapshot {
+            Some(s) => snapshot_stakes(s),
+            None => registered.iter().map(|m| (m.index, m.stake)).collect(),
         };
         let mut set = Vec::new();
         for m in registered {
@@ -384,6 +385,18 @@ impl Trainer {
                 .set_members(MemberSet::new(u64::from(self.ctx.pool), set)),
         )?;
         Ok(stakes)
+    }
+
+    /// The aggregation weights of round `round`: its snapshot's stakes once it is open,
+    /// `before` (the stakes [`Trainer::refresh_members`] read before it opened) otherwise.
+    ///
+    /// # Errors
+    /// A failed storage read.
+    fn round_stakes(&self, round: u32, before: Stakes) -> Result<Stakes> {
+        let snapshot = self
+            .ctx
+            .block_on(self.ctx.chain.round_snapshot(self.ctx.pool, round))?;
+        Ok(snapshot.as_deref().map_or(before, snapshot_stakes))
     }
 
     /// The peer ids of the members other than us (as last read by
@@ -526,4 +539,9 @@ fn inner_progress(quiet: bool) -> synod_model::StepHook {
             format!("loss {loss:.3}")
         });
     })
+}
+
+/// A snapshot's stakes by member index (planck): the aggregation rule's weights.
+fn snapshot_stakes(snapshot: &[synod_chain::types::Participant]) -> Stakes {
+    snapshot.iter().map(|p| (p.index, p.stake)).collect()
 }

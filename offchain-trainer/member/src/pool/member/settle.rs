@@ -50,8 +50,8 @@ pub(super) struct Pending {
     /// blake3 of the checkpoint our inner phase started from ([`Trainer::inner_start`]): the
     /// key our own payload is kept under.
     pub start: CheckpointHash,
-    /// The round's snapshot stakes (planck), the aggregation rule's weights.
-    pub stakes: Vec<u128>,
+    /// The round's snapshot stakes (member → planck), the aggregation rule's weights.
+    pub stakes: synod_diloco::Stakes,
 }
 
 /// What the chain says of a round we committed.
