@@ -47,7 +47,8 @@ impl DutyWorker {
     /// them: without `fetched`, or, with `fallback`, when the prefetch missed one), checked
     /// against their hashes. A juror falls back: its prefetch shares a voting period's wait
     /// with the trace states, and a residual it missed must not count against the accused
-    /// sooner than without one.
+    /// sooner than without one. A verifier falls back when its prefetch's wait was shorter
+    /// than a residual's fetch ([`asks_residual_again`]).
     ///
     /// # Errors
     /// Chain RPC failures.
@@ -128,12 +129,12 @@ impl DutyWorker {
     }
 
     /// The residual with blake3 `hash` from `member`, who alone serves it (a juror's fetch;
-    /// verifiers prefetch theirs): waits [`STATE_FETCH`] plus its transfer at 10 MB/s; `None`
-    /// if it did not come.
+    /// verifiers prefetch theirs, and fetch it so when the prefetch's wait was too short,
+    /// [`asks_residual_again`]): waits [`residual_fetch_wait`]; `None` if it did not come.
     pub(super) fn fetch_state(&self, member: u32, hash: [u8; 32]) -> Option<Vec<u8>> {
         let peer = self.peer_of(member)?;
         let max = self.ctx.recipe.max_residual_bytes;
-        let within = STATE_FETCH + Duration::from_secs(max / 10_000_000);
+        let within = residual_fetch_wait(max);
         // The timer is made inside the runtime (tokio's timers need its context).
         let fetched = self.ctx.rt.block_on(async {
             tokio::time::timeout(within, fetch_evidence(&self.ctx.client, peer, hash, max)).await

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{anyhow, Result};
 use synod_chain::calls;
-use synod_chain::types::{AccountId, ChallengeInfo};
+use synod_chain::types::{AccountId, AppealInfo, ChallengeInfo};
 
 use super::{Check, DutyWorker, FetchedStates, StateCheck};
 use crate::event::{dispute_name, TrainerEvent};
@@ -117,8 +117,8 @@ impl DutyWorker {
         }
     }
 
-    /// Reads the challenges: keeps in `seats` every drawn committee seat of ours not voted
-    /// yet, first or appeal (with `--no-jury` too: an account seated anyway, because another
+    /// Reads our pool's challenges ([`read_open_challenges`]; another pool's are read once):
+    /// keeps in `seats` every drawn committee seat of ours not voted yet, first or appeal (with `--no-jury` too: an account seated anyway, because another
     /// process of it opted in, votes rather than be slashed as a no-show), for
     /// [`DutyWorker::judge_seats`]; appeals the rulings we lose as a party that no `Ruled`
     /// event made us appeal already ([`super::super::appeal`]);
@@ -150,45 +150,34 @@ impl DutyWorker {
         let mut awaiting = BTreeSet::new();
         // Read every open challenge first, so that an appeal (its period is short) never waits
         // behind a replay for another challenge.
-        let mut open = Vec::new();
-        for id in self.duties.cursor..next {
-            if self.duties.handled.contains(&id) {
-                continue;
-            }
-            match self.ctx.block_on(self.ctx.chain.challenge(id))? {
-                None => {
-                    self.duties.handled.insert(id);
-                }
-                Some(c) => {
-                    // In a pool with appeals a challenge goes on after a ruling: its appeal
-                    // committee votes anew (our vote on the first one was deleted).
-                    let appeal = self.ctx.block_on(self.ctx.chain.appeal_of(id))?;
-                    if let Some(a) = &appeal {
-                        // Normally appealed already, from the chain's `Ruled` event.
-                        let appealer = &self.ctx.appealer;
-                        self.ctx.block_on(appealer.consider(id, &c, a, read_at));
-                    }
-                    open.push((id, c, appeal));
-                }
+        let (ctx, duties) = (&self.ctx, &mut self.duties);
+        let open = read_open_challenges(
+            duties.cursor..next,
+            &mut duties.handled,
+            ctx.pool,
+            |id| ctx.block_on(ctx.chain.challenge(id)),
+            |id| ctx.block_on(ctx.chain.appeal_of(id)),
+        )?;
+        for (id, c, appeal) in &open {
+            if let Some(a) = appeal {
+                // Normally appealed already, from the chain's `Ruled` event.
+                let appealer = &self.ctx.appealer;
+                self.ctx.block_on(appealer.consider(*id, c, a, read_at));
             }
         }
         // The committees we sit on and have not voted in: (challenge id, the challenge,
         // whether it is handled once judged).
         let mut to_judge = Vec::new();
         for (id, c, appeal) in open {
-            let ours = c.pool_id == self.ctx.pool;
             if c.jury.is_empty() {
-                if ours {
-                    awaiting.insert(c.round);
-                }
+                awaiting.insert(c.round);
                 continue;
             }
             // Until the appeal committee is drawn, it may seat us (from the jurors frozen at
             // opening, whether or not we opted out since): stay for it.
-            if ours
-                && appeal
-                    .as_ref()
-                    .is_some_and(|a| a.appellant.is_none() || a.ruling.is_some())
+            if appeal
+                .as_ref()
+                .is_some_and(|a| a.appellant.is_none() || a.ruling.is_some())
             {
                 awaiting.insert(c.round);
             }
@@ -517,6 +506,42 @@ fn due_seats(seats: &mut Vec<Pending>, due_by: Option<u64>) -> Vec<Pending> {
 /// it last read them at (`read_at`; `None` when it has not read them, or that read failed).
 fn jury_due(read_at: Option<u64>, finalized: u64) -> bool {
     read_at.is_none_or(|at| finalized > at)
+}
+
+/// The open challenges of our pool among `ids` not yet `handled`, with their appeals
+/// (`read`: `Challenges.Challenges`, `appeal_of`: `Challenges.Appeals`). A challenge that is
+/// gone, or that belongs to another pool, is marked handled at its first read: this process
+/// neither replays nor appeals another pool's contributions, and an attacker keeping many
+/// challenges open in a pool of its own (a bond each, returned at expiry) must not cost every
+/// trainer two reads per challenge at every pass.
+///
+/// # Errors
+/// The first failed read.
+pub(super) fn read_open_challenges<E>(
+    ids: std::ops::Range<u32>,
+    handled: &mut BTreeSet<u32>,
+    pool: u32,
+    mut read: impl FnMut(u32) -> std::result::Result<Option<ChallengeInfo>, E>,
+    mut appeal_of: impl FnMut(u32) -> std::result::Result<Option<AppealInfo>, E>,
+) -> std::result::Result<Vec<(u32, ChallengeInfo, Option<AppealInfo>)>, E> {
+    let mut open = Vec::new();
+    for id in ids {
+        if handled.contains(&id) {
+            continue;
+        }
+        match read(id)? {
+            Some(c) if c.pool_id == pool => {
+                // In a pool with appeals a challenge goes on after a ruling: its appeal
+                // committee votes anew (our vote on the first one was deleted).
+                let appeal = appeal_of(id)?;
+                open.push((id, c, appeal));
+            }
+            _ => {
+                handled.insert(id);
+            }
+        }
+    }
+    Ok(open)
 }
 
 #[cfg(test)]

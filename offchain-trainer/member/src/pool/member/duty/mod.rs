@@ -66,8 +66,10 @@ type StateCheck = (u32, AccountId, u32, Vec<u32>);
 /// What [`DutyWorker::replay`] checks of a contribution.
 #[derive(Clone, Copy)]
 pub(super) enum Check<'a> {
-    /// These sampled segments of its trace first (a verifier), with the states fetched.
-    Segments(&'a [u32], &'a FetchedStates),
+    /// These sampled segments of its trace first (a verifier), with the states fetched and
+    /// whether a residual the prefetch missed is asked for again on its own
+    /// ([`asks_residual_again`]).
+    Segments(&'a [u32], &'a FetchedStates, bool),
     /// The part of its trace a challenge disputes (a juror), with the states fetched.
     Dispute(synod_chain::calls::Dispute, &'a FetchedStates),
 }
@@ -82,6 +84,25 @@ const CHECK_BUDGET: Duration = Duration::from_secs(5);
 /// The shortest wait for a round's trace states, however little of the challenge window the
 /// replays leave.
 const MIN_STATE_WAIT: Duration = Duration::from_secs(2);
+
+/// How long one residual of at most `max_residual_bytes` bytes is waited for when it is
+/// fetched on its own ([`DutyWorker::fetch_state`]): [`STATE_FETCH`] plus its transfer at
+/// 10 MB/s.
+fn residual_fetch_wait(max_residual_bytes: u64) -> Duration {
+    STATE_FETCH + Duration::from_secs(max_residual_bytes / 10_000_000)
+}
+
+/// Whether a verifier whose prefetch waited `cap` ([`DutyWorker::state_wait`]) asks for a
+/// residual the prefetch missed again on its own, with [`residual_fetch_wait`], before the
+/// miss counts: when `cap` was shorter than that. Only an ask that gave the accused the
+/// residual's transfer time may start the clock after which it counts as withholding
+/// ([`residual_deadline_passed`]); otherwise an attacker that loads the verifier's duty
+/// thread (whole replays, sham challenges due first) cuts every ask to [`MIN_STATE_WAIT`] and
+/// turns an honest sparse member's residual, too large for two seconds, into a challenge the
+/// jurors acquit, at the cost of the verifier's bond.
+fn asks_residual_again(cap: Duration, max_residual_bytes: u64) -> bool {
+    cap < residual_fetch_wait(max_residual_bytes)
+}
 
 /// Starts the duty worker of the member `ctx` on its own thread, writing its events to
 /// `metrics`; it is told finalized blocks through `tx` (also handed to the chain
@@ -469,7 +490,12 @@ impl DutyWorker {
 
 #[cfg(test)]
 mod tests {
-    use super::{duty_wait, may_stop, residual_deadline_passed, MIN_DUTY_WAIT};
+    use std::time::Duration;
+
+    use super::{
+        asks_residual_again, duty_wait, may_stop, residual_deadline_passed, residual_fetch_wait,
+        MIN_DUTY_WAIT, MIN_STATE_WAIT, STATE_FETCH,
+    };
 
     use synod_protocol::{RoundState, Timeline};
 
@@ -510,6 +536,26 @@ mod tests {
         assert!(may_stop(Some(&last), until + 1, false));
         assert!(!may_stop(Some(&last), until + 1, true));
         assert!(may_stop(None, 0, false));
+    }
+
+    #[test]
+    fn a_residual_asked_under_its_transfer_time_never_counts_as_withheld() {
+        // A loaded verifier's prefetch gets the shortest wait: a residual of 100 MB (10 s at
+        // 10 MB/s) cannot arrive in it, so the verifier asks for it again with its full
+        // transfer time before a miss counts.
+        let max = 100_000_000;
+        assert_eq!(
+            residual_fetch_wait(max),
+            STATE_FETCH + Duration::from_secs(10)
+        );
+        assert!(asks_residual_again(MIN_STATE_WAIT, max));
+        assert!(asks_residual_again(
+            residual_fetch_wait(max) - Duration::from_millis(1),
+            max
+        ));
+        // A prefetch that had the time is the fair ask: no second one.
+        assert!(!asks_residual_again(residual_fetch_wait(max), max));
+        assert!(!asks_residual_again(Duration::from_secs(600), max));
     }
 
     #[test]

@@ -241,6 +241,7 @@ impl DutyWorker {
             .map(|(who, m, segments)| (round, *who, *m, segments.clone()))
             .collect();
         let states = self.prefetch_trace_states(&to_fetch, wait, Checker::Verifier);
+        let ask_again = asks_residual_again(wait, self.ctx.recipe.max_residual_bytes);
         checks.sort_by_key(|(_, member, segments)| {
             let trace = self
                 .ctx
@@ -273,7 +274,7 @@ impl DutyWorker {
             if let Err(e) = self.open_pending_challenges() {
                 tracing::warn!(round, "challenges: {e:#}");
             }
-            let verifying = Check::Segments(&segments[..], &states);
+            let verifying = Check::Segments(&segments[..], &states, ask_again);
             let committed = f.contributors.contains(who);
             let rep = match self.replay(round, member, &f.parent, verifying, until, committed) {
                 Ok(Some((rep, _))) => rep,
@@ -384,9 +385,12 @@ impl DutyWorker {
         }
         let fetched = match check {
             Check::Dispute(Dispute::Phase, _) => None,
-            Check::Segments(_, states) | Check::Dispute(_, states) => Some(states),
+            Check::Segments(_, states, _) | Check::Dispute(_, states) => Some(states),
         };
-        let fallback = matches!(check, Check::Dispute(..));
+        let fallback = match check {
+            Check::Dispute(..) => true,
+            Check::Segments(_, _, ask_again) => ask_again,
+        };
         let residuals = match self.residuals_of(round, member, &claimed, fetched, fallback)? {
             Ok(r) => r,
             Err(Unusable::Unknown) => return Ok(None),
@@ -464,7 +468,7 @@ impl DutyWorker {
             residuals: &residuals,
         };
         let rep = match check {
-            Check::Segments(segments, states) => {
+            Check::Segments(segments, states, _) => {
                 self.replayer
                     .check_segments(&input, segments, &mut |h| read(states, h))?
             }

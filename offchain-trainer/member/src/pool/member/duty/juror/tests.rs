@@ -134,3 +134,49 @@ fn a_cheaters_challenges_do_not_hold_the_next_rounds_checks_past_their_window() 
     assert_eq!(rest.iter().map(|s| s.id).collect::<Vec<_>>(), vec![3, 4]);
     assert!(seats.is_empty());
 }
+
+#[test]
+fn another_pools_open_challenges_cost_one_read() {
+    // Challenges 0..6: even ids in our pool 0, odd ids in an attacker's pool 1, all open and
+    // under appeal (a ruling awaits its execution), none of them done.
+    let challenge = |id: u32| ChallengeInfo {
+        pool_id: id % 2,
+        ..pending(id, 1, 1, Some(1), Dispute::Phase).c
+    };
+    let appeal = AppealInfo {
+        ruling: Some((synod_chain::types::Verdict::Guilty, 50)),
+        appellant: None,
+    };
+    let mut handled = BTreeSet::new();
+    let mut reads: BTreeMap<u32, u32> = BTreeMap::new();
+    for _pass in 0..3 {
+        let open = read_open_challenges(
+            0..6,
+            &mut handled,
+            0,
+            |id| {
+                *reads.entry(id).or_default() += 1;
+                Ok::<_, ()>(Some(challenge(id)))
+            },
+            |_| Ok(Some(appeal.clone())),
+        )
+        .unwrap();
+        // Our pool's challenges are read again at every pass: their appeal committees may
+        // still seat us.
+        assert_eq!(
+            open.iter().map(|(id, _, _)| *id).collect::<Vec<_>>(),
+            vec![0, 2, 4]
+        );
+    }
+    assert_eq!(
+        reads,
+        BTreeMap::from([(0, 3), (1, 1), (2, 3), (3, 1), (4, 3), (5, 1)])
+    );
+    assert_eq!(handled, BTreeSet::from([1, 3, 5]));
+    // A challenge that is gone is handled too.
+    let mut handled = BTreeSet::new();
+    let open =
+        read_open_challenges(0..2, &mut handled, 0, |_| Ok::<_, ()>(None), |_| Ok(None)).unwrap();
+    assert!(open.is_empty());
+    assert_eq!(handled, BTreeSet::from([0, 1]));
+}
