@@ -1,8 +1,9 @@
 //! Aggregation rules for the included set's pseudo-gradients (`docs/architecture.md`, step 4).
 //!
 //! * [`Mean`]: DiLoCo's plain mean. One member can move it anywhere (breakdown point 0).
-//! * [`ClippedTrimmedMean`]: norm clipping to the median norm, then a coordinate-wise trimmed
-//!   mean; tolerates f < n/3 arbitrary inputs (see its docs for the bound).
+//! * [`ClippedTrimmedMean`]: norm clipping to the stake-weighted median norm, then a
+//!   stake-weighted coordinate-wise trimmed mean; tolerates arbitrary inputs from members
+//!   holding less than a third of the snapshot stake (see its docs for the bound).
 //! * [`AggregationRule`]: the rule a pool's recipe names (committed on-chain through the pool
 //!   DiLoCo job's `model_config_hash`), dispatching to one of the above.
 
@@ -150,7 +151,7 @@ impl Aggregator for Mean {
 /// and the largest honest norm — so no input can scale, flip or overflow the aggregate beyond
 /// what the honest members themselves span, however many accounts its stake is split over.
 /// With T = 0 (e.g. three equal stakes) the rule is a clipped weighted mean: input i moves
-/// the aggregate by at most τ·w_i/W in norm.
+/// the aggregate by at most τ·w_i/W_inc in norm (W_inc the included inputs' stake).
 ///
 /// **Determinism**: the result depends only on the multiset of (input, weight) pairs (sorting
 /// fixes the order of every sum), so it is bit-identical on every member and independent of
@@ -340,7 +341,8 @@ impl Aggregator for ClippedTrimmedMean {
             }
             trim_from(left.iter_mut(), thirds);
             trim_from(left.iter_mut().rev(), thirds);
-            let (mut sum, mut mass) = (0f64, 0f64);
+            // −0.0, the start of `Iterator::sum` of floats: an all −0.0 column stays −0.0.
+            let (mut sum, mut mass) = (-0.0f64, 0f64);
             for (l, &i) in left.iter().zip(&order) {
                 if *l > 0 {
                     let w = *l as f64;
@@ -378,7 +380,7 @@ pub enum AggregationRule {
     #[default]
     ClippedTrimmedMean,
     /// [`ClippedTrimmedMean`] with no trim (T = 0): norm clipping to the stake-weighted median
-    /// norm, then the stake-weighted mean; input i moves the aggregate by at most τ·w_i/W in
+    /// norm, then the stake-weighted mean; input i moves the aggregate by at most τ·w_i/W_inc in
     /// norm. The rule for sparse payloads, where most coordinates are sent by one member only
     /// and a trim would drop them.
     ClippedMean,

@@ -5,8 +5,12 @@
 //! [`PoolRecipe`] is the one typed form: command-line flags convert into it, and its
 //! canonical JSON ([`PoolRecipe::canonical_json`]: keys sorted, no spaces; the settings a
 //! recipe does not use left out) is what the pool's hash is taken of, and what `pool show`
-//! prints. [`PoolRecipe::parse`] reads it back. The JSON carries its format's `version`; a
-//! recipe without one is version 1, the only version so far.
+//! prints. [`PoolRecipe::parse`] reads it back. The JSON carries its format's `version`
+//! ([`RECIPE_VERSION`]; a recipe without one is version 1). The version names what the rules
+//! compute, not only the fields: in version 2 the aggregation rules weigh each payload by its
+//! member's snapshot stake (version 1 counted payloads), so members of one pool that ran
+//! different versions would compute different checkpoints; a trainer reads its own version
+//! only.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +18,7 @@ use crate::AggregationRule;
 
 /// The recipe format version [`PoolRecipe::canonical_json`] writes and [`PoolRecipe::parse`]
 /// reads.
-pub const RECIPE_VERSION: u32 = 1;
+pub const RECIPE_VERSION: u32 = 2;
 
 /// Trace segments of a recipe that does not name them (`trace_segments` left out of its JSON):
 /// [`crate::verify::DEFAULT_SEGMENTS`].
@@ -314,7 +318,7 @@ mod tests {
     fn the_canonical_json_is_sorted_and_leaves_out_what_a_recipe_does_not_use() {
         assert_eq!(
             dense().canonical_json().unwrap(),
-            r#"{"aggregation":"clipped_trimmed_mean","batch":12,"codec":"int8","keep_inner_state":false,"lr":0.001,"min_lr":0.0001,"model":"baby","outer_lr":"0.8","outer_momentum":"0.85","round_warmup":0,"seed":1337,"seq_len":64,"warmup":100}"#
+            r#"{"aggregation":"clipped_trimmed_mean","batch":12,"codec":"int8","keep_inner_state":false,"lr":0.001,"min_lr":0.0001,"model":"baby","outer_lr":"0.8","outer_momentum":"0.85","round_warmup":0,"seed":1337,"seq_len":64,"version":2,"warmup":100}"#
         );
         let overlapped = PoolRecipe {
             overlap: true,
@@ -332,7 +336,11 @@ mod tests {
             json.contains(r#""sparse_chunk":4096,"sparse_topk":128"#),
             "{json}"
         );
-        assert!(!json.contains("version"));
+        assert!(
+            json.starts_with(r#"{"aggregation":"clipped_mean","#),
+            "{json}"
+        );
+        assert!(json.ends_with(r#""version":2,"warmup":100}"#), "{json}");
     }
 
     #[test]
@@ -374,11 +382,21 @@ mod tests {
     fn a_recipe_that_is_not_one_is_a_typed_error() {
         let json = dense().canonical_json().unwrap();
         let with = |k: &str, v: &str| json.replacen('{', &format!("{{\"{k}\":{v},"), 1);
+        // Version 1 recipes named count-based aggregation rules: refused, as any other.
+        let version = |v: &str| json.replace(r#""version":2"#, &format!(r#""version":{v}"#));
         assert!(matches!(
-            PoolRecipe::parse(&with("version", "2")),
-            Err(RecipeError::Version(2))
+            PoolRecipe::parse(&version("1")),
+            Err(RecipeError::Version(1))
         ));
-        assert!(PoolRecipe::parse(&with("version", "1")).is_ok());
+        assert!(matches!(
+            PoolRecipe::parse(&json.replace(r#","version":2"#, "")),
+            Err(RecipeError::Version(1))
+        ));
+        assert!(matches!(
+            PoolRecipe::parse(&version("3")),
+            Err(RecipeError::Version(3))
+        ));
+        assert!(PoolRecipe::parse(&version("2")).is_ok());
         assert!(matches!(
             PoolRecipe::parse(&with("dropout", "0.1")),
             Err(RecipeError::Json(_))

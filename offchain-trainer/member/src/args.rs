@@ -163,7 +163,7 @@ pub struct OuterArgs {
     /// Aggregation rule of the included set's pseudo-gradients, weighted by snapshot stake:
     /// clipped-trimmed-mean (norm clipping to the median norm + coordinate-wise trimmed mean,
     /// tolerates Byzantine members holding < ⅓ of the stake), clipped-mean (clipping only:
-    /// each member moves the aggregate by at most τ·w/W;
+    /// each member moves the aggregate by at most τ·w/W, W the included stake;
     /// for sparse payloads, which a trim would wipe) or mean (DiLoCo's plain mean, not robust)
     /// [default: clipped-trimmed-mean with a dense codec, clipped-mean with `--codec sparse`].
     #[arg(long = "aggregation", value_enum)]

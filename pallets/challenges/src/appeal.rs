@@ -46,26 +46,28 @@ impl<T: Config> Pallet<T> {
 		now: BlockNumberFor<T>,
 		expiry_at: BlockNumberFor<T>,
 		timeline: &protocol::Timeline,
+		pool: synod_primitives::PoolId,
 	) -> Result<Option<Appeal<T>>, Error<T>> {
 		if !timeline.appeals() {
 			return Ok(None);
 		}
 		let opened = block::<T>(now);
 		let from = block::<T>(expiry_at).saturating_add(timeline.appeal_period);
-		let ruling_by = Self::free_block(from..=timeline.rulings_until(opened).max(from))
+		let ruling_by = Self::free_block(from..=timeline.rulings_until(opened).max(from), pool)
 			.ok_or(Error::<T>::ScheduleFull)?;
 		let from = block::<T>(ruling_by).saturating_add(timeline.voting_period);
 		let appeal_expiry_by =
-			Self::free_block(from..=timeline.appeal_votes_until(opened).max(from))
+			Self::free_block(from..=timeline.appeal_votes_until(opened).max(from), pool)
 				.ok_or(Error::<T>::ScheduleFull)?;
 		Ok(Some(Appeal { ruling_by, appeal_expiry_by, ruling: None, appellant: None }))
 	}
 
-	/// `id`'s entry in the first block of `from ..` (at most [`SCHEDULE_PROBES`] blocks, all
-	/// after the current one and before `reserved`) with room; else `reserved`, where it is
-	/// scheduled already.
+	/// `id`'s (a challenge of `pool`) entry in the first block of `from ..` (at most
+	/// [`SCHEDULE_PROBES`] blocks, all after the current one and before `reserved`) with room;
+	/// else `reserved`, where it is scheduled already.
 	fn schedule_by(
 		id: ChallengeId,
+		pool: synod_primitives::PoolId,
 		from: BlockNumberFor<T>,
 		reserved: BlockNumberFor<T>,
 	) -> BlockNumberFor<T> {
@@ -73,9 +75,9 @@ impl<T: Config> Pallet<T> {
 		let next = block::<T>(frame_system::Pallet::<T>::block_number()).saturating_add(1);
 		let (from, reserved) = (block::<T>(from).max(next), block::<T>(reserved));
 		let until = from.saturating_add(u64::from(SCHEDULE_PROBES)).min(reserved);
-		match Self::free_block(from..until) {
+		match Self::free_block(from..until, pool) {
 			Some(at) => {
-				Self::schedule(at, id);
+				Self::schedule(at, id, pool);
 				at
 			},
 			None => reserved.saturated_into(),
@@ -100,7 +102,8 @@ impl<T: Config> Pallet<T> {
 				let period: BlockNumberFor<T> = T::Pools::round_params(c.pool_id)
 					.map_or(0, |p| p.timeline.appeal_period)
 					.saturated_into();
-				let executes_at = Self::schedule_by(id, now.saturating_add(period), a.ruling_by);
+				let executes_at =
+					Self::schedule_by(id, c.pool_id, now.saturating_add(period), a.ruling_by);
 				a.ruling = Some((verdict, executes_at));
 				Appeals::<T>::insert(id, a);
 				OpenChallenges::<T>::insert(id, c);
@@ -196,7 +199,7 @@ impl<T: Config> Pallet<T> {
 		// block was fixed and scheduled when the ruling was reached).
 		c.draw_at = now;
 		c.expires_at = now.saturating_add(period);
-		let expiry = Self::schedule_by(id, c.expires_at, a.appeal_expiry_by);
+		let expiry = Self::schedule_by(id, c.pool_id, c.expires_at, a.appeal_expiry_by);
 		// The reserved end of the appeal comes no earlier than a whole voting period after the
 		// latest draw; an earlier end is what was found with room.
 		c.expires_at = c.expires_at.min(expiry);

@@ -97,8 +97,25 @@ fn opened_setup<T: Config>(
 /// committee drawn (as many distinct jurors as the pool has members: the worst case of paying
 /// voters and of slashing no-shows); returns the pool and the accused.
 fn drawn_challenge<T: Config>() -> Result<(PoolId, T::AccountId), BenchmarkError> {
+	drawn_challenge_of::<T>(false)
+}
+
+/// [`drawn_challenge`]; with `skewed`, from unequal snapshot stakes: one member holds a little
+/// more than all the others together, every other one the same (the accused first), so that
+/// most members hold a seat or a few and one holds most: the committee in which the most
+/// voters vote before a verdict ([`vote_until_decided`] votes the fewest seats first).
+fn drawn_challenge_of<T: Config>(skewed: bool) -> Result<(PoolId, T::AccountId), BenchmarkError> {
 	let (pool, members) = T::BenchmarkHelper::final_round(T::MaxPoolMembers::get());
 	let accused = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
+	if skewed {
+		let small = juror_stake::<T>();
+		let others = small.saturating_mul(members.len().saturating_sub(1) as u128);
+		let large = others.saturating_add(others / 3);
+		let stakes: Vec<u128> = (0..members.len())
+			.map(|i| if i == members.len() - 1 { large } else { small })
+			.collect();
+		T::BenchmarkHelper::set_snapshot_stakes(pool, 1, &stakes);
+	}
 	to_challenges::<T>(pool)?;
 	for who in &members {
 		T::BenchmarkHelper::bond(who, juror_stake::<T>());
@@ -124,9 +141,11 @@ fn drawn_challenge<T: Config>() -> Result<(PoolId, T::AccountId), BenchmarkError
 	Ok((pool, accused))
 }
 
-/// Votes `guilty` on challenge 0 from its committee, in order, until the committee decides.
+/// Votes `guilty` on challenge 0 from its committee, the jurors with the fewest seats first
+/// (the most voters before the verdict), until the committee decides.
 fn vote_until_decided<T: Config>(guilty: bool) -> Result<(), BenchmarkError> {
-	let jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
+	let mut jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
+	jury.sort_by_key(|s| s.seats);
 	for s in jury.iter() {
 		if OpenChallenges::<T>::get(0).is_none_or(|c| c.votes.decided().is_some()) {
 			break;
@@ -136,24 +155,20 @@ fn vote_until_decided<T: Config>(guilty: bool) -> Result<(), BenchmarkError> {
 	Ok(())
 }
 
-/// Fills the schedule of the [`crate::SCHEDULE_PROBES`] blocks from `from` with entries of no
-/// challenge, all but one slot of the last, so that scheduling an earlier block searches them
-/// all and writes into the last one (its schedule and the challenge's [`crate::ScheduledAt`]):
-/// the worst case.
-fn fill_probes<T: Config>(from: BlockNumberFor<T>) {
+/// Fills the schedule of the [`crate::SCHEDULE_PROBES`] blocks from `from` for a challenge of
+/// `pool`: each holds all but one entry (of no challenge) and, but the last, `pool`'s whole
+/// share ([`crate::PoolSlots`]), so that scheduling an earlier block searches them all, reading
+/// both the block's schedule and the pool's count at each, and writes into the last one (its
+/// schedule, the pool's count and the challenge's [`crate::ScheduledAt`]): the worst case.
+fn fill_probes<T: Config>(from: BlockNumberFor<T>, pool: PoolId) {
+	let room = T::MaxExpiriesPerBlock::get() as usize;
 	for i in 0..crate::SCHEDULE_PROBES {
 		let at = from + i.into();
-		let room = T::MaxExpiriesPerBlock::get() as usize;
-		Expiries::<T>::mutate(
-			at,
-			|e| {
-				while e.len() < room && e.try_push(ChallengeId::MAX).is_ok() {}
-			},
-		);
-		if i == crate::SCHEDULE_PROBES.saturating_sub(1) {
-			Expiries::<T>::mutate(at, |e| {
-				e.pop();
-			});
+		Expiries::<T>::mutate(at, |e| {
+			while e.len() < room.saturating_sub(1) && e.try_push(ChallengeId::MAX).is_ok() {}
+		});
+		if i < crate::SCHEDULE_PROBES.saturating_sub(1) {
+			crate::PoolSlots::<T>::insert(at, pool, T::MaxExpiriesPerPool::get());
 		}
 	}
 }
@@ -161,7 +176,7 @@ fn fill_probes<T: Config>(from: BlockNumberFor<T>) {
 /// [`drawn_challenge`], its committee's guilty ruling, the accused's appeal and (with
 /// `drawn`) the appeal committee drawn: the worst case of the final verdict.
 fn appealed_challenge<T: Config>(drawn: bool) -> Result<(PoolId, T::AccountId), BenchmarkError> {
-	let (pool, accused) = drawn_challenge::<T>()?;
+	let (pool, accused) = drawn_challenge_of::<T>(drawn)?;
 	vote_until_decided::<T>(true)?;
 	assert!(
 		Appeals::<T>::get(0).is_some_and(|a| a.ruling.is_some()),
@@ -227,11 +242,14 @@ mod benchmarks {
 
 	// Worst case: the appeal committee's deciding vote confirming a guilty ruling (slash, the
 	// challenger's bond released, the appellant's bond slashed, the guilty voters paid by seats
-	// twice, cleanup) with committees drawn from a full pool's contributors.
+	// twice, cleanup) with committees drawn from a full pool's contributors of unequal stakes,
+	// the jurors with the fewest seats voting first and the largest one deciding: the most
+	// voters paid.
 	#[benchmark]
 	fn vote() -> Result<(), BenchmarkError> {
 		let (pool, accused) = appealed_challenge::<T>(true)?;
-		let jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
+		let mut jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
+		jury.sort_by_key(|s| s.seats);
 		let mut voters = jury.iter().map(|s| (s.who.clone(), s.seats));
 		let (mut last, mut seats) = voters.next().ok_or(BenchmarkError::Weightless)?;
 		while OpenChallenges::<T>::get(0)
@@ -363,7 +381,8 @@ mod benchmarks {
 			.and_then(|c| T::Pools::round_params(c.pool_id))
 			.map(|p| p.timeline.voting_period.saturated_into())
 			.unwrap_or_else(|| 1u32.into());
-		fill_probes::<T>(draw_at + voting_period);
+		let pool = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.pool_id;
+		fill_probes::<T>(draw_at + voting_period, pool);
 		#[block]
 		{
 			Pallet::<T>::advance(0, draw_at);

@@ -81,8 +81,9 @@ impl<T: Config> Pallet<T> {
 		let eligible = Self::eligible_among(pool_id, round, &fin.contributors);
 		let challenge_id = NextChallengeId::<T>::get();
 		let next = challenge_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
-		let (draw_at, expires_at, expiry_at) = Self::schedule_blocks(now, &params.timeline)?;
-		let appeal = Self::appeal_blocks(now, expiry_at, &params.timeline)?;
+		let (draw_at, expires_at, expiry_at) =
+			Self::schedule_blocks(now, &params.timeline, pool_id)?;
+		let appeal = Self::appeal_blocks(now, expiry_at, &params.timeline, pool_id)?;
 		let bond = T::ChallengeBond::get();
 		T::Currency::hold(&Self::bond_reason(), &challenger, bond)
 			.map_err(|_| Error::<T>::InsufficientBond)?;
@@ -121,11 +122,11 @@ impl<T: Config> Pallet<T> {
 			r.take_if(|candidates| candidates.is_empty());
 		});
 		NextChallengeId::<T>::put(next);
-		Self::schedule(draw_at, challenge_id);
-		Self::schedule(expiry_at, challenge_id);
+		Self::schedule(draw_at, challenge_id, pool_id);
+		Self::schedule(expiry_at, challenge_id, pool_id);
 		if let Some(a) = appeal {
-			Self::schedule(a.ruling_by, challenge_id);
-			Self::schedule(a.appeal_expiry_by, challenge_id);
+			Self::schedule(a.ruling_by, challenge_id, pool_id);
+			Self::schedule(a.appeal_expiry_by, challenge_id, pool_id);
 			Appeals::<T>::insert(challenge_id, a);
 		}
 		Self::deposit_event(Event::ChallengeOpened {

@@ -91,7 +91,7 @@ impl<T: Config> Pallet<T> {
 	/// `on_initialize` of block `n`: draws or expires every challenge scheduled at `n`
 	/// ([`Expiries`]). Returns the weight used.
 	pub(crate) fn advance_due(n: BlockNumberFor<T>) -> Weight {
-		let due = Expiries::<T>::take(n);
+		let due = Self::take_schedule(n);
 		let count = due.len() as u32;
 		for id in due {
 			Self::advance(id, n);

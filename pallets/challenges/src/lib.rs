@@ -146,6 +146,14 @@ pub mod pallet {
 		/// `on_initialize` is weighed by the entries it finds).
 		#[pallet::constant]
 		type MaxExpiriesPerBlock: Get<u32>;
+		/// Most of one block's schedule entries ([`Expiries`]) that the challenges of one pool
+		/// take, at least 1 and at most `MaxExpiriesPerBlock` (`integrity_test`): fillers opened
+		/// in the attacker's own pool, decided by its own jurors for fees, take at most this many
+		/// of a block's slots, and denying another pool the block takes fillers in
+		/// ⌈`MaxExpiriesPerBlock` / this⌉ pools (fillers in the victim's pool are judged by its
+		/// jurors, and cost their bonds when acquitted).
+		#[pallet::constant]
+		type MaxExpiriesPerPool: Get<u32>;
 		/// Least stake, in planck, of a drawn committee's jurors other than the parties; below it
 		/// there is no verdict.
 		#[pallet::constant]
@@ -266,6 +274,20 @@ pub mod pallet {
 		Twox64Concat,
 		BlockNumberFor<T>,
 		BoundedVec<ChallengeId, ConstU32<{ crate::MAX_SCHEDULED_PER_BLOCK }>>,
+		ValueQuery,
+	>;
+
+	/// Entries of each pool's challenges in each block's schedule ([`Expiries`]), by block and
+	/// pool (at most `MaxExpiriesPerPool`); deleted with the block's schedule in its
+	/// `on_initialize`, and when the count drops to 0.
+	#[pallet::storage]
+	pub type PoolSlots<T: Config> = StorageDoubleMap<
+		_,
+		Twox64Concat,
+		BlockNumberFor<T>,
+		Twox64Concat,
+		synod_primitives::PoolId,
+		u32,
 		ValueQuery,
 	>;
 
@@ -509,6 +531,10 @@ pub mod pallet {
 			assert!(
 				T::MaxExpiriesPerBlock::get() <= MAX_SCHEDULED_PER_BLOCK,
 				"a block's schedule is scheduled within its storage bound"
+			);
+			assert!(
+				(1..=T::MaxExpiriesPerBlock::get()).contains(&T::MaxExpiriesPerPool::get()),
+				"a pool's share of a block's schedule is at least one entry and at most all"
 			);
 			assert!(
 				T::AppealJurySize::get() >= T::JurySize::get(),

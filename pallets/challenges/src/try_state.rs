@@ -3,6 +3,7 @@
 use crate::pallet::*;
 use crate::Dispute;
 use frame_support::pallet_prelude::*;
+use frame_system::pallet_prelude::BlockNumberFor;
 use sp_runtime::traits::Saturating;
 use synod_primitives::{CheckpointsInspect, PoolId, RoundIndex};
 
@@ -126,18 +127,28 @@ impl<T: Config> Pallet<T> {
 
 	/// Invariants of the schedule: a block to come holds only open challenges, each of which
 	/// records it in [`ScheduledAt`] (so that closing frees it); only open challenges have an
-	/// entry there.
+	/// entry there; [`PoolSlots`] counts each block's entries by pool (no zero counts).
 	fn schedule_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
+		use alloc::collections::btree_map::BTreeMap;
 		let now = frame_system::Pallet::<T>::block_number();
+		let mut counted: BTreeMap<(BlockNumberFor<T>, PoolId), u32> = BTreeMap::new();
 		for (at, ids) in Expiries::<T>::iter().filter(|(at, _)| *at > now) {
 			for id in ids {
-				ensure!(OpenChallenges::<T>::contains_key(id), "a closed challenge holds a slot");
+				let c = OpenChallenges::<T>::get(id).ok_or("a closed challenge holds a slot")?;
 				ensure!(
 					ScheduledAt::<T>::get(id).contains(&at),
 					"a slot missing from its challenge's ScheduledAt"
 				);
+				let n = counted.entry((at, c.pool_id)).or_default();
+				*n = n.saturating_add(1);
 			}
 		}
+		let mut slots = 0usize;
+		for (at, pool, n) in PoolSlots::<T>::iter().filter(|(at, _, _)| *at > now) {
+			ensure!(counted.get(&(at, pool)) == Some(&n), "PoolSlots differs from the schedule");
+			slots = slots.saturating_add(1);
+		}
+		ensure!(counted.len() == slots, "a pool's entries in a block are not counted");
 		for id in ScheduledAt::<T>::iter_keys() {
 			ensure!(OpenChallenges::<T>::contains_key(id), "ScheduledAt of a closed challenge");
 		}

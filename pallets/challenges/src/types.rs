@@ -132,4 +132,8 @@ pub trait BenchmarkHelper<AccountId> {
 	fn voided_round(members: u32) -> (synod_primitives::PoolId, alloc::vec::Vec<AccountId>);
 	/// Bonds `stake` planck for `who` (a juror candidate).
 	fn bond(who: &AccountId, stake: u128);
+	/// Sets the snapshot stakes (planck) of `pool`'s `round` to `stakes`, in member order: a
+	/// committee drawn from unequal stakes (many small jurors and one large one) is the worst
+	/// case of a vote.
+	fn set_snapshot_stakes(pool: synod_primitives::PoolId, round: u32, stakes: &[u128]);
 }

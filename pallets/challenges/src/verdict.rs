@@ -62,7 +62,7 @@ impl<T: Config> Pallet<T> {
 	/// `ChallengeClosed` with `verdict`; a `Guilty` one is also stored in `Verdicts` (a
 	/// conviction is final).
 	pub(crate) fn close(challenge_id: ChallengeId, c: &Challenge<T>, verdict: protocol::Verdict) {
-		Self::unschedule(challenge_id);
+		Self::unschedule(challenge_id, c.pool_id);
 		OpenChallenges::<T>::remove(challenge_id);
 		EligibleJurors::<T>::remove(challenge_id);
 		Appeals::<T>::remove(challenge_id);
@@ -238,14 +238,14 @@ impl<T: Config> Pallet<T> {
 	/// candidates ([`Pallet::share_recipient`]), per absent juror (at most `MaxPoolMembers`)
 	/// its [`NoShows`] record, its
 	/// [`ScheduledAt`] entry with the (at most [`MAX_SCHEDULED`]) blocks whose schedule it
-	/// leaves, and its [`Disputes`] entry.
+	/// leaves and its pool's [`PoolSlots`] count in each, and its [`Disputes`] entry.
 	pub(crate) fn close_weight() -> Weight {
 		let n = u64::from(T::MaxPoolMembers::get())
 			.saturating_add(1)
 			.saturating_add(1)
 			.saturating_add(u64::from(crate::MAX_SHARE_CANDIDATES))
 			.saturating_add(1)
-			.saturating_add(u64::from(MAX_SCHEDULED))
+			.saturating_add(u64::from(MAX_SCHEDULED).saturating_mul(2))
 			.saturating_add(1);
 		T::DbWeight::get().reads_writes(n, n)
 	}

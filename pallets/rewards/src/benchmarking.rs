@@ -1,7 +1,7 @@
 //! Benchmarks (FRAME benchmarking v2).
 
 use super::*;
-use crate::pallet::{Claimable, Settlements, Unsettled};
+use crate::pallet::{Claimable, SettleCursor, Settlements, Unsettled};
 use frame_benchmarking::v2::*;
 use frame_support::traits::{Get, Hooks};
 use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
@@ -12,8 +12,9 @@ mod benchmarks {
 	use super::*;
 
 	/// A claim that settles nothing after reading the most unsettled entries it reads
-	/// (`2 × MaxSettlementsPerBlock`, none due): `claim_rewards`' weight beyond the settlements
-	/// it makes ([`Pallet::claim_weight`]).
+	/// (`2 × MaxSettlementsPerBlock`, none due) from a cursor in their midst (the scan wraps
+	/// around and moves the cursor): `claim_rewards`' weight beyond the settlements it makes
+	/// ([`Pallet::claim_weight`]).
 	#[benchmark]
 	fn claim_rewards() -> Result<(), BenchmarkError> {
 		let (pool, members) = T::BenchmarkHelper::final_round(T::MaxContributors::get());
@@ -26,10 +27,15 @@ mod benchmarks {
 				PendingRound { reserved: 0u32.into(), settle_at: later, scheduled: false };
 			Unsettled::<T>::insert(pool, round, pending);
 		}
+		let middle = Unsettled::<T>::iter_key_prefix(pool)
+			.nth(scanned as usize / 2)
+			.ok_or(BenchmarkError::Weightless)?;
+		SettleCursor::<T>::insert(pool, middle);
 		let who = members.first().cloned().ok_or(BenchmarkError::Weightless)?;
 		#[extrinsic_call]
 		_(RawOrigin::Signed(who.clone()), pool);
 		assert!(Claimable::<T>::get(pool, who) == 0u32.into());
+		assert!(SettleCursor::<T>::get(pool).is_some(), "the scan read its whole budget");
 		assert_eq!(Unsettled::<T>::iter_prefix(pool).count() as u32, scanned, "none settled");
 		let _ = Unsettled::<T>::clear_prefix(pool, scanned, None);
 		Ok(())

@@ -106,6 +106,14 @@ pub mod pallet {
 		PendingRound<T::Balance, BlockNumberFor<T>>,
 	>;
 
+	/// Where the next claim's scan of a pool's [`Unsettled`] rounds starts: after this round's
+	/// key (in the map's key order), wrapping around, so that every unsettled round is read
+	/// within ⌈N / (2 × MaxSettlementsPerBlock)⌉ claims of a pool with N of them. Absent: from
+	/// the first key. One `u32` per pool with unsettled rounds; removed once a scan reads them
+	/// all, and when the pool is reaped.
+	#[pallet::storage]
+	pub type SettleCursor<T: Config> = StorageMap<_, Twox64Concat, PoolId, RoundIndex>;
+
 	/// Rounds to settle at a block.
 	#[pallet::storage]
 	pub type Settlements<T: Config> = StorageMap<

@@ -45,6 +45,7 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 	}
 
 	fn clear(pool: PoolId, limit: u32) -> (u32, bool) {
+		SettleCursor::<T>::remove(pool);
 		let owed: Vec<(T::AccountId, T::Balance)> =
 			Claimable::<T>::iter_prefix(pool).take(limit as usize).collect();
 		let mut paid = 0u32;
@@ -63,28 +64,59 @@ impl<T: Config> synod_primitives::PoolRecords for Pallet<T> {
 	}
 
 	fn clear_weight(limit: u32) -> Weight {
-		// Each record is one payment; plus the prefix read and the emptiness check.
+		// Each record is one payment; plus the prefix read and the emptiness check, and the
+		// scan cursor's removal.
 		T::WeightInfo::pay_claim()
 			.saturating_mul(u64::from(limit))
-			.saturating_add(T::DbWeight::get().reads(2))
+			.saturating_add(T::DbWeight::get().reads_writes(2, 1))
 	}
 }
 
 impl<T: Config> Pallet<T> {
 	/// Settles up to `MaxSettlementsPerBlock` of `pool_id`'s rounds that are due, after reading
-	/// at most `2 × MaxSettlementsPerBlock` unsettled entries. Returns the rounds settled.
+	/// at most `2 × MaxSettlementsPerBlock` unsettled entries from [`SettleCursor`] on (wrapping
+	/// around), and moves the cursor past them. Returns the rounds settled.
 	pub(crate) fn settle_due(pool_id: PoolId) -> u32 {
 		let now = frame_system::Pallet::<T>::block_number();
 		// Bounded work: at most 2 × MaxSettlementsPerBlock entries are read and at most
 		// MaxSettlementsPerBlock settled (what `claim_rewards` is weighed for); anything due
-		// beyond them is settled by the next claim or `settle_round`.
+		// beyond them is settled by the next claim (the cursor moves on, so that rounds not
+		// due yet cannot hide a due one from every claim) or `settle_round`.
 		let max = T::MaxSettlementsPerBlock::get() as usize;
-		let due: Vec<RoundIndex> = Unsettled::<T>::iter_prefix(pool_id)
-			.take(max.saturating_mul(2))
-			.filter(|(_, p)| p.settle_at <= now)
-			.take(max)
-			.map(|(r, _)| r)
-			.collect();
+		let budget = max.saturating_mul(2);
+		let mut read: Vec<(RoundIndex, BlockNumberFor<T>)> = match SettleCursor::<T>::get(pool_id) {
+			Some(after) => Unsettled::<T>::iter_prefix_from(
+				pool_id,
+				Unsettled::<T>::hashed_key_for(pool_id, after),
+			)
+			.take(budget)
+			.map(|(r, p)| (r, p.settle_at))
+			.collect(),
+			None => Vec::new(),
+		};
+		if read.len() < budget {
+			// Wrapped around: from the first key, up to the entries read already.
+			let left = budget.saturating_sub(read.len());
+			let first = read.first().map(|(r, _)| *r);
+			read.extend(
+				Unsettled::<T>::iter_prefix(pool_id)
+					.take(left)
+					.take_while(|(r, _)| Some(*r) != first)
+					.map(|(r, p)| (r, p.settle_at)),
+			);
+		}
+		let due: Vec<RoundIndex> =
+			read.iter().filter(|(_, at)| *at <= now).take(max).map(|(r, _)| *r).collect();
+		// The next scan starts after the last round read, or, when due rounds read were left
+		// for the settlement limit, after the last one settled (they come first next time).
+		let last = match due.last() {
+			Some(r) if due.len() == max => Some(*r),
+			_ => read.last().map(|(r, _)| *r).filter(|_| read.len() == budget),
+		};
+		match last {
+			Some(r) => SettleCursor::<T>::insert(pool_id, r),
+			None => SettleCursor::<T>::remove(pool_id),
+		}
 		let settled = due.len() as u32;
 		for round in due {
 			Self::settle(pool_id, round);

@@ -265,3 +265,67 @@ fn a_claim_is_refunded_the_settlements_it_did_not_make() {
 		assert_eq!(err.error, Error::<Test>::NothingToClaim.into());
 	});
 }
+
+/// Rounds left to lazy settlement that are not due yet must not hide a due one from every
+/// claim: each claim reads `2 × MaxSettlementsPerBlock` (4) entries from where the last one
+/// stopped, so a due round is reached within ⌈N / 4⌉ claims whatever its place in the map's
+/// key order.
+#[test]
+fn rounds_not_due_cannot_hide_a_due_round_from_every_claim() {
+	run_test(|| {
+		three_trainers();
+		for who in 1..=3 {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+		}
+		run_to_block(34);
+		assert_eq!(Claimable::<Test>::get(0, 1), 333);
+		// Ten rounds wait for a lazy settlement far ahead; the one last in key order is due.
+		for round in 2..=11 {
+			let pending = PendingRound { reserved: 0, settle_at: 1_000, scheduled: false };
+			Unsettled::<Test>::insert(0, round, pending);
+		}
+		let hidden = Unsettled::<Test>::iter_key_prefix(0).last().expect("ten rounds");
+		Unsettled::<Test>::mutate(0, hidden, |p| {
+			if let Some(p) = p {
+				p.settle_at = 34;
+			}
+		});
+		// Three claims (one per trainer: a claim with nothing to pay is reverted whole).
+		for who in 1..=3 {
+			assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(who), 0));
+		}
+		assert_eq!(Unsettled::<Test>::get(0, hidden), None, "the due round was settled");
+		assert_eq!(Unsettled::<Test>::iter_prefix(0).count(), 9);
+	});
+}
+
+/// Due rounds a claim read but left for its settlement limit are the first the next claim
+/// settles, not a whole cycle of the scan later.
+#[test]
+fn due_rounds_left_for_the_settlement_limit_come_first_in_the_next_claim() {
+	run_test(|| {
+		three_trainers();
+		for who in 1..=3 {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+		}
+		run_to_block(34);
+		for round in 2..=11 {
+			let pending = PendingRound { reserved: 0, settle_at: 1_000, scheduled: false };
+			Unsettled::<Test>::insert(0, round, pending);
+		}
+		// The first four in key order (one claim's scan) are due.
+		let first: Vec<u32> = Unsettled::<Test>::iter_key_prefix(0).take(4).collect();
+		for round in &first {
+			Unsettled::<Test>::mutate(0, round, |p| {
+				if let Some(p) = p {
+					p.settle_at = 34;
+				}
+			});
+		}
+		// A claim settles two (`MaxSettlementsPerBlock`); the next one the other two.
+		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(1), 0));
+		assert_eq!(first.iter().filter(|r| Unsettled::<Test>::contains_key(0, **r)).count(), 2);
+		assert_ok!(Rewards::claim_rewards(RuntimeOrigin::signed(2), 0));
+		assert!(first.iter().all(|r| !Unsettled::<Test>::contains_key(0, r)), "all four settled");
+	});
+}

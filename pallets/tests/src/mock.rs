@@ -218,6 +218,8 @@ parameter_types! {
 	pub const InactivityLeak: Perbill = Perbill::from_percent(1);
 	/// Blocks a ruling waits for an appeal: 0 (no appeals) unless a test sets it.
 	pub storage AppealPeriod: u64 = 0;
+	/// A pool's share of a block's schedule: all of it (4) unless a test sets it.
+	pub storage MaxExpiriesPerPool: u32 = 4;
 	/// Blocks between opening a challenge and drawing its jury: [`JURY_DELAY`] unless a test
 	/// sets it.
 	pub storage JuryDelay: u64 = JURY_DELAY;
@@ -354,6 +356,7 @@ impl pallet_challenges::Config for Test {
 	type NoShowSlash = NoShowSlash;
 	type MaxPoolMembers = ConstU32<MAX_MEMBERS>;
 	type MaxExpiriesPerBlock = ConstU32<4>;
+	type MaxExpiriesPerPool = MaxExpiriesPerPool;
 	type MinJuryStake = ConstU128<500>;
 	type Slash = ToTreasury;
 	type WeightInfo = ();
@@ -423,6 +426,13 @@ impl pallet_challenges::BenchmarkHelper<AccountId> for BenchHelper {
 	}
 	fn bond(who: &AccountId, stake: u128) {
 		assert_ok!(TrainerStaking::bond(RuntimeOrigin::signed(*who), stake.max(100)));
+	}
+	fn set_snapshot_stakes(pool: u32, round: u32, stakes: &[u128]) {
+		pallet_checkpoints::Snapshots::<Test>::mutate((pool, round), |s| {
+			for (p, stake) in s.iter_mut().flatten().zip(stakes) {
+				p.stake = *stake;
+			}
+		});
 	}
 }
 

@@ -202,6 +202,10 @@ impl pallet_challenges::Config for Runtime {
     // span within its timeline has no room is refused (`ScheduleFull`). A block's schedule holds up to
     // `pallet_challenges::MAX_SCHEDULED_PER_BLOCK` entries; only this many are scheduled into one.
     type MaxExpiriesPerBlock = ConstU32<12>;
+    // Half a block's schedule per pool: fillers in the attacker's own pools deny another pool
+    // a block only from two pools at once, and fillers in the victim's pool (judged by its
+    // jurors) risk six bonds per block.
+    type MaxExpiriesPerPool = ConstU32<6>;
     type MinJuryStake = MinJuryStake;
     type Slash = ToTreasury;
     type WeightInfo = pallet_challenges::weights::SubstrateWeight<Runtime>;
@@ -283,6 +287,14 @@ mod benchmark_helpers {
                 stake.max(MinBond::get()),
             )
             .expect("benchmark account can bond");
+        }
+
+        fn set_snapshot_stakes(pool: u32, round: u32, stakes: &[u128]) {
+            pallet_checkpoints::Snapshots::<Runtime>::mutate((pool, round), |s| {
+                for (p, stake) in s.iter_mut().flatten().zip(stakes) {
+                    p.stake = *stake;
+                }
+            });
         }
     }
 

@@ -6,7 +6,9 @@
 //! filler that closed at its draw kept the three later slots it reserved, so one batch denied
 //! honest openings at several offsets for the price of one. The defence: closing a challenge
 //! frees every slot it holds in the blocks to come (`ScheduledAt`), so a batch of fillers denies
-//! only the blocks of its draw, and only while its bonds are held.
+//! only the blocks of its draw, and only while its bonds are held; and one pool's challenges
+//! take at most `MaxExpiriesPerPool` of a block's entries, so fillers in the attacker's own pool
+//! leave the rest to the other pools.
 
 use crate::mock::*;
 use frame_support::assert_ok;
@@ -103,5 +105,55 @@ fn a_ruling_executed_early_frees_the_appeal_blocks_it_reserved() {
 		run_to_block(executes_at);
 		assert!(!OpenChallenges::<Test>::contains_key(id), "executed");
 		assert_eq!(slots(id), Vec::<u64>::new(), "its reserved blocks are free again");
+	});
+}
+
+#[test]
+fn fillers_in_the_attackers_own_pool_cannot_take_another_pools_draw_block() {
+	run_test(|| {
+		// A block's schedule holds 4 entries, at most 2 of one pool's challenges.
+		MaxExpiriesPerPool::set(&2);
+		final_round();
+		// The attacker's own pool 1 (trainers 6, 7, 8), its round 1 final beside pool 0's.
+		let own = pallet_training_pools::NextPoolId::<Test>::get();
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(3, 3, two_thirds())
+		));
+		for who in [6, 7, 8] {
+			bond_and_join(who, own, 1_000);
+		}
+		for who in [6, 7, 8] {
+			assert_ok!(commit_to(own, who, 1, 9, &[0, 1, 2]));
+		}
+		run_to_challenges(0, 1);
+		let block = System::block_number();
+		// Four fillers against its own contributions, one per challenger and contribution, in
+		// the block an honest verifier of pool 0 challenges in: two are scheduled, the others
+		// refused.
+		let fillers = [(7, 6), (8, 6), (6, 7), (8, 7)];
+		let opened: Vec<bool> = fillers
+			.iter()
+			.map(|(challenger, accused)| {
+				open_challenge(*challenger, own, 1, *accused, [0x33; 32]).is_ok()
+			})
+			.collect();
+		assert_eq!(opened, vec![true, true, false, false]);
+		assert_eq!(System::block_number(), block, "all in one block");
+		assert_eq!(
+			open_challenge(8, own, 1, 7, [0x33; 32]),
+			Err(pallet_challenges::Error::<Test>::ScheduleFull.into())
+		);
+		// The honest challenge in pool 0 finds the block's other slots.
+		let honest = NextChallengeId::<Test>::get();
+		assert_ok!(open_challenge(2, 0, 1, 1, [0x44; 32]));
+		let c = OpenChallenges::<Test>::get(honest).expect("open");
+		assert!(Expiries::<Test>::get(c.draw_at).contains(&honest), "its draw is scheduled");
+		assert_eq!(pallet_challenges::PoolSlots::<Test>::get(c.draw_at, own), 2);
+		assert_eq!(pallet_challenges::PoolSlots::<Test>::get(c.draw_at, 0), 1);
+		// Every count goes with the block's schedule.
+		run_to_block(c.draw_at);
+		assert_eq!(pallet_challenges::PoolSlots::<Test>::iter_prefix(c.draw_at).count(), 0);
+		assert!(!OpenChallenges::<Test>::get(honest).expect("open").jury.is_empty(), "drawn");
 	});
 }

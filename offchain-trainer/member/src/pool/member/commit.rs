@@ -257,7 +257,7 @@ impl Trainer {
         let t_outer = Instant::now();
         let included = crate::train::net::contributions(&ex.included);
         // The snapshot's weights: the round may have opened during the exchange.
-        let stakes = self.round_stakes(r, stakes)?;
+        let stakes = self.round_stakes(r, stakes);
         let outcome = match state.apply(&included, ctx.rule.aggregator(Some(&stakes)).as_ref()) {
             Ok(outcome) => outcome,
             Err(e) => {

@@ -388,15 +388,20 @@ impl Trainer {
     }
 
     /// The aggregation weights of round `round`: its snapshot's stakes once it is open,
-    /// `before` (the stakes [`Trainer::refresh_members`] read before it opened) otherwise.
-    ///
-    /// # Errors
-    /// A failed storage read.
-    fn round_stakes(&self, round: u32, before: Stakes) -> Result<Stakes> {
-        let snapshot = self
+    /// `before` (the stakes [`Trainer::refresh_members`] read, the snapshot's when it was
+    /// open then) otherwise, and when the read fails.
+    fn round_stakes(&self, round: u32, before: Stakes) -> Stakes {
+        match self
             .ctx
-            .block_on(self.ctx.chain.round_snapshot(self.ctx.pool, round))?;
-        Ok(snapshot.as_deref().map_or(before, snapshot_stakes))
+            .block_on(self.ctx.chain.round_snapshot(self.ctx.pool, round))
+        {
+            Ok(Some(snapshot)) => snapshot_stakes(&snapshot),
+            Ok(None) => before,
+            Err(e) => {
+                tracing::warn!(round, "cannot read the round's snapshot, aggregating with the stakes read before: {e}");
+                before
+            }
+        }
     }
 
     /// The peer ids of the members other than us (as last read by

@@ -7,7 +7,7 @@ use synod_chain::types::Verdict;
 use synod_chain::ChainError;
 use synod_protocol::RoundPhase;
 
-use super::{DutyWorker, SCHEDULE_RETRY_BLOCKS};
+use super::{schedule_retry_blocks, DutyWorker};
 use crate::event::TrainerEvent;
 
 impl DutyWorker {
@@ -28,7 +28,7 @@ impl DutyWorker {
     /// accomplice's sham challenge must not shield the cheater); a contribution already found
     /// guilty, or out of its challenge window, is dropped; one whose challenge by us is
     /// already open is done; one that cannot be opened yet (the challenge schedule full) is
-    /// tried again [`SCHEDULE_RETRY_BLOCKS`] later (each failed try costs a fee); one whose
+    /// tried again [`schedule_retry_blocks`] later (each failed try costs a fee); one whose
     /// submission the chain did not decide (RPC, pool or timeout errors) is tried again at
     /// the next pass. A narrowed challenge the runtime refuses for its narrowing disputes the
     /// whole phase instead.
@@ -106,10 +106,11 @@ impl DutyWorker {
                     ("not opened: ours is already open".to_string(), true)
                 }
                 Err(e) if e.is_module("Challenges", "ScheduleFull") => {
-                    let next =
-                        self.duties
-                            .challenge_not_before
-                            .after(key, now, SCHEDULE_RETRY_BLOCKS);
+                    let next = self.duties.challenge_not_before.after(
+                        key,
+                        now,
+                        schedule_retry_blocks(self.ctx.me),
+                    );
                     (
                         format!(
                             "retrying at block {next}: no block left to schedule its jury draw in"

@@ -168,7 +168,7 @@ pub(super) struct Duties {
     /// until opened, convicted or out of the window.
     to_challenge: BTreeMap<(u32, u32), (AccountId, f64, calls::Dispute)>,
     /// Finalized block before which a challenge refused for a full schedule is not tried
-    /// again ([`SCHEDULE_RETRY_BLOCKS`]): each failed try costs a fee.
+    /// again ([`schedule_retry_blocks`]): each failed try costs a fee.
     challenge_not_before: RetryAt<(u32, u32)>,
     /// Equivocations seen by the network and not reported yet: (round, member) → (proof,
     /// failed submissions). See [`DutyWorker::report_equivocations`].
@@ -266,8 +266,18 @@ const RECENT_CHALLENGES: u32 = 256;
 /// every finalized block, so this is about as many blocks).
 const MAX_REPORT_TRIES: u32 = 60;
 
-/// Blocks a challenge refused with `ScheduleFull` waits before its next try.
+/// Blocks a challenge refused with `ScheduleFull` waits at least before its next try
+/// ([`schedule_retry_blocks`]).
 const SCHEDULE_RETRY_BLOCKS: u64 = 3;
+
+/// Blocks member `me`'s challenge refused with `ScheduleFull` waits before its next try:
+/// [`SCHEDULE_RETRY_BLOCKS`] plus `me` mod 3, so that the verifiers of a pool, refused in one
+/// block (they read the same finalized block), try again in three different blocks rather
+/// than all in one, where the pool's share of the schedule (`MaxExpiriesPerPool`) would
+/// refuse most of them again.
+fn schedule_retry_blocks(me: u32) -> u64 {
+    SCHEDULE_RETRY_BLOCKS + u64::from(me % 3)
+}
 
 /// Finalized blocks before which keyed work is not tried again (a challenge refused for a
 /// full schedule, a round whose residuals were not served).
@@ -494,7 +504,7 @@ mod tests {
 
     use super::{
         asks_residual_again, duty_wait, may_stop, residual_deadline_passed, residual_fetch_wait,
-        MIN_DUTY_WAIT, MIN_STATE_WAIT, STATE_FETCH,
+        schedule_retry_blocks, MIN_DUTY_WAIT, MIN_STATE_WAIT, STATE_FETCH,
     };
 
     use synod_protocol::{RoundState, Timeline};
@@ -536,6 +546,13 @@ mod tests {
         assert!(may_stop(Some(&last), until + 1, false));
         assert!(!may_stop(Some(&last), until + 1, true));
         assert!(may_stop(None, 0, false));
+    }
+
+    #[test]
+    fn verifiers_refused_for_a_full_schedule_retry_in_different_blocks() {
+        let waits: std::collections::BTreeSet<u64> = (0..6).map(schedule_retry_blocks).collect();
+        assert_eq!(waits, [3, 4, 5].into_iter().collect());
+        assert!((0..32).all(|me| (3..=5).contains(&schedule_retry_blocks(me))));
     }
 
     #[test]
