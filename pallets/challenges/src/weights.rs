@@ -51,6 +51,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::NextChallengeId` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:4 w:4)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::PoolSlots` (r:4 w:4)
+	/// Proof: `Challenges::PoolSlots` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
@@ -68,11 +70,11 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn open_challenge(m: u32) -> Weight {
 		// Proof size: measured `3352`, estimated `11198` bytes.
-		Weight::from_parts(2_557_276_794, 11198)
-			.saturating_add(Weight::from_parts(31_259_143, 0).saturating_mul(m.into()))
-			.saturating_add(T::DbWeight::get().reads(17_u64))
+		Weight::from_parts(2_254_938_412, 11198)
+			.saturating_add(Weight::from_parts(12_453_141, 0).saturating_mul(m.into()))
+			.saturating_add(T::DbWeight::get().reads(21_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
-			.saturating_add(T::DbWeight::get().writes(14_u64))
+			.saturating_add(T::DbWeight::get().writes(18_u64))
 			.saturating_add(Weight::from_parts(0, 2523).saturating_mul(m.into()))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
@@ -95,6 +97,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::NextChallengeId` (`max_values`: Some(1), `max_size`: Some(4), added: 499, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:4 w:4)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::PoolSlots` (r:4 w:4)
+	/// Proof: `Challenges::PoolSlots` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
 	/// Storage: `System::Account` (r:1 w:1)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:1 w:1)
@@ -114,22 +118,22 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn open_narrowed_challenge(m: u32) -> Weight {
 		// Proof size: measured `3352`, estimated `11198` bytes.
-		Weight::from_parts(2_733_299_644, 11198)
-			.saturating_add(Weight::from_parts(14_456_381, 0).saturating_mul(m.into()))
-			.saturating_add(T::DbWeight::get().reads(17_u64))
+		Weight::from_parts(2_275_310_220, 11198)
+			.saturating_add(Weight::from_parts(10_390_599, 0).saturating_mul(m.into()))
+			.saturating_add(T::DbWeight::get().reads(21_u64))
 			.saturating_add(T::DbWeight::get().reads((1_u64).saturating_mul(m.into())))
-			.saturating_add(T::DbWeight::get().writes(15_u64))
+			.saturating_add(T::DbWeight::get().writes(19_u64))
 			.saturating_add(Weight::from_parts(0, 2523).saturating_mul(m.into()))
 	}
 	/// Storage: `Challenges::OpenChallenges` (r:1 w:1)
 	/// Proof: `Challenges::OpenChallenges` (`max_values`: None, `max_size`: Some(21338), added: 23813, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Appeals` (r:1 w:1)
 	/// Proof: `Challenges::Appeals` (`max_values`: None, `max_size`: Some(75), added: 2550, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::Votes` (r:32 w:16)
+	/// Storage: `Challenges::Votes` (r:32 w:32)
 	/// Proof: `Challenges::Votes` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `Balances::Holds` (r:2 w:2)
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
-	/// Storage: `System::Account` (r:18 w:18)
+	/// Storage: `System::Account` (r:34 w:34)
 	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Verdicts` (r:1 w:1)
 	/// Proof: `Challenges::Verdicts` (`max_values`: None, `max_size`: Some(73), added: 2548, mode: `MaxEncodedLen`)
@@ -143,6 +147,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:3 w:3)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::PoolSlots` (r:3 w:3)
+	/// Proof: `Challenges::PoolSlots` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenBy` (r:1 w:1)
 	/// Proof: `Challenges::OpenBy` (`max_values`: None, `max_size`: Some(124), added: 2599, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenAgainst` (r:1 w:1)
@@ -152,11 +158,13 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::Disputes` (r:0 w:1)
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn vote() -> Weight {
-		// Proof size: measured `6754`, estimated `82142` bytes.
-		Weight::from_parts(7_191_689_000, 82142)
-			.saturating_add(T::DbWeight::get().reads(64_u64))
-			.saturating_add(T::DbWeight::get().writes(50_u64))
+		// Proof size: measured `8741`, estimated `89492` bytes.
+		Weight::from_parts(10_643_294_000, 89492)
+			.saturating_add(T::DbWeight::get().reads(83_u64))
+			.saturating_add(T::DbWeight::get().writes(85_u64))
 	}
+	/// Storage: `Challenges::PoolSlots` (r:12 w:12)
+	/// Proof: `Challenges::PoolSlots` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:1 w:1)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenChallenges` (r:12 w:12)
@@ -173,13 +181,13 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
 	/// The range of component `e` is `[0, 12]`.
 	fn on_initialize_expire(e: u32) -> Weight {
-		// Proof size: measured `647`, estimated `3542` bytes.
-		Weight::from_parts(177_796_419, 3542)
-			.saturating_add(Weight::from_parts(582_892_574, 0).saturating_mul(e.into()))
+		// Proof size: measured `788`, estimated `3542` bytes.
+		Weight::from_parts(154_359_985, 3542)
+			.saturating_add(Weight::from_parts(505_099_112, 0).saturating_mul(e.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
-			.saturating_add(T::DbWeight::get().reads((5_u64).saturating_mul(e.into())))
+			.saturating_add(T::DbWeight::get().reads((6_u64).saturating_mul(e.into())))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
-			.saturating_add(T::DbWeight::get().writes((1_u64).saturating_mul(e.into())))
+			.saturating_add(T::DbWeight::get().writes((2_u64).saturating_mul(e.into())))
 			.saturating_add(Weight::from_parts(0, 23813).saturating_mul(e.into()))
 	}
 	/// Storage: `Challenges::OpenChallenges` (r:1 w:1)
@@ -204,6 +212,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:2 w:2)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::PoolSlots` (r:2 w:2)
+	/// Proof: `Challenges::PoolSlots` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::OpenBy` (r:1 w:1)
 	/// Proof: `Challenges::OpenBy` (`max_values`: None, `max_size`: Some(124), added: 2599, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::ShareCandidates` (r:1 w:1)
@@ -217,10 +227,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Challenges::Disputes` (r:0 w:1)
 	/// Proof: `Challenges::Disputes` (`max_values`: None, `max_size`: Some(17), added: 2492, mode: `MaxEncodedLen`)
 	fn expire() -> Weight {
-		// Proof size: measured `11184`, estimated `102750` bytes.
-		Weight::from_parts(12_463_874_000, 102750)
-			.saturating_add(T::DbWeight::get().reads(173_u64))
-			.saturating_add(T::DbWeight::get().writes(174_u64))
+		// Proof size: measured `11334`, estimated `102750` bytes.
+		Weight::from_parts(10_339_264_000, 102750)
+			.saturating_add(T::DbWeight::get().reads(175_u64))
+			.saturating_add(T::DbWeight::get().writes(176_u64))
 	}
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
@@ -245,9 +255,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
 	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[2, 32]`.
-	fn report_equivocation(_m: u32) -> Weight {
+	fn report_equivocation(m: u32) -> Weight {
 		// Proof size: measured `4046`, estimated `8799` bytes.
-		Weight::from_parts(4_846_115_919, 8799)
+		Weight::from_parts(3_560_374_517, 8799)
+			.saturating_add(Weight::from_parts(2_328_227, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().writes(7_u64))
 	}
@@ -260,8 +271,8 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `Balances::Holds` (r:1 w:1)
 	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
 	fn appeal() -> Weight {
-		// Proof size: measured `2938`, estimated `24803` bytes.
-		Weight::from_parts(520_375_000, 24803)
+		// Proof size: measured `2976`, estimated `24803` bytes.
+		Weight::from_parts(401_392_000, 24803)
 			.saturating_add(T::DbWeight::get().reads(4_u64))
 			.saturating_add(T::DbWeight::get().writes(4_u64))
 	}
@@ -277,19 +288,21 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
 	/// Storage: `Checkpoints::Snapshots` (r:1 w:0)
 	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
-	/// Storage: `Challenges::Votes` (r:15 w:15)
+	/// Storage: `Challenges::Votes` (r:20 w:20)
 	/// Proof: `Challenges::Votes` (`max_values`: None, `max_size`: Some(61), added: 2536, mode: `MaxEncodedLen`)
 	/// Storage: `TrainingPools::Pools` (r:1 w:0)
 	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::Expiries` (r:8 w:1)
 	/// Proof: `Challenges::Expiries` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Storage: `Challenges::PoolSlots` (r:8 w:1)
+	/// Proof: `Challenges::PoolSlots` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
 	/// Storage: `Challenges::ScheduledAt` (r:1 w:1)
 	/// Proof: `Challenges::ScheduledAt` (`max_values`: None, `max_size`: Some(37), added: 2512, mode: `MaxEncodedLen`)
 	fn draw_appeal() -> Weight {
-		// Proof size: measured `8486`, estimated `39030` bytes.
-		Weight::from_parts(1_627_659_000, 39030)
-			.saturating_add(T::DbWeight::get().reads(31_u64))
-			.saturating_add(T::DbWeight::get().writes(20_u64))
+		// Proof size: measured `9115`, estimated `51710` bytes.
+		Weight::from_parts(1_560_252_000, 51710)
+			.saturating_add(T::DbWeight::get().reads(44_u64))
+			.saturating_add(T::DbWeight::get().writes(26_u64))
 	}
 	/// Storage: `TrainerStaking::Ledger` (r:1 w:0)
 	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
@@ -297,7 +310,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn register_juror() -> Weight {
 		// Proof size: measured `245`, estimated `4170` bytes.
-		Weight::from_parts(164_909_000, 4170)
+		Weight::from_parts(126_928_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -307,7 +320,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Challenges::OptedOut` (`max_values`: None, `max_size`: Some(48), added: 2523, mode: `MaxEncodedLen`)
 	fn unregister_juror() -> Weight {
 		// Proof size: measured `172`, estimated `4170` bytes.
-		Weight::from_parts(144_671_000, 4170)
+		Weight::from_parts(116_568_000, 4170)
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().writes(1_u64))
 	}
@@ -316,59 +329,60 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn open_challenge(m: u32) -> Weight {
-		Weight::from_parts(2_557_276_794, 11198)
-			.saturating_add(Weight::from_parts(31_259_143, 0).saturating_mul(m.into()))
-			.saturating_add(RocksDbWeight::get().reads(17_u64))
+		Weight::from_parts(2_254_938_412, 11198)
+			.saturating_add(Weight::from_parts(12_453_141, 0).saturating_mul(m.into()))
+			.saturating_add(RocksDbWeight::get().reads(21_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
-			.saturating_add(RocksDbWeight::get().writes(14_u64))
+			.saturating_add(RocksDbWeight::get().writes(18_u64))
 	}
 	fn open_narrowed_challenge(m: u32) -> Weight {
-		Weight::from_parts(2_733_299_644, 11198)
-			.saturating_add(Weight::from_parts(14_456_381, 0).saturating_mul(m.into()))
-			.saturating_add(RocksDbWeight::get().reads(17_u64))
+		Weight::from_parts(2_275_310_220, 11198)
+			.saturating_add(Weight::from_parts(10_390_599, 0).saturating_mul(m.into()))
+			.saturating_add(RocksDbWeight::get().reads(21_u64))
 			.saturating_add(RocksDbWeight::get().reads((1_u64).saturating_mul(m.into())))
-			.saturating_add(RocksDbWeight::get().writes(15_u64))
+			.saturating_add(RocksDbWeight::get().writes(19_u64))
 	}
 	fn vote() -> Weight {
-		Weight::from_parts(7_191_689_000, 82142)
-			.saturating_add(RocksDbWeight::get().reads(64_u64))
-			.saturating_add(RocksDbWeight::get().writes(50_u64))
+		Weight::from_parts(10_643_294_000, 89492)
+			.saturating_add(RocksDbWeight::get().reads(83_u64))
+			.saturating_add(RocksDbWeight::get().writes(85_u64))
 	}
 	fn on_initialize_expire(e: u32) -> Weight {
-		Weight::from_parts(177_796_419, 3542)
-			.saturating_add(Weight::from_parts(582_892_574, 0).saturating_mul(e.into()))
+		Weight::from_parts(154_359_985, 3542)
+			.saturating_add(Weight::from_parts(505_099_112, 0).saturating_mul(e.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
-			.saturating_add(RocksDbWeight::get().reads((5_u64).saturating_mul(e.into())))
+			.saturating_add(RocksDbWeight::get().reads((6_u64).saturating_mul(e.into())))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
-			.saturating_add(RocksDbWeight::get().writes((1_u64).saturating_mul(e.into())))
+			.saturating_add(RocksDbWeight::get().writes((2_u64).saturating_mul(e.into())))
 	}
 	fn expire() -> Weight {
-		Weight::from_parts(12_463_874_000, 102750)
-			.saturating_add(RocksDbWeight::get().reads(173_u64))
-			.saturating_add(RocksDbWeight::get().writes(174_u64))
+		Weight::from_parts(10_339_264_000, 102750)
+			.saturating_add(RocksDbWeight::get().reads(175_u64))
+			.saturating_add(RocksDbWeight::get().writes(176_u64))
 	}
-	fn report_equivocation(_m: u32) -> Weight {
-		Weight::from_parts(4_846_115_919, 8799)
+	fn report_equivocation(m: u32) -> Weight {
+		Weight::from_parts(3_560_374_517, 8799)
+			.saturating_add(Weight::from_parts(2_328_227, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().writes(7_u64))
 	}
 	fn appeal() -> Weight {
-		Weight::from_parts(520_375_000, 24803)
+		Weight::from_parts(401_392_000, 24803)
 			.saturating_add(RocksDbWeight::get().reads(4_u64))
 			.saturating_add(RocksDbWeight::get().writes(4_u64))
 	}
 	fn draw_appeal() -> Weight {
-		Weight::from_parts(1_627_659_000, 39030)
-			.saturating_add(RocksDbWeight::get().reads(31_u64))
-			.saturating_add(RocksDbWeight::get().writes(20_u64))
+		Weight::from_parts(1_560_252_000, 51710)
+			.saturating_add(RocksDbWeight::get().reads(44_u64))
+			.saturating_add(RocksDbWeight::get().writes(26_u64))
 	}
 	fn register_juror() -> Weight {
-		Weight::from_parts(164_909_000, 4170)
+		Weight::from_parts(126_928_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}
 	fn unregister_juror() -> Weight {
-		Weight::from_parts(144_671_000, 4170)
+		Weight::from_parts(116_568_000, 4170)
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().writes(1_u64))
 	}

@@ -266,6 +266,21 @@ fn a_claim_is_refunded_the_settlements_it_did_not_make() {
 	});
 }
 
+/// Round 1 settled at block 34 (333 claimable by each of three trainers), and rounds 2..=11
+/// left to lazy settlement, due far ahead (block 1 000).
+fn ten_lazy_rounds() {
+	three_trainers();
+	for who in 1..=3 {
+		assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
+	}
+	run_to_block(34);
+	assert_eq!(Claimable::<Test>::get(0, 1), 333);
+	for round in 2..=11 {
+		let pending = PendingRound { reserved: 0, settle_at: 1_000, scheduled: false };
+		Unsettled::<Test>::insert(0, round, pending);
+	}
+}
+
 /// Rounds left to lazy settlement that are not due yet must not hide a due one from every
 /// claim: each claim reads `2 × MaxSettlementsPerBlock` (4) entries from where the last one
 /// stopped, so a due round is reached within ⌈N / 4⌉ claims whatever its place in the map's
@@ -273,17 +288,8 @@ fn a_claim_is_refunded_the_settlements_it_did_not_make() {
 #[test]
 fn rounds_not_due_cannot_hide_a_due_round_from_every_claim() {
 	run_test(|| {
-		three_trainers();
-		for who in 1..=3 {
-			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
-		}
-		run_to_block(34);
-		assert_eq!(Claimable::<Test>::get(0, 1), 333);
-		// Ten rounds wait for a lazy settlement far ahead; the one last in key order is due.
-		for round in 2..=11 {
-			let pending = PendingRound { reserved: 0, settle_at: 1_000, scheduled: false };
-			Unsettled::<Test>::insert(0, round, pending);
-		}
+		ten_lazy_rounds();
+		// The one last in key order is due.
 		let hidden = Unsettled::<Test>::iter_key_prefix(0).last().expect("ten rounds");
 		Unsettled::<Test>::mutate(0, hidden, |p| {
 			if let Some(p) = p {
@@ -304,15 +310,7 @@ fn rounds_not_due_cannot_hide_a_due_round_from_every_claim() {
 #[test]
 fn due_rounds_left_for_the_settlement_limit_come_first_in_the_next_claim() {
 	run_test(|| {
-		three_trainers();
-		for who in 1..=3 {
-			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
-		}
-		run_to_block(34);
-		for round in 2..=11 {
-			let pending = PendingRound { reserved: 0, settle_at: 1_000, scheduled: false };
-			Unsettled::<Test>::insert(0, round, pending);
-		}
+		ten_lazy_rounds();
 		// The first four in key order (one claim's scan) are due.
 		let first: Vec<u32> = Unsettled::<Test>::iter_key_prefix(0).take(4).collect();
 		for round in &first {
