@@ -232,7 +232,8 @@ fn sybils_outnumbering_honest_members_by_count_cannot_overflow_the_aggregate() {
     // a sybil's (no clipping) and a trim of b values per end (at most ⌊31/2⌋ = 15) leaves
     // sybil values in every coordinate: the aggregate is above 10³⁸ and every honest member's
     // outer step is refused (`NonFinite`), so the honest commit nothing and are leaked as
-    // silent. Weighed by stake, τ is an honest norm and the sybils' whole stake is trimmed.
+    // silent. Weighed by stake, τ is an honest norm (the sybils are clipped to it) and every
+    // coordinate stays within the clipped honest values.
     let honest_set: Vec<PseudoGradient> = (0..15)
         .map(|i| {
             let d = i as f32 * 0.001;

@@ -246,11 +246,13 @@ impl OuterArgs {
 /// Aggregation rule on the command line (see [`synod_diloco::AggregationRule`]).
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Aggregation {
-    /// Norm clipping to the median norm, then a coordinate-wise trimmed mean.
+    /// Norm clipping to the stake-weighted median norm, then a stake-weighted coordinate-wise
+    /// trimmed mean.
     ClippedTrimmedMean,
     /// The plain mean (DiLoCo Algorithm 1).
     Mean,
-    /// Norm clipping to the median norm, then the mean (no trim): for sparse payloads.
+    /// Norm clipping to the stake-weighted median norm, then the stake-weighted mean (no
+    /// trim): for sparse payloads.
     ClippedMean,
 }
 

@@ -174,7 +174,8 @@ fn fill_probes<T: Config>(from: BlockNumberFor<T>, pool: PoolId) {
 }
 
 /// [`drawn_challenge`], its committee's guilty ruling, the accused's appeal and (with
-/// `drawn`) the appeal committee drawn: the worst case of the final verdict.
+/// `drawn`) the appeal committee drawn, both committees from unequal stakes
+/// ([`drawn_challenge_of`]): the worst case of the final verdict.
 fn appealed_challenge<T: Config>(drawn: bool) -> Result<(PoolId, T::AccountId), BenchmarkError> {
 	let (pool, accused) = drawn_challenge_of::<T>(drawn)?;
 	vote_until_decided::<T>(true)?;

@@ -107,8 +107,10 @@ pub mod pallet {
 	>;
 
 	/// Where the next claim's scan of a pool's [`Unsettled`] rounds starts: after this round's
-	/// key (in the map's key order), wrapping around, so that every unsettled round is read
-	/// within ⌈N / (2 × MaxSettlementsPerBlock)⌉ claims of a pool with N of them. Absent: from
+	/// key (in the map's key order), wrapping around, so that successful claims read every
+	/// unsettled round of a pool with N of them within about ⌈N / (2 × MaxSettlementsPerBlock)⌉
+	/// (a claim that settled its limit stops after the last round it settled, and a claim that
+	/// fails, `NothingToClaim`, moves nothing). Absent: from
 	/// the first key. One `u32` per pool with unsettled rounds; removed once a scan reads them
 	/// all, and when the pool is reaped.
 	#[pallet::storage]

@@ -225,9 +225,9 @@ mod tests {
     }
 
     #[test]
-    fn a_sparse_recipe_defaults_to_error_feedback_as_momentum_and_dense_recipes_hash_as_before() {
-        // Dense recipes written without the outer flags keep their hash: the codec's defaults
-        // are the values the flags had before they became codec-dependent.
+    fn a_sparse_recipe_defaults_to_error_feedback_as_momentum_and_dense_recipes_keep_theirs() {
+        // A dense recipe written without the outer flags takes the dense defaults: outer
+        // learning rate 0.8, momentum 0.85, the clipped trimmed mean.
         let dense = json(&[]);
         assert_eq!(dense["outer_lr"], "0.8");
         assert_eq!(dense["outer_momentum"], "0.85");
@@ -264,7 +264,7 @@ mod tests {
         let args = Cli::parse_from(["t"]).recipe;
         assert_eq!(
             recipe_json(&args).unwrap(),
-            r#"{"aggregation":"clipped_trimmed_mean","batch":12,"codec":"int8","keep_inner_state":false,"lr":0.001,"min_lr":0.0001,"model":"baby","outer_lr":"0.8","outer_momentum":"0.85","round_warmup":0,"seed":1337,"seq_len":64,"warmup":100}"#
+            r#"{"aggregation":"clipped_trimmed_mean","batch":12,"codec":"int8","keep_inner_state":false,"lr":0.001,"min_lr":0.0001,"model":"baby","outer_lr":"0.8","outer_momentum":"0.85","round_warmup":0,"seed":1337,"seq_len":64,"version":2,"warmup":100}"#
         );
         for flags in [
             &[][..],
@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn the_trace_enters_the_recipe_hash_only_when_it_is_not_the_default() {
-        // Pools created before `--trace-segments` keep their `model_config_hash`.
+        // The default trace leaves the recipe's JSON (and `model_config_hash`) as without it.
         assert!(json(&[]).get("trace_segments").is_none());
         assert_eq!(json(&["--trace-segments", "16"]), json(&[]));
         assert_eq!(json(&["--trace-segments", "64"])["trace_segments"], 64);

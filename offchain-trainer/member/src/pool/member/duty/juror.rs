@@ -117,8 +117,9 @@ impl DutyWorker {
         }
     }
 
-    /// Reads our pool's challenges ([`read_open_challenges`]; another pool's are read once):
-    /// keeps in `seats` every drawn committee seat of ours not voted yet, first or appeal (with `--no-jury` too: an account seated anyway, because another
+    /// Reads our pool's challenges ([`read_open_challenges`]; another pool's are read once and
+    /// left to the account's process in that pool): keeps in `seats` every drawn committee
+    /// seat of ours in our pool not voted yet, first or appeal (with `--no-jury` too: an account seated anyway, because another
     /// process of it opted in, votes rather than be slashed as a no-show), for
     /// [`DutyWorker::judge_seats`]; appeals the rulings we lose as a party that no `Ruled`
     /// event made us appeal already ([`super::super::appeal`]);
