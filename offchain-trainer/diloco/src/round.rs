@@ -98,16 +98,17 @@ pub fn aggregate_payloads(
     let (mut included, mut rejected, mut open, mut norms, mut weights) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (c, o) in order.iter().zip(opened) {
+        let weight = agg.weight(c.member);
         match o {
             None => rejected.push((c.member, "duplicate contribution".to_string())),
-            Some(Ok(_)) if agg.weight(c.member) == 0 => {
+            Some(Ok(_)) if weight == 0 => {
                 rejected.push((c.member, "no stake in the round's snapshot".to_string()))
             }
             Some(Ok((d, norm))) => {
                 included.push(c.member);
                 open.push((c.member, d));
                 norms.push(norm);
-                weights.push(agg.weight(c.member));
+                weights.push(weight);
             }
             Some(Err(e)) => rejected.push((c.member, e.to_string())),
         }

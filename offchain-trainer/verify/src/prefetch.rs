@@ -37,12 +37,10 @@ pub fn wanted_states<K>(
         let Ok(parts) = Payload::parse(0, &claimed) else {
             continue;
         };
-        let mut hashes: Vec<[u8; 32]> = match parts.commitments {
-            Some(c) if sparse => [c.carried_in, c.carried_out]
-                .into_iter()
-                .filter(|h| *h != NO_RESIDUAL)
-                .collect(),
-            _ => Vec::new(),
+        let mut hashes = if sparse {
+            residuals_named(&parts)
+        } else {
+            Vec::new()
         };
         if let Some(trace) = parts.trace {
             if trace.len() == boundaries {
@@ -58,6 +56,32 @@ pub fn wanted_states<K>(
         }
     }
     wanted
+}
+
+/// The residuals each author's sparse payload names (`checks`: author and signed payload), the
+/// part of [`wanted_states`] asked of every author whatever its check: a juror replaying a
+/// whole phase needs no trace state but still needs the residuals, and a verifier whose first
+/// ask was too short for them asks again for these alone. Authors whose payload names none
+/// (or does not parse) are left out.
+pub fn wanted_residuals<K>(checks: Vec<(K, Vec<u8>)>) -> Wanted<K> {
+    checks
+        .into_iter()
+        .filter_map(|(author, claimed)| {
+            let parts = Payload::parse(0, &claimed).ok()?;
+            let hashes = residuals_named(&parts);
+            (!hashes.is_empty()).then_some((author, hashes))
+        })
+        .collect()
+}
+
+/// The residuals a payload carries in and out (blake3), without [`NO_RESIDUAL`].
+fn residuals_named(parts: &Payload<'_>) -> Vec<[u8; 32]> {
+    parts
+        .commitments
+        .iter()
+        .flat_map(|c| [c.carried_in, c.carried_out])
+        .filter(|h| *h != NO_RESIDUAL)
+        .collect()
 }
 
 /// What to fetch: per check, the blake3 hashes of the trace states it needs, in order.
@@ -161,7 +185,7 @@ mod tests {
         let expect = vec![[1; 32], [2; 32], [4; 32], [5; 32], [7; 32]];
         assert_eq!(wanted, vec![("copier", expect.clone()), ("victim", expect)]);
         // A dense pool fetches no residuals; a round-1 payload has no carried_in to fetch.
-        let dense = wanted_states(vec![("m", payload, vec![1])], trace.len(), false);
+        let dense = wanted_states(vec![("m", payload.clone(), vec![1])], trace.len(), false);
         assert_eq!(dense[0].1, vec![[4; 32], [5; 32], [7; 32]]);
         let first = Commitments {
             carried_in: NO_RESIDUAL,
@@ -169,8 +193,24 @@ mod tests {
         };
         let round_one = framed(None, first);
         assert_eq!(
-            wanted_states(vec![("m", round_one, vec![])], trace.len(), true),
+            wanted_states(vec![("m", round_one.clone(), vec![])], trace.len(), true),
             vec![("m", vec![[2; 32]])]
+        );
+        // The residuals alone: both of the copier's and the victim's, none of a round-1
+        // payload's carried_in, nothing for a payload that names none.
+        let alone = wanted_residuals(vec![
+            ("copier", payload.clone()),
+            ("victim", payload),
+            ("m", round_one),
+            ("dense", b"SYNG".to_vec()),
+        ]);
+        assert_eq!(
+            alone,
+            vec![
+                ("copier", vec![[1; 32], [2; 32]]),
+                ("victim", vec![[1; 32], [2; 32]]),
+                ("m", vec![[2; 32]])
+            ]
         );
     }
 

@@ -186,7 +186,14 @@ impl Trainer {
             .ok_or_else(|| anyhow!("θ of round {} is not kept", round - 1))?;
         let mut state = self.ctx.a.recipe.outer.restore(&parent, round - 1)?;
         let rule = self.ctx.a.recipe.outer.aggregation().rule();
-        let agg = rule.aggregator(Some(&p.stakes));
+        // The snapshot's weights, read again: `p.stakes` are the stakes read before the round
+        // opened when its snapshot could not be read at the exchange.
+        let stakes = match (self.ctx).block_on(self.ctx.chain.round_snapshot(self.ctx.pool, round))
+        {
+            Ok(Some(snapshot)) => super::snapshot_stakes(&snapshot),
+            _ => p.stakes.clone(),
+        };
+        let agg = rule.aggregator(Some(&stakes));
         // θ_{r−1} again, for a late commit whose aggregate may have to be made once more.
         let before = expect.map(|_| state.clone());
         let mut outcome = state.apply(&contributions, agg.as_ref())?;

@@ -129,7 +129,7 @@ impl Trainer {
             .ctx
             .block_on(self.ctx.chain.round_snapshot(self.ctx.pool, c))?;
         let stakes: BTreeMap<u32, u128> = match snapshot {
-            Some(s) => s.iter().map(|p| (p.index, p.stake)).collect(),
+            Some(s) => super::snapshot_stakes(&s),
             None => self
                 .members
                 .iter()

@@ -387,18 +387,35 @@ impl Trainer {
         Ok(stakes)
     }
 
-    /// The aggregation weights of round `round`: its snapshot's stakes once it is open,
-    /// `before` (the stakes [`Trainer::refresh_members`] read, the snapshot's when it was
-    /// open then) otherwise, and when the read fails.
+    /// The aggregation weights of round `round`: its snapshot's stakes. A round not open yet
+    /// (no snapshot written) is waited for, [`SNAPSHOT_WAIT_BLOCKS`] blocks at most: a commit
+    /// counts only in the open round, and the stakes read before it opens (committed stakes,
+    /// `before`) differ from the snapshot's whenever a member was slashed, unbonded or joined
+    /// since, which changes every weight and so the checkpoint. `before` only when the
+    /// snapshot cannot be read in that time.
     fn round_stakes(&self, round: u32, before: Stakes) -> Stakes {
-        match self
-            .ctx
-            .block_on(self.ctx.chain.round_snapshot(self.ctx.pool, round))
-        {
-            Ok(Some(snapshot)) => snapshot_stakes(&snapshot),
-            Ok(None) => before,
+        let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
+        let wait = Duration::from_secs_f64(
+            (self.ctx.block_secs * SNAPSHOT_WAIT_BLOCKS as f64).clamp(5.0, 600.0),
+        );
+        let read = self.ctx.block_on(self.ctx.watch.wait_for(
+            "the round's snapshot",
+            wait,
+            || async {
+                match chain.round_snapshot(pool, round).await {
+                    Ok(snapshot) => Ok(snapshot),
+                    Err(e) => {
+                        // Read again at the next block.
+                        tracing::debug!(round, "cannot read the round's snapshot: {e}");
+                        Ok(None)
+                    }
+                }
+            },
+        ));
+        match read {
+            Ok(snapshot) => snapshot_stakes(&snapshot),
             Err(e) => {
-                tracing::warn!(round, "cannot read the round's snapshot, aggregating with the stakes read before: {e}");
+                tracing::warn!(round, "aggregating with the stakes read before: {e}");
                 before
             }
         }
@@ -545,6 +562,9 @@ fn inner_progress(quiet: bool) -> synod_model::StepHook {
         });
     })
 }
+
+/// How many blocks [`Trainer::round_stakes`] waits for a round's snapshot.
+const SNAPSHOT_WAIT_BLOCKS: u32 = 10;
 
 /// A snapshot's stakes by member index (planck): the aggregation rule's weights.
 fn snapshot_stakes(snapshot: &[synod_chain::types::Participant]) -> Stakes {

@@ -34,7 +34,7 @@ async fn fetch_evidence(
     }
 }
 use crate::pool::verify::carried::expected_carried_in;
-use crate::pool::verify::prefetch::{prefetch_states, wanted_states};
+use crate::pool::verify::prefetch::{prefetch_states, wanted_residuals, wanted_states, Wanted};
 use crate::pool::verify::replay::Residuals;
 use crate::pool::verify::Checker;
 
@@ -42,13 +42,11 @@ impl DutyWorker {
     /// `member`'s error-feedback residuals for its sparse payload `claimed` of `round`
     /// ([`Residuals`]; empty for a dense codec): its `carried_in` checked against the rule
     /// ([`expected_carried_in`], from the final included set of round − 1 and the payload of
-    /// round − 1 we kept), both residuals taken from `fetched` (a prefetch,
-    /// [`DutyWorker::prefetch_trace_states`]) or else fetched from their author (only it keeps
-    /// them: without `fetched`, or, with `fallback`, when the prefetch missed one), checked
-    /// against their hashes. A juror falls back: its prefetch shares a voting period's wait
-    /// with the trace states, and a residual it missed must not count against the accused
-    /// sooner than without one. A verifier falls back when its prefetch's wait was shorter
-    /// than a residual's fetch ([`asks_residual_again`]).
+    /// round − 1 we kept), both residuals taken from `fetched` (the pass's prefetch,
+    /// [`DutyWorker::prefetch_trace_states`], topped up by
+    /// [`DutyWorker::ask_residuals_again`]) and checked against their hashes. Nothing is
+    /// fetched here: every residual of the pass was asked for side by side, so that k accused
+    /// that withhold theirs cost the pass one residual wait, not k one after the other.
     ///
     /// # Errors
     /// Chain RPC failures.
@@ -57,8 +55,7 @@ impl DutyWorker {
         round: u32,
         member: u32,
         claimed: &[u8],
-        fetched: Option<&FetchedStates>,
-        fallback: bool,
+        fetched: &FetchedStates,
     ) -> Result<std::result::Result<Residuals, Unusable>> {
         if !self.ctx.a.recipe.outer.wire.sparse() {
             return Ok(Ok(Residuals::default()));
@@ -91,14 +88,7 @@ impl DutyWorker {
             if h == NO_RESIDUAL {
                 return Ok(None);
             }
-            let bytes = match fetched {
-                Some(states) => states
-                    .get(&h)
-                    .and_then(|p| std::fs::read(p).ok())
-                    .or_else(|| fallback.then(|| self.fetch_state(member, h)).flatten()),
-                None => self.fetch_state(member, h),
-            };
-            match bytes {
+            match fetched.get(&h).and_then(|p| std::fs::read(p).ok()) {
                 Some(b) if synod_checkpoint::hash(&b) == h => Ok(Some(b)),
                 _ => Err(Unusable::Unserved),
             }
@@ -126,27 +116,6 @@ impl DutyWorker {
             }
         };
         synod_p2p::PeerId::from_bytes(&bytes).ok()
-    }
-
-    /// The residual with blake3 `hash` from `member`, who alone serves it (a juror's fetch;
-    /// verifiers prefetch theirs, and fetch it so when the prefetch's wait was too short,
-    /// [`asks_residual_again`]): waits [`residual_fetch_wait`]; `None` if it did not come.
-    pub(super) fn fetch_state(&self, member: u32, hash: [u8; 32]) -> Option<Vec<u8>> {
-        let peer = self.peer_of(member)?;
-        let max = self.ctx.recipe.max_residual_bytes;
-        let within = residual_fetch_wait(max);
-        // The timer is made inside the runtime (tokio's timers need its context).
-        let fetched = self.ctx.rt.block_on(async {
-            tokio::time::timeout(within, fetch_evidence(&self.ctx.client, peer, hash, max)).await
-        });
-        match fetched {
-            Ok(Ok(bytes)) => Some(bytes),
-            Ok(Err(e)) => {
-                tracing::info!(member, "residual {}: {e}", synod_checkpoint::hex(&hash));
-                None
-            }
-            Err(_) => None,
-        }
     }
 
     /// How long the trace states of `checks` checks may be waited for when the finalized
@@ -217,6 +186,69 @@ impl DutyWorker {
         if wanted.is_empty() {
             return FetchedStates::new();
         }
+        let max = self.ctx.recipe.max_state_bytes;
+        let per_state = (STATE_FETCH + Duration::from_secs(max / 10_000_000)).min(cap);
+        // The authors share our link: the round's wait grows with everything it fetches.
+        let within =
+            (2 * per_state + CHECK_BUDGET + Duration::from_secs(fetches * max / 10_000_000))
+                .min(cap);
+        self.fetch_states(wanted, max, per_state, within, by)
+    }
+
+    /// Asks the accused of `checks` again, side by side, for the residuals their payloads
+    /// name that `states` lacks (a prefetch that waited less than a residual's transfer,
+    /// [`asks_residual_again`], or a juror's whole-phase disputes, which prefetch no trace
+    /// state), and adds what comes to `states`. Each residual gets [`residual_fetch_wait`],
+    /// the whole batch twice that plus the transfer of everything asked at 10 MB/s: k accused
+    /// that withhold their residuals stall the pass for one such wait, not k.
+    pub(super) fn ask_residuals_again(
+        &self,
+        checks: &[StateCheck],
+        states: &mut FetchedStates,
+        by: Checker,
+    ) {
+        if !self.ctx.a.recipe.outer.wire.sparse() {
+            return;
+        }
+        let asked = checks
+            .iter()
+            .filter_map(|(round, _, member, _)| {
+                let peer = self.peer_of(*member)?;
+                Some(((peer, *round), self.ctx.retained.payload(*round, *member)?))
+            })
+            .collect();
+        let missed: Vec<_> = wanted_residuals(asked)
+            .into_iter()
+            .filter_map(|(k, hashes)| {
+                let hashes: Vec<_> = hashes
+                    .into_iter()
+                    .filter(|h| !states.contains_key(h))
+                    .collect();
+                (!hashes.is_empty()).then_some((k, hashes))
+            })
+            .collect();
+        let max = self.ctx.recipe.max_residual_bytes;
+        let (per_state, within) = super::residual_batch_wait(&missed, max);
+        let got = self.fetch_states(missed, max, per_state, within, by);
+        states.extend(got);
+    }
+
+    /// Fetches `wanted` (per (author, round): the blake3 hashes wanted of it, at most `max`
+    /// bytes each) side by side ([`prefetch_states`]) into `by`'s
+    /// [`Retained::fetched_dir`](crate::pool::verify::Retained::fetched_dir) of each round,
+    /// at most `per_state` each and `within` in all. Returns each received state's file by
+    /// blake3.
+    fn fetch_states(
+        &self,
+        wanted: Wanted<(synod_p2p::PeerId, u32)>,
+        max: u64,
+        per_state: Duration,
+        within: Duration,
+        by: Checker,
+    ) -> FetchedStates {
+        if wanted.is_empty() {
+            return FetchedStates::new();
+        }
         let rounds: BTreeSet<u32> = wanted.iter().map(|((_, round), _)| *round).collect();
         for round in rounds {
             if let Err(e) = std::fs::create_dir_all(self.ctx.retained.fetched_dir(round, by)) {
@@ -225,12 +257,7 @@ impl DutyWorker {
             }
         }
         let retained = self.ctx.retained.clone();
-        let (client, max) = (self.ctx.client.clone(), self.ctx.recipe.max_state_bytes);
-        let per_state = (STATE_FETCH + Duration::from_secs(max / 10_000_000)).min(cap);
-        // The authors share our link: the round's wait grows with everything it fetches.
-        let within =
-            (2 * per_state + CHECK_BUDGET + Duration::from_secs(fetches * max / 10_000_000))
-                .min(cap);
+        let client = self.ctx.client.clone();
         self.ctx.rt.block_on(prefetch_states(
             wanted,
             |(peer, _round)| *peer,

@@ -32,15 +32,16 @@ pub(super) struct Pending {
     dispute: Dispute,
 }
 
-/// The trace states the narrowed disputes among `pending` need (one [`StateCheck`] per
-/// disputed contribution, with the segments its disputes name: fetched side by side with the
-/// others' whatever their round), and, when there is anything to fetch, what bounds the wait:
+/// The evidence the disputes among `pending` need (one [`StateCheck`] per disputed
+/// contribution, with the segments its narrowed disputes name, none for whole-phase disputes
+/// alone: fetched side by side with the others' whatever their round; a sparse payload's
+/// residuals for every one), and, when there is anything to fetch, what bounds the wait:
 /// the earliest end of a vote this juror replays for (narrowed or whole-phase: every check
-/// waits for the fetch) and how many replays follow it. Whole-phase disputes, challenges
-/// outside our pool or the round's snapshot, and challenges of our own contribution (`me`
-/// knows what it sent) need no states; only the latter two need no replay, and neither do
-/// the seats `replayed` already (the disputed part of the disputed payload of the accused,
-/// member index given, answered by a replay this worker ran).
+/// waits for the fetch) and how many replays follow it. Challenges outside our pool or the
+/// round's snapshot, and challenges of our own contribution (`me` knows what it sent) need
+/// no evidence; only the latter two need no replay, and neither do the seats `replayed`
+/// already (the disputed part of the disputed payload of the accused, member index given,
+/// answered by a replay this worker ran).
 fn state_checks(
     pending: &[Pending],
     me: &AccountId,
@@ -59,9 +60,7 @@ fn state_checks(
         }
         earliest = earliest.min(u64::from(s.c.expires_at));
         replays += 1;
-        if s.dispute == Dispute::Phase {
-            continue;
-        }
+        // A whole-phase dispute needs no trace state, but its residuals (no segments).
         let check = by_contribution
             .entry((s.c.round, member))
             .or_insert_with(|| (s.c.round, s.c.accused, member, Vec::new()));
@@ -236,17 +235,23 @@ impl DutyWorker {
                 .get(s.c.round, member, &s.c.payload_digest, s.dispute)
                 .is_some()
         });
-        let states = match bound {
+        let mut states = match bound {
             Some((until, replays)) => {
                 let now = self
                     .ctx
                     .block_on(self.ctx.chain.finalized_number())
                     .unwrap_or(self.duties.jury_read_at.unwrap_or_default());
                 let wait = self.state_wait(now, until, replays);
-                self.prefetch_trace_states(&checks, wait, Checker::Juror)
+                let narrowed: Vec<StateCheck> =
+                    checks.iter().filter(|c| !c.3.is_empty()).cloned().collect();
+                self.prefetch_trace_states(&narrowed, wait, Checker::Juror)
             }
             None => FetchedStates::new(),
         };
+        // The residuals the prefetch missed (it shares a voting period's wait with the trace
+        // states) and those of whole-phase disputes, each with its whole transfer time, all
+        // at once: a missed residual counts against its accused no sooner than after that.
+        self.ask_residuals_again(&checks, &mut states, Checker::Juror);
         for seat in &due {
             // A failed vote is retried after the next read; it must not hold up the others.
             if let Err(e) = self.judge(seat, &states) {

@@ -66,11 +66,11 @@ type StateCheck = (u32, AccountId, u32, Vec<u32>);
 /// What [`DutyWorker::replay`] checks of a contribution.
 #[derive(Clone, Copy)]
 pub(super) enum Check<'a> {
-    /// These sampled segments of its trace first (a verifier), with the states fetched and
-    /// whether a residual the prefetch missed is asked for again on its own
-    /// ([`asks_residual_again`]).
-    Segments(&'a [u32], &'a FetchedStates, bool),
-    /// The part of its trace a challenge disputes (a juror), with the states fetched.
+    /// These sampled segments of its trace first (a verifier), with the states fetched
+    /// (its residuals among them).
+    Segments(&'a [u32], &'a FetchedStates),
+    /// The part of its trace a challenge disputes (a juror), with the states fetched (its
+    /// residuals among them).
     Dispute(synod_chain::calls::Dispute, &'a FetchedStates),
 }
 
@@ -86,15 +86,30 @@ const CHECK_BUDGET: Duration = Duration::from_secs(5);
 const MIN_STATE_WAIT: Duration = Duration::from_secs(2);
 
 /// How long one residual of at most `max_residual_bytes` bytes is waited for when it is
-/// fetched on its own ([`DutyWorker::fetch_state`]): [`STATE_FETCH`] plus its transfer at
-/// 10 MB/s.
+/// asked for again ([`DutyWorker::ask_residuals_again`]): [`STATE_FETCH`] plus its transfer
+/// at 10 MB/s.
 fn residual_fetch_wait(max_residual_bytes: u64) -> Duration {
     STATE_FETCH + Duration::from_secs(max_residual_bytes / 10_000_000)
 }
 
-/// Whether a verifier whose prefetch waited `cap` ([`DutyWorker::state_wait`]) asks for a
-/// residual the prefetch missed again on its own, with [`residual_fetch_wait`], before the
-/// miss counts: when `cap` was shorter than that. Only an ask that gave the accused the
+/// The waits of one batch of residual asks `missed` (per author and round, the residuals
+/// asked of it), each of at most `max_residual_bytes` bytes: (each residual's,
+/// [`residual_fetch_wait`]; the whole batch's, twice that plus the transfer of everything
+/// asked at 10 MB/s, since the authors share our link). The batch is fetched side by side, so
+/// k authors that withhold cost one batch wait, not k residual waits.
+fn residual_batch_wait<K>(
+    missed: &crate::pool::verify::prefetch::Wanted<K>,
+    max_residual_bytes: u64,
+) -> (Duration, Duration) {
+    let per = residual_fetch_wait(max_residual_bytes);
+    let count: u64 = missed.iter().map(|(_, h)| h.len() as u64).sum();
+    let transfers = Duration::from_secs(count.saturating_mul(max_residual_bytes) / 10_000_000);
+    (per, 2 * per + transfers)
+}
+
+/// Whether a verifier whose prefetch waited `cap` ([`DutyWorker::state_wait`]) asks for the
+/// residuals the prefetch missed again, with [`residual_fetch_wait`] each, before a miss
+/// counts: when `cap` was shorter than that. Only an ask that gave the accused the
 /// residual's transfer time may start the clock after which it counts as withholding
 /// ([`residual_deadline_passed`]); otherwise an attacker that loads the verifier's duty
 /// thread (whole replays, sham challenges due first) cuts every ask to [`MIN_STATE_WAIT`] and
@@ -503,9 +518,10 @@ mod tests {
     use std::time::Duration;
 
     use super::{
-        asks_residual_again, duty_wait, may_stop, residual_deadline_passed, residual_fetch_wait,
-        schedule_retry_blocks, MIN_DUTY_WAIT, MIN_STATE_WAIT, STATE_FETCH,
+        asks_residual_again, duty_wait, may_stop, residual_batch_wait, residual_deadline_passed,
+        residual_fetch_wait, schedule_retry_blocks, MIN_DUTY_WAIT, MIN_STATE_WAIT, STATE_FETCH,
     };
+    use crate::pool::verify::prefetch::prefetch_states;
 
     use synod_protocol::{RoundState, Timeline};
 
@@ -573,6 +589,59 @@ mod tests {
         // A prefetch that had the time is the fair ask: no second one.
         assert!(!asks_residual_again(residual_fetch_wait(max), max));
         assert!(!asks_residual_again(Duration::from_secs(600), max));
+    }
+
+    /// Attack: k sparse sybils that withhold their residuals. Asked again one after the other
+    /// (each with its whole transfer time), they stalled a loaded verifier's or a juror's
+    /// pass k × 2 residual waits, unbounded by the window. Asked again in one batch side by
+    /// side, they cost the pass one batch wait, and an honest author among them still gets
+    /// its residual's whole transfer time.
+    #[test]
+    fn withholding_accused_cost_a_pass_one_residual_wait_not_one_each() {
+        let max = 100_000_000; // 10 s at 10 MB/s
+        for k in [1u8, 4, 16] {
+            // k withholders and one honest author, each naming two residuals.
+            let missed: Vec<(u8, Vec<[u8; 32]>)> =
+                (0..=k).map(|a| (a, vec![[a; 32], [a + 100; 32]])).collect();
+            let (per, within) = residual_batch_wait(&missed, max);
+            assert_eq!(per, residual_fetch_wait(max), "each residual's whole time");
+            let asked = 2 * (u32::from(k) + 1);
+            let transfers = Duration::from_secs(10) * asked;
+            assert_eq!(within, 2 * per + transfers);
+            let one_after_the_other = residual_fetch_wait(max) * asked;
+            assert!(within < one_after_the_other, "k = {k}: {within:?}");
+            println!(
+                "{{\"withholders\":{k},\"batch_wait_s\":{},\"one_after_the_other_s\":{}}}",
+                within.as_secs(),
+                one_after_the_other.as_secs()
+            );
+            // The batch as the duty worker fetches it, its waits scaled down 400 times: the
+            // withholders never answer, the honest author (the last) serves each residual
+            // just within its wait.
+            let (per, within) = (per / 400, within / 400);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_time()
+                .build()
+                .unwrap();
+            let t0 = std::time::Instant::now();
+            let got = rt.block_on(prefetch_states(
+                missed,
+                |a| *a,
+                per,
+                within,
+                move |a, h| async move {
+                    if a < k {
+                        std::future::pending::<()>().await;
+                    }
+                    tokio::time::sleep(per * 9 / 10).await;
+                    Some(h)
+                },
+            ));
+            let took = t0.elapsed();
+            assert_eq!(got.len(), 2, "the honest author's two residuals");
+            assert!(took <= within + Duration::from_millis(200), "{took:?}");
+        }
     }
 
     #[test]

@@ -240,8 +240,10 @@ impl DutyWorker {
             .filter(|(_, m, _)| !self.duties.verified.contains(&(round, *m)) && !replayed_whole(*m))
             .map(|(who, m, segments)| (round, *who, *m, segments.clone()))
             .collect();
-        let states = self.prefetch_trace_states(&to_fetch, wait, Checker::Verifier);
-        let ask_again = asks_residual_again(wait, self.ctx.recipe.max_residual_bytes);
+        let mut states = self.prefetch_trace_states(&to_fetch, wait, Checker::Verifier);
+        if asks_residual_again(wait, self.ctx.recipe.max_residual_bytes) {
+            self.ask_residuals_again(&to_fetch, &mut states, Checker::Verifier);
+        }
         checks.sort_by_key(|(_, member, segments)| {
             let trace = self
                 .ctx
@@ -274,7 +276,7 @@ impl DutyWorker {
             if let Err(e) = self.open_pending_challenges() {
                 tracing::warn!(round, "challenges: {e:#}");
             }
-            let verifying = Check::Segments(&segments[..], &states, ask_again);
+            let verifying = Check::Segments(&segments[..], &states);
             let committed = f.contributors.contains(who);
             let rep = match self.replay(round, member, &f.parent, verifying, until, committed) {
                 Ok(Some((rep, _))) => rep,
@@ -384,14 +386,9 @@ impl DutyWorker {
             return Ok(Some((r, true)));
         }
         let fetched = match check {
-            Check::Dispute(Dispute::Phase, _) => None,
-            Check::Segments(_, states, _) | Check::Dispute(_, states) => Some(states),
+            Check::Segments(_, states) | Check::Dispute(_, states) => states,
         };
-        let fallback = match check {
-            Check::Dispute(..) => true,
-            Check::Segments(_, _, ask_again) => ask_again,
-        };
-        let residuals = match self.residuals_of(round, member, &claimed, fetched, fallback)? {
+        let residuals = match self.residuals_of(round, member, &claimed, fetched)? {
             Ok(r) => r,
             Err(Unusable::Unknown) => return Ok(None),
             Err(why) => {
@@ -468,7 +465,7 @@ impl DutyWorker {
             residuals: &residuals,
         };
         let rep = match check {
-            Check::Segments(segments, states, _) => {
+            Check::Segments(segments, states) => {
                 self.replayer
                     .check_segments(&input, segments, &mut |h| read(states, h))?
             }

@@ -58,12 +58,16 @@ fn stalling_accused_cost_a_juror_one_wait_not_one_per_challenge() {
         .iter()
         .map(|(round, who, member, _)| (*round, who.0[0], *member))
         .collect();
-    assert_eq!(accused, vec![(4, 1, 1), (5, 2, 2), (5, 3, 3)]);
+    assert_eq!(accused, vec![(4, 1, 1), (5, 2, 2), (5, 3, 3), (5, 4, 4)]);
     assert_eq!(checks[0].3, vec![2], "the named segment");
     assert_eq!(
         checks[2].3,
         vec![0, 4],
         "one check of both disputes of a contribution"
+    );
+    assert!(
+        checks[3].3.is_empty(),
+        "a whole-phase dispute: its residuals, no trace state"
     );
     assert_eq!(
         bound,
@@ -100,14 +104,19 @@ fn stalling_accused_cost_a_juror_one_wait_not_one_per_challenge() {
         "the pass waited {:?}",
         t0.elapsed()
     );
-    assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![[3; 32]]);
+    let mut got: Vec<_> = got.keys().copied().collect();
+    got.sort_unstable();
+    assert_eq!(got, vec![[3; 32], [4; 32]]);
     // A part replayed already (by this juror's verifier, or for another challenge of the
     // same part) needs neither states nor a replay: accused 3's segment 4 and accused 2.
     let (checks, bound) = state_checks(&seats, &me, |s, member| {
         (s.c.round, member, s.dispute) == (5, 3, Dispute::Segment(4)) || member == 2
     });
     let fetched: Vec<_> = checks.iter().map(|c| (c.0, c.2, c.3.clone())).collect();
-    assert_eq!(fetched, vec![(4, 1, vec![2]), (5, 3, vec![0])]);
+    assert_eq!(
+        fetched,
+        vec![(4, 1, vec![2]), (5, 3, vec![0]), (5, 4, vec![])]
+    );
     assert_eq!(bound, Some((95, 3)));
 }
 
