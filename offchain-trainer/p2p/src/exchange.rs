@@ -132,6 +132,40 @@ impl Flights {
     }
 }
 
+/// An author's failure clock in one exchange: how long it is still waited for once our own ask
+/// of it failed.
+#[derive(Clone, Copy, Debug)]
+struct FailureClock {
+    /// When our ask of the author first failed.
+    first: Instant,
+    /// How long the sources then get (`dead_after` after a "not found", else
+    /// `announce_grace`).
+    grace: Duration,
+    /// How long its announced payload's body may take at the slowest rate kept
+    /// ([`crate::Limits::body_time`] of its size).
+    body: Duration,
+    /// When a source was last seen sending its body.
+    last_sending: Option<Instant>,
+}
+
+impl FailureClock {
+    /// Whether the author is still waited for at `now` (`sending`: a source is sending its
+    /// body now). Never past `first + grace + body`: a transfer that started within the grace
+    /// and keeps the slowest rate kept ends by then, so an author (or a relay) that answers
+    /// every ask with a header and then drips, cut each time by the pace and asked again,
+    /// cannot hold the exchange to its deadline. Before that: while a source sends, and
+    /// `grace` after the later of the first failure and the last source seen sending (a
+    /// relay's transfer that breaks gives the other sources their turn).
+    fn waits(&self, now: Instant, sending: bool) -> bool {
+        let hard = self.first + self.grace + self.body;
+        if now >= hard {
+            return false;
+        }
+        let from = self.last_sending.map_or(self.first, |s| s.max(self.first));
+        sending || now.duration_since(from) < self.grace
+    }
+}
+
 /// Whether `member` has announced a later round than `round` and nothing for `round`: it will
 /// not contribute to `round` (a member that re-joins after a restart starts at a later round).
 fn moved_on(snap: &crate::Snapshot, member: u32, round: u32) -> bool {
@@ -171,7 +205,9 @@ pub async fn all_gather(
     // announced, and kept across restarts) gets `dead_after`; any other failure of the author
     // (a refusal, a stall, a reset stream: these befall honest authors too, rarely) gets the
     // longer `announce_grace`, so that an author that answers no request cannot hold the
-    // exchange to the deadline. Relays without the payload do not start the clock.
+    // exchange to the deadline. Relays without the payload do not start the clock. Nothing
+    // stops it once started: an author's later answers (a header, then a drip) hold the
+    // exchange at most `FailureClock::waits`'s bound, not until the deadline.
     let mut failing_since: BTreeMap<u32, (Instant, Duration)> = BTreeMap::new();
     // When a source was last seen sending each member's body: the failure clock counts from
     // the later of its start and this (a relay's transfer that breaks gives the rest their
@@ -180,6 +216,7 @@ pub async fn all_gather(
     // When we last asked each author itself.
     let mut author_asked: BTreeMap<u32, Instant> = BTreeMap::new();
     let members = client.members();
+    let limits = client.limits();
     loop {
         let snap = client.snapshot();
         let now = Instant::now();
@@ -204,16 +241,6 @@ pub async fn all_gather(
             rotate_relays(&mut relays, m.index, client.me);
             let sources: Vec<_> = std::iter::once(m.peer_id).chain(relays).collect();
             if let Some(f) = started.get_mut(&m.index) {
-                // An author sending its body after all (its first answer was a refusal of a
-                // busy moment, say) is not failing.
-                if f.live.iter().any(|x| {
-                    x.answered.load(Ordering::Relaxed)
-                        && task_of
-                            .get(&x.handle.id())
-                            .is_some_and(|(_, direct)| *direct)
-                }) {
-                    failing_since.remove(&m.index);
-                }
                 if f.live.iter().any(|x| x.answered.load(Ordering::Relaxed)) {
                     // A source is sending the body: the silent ones are not needed.
                     let silent: Vec<_> = f
@@ -372,11 +399,20 @@ pub async fn all_gather(
                 if sending {
                     last_sending.insert(*i, now);
                 }
-                sending
-                    || failing_since.get(i).is_none_or(|(t, grace)| {
-                        let from = last_sending.get(i).map_or(*t, |s| (*s).max(*t));
-                        now.duration_since(from) < *grace
-                    })
+                let Some((t, grace)) = failing_since.get(i) else {
+                    return true;
+                };
+                let size = snap
+                    .announced
+                    .get(&(round, *i))
+                    .map_or(0, |a| a.payload.size);
+                let clock = FailureClock {
+                    first: *t,
+                    grace: *grace,
+                    body: limits.body_time(size),
+                    last_sending: last_sending.get(i).copied(),
+                };
+                clock.waits(now, sending)
             })
             .collect();
         if waiting.is_empty() || start.elapsed() >= cfg.deadline {
@@ -470,5 +506,46 @@ pub fn rotate_relays<T>(relays: &mut [T], author: u32, me: u32) {
     if !relays.is_empty() {
         let k = (author as usize + me as usize) % relays.len();
         relays.rotate_left(k);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_author_is_waited_for_no_longer_than_its_grace_and_body_time() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let clock = FailureClock {
+            first: t0,
+            grace: s(10),
+            body: s(12),
+            last_sending: None,
+        };
+        // Silent: the grace from the first failure.
+        assert!(clock.waits(t0 + s(9), false));
+        assert!(!clock.waits(t0 + s(10), false));
+        // A source sending: waited for, but never past grace + body.
+        assert!(clock.waits(t0 + s(21), true));
+        assert!(!clock.waits(t0 + s(22), true));
+        // A relay's transfer that broke at 15 s gives the others their grace from then, still
+        // within the bound.
+        let broke = FailureClock {
+            last_sending: Some(t0 + s(15)),
+            ..clock
+        };
+        assert!(broke.waits(t0 + s(20), false));
+        assert!(!broke.waits(t0 + s(22), false));
+        // Drips that start again and again (the author's header at every ask) end at the
+        // bound all the same.
+        for k in 0..10u64 {
+            let at = t0 + s(2 * k);
+            let dripping = FailureClock {
+                last_sending: Some(at),
+                ..clock
+            };
+            assert_eq!(dripping.waits(at, true), at < t0 + s(22));
+        }
     }
 }

@@ -250,9 +250,6 @@ pub async fn request_signalled<T: AsyncRead + AsyncWrite + Unpin>(
     let header = timed(limits.stall, read_frame(io, MAX_HEADER_FRAME))
         .await
         .map_err(fail)?;
-    if let (FetchHeader::Data { .. }, Some(a)) = (&header, answered) {
-        a.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
     let total = match header {
         FetchHeader::Data { total } => total,
         FetchHeader::NotFound => return Err(NetError::NotFound),
@@ -266,6 +263,10 @@ pub async fn request_signalled<T: AsyncRead + AsyncWrite + Unpin>(
             "object of {total} bytes, {} announced",
             expect.size.unwrap_or_default()
         )));
+    }
+    // Answered: a header of the object asked for (a header of another size is no answer).
+    if let Some(a) = answered {
+        a.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     let (bytes, digest) = read_body(io, total, limits).await.map_err(fail)?;
     if digest != expect.digest {
@@ -356,6 +357,28 @@ pub async fn respond<T: AsyncRead + AsyncWrite + Unpin>(
             timed(limits.stall, io.close()).await
         }
     }
+}
+
+/// Fault injection (tests): reads a request and answers data with its header only, then
+/// holds the stream for twice `limits.stall` sending nothing (a source that drips: the
+/// requester's pace cuts it after `stall`); other answers as [`respond`].
+pub(crate) async fn respond_header_only<T: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut T,
+    limits: Limits,
+    lookup: impl FnOnce(&FetchRequest) -> Answer,
+) -> io::Result<()> {
+    let req: FetchRequest = timed(limits.stall, read_frame(io, MAX_REQUEST_FRAME)).await?;
+    let total = match lookup(&req) {
+        Answer::Data(bytes) => bytes.len() as u64,
+        _ => {
+            timed(limits.stall, write_frame(io, &FetchHeader::NotFound)).await?;
+            return timed(limits.stall, io.close()).await;
+        }
+    };
+    timed(limits.stall, write_frame(io, &FetchHeader::Data { total })).await?;
+    io.flush().await?;
+    tokio::time::sleep(limits.stall.saturating_mul(2)).await;
+    Ok(())
 }
 
 /// Serves the file at `path` one [`STEP`] at a time (each read on a blocking thread), so a

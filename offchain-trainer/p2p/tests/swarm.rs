@@ -397,6 +397,37 @@ async fn a_member_that_announces_and_stalls_every_request_is_left_out_before_the
     }
 }
 
+/// The drip attack: member 2 announces its payload, gives it to nobody, and answers every ask
+/// with the data's header and then nothing. Each ask is cut by the transfer's pace (10 s
+/// after the header) and asked again; a header used to count as the author "sending after
+/// all" and restarted its failure clock, so it held every exchange, and so every round, to
+/// the deadline (60 s here). Its peers now leave it out once its grace and its payload's body
+/// time at the slowest rate kept have passed since the first cut ask (about 30 s here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_author_that_answers_every_ask_and_then_drips_is_left_out_before_the_deadline() {
+    let (_, _, clients) = network(3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    clients[2].drip_payloads_to([0, 1].into()).await.unwrap();
+    let xcfg = ExchangeConfig {
+        deadline: Duration::from_secs(60),
+        announce_grace: Duration::from_secs(5),
+        ..ExchangeConfig::default()
+    };
+    let started = std::time::Instant::now();
+    let dripper = clients[2].clone();
+    let dripping = tokio::spawn(async move { all_gather(&dripper, 1, payload(2), xcfg).await });
+    let outcomes = gather_with(&clients[..2], 1, 0, xcfg).await;
+    let elapsed = started.elapsed();
+    assert_only_2_left_out_undelivered(&outcomes);
+    // The first ask is cut 10 s after its header; then 10 s of grace and the body's 10 s at
+    // the slowest rate kept: about 30 s, well before 60 s.
+    assert!(elapsed < Duration::from_secs(45), "took {elapsed:?}");
+    let _ = dripping.await;
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
 /// The mute attack: member 2 stays live (its node heartbeats) but never announces a payload.
 /// Its peers leave it out `announce_grace` (3 s here) after their own announcements, not at
 /// the round's deadline (40 s here), which a live member would otherwise hold every exchange,

@@ -404,6 +404,24 @@ impl Client {
         Ok(())
     }
 
+    /// Fault injection (tests): answers every payload request (ours or relayed) of the
+    /// members in `to` with the data's header and then sends nothing, holding the stream for
+    /// twice our `Limits::stall` (or until the node stops): each of their fetches from us
+    /// "answers" and is then cut by its pace (a source that drips; empty: answer everyone
+    /// again).
+    ///
+    /// # Errors
+    /// None today; `Result` for symmetry with the other calls.
+    pub async fn drip_payloads_to(&self, to: BTreeSet<u32>) -> Result<(), NetError> {
+        lock(&self.served).drip_to = to;
+        Ok(())
+    }
+
+    /// This node's transfer limits (`NetConfig::limits`): what its fetches cut a drip at.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// Fault injection (tests): answers the payload requests of the members in `to` for
     /// payloads we relay (not our own) with as many bytes of garbage (each byte of the
     /// relayed payload inverted), at full speed: a relay that makes its requesters download a

@@ -113,6 +113,9 @@ pub(super) struct Served {
     /// Members whose payload requests we take and never answer (fault injection,
     /// [`super::Client::stall_payloads_to`]).
     pub(super) stall_to: BTreeSet<u32>,
+    /// Members whose payload requests we answer with the header of the data and then
+    /// nothing, holding the stream (fault injection, [`super::Client::drip_payloads_to`]).
+    pub(super) drip_to: BTreeSet<u32>,
     /// Members to whom relayed payloads are served as garbage (fault injection,
     /// [`super::Client::garble_relays_to`]), and how many garbage bodies were served.
     pub(super) garble_to: BTreeSet<u32>,
@@ -147,6 +150,7 @@ impl Served {
             relayed: HashMap::new(),
             serve_own_to: None,
             stall_to: BTreeSet::new(),
+            drip_to: BTreeSet::new(),
             garble_to: BTreeSet::new(),
             garbled: std::sync::atomic::AtomicU64::new(0),
             streams: HashMap::new(),
@@ -396,16 +400,15 @@ pub(super) async fn serve_incoming(
             },
             _ = stopped.changed() => return,
         };
-        let stall = {
+        let (stall, drip) = {
             let mut s = lock(&served);
             if !s.admit(peer) {
                 tracing::debug!(%peer, "not a member, or busy: stream dropped");
                 continue;
             }
-            !checkpoint
-                && s.members
-                    .by_peer(&peer)
-                    .is_some_and(|m| s.stall_to.contains(&m.index))
+            let asker = s.members.by_peer(&peer).map(|m| m.index);
+            let faulty = |to: &BTreeSet<u32>| !checkpoint && asker.is_some_and(|m| to.contains(&m));
+            (faulty(&s.stall_to), faulty(&s.drip_to))
         };
         let mut slot = Slot {
             served: served.clone(),
@@ -426,6 +429,15 @@ pub(super) async fn serve_incoming(
                 return;
             }
             let answer = |req: &FetchRequest| slot.answer(req, checkpoint);
+            if drip {
+                // The header, then nothing until the requester's pace cuts us, or we stop.
+                tokio::select! {
+                    _ = until_stopped.changed() => {}
+                    _ = protocol::respond_header_only(&mut stream, limits, answer) => {}
+                }
+                drop(slot);
+                return;
+            }
             let r = match &uplink {
                 Some(u) => {
                     protocol::respond(&mut Throttled::new(&mut stream, u), limits, answer).await
