@@ -263,6 +263,19 @@ fn unresolved_challenge_expires_at_its_block() {
 		}
 		assert_eq!(Votes::<Test>::iter_prefix(0).count(), 0, "votes cleared");
 		assert!(OpenAgainst::<Test>::get((0, 1, 3)) == 0);
+		// Opted out as no-shows at the expiry (for rounds final from then on); one of them
+		// opts out by its own call, for every round, and opts back in.
+		let (j, _) = jury[1];
+		assert_eq!(NoShowOptOuts::<Test>::get(j), Some(29));
+		assert_ok!(Challenges::unregister_juror(RuntimeOrigin::signed(j)));
+		assert!(OptedOut::<Test>::contains_key(j));
+		assert!(!NoShowOptOuts::<Test>::contains_key(j));
+		assert_noop!(
+			Challenges::unregister_juror(RuntimeOrigin::signed(j)),
+			Error::<Test>::NotAJuror
+		);
+		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(j)));
+		assert!(!OptedOut::<Test>::contains_key(j));
 	});
 }
 

@@ -222,3 +222,108 @@ fn an_accused_alone_on_its_committee_cannot_acquit_itself() {
 		));
 	});
 }
+
+/// Commits the pool's open round by all five members at each fifth block up to block `until`
+/// (rounds of pool 0 go on while the test waits) and returns the last round committed.
+fn rounds_go_on_until(until: u64) -> u32 {
+	let mut last = 0;
+	while System::block_number() < until {
+		run_to_block(until.min(System::block_number() + 5));
+		let round = pallet_checkpoints::OpenRounds::<Test>::get(0).expect("open").round;
+		for who in 1..=5 {
+			assert_ok!(commit(who, round, 8, &[0, 1, 2, 3, 4]));
+		}
+		last = round;
+	}
+	last
+}
+
+/// Attack: an induced no-show takes the honest jurors off a round's committees. The adversary
+/// (member 5, a fifth of the stake) makes the honest jurors miss a vote (here they simply do
+/// not vote; on a live chain, more challenges at once than one voting period's replays), so
+/// that the expiry opts each of them out as a no-show; in that same block, before they opt
+/// back in, it opens a challenge against honest member 1's contribution to a round they all
+/// backed. Read at that moment, the eligible jurors were the adversary alone, whose seats
+/// convicted. A no-show's opt-out now counts only for rounds final from its block on.
+#[test]
+fn a_no_show_after_finality_cannot_take_honest_jurors_off_that_rounds_committees() {
+	run_test(|| {
+		let rounds = edited(spec(50, 5, two_thirds()), |s| s.terms.rounds = 50);
+		assert_ok!(TrainingPools::create_pool(RuntimeOrigin::signed(CREATOR), rounds));
+		for who in 1..=5 {
+			bond_and_join(who, 0, 1_000);
+		}
+		for who in 1..=5 {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
+		}
+		let timeline =
+			<TrainingPools as synod_primitives::PoolsInterface<_, _, _>>::round_params(0)
+				.expect("pool")
+				.timeline;
+		let f1 = pallet_checkpoints::FinalCheckpoints::<Test>::get(0, 1).expect("final");
+		rounds_go_on_until(timeline.challenges_from(f1.finalized_at));
+		// The adversary's accomplice challenges the adversary's own contribution; only the
+		// adversary votes (innocent), the honest jurors miss the vote.
+		mint(300, 10 * BOND);
+		mint(301, 10 * BOND);
+		let sham = pallet_challenges::NextChallengeId::<Test>::get();
+		assert_ok!(open_challenge(300, 0, 1, 5, [0x44; 32]));
+		let c = OpenChallenges::<Test>::get(sham).expect("open");
+		let expires = c.expires_at;
+		rounds_go_on_until(c.draw_at);
+		let jury: Vec<AccountId> = OpenChallenges::<Test>::get(sham)
+			.expect("drawn")
+			.jury
+			.iter()
+			.map(|s| s.who)
+			.collect();
+		assert!(jury.iter().any(|j| *j != 5), "honest jurors are seated");
+		if jury.contains(&5) {
+			assert_ok!(Challenges::vote(RuntimeOrigin::signed(5), sham, false));
+		}
+		// The rounds go on; round `last` becomes final as late as lets its challenges open in
+		// the expiry's block.
+		let last = rounds_go_on_until(expires - timeline.challenges_from(0));
+		let final_last = pallet_checkpoints::FinalCheckpoints::<Test>::get(0, last).expect("final");
+		assert_eq!(timeline.challenges_from(final_last.finalized_at), expires);
+		run_to_block(expires);
+		assert!(!OpenChallenges::<Test>::contains_key(sham), "expired");
+		for honest in jury.iter().filter(|j| **j != 5) {
+			assert!(pallet_challenges::OptedOut::<Test>::contains_key(honest));
+			assert_eq!(
+				pallet_challenges::NoShowOptOuts::<Test>::get(honest),
+				Some(expires),
+				"opted out as a no-show at the expiry"
+			);
+		}
+		// In the expiry's block, before anyone opts back in: a challenge against honest
+		// member 1's contribution to round `last`, which every honest juror backed (final
+		// before the expiry, its challenges open from the expiry's block).
+		let id = pallet_challenges::NextChallengeId::<Test>::get();
+		assert_ok!(open_challenge(301, 0, last, 1, [0x44; 32]));
+		assert_eq!(System::block_number(), expires);
+		let eligible = pallet_challenges::EligibleJurors::<Test>::get(id).expect("frozen");
+		assert_eq!(
+			eligible.into_inner(),
+			vec![1, 2, 3, 4, 5],
+			"the round's honest jurors stay eligible"
+		);
+		let c = OpenChallenges::<Test>::get(id).expect("open");
+		run_to_block(c.draw_at);
+		let c = OpenChallenges::<Test>::get(id).expect("drawn");
+		let adversary: u32 = c.jury.iter().filter(|s| s.who == 5).map(|s| s.seats).sum();
+		assert!(adversary < c.votes.conviction_threshold(), "{adversary} of {JURY_SEATS} seats");
+		// The adversary votes guilty, the honest jurors innocent: acquitted.
+		if c.jury.iter().any(|s| s.who == 5) {
+			assert_ok!(Challenges::vote(RuntimeOrigin::signed(5), id, true));
+		}
+		let honest: Vec<(AccountId, u128)> =
+			c.jury.iter().filter(|s| s.who != 5).map(|s| (s.who, s.stake)).collect();
+		all_vote(id, &honest, false);
+		assert_eq!(verdict_of(0, last, 1), Some(Verdict::Innocent));
+		assert_eq!(staked(1), 900, "the honest member loses its no-show slash, nothing more");
+		// Opting back in (the trainer's next duty pass) clears the no-show's record.
+		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(2)));
+		assert!(!pallet_challenges::NoShowOptOuts::<Test>::contains_key(2));
+	});
+}
