@@ -154,7 +154,7 @@ impl<T: Config> Pallet<T> {
 		if previous.is_none() {
 			if let Some(agreed) = AgreedSets::<T>::get((pool_id, round)) {
 				ensure!(
-					!agreed.in_time(open.deadline) || included == agreed.included,
+					!agreed.in_time(open.deadline, &params.timeline) || included == agreed.included,
 					Error::<T>::NotTheAgreedSet
 				);
 			}

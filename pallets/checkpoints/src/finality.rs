@@ -239,8 +239,10 @@ impl<T: Config> Pallet<T> {
 				return Ok(());
 			};
 			// Only a round whose deadline has passed is voided (the protocol's rule).
-			let due = T::Pools::round_params(pool_id)
-				.is_none_or(|p| Self::round_state(&open, &p, now).status().is_voided());
+			let params = T::Pools::round_params(pool_id);
+			let due = params
+				.as_ref()
+				.is_none_or(|p| Self::round_state(&open, p, now).status().is_voided());
 			if !due {
 				return Ok(());
 			}
@@ -250,8 +252,15 @@ impl<T: Config> Pallet<T> {
 			Voided::<T>::insert(pool_id, round, now);
 			let candidates = Candidates::<T>::take((pool_id, round));
 			// Judged against only if it left the committers of other sets time to commit over it.
-			let agreed =
-				AgreedSets::<T>::take((pool_id, round)).filter(|a| a.in_time(open.deadline));
+			// (A pool whose parameters are gone judges with the runtime's whole period.)
+			let agreed = AgreedSets::<T>::take((pool_id, round)).filter(|a| match &params {
+				Some(p) => a.in_time(open.deadline, &p.timeline),
+				None => synod_primitives::protocol::leak::agreed_in_time(
+					block::<T>(a.fixed_at),
+					block::<T>(open.deadline),
+					block::<T>(T::RecommitPeriod::get()),
+				),
+			});
 			Self::deposit_event(Event::RoundVoided { pool_id, round });
 			Self::leak_inactive(
 				pool_id,

@@ -83,7 +83,8 @@ pub mod pallet {
 		/// aggregate them and have its second commit included. A voided round judges commits
 		/// off the agreed set (leaked like silence, [`UnmatchedCommits`]) only if the set was
 		/// fixed more than this many blocks before the deadline
-		/// (`synod_protocol::leak::agreed_in_time`).
+		/// (`synod_protocol::leak::agreed_in_time`), or half of the blocks a pool's rounds
+		/// accept commits in when that is less (`Timeline::recommit_blocks`).
 		#[pallet::constant]
 		type RecommitPeriod: Get<BlockNumberFor<Self>>;
 		/// Weights of this pallet's calls and hooks.
@@ -370,8 +371,8 @@ pub mod pallet {
 		/// A stake sum overflowed.
 		Overflow,
 		/// A commit that is not over the open round's agreed set once it is fixed (a second
-		/// commit, or a first one made after the set was fixed more than `RecommitPeriod`
-		/// blocks before the deadline), or a second commit after finality that is not the final
+		/// commit, or a first one made after the set was fixed more than the pool's recommit
+		/// period before the deadline), or a second commit after finality that is not the final
 		/// checkpoint with its included set.
 		NotTheAgreedSet,
 		/// The round opened less than its pool's `min_round_length` blocks ago (or has not
@@ -402,7 +403,8 @@ pub mod pallet {
 		/// [`Event::IncludedSetAgreed`]), a participant that committed another set may commit
 		/// once more, over the agreed set; its stake moves to that commit; a participant that
 		/// had not committed yet commits over the agreed set only, if it was fixed more than
-		/// `RecommitPeriod` blocks before the deadline. After finality, a
+		/// the pool's recommit period (`RecommitPeriod`, at most half of the blocks its rounds
+		/// accept commits in) before the deadline. After finality, a
 		/// participant whose committed included set differs from the final one may commit the
 		/// final `(hash, included)` once (a late contributor if it is in the set).
 		///

@@ -67,22 +67,28 @@ pub type SnapshotOf<T> =
 pub struct AgreedSet<T: Config> {
 	/// The members attested by more than ⅓ of the snapshot's stake, ascending.
 	pub included: IncludedSet<T>,
-	/// Block in which it was fixed: commits off it are judged at a void only if it left
-	/// [`Config::RecommitPeriod`] blocks before the deadline
-	/// (`synod_protocol::leak::agreed_in_time`).
+	/// Block in which it was fixed: commits off it are judged at a void only if it left the
+	/// pool's recommit period before the deadline (`synod_protocol::leak::agreed_in_time`).
 	pub fixed_at: BlockNumberFor<T>,
 }
 
 impl<T: Config> AgreedSet<T> {
-	/// Whether it was fixed in time to judge commits off it in a round whose deadline is
-	/// block `deadline`: more than [`Config::RecommitPeriod`] blocks before it
-	/// (`synod_protocol::leak::agreed_in_time`). Only then must a first commit be over it
-	/// (`NotTheAgreedSet`), and only then is a commit over another set leaked at a void.
-	pub fn in_time(&self, deadline: BlockNumberFor<T>) -> bool {
+	/// Whether it was fixed in time to judge commits off it in a round of a pool with
+	/// `timeline` whose deadline is block `deadline`: more than the pool's recommit period
+	/// ([`Config::RecommitPeriod`], at most half of the blocks its rounds accept commits in:
+	/// `Timeline::recommit_blocks`) before it (`synod_protocol::leak::agreed_in_time`).
+	/// Only then must a first commit be over it (`NotTheAgreedSet`), and only then is a
+	/// commit over another set leaked at a void.
+	pub fn in_time(
+		&self,
+		deadline: BlockNumberFor<T>,
+		timeline: &synod_primitives::protocol::Timeline,
+	) -> bool {
+		let most = crate::finality::block::<T>(T::RecommitPeriod::get());
 		synod_primitives::protocol::leak::agreed_in_time(
 			crate::finality::block::<T>(self.fixed_at),
 			crate::finality::block::<T>(deadline),
-			crate::finality::block::<T>(T::RecommitPeriod::get()),
+			timeline.recommit_blocks(most),
 		)
 	}
 }

@@ -141,6 +141,17 @@ impl Timeline {
 		opened_at.saturating_add(self.min_round_length)
 	}
 
+	/// Blocks an agreed included set must leave before the deadline for commits off it to be
+	/// judged (`leak::agreed_in_time`): the runtime's `most` (`RecommitPeriod`), at most half
+	/// of the blocks in which a round accepts commits (`round_timeout − min_round_length`), so
+	/// that a set fixed by commits in the first half of that span is always in time. With the
+	/// runtime's period alone, a pool whose timeout was shorter than it plus its minimum round
+	/// length never had a set in time: commits over other sets (a blocking minority's garbage)
+	/// were never judged and a first commit was never held to the agreed set.
+	pub fn recommit_blocks(&self, most: Block) -> Block {
+		most.min(self.round_timeout.saturating_sub(self.min_round_length) / 2)
+	}
+
 	/// Whether a member may commit to a round before it opens (counted when it opens): only
 	/// in a pool without a minimum round length, since a round's length counts from its
 	/// opening.
@@ -259,6 +270,22 @@ mod tests {
 		assert_eq!(paced.commits_from(100), 104);
 		assert!(!paced.accepts_commits_ahead());
 		assert_eq!(paced.deadline(100), t.deadline(100), "the deadline counts from the opening");
+		// The recommit period: the runtime's, at most half of the commit span.
+		assert_eq!(t.recommit_blocks(3), 3);
+		assert_eq!(t.recommit_blocks(40), 5);
+		assert_eq!(paced.recommit_blocks(40), 3);
+		// A set fixed when the span opens is in time whatever the runtime's period.
+		for most in [0, 1, 40, u64::MAX] {
+			for p in [t, paced] {
+				let opened = 100;
+				let fixed = p.commits_from(opened);
+				assert!(crate::leak::agreed_in_time(
+					fixed,
+					p.deadline(opened),
+					p.recommit_blocks(most)
+				));
+			}
+		}
 	}
 
 	#[test]

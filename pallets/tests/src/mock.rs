@@ -218,6 +218,8 @@ parameter_types! {
 	pub const InactivityLeak: Perbill = Perbill::from_percent(1);
 	/// Blocks a ruling waits for an appeal: 0 (no appeals) unless a test sets it.
 	pub storage AppealPeriod: u64 = 0;
+	/// Checkpoints' `RecommitPeriod`: [`RECOMMIT_PERIOD`] unless a test sets it.
+	pub storage RecommitPeriod: u64 = RECOMMIT_PERIOD;
 	/// A pool's share of a block's schedule: all of it (4) unless a test sets it.
 	pub storage MaxExpiriesPerPool: u32 = 4;
 	/// Blocks between opening a challenge and drawing its jury: [`JURY_DELAY`] unless a test
@@ -333,7 +335,7 @@ impl pallet_checkpoints::Config for Test {
 	type DropAfterMissed = ConstU32<2>;
 	type MaxMembers = ConstU32<MAX_MEMBERS>;
 	type MaxDeadlinesPerBlock = ConstU32<2>;
-	type RecommitPeriod = ConstU64<RECOMMIT_PERIOD>;
+	type RecommitPeriod = RecommitPeriod;
 	type WeightInfo = ();
 	#[cfg(feature = "runtime-benchmarks")]
 	type BenchmarkHelper = TrainingPools;

@@ -225,7 +225,25 @@ fn a_withholder_copying_the_majority_after_the_deadline_is_leaked() {
 /// silence and dropped, after which the honest members finalize.
 #[test]
 fn garbage_over_another_included_set_is_leaked_once_the_agreed_set_left_time_to_recommit() {
+	run_test(garbage_over_other_sets_is_leaked);
+}
+
+/// The same attack in a pool whose round timeout (10 blocks) is shorter than the runtime's
+/// `RecommitPeriod` (40 here, as in the runtime): measured against the runtime's period alone,
+/// no agreed set was ever in time, so the garbage was never judged and the attacker voided
+/// every round for fees. The period is at most half of the blocks a round accepts commits in
+/// (`Timeline::recommit_blocks`: 5 here), so the honest set fixed at the opening is in time.
+#[test]
+fn garbage_over_another_set_is_leaked_in_a_pool_whose_timeout_is_shorter_than_the_recommit_period()
+{
 	run_test(|| {
+		RecommitPeriod::set(&40);
+		garbage_over_other_sets_is_leaked();
+	});
+}
+
+fn garbage_over_other_sets_is_leaked() {
+	{
 		training_pool(12, Perbill::from_percent(80), &[1_000, 1_000, 1_000, 1_300]);
 		let strategies: [(&[u32], bool); 4] =
 			[(&[0, 1], true), (&[0, 1, 2, 3], false), (&[0, 2, 3], true), (&[1, 2], false)];
@@ -255,7 +273,10 @@ fn garbage_over_another_included_set_is_leaked_once_the_agreed_set_left_time_to_
 			let open = Checkpoints::open_round(0).expect("open round");
 			let agreed = AgreedSets::<Test>::get((0, round)).expect("the honest ⅔ fixed a set");
 			assert_eq!(agreed.included.into_inner(), honest, "only the honest set is attested");
-			assert!(agreed.fixed_at + RECOMMIT_PERIOD < open.deadline);
+			let timeline = TrainingPools::round_params(0).expect("pool").timeline;
+			assert!(
+				agreed.fixed_at + timeline.recommit_blocks(RecommitPeriod::get()) < open.deadline
+			);
 			run_to_block(open.deadline);
 			assert!(Voided::<Test>::get(0, round).is_some());
 			voided += 1;
@@ -281,7 +302,7 @@ fn garbage_over_another_included_set_is_leaked_once_the_agreed_set_left_time_to_
 		)));
 		assert!(voided < 12, "the pool finalizes again");
 		assert_eq!((staked(1), staked(2), staked(3)), (1_000, 1_000, 1_000));
-	});
+	}
 }
 
 /// An honest member denied a payload commits a smaller set; the commits of the others fix the

@@ -109,7 +109,7 @@ pub(super) fn aggregate_matching(
 /// Seconds to fetch the agreed payloads we lack for an open round whose deadline is block
 /// `deadline`, at finalized block `finalized`, with blocks of `block_secs` seconds: until
 /// [`COMMIT_MARGIN_BLOCKS`] before the deadline, and at least [`FETCH_SECS`]. A commit off the
-/// agreed set is leaked at a void when the set left `RecommitPeriod` blocks to commit over it
+/// agreed set is leaked at a void when the set left the pool's recommit period to commit over it
 /// (`synod_protocol::leak::agreed_in_time`), so we keep fetching as long as a commit can still
 /// count, not a fixed time.
 fn fetch_secs(deadline: u64, finalized: u64, block_secs: f64) -> u64 {
