@@ -136,13 +136,16 @@ impl Flights {
 /// of it failed.
 #[derive(Clone, Copy, Debug)]
 struct FailureClock {
+    /// When we first asked the author itself (at most `first`).
+    asked: Instant,
     /// When our ask of the author first failed.
     first: Instant,
     /// How long the sources then get (`dead_after` after a "not found", else
     /// `announce_grace`).
     grace: Duration,
-    /// How long its announced payload's body may take at the slowest rate kept
-    /// ([`crate::Limits::body_time`] of its size).
+    /// How long its payload's body may take at the slowest rate kept
+    /// ([`crate::Limits::body_time`] of its announced size, at most twice the largest payload
+    /// delivered in the exchange).
     body: Duration,
     /// When a source was last seen sending its body.
     last_sending: Option<Instant>,
@@ -150,14 +153,15 @@ struct FailureClock {
 
 impl FailureClock {
     /// Whether the author is still waited for at `now` (`sending`: a source is sending its
-    /// body now). Never past `first + grace + body`: a transfer that started within the grace
+    /// body now). Never past `asked + grace + body`: a transfer that started within the grace
     /// and keeps the slowest rate kept ends by then, so an author (or a relay) that answers
-    /// every ask with a header and then drips, cut each time by the pace and asked again,
-    /// cannot hold the exchange to its deadline. Before that: while a source sends, and
-    /// `grace` after the later of the first failure and the last source seen sending (a
-    /// relay's transfer that breaks gives the other sources their turn).
+    /// every ask with a header and then drips, cut each time by the pace and asked again, or
+    /// that sends a whole body at the slowest pace and then fails it, cannot hold the
+    /// exchange to its deadline. Before that: while a source sends, and `grace` after the
+    /// later of the first failure and the last source seen sending (a relay's transfer that
+    /// breaks gives the other sources their turn).
     fn waits(&self, now: Instant, sending: bool) -> bool {
-        let hard = self.first + self.grace + self.body;
+        let hard = self.asked + self.grace + self.body;
         if now >= hard {
             return false;
         }
@@ -213,8 +217,9 @@ pub async fn all_gather(
     // the later of its start and this (a relay's transfer that breaks gives the rest their
     // turn before the author is left out).
     let mut last_sending: BTreeMap<u32, Instant> = BTreeMap::new();
-    // When we last asked each author itself.
+    // When we last asked each author itself, and when we first did.
     let mut author_asked: BTreeMap<u32, Instant> = BTreeMap::new();
+    let mut first_asked: BTreeMap<u32, Instant> = BTreeMap::new();
     let members = client.members();
     let limits = client.limits();
     loop {
@@ -285,6 +290,7 @@ pub async fn all_gather(
             };
             if peer == m.peer_id {
                 author_asked.insert(m.index, now);
+                first_asked.entry(m.index).or_insert(now);
             }
             let c = client.clone();
             let (idx, max) = (m.index, cfg.max_payload_bytes);
@@ -402,14 +408,19 @@ pub async fn all_gather(
                 let Some((t, grace)) = failing_since.get(i) else {
                     return true;
                 };
-                let size = snap
+                // The announced size, but no more than twice the largest payload delivered in
+                // this exchange (ours included): an author does not buy time by announcing the
+                // largest size the pool allows.
+                let announced = snap
                     .announced
                     .get(&(round, *i))
                     .map_or(0, |a| a.payload.size);
+                let largest = got.values().map(|b| b.len() as u64).max().unwrap_or(0);
                 let clock = FailureClock {
+                    asked: first_asked.get(i).map_or(*t, |a| (*a).min(*t)),
                     first: *t,
                     grace: *grace,
-                    body: limits.body_time(size),
+                    body: limits.body_time(announced.min(largest.saturating_mul(2))),
                     last_sending: last_sending.get(i).copied(),
                 };
                 clock.waits(now, sending)
@@ -518,6 +529,7 @@ mod tests {
         let t0 = Instant::now();
         let s = Duration::from_secs;
         let clock = FailureClock {
+            asked: t0,
             first: t0,
             grace: s(10),
             body: s(12),
@@ -547,5 +559,17 @@ mod tests {
             };
             assert_eq!(dripping.waits(at, true), at < t0 + s(22));
         }
+        // A whole body at the slowest pace, failed at its end (20 s after the first ask): the
+        // bound still counts from the first ask.
+        let late = FailureClock {
+            first: t0 + s(20),
+            ..clock
+        };
+        assert!(late.waits(t0 + s(21), true));
+        assert!(!late.waits(t0 + s(22), true));
+        assert!(
+            !late.waits(t0 + s(25), false),
+            "past the bound, the grace is over too"
+        );
     }
 }

@@ -92,8 +92,10 @@ pub type Wanted<K> = Vec<(K, Vec<[u8; 32]>)>;
 /// other, at most `per_state` each; an author's checks (of several rounds) one after the other
 /// too, so that an author is asked for one state at a time (a node serves a member at most
 /// `synod_p2p::EVIDENCE_PER_MEMBER` evidence transfers at once); the authors side by side, and
-/// nothing after `within` from now. A check stops at its first state not served (`None`) or
-/// not served in time: it will replay the whole phase anyway. Returns what `fetch` gave for
+/// nothing after `within` from now. A check stops at its first state not served (`None`): it
+/// will replay the whole phase anyway; an author stops at its first state not served in time
+/// (its other checks are not asked: one author that stalls in j checks costs one wait, not
+/// j). Returns what `fetch` gave for
 /// each state received (the bytes, or where it put them), by hash. Must run inside a tokio
 /// runtime.
 pub async fn prefetch_states<K, A, T, F, Fut>(
@@ -125,17 +127,21 @@ where
         let fetch = fetch.clone();
         tasks.spawn(async move {
             let mut got = Vec::new();
-            for (from, hashes) in checks {
+            'author: for (from, hashes) in checks {
                 for h in hashes {
                     let left = deadline
                         .saturating_duration_since(Instant::now())
                         .min(per_state);
                     if left.is_zero() {
-                        break;
+                        break 'author;
                     }
                     match tokio::time::timeout(left, fetch(from, h)).await {
                         Ok(Some(bytes)) => got.push((h, bytes)),
-                        _ => break,
+                        // Not served: this check replays whole; the author's others are asked.
+                        Ok(None) => break,
+                        // Not served in time: an author that stalls one state stalls the
+                        // rest, and each of its checks would cost another whole wait.
+                        Err(_) => break 'author,
                     }
                 }
             }
@@ -271,11 +277,12 @@ mod tests {
 
     #[test]
     fn a_state_that_stalls_past_its_own_wait_ends_its_authors_fetch() {
-        // One state gets `per_state`, even with the round's deadline far away.
-        let per_state = Duration::from_millis(300);
+        // One state gets `per_state`, even with the round's deadline far away; the author's
+        // other check (another round) is not asked after it: one wait, not one per check.
+        let per_state = Duration::from_secs(2);
         let t0 = std::time::Instant::now();
         let got = rt().block_on(prefetch_states(
-            vec![(0u8, vec![[1; 32], [2; 32]])],
+            vec![(0u8, vec![[1; 32], [2; 32]]), (0u8, vec![[1; 32], [3; 32]])],
             |a| *a,
             per_state,
             Duration::from_secs(10),
@@ -287,7 +294,7 @@ mod tests {
             },
         ));
         assert!(got.is_empty());
-        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        assert!(t0.elapsed() < per_state * 7 / 4, "{:?}", t0.elapsed());
     }
 
     #[test]

@@ -78,7 +78,7 @@ impl<T: Config> Pallet<T> {
 		ensure!(OpenBy::<T>::get(&by) == 0, Error::<T>::AlreadyChallenged);
 		let payload_digest =
 			Self::check_evidence(pool_id, round, &accused, accused_index, evidence)?.digest;
-		let eligible = Self::eligible_among(pool_id, round, fin.finalized_at, &fin.contributors);
+		let eligible = Self::eligible_among(pool_id, round, &fin.contributors);
 		let challenge_id = NextChallengeId::<T>::get();
 		let next = challenge_id.checked_add(1).ok_or(Error::<T>::Overflow)?;
 		let (draw_at, expires_at, expiry_at) =

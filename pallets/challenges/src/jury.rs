@@ -13,7 +13,6 @@ impl<T: Config> Pallet<T> {
 	pub(crate) fn do_register_juror(who: T::AccountId) -> DispatchResult {
 		ensure!(!T::Staking::active_stake(&who).is_zero(), Error::<T>::NotBonded);
 		ensure!(OptedOut::<T>::take(&who).is_some(), Error::<T>::AlreadyJuror);
-		NoShowOptOuts::<T>::remove(&who);
 		Self::deposit_event(Event::JurorOptedIn { who });
 		Ok(())
 	}
@@ -22,39 +21,25 @@ impl<T: Config> Pallet<T> {
 		// Stake that is unbonding is still slashable and seated for the rounds it backed: its
 		// owner may still opt out of challenges opened from now on.
 		ensure!(!T::Staking::held_stake(&who).is_zero(), Error::<T>::NotBonded);
-		// A no-show still seated on the rounds it backed may opt out of those too.
-		ensure!(
-			!OptedOut::<T>::contains_key(&who) || NoShowOptOuts::<T>::contains_key(&who),
-			Error::<T>::NotAJuror
-		);
-		NoShowOptOuts::<T>::remove(&who);
-		OptedOut::<T>::insert(&who, ());
-		Self::deposit_event(Event::JurorOptedOut { who });
+		ensure!(!OptedOut::<T>::contains_key(&who), Error::<T>::NotAJuror);
+		Self::opt_out(who);
 		Ok(())
 	}
 
-	/// Opts `who`, a juror absent at block `now`, out of the committees of challenges opened
-	/// from now on against rounds final from `now` on ([`NoShowOptOuts`]); nothing if it is
-	/// opted out already (its own opt-out, or an earlier no-show's, stands).
-	pub(crate) fn opt_out_no_show(who: T::AccountId, now: BlockNumberFor<T>) {
-		if OptedOut::<T>::contains_key(&who) {
-			return;
-		}
+	/// Records that `who` is no longer seated on challenges opened from now on.
+	pub(crate) fn opt_out(who: T::AccountId) {
 		OptedOut::<T>::insert(&who, ());
-		NoShowOptOuts::<T>::insert(&who, now);
 		Self::deposit_event(Event::JurorOptedOut { who });
 	}
 
-	/// The jurors eligible for a challenge of round `round` of `pool_id`, final at block
-	/// `finalized_at` with `contributors`, in the contributors' order: those that have not
-	/// opted out ([`OptedOut`], read now; a no-show's opt-out counts only from rounds final at
-	/// or after its block, [`NoShowOptOuts`]) and can replay the round (contributors of round
-	/// `round − 1` when that round is final; [`protocol::eligible_jurors`]). A challenge's
+	/// The jurors eligible for a challenge of round `round` of `pool_id` whose final checkpoint
+	/// lists `contributors`, in the contributors' order: those that have not opted out
+	/// ([`OptedOut`], read now) and can replay the round (contributors of round `round − 1`
+	/// when that round is final; [`protocol::eligible_jurors`]). A challenge's
 	/// [`EligibleJurors`], frozen at opening.
 	pub(crate) fn eligible_among(
 		pool_id: synod_primitives::PoolId,
 		round: synod_primitives::RoundIndex,
-		finalized_at: BlockNumberFor<T>,
 		contributors: &[protocol::Participant<T::AccountId>],
 	) -> BoundedVec<T::AccountId, T::MaxPoolMembers> {
 		// A final round has contributors: none read means its snapshot is no longer kept (it
@@ -66,7 +51,6 @@ impl<T: Config> Pallet<T> {
 			.filter(|c| !c.is_empty());
 		let eligible = protocol::eligible_jurors(contributors, previous.as_deref(), |who| {
 			OptedOut::<T>::contains_key(who)
-				&& NoShowOptOuts::<T>::get(who).is_none_or(|at| at <= finalized_at)
 		});
 		BoundedVec::truncate_from(eligible.map(|p| p.who.clone()).collect())
 	}

@@ -325,23 +325,11 @@ pub mod pallet {
 	#[pallet::storage]
 	pub type Disputes<T: Config> = StorageMap<_, Twox64Concat, ChallengeId, Dispute, OptionQuery>;
 
-	/// Bonded trainers that opted out of juries ([`Pallet::unregister_juror`], or seated and
-	/// absent: a no-show). Every other contributor is eligible. One entry per account, written
-	/// only for an account with active stake (or slashed as a no-show), deleted when it opts
-	/// back in ([`Pallet::register_juror`]).
+	/// Bonded trainers that opted out of juries ([`Pallet::unregister_juror`]). Every other
+	/// contributor is eligible; a no-show stays a juror. One entry per account, written only
+	/// by an account with stake, deleted when it opts back in ([`Pallet::register_juror`]).
 	#[pallet::storage]
 	pub type OptedOut<T: Config> = StorageMap<_, Blake2_128Concat, T::AccountId, ()>;
-
-	/// The block at which each juror in [`OptedOut`] was opted out as a no-show (absent: it
-	/// opted out by its own call). A no-show's opt-out keeps it off the committees of rounds
-	/// final from that block on, not off those of rounds final before it, which it backed
-	/// and can replay: an adversary that makes honest jurors miss a vote (more challenges
-	/// than one voting period's replays) cannot open a challenge on such a round right after,
-	/// before they opt back in, with a committee of its own jurors. Deleted with the
-	/// [`OptedOut`] entry, and when the juror opts out by its own call.
-	#[pallet::storage]
-	pub type NoShowOptOuts<T: Config> =
-		StorageMap<_, Blake2_128Concat, T::AccountId, BlockNumberFor<T>>;
 
 	#[pallet::call]
 	impl<T: Config> Pallet<T> {
@@ -365,10 +353,8 @@ pub mod pallet {
 		#[pallet::call_index(0)]
 		#[pallet::weight(T::WeightInfo::open_challenge(T::MaxPoolMembers::get())
 			// Round `r − 1`'s snapshot (its contributors, for the eligible jurors), missing where
-			// measured (round 1); a no-show's opt-out block per contributor ([`NoShowOptOuts`]),
-			// measured with nobody opted out.
-			.saturating_add(T::DbWeight::get().reads(1))
-			.saturating_add(T::DbWeight::get().reads(T::MaxPoolMembers::get().into())))]
+			// measured (round 1).
+			.saturating_add(T::DbWeight::get().reads(1)))]
 		pub fn open_challenge(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
@@ -406,14 +392,11 @@ pub mod pallet {
 
 		/// Opts the caller back in to juries: challenges opened from now on seat it when it
 		/// contributed to the challenged round ([`Event::JurorOptedIn`]). Every bonded trainer
-		/// is a juror unless it opted out, so this only undoes [`Pallet::unregister_juror`] (or
-		/// a no-show's opting out).
+		/// is a juror unless it opted out, so this only undoes [`Pallet::unregister_juror`].
 		///
 		/// Errors: [`Error::NotBonded`], [`Error::AlreadyJuror`].
 		#[pallet::call_index(2)]
-		#[pallet::weight(T::WeightInfo::register_juror()
-			// A no-show's opt-out block ([`NoShowOptOuts`]), deleted with the opt-out.
-			.saturating_add(T::DbWeight::get().writes(1)))]
+		#[pallet::weight(T::WeightInfo::register_juror())]
 		pub fn register_juror(origin: OriginFor<T>) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::do_register_juror(who)
@@ -422,15 +405,12 @@ pub mod pallet {
 		/// Opts the caller out of juries ([`Event::JurorOptedOut`]): challenges opened from now
 		/// on do not seat it; challenges already open keep it eligible, and juries already
 		/// drawn keep its seats (it answers for those votes). An account whose whole stake is
-		/// unbonding may opt out too, and so may a no-show still seated on the rounds final
-		/// before its no-show ([`NoShowOptOuts`]).
+		/// unbonding may opt out too.
 		///
 		/// Errors: [`Error::NotBonded`] (no stake held, active or unbonding),
 		/// [`Error::NotAJuror`].
 		#[pallet::call_index(3)]
-		#[pallet::weight(T::WeightInfo::unregister_juror()
-			// A no-show's opt-out block ([`NoShowOptOuts`]), read and deleted.
-			.saturating_add(T::DbWeight::get().reads_writes(1, 1)))]
+		#[pallet::weight(T::WeightInfo::unregister_juror())]
 		pub fn unregister_juror(origin: OriginFor<T>) -> DispatchResult {
 			let who = ensure_signed(origin)?;
 			Self::do_unregister_juror(who)
@@ -524,9 +504,8 @@ pub mod pallet {
 		/// segment at or past `MAX_TRACE_SEGMENTS`.
 		#[pallet::call_index(7)]
 		#[pallet::weight(T::WeightInfo::open_narrowed_challenge(T::MaxPoolMembers::get())
-			// Round `r − 1`'s snapshot and the no-shows' opt-out blocks, as for `open_challenge`.
-			.saturating_add(T::DbWeight::get().reads(1))
-			.saturating_add(T::DbWeight::get().reads(T::MaxPoolMembers::get().into())))]
+			// Round `r − 1`'s snapshot, as for `open_challenge`.
+			.saturating_add(T::DbWeight::get().reads(1)))]
 		pub fn open_narrowed_challenge(
 			origin: OriginFor<T>,
 			pool_id: PoolId,

@@ -248,13 +248,12 @@ fn unresolved_challenge_expires_at_its_block() {
 		assert!(!<Challenges as ChallengesInspect<_>>::is_guilty(0, 1, &3));
 		assert_eq!(events().last(), Some(&Event::ChallengeExpired { challenge_id: 0 }));
 		// The jurors that did not vote lose 10 % of their drawn stake (the 1 000 of the round's
-		// snapshot) and are opted out of juries.
+		// snapshot) and stay jurors.
 		assert_eq!(TrainerStaking::active_stake(&jury[0].0), before[0]);
-		assert!(!OptedOut::<Test>::contains_key(jury[0].0));
 		for (i, (j, _)) in jury.iter().enumerate().skip(1) {
 			assert_eq!(TrainerStaking::active_stake(j), before[i] - 100);
-			assert!(OptedOut::<Test>::contains_key(j));
-			assert!(events().contains(&Event::JurorOptedOut { who: *j }));
+			assert!(!OptedOut::<Test>::contains_key(j));
+			assert!(!events().contains(&Event::JurorOptedOut { who: *j }));
 			assert!(events().contains(&Event::JurorNoShow {
 				challenge_id: 0,
 				juror: *j,
@@ -263,19 +262,6 @@ fn unresolved_challenge_expires_at_its_block() {
 		}
 		assert_eq!(Votes::<Test>::iter_prefix(0).count(), 0, "votes cleared");
 		assert!(OpenAgainst::<Test>::get((0, 1, 3)) == 0);
-		// Opted out as no-shows at the expiry (for rounds final from then on); one of them
-		// opts out by its own call, for every round, and opts back in.
-		let (j, _) = jury[1];
-		assert_eq!(NoShowOptOuts::<Test>::get(j), Some(29));
-		assert_ok!(Challenges::unregister_juror(RuntimeOrigin::signed(j)));
-		assert!(OptedOut::<Test>::contains_key(j));
-		assert!(!NoShowOptOuts::<Test>::contains_key(j));
-		assert_noop!(
-			Challenges::unregister_juror(RuntimeOrigin::signed(j)),
-			Error::<Test>::NotAJuror
-		);
-		assert_ok!(Challenges::register_juror(RuntimeOrigin::signed(j)));
-		assert!(!OptedOut::<Test>::contains_key(j));
 	});
 }
 

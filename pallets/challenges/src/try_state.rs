@@ -115,12 +115,6 @@ impl<T: Config> Pallet<T> {
 				"an eligible juror that did not contribute to the round"
 			);
 		}
-		for who in NoShowOptOuts::<T>::iter_keys() {
-			ensure!(
-				OptedOut::<T>::contains_key(&who),
-				"a no-show's opt-out block without its opt-out"
-			);
-		}
 		for (id, dispute) in Disputes::<T>::iter() {
 			ensure!(OpenChallenges::<T>::contains_key(id), "the dispute of a closed challenge");
 			ensure!(

@@ -236,12 +236,11 @@ impl<T: Config> Pallet<T> {
 	/// Weight of closing a challenge beyond its benchmarked paths: its challenger's slot
 	/// ([`OpenBy`]), the contribution's [`ShareCandidates`] with the [`Appeals`] entries of its
 	/// candidates ([`Pallet::share_recipient`]), per absent juror (at most `MaxPoolMembers`)
-	/// its [`NoShows`] record and its [`NoShowOptOuts`] entry, its
+	/// its [`NoShows`] record, its
 	/// [`ScheduledAt`] entry with the (at most [`MAX_SCHEDULED`]) blocks whose schedule it
 	/// leaves and its pool's [`PoolSlots`] count in each, and its [`Disputes`] entry.
 	pub(crate) fn close_weight() -> Weight {
 		let n = u64::from(T::MaxPoolMembers::get())
-			.saturating_mul(2)
 			.saturating_add(1)
 			.saturating_add(1)
 			.saturating_add(u64::from(crate::MAX_SHARE_CANDIDATES))
@@ -252,8 +251,10 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// Slashes `NoShowSlash` of the drawn (snapshot) stake of every juror of `c` that has not
-	/// voted, once per challenged round ([`NoShows`]), and opts it out of the committees of
-	/// rounds final from now on ([`Pallet::opt_out_no_show`]). Every
+	/// voted, once per challenged round ([`NoShows`]). It stays a juror: opting absent jurors
+	/// out let an adversary that made the honest jurors miss a vote (more sham challenges at
+	/// once than one voting period's replays) open a challenge right after, before they opted
+	/// back in, whose eligible jurors were its own. Every
 	/// seated juror contributed to the challenged round and was in the previous round's
 	/// contributors (when that round is final), so it held what a replay needs.
 	fn penalize_no_shows(challenge_id: ChallengeId, c: &Challenge<T>) {
@@ -288,8 +289,7 @@ impl<T: Config> Pallet<T> {
 					None,
 				)
 			};
-			Self::deposit_event(Event::JurorNoShow { challenge_id, juror: juror.clone(), slashed });
-			Self::opt_out_no_show(juror, frame_system::Pallet::<T>::block_number());
+			Self::deposit_event(Event::JurorNoShow { challenge_id, juror, slashed });
 		}
 	}
 }

@@ -41,7 +41,8 @@ impl<T: Config> Pallet<T> {
 			// A second commit, at most once (its included set is then the agreed or final one),
 			// from a committer of another included set: over a split open round's agreed set
 			// (`protocol::agreement`), or, once final, the final checkpoint itself (a split round
-			// is final as soon as quorum has committed again; the rest are paid late).
+			// is final as soon as quorum has committed again; the rest are paid late), also from
+			// a committer of the final set with another hash.
 			let (agreed, expected_hash) = match &final_record {
 				Some(fin) => (fin.included.clone(), Some(fin.hash)),
 				None => (
@@ -51,7 +52,13 @@ impl<T: Config> Pallet<T> {
 					None,
 				),
 			};
-			ensure!(prev.included != agreed, Error::<T>::AlreadyCommitted);
+			// A participant whose first commit named the final set with another hash may commit
+			// the final pair too: an equivocator's two payloads split honest members over one
+			// included set (each aggregated the payload it received), and the final checkpoint
+			// is the one it can recompute once it holds the other payload. It gains nothing
+			// a participant that never committed could not (a late commit of the final pair).
+			let other_hash = expected_hash.is_some_and(|h| h != prev.hash);
+			ensure!(prev.included != agreed || other_hash, Error::<T>::AlreadyCommitted);
 			ensure!(
 				included == agreed && expected_hash.is_none_or(|h| h == hash),
 				Error::<T>::NotTheAgreedSet
@@ -147,7 +154,7 @@ impl<T: Config> Pallet<T> {
 		};
 		// Once a split round's agreed set is fixed in time to judge commits off it
 		// (`AgreedSet::in_time`), a first commit is over it: a commit off it is then
-		// one made before the set was fixed, with the set's `RecommitPeriod` to commit over it,
+		// one made before the set was fixed, with the pool's recommit period to commit over it,
 		// and garbage over another set cannot come later. A set fixed later judges nothing, and
 		// a first commit over another set is taken (its committer may have no time left to
 		// fetch the agreed payloads).

@@ -147,9 +147,13 @@ impl Timeline {
 	/// that a set fixed by commits in the first half of that span is always in time. With the
 	/// runtime's period alone, a pool whose timeout was shorter than it plus its minimum round
 	/// length never had a set in time: commits over other sets (a blocking minority's garbage)
-	/// were never judged and a first commit was never held to the agreed set.
+	/// were never judged and a first commit was never held to the agreed set. At least one
+	/// block (unless `most` is 0): in a pool whose rounds accept commits in one block only, a
+	/// set fixed in it leaves no block to commit over it and judges nothing.
 	pub fn recommit_blocks(&self, most: Block) -> Block {
-		most.min(self.round_timeout.saturating_sub(self.min_round_length) / 2)
+		// At least one block: a set fixed in the span's last block leaves none.
+		let half = (self.round_timeout.saturating_sub(self.min_round_length) / 2).max(1);
+		most.min(half)
 	}
 
 	/// Whether a member may commit to a round before it opens (counted when it opens): only
@@ -274,6 +278,10 @@ mod tests {
 		assert_eq!(t.recommit_blocks(3), 3);
 		assert_eq!(t.recommit_blocks(40), 5);
 		assert_eq!(paced.recommit_blocks(40), 3);
+		// A one-block commit span: a set fixed in it judges nothing.
+		let one = Timeline::for_pool(2, 5, 2, 20).with_min_round_length(1);
+		assert_eq!(one.recommit_blocks(40), 1);
+		assert!(!crate::leak::agreed_in_time(one.commits_from(100), one.deadline(100), 1));
 		// A set fixed when the span opens is in time whatever the runtime's period.
 		for most in [0, 1, 40, u64::MAX] {
 			for p in [t, paced] {

@@ -188,7 +188,8 @@ pub const APPEAL_BOND: Balance = 600;
 /// Voting period = round timeout + this.
 pub const VOTE_MARGIN: u64 = 10;
 /// Blocks a committer of another set gets to commit over a split round's agreed set before
-/// commits off it are judged (`RecommitPeriod` of Checkpoints).
+/// commits off it are judged (`RecommitPeriod` of Checkpoints; a pool's is at most half of its
+/// commit span).
 pub const RECOMMIT_PERIOD: u64 = 3;
 /// A member's storage deposit, planck.
 pub const MEMBER_DEPOSIT: Balance = 5;

@@ -3,7 +3,7 @@
 //! challenge it cannot judge could only abstain and be slashed `NoShowSlash` as a no-show.
 //! Whoever runs a pool could then open challenges there against its own sybil (the bond comes
 //! back when the challenge expires) and drain the honest jurors of every other pool out of the
-//! juries (opted out as no-shows), for the price of the transaction fees. Committees are drawn from the challenged
+//! juries, for the price of the transaction fees. Committees are drawn from the challenged
 //! round's contributors only.
 
 use super::challenge;

@@ -275,3 +275,44 @@ fn forced_voids_cannot_evict_a_voided_rounds_snapshot_while_it_is_slashable() {
 		assert_eq!(staked(3), 500);
 	});
 }
+
+/// Attack: an equivocator (member 3) gives payload A to members 1, 2 and 4 and payload B to
+/// member 5, all over one included set. Members 1 to 4 hold the quorum with the aggregate of
+/// A and the round is final without member 5, whose commit names the final set with another
+/// hash: it could not commit again (`AlreadyCommitted`), so it went unpaid for a round its
+/// payload is in, and was left out of the next round's juries (eligibility needs the
+/// previous round's contributors), which raises the adversary's share of them. It now commits
+/// the final pair once it recomputed it, within the late-commit window: a late contributor,
+/// paid.
+#[test]
+fn honest_members_split_by_an_equivocator_in_a_final_round_commit_the_final_pair_and_are_paid() {
+	run_test(|| {
+		training_pool(3, two_thirds(), &[1_000; 5]);
+		assert_ok!(commit(5, 1, 8, &[0, 1, 2, 3, 4]));
+		for who in 1..=4 {
+			assert_ok!(commit(who, 1, 7, &[0, 1, 2, 3, 4]));
+		}
+		let fin = pallet_checkpoints::FinalCheckpoints::<Test>::get(0, 1).expect("final");
+		assert_eq!(fin.hash, [7; 32]);
+		assert!(!fin.contributors.contains(&5));
+		let (a, b) = (announcement(0, 1, 3, [0x11; 32]), announcement(0, 1, 3, [0x22; 32]));
+		assert_ok!(report(5, 1, 3, a, b));
+		// Member 5 recomputed the final aggregate with the equivocator's other payload.
+		assert_noop!(
+			commit(5, 1, 9, &[0, 1, 2, 3, 4]),
+			pallet_checkpoints::Error::<Test>::NotTheAgreedSet
+		);
+		assert_ok!(commit(5, 1, 7, &[0, 1, 2, 3, 4]));
+		let fin = pallet_checkpoints::FinalCheckpoints::<Test>::get(0, 1).expect("final");
+		assert!(fin.contributors.contains(&5), "a late contributor");
+		assert!(pallet_checkpoints::Divergent::<Test>::get((0, 1)).is_empty());
+		// Once.
+		assert_noop!(
+			commit(5, 1, 7, &[0, 1, 2, 3, 4]),
+			pallet_checkpoints::Error::<Test>::AlreadyCommitted
+		);
+		run_to_block(34);
+		assert_eq!(Claimable::<Test>::get(0, 3), 0, "the equivocator is unpaid");
+		assert_eq!(Claimable::<Test>::get(0, 5), 200, "the split honest member is paid");
+	});
+}

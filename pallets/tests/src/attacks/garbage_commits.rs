@@ -5,8 +5,8 @@
 //! like silence once the round's equivocation reports close, unless an equivocation was proved
 //! in the round (then honest members split over an equivocator's two payloads committed two
 //! hashes, and none of them is leaked). A commit over another included set is judged the same
-//! way once that majority's set is the round's agreed set and was fixed `RecommitPeriod`
-//! blocks before the deadline (every committer could commit over it); before that it is not:
+//! way once that majority's set is the round's agreed set and was fixed the pool's recommit
+//! period (`RecommitPeriod`, at most half of the commit span) before the deadline (every committer could commit over it); before that it is not:
 //! an honest member that was denied a payload commits a smaller set.
 
 use super::split;
@@ -306,7 +306,7 @@ fn garbage_over_other_sets_is_leaked() {
 }
 
 /// An honest member denied a payload commits a smaller set; the commits of the others fix the
-/// agreed set. It is judged only if the set left it `RecommitPeriod` blocks to commit over it,
+/// agreed set. It is judged only if the set left it the recommit period to commit over it,
 /// one that does commit over it is present, and one that comes after a set fixed that late
 /// may still commit its own.
 #[test]

@@ -120,8 +120,7 @@ fn honest_members_that_recommit_after_finality_are_still_paid() {
 		assert_eq!(fin.contributors.into_inner(), vec![1, 2, 3, 5, 4]);
 		assert!(pallet_checkpoints::Divergent::<Test>::get((0, 1)).is_empty());
 		assert_noop!(commit(4, 1, 8, &[0, 1, 2, 3, 4]), Error::<Test>::AlreadyCommitted);
-		// A member whose commit already named the final set cannot commit again (with another
-		// hash it diverged on the computation, not on what it received).
+		// A member whose commit already was the final pair cannot commit again.
 		assert_noop!(commit(1, 1, 8, &[0, 1, 2, 3, 4]), Error::<Test>::AlreadyCommitted);
 	});
 }

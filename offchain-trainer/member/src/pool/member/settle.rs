@@ -172,6 +172,8 @@ impl Trainer {
         let mut second: Option<CheckpointHash> = None;
         // Whether we asked the chain to void the round (once per round).
         let void_asked = std::cell::Cell::new(false);
+        // Whether we recomputed the final checkpoint over our own included set (once).
+        let mut same_set_tried = false;
         let closed = loop {
             let chain = &self.ctx.chain;
             let signer = &self.ctx.signer;
@@ -191,12 +193,15 @@ impl Trainer {
                 || async {
                     if let Some(f) = chain.final_checkpoint(pool, round).await? {
                         // Final over another set that holds our payload (a split round is
-                        // final once quorum has committed again): commit it late, to be paid,
-                        // while its late-commit window leaves time; else we go on to the next
-                        // round (which fetches the final checkpoint).
+                        // final once quorum has committed again), or over our set with another
+                        // hash (an equivocator gave us its other payload; tried once: a plain
+                        // divergence finds no payload that makes the final hash): commit it
+                        // late, to be paid, while its late-commit window leaves time; else we
+                        // go on to the next round (which fetches the final checkpoint).
+                        let other_set = f.included != p.included;
                         if may
                             && f.hash != p.hash
-                            && f.included != p.included
+                            && (other_set || !same_set_tried)
                             && f.included.contains(&me)
                         {
                             let now = chain.finalized_number().await?;
@@ -273,6 +278,7 @@ impl Trainer {
                 }
                 Step::Agreed(set, expect) => {
                     tries_left -= 1;
+                    same_set_tried |= set == p.included;
                     match self.recommit(&p, &set, expect) {
                         Ok(h) => second = Some(h),
                         Err(e) => {
