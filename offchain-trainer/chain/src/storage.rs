@@ -333,8 +333,7 @@ impl Chain {
         self.fetch("Challenges", "Votes", (id, *who)).await
     }
 
-    /// `Challenges.OptedOut(who)`: whether `who` is opted out of juries (by its own call, or
-    /// as a no-show).
+    /// `Challenges.OptedOut(who)`: whether `who` opted out of juries.
     ///
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].

@@ -287,8 +287,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = DEFAULT_VERIFY_SEGMENTS, value_parser = clap::value_parser!(u32).range(1..))]
     pub verify_segments: u32,
     /// Opt out of juries (`Challenges.unregister_juror`). By default every member is a juror:
-    /// it opts back in at start (`Challenges.register_juror`, if it had opted out or missed a
-    /// vote) and votes automatically when drawn: it replays the disputed contribution and
+    /// it opts back in at start (`Challenges.register_juror`, if it had opted out) and votes automatically when drawn: it replays the disputed contribution and
     /// votes guilty iff it is outside the replay tolerance (innocent on its own). Committees
     /// are drawn from the challenged round's contributors that did not opt out and were in
     /// the previous round's contributors; a seated juror that lacks what a replay needs

@@ -318,7 +318,7 @@ mod benchmarks {
 	}
 
 	// Worst case: the expiry of a challenge whose whole committee did not vote (each
-	// juror slashed and opted out), no verdict.
+	// juror slashed), no verdict.
 	#[benchmark]
 	fn expire() -> Result<(), BenchmarkError> {
 		let (pool, accused) = drawn_challenge::<T>()?;

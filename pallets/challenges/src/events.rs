@@ -125,7 +125,7 @@ mod events_and_errors {
 		},
 		/// A drawn juror that contributed to the challenged round did not vote within the
 		/// voting period: `slashed` planck of its stake were slashed (0 for a further missed
-		/// vote in a round it was already slashed for) and it is opted out of juries.
+		/// vote in a round it was already slashed for); it stays a juror.
 		JurorNoShow {
 			/// Challenge.
 			challenge_id: ChallengeId,
@@ -162,8 +162,7 @@ mod events_and_errors {
 			/// Juror.
 			who: T::AccountId,
 		},
-		/// `who` is opted out of juries (by its own call, or as a no-show): challenges opened
-		/// from now on do not seat it.
+		/// `who` opted out of juries: challenges opened from now on do not seat it.
 		JurorOptedOut {
 			/// Juror.
 			who: T::AccountId,

@@ -38,7 +38,7 @@ impl<T: Config> Pallet<T> {
 		let previous = Commits::<T>::get((pool_id, round), &who);
 		let final_record = FinalCheckpoints::<T>::get(pool_id, round);
 		if let Some(prev) = &previous {
-			// A second commit, at most once (its included set is then the agreed or final one),
+			// Another commit, once per set (its included set is then the agreed or final one),
 			// from a committer of another included set: over a split open round's agreed set
 			// (`protocol::agreement`), or, once final, the final checkpoint itself (a split round
 			// is final as soon as quorum has committed again; the rest are paid late), also from
@@ -128,6 +128,19 @@ impl<T: Config> Pallet<T> {
 			return Ok(());
 		}
 
+		// Only the round's participants commit, also after its deadline: an outsider's commit
+		// would otherwise pass the transaction pool's dry run of the void (`CheckDutyCall`,
+		// which runs without the block's hooks) at the block before the deadline, as an
+		// `Operational` call that the hooks' own void then refuses unpaid at inclusion.
+		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
+		let Some(participant) = protocol::snapshot::find(&snapshot, &who).cloned() else {
+			return Err(match T::Pools::member(pool_id, &who) {
+				None => Error::<T>::NotMember,
+				Some(m) if m.from_round > round => Error::<T>::NotYetMember,
+				Some(_) => Error::<T>::NotInSnapshot,
+			}
+			.into());
+		};
 		let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::RoundClosed)?;
 		let state = Self::round_state(&open, &params, now);
 		if state.status().is_voided() {
@@ -143,15 +156,6 @@ impl<T: Config> Pallet<T> {
 			state.phase(block::<T>(now)) != RoundPhase::InnerPhase,
 			Error::<T>::InnerPhaseNotOver
 		);
-		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
-		let Some(participant) = protocol::snapshot::find(&snapshot, &who).cloned() else {
-			return Err(match T::Pools::member(pool_id, &who) {
-				None => Error::<T>::NotMember,
-				Some(m) if m.from_round > round => Error::<T>::NotYetMember,
-				Some(_) => Error::<T>::NotInSnapshot,
-			}
-			.into());
-		};
 		// Once a split round's agreed set is fixed in time to judge commits off it
 		// (`AgreedSet::in_time`), a first commit is over it: a commit off it is then
 		// one made before the set was fixed, with the pool's recommit period to commit over it,

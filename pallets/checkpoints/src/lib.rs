@@ -363,8 +363,10 @@ pub mod pallet {
 		/// blocks after finality) has closed for this commit: after it, only a participant
 		/// without a commit may record one, until the round is settled.
 		RoundClosed,
-		/// The caller already committed for this round (a second commit is accepted only over
-		/// the agreed set of a split round, from a committer of another set).
+		/// The caller already committed for this round (another commit is accepted only over
+		/// the agreed set of a split round, from a committer of another set, or, once the round
+		/// is final, the final pair from a committer of another set or of the final set with
+		/// another hash).
 		AlreadyCommitted,
 		/// The included set is empty or not strictly increasing.
 		InvalidIncludedSet,
@@ -405,8 +407,10 @@ pub mod pallet {
 		/// had not committed yet commits over the agreed set only, if it was fixed more than
 		/// the pool's recommit period (`RecommitPeriod`, at most half of the blocks its rounds
 		/// accept commits in) before the deadline. After finality, a
-		/// participant whose committed included set differs from the final one may commit the
-		/// final `(hash, included)` once (a late contributor if it is in the set).
+		/// participant whose commit differs from the final one (another included set, or the
+		/// final set with another hash: an equivocator's two payloads split honest members
+		/// over one set) may commit the final `(hash, included)` once (a late contributor if
+		/// it is in the set).
 		///
 		/// Weight: the worst path, a second commit over the agreed set that finalizes the round, schedules its settlement
 		/// and opens the next round (snapshot of `MaxMembers`, early commits counted), or a

@@ -66,7 +66,7 @@ parameter_types! {
     pub const ChallengerShare: Perbill = Perbill::from_percent(50);
     /// …a quarter to the jurors who voted guilty (the rest to the treasury).
     pub const JurorShare: Perbill = Perbill::from_percent(25);
-    /// A drawn juror that does not vote loses 1 % of its drawn stake and is opted out of juries.
+    /// A drawn juror that does not vote loses 1 % of its drawn stake (once per round).
     pub const NoShowSlash: Perbill = Perbill::from_percent(1);
     /// A member silent in a voided round loses 1 % of its snapshot stake.
     pub const InactivityLeak: Perbill = Perbill::from_percent(1);

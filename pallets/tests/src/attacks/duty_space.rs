@@ -31,6 +31,27 @@ fn only_a_commit_that_would_succeed_is_admitted_and_the_check_keeps_nothing() {
 	});
 }
 
+/// Attack: an outsider's commits at the block before a round's deadline. The transaction pool
+/// dry-runs a duty call at the next block's number without its hooks, so a commit then ran
+/// the void of the expired round and passed, whoever sent it: copies from any funded account
+/// (nonce after nonce) were kept and gossiped as `Operational` calls, and refused unpaid at
+/// inclusion once the block's own hook had voided the round. A commit is now the round's
+/// participants' only, after the deadline too.
+#[test]
+fn an_outsiders_commit_after_the_deadline_is_refused() {
+	run_test(|| {
+		training_pool(3, two_thirds(), &[1_000; 3]);
+		let deadline = Checkpoints::open_round(0).expect("open").deadline;
+		// The pool's view of the next block: its number, no hook run.
+		System::set_block_number(deadline);
+		let check =
+			|who, round| Checkpoints::check_commit(who, 0, round, [7; 32], included(&[0, 1, 2]));
+		assert_noop!(check(OUTSIDER, 1), Error::<Test>::NotMember);
+		// A participant's still voids the expired round.
+		assert_ok!(check(1, 1));
+	});
+}
+
 #[test]
 fn only_a_seated_jurors_first_vote_is_admitted() {
 	run_test(|| {

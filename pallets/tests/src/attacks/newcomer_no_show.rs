@@ -10,7 +10,7 @@
 use super::challenge;
 use crate::mock::*;
 use frame_support::assert_ok;
-use pallet_challenges::{Event, OptedOut, Verdict};
+use pallet_challenges::{Event, Verdict};
 
 #[test]
 fn newcomers_are_not_seated_on_a_round_they_cannot_replay() {
@@ -41,7 +41,6 @@ fn newcomers_are_not_seated_on_a_round_they_cannot_replay() {
 		run_to_block(expires_at);
 		assert_eq!(verdict_of(0, 2, 2), Some(Verdict::Expired));
 		assert_eq!(staked(5), staked_5, "the newcomer lost nothing");
-		assert!(!OptedOut::<Test>::contains_key(5));
 		// The seated jurors that did not vote answer for it; the newcomer does not.
 		let no_shows: Vec<AccountId> = challenges_events()
 			.iter()

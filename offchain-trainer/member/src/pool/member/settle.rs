@@ -138,6 +138,36 @@ const RECOMMIT_TRIES: u32 = 3;
 pub(super) const NOT_COMMITTED: CheckpointHash = [0; 32];
 
 impl Trainer {
+    /// Whether round `round`, final over `included` (our own set) with another hash than
+    /// ours, may be recomputed to the final hash: some member of the set signed two payloads
+    /// for the round (we may have aggregated the one the final committers did not), or the
+    /// round's snapshot stakes differ from `stakes`, the ones we aggregated with. Otherwise
+    /// our aggregate is what it is (a divergence), and recomputing it is wasted time.
+    ///
+    /// # Errors
+    /// Chain RPC failures.
+    async fn final_hash_may_be_ours(
+        &self,
+        round: u32,
+        included: &[u32],
+        stakes: &synod_diloco::Stakes,
+    ) -> Result<bool, synod_chain::ChainError> {
+        let seen = self.ctx.client.snapshot();
+        let me = self.ctx.me;
+        if included
+            .iter()
+            .any(|j| *j != me && seen.announcements(round, *j).len() >= 2)
+        {
+            return Ok(true);
+        }
+        Ok(self
+            .ctx
+            .chain
+            .round_snapshot(self.ctx.pool, round)
+            .await?
+            .is_some_and(|s| super::snapshot_stakes(&s) != *stakes))
+    }
+
     /// Waits for our commit of `p` to be processed and for the round to close on-chain; if the
     /// members' included sets split and the chain fixes another set than ours, aggregates that
     /// one and commits again ([`Trainer::recommit`]).
@@ -168,8 +198,9 @@ impl Trainer {
         // to commit, nor when we withhold it.
         let withheld = p.hash == NOT_COMMITTED || self.ctx.a.fault == Some(Fault::Late);
         let mut retries_left = if withheld { 0 } else { COMMIT_RETRIES };
-        // Our second commit's checkpoint, once the chain took it.
+        // Our second commit's checkpoint and included set, once the chain took it.
         let mut second: Option<CheckpointHash> = None;
+        let mut second_set: Option<Vec<u32>> = None;
         // Whether we asked the chain to void the round (once per round).
         let void_asked = std::cell::Cell::new(false);
         // Whether we recomputed the final checkpoint over our own included set (once).
@@ -198,12 +229,19 @@ impl Trainer {
                         // divergence finds no payload that makes the final hash): commit it
                         // late, to be paid, while its late-commit window leaves time; else we
                         // go on to the next round (which fetches the final checkpoint).
-                        let other_set = f.included != p.included;
-                        if may
-                            && f.hash != p.hash
-                            && (other_set || !same_set_tried)
-                            && f.included.contains(&me)
-                        {
+                        let (our_hash, our_set) = match (&second, &second_set) {
+                            (Some(h), Some(s)) => (*h, s.as_slice()),
+                            _ => (p.hash, p.included.as_slice()),
+                        };
+                        let other_set = may && f.hash != p.hash && f.included != p.included;
+                        let same_set = tries_left > 0
+                            && !same_set_tried
+                            && f.hash != our_hash
+                            && f.included == our_set
+                            && self
+                                .final_hash_may_be_ours(round, &f.included, &p.stakes)
+                                .await?;
+                        if (other_set || same_set) && f.included.contains(&me) {
                             let now = chain.finalized_number().await?;
                             if !late_window_closing(&self.ctx.final_round(&f), now) {
                                 return Ok(Some(Step::Agreed(f.included, Some(f.hash))));
@@ -278,9 +316,13 @@ impl Trainer {
                 }
                 Step::Agreed(set, expect) => {
                     tries_left -= 1;
-                    same_set_tried |= set == p.included;
+                    same_set_tried |= Some(set.as_slice())
+                        == second_set.as_deref().or(Some(p.included.as_slice()));
                     match self.recommit(&p, &set, expect) {
-                        Ok(h) => second = Some(h),
+                        Ok(h) => {
+                            second = Some(h);
+                            second_set = Some(set);
+                        }
                         Err(e) => {
                             tracing::warn!(round, "cannot commit over the agreed set: {e:#}");
                             self.metrics.emit(&TrainerEvent::Recommit {

@@ -125,8 +125,8 @@ impl DutyWorker {
     /// records in `awaiting` the rounds of our pool's challenges that still wait for a draw,
     /// or a ruling's execution (an appeal committee may still seat us), and in
     /// `jury_read_at` the finalized block read before the challenges (cleared first: a read
-    /// that fails leaves `None`). As a juror, first opts back in if the chain opted us out (a
-    /// vote we missed as a no-show).
+    /// that fails leaves `None`). As a juror, first opts back in if the account is opted out
+    /// (another process of the same account opted it out when it stopped).
     pub(super) fn read_jury(&mut self) -> Result<()> {
         self.duties.jury_read_at = None;
         if self.ctx.a.juror
@@ -134,7 +134,7 @@ impl DutyWorker {
                 .ctx
                 .block_on(self.ctx.chain.opted_out_of_juries(&self.ctx.account))?
         {
-            tracing::warn!("opted out of juries on-chain (a missed vote): opting back in");
+            tracing::warn!("opted out of juries on-chain (another process of this account stopped): opting back in");
             match self.ctx.block_on(
                 self.ctx
                     .chain
