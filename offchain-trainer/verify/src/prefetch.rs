@@ -92,10 +92,10 @@ pub type Wanted<K> = Vec<(K, Vec<[u8; 32]>)>;
 /// other, at most `per_state` each; an author's checks (of several rounds) one after the other
 /// too, so that an author is asked for one state at a time (a node serves a member at most
 /// `synod_p2p::EVIDENCE_PER_MEMBER` evidence transfers at once); the authors side by side, and
-/// nothing after `within` from now. An author's fetch stops at its first state not served
-/// (`None`) or not served in time: its checks replay the whole phase anyway, and one author
-/// that withholds in j checks costs one wait, not j (an honest author serves every state it
-/// names). Returns what `fetch` gave for
+/// nothing after `within` from now. A check stops at its first state not served (`None`) at
+/// once: it replays the whole phase; an author's fetch stops at its first state not served
+/// after half of `per_state` or more, or not in time (its checks replay the whole phase): one
+/// author that stalls in j checks costs one wait, not j. Returns what `fetch` gave for
 /// each state received (the bytes, or where it put them), by hash. Must run inside a tokio
 /// runtime.
 pub async fn prefetch_states<K, A, T, F, Fut>(
@@ -135,12 +135,15 @@ where
                     if left.is_zero() {
                         break 'author;
                     }
+                    let asked = Instant::now();
                     match tokio::time::timeout(left, fetch(from, h)).await {
                         Ok(Some(bytes)) => got.push((h, bytes)),
-                        // Not served, or not in time (a transfer the network layer cut at
-                        // its stall limit is not served either): an author that withholds
-                        // one state withholds the rest, and each of its checks would cost
-                        // another wait; its checks replay whole.
+                        // Not served at once (not found, a broken stream): this check replays
+                        // whole, the author's others are asked.
+                        Ok(None) if asked.elapsed() < per_state / 2 => break,
+                        // Not served after a wait (a transfer the network layer cut at its
+                        // stall limit), or not in time: an author that stalls one state
+                        // stalls the rest, and each of its checks would cost another wait.
                         _ => break 'author,
                     }
                 }
@@ -273,15 +276,15 @@ mod tests {
         assert_eq!(*asked.lock().unwrap(), vec![1, 2]);
         assert_eq!(got.len(), 1);
         assert_eq!(got[&[1; 32]], vec![1]);
-        // Nor for another check of its (another round): a refusal after a wait (the network
-        // layer's stall limit) costs that wait once.
+        // Nor for another check of its (another round) when the refusal came after a wait (the
+        // network layer's stall limit): that wait is paid once.
         let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = asked.clone();
         let t0 = std::time::Instant::now();
         let got = rt().block_on(prefetch_states(
             vec![(0u8, vec![[1; 32], [2; 32]]), (0u8, vec![[3; 32]])],
             |a| *a,
-            Duration::from_secs(5),
+            Duration::from_millis(1_500),
             Duration::from_secs(5),
             move |_, h| {
                 log.lock().unwrap().push(h[0]);
@@ -298,6 +301,22 @@ mod tests {
             "{:?}",
             t0.elapsed()
         );
+        // A quick "not served" (a broken stream, a state not kept yet) ends that check only:
+        // the author's other checks are still asked.
+        let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = asked.clone();
+        let got = rt().block_on(prefetch_states(
+            vec![(0u8, vec![[1; 32], [2; 32]]), (0u8, vec![[3; 32]])],
+            |a| *a,
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+            move |_, h| {
+                log.lock().unwrap().push(h[0]);
+                async move { (h[0] != 1).then(|| vec![h[0]]) }
+            },
+        ));
+        assert_eq!(*asked.lock().unwrap(), vec![1, 3]);
+        assert_eq!(got.keys().copied().collect::<Vec<_>>(), vec![[3; 32]]);
     }
 
     #[test]
