@@ -188,9 +188,8 @@ impl Trainer {
         let rule = self.ctx.a.recipe.outer.aggregation().rule();
         // The snapshot's weights, read again: `p.stakes` are the stakes read before the round
         // opened when its snapshot could not be read at the exchange.
-        let stakes = match (self.ctx).block_on(self.ctx.chain.round_snapshot(self.ctx.pool, round))
-        {
-            Ok(Some(snapshot)) => super::snapshot_stakes(&snapshot),
+        let stakes = match self.ctx.block_on(self.ctx.snapshot_stakes(round)) {
+            Ok(Some(stakes)) => stakes,
             _ => p.stakes.clone(),
         };
         let agg = rule.aggregator(Some(&stakes));

@@ -125,11 +125,8 @@ impl Trainer {
                     .collect::<Vec<_>>(),
             )
         })?;
-        let snapshot = self
-            .ctx
-            .block_on(self.ctx.chain.round_snapshot(self.ctx.pool, c))?;
-        let stakes: BTreeMap<u32, u128> = match snapshot {
-            Some(s) => super::snapshot_stakes(&s),
+        let stakes: BTreeMap<u32, u128> = match self.ctx.block_on(self.ctx.snapshot_stakes(c))? {
+            Some(s) => s,
             None => self
                 .members
                 .iter()

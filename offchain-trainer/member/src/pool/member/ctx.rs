@@ -19,6 +19,11 @@ use crate::pool::recipe::Recipe;
 use crate::pool::store::Store;
 use crate::pool::verify::Retained;
 
+/// A snapshot's stakes by member index (planck): the aggregation rule's weights.
+pub(super) fn stakes_of(snapshot: &[synod_chain::types::Participant]) -> synod_diloco::Stakes {
+    snapshot.iter().map(|p| (p.index, p.stake)).collect()
+}
+
 /// Wall-clock time from finalized block `finalized` until `margin` blocks before block
 /// `deadline`, with blocks of `block_secs` seconds: zero when that is past or `block_secs` is not
 /// a positive number, [`Duration::MAX`] when it does not fit.
@@ -157,6 +162,23 @@ impl Ctx {
             round,
             parent,
         ))
+    }
+
+    /// The stakes of round `round`'s snapshot by member index (planck), the aggregation rule's
+    /// weights; `None` while the round is not open (no snapshot written) or after its snapshot
+    /// was pruned.
+    ///
+    /// # Errors
+    /// The snapshot cannot be read.
+    pub async fn snapshot_stakes(
+        &self,
+        round: u32,
+    ) -> Result<Option<synod_diloco::Stakes>, synod_chain::ChainError> {
+        Ok(self
+            .chain
+            .round_snapshot(self.pool, round)
+            .await?
+            .map(|s| stakes_of(&s)))
     }
 
     /// The libp2p peer ids of `members` other than us.

@@ -364,7 +364,7 @@ impl Trainer {
         }
         let registered = exchange_set::exchange_set(round, snapshot.as_deref(), &members, &former);
         let stakes: Stakes = match &snapshot {
-            Some(s) => snapshot_stakes(s),
+            Some(s) => ctx::stakes_of(s),
             None => registered.iter().map(|m| (m.index, m.stake)).collect(),
         };
         let mut set = Vec::new();
@@ -394,7 +394,6 @@ impl Trainer {
     /// since, which changes every weight and so the checkpoint. `before` only when the
     /// snapshot cannot be read in that time.
     fn round_stakes(&self, round: u32, before: Stakes) -> Stakes {
-        let (chain, pool) = (&self.ctx.chain, self.ctx.pool);
         let wait = Duration::from_secs_f64(
             (self.ctx.block_secs * SNAPSHOT_WAIT_BLOCKS as f64).clamp(5.0, 600.0),
         );
@@ -402,8 +401,8 @@ impl Trainer {
             "the round's snapshot",
             wait,
             || async {
-                match chain.round_snapshot(pool, round).await {
-                    Ok(snapshot) => Ok(snapshot),
+                match self.ctx.snapshot_stakes(round).await {
+                    Ok(stakes) => Ok(stakes),
                     Err(e) => {
                         // Read again at the next block.
                         tracing::debug!(round, "cannot read the round's snapshot: {e}");
@@ -413,7 +412,7 @@ impl Trainer {
             },
         ));
         match read {
-            Ok(snapshot) => snapshot_stakes(&snapshot),
+            Ok(stakes) => stakes,
             Err(e) => {
                 tracing::warn!(round, "aggregating with the stakes read before: {e}");
                 before
@@ -565,8 +564,3 @@ fn inner_progress(quiet: bool) -> synod_model::StepHook {
 
 /// How many blocks [`Trainer::round_stakes`] waits for a round's snapshot.
 const SNAPSHOT_WAIT_BLOCKS: u32 = 10;
-
-/// A snapshot's stakes by member index (planck): the aggregation rule's weights.
-fn snapshot_stakes(snapshot: &[synod_chain::types::Participant]) -> Stakes {
-    snapshot.iter().map(|p| (p.index, p.stake)).collect()
-}

@@ -129,6 +129,38 @@ pub(super) fn retry_commit(ours: &Ours, look: Look) -> bool {
     }
 }
 
+/// Which final pair of a round we committed we commit late ([`final_pair`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum FinalPair {
+    /// Final over another included set than our latest commit's, which holds our payload (a
+    /// split round is final once quorum has committed again): the chain takes one more commit
+    /// of ours, over the final set.
+    OtherSet,
+    /// Final over our latest commit's included set with another hash: an equivocator may have
+    /// given us its other payload; the chain takes the final pair once.
+    SameSet,
+}
+
+/// Whether round `f`, final with another checkpoint than `latest` (the hash and included set
+/// of our latest commit: the first, or the last over an agreed or final set), holds our
+/// payload `me`, and how its final pair differs from our commit. A round final over a third
+/// set after we recommitted over the agreed one is [`FinalPair::OtherSet`] too: the chain
+/// takes a commit over the final set from any participant whose latest commit named another.
+pub(super) fn final_pair(
+    f: &FinalCheckpoint,
+    latest: (CheckpointHash, &[u32]),
+    me: u32,
+) -> Option<FinalPair> {
+    if f.hash == latest.0 || !f.included.contains(&me) {
+        return None;
+    }
+    Some(if f.included == latest.1 {
+        FinalPair::SameSet
+    } else {
+        FinalPair::OtherSet
+    })
+}
+
 /// How many times we try to commit over an agreed (or final) set other than ours.
 const RECOMMIT_TRIES: u32 = 3;
 
@@ -141,8 +173,9 @@ impl Trainer {
     /// Whether round `round`, final over `included` (our own set) with another hash than
     /// ours, may be recomputed to the final hash: some member of the set signed two payloads
     /// for the round (we may have aggregated the one the final committers did not), or the
-    /// round's snapshot stakes differ from `stakes`, the ones we aggregated with. Otherwise
-    /// our aggregate is what it is (a divergence), and recomputing it is wasted time.
+    /// round's snapshot stakes differ from `stakes`, the ones we aggregated with (`None`: read
+    /// from the snapshot already). Otherwise our aggregate is what it is (a divergence), and
+    /// recomputing it is wasted time.
     ///
     /// # Errors
     /// Chain RPC failures.
@@ -150,7 +183,7 @@ impl Trainer {
         &self,
         round: u32,
         included: &[u32],
-        stakes: &synod_diloco::Stakes,
+        stakes: Option<&synod_diloco::Stakes>,
     ) -> Result<bool, synod_chain::ChainError> {
         let seen = self.ctx.client.snapshot();
         let me = self.ctx.me;
@@ -160,12 +193,14 @@ impl Trainer {
         {
             return Ok(true);
         }
+        let Some(stakes) = stakes else {
+            return Ok(false);
+        };
         Ok(self
             .ctx
-            .chain
-            .round_snapshot(self.ctx.pool, round)
+            .snapshot_stakes(round)
             .await?
-            .is_some_and(|s| super::snapshot_stakes(&s) != *stakes))
+            .is_some_and(|s| s != *stakes))
     }
 
     /// Waits for our commit of `p` to be processed and for the round to close on-chain; if the
@@ -198,9 +233,9 @@ impl Trainer {
         // to commit, nor when we withhold it.
         let withheld = p.hash == NOT_COMMITTED || self.ctx.a.fault == Some(Fault::Late);
         let mut retries_left = if withheld { 0 } else { COMMIT_RETRIES };
-        // Our second commit's checkpoint and included set, once the chain took it.
-        let mut second: Option<CheckpointHash> = None;
-        let mut second_set: Option<Vec<u32>> = None;
+        // Our later commits' checkpoints and included sets (over the agreed set, then the final
+        // pair), in order, once the chain took each.
+        let mut recommits: Vec<(CheckpointHash, Vec<u32>)> = Vec::new();
         // Whether we asked the chain to void the round (once per round).
         let void_asked = std::cell::Cell::new(false);
         // Whether we recomputed the final checkpoint over our own included set (once).
@@ -208,8 +243,13 @@ impl Trainer {
         let closed = loop {
             let chain = &self.ctx.chain;
             let signer = &self.ctx.signer;
-            let may = tries_left > 0 && second.is_none();
-            let retry = retries_left > 0 && second.is_none();
+            let may = tries_left > 0 && recommits.is_empty();
+            let retry = retries_left > 0 && recommits.is_empty();
+            // Our latest commit: the first, or the last recommit.
+            let latest = match recommits.last() {
+                Some((h, s)) => (*h, s.as_slice()),
+                None => (p.hash, p.included.as_slice()),
+            };
             let ours = Ours {
                 round,
                 hash: &p.hash,
@@ -229,19 +269,23 @@ impl Trainer {
                         // divergence finds no payload that makes the final hash): commit it
                         // late, to be paid, while its late-commit window leaves time; else we
                         // go on to the next round (which fetches the final checkpoint).
-                        let (our_hash, our_set) = match (&second, &second_set) {
-                            (Some(h), Some(s)) => (*h, s.as_slice()),
-                            _ => (p.hash, p.included.as_slice()),
+                        let late = match final_pair(&f, latest, me).filter(|_| tries_left > 0) {
+                            Some(FinalPair::OtherSet) => true,
+                            // After a recommit, which read the snapshot's stakes again, only
+                            // an equivocator's other payload can explain another hash.
+                            Some(FinalPair::SameSet) => {
+                                !same_set_tried
+                                    && self
+                                        .final_hash_may_be_ours(
+                                            round,
+                                            &f.included,
+                                            recommits.is_empty().then_some(&p.stakes),
+                                        )
+                                        .await?
+                            }
+                            None => false,
                         };
-                        let other_set = may && f.hash != p.hash && f.included != p.included;
-                        let same_set = tries_left > 0
-                            && !same_set_tried
-                            && f.hash != our_hash
-                            && f.included == our_set
-                            && self
-                                .final_hash_may_be_ours(round, &f.included, &p.stakes)
-                                .await?;
-                        if (other_set || same_set) && f.included.contains(&me) {
+                        if late {
                             let now = chain.finalized_number().await?;
                             if !late_window_closing(&self.ctx.final_round(&f), now) {
                                 return Ok(Some(Step::Agreed(f.included, Some(f.hash))));
@@ -316,13 +360,9 @@ impl Trainer {
                 }
                 Step::Agreed(set, expect) => {
                     tries_left -= 1;
-                    same_set_tried |= Some(set.as_slice())
-                        == second_set.as_deref().or(Some(p.included.as_slice()));
+                    same_set_tried |= set.as_slice() == latest.1;
                     match self.recommit(&p, &set, expect) {
-                        Ok(h) => {
-                            second = Some(h);
-                            second_set = Some(set);
-                        }
+                        Ok(h) => recommits.push((h, set)),
                         Err(e) => {
                             tracing::warn!(round, "cannot commit over the agreed set: {e:#}");
                             self.metrics.emit(&TrainerEvent::Recommit {
@@ -340,7 +380,7 @@ impl Trainer {
         };
         let detail = match &closed {
             Closed::Final(h) if *h == p.hash => "final: our checkpoint".to_string(),
-            Closed::Final(h) if Some(*h) == second => {
+            Closed::Final(h) if recommits.iter().any(|(r, _)| r == h) => {
                 "final: our checkpoint over the agreed included set".to_string()
             }
             Closed::Final(h) => {
@@ -353,7 +393,7 @@ impl Trainer {
             hash: synod_checkpoint::hex(&p.hash),
             detail,
         })?;
-        for ours in std::iter::once(p.hash).chain(second) {
+        for ours in std::iter::once(p.hash).chain(recommits.into_iter().map(|(h, _)| h)) {
             if closed == Closed::Final(ours) {
                 self.keep_serving_final(ours, None)?;
             } else {
@@ -463,7 +503,7 @@ impl Trainer {
 
 #[cfg(test)]
 mod tests {
-    use super::{retry_commit, Look, Ours};
+    use super::{final_pair, retry_commit, FinalPair, Look, Ours};
     use synod_chain::types::{AccountId, FinalCheckpoint, OpenRound};
     use synod_protocol::{RoundState, Timeline};
 
@@ -555,6 +595,50 @@ mod tests {
         assert!(
             !retry_commit(&ours_left_out, look),
             "our payload is not included"
+        );
+    }
+
+    /// A round we committed over our set [0, 1, 2], then over the agreed set [0, 1] (the
+    /// members' sets split), and that the chain made final over a third set [1, 2] that holds
+    /// our payload: we commit the final pair late, as the chain allows (our latest commit named
+    /// another set), to be paid and stay on the next round's juries. Before, a member that had
+    /// recommitted once never looked at the final set again.
+    #[test]
+    fn a_round_final_over_a_third_set_after_our_recommit_gets_our_final_pair() {
+        let fin = |hash, included: Vec<u32>| FinalCheckpoint {
+            hash,
+            parent: [0; 32],
+            included,
+            contributors: vec![],
+            finalized_at: 100,
+            committed_stake: 0,
+            round_stake: 0,
+        };
+        let (first, second, third) = ([1; 32], [2; 32], [3; 32]);
+        let after_recommit = ([2; 32], &[0u32, 1][..]);
+        assert_eq!(
+            final_pair(&fin(third, vec![1, 2]), after_recommit, 1),
+            Some(FinalPair::OtherSet)
+        );
+        assert_eq!(
+            final_pair(&fin(third, vec![1, 2]), (first, &[0, 1, 2]), 1),
+            Some(FinalPair::OtherSet),
+            "before any recommit"
+        );
+        assert_eq!(
+            final_pair(&fin(third, vec![0, 1]), after_recommit, 1),
+            Some(FinalPair::SameSet),
+            "final over our recommit's set with another hash"
+        );
+        assert_eq!(
+            final_pair(&fin(second, vec![0, 1]), after_recommit, 1),
+            None,
+            "final over our recommit"
+        );
+        assert_eq!(
+            final_pair(&fin(third, vec![1, 2]), after_recommit, 0),
+            None,
+            "our payload is not in the final set"
         );
     }
 }

@@ -187,7 +187,7 @@ impl DutyWorker {
             return FetchedStates::new();
         }
         let max = self.ctx.recipe.max_state_bytes;
-        let per_state = (STATE_FETCH + Duration::from_secs(max / 10_000_000)).min(cap);
+        let per_state = super::fetch_wait(max).min(cap);
         // The authors share our link: the round's wait grows with everything it fetches.
         let within =
             (2 * per_state + CHECK_BUDGET + Duration::from_secs(fetches * max / 10_000_000))
@@ -198,7 +198,7 @@ impl DutyWorker {
     /// Asks the accused of `checks` again, side by side, for the residuals their payloads
     /// name that `states` lacks (a prefetch that waited less than a residual's transfer,
     /// [`asks_residual_again`], or a juror's whole-phase disputes, which prefetch no trace
-    /// state), and adds what comes to `states`. Each residual gets [`residual_fetch_wait`],
+    /// state), and adds what comes to `states`. Each residual gets [`fetch_wait`],
     /// the whole batch twice that plus the transfer of everything asked at 10 MB/s: k accused
     /// that withhold their residuals stall the pass for one such wait, not k.
     pub(super) fn ask_residuals_again(

@@ -47,8 +47,13 @@ mod juror;
 mod replays;
 mod told;
 mod verifier;
+mod waits;
 mod worker;
 
+use waits::{
+    asks_residual_again, fetch_wait, residual_batch_wait, residual_deadline_passed,
+    schedule_retry_blocks, RetryAt, CHECK_BUDGET, MIN_STATE_WAIT, RESIDUAL_RETRY_BLOCKS,
+};
 use worker::{timed_pass, Duty};
 pub(super) use worker::{DutyHandle, DutyMsg};
 
@@ -72,51 +77,6 @@ pub(super) enum Check<'a> {
     /// The part of its trace a challenge disputes (a juror), with the states fetched (its
     /// residuals among them).
     Dispute(synod_chain::calls::Dispute, &'a FetchedStates),
-}
-
-/// How long a verifier waits for one Proof-of-Learning trace state (plus its transfer at
-/// 10 MB/s) before it replays the whole phase instead.
-const STATE_FETCH: Duration = Duration::from_secs(20);
-/// Added to twice the per-state wait: how long a verifier waits for all the trace states of
-/// one round's checks (fetched from every accused side by side, before any segment is
-/// replayed).
-const CHECK_BUDGET: Duration = Duration::from_secs(5);
-/// The shortest wait for a round's trace states, however little of the challenge window the
-/// replays leave.
-const MIN_STATE_WAIT: Duration = Duration::from_secs(2);
-
-/// How long one residual of at most `max_residual_bytes` bytes is waited for when it is
-/// asked for again ([`DutyWorker::ask_residuals_again`]): [`STATE_FETCH`] plus its transfer
-/// at 10 MB/s.
-fn residual_fetch_wait(max_residual_bytes: u64) -> Duration {
-    STATE_FETCH + Duration::from_secs(max_residual_bytes / 10_000_000)
-}
-
-/// The waits of one batch of residual asks `missed` (per author and round, the residuals
-/// asked of it), each of at most `max_residual_bytes` bytes: (each residual's,
-/// [`residual_fetch_wait`]; the whole batch's, twice that plus the transfer of everything
-/// asked at 10 MB/s, since the authors share our link). The batch is fetched side by side, so
-/// k authors that withhold cost one batch wait, not k residual waits.
-fn residual_batch_wait<K>(
-    missed: &crate::pool::verify::prefetch::Wanted<K>,
-    max_residual_bytes: u64,
-) -> (Duration, Duration) {
-    let per = residual_fetch_wait(max_residual_bytes);
-    let count: u64 = missed.iter().map(|(_, h)| h.len() as u64).sum();
-    let transfers = Duration::from_secs(count.saturating_mul(max_residual_bytes) / 10_000_000);
-    (per, 2 * per + transfers)
-}
-
-/// Whether a verifier whose prefetch waited `cap` ([`DutyWorker::state_wait`]) asks for the
-/// residuals the prefetch missed again, with [`residual_fetch_wait`] each, before a miss
-/// counts: when `cap` was shorter than that. Only an ask that gave the accused the
-/// residual's transfer time may start the clock after which it counts as withholding
-/// ([`residual_deadline_passed`]); otherwise an attacker that loads the verifier's duty
-/// thread (whole replays, sham challenges due first) cuts every ask to [`MIN_STATE_WAIT`] and
-/// turns an honest sparse member's residual, too large for two seconds, into a challenge the
-/// jurors acquit, at the cost of the verifier's bond.
-fn asks_residual_again(cap: Duration, max_residual_bytes: u64) -> bool {
-    cap < residual_fetch_wait(max_residual_bytes)
 }
 
 /// Starts the duty worker of the member `ctx` on its own thread, writing its events to
@@ -252,15 +212,6 @@ pub(super) fn duty_wait(timeline: &Timeline, now: u64, block_secs: f64) -> Durat
     }
 }
 
-/// Whether a residual first missed at block `first` is no longer waited for at block `now`
-/// when a verdict is due by block `deadline` (a verifier's challenge window, a juror's vote):
-/// half the time that was left when it was first missed has passed. Asked again at every pass
-/// before; dishonest after (the accused has had time to serve it, and the rest of the window
-/// is left for the challenge or the vote).
-fn residual_deadline_passed(first: u64, now: u64, deadline: u64) -> bool {
-    now >= first + deadline.saturating_sub(first) / 2
-}
-
 /// Why a sparse payload's residuals ([`synod_diloco::residual`]) are not there to replay it.
 enum Unusable {
     /// The payload breaks the rules (no commitments, or a `carried_in` the rule does not
@@ -280,52 +231,6 @@ const RECENT_CHALLENGES: u32 = 256;
 /// Failed passes after which an equivocation report is given up (RPC errors; passes run at
 /// every finalized block, so this is about as many blocks).
 const MAX_REPORT_TRIES: u32 = 60;
-
-/// Blocks a challenge refused with `ScheduleFull` waits at least before its next try
-/// ([`schedule_retry_blocks`]).
-const SCHEDULE_RETRY_BLOCKS: u64 = 3;
-
-/// Blocks member `me`'s challenge refused with `ScheduleFull` waits before its next try:
-/// [`SCHEDULE_RETRY_BLOCKS`] plus `me` mod 3, so that the verifiers of a pool, refused in one
-/// block (they read the same finalized block), try again in three different blocks rather
-/// than all in one, where the pool's share of the schedule (`MaxExpiriesPerPool`) would
-/// refuse most of them again.
-fn schedule_retry_blocks(me: u32) -> u64 {
-    SCHEDULE_RETRY_BLOCKS + u64::from(me % 3)
-}
-
-/// Finalized blocks before which keyed work is not tried again (a challenge refused for a
-/// full schedule, a round whose residuals were not served).
-#[derive(Debug)]
-struct RetryAt<K>(BTreeMap<K, u64>);
-
-impl<K: Ord> Default for RetryAt<K> {
-    fn default() -> Self {
-        Self(BTreeMap::new())
-    }
-}
-
-impl<K: Ord> RetryAt<K> {
-    /// Whether `key` waits at finalized block `now`.
-    fn waits(&self, key: &K, now: u64) -> bool {
-        self.0.get(key).is_some_and(|b| now < *b)
-    }
-
-    /// Tries `key` again `blocks` after `now`; returns that block.
-    fn after(&mut self, key: K, now: u64, blocks: u64) -> u64 {
-        let at = now + blocks;
-        self.0.insert(key, at);
-        at
-    }
-
-    /// Forgets `key` (done).
-    fn clear(&mut self, key: &K) {
-        self.0.remove(key);
-    }
-}
-
-/// Blocks a round with unserved sparse residuals waits before it is verified again.
-const RESIDUAL_RETRY_BLOCKS: u64 = 3;
 
 /// A sparse contribution's residuals were not served in this pass (asked again next pass).
 #[derive(Debug)]
@@ -514,144 +419,4 @@ impl DutyWorker {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::{
-        asks_residual_again, duty_wait, may_stop, residual_batch_wait, residual_deadline_passed,
-        residual_fetch_wait, schedule_retry_blocks, MIN_DUTY_WAIT, MIN_STATE_WAIT, STATE_FETCH,
-    };
-    use crate::pool::verify::prefetch::prefetch_states;
-
-    use synod_protocol::{RoundState, Timeline};
-
-    /// A pool whose challenge window (1 000 blocks, twice that for challenges) and appeals
-    /// outlast an hour of 2-second blocks: a member that finished keeps its duties until the
-    /// last committee that can seat it has voted, not for a fixed hour.
-    #[test]
-    fn a_finishing_juror_stays_until_the_last_rounds_committees_end() {
-        let t = Timeline::for_pool(1_200, 1_000, 17, 15).with_appeal_period(15);
-        let ended = 5_000;
-        let over = t.settled_by(ended);
-        // The last challenge on a round final at `ended` opens 2 000 blocks later and its
-        // appeal committee votes after that.
-        assert!(over >= t.challenges_until(ended) + 2 * 1_215);
-        let wait = duty_wait(&t, ended, 2.0);
-        assert!(wait > MIN_DUTY_WAIT, "{wait:?}");
-        assert!(
-            wait.as_secs_f64() >= (over - ended) as f64 * 2.0,
-            "{wait:?}"
-        );
-        // A short pool keeps the floor; a nonsense block time falls back to it.
-        let short = Timeline::for_pool(20, 5, 17, 15);
-        assert_eq!(duty_wait(&short, 100, 2.0), MIN_DUTY_WAIT);
-        assert_eq!(duty_wait(&t, ended, f64::NAN), MIN_DUTY_WAIT);
-    }
-
-    #[test]
-    fn a_challenge_opened_at_the_windows_last_block_keeps_a_finishing_juror_on_duty() {
-        // Final at block 100 with a 15-block window.
-        let last = RoundState::finalized(Timeline::for_pool(0, 15, 0, 0), 100, [0; 32]);
-        let until = last.challenges_until().unwrap();
-        assert!(last.phase(until).challenge_window_open());
-        assert!(!last.phase(until + 1).challenge_window_open());
-        // A pass that began at the window's last block may have missed a challenge opened in
-        // it, however late the pass ended: one more pass.
-        assert!(!may_stop(Some(&last), until, false));
-        // One that began after the window read every challenge on the round.
-        assert!(may_stop(Some(&last), until + 1, false));
-        assert!(!may_stop(Some(&last), until + 1, true));
-        assert!(may_stop(None, 0, false));
-    }
-
-    #[test]
-    fn verifiers_refused_for_a_full_schedule_retry_in_different_blocks() {
-        let waits: std::collections::BTreeSet<u64> = (0..6).map(schedule_retry_blocks).collect();
-        assert_eq!(waits, [3, 4, 5].into_iter().collect());
-        assert!((0..32).all(|me| (3..=5).contains(&schedule_retry_blocks(me))));
-    }
-
-    #[test]
-    fn a_residual_asked_under_its_transfer_time_never_counts_as_withheld() {
-        // A loaded verifier's prefetch gets the shortest wait: a residual of 100 MB (10 s at
-        // 10 MB/s) cannot arrive in it, so the verifier asks for it again with its full
-        // transfer time before a miss counts.
-        let max = 100_000_000;
-        assert_eq!(
-            residual_fetch_wait(max),
-            STATE_FETCH + Duration::from_secs(10)
-        );
-        assert!(asks_residual_again(MIN_STATE_WAIT, max));
-        assert!(asks_residual_again(
-            residual_fetch_wait(max) - Duration::from_millis(1),
-            max
-        ));
-        // A prefetch that had the time is the fair ask: no second one.
-        assert!(!asks_residual_again(residual_fetch_wait(max), max));
-        assert!(!asks_residual_again(Duration::from_secs(600), max));
-    }
-
-    /// Attack: k sparse sybils that withhold their residuals. Asked again one after the other
-    /// (each with its whole transfer time), they stalled a loaded verifier's or a juror's
-    /// pass k × 2 residual waits, unbounded by the window. Asked again in one batch side by
-    /// side, they cost the pass one batch wait, and an honest author among them still gets
-    /// its residual's whole transfer time.
-    #[test]
-    fn withholding_accused_cost_a_pass_one_residual_wait_not_one_each() {
-        let max = 100_000_000; // 10 s at 10 MB/s
-        for k in [1u8, 4, 16] {
-            // k withholders and one honest author, each naming two residuals.
-            let missed: Vec<(u8, Vec<[u8; 32]>)> =
-                (0..=k).map(|a| (a, vec![[a; 32], [a + 100; 32]])).collect();
-            let (per, within) = residual_batch_wait(&missed, max);
-            assert_eq!(per, residual_fetch_wait(max), "each residual's whole time");
-            let asked = 2 * (u32::from(k) + 1);
-            let transfers = Duration::from_secs(10) * asked;
-            assert_eq!(within, 2 * per + transfers);
-            let one_after_the_other = residual_fetch_wait(max) * asked;
-            assert!(within < one_after_the_other, "k = {k}: {within:?}");
-            println!(
-                "{{\"withholders\":{k},\"batch_wait_s\":{},\"one_after_the_other_s\":{}}}",
-                within.as_secs(),
-                one_after_the_other.as_secs()
-            );
-            // The batch as the duty worker fetches it, its waits scaled down 400 times: the
-            // withholders never answer, the honest author (the last) serves each residual
-            // just within its wait.
-            let (per, within) = (per / 400, within / 400);
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_time()
-                .build()
-                .unwrap();
-            let t0 = std::time::Instant::now();
-            let got = rt.block_on(prefetch_states(
-                missed,
-                |a| *a,
-                per,
-                within,
-                move |a, h| async move {
-                    if a < k {
-                        std::future::pending::<()>().await;
-                    }
-                    tokio::time::sleep(per * 9 / 10).await;
-                    Some(h)
-                },
-            ));
-            let took = t0.elapsed();
-            assert_eq!(got.len(), 2, "the honest author's two residuals");
-            assert!(took <= within + Duration::from_millis(200), "{took:?}");
-        }
-    }
-
-    #[test]
-    fn an_unserved_residual_is_waited_for_half_the_time_left_then_counts_as_withheld() {
-        // First missed at block 100 with a verdict due at 140: asked again until block 120.
-        assert!(!residual_deadline_passed(100, 100, 140));
-        assert!(!residual_deadline_passed(100, 119, 140));
-        assert!(residual_deadline_passed(100, 120, 140));
-        // Missed with no time left (or past the deadline): no wait.
-        assert!(residual_deadline_passed(100, 100, 100));
-        assert!(residual_deadline_passed(100, 100, 90));
-    }
-}
+mod tests;
