@@ -8,7 +8,12 @@
 //! succeed now (the pallets' `check_commit` / `check_vote` / `check_appeal` run it and discard
 //! its effects): an outsider's commit, a vote by a juror who is not seated, an appeal by anyone
 //! but a ruling's loser and a member repeating a failing commit are refused by the pool and
-//! never take block space. A refusal carries the pallet error's index as
+//! never take block space. An admitted duty provides a tag naming what it does (a member's
+//! commit of one round, a juror's vote on one challenge, one challenge's appeal, [`duty_tag`]),
+//! so that the pool holds at most one of each: a member's copies of its own commit, sent with
+//! other nonces (each passes the check against the state without the others), would otherwise
+//! all be kept, gossiped and ranked as `Operational` calls, though only the first can succeed.
+//! A refusal carries the pallet error's index as
 //! `InvalidTransaction::Custom` (`synod-trainer` maps it back to the error's name through the
 //! metadata). Every other `Operational` call (root's: `sudo(…)`, `System::set_code`, …) is
 //! admitted only from the sudo key: from anyone else it would fail at dispatch, but only
@@ -23,10 +28,11 @@ use frame_support::{
     weights::Weight,
 };
 use scale_info::TypeInfo;
+use alloc::vec::Vec;
 use sp_runtime::{
     impl_tx_ext_default,
     traits::{DispatchInfoOf, TransactionExtension, ValidateResult},
-    transaction_validity::InvalidTransaction,
+    transaction_validity::{InvalidTransaction, ValidTransaction},
     DispatchError, DispatchResult,
 };
 
@@ -75,6 +81,29 @@ impl CheckDutyCall {
     }
 }
 
+/// The transaction-pool tag an admitted duty `call` of `who` provides, `None` for any other
+/// call: `("synod/duty/commit", pool, round, who)`, `("synod/duty/vote", challenge, who)`,
+/// `("synod/duty/appeal", challenge)`, SCALE-encoded. Two transactions providing one tag
+/// cannot both be in the pool's ready set (the second is refused unless its priority is
+/// higher, then it replaces the first) nor in one block; each duty succeeds once anyway, so an
+/// honest sender never needs two at once.
+pub fn duty_tag(who: &super::super::AccountId, call: &RuntimeCall) -> Option<Vec<u8>> {
+    match call {
+        RuntimeCall::Checkpoints(pallet_checkpoints::Call::commit_checkpoint {
+            pool_id,
+            round,
+            ..
+        }) => Some((b"synod/duty/commit", pool_id, round, who).encode()),
+        RuntimeCall::Challenges(pallet_challenges::Call::vote { challenge_id, .. }) => {
+            Some((b"synod/duty/vote", challenge_id, who).encode())
+        }
+        RuntimeCall::Challenges(pallet_challenges::Call::appeal { challenge_id }) => {
+            Some((b"synod/duty/appeal", challenge_id).encode())
+        }
+        _ => None,
+    }
+}
+
 /// The `InvalidTransaction::Custom` code of a failed duty: the pallet error's index within its
 /// pallet (`u8::MAX` for an error that is not a pallet's).
 pub fn refusal_code(e: DispatchError) -> u8 {
@@ -109,10 +138,11 @@ impl TransactionExtension<RuntimeCall> for CheckDutyCall {
         _inherited_implication: &impl Encode,
         _source: TransactionSource,
     ) -> ValidateResult<Self::Val, RuntimeCall> {
+        let mut valid = ValidTransaction::default();
         if let Some(who) = origin.as_signer() {
             match Self::check(who, call) {
                 Some(Err(e)) => return Err(InvalidTransaction::Custom(refusal_code(e)).into()),
-                Some(Ok(())) => {}
+                Some(Ok(())) => valid.provides.extend(duty_tag(who, call)),
                 None if info.class == DispatchClass::Operational
                     && pallet_sudo::Key::<Runtime>::get().as_ref() != Some(who) =>
                 {
@@ -121,7 +151,7 @@ impl TransactionExtension<RuntimeCall> for CheckDutyCall {
                 None => {}
             }
         }
-        Ok((Default::default(), (), origin))
+        Ok((valid, (), origin))
     }
 
     impl_tx_ext_default!(RuntimeCall; prepare);
@@ -250,6 +280,55 @@ mod tests {
             assert_eq!(validate(&remark), Ok(()));
             assert_eq!(CheckDutyCall.weight(&remark), Weight::zero());
         });
+    }
+
+    /// A member's copies of its own commit (other nonces, other hashes or sets) and a juror's
+    /// votes on one challenge share one tag, so that the pool keeps one of each; another
+    /// member, round, pool or challenge has its own. Every call but a duty provides none.
+    #[test]
+    fn copies_of_a_duty_share_one_pool_tag() {
+        let (member, other): (crate::AccountId, crate::AccountId) =
+            ([1u8; 32].into(), [2u8; 32].into());
+        let commit = |pool_id, round, hash: u8, set: &[u32]| {
+            RuntimeCall::Checkpoints(pallet_checkpoints::Call::commit_checkpoint {
+                pool_id,
+                round,
+                checkpoint_hash: [hash; 32],
+                included: frame_support::BoundedVec::truncate_from(set.to_vec()),
+            })
+        };
+        let vote = |challenge_id, guilty| {
+            RuntimeCall::Challenges(pallet_challenges::Call::vote {
+                challenge_id,
+                guilty,
+            })
+        };
+        let appeal = |challenge_id| {
+            RuntimeCall::Challenges(pallet_challenges::Call::appeal { challenge_id })
+        };
+        let tag = |who: &crate::AccountId, call: &RuntimeCall| duty_tag(who, call).expect("a duty");
+        let first = tag(&member, &commit(0, 3, 1, &[0, 1]));
+        assert_eq!(first, tag(&member, &commit(0, 3, 1, &[0, 1])), "a copy");
+        assert_eq!(
+            first,
+            tag(&member, &commit(0, 3, 2, &[0, 2])),
+            "another hash and set"
+        );
+        for (who, call) in [
+            (&other, commit(0, 3, 1, &[0, 1])),
+            (&member, commit(0, 4, 1, &[0, 1])),
+            (&member, commit(1, 3, 1, &[0, 1])),
+        ] {
+            assert_ne!(first, tag(who, &call));
+        }
+        let seat = tag(&member, &vote(5, true));
+        assert_eq!(seat, tag(&member, &vote(5, false)));
+        assert_ne!(seat, tag(&other, &vote(5, true)));
+        assert_ne!(seat, tag(&member, &vote(6, true)));
+        assert_eq!(tag(&member, &appeal(5)), tag(&other, &appeal(5)));
+        assert_ne!(tag(&member, &appeal(5)), tag(&member, &appeal(6)));
+        let remark = RuntimeCall::System(frame_system::Call::remark { remark: vec![] });
+        assert_eq!(duty_tag(&member, &remark), None);
     }
 
     #[test]
