@@ -296,6 +296,8 @@ impl<T: Config> Pallet<T> {
 			.ok_or(Error::<T>::NotJuror)?;
 		ensure!(!Votes::<T>::contains_key(challenge_id, &juror), Error::<T>::AlreadyVoted);
 		Votes::<T>::insert(challenge_id, &juror, guilty);
+		// It is live: its next missed vote counts again (its nonce moved anyway).
+		NoShowNonce::<T>::remove(&juror);
 		if guilty {
 			c.votes.guilty = c.votes.guilty.saturating_add(seats);
 		} else {

@@ -125,7 +125,8 @@ mod events_and_errors {
 		},
 		/// A drawn juror that contributed to the challenged round did not vote within the
 		/// voting period: `slashed` planck of its stake were slashed (0 for a further missed
-		/// vote in a round it was already slashed for); it stays a juror.
+		/// vote in a round it was already slashed for, or while its account has sent no
+		/// transaction since its last no-show slash); it stays a juror.
 		JurorNoShow {
 			/// Challenge.
 			challenge_id: ChallengeId,

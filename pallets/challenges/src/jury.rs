@@ -104,13 +104,15 @@ impl<T: Config> Pallet<T> {
 	/// one of: an expiry (the end of a vote), a ruling's execution (a verdict, bounded by
 	/// `vote`'s worst case: the appeal committee's deciding vote) or an appeal committee's draw
 	/// (a draw is scheduled before the end of its committee's vote, so one block never does both
-	/// for one item), plus what closing a challenge touches beyond those and the scheduling of
-	/// a later block ([`Self::schedule_weight`]).
+	/// for one item), plus what closing a challenge touches beyond those, the no-shows'
+	/// records ([`Self::no_show_weight`]) and the scheduling of a later block
+	/// ([`Self::schedule_weight`]).
 	pub fn due_weight(count: u32) -> Weight {
 		let item = T::WeightInfo::expire()
 			.max(T::WeightInfo::vote())
 			.max(T::WeightInfo::draw_appeal())
 			.saturating_add(Self::close_weight())
+			.saturating_add(Self::no_show_weight())
 			.saturating_add(Self::schedule_weight());
 		T::WeightInfo::on_initialize_expire(count).saturating_add(item.saturating_mul(count.into()))
 	}

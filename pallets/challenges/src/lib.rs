@@ -131,7 +131,8 @@ pub mod pallet {
 		#[pallet::constant]
 		type JurorShare: Get<Perbill>;
 		/// Share of a drawn juror's stake slashed when it has not voted by the end of the
-		/// voting period (once per challenged round: [`NoShows`]).
+		/// voting period (once per challenged round: [`NoShows`]; not again while its account
+		/// has sent no transaction since its last such slash: [`NoShowNonce`]).
 		#[pallet::constant]
 		type NoShowSlash: Get<Perbill>;
 		/// Maximum members of a pool (bounds contributor lists read at opening).
@@ -233,6 +234,16 @@ pub mod pallet {
 		),
 		(),
 	>;
+
+	/// The nonce of each juror's account at its latest no-show slash
+	/// ([`Pallet::penalize_no_shows`]): while the account has sent no transaction since (its
+	/// nonce unchanged: a crashed trainer), it is not slashed again for missing votes, however
+	/// many challenges of the rounds it contributed to expire; one that sent any (a live
+	/// trainer's commits and votes) is, once per round. Removed when the juror votes; at most
+	/// one per account that was ever seated (each written by a slash of its stake).
+	#[pallet::storage]
+	pub type NoShowNonce<T: Config> =
+		StorageMap<_, Blake2_128Concat, T::AccountId, <T as frame_system::Config>::Nonce>;
 
 	/// Convictions by `(pool, round, accused)`: `Guilty` only, written once and final (every
 	/// verdict is told by `ChallengeClosed`).
@@ -378,7 +389,9 @@ pub mod pallet {
 		/// [`Error::VotingClosed`], [`Error::NotJuror`], [`Error::AlreadyVoted`].
 		#[pallet::call_index(1)]
 		#[pallet::weight((
-			T::WeightInfo::vote().saturating_add(Pallet::<T>::close_weight()),
+			T::WeightInfo::vote()
+				.saturating_add(Pallet::<T>::close_weight())
+				.saturating_add(T::DbWeight::get().writes(1)),
 			DispatchClass::Operational
 		))]
 		pub fn vote(
@@ -427,6 +440,7 @@ pub mod pallet {
 			.saturating_add(T::WeightInfo::expire())
 			.saturating_add(T::WeightInfo::draw_appeal())
 			.saturating_add(Pallet::<T>::close_weight())
+			.saturating_add(Pallet::<T>::no_show_weight())
 			.saturating_add(Pallet::<T>::schedule_weight()))]
 		pub fn advance_challenge(
 			origin: OriginFor<T>,

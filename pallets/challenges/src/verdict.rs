@@ -250,8 +250,16 @@ impl<T: Config> Pallet<T> {
 		T::DbWeight::get().reads_writes(n, n)
 	}
 
+	/// Weight of the end of a vote beyond `expire`'s benchmark: per absent juror (at most
+	/// `MaxPoolMembers`) its account's nonce and its [`NoShowNonce`] read, the latter written.
+	pub(crate) fn no_show_weight() -> Weight {
+		let n = u64::from(T::MaxPoolMembers::get());
+		T::DbWeight::get().reads_writes(n.saturating_mul(2), n)
+	}
+
 	/// Slashes `NoShowSlash` of the drawn (snapshot) stake of every juror of `c` that has not
-	/// voted, once per challenged round ([`NoShows`]). It stays a juror: opting absent jurors
+	/// voted, once per challenged round ([`NoShows`]), and not while its account has sent no
+	/// transaction since its last no-show slash ([`NoShowNonce`]). It stays a juror: opting absent jurors
 	/// out let an adversary that made the honest jurors miss a vote (more sham challenges at
 	/// once than one voting period's replays) open a challenge right after, before they opted
 	/// back in, whose eligible jurors were its own. Every
@@ -277,12 +285,19 @@ impl<T: Config> Pallet<T> {
 			return;
 		}
 		for (juror, stake) in absent {
-			// Once per round: a flood of challenges does not multiply the penalty.
+			// Once per round: a flood of challenges does not multiply the penalty. And not
+			// again while the juror's account has sent nothing since its last no-show slash:
+			// a crashed trainer would otherwise lose `NoShowSlash` for every round it
+			// contributed to that an adversary challenges with shams (their bonds come back
+			// when they expire undecided), about a hundred rounds taking its whole stake.
 			let key = (c.pool_id, c.round, juror.clone());
-			let slashed = if NoShows::<T>::contains_key(&key) {
+			let nonce = frame_system::Pallet::<T>::account_nonce(&juror);
+			let idle = NoShowNonce::<T>::get(&juror) == Some(nonce);
+			let slashed = if idle || NoShows::<T>::contains_key(&key) {
 				Zero::zero()
 			} else {
 				NoShows::<T>::insert(&key, ());
+				NoShowNonce::<T>::insert(&juror, nonce);
 				T::Staking::slash(
 					&juror,
 					T::NoShowSlash::get().mul_floor(stake).saturated_into(),

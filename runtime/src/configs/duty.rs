@@ -20,6 +20,7 @@
 //! after taking that space (`InvalidTransaction::BadSigner`).
 
 use super::super::{Challenges, Checkpoints, Runtime, RuntimeCall, RuntimeOrigin};
+use alloc::vec::Vec;
 use codec::{Decode, DecodeWithMemTracking, Encode};
 use frame_support::{
     dispatch::{DispatchClass, GetDispatchInfo},
@@ -28,7 +29,6 @@ use frame_support::{
     weights::Weight,
 };
 use scale_info::TypeInfo;
-use alloc::vec::Vec;
 use sp_runtime::{
     impl_tx_ext_default,
     traits::{DispatchInfoOf, TransactionExtension, ValidateResult},

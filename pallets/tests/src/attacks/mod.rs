@@ -16,6 +16,7 @@ mod equivocation;
 mod forged_evidence;
 mod free_rewards;
 mod garbage_commits;
+mod idle_juror_drain;
 mod jury_capture;
 mod late_registration;
 mod narrowed_disputes;
