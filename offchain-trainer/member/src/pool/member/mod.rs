@@ -1,4 +1,7 @@
 //! `synod-trainer run`: one member of an on-chain pool, following `docs/architecture.md` round by round.
+//! [`run`] joins the pool, follows the chain and starts the network whatever the pool's kind,
+//! then hands the member to its kind's [`PoolProgram`] ([`program`]); the one kind is DiLoCo
+//! ([`diloco`]), whose member does the following.
 //!
 //! * **Join**: bond if needed, `join_pool` with the libp2p peer id and ML-DSA-65 key derived
 //!   from `<base>/identity.key` and the peer-id key's proof (`synod_protocol::peer`); an
@@ -35,11 +38,13 @@ mod appeal;
 mod catch_up;
 mod commit;
 mod ctx;
+mod diloco;
 mod duty;
 mod exchange_set;
 mod fault;
 mod follow;
 mod join;
+mod program;
 mod rounds;
 mod settle;
 mod watch;
@@ -47,6 +52,7 @@ mod watch;
 use ctx::Ctx;
 use follow::{follow_chain, PoolRounds};
 use join::register;
+use program::{Joined, PoolProgram};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -54,7 +60,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use synod_chain::submit::account_of;
-use synod_chain::types::{MemberInfo, PoolStatus};
+use synod_chain::types::{MemberInfo, PoolKind, PoolStatus, UnsupportedKind};
 use synod_checkpoint::CheckpointHash;
 use synod_diloco::{OuterState, Stakes};
 use synod_model::{eval_loss, load_params, TchInnerTrainer};
@@ -62,9 +68,7 @@ use synod_p2p::libp2p_identity::Keypair;
 use synod_p2p::{spawn, Member, MemberKey, MemberSet, NetConfig, PeerId, PublicKey};
 use tokio::runtime::Runtime;
 
-use super::recipe::Recipe;
 use super::store::Store;
-use super::verify::Retained;
 use super::{connect, runtime, terms};
 use crate::chain_args::RunArgs;
 use crate::event::TrainerEvent;
@@ -97,10 +101,16 @@ struct Trainer {
     _rt: Runtime,
 }
 
-/// `synod-trainer run`.
+/// `synod-trainer run`: joins pool `a.pool` and runs the program of its kind
+/// ([`PoolProgram`]; [`diloco::Diloco`] for DiLoCo pools, the one kind): join, follow the chain,
+/// start the network, then the kind's rounds and duties.
+///
+/// # Errors
+/// The chain cannot be reached; the pool does not exist, or is of a kind this trainer does not
+/// run ([`UnsupportedKind`]); a fault injected on a chain that is not a development or local
+/// one; what joining or the program returns.
 pub fn run(a: &RunArgs) -> Result<()> {
     let rt = runtime()?;
-    let recipe = Recipe::load(&a.recipe)?;
     let (chain, signer) = rt.block_on(connect(&a.chain))?;
     if let Some(fault) = a.fault {
         let kind = rt.block_on(chain.chain_type())?;
@@ -112,6 +122,21 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let info = rt
         .block_on(chain.pool(a.pool))?
         .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
+    match &info.spec.kind {
+        PoolKind::DiLoCo(_) => member::<diloco::Diloco>(a, rt, chain, signer, info),
+        PoolKind::Unknown(name) => Err(UnsupportedKind(name.clone()).into()),
+    }
+}
+
+/// Joins pool `info` (of program `P`'s kind) as a member and hands it to `P` once the pool
+/// trains: what every kind does.
+fn member<P: PoolProgram>(
+    a: &RunArgs,
+    rt: Runtime,
+    chain: synod_chain::Chain,
+    signer: synod_chain::Signer,
+    info: synod_chain::types::PoolInfo,
+) -> Result<()> {
     let exporter = if a.no_prometheus {
         None
     } else {
@@ -141,16 +166,14 @@ pub fn run(a: &RunArgs) -> Result<()> {
         duty_tx.clone(),
         appealer.clone(),
     ));
-    let job = info.spec.diloco()?.clone();
-    recipe.check(&job, &a.recipe)?;
-    let costs = keep_terms(&rt, &chain, &signer, a, &recipe, &info.spec)?;
+    let program = P::prepare(&rt, &chain, &signer, a, &info.spec)?;
     std::fs::create_dir_all(&a.base_path)
         .with_context(|| format!("creating {}", a.base_path.display()))?;
     let store = Store::open(
         &a.base_path.join("checkpoints"),
-        recipe.max_checkpoint_bytes,
+        program.max_checkpoint_bytes(),
     )?;
-    store.put(&recipe.theta0_bytes)?;
+    store.put(program.initial_checkpoint())?;
 
     let seed = identity_seed(&a.base_path.join("identity.key"))?;
     let keypair = Keypair::ed25519_from_bytes(seed).map_err(|e| anyhow!("identity: {e}"))?;
@@ -197,7 +220,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     rt.block_on(async {
         client.set_passive(true).await?;
         client
-            .serve_checkpoint(Arc::new(recipe.theta0_bytes.clone()))
+            .serve_checkpoint(Arc::new(program.initial_checkpoint().to_vec()))
             .await
     })?;
     let addrs = rt.block_on(client.listen_addrs());
@@ -233,111 +256,23 @@ pub fn run(a: &RunArgs) -> Result<()> {
                 .filter(|p| p.status != PoolStatus::Open))
         },
     ))?;
-    let total_steps = started.spec.terms.rounds.saturating_mul(job.inner_steps);
-    let worker = recipe
-        .setup
-        .replica(&a.recipe.model, me, job.inner_steps, total_steps)?
-        .with_step_hook(inner_progress(a.quiet));
-    let ctx = Ctx {
-        a: Arc::new(a.clone()),
-        rt: rt.handle().clone(),
+    let joined = Joined {
+        rt,
         chain,
-        signer: signer.clone(),
+        signer,
         client,
         store,
-        recipe: Arc::new(recipe),
-        pool,
-        spec_rounds: started.spec.terms.rounds,
-        inner_steps: job.inner_steps,
         me,
-        account: account_of(&signer),
+        from_round,
+        resumed,
+        started,
         timeline,
-        block_secs: costs.block_secs,
-        step_secs: costs.step_secs,
-        retained: Retained::open(&evidence_dir(&a.base_path, a.pool))?,
         appealer,
         watch,
-    };
-    let duties = duty::spawn(ctx.clone(), metrics.clone(), duty_tx, duty_rx)?;
-    let mut t = Trainer {
-        ctx,
-        worker: Some(worker),
-        members: Vec::new(),
         metrics,
-        duties,
-        tokens: 0,
-        curve: Vec::new(),
-        round_clock: std::time::Instant::now(),
-        _rt: rt,
+        duties: (duty_tx, duty_rx),
     };
-    let last = t.train(from_round, resumed)?;
-    t.finish(last)
-}
-
-/// Refuses to join a pool whose challenge window or round timeout this machine cannot keep
-/// with its own `--verify-rate` and `--verify-segments` ([`terms::Costs::check`], measured
-/// here without the creator's margin), or on a device whose honest runs drift from the
-/// reference device's past half a tolerance ([`terms::device_check`]), before anything is
-/// bonded or submitted. A member
-/// that already joined resumes whatever the measurement says (it is logged): refusing it
-/// now would leave its stake in the pool unserved. Returns the measured costs (the verifier
-/// budgets its waits with them).
-fn keep_terms(
-    rt: &Runtime,
-    chain: &synod_chain::Chain,
-    signer: &synod_chain::Signer,
-    a: &RunArgs,
-    recipe: &Recipe,
-    spec: &synod_chain::types::PoolSpec,
-) -> Result<terms::Costs> {
-    let inner_steps = spec.diloco()?.inner_steps;
-    let shape = terms::Shape {
-        inner_steps,
-        members: spec.terms.max_trainers,
-        verify_segments: a.verify_segments,
-        rate: a.verify_rate,
-    };
-    let costs = terms::Costs::for_recipe(
-        recipe,
-        &a.recipe,
-        shape,
-        terms::step_secs(recipe, &a.recipe, inner_steps)?,
-        rt.block_on(chain.block_secs())?,
-        a.link.bytes_per_sec(),
-    )?
-    .with_min_round_length(spec.terms.min_round_length);
-    let checked = costs.check(
-        spec.terms.challenge_window,
-        spec.terms.round_timeout,
-        terms::MEMBER_MARGIN,
-        terms::JOIN_HINT,
-    );
-    let joined = rt
-        .block_on(chain.member(a.pool, &account_of(signer)))?
-        .is_some();
-    // Two inner phases and two segments: after the cheap checks, before anything is bonded.
-    if checked.is_ok() {
-        let probed = terms::device_check(recipe.setup.device, joined, || {
-            terms::honest_noise(recipe, &a.recipe, inner_steps, spec.terms.rounds)
-        })?;
-        if let Some(n) = probed {
-            tracing::info!(
-                distance = n.distance,
-                segment_distance = n.segment_distance,
-                "{} keeps within half the tolerances of {}",
-                n.runs.0,
-                n.runs.1
-            );
-        }
-    }
-    match checked {
-        Ok(()) => Ok(costs),
-        Err(e) if joined => {
-            tracing::warn!("resuming as a member of pool {} although {e}", a.pool);
-            Ok(costs)
-        }
-        Err(e) => Err(e.into()),
-    }
+    program.run(a, joined)
 }
 
 impl Trainer {
@@ -533,33 +468,6 @@ pub(super) fn spinner(quiet: bool, what: String) -> indicatif::ProgressBar {
     pb.set_message(what);
     pb.enable_steady_tick(Duration::from_millis(120));
     pb
-}
-
-/// A progress bar of the inner steps of each round on stderr: drawn only when stderr is a
-/// terminal (indicatif hides it otherwise, leaving the plain log lines) and not `quiet`.
-fn inner_progress(quiet: bool) -> synod_model::StepHook {
-    let pb = if quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        indicatif::ProgressBar::new(0)
-    };
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "inner steps [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}) {msg}",
-    ) {
-        pb.set_style(style);
-    }
-    Box::new(move |done, of, loss| {
-        if done == 1 {
-            pb.reset();
-            pb.set_length(u64::from(of));
-        }
-        pb.set_position(u64::from(done));
-        pb.set_message(if done == of {
-            format!("loss {loss:.3}; exchanging")
-        } else {
-            format!("loss {loss:.3}")
-        });
-    })
 }
 
 /// How many blocks [`Trainer::round_stakes`] waits for a round's snapshot.
