@@ -35,6 +35,11 @@ const ATTEMPTS: u32 = 6;
 /// longest a used nonce's block can lie after it.
 const MORTALITY: u64 = 32;
 
+/// The longest [`Chain::submit`] waits for a re-sent extrinsic whose nonce is used in the pool
+/// to be final or to leave it at the end of its era ([`MORTALITY`] blocks after the finalized
+/// block it was signed at: 64 s of 2-second blocks, plus finality's lag).
+const ERA_WAIT: Duration = Duration::from_secs(600);
+
 /// A signer from a secret URI such as `//Bob`.
 ///
 /// # Errors
@@ -165,7 +170,8 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Module`] / [`ChainError::Dispatch`] if it was included and failed;
     /// [`ChainError::Rejected`] if the pool refused it, or another extrinsic used its nonce;
-    /// [`ChainError::Timeout`] if a re-send's nonce is used but not final after 120 s;
+    /// [`ChainError::Timeout`] if a re-send's nonce is used but neither final nor free again
+    /// (its era over) after [`ERA_WAIT`];
     /// [`ChainError::Rpc`] after `ATTEMPTS` failed sends of the same bytes.
     pub async fn submit<C: Payload>(
         &self,
@@ -311,14 +317,17 @@ impl Chain {
     /// The outcome of our extrinsic `bytes` (nonce `nonce` of `who`, signed at finalized block
     /// `signed_at`, carrying `call`) whose re-send the pool refused with `msg`. If the nonce is
     /// used (at the finalized head, or at the best block or in the pool: then once that is
-    /// final, within 120 s), the extrinsic is looked for in the finalized blocks of its era;
-    /// if not, the refusal stands (a duty the runtime refuses named by its pallet error).
+    /// final, within [`ERA_WAIT`]), the extrinsic is looked for in the finalized blocks of its
+    /// era; if not, the refusal stands (a duty the runtime refuses named by its pallet error).
+    /// A nonce used only in the pool that is still unused once the extrinsic's era is over
+    /// was our extrinsic, dropped unincluded: nothing of ours is left in the pool.
     ///
     /// # Errors
     /// Its dispatch error if it landed and failed; [`ChainError::Rejected`] if another
     /// extrinsic used the nonce; the refusal ([`ChainError::Module`] for a refused duty,
-    /// [`ChainError::Rejected`] otherwise) if the nonce is unused; [`ChainError::Timeout`] if
-    /// a used nonce is not final after 120 s.
+    /// [`ChainError::Rejected`] otherwise) if the nonce is unused, or was ours and its era
+    /// ended; [`ChainError::Timeout`] if a used nonce is neither final nor free after
+    /// [`ERA_WAIT`].
     async fn landed<C: Payload>(
         &self,
         who: &AccountId,
@@ -336,15 +345,25 @@ impl Chain {
                     .await
                     .unwrap_or_else(|| ChainError::Rejected(msg.to_string())));
             }
-            // The nonce is used at the best block or in the pool: wait for its finality.
+            // The nonce is used at the best block or in the pool: wait for its finality, or
+            // for our extrinsic's era to end (the pool then drops it). A later extrinsic of
+            // ours must not meet it in the pool: a duty providing the same tag
+            // (`CheckDutyCall`) with a higher priority (a fee under a risen multiplier) would
+            // replace it and then wait for its nonce forever.
             (used, head) = self
-                .wait_for("nonce to advance", Duration::from_secs(120), || async {
+                .wait_for("nonce to advance", ERA_WAIT, || async {
                     let (used, head) = self.finalized_nonce(who).await?;
-                    Ok((used > nonce).then_some((used, head)))
+                    Ok((used > nonce || head > signed_at + MORTALITY).then_some((used, head)))
                 })
                 .await?;
+            if used <= nonce {
+                return Err(ChainError::Rejected(format!(
+                    "{}.{} (nonce {nonce} of {who}) left the pool unincluded: its era ended",
+                    call.pallet_name(),
+                    call.call_name()
+                )));
+            }
         }
-        debug_assert!(used > nonce);
         match self
             .find_included(bytes, signed_at + 1, head.min(signed_at + MORTALITY))
             .await?

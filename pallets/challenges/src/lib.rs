@@ -240,7 +240,9 @@ pub mod pallet {
 	/// nonce unchanged: a crashed trainer), it is not slashed again for missing votes, however
 	/// many challenges of the rounds it contributed to expire; one that sent any (a live
 	/// trainer's commits and votes) is, once per round. Removed when the juror votes; at most
-	/// one per account that was ever seated (each written by a slash of its stake).
+	/// one per account that was ever seated (each written by a slash of its stake). An account
+	/// reaped and created again counts its nonce from zero: its entry may then name a nonce it
+	/// has not reached (it is spared once if it reaches it at a no-show).
 	#[pallet::storage]
 	pub type NoShowNonce<T: Config> =
 		StorageMap<_, Blake2_128Concat, T::AccountId, <T as frame_system::Config>::Nonce>;

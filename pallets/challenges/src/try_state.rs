@@ -12,8 +12,7 @@ impl<T: Config> Pallet<T> {
 	/// tallies match the recorded votes; committees list each juror once with at least one
 	/// seat, and their seats sum to the tally's; open counts match; every eligible juror of an
 	/// open challenge contributed to the challenged round; only open challenges have a
-	/// recorded [`Disputes`] entry, and it narrows the dispute to a valid part; every
-	/// [`NoShowNonce`] is a nonce its account has reached.
+	/// recorded [`Disputes`] entry, and it narrows the dispute to a valid part.
 	pub fn do_try_state() -> Result<(), sp_runtime::TryRuntimeError> {
 		use alloc::{collections::btree_map::BTreeMap, vec::Vec};
 		use frame_support::traits::fungible::InspectHold;
@@ -121,12 +120,6 @@ impl<T: Config> Pallet<T> {
 			ensure!(
 				dispute != Dispute::Phase && dispute.is_valid(),
 				"a recorded dispute that narrows nothing, or names no segment a trace can have"
-			);
-		}
-		for (who, nonce) in NoShowNonce::<T>::iter() {
-			ensure!(
-				nonce <= frame_system::Pallet::<T>::account_nonce(&who),
-				"a no-show recorded at a nonce its account has not reached"
 			);
 		}
 		Ok(())

@@ -744,7 +744,9 @@ pub fn commit(who: AccountId, round: u32, hash: u8, ix: &[u32]) -> sp_runtime::D
 	commit_to(0, who, round, hash, ix)
 }
 
-/// `who` commits `[hash; 32]` with included set `ix` for `round` of `pool`.
+/// `who` commits `[hash; 32]` with included set `ix` for `round` of `pool`; a commit that
+/// succeeds moves its account's nonce, as its extrinsic would (a live account, for the no-show
+/// rule's `NoShowNonce`; a failed one leaves storage as it was, for `assert_noop!`).
 pub fn commit_to(
 	pool: u32,
 	who: AccountId,
@@ -759,6 +761,7 @@ pub fn commit_to(
 		[hash; 32],
 		included(ix),
 	)
+	.inspect(|()| System::inc_account_nonce(who))
 }
 
 /// Pool 0 with trainers 1..=5 (1 000 stake each, ⅔ quorum, 3 rounds), round 1 final at block 1

@@ -198,7 +198,11 @@ fn allow_list(mask: u8) -> frame_support::BoundedVec<AccountId, ConstU32<MAX_MEM
 }
 
 fn apply(op: &Op) {
-	let o = |i: usize| RuntimeOrigin::signed(ACCOUNTS[i]);
+	// A signed extrinsic moves its account's nonce whatever its outcome.
+	let o = |i: usize| {
+		System::inc_account_nonce(ACCOUNTS[i]);
+		RuntimeOrigin::signed(ACCOUNTS[i])
+	};
 	// Errors are expected (most random calls are invalid); panics are not.
 	let _ = match op.clone() {
 		Op::Bond(w, a) => TrainerStaking::bond(o(w), a),
@@ -296,6 +300,7 @@ fn open_now(
 	round: u32,
 	accused: AccountId,
 ) -> sp_runtime::DispatchResult {
+	System::inc_account_nonce(challenger);
 	Challenges::open_challenge(
 		RuntimeOrigin::signed(challenger),
 		pool,

@@ -28,12 +28,11 @@ fn no_show_losses(juror: AccountId) -> Balance {
 fn a_crashed_juror_loses_one_no_show_slash_to_sham_challenges_on_every_round() {
 	run_test(|| {
 		// Members 1..=5 (1 000 each) contribute to rounds 1..=3; each commit is a transaction
-		// of its own (the account's nonce moves).
+		// of its own (the account's nonce moves: `commit`).
 		training_pool(3, two_thirds(), &[1_000; 5]);
 		for round in 1..=3u32 {
 			for who in 1..=5 {
 				assert_ok!(commit(who, round, round as u8, &[0, 1, 2, 3, 4]));
-				System::inc_account_nonce(who);
 			}
 			assert!(pallet_checkpoints::FinalCheckpoints::<Test>::get(0, round).is_some());
 			run_to_block(System::block_number() + 1);
