@@ -1,5 +1,8 @@
 //! The extrinsics a trainer submits, as dynamic payloads (pallet and call names of `pallets/*`;
 //! arguments are encoded against the metadata, so a mismatch is a typed error, not a bad call).
+//! Every one is checked against the runtime's own metadata by a unit test
+//! (`every_call_encodes_against_the_runtimes_metadata`), so a call renamed or reshaped in a
+//! pallet fails the tests, not a trainer's first submission to a node.
 
 use subxt::transactions::DynamicPayload;
 
@@ -222,4 +225,120 @@ pub fn settle_round(pool: u32, round: u32) -> Call<(u32, u32)> {
 /// `Rewards.claim_rewards(pool_id)`: pays out everything settled for the caller.
 pub fn claim_rewards(pool: u32) -> Call<(u32,)> {
     subxt::dynamic::tx("Rewards", "claim_rewards", (pool,))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{DilocoSpec, Perbill, PoolKind, PoolTerms};
+    use subxt::ext::frame_decode::extrinsics::encode_call_data;
+    use subxt::metadata::Metadata;
+    use subxt::transactions::Payload;
+
+    /// The runtime's metadata at its latest version (what the node serves and subxt reads).
+    fn runtime_metadata() -> Metadata {
+        let version = synod_runtime::Runtime::metadata_versions()
+            .into_iter()
+            .filter(|v| *v != u32::MAX)
+            .max()
+            .expect("the runtime has metadata");
+        let opaque = synod_runtime::Runtime::metadata_at_version(version).expect("that version");
+        Metadata::decode_from(&opaque).expect("subxt reads the runtime's metadata")
+    }
+
+    /// `call` encoded against `metadata` as a submission would encode it.
+    fn encode<C: Payload>(metadata: &Metadata, call: &C) -> Result<Vec<u8>, String> {
+        encode_call_data(
+            call.pallet_name(),
+            call.call_name(),
+            call.call_data(),
+            metadata,
+            metadata.types(),
+        )
+        .map_err(|e| format!("{}.{}: {e}", call.pallet_name(), call.call_name()))
+    }
+
+    /// Every extrinsic the trainer submits names a call of the runtime and its arguments
+    /// encode to that call's types, checked against the runtime's own metadata rather than at
+    /// a live node's first submission; a call the runtime does not have, or an argument of
+    /// another shape, is refused.
+    #[test]
+    fn every_call_encodes_against_the_runtimes_metadata() {
+        let m = runtime_metadata();
+        let who = AccountId::from([7; 32]);
+        let evidence = vec![1u8; 64];
+        let spec = PoolSpec {
+            terms: PoolTerms {
+                rounds: 10,
+                min_trainers: 2,
+                max_trainers: 4,
+                min_stake: 1_000,
+                reward_per_round: 5_000,
+                quorum: Perbill(666_666_667),
+                round_timeout: 60,
+                challenge_window: 20,
+                min_round_length: 2,
+                allowed_trainers: vec![who],
+            },
+            kind: PoolKind::DiLoCo(DilocoSpec {
+                model_config_hash: [1; 32],
+                initial_weights_hash: [2; 32],
+                dataset_id: b"tinyshakespeare".to_vec(),
+                dataset_hash: [3; 32],
+                inner_steps: 50,
+            }),
+        };
+        let peer_id = synod_protocol::peer::ed25519_peer_id(&[9; 32]).to_vec();
+        let calls = [
+            encode(&m, &bond(1)),
+            encode(&m, &create_pool(spec)),
+            encode(&m, &set_allowed_trainers(0, vec![who])),
+            encode(
+                &m,
+                &join_pool(0, 1, peer_id, &[0; ML_DSA_65_PUBLIC_KEY_LEN], [0; 64]).expect("valid"),
+            ),
+            encode(&m, &commit_checkpoint(0, 1, [4; 32], vec![0, 1])),
+            encode(
+                &m,
+                &open_challenge(0, 1, who, evidence.clone()).expect("valid"),
+            ),
+            encode(
+                &m,
+                &open_narrowed_challenge(0, 1, who, evidence.clone(), Dispute::Segment(3))
+                    .expect("valid"),
+            ),
+            encode(
+                &m,
+                &open_narrowed_challenge(0, 1, who, evidence.clone(), Dispute::Encoding)
+                    .expect("valid"),
+            ),
+            encode(
+                &m,
+                &report_equivocation(0, 1, who, evidence.clone(), evidence).expect("valid"),
+            ),
+            encode(&m, &vote(3, true)),
+            encode(&m, &appeal(3)),
+            encode(&m, &register_juror()),
+            encode(&m, &unregister_juror()),
+            encode(&m, &void_expired_round(0)),
+            encode(&m, &decide_unmatched_commits(0, 1)),
+            encode(&m, &settle_round(0, 1)),
+            encode(&m, &claim_rewards(0)),
+        ];
+        for call in calls {
+            if let Err(e) = call {
+                panic!("the runtime refuses the trainer's call {e}");
+            }
+        }
+        // The check can fail: a call the runtime does not have, and an argument of another
+        // shape.
+        let misnamed: Call<(u32,)> = subxt::dynamic::tx("Checkpoints", "void_round", (0u32,));
+        assert!(encode(&m, &misnamed).is_err());
+        let misshaped = subxt::dynamic::tx(
+            "Checkpoints",
+            "commit_checkpoint",
+            (0u32, 1u32, [4; 32], vec![0u32], true),
+        );
+        assert!(encode(&m, &misshaped).is_err());
+    }
 }

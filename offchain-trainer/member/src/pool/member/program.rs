@@ -54,8 +54,6 @@ pub(super) trait PoolProgram: Sized {
 /// A member that has joined its pool and whose pool trains: the handles every kind's program
 /// runs on.
 pub(super) struct Joined {
-    /// The async runtime the handles run on (dropped last).
-    pub rt: Runtime,
     /// The chain client.
     pub chain: Chain,
     /// The member's account key.
@@ -86,4 +84,6 @@ pub(super) struct Joined {
         std::sync::mpsc::Sender<DutyMsg>,
         std::sync::mpsc::Receiver<DutyMsg>,
     ),
+    /// The async runtime the handles run on (the last field: dropped after them).
+    pub rt: Runtime,
 }
