@@ -341,4 +341,37 @@ mod tests {
         );
         assert!(encode(&m, &misshaped).is_err());
     }
+
+    /// The runtime constants the client reads (`client.rs`) exist and decode as it reads them.
+    #[test]
+    fn every_constant_the_client_reads_decodes_from_the_runtimes_metadata() {
+        use scale_decode::DecodeAsType;
+        let m = runtime_metadata();
+        let value = |pallet: &str, name: &str| {
+            let c = m
+                .pallet_by_name(pallet)
+                .and_then(|p| p.constant_by_name(name))
+                .unwrap_or_else(|| panic!("the runtime has no constant {pallet}.{name}"));
+            (c.ty(), c.value().to_vec())
+        };
+        let (ty, bytes) = value("Aura", "SlotDuration");
+        let slot = u64::decode_as_type(&mut &bytes[..], ty, m.types()).expect("u64");
+        assert!(slot > 0);
+        for name in ["ChallengeBond", "AppealBond"] {
+            let (ty, bytes) = value("Challenges", name);
+            u128::decode_as_type(&mut &bytes[..], ty, m.types()).expect("planck");
+        }
+        for (pallet, name) in [
+            ("Checkpoints", "MaxDeadlinesPerBlock"),
+            ("TrainingPools", "JuryDelay"),
+            ("TrainingPools", "VoteMargin"),
+            ("TrainingPools", "AppealPeriod"),
+        ] {
+            let (ty, bytes) = value(pallet, name);
+            u32::decode_as_type(&mut &bytes[..], ty, m.types()).expect("u32");
+        }
+        let (_, bytes) = value("TrainingPools", "SpecLimits");
+        <synod_protocol::SpecLimits as parity_scale_codec::Decode>::decode(&mut &bytes[..])
+            .expect("SpecLimits");
+    }
 }

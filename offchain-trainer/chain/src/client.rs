@@ -354,6 +354,24 @@ impl Chain {
         .await
     }
 
+    /// The bonds a dispute holds from free balance, in planck: (`Challenges.ChallengeBond`,
+    /// held by a challenger; `Challenges.AppealBond`, held by an appellant).
+    ///
+    /// # Errors
+    /// [`ChainError::Rpc`]; [`ChainError::Decode`] if the runtime has no such constants.
+    pub async fn dispute_bonds(&self) -> Result<(u128, u128), ChainError> {
+        self.retrying("dispute bonds", |api| async move {
+            let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+            let read = |name: &'static str| {
+                at.constants()
+                    .entry(subxt::dynamic::constant::<u128>("Challenges", name))
+                    .map_err(|e| ChainError::decode(name, e))
+            };
+            Ok((read("ChallengeBond")?, read("AppealBond")?))
+        })
+        .await
+    }
+
     /// The least `min_round_length` (blocks) the chain accepts for a pool of `inner_steps`
     /// inner steps per round: `TrainingPools.SpecLimits`'s `⌈inner_steps /
     /// max_inner_steps_per_block⌉` ([`synod_protocol::SpecLimits::min_round_length_floor`]).

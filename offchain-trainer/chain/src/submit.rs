@@ -11,7 +11,10 @@
 //! waits for another's finality (a challenge is held behind a commit in flight for at most a
 //! block). A re-send the pool refuses (its nonce used, its era over) is looked for in the
 //! finalized blocks where it can lie: found, it reports its block and events; not found
-//! while the nonce is used, another extrinsic took it and the submission fails.
+//! while the nonce is used, another extrinsic took it and the submission fails. Such a re-send
+//! gives its turn up while it waits (for finality, or for its era to end when its nonce is
+//! used only in the pool): if it then leaves the pool unincluded, the extrinsic that took the
+//! next nonce meanwhile waits in the pool's future queue until its own era ends.
 
 use std::time::Duration;
 

@@ -31,6 +31,7 @@ pub(super) async fn register(
             "already a member of pool {}: resuming",
             a.pool
         );
+        warn_without_dispute_reserve(chain, &who).await;
         return Ok((rec.index, rec.from_round, true, rec.stake));
     }
     ensure_bonded(chain, signer, planck(a.stake)).await?;
@@ -62,7 +63,49 @@ pub(super) async fn register(
         "joined pool {}",
         a.pool
     );
+    warn_without_dispute_reserve(chain, &who).await;
     Ok((rec.index, rec.from_round, false, rec.stake))
+}
+
+/// How many planck a member whose free balance is `free` lacks to hold both dispute bonds
+/// (`challenge_bond`, to challenge a cheater it finds, and `appeal_bond`, to appeal a ruling
+/// against it within the appeal period) at once; `None` when it has them. Bonds come from
+/// free balance only: a member that bonded all it has can neither challenge nor appeal, and a
+/// wrong ruling against it then executes.
+pub(super) fn dispute_reserve_shortfall(
+    free: u128,
+    challenge_bond: u128,
+    appeal_bond: u128,
+) -> Option<u128> {
+    let needed = challenge_bond.saturating_add(appeal_bond);
+    (free < needed).then(|| needed - free)
+}
+
+/// Warns when `who`'s free balance cannot hold both dispute bonds
+/// ([`dispute_reserve_shortfall`]); a read that fails is logged, not fatal.
+async fn warn_without_dispute_reserve(chain: &Chain, who: &synod_chain::types::AccountId) {
+    let read = async {
+        Ok::<_, synod_chain::ChainError>((
+            chain.free_balance(who).await?,
+            chain.dispute_bonds().await?,
+        ))
+    };
+    match read.await {
+        Ok((free, (challenge, appeal))) => {
+            if let Some(short) = dispute_reserve_shortfall(free, challenge, appeal) {
+                tracing::warn!(
+                    free_planck = free,
+                    challenge_bond_planck = challenge,
+                    appeal_bond_planck = appeal,
+                    short_planck = short,
+                    "{who}'s free balance cannot hold the challenge bond and the appeal bond: \
+                     this member could not challenge a cheater it finds or appeal a ruling \
+                     against it (a wrong one would then execute); keep that much unbonded"
+                );
+            }
+        }
+        Err(e) => tracing::warn!("cannot read the free balance and the dispute bonds: {e}"),
+    }
 }
 
 /// Opts in to juries (`Challenges.register_juror`, `juror`) or out of them
@@ -90,4 +133,23 @@ pub(super) async fn set_jury_duty(chain: &Chain, signer: &Signer, juror: bool) -
         Err(e) => bail!("{done}: {e}"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dispute_reserve_shortfall;
+
+    /// Both bonds must fit in the free balance at once: a member that finds a cheater while a
+    /// ruling against it is open needs both.
+    #[test]
+    fn a_member_that_cannot_hold_both_dispute_bonds_is_told_how_much_it_lacks() {
+        assert_eq!(dispute_reserve_shortfall(30, 10, 20), None);
+        assert_eq!(dispute_reserve_shortfall(31, 10, 20), None);
+        assert_eq!(dispute_reserve_shortfall(29, 10, 20), Some(1));
+        assert_eq!(dispute_reserve_shortfall(0, 10, 20), Some(30));
+        assert_eq!(
+            dispute_reserve_shortfall(5, u128::MAX, 1),
+            Some(u128::MAX - 5)
+        );
+    }
 }
