@@ -13,6 +13,11 @@
 //! so that the pool holds at most one of each: a member's copies of its own commit, sent with
 //! other nonces (each passes the check against the state without the others), would otherwise
 //! all be kept, gossiped and ranked as `Operational` calls, though only the first can succeed.
+//! An admitted duty also takes the highest priority, whatever its tip (the extensions'
+//! priorities add up, saturating): among duties the pool then takes the oldest first, so an
+//! attacker's tipped duties (its own pools' commits, every block) cannot push an honest
+//! member's commit out of a stuffed block's duty space, only queue behind it; and a copy can
+//! never replace the one held (replacing needs a strictly higher priority).
 //! A refusal carries the pallet error's index as
 //! `InvalidTransaction::Custom` (`synod-trainer` maps it back to the error's name through the
 //! metadata). Every other `Operational` call (root's: `sudo(…)`, `System::set_code`, …) is
@@ -32,7 +37,7 @@ use scale_info::TypeInfo;
 use sp_runtime::{
     impl_tx_ext_default,
     traits::{DispatchInfoOf, TransactionExtension, ValidateResult},
-    transaction_validity::{InvalidTransaction, ValidTransaction},
+    transaction_validity::{InvalidTransaction, TransactionPriority, ValidTransaction},
     DispatchError, DispatchResult,
 };
 
@@ -142,7 +147,10 @@ impl TransactionExtension<RuntimeCall> for CheckDutyCall {
         if let Some(who) = origin.as_signer() {
             match Self::check(who, call) {
                 Some(Err(e)) => return Err(InvalidTransaction::Custom(refusal_code(e)).into()),
-                Some(Ok(())) => valid.provides.extend(duty_tag(who, call)),
+                Some(Ok(())) => {
+                    valid.priority = TransactionPriority::MAX;
+                    valid.provides.extend(duty_tag(who, call));
+                }
                 None if info.class == DispatchClass::Operational
                     && pallet_sudo::Key::<Runtime>::get().as_ref() != Some(who) =>
                 {
@@ -329,6 +337,70 @@ mod tests {
         assert_ne!(tag(&member, &appeal(5)), tag(&member, &appeal(6)));
         let remark = RuntimeCall::System(frame_system::Call::remark { remark: vec![] });
         assert_eq!(duty_tag(&member, &remark), None);
+    }
+
+    /// A seated juror's vote is admitted with the highest priority (no tip outranks it) and
+    /// provides its tag; the check leaves no vote behind.
+    #[test]
+    fn an_admitted_duty_outranks_any_tip_and_provides_its_tag() {
+        ext().execute_with(|| {
+            use pallet_challenges::{Challenge, OpenChallenges, Seated, Votes};
+            let (juror, other): (crate::AccountId, crate::AccountId) =
+                ([3u8; 32].into(), [4u8; 32].into());
+            frame_system::Pallet::<Runtime>::set_block_number(10);
+            let seat = |who: &crate::AccountId, seats| Seated {
+                who: who.clone(),
+                stake: 1,
+                seats,
+            };
+            OpenChallenges::<Runtime>::insert(
+                0,
+                Challenge {
+                    pool_id: 0,
+                    round: 1,
+                    accused: [5u8; 32].into(),
+                    accused_stake: 1,
+                    challenger: [6u8; 32].into(),
+                    bond: 0,
+                    payload_digest: [0; 32],
+                    opened_at: 1,
+                    draw_at: 2,
+                    expires_at: 100,
+                    jury: frame_support::BoundedVec::truncate_from(vec![
+                        seat(&juror, 1),
+                        seat(&other, 202),
+                    ]),
+                    votes: synod_primitives::protocol::JuryVotes {
+                        seats: 203,
+                        guilty: 0,
+                        innocent: 0,
+                    },
+                },
+            );
+            let vote = RuntimeCall::Challenges(pallet_challenges::Call::vote {
+                challenge_id: 0,
+                guilty: true,
+            });
+            let (valid, _, _) = CheckDutyCall
+                .validate_only(
+                    RuntimeOrigin::signed(juror.clone()),
+                    &vote,
+                    &info(&vote),
+                    200,
+                    TransactionSource::External,
+                    0,
+                )
+                .expect("a seated juror's first vote is admitted");
+            assert_eq!(valid.priority, TransactionPriority::MAX);
+            assert_eq!(
+                valid.provides,
+                vec![duty_tag(&juror, &vote).expect("a duty")]
+            );
+            assert!(
+                !Votes::<Runtime>::contains_key(0, &juror),
+                "the check keeps nothing"
+            );
+        });
     }
 
     #[test]
