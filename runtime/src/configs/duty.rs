@@ -13,11 +13,10 @@
 //! so that the pool holds at most one of each: a member's copies of its own commit, sent with
 //! other nonces (each passes the check against the state without the others), would otherwise
 //! all be kept, gossiped and ranked as `Operational` calls, though only the first can succeed.
-//! An admitted duty also takes the highest priority, whatever its tip (the extensions'
-//! priorities add up, saturating): among duties the pool then takes the oldest first, so an
-//! attacker's tipped duties (its own pools' commits, every block) cannot push an honest
-//! member's commit out of a stuffed block's duty space, only queue behind it; and a copy can
-//! never replace the one held (replacing needs a strictly higher priority).
+//! Duties rank among themselves as every transaction does (priority from tip and fee, then the
+//! earlier end of validity, then arrival): a fixed top priority would not stop an attacker's
+//! own duties from going first, since the pool breaks equal priorities by the earlier end of
+//! the transaction's era, which the sender chooses.
 //! A refusal carries the pallet error's index as
 //! `InvalidTransaction::Custom` (`synod-trainer` maps it back to the error's name through the
 //! metadata). Every other `Operational` call (root's: `sudo(…)`, `System::set_code`, …) is
@@ -37,7 +36,7 @@ use scale_info::TypeInfo;
 use sp_runtime::{
     impl_tx_ext_default,
     traits::{DispatchInfoOf, TransactionExtension, ValidateResult},
-    transaction_validity::{InvalidTransaction, TransactionPriority, ValidTransaction},
+    transaction_validity::{InvalidTransaction, ValidTransaction},
     DispatchError, DispatchResult,
 };
 
@@ -147,10 +146,7 @@ impl TransactionExtension<RuntimeCall> for CheckDutyCall {
         if let Some(who) = origin.as_signer() {
             match Self::check(who, call) {
                 Some(Err(e)) => return Err(InvalidTransaction::Custom(refusal_code(e)).into()),
-                Some(Ok(())) => {
-                    valid.priority = TransactionPriority::MAX;
-                    valid.provides.extend(duty_tag(who, call));
-                }
+                Some(Ok(())) => valid.provides.extend(duty_tag(who, call)),
                 None if info.class == DispatchClass::Operational
                     && pallet_sudo::Key::<Runtime>::get().as_ref() != Some(who) =>
                 {
@@ -339,10 +335,10 @@ mod tests {
         assert_eq!(duty_tag(&member, &remark), None);
     }
 
-    /// A seated juror's vote is admitted with the highest priority (no tip outranks it) and
-    /// provides its tag; the check leaves no vote behind.
+    /// A seated juror's vote is admitted and provides its tag; the check leaves no vote
+    /// behind.
     #[test]
-    fn an_admitted_duty_outranks_any_tip_and_provides_its_tag() {
+    fn an_admitted_duty_provides_its_tag_and_the_check_keeps_nothing() {
         ext().execute_with(|| {
             use pallet_challenges::{Challenge, OpenChallenges, Seated, Votes};
             let (juror, other): (crate::AccountId, crate::AccountId) =
@@ -391,7 +387,6 @@ mod tests {
                     0,
                 )
                 .expect("a seated juror's first vote is admitted");
-            assert_eq!(valid.priority, TransactionPriority::MAX);
             assert_eq!(
                 valid.provides,
                 vec![duty_tag(&juror, &vote).expect("a duty")]
