@@ -340,18 +340,11 @@ impl Chain {
     /// [`ChainError::Rpc`]; [`ChainError::Decode`] if the runtime has no such constant or it
     /// is 0.
     pub async fn block_secs(&self) -> Result<f64, ChainError> {
-        self.retrying("slot duration", |api| async move {
-            let at = api.at_current_block().await.map_err(ChainError::rpc)?;
-            let ms = at
-                .constants()
-                .entry(subxt::dynamic::constant::<u64>("Aura", "SlotDuration"))
-                .map_err(|e| ChainError::decode("Aura.SlotDuration", e))?;
-            if ms == 0 {
-                return Err(ChainError::decode("Aura.SlotDuration", "0 ms"));
-            }
-            Ok(ms as f64 / 1000.0)
-        })
-        .await
+        let ms: u64 = self.constant("Aura", "SlotDuration").await?;
+        if ms == 0 {
+            return Err(ChainError::decode("Aura.SlotDuration", "0 ms"));
+        }
+        Ok(ms as f64 / 1000.0)
     }
 
     /// The bonds a dispute holds from free balance, in planck: (`Challenges.ChallengeBond`,
@@ -360,16 +353,10 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`]; [`ChainError::Decode`] if the runtime has no such constants.
     pub async fn dispute_bonds(&self) -> Result<(u128, u128), ChainError> {
-        self.retrying("dispute bonds", |api| async move {
-            let at = api.at_current_block().await.map_err(ChainError::rpc)?;
-            let read = |name: &'static str| {
-                at.constants()
-                    .entry(subxt::dynamic::constant::<u128>("Challenges", name))
-                    .map_err(|e| ChainError::decode(name, e))
-            };
-            Ok((read("ChallengeBond")?, read("AppealBond")?))
-        })
-        .await
+        Ok((
+            self.constant("Challenges", "ChallengeBond").await?,
+            self.constant("Challenges", "AppealBond").await?,
+        ))
     }
 
     /// The least `min_round_length` (blocks) the chain accepts for a pool of `inner_steps`
@@ -403,7 +390,7 @@ impl Chain {
     /// [`ChainError::Rpc`]; [`ChainError::Decode`] if the runtime has no such constant.
     pub async fn deadline_spill_blocks(&self) -> Result<u64, ChainError> {
         Ok(u64::from(
-            self.constant_u32("Checkpoints", "MaxDeadlinesPerBlock")
+            self.constant::<u32>("Checkpoints", "MaxDeadlinesPerBlock")
                 .await?,
         ))
     }
@@ -423,15 +410,15 @@ impl Chain {
     ) -> Result<synod_protocol::Timeline, ChainError> {
         let jury = synod_protocol::JuryTiming {
             jury_delay: self
-                .constant_u32("TrainingPools", "JuryDelay")
+                .constant::<u32>("TrainingPools", "JuryDelay")
                 .await?
                 .into(),
             vote_margin: self
-                .constant_u32("TrainingPools", "VoteMargin")
+                .constant::<u32>("TrainingPools", "VoteMargin")
                 .await?
                 .into(),
             appeal_period: self
-                .constant_u32("TrainingPools", "AppealPeriod")
+                .constant::<u32>("TrainingPools", "AppealPeriod")
                 .await?
                 .into(),
         };
@@ -443,16 +430,17 @@ impl Chain {
         ))
     }
 
-    /// The runtime's `pallet.name` constant, a `u32` (block numbers, counts).
-    async fn constant_u32(
+    /// The runtime's `pallet.name` constant, decoded as `T` (a `u32` for block numbers and
+    /// counts, a `u128` for planck).
+    async fn constant<T: scale_decode::DecodeAsType + Send>(
         &self,
         pallet: &'static str,
         name: &'static str,
-    ) -> Result<u32, ChainError> {
+    ) -> Result<T, ChainError> {
         self.retrying("a constant", |api| async move {
             let at = api.at_current_block().await.map_err(ChainError::rpc)?;
             at.constants()
-                .entry(subxt::dynamic::constant::<u32>(pallet, name))
+                .entry(subxt::dynamic::constant::<T>(pallet, name))
                 .map_err(|e| ChainError::decode(&format!("{pallet}.{name}"), e))
         })
         .await

@@ -31,7 +31,6 @@ pub(super) async fn register(
             "already a member of pool {}: resuming",
             a.pool
         );
-        warn_without_dispute_reserve(chain, &who).await;
         return Ok((rec.index, rec.from_round, true, rec.stake));
     }
     ensure_bonded(chain, signer, planck(a.stake)).await?;
@@ -63,7 +62,6 @@ pub(super) async fn register(
         "joined pool {}",
         a.pool
     );
-    warn_without_dispute_reserve(chain, &who).await;
     Ok((rec.index, rec.from_round, false, rec.stake))
 }
 
@@ -83,7 +81,10 @@ pub(super) fn dispute_reserve_shortfall(
 
 /// Warns when `who`'s free balance cannot hold both dispute bonds
 /// ([`dispute_reserve_shortfall`]); a read that fails is logged, not fatal.
-async fn warn_without_dispute_reserve(chain: &Chain, who: &synod_chain::types::AccountId) {
+pub(super) async fn warn_without_dispute_reserve(
+    chain: &Chain,
+    who: &synod_chain::types::AccountId,
+) {
     let read = async {
         Ok::<_, synod_chain::ChainError>((
             chain.free_balance(who).await?,

@@ -182,6 +182,7 @@ fn member<P: PoolProgram>(
     let (me, from_round, resumed, stake) =
         rt.block_on(register(&chain, &signer, a, &keypair, &member_key))?;
     rt.block_on(join::set_jury_duty(&chain, &signer, a.juror))?;
+    rt.block_on(join::warn_without_dispute_reserve(&chain, &account));
 
     let own = Member {
         index: me,
@@ -227,7 +228,7 @@ fn member<P: PoolProgram>(
 
     let metrics = Metrics::appending(&a.base_path.join("metrics.jsonl"))?.with_exporter(exporter);
     metrics.emit(&TrainerEvent::Joined {
-        account: account_of(&signer).to_string(),
+        account: account.to_string(),
         from_round,
         listen: addrs.iter().map(ToString::to_string).collect(),
         member: me,
