@@ -67,7 +67,7 @@ pub const VERSION: RuntimeVersion = RuntimeVersion {
     spec_name: alloc::borrow::Cow::Borrowed("synod"),
     impl_name: alloc::borrow::Cow::Borrowed("synod-node"),
     authoring_version: 1,
-    spec_version: 159,
+    spec_version: 160,
     impl_version: 1,
     apis: apis::RUNTIME_API_VERSIONS,
     transaction_version: 1,
@@ -118,6 +118,8 @@ pub type BlockId = generic::BlockId<Block>;
 
 /// The transaction extensions, checked in this order. All but `CheckDutyCall` (which encodes
 /// to nothing: clients that do not know it treat it as empty) are known to Polkadot.js.
+/// `WeightReclaim` comes last so that the block takes back what every extension before it
+/// refunds (`CheckDutyCall` refunds the part of its check a duty's path did not use).
 pub type TxExtension = (
     frame_system::CheckNonZeroSender<Runtime>,
     frame_system::CheckSpecVersion<Runtime>,
@@ -128,6 +130,7 @@ pub type TxExtension = (
     frame_system::CheckWeight<Runtime>,
     pallet_transaction_payment::ChargeTransactionPayment<Runtime>,
     configs::duty::CheckDutyCall,
+    frame_system::WeightReclaim<Runtime>,
 );
 
 /// Unchecked extrinsic type as expected by this runtime.

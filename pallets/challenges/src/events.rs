@@ -135,7 +135,8 @@ mod events_and_errors {
 			/// Planck slashed.
 			slashed: BalanceOf<T>,
 		},
-		/// No verdict within the voting period; the bond was released.
+		/// The voting period ended with no committee seated (an undecided committee acquits:
+		/// [`Event::AccusedFoundInnocent`]); the bond was released.
 		ChallengeExpired {
 			/// Challenge.
 			challenge_id: ChallengeId,

@@ -225,7 +225,7 @@ fn vote_errors() {
 }
 
 #[test]
-fn unresolved_challenge_expires_at_its_block() {
+fn an_undecided_committee_acquits_at_the_end_of_its_vote() {
 	run_test(|| {
 		// The jurors are the round's contributors, the accused among them: they could have
 		// replayed the round.
@@ -242,11 +242,21 @@ fn unresolved_challenge_expires_at_its_block() {
 			jury.iter().map(|(j, _)| TrainerStaking::active_stake(j)).collect();
 		run_to_block(29);
 		assert!(OpenChallenges::<Test>::get(0).is_none());
-		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::Expired));
+		// One guilty vote, the other seats absent: they count for acquittal. The bond is
+		// slashed; nobody voted innocent, so none of it is paid.
+		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::Innocent));
 		assert_eq!(bond_held(OUTSIDER), 0);
-		assert_eq!(Balances::free_balance(OUTSIDER), 10_000);
+		assert_eq!(Balances::free_balance(OUTSIDER), 10_000 - BOND);
 		assert!(!<Challenges as ChallengesInspect<_>>::is_guilty(0, 1, &3));
-		assert_eq!(events().last(), Some(&Event::ChallengeExpired { challenge_id: 0 }));
+		assert_eq!(
+			events().last(),
+			Some(&Event::AccusedFoundInnocent {
+				challenge_id: 0,
+				accused: 3,
+				bond_slashed: BOND,
+				jurors_paid: 0
+			})
+		);
 		// The jurors that did not vote lose 10 % of their drawn stake (the 1 000 of the round's
 		// snapshot) and stay jurors.
 		assert_eq!(TrainerStaking::active_stake(&jury[0].0), before[0]);
@@ -310,7 +320,7 @@ fn a_full_schedule_refuses_a_challenge_rather_than_leave_its_draw_unscheduled() 
 		// `advance_challenge` catches up with an expiry not yet run by `on_initialize`.
 		System::set_block_number(c.expires_at);
 		assert_ok!(Challenges::advance_challenge(RuntimeOrigin::signed(POOR), 4));
-		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::Expired));
+		assert_eq!(verdict_of(0, 1, 3), Some(Verdict::Innocent));
 	});
 }
 

@@ -1,6 +1,6 @@
 //! `commit_checkpoint`.
 
-use crate::{finality::block, pallet::*, Event};
+use crate::{finality::block, pallet::*, Event, WeightInfo};
 use frame_support::pallet_prelude::*;
 use sp_runtime::traits::{CheckedAdd, SaturatedConversion, Saturating};
 use synod_primitives::{
@@ -24,6 +24,40 @@ impl<T: Config> Pallet<T> {
 		included: IncludedSet<T>,
 	) -> DispatchResult {
 		synod_primitives::dry_run(|| Self::do_commit(who, pool_id, round, hash, included))
+	}
+
+	/// The weight charged for a commit that did not void the round, in a pool whose round
+	/// snapshots hold at most `m` participants: the benchmarked worst path
+	/// ([`WeightInfo::commit_checkpoint`]) at `m` (at least 2, the benchmark's range; at
+	/// most `MaxMembers`), plus the reads of [`Self::commit_used_weight`] and of the call's
+	/// void check.
+	pub fn commit_weight_at(m: u32) -> Weight {
+		let m = m.clamp(2, T::MaxMembers::get().max(2));
+		T::WeightInfo::commit_checkpoint(m).saturating_add(T::DbWeight::get().reads(6))
+	}
+
+	/// The weight a successful commit of `round` of `pool_id` used, `None` for the weight it
+	/// booked: a commit that voided the round (it was not voided before: `voided_before`) or
+	/// after which the pool no longer trains (its last round final: the pool's end releases
+	/// every member's commitment) is charged as booked; any other is charged
+	/// [`Self::commit_weight_at`] the larger of the round's snapshot and the next round's
+	/// (opened by a finalizing commit).
+	pub fn commit_used_weight(
+		pool_id: PoolId,
+		round: RoundIndex,
+		voided_before: bool,
+	) -> Option<Weight> {
+		let voided = !voided_before && Voided::<T>::contains_key(pool_id, round);
+		let training =
+			T::Pools::round_params(pool_id).is_some_and(|p| p.status == PoolStatus::Training);
+		if voided || !training {
+			return None;
+		}
+		let participants = |r: RoundIndex| {
+			Snapshots::<T>::decode_len((pool_id, r)).map_or(0, |n| n.saturated_into::<u32>())
+		};
+		let m = participants(round).max(participants(round.saturating_add(1)));
+		Some(Self::commit_weight_at(m))
 	}
 
 	pub(crate) fn do_commit(

@@ -412,9 +412,13 @@ pub mod pallet {
 		/// over one set) may commit the final `(hash, included)` once (a late contributor if
 		/// it is in the set).
 		///
-		/// Weight: the worst path, a second commit over the agreed set that finalizes the round, schedules its settlement
-		/// and opens the next round (snapshot of `MaxMembers`, early commits counted), or a
-		/// commit after the deadline that voids the round (as `void_expired_round`).
+		/// Weight: booked for the worst path, a second commit over the agreed set that
+		/// finalizes the round, schedules its settlement and opens the next round (snapshot of
+		/// `MaxMembers`, early commits counted), or a commit after the deadline that voids the
+		/// round (as `void_expired_round`); a commit that does not void is charged for that
+		/// path at its pool's size ([`Pallet::commit_used_weight`]) and the rest is refunded,
+		/// so that the commits of small pools (an attacker's own, say) take the block space of
+		/// their own path, not of a 32-member void.
 		///
 		/// Class: `Operational`, so that block space reserved for it cannot be taken by
 		/// ordinary transactions (block stuffing); the runtime admits a commit to the
@@ -436,9 +440,11 @@ pub mod pallet {
 			round: RoundIndex,
 			checkpoint_hash: Hash32,
 			included: IncludedSet<T>,
-		) -> DispatchResult {
+		) -> DispatchResultWithPostInfo {
 			let who = ensure_signed(origin)?;
-			Self::do_commit(who, pool_id, round, checkpoint_hash, included)
+			let voided_before = Voided::<T>::contains_key(pool_id, round);
+			Self::do_commit(who, pool_id, round, checkpoint_hash, included)?;
+			Ok(Self::commit_used_weight(pool_id, round, voided_before).into())
 		}
 
 		/// Voids the open round of `pool_id` if its deadline has passed (any signed account):

@@ -120,9 +120,10 @@ pub const fn committee_seats(adversary: f64, max_wrong: f64) -> u32 {
 pub enum Verdict {
 	/// Jurors holding a majority of the committee's seats found the contribution dishonest.
 	Guilty,
-	/// Guilty can no longer reach a majority of the seats.
+	/// Guilty can no longer reach a majority of the seats, or did not by the end of the vote
+	/// (absent seats count for acquittal).
 	Innocent,
-	/// The voting period ended undecided.
+	/// The voting period ended without a committee seated.
 	Expired,
 	/// Not enough juror stake besides the parties' could be drawn: no verdict, nobody is
 	/// slashed.
@@ -268,10 +269,16 @@ impl JuryVotes {
 		}
 	}
 
-	/// The verdict when the voting period is over: [`Self::decided`] or `Expired` (seats that
-	/// did not vote never count for conviction).
+	/// The verdict when the voting period is over: [`Self::decided`], else `Innocent` (seats
+	/// that did not vote count for acquittal: a conviction needs a majority of all seats, and an
+	/// undecided committee acquits, so that a challenge its committee leaves undecided costs the
+	/// challenger its bond and can be appealed); `Expired` only for a committee without seats.
 	pub fn at_expiry(&self) -> Verdict {
-		self.decided().unwrap_or(Verdict::Expired)
+		match self.decided() {
+			Some(verdict) => verdict,
+			None if self.seats > 0 => Verdict::Innocent,
+			None => Verdict::Expired,
+		}
 	}
 }
 
@@ -404,13 +411,16 @@ mod tests {
 	}
 
 	#[test]
-	fn majority_of_seats_convicts_and_absent_seats_never_do() {
+	fn majority_of_seats_convicts_and_absent_seats_acquit() {
 		let v = JuryVotes { seats: 203, guilty: 101, innocent: 0 };
 		assert_eq!(v.decided(), None);
 		assert_eq!(JuryVotes { guilty: 102, ..v }.decided(), Some(Verdict::Guilty));
 		assert_eq!(JuryVotes { innocent: 102, ..v }.decided(), Some(Verdict::Innocent));
 		assert_eq!(JuryVotes { innocent: 101, ..v }.decided(), None);
-		assert_eq!(v.at_expiry(), Verdict::Expired, "101 guilty and 102 absent: no conviction");
+		assert_eq!(v.at_expiry(), Verdict::Innocent, "101 guilty and 102 absent: acquitted");
+		assert_eq!(JuryVotes { guilty: 102, ..v }.at_expiry(), Verdict::Guilty);
+		assert_eq!(JuryVotes { seats: 203, ..JuryVotes::default() }.at_expiry(), Verdict::Innocent);
+		assert_eq!(JuryVotes::default().at_expiry(), Verdict::Expired, "no committee, no verdict");
 		assert_eq!(JuryVotes::default().decided(), None, "an empty committee decides nothing");
 		// Even committees: 2 of 4 innocent seats already block a conviction.
 		let even = JuryVotes { seats: 4, guilty: 0, innocent: 2 };
@@ -443,6 +453,11 @@ mod tests {
 				Some(Verdict::Innocent) => prop_assert!(2 * (seats - innocent) <= seats),
 				_ => prop_assert!(seats == 0 || (2 * guilty <= seats && 2 * (seats - innocent) > seats)),
 			}
+			// At the end of the vote only a majority of all seats convicts; a committee acquits
+			// otherwise; no committee, no verdict.
+			let end = v.at_expiry();
+			prop_assert_eq!(end == Verdict::Guilty, 2 * guilty > seats);
+			prop_assert_eq!(end == Verdict::Expired, seats == 0);
 		}
 
 		#[test]

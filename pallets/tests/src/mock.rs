@@ -761,7 +761,8 @@ pub fn commit_to(
 		[hash; 32],
 		included(ix),
 	)
-	.inspect(|()| System::inc_account_nonce(who))
+	.map(|_| System::inc_account_nonce(who))
+	.map_err(|e| e.error)
 }
 
 /// Pool 0 with trainers 1..=5 (1 000 stake each, ⅔ quorum, 3 rounds), round 1 final at block 1

@@ -230,6 +230,8 @@ fn apply(op: &Op) {
 				[hash; 32],
 				ix.try_into().expect("at most MaxMembers"),
 			)
+			.map(|_| ())
+			.map_err(|e| e.error)
 		},
 		Op::VoidExpired(w, p) => Checkpoints::void_expired_round(o(w), p),
 		Op::SetAllowed(w, p, a) => TrainingPools::set_allowed_trainers(o(w), p, allow_list(a)),

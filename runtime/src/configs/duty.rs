@@ -34,9 +34,8 @@ use frame_support::{
 };
 use scale_info::TypeInfo;
 use sp_runtime::{
-    impl_tx_ext_default,
-    traits::{DispatchInfoOf, TransactionExtension, ValidateResult},
-    transaction_validity::{InvalidTransaction, ValidTransaction},
+    traits::{DispatchInfoOf, PostDispatchInfoOf, TransactionExtension, ValidateResult},
+    transaction_validity::{InvalidTransaction, TransactionValidityError, ValidTransaction},
     DispatchError, DispatchResult,
 };
 
@@ -47,41 +46,84 @@ use sp_runtime::{
 )]
 pub struct CheckDutyCall;
 
-impl CheckDutyCall {
-    /// Runs `call`'s duty check for `who`; `None` if `call` is not a duty.
-    fn check(who: &super::super::AccountId, call: &RuntimeCall) -> Option<DispatchResult> {
+/// A duty call's arguments: the one place that tells a duty from any other call.
+enum Duty<'a> {
+    /// `Checkpoints::commit_checkpoint`.
+    Commit {
+        pool_id: u32,
+        round: u32,
+        checkpoint_hash: [u8; 32],
+        included: &'a pallet_checkpoints::IncludedSet<Runtime>,
+    },
+    /// `Challenges::vote`.
+    Vote { challenge_id: u32, guilty: bool },
+    /// `Challenges::appeal`.
+    Appeal { challenge_id: u32 },
+}
+
+impl<'a> Duty<'a> {
+    /// `call` as a duty; `None` for any other call.
+    fn of(call: &'a RuntimeCall) -> Option<Self> {
         match call {
             RuntimeCall::Checkpoints(pallet_checkpoints::Call::commit_checkpoint {
                 pool_id,
                 round,
                 checkpoint_hash,
                 included,
-            }) => Some(Checkpoints::check_commit(
-                who.clone(),
-                *pool_id,
-                *round,
-                *checkpoint_hash,
-                included.clone(),
-            )),
+            }) => Some(Duty::Commit {
+                pool_id: *pool_id,
+                round: *round,
+                checkpoint_hash: *checkpoint_hash,
+                included,
+            }),
             RuntimeCall::Challenges(pallet_challenges::Call::vote {
                 challenge_id,
                 guilty,
-            }) => Some(Challenges::check_vote(who.clone(), *challenge_id, *guilty)),
+            }) => Some(Duty::Vote {
+                challenge_id: *challenge_id,
+                guilty: *guilty,
+            }),
             RuntimeCall::Challenges(pallet_challenges::Call::appeal { challenge_id }) => {
-                Some(Challenges::check_appeal(who.clone(), *challenge_id))
+                Some(Duty::Appeal {
+                    challenge_id: *challenge_id,
+                })
             }
             _ => None,
         }
     }
 
-    /// Whether `call` is one of the duties this extension checks.
-    fn is_duty(call: &RuntimeCall) -> bool {
-        matches!(
-            call,
-            RuntimeCall::Checkpoints(pallet_checkpoints::Call::commit_checkpoint { .. })
-                | RuntimeCall::Challenges(pallet_challenges::Call::vote { .. })
-                | RuntimeCall::Challenges(pallet_challenges::Call::appeal { .. })
-        )
+    /// Runs the duty's check for `who` (the call run and its effects discarded).
+    fn check(&self, who: &super::super::AccountId) -> DispatchResult {
+        match *self {
+            Duty::Commit {
+                pool_id,
+                round,
+                checkpoint_hash,
+                included,
+            } => Checkpoints::check_commit(
+                who.clone(),
+                pool_id,
+                round,
+                checkpoint_hash,
+                included.clone(),
+            ),
+            Duty::Vote {
+                challenge_id,
+                guilty,
+            } => Challenges::check_vote(who.clone(), challenge_id, guilty),
+            Duty::Appeal { challenge_id } => Challenges::check_appeal(who.clone(), challenge_id),
+        }
+    }
+
+    /// The pool tag of `who`'s duty (see [`duty_tag`]).
+    fn tag(&self, who: &super::super::AccountId) -> Vec<u8> {
+        match *self {
+            Duty::Commit { pool_id, round, .. } => {
+                (b"synod/duty/commit", pool_id, round, who).encode()
+            }
+            Duty::Vote { challenge_id, .. } => (b"synod/duty/vote", challenge_id, who).encode(),
+            Duty::Appeal { challenge_id } => (b"synod/duty/appeal", challenge_id).encode(),
+        }
     }
 }
 
@@ -92,20 +134,7 @@ impl CheckDutyCall {
 /// higher, then it replaces the first) nor in one block; each duty succeeds once anyway, so an
 /// honest sender never needs two at once.
 pub fn duty_tag(who: &super::super::AccountId, call: &RuntimeCall) -> Option<Vec<u8>> {
-    match call {
-        RuntimeCall::Checkpoints(pallet_checkpoints::Call::commit_checkpoint {
-            pool_id,
-            round,
-            ..
-        }) => Some((b"synod/duty/commit", pool_id, round, who).encode()),
-        RuntimeCall::Challenges(pallet_challenges::Call::vote { challenge_id, .. }) => {
-            Some((b"synod/duty/vote", challenge_id, who).encode())
-        }
-        RuntimeCall::Challenges(pallet_challenges::Call::appeal { challenge_id }) => {
-            Some((b"synod/duty/appeal", challenge_id).encode())
-        }
-        _ => None,
-    }
+    Duty::of(call).map(|d| d.tag(who))
 }
 
 /// The `InvalidTransaction::Custom` code of a failed duty: the pallet error's index within its
@@ -121,11 +150,13 @@ impl TransactionExtension<RuntimeCall> for CheckDutyCall {
     const IDENTIFIER: &'static str = "CheckDutyCall";
     type Implicit = ();
     type Val = ();
-    type Pre = ();
+    /// The weight the check booked ([`Self::weight`]).
+    type Pre = Weight;
 
-    /// A duty is run once more to be checked: its own weight again.
+    /// A duty is run once more to be checked: its own weight again. What the call then
+    /// reports it did not use is refunded ([`Self::post_dispatch_details`]).
     fn weight(&self, call: &RuntimeCall) -> Weight {
-        if Self::is_duty(call) {
+        if Duty::of(call).is_some() {
             call.get_dispatch_info().call_weight
         } else {
             Weight::zero()
@@ -144,9 +175,9 @@ impl TransactionExtension<RuntimeCall> for CheckDutyCall {
     ) -> ValidateResult<Self::Val, RuntimeCall> {
         let mut valid = ValidTransaction::default();
         if let Some(who) = origin.as_signer() {
-            match Self::check(who, call) {
-                Some(Err(e)) => return Err(InvalidTransaction::Custom(refusal_code(e)).into()),
-                Some(Ok(())) => valid.provides.extend(duty_tag(who, call)),
+            match Duty::of(call).map(|d| (d.check(who), d.tag(who))) {
+                Some((Err(e), _)) => return Err(InvalidTransaction::Custom(refusal_code(e)).into()),
+                Some((Ok(()), tag)) => valid.provides.push(tag),
                 None if info.class == DispatchClass::Operational
                     && pallet_sudo::Key::<Runtime>::get().as_ref() != Some(who) =>
                 {
@@ -158,7 +189,38 @@ impl TransactionExtension<RuntimeCall> for CheckDutyCall {
         Ok((valid, (), origin))
     }
 
-    impl_tx_ext_default!(RuntimeCall; prepare);
+    fn prepare(
+        self,
+        _val: Self::Val,
+        _origin: &RuntimeOrigin,
+        call: &RuntimeCall,
+        _info: &DispatchInfoOf<RuntimeCall>,
+        _len: usize,
+    ) -> Result<Self::Pre, TransactionValidityError> {
+        Ok(self.weight(call))
+    }
+
+    /// The check ran the duty's own path against the state the call was dispatched in (the
+    /// block's, just before): of the weight it booked (`booked`, the call's worst path), it
+    /// used what the call did. The call's actual weight is `post_info`'s less the extensions'
+    /// booked weight (`set_extension_weight` added it; none of the extensions before this one
+    /// refunds a signed, fee-paying duty anything); a call that reports none used its whole
+    /// weight, and nothing is refunded.
+    fn post_dispatch_details(
+        booked: Self::Pre,
+        info: &DispatchInfoOf<RuntimeCall>,
+        post_info: &PostDispatchInfoOf<RuntimeCall>,
+        _len: usize,
+        _result: &DispatchResult,
+    ) -> Result<Weight, TransactionValidityError> {
+        let used = post_info
+            .actual_weight
+            .map_or(info.call_weight, |w| {
+                w.saturating_sub(info.extension_weight)
+            })
+            .min(info.call_weight);
+        Ok(booked.saturating_sub(used))
+    }
 }
 
 #[cfg(test)]
@@ -247,6 +309,88 @@ mod tests {
                 fit[0], fit[1]
             );
         });
+    }
+
+    /// Attack: a stuffed block's duty space taken by the commits of one-member pools of the
+    /// attacker's own, tipped so that they go first, so that an honest member's commit (booked
+    /// at the worst path of a 32-member pool) no longer fits. Each attacker commit is booked
+    /// at that worst path too, then dispatched in its one-member pool: the pallet reports the
+    /// weight of its own path (`Checkpoints::commit_weight_at`), the duty check refunds what
+    /// its dry run did not use, and the block takes the rest back (`WeightReclaim`). Printed:
+    /// how many such commits one block needs before an honest commit no longer fits (2 when
+    /// every commit was charged as booked), and how many commits of a 32-member pool that does
+    /// not end with them a stuffed block takes.
+    #[test]
+    fn own_pool_commits_must_be_many_to_starve_a_commit_in_a_stuffed_block() {
+        use frame_support::dispatch::{Pays, PostDispatchInfo};
+        use sp_runtime::traits::{ExtensionPostDispatchWeightHandler, RefundWeight};
+        let [commit, _] = duties();
+        let booked = info(&commit);
+        // Whether the block takes one more commit's booking (checked, then rolled back).
+        let fits = || {
+            frame_support::storage::with_transaction(|| {
+                let taken = frame_system::CheckWeight::<Runtime>::do_validate(&booked, 200)
+                    .and_then(|(_, next_len)| {
+                        frame_system::CheckWeight::<Runtime>::do_prepare(&booked, 200, next_len)
+                    });
+                sp_runtime::TransactionOutcome::Rollback(Ok::<_, DispatchError>(taken.is_ok()))
+            })
+            .unwrap_or(false)
+        };
+        // One commit of a pool of `members` applied: booked, dispatched, refunded, reclaimed.
+        let apply = |members: u32| {
+            let (_, next_len) =
+                frame_system::CheckWeight::<Runtime>::do_validate(&booked, 200).expect("fits");
+            frame_system::CheckWeight::<Runtime>::do_prepare(&booked, 200, next_len).expect("fits");
+            let mut post = PostDispatchInfo {
+                actual_weight: Some(Checkpoints::commit_weight_at(members)),
+                pays_fee: Pays::Yes,
+            };
+            post.set_extension_weight(&booked);
+            let unspent = CheckDutyCall::post_dispatch_details(
+                CheckDutyCall.weight(&commit),
+                &booked,
+                &post,
+                200,
+                &Ok(()),
+            )
+            .expect("no refusal after dispatch");
+            post.refund(unspent);
+            frame_system::Pallet::<Runtime>::reclaim_weight(&booked, &post).expect("reclaim");
+            frame_system::ExtrinsicWeightReclaimed::<Runtime>::kill();
+        };
+        // Commits of a pool of `members` one stuffed block takes.
+        let per_stuffed_block = |members: u32| {
+            ext().execute_with(|| {
+                let normal = RuntimeBlockWeights::get()
+                    .get(DispatchClass::Normal)
+                    .max_total
+                    .expect("normal class bounded");
+                frame_system::BlockWeight::<Runtime>::mutate(|w| {
+                    w.set(normal, DispatchClass::Normal)
+                });
+                let mut n = 0u32;
+                while fits() {
+                    apply(members);
+                    n += 1;
+                    assert!(n < 10_000, "a commit must take some space");
+                }
+                n
+            })
+        };
+        let attacker = per_stuffed_block(1);
+        let honest = per_stuffed_block(32);
+        println!(
+            "{{\"own_pool_commits_to_starve_a_commit\":{attacker},\"commits_of_a_32_member_pool_per_stuffed_block\":{honest}}}"
+        );
+        assert!(
+            attacker >= 16,
+            "{attacker} one-member pools' commits per block keep an honest commit out"
+        );
+        assert!(
+            honest > 2,
+            "a 32-member pool's commits are charged their own path"
+        );
     }
 
     #[test]

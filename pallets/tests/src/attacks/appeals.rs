@@ -202,13 +202,13 @@ fn an_appeal_at_the_last_block_is_drawn_from_a_later_seed_on_schedule() {
 		assert!(c.draw_at >= at + 2, "seeded by a block after the appeal's");
 		assert!(pallet_challenges::Expiries::<Test>::get(c.draw_at).contains(&id), "scheduled");
 		assert_noop!(Challenges::appeal(RuntimeOrigin::signed(1), id), Error::<Test>::NoRuling);
-		// Nobody on the appeal committee votes: no verdict, nobody slashed for the offence, both
-		// bonds back; the silent appeal jurors answer as no-shows.
+		// Nobody on the appeal committee votes: its absent seats acquit, so the appellant (the
+		// accused) wins, its appeal bond back; the silent appeal jurors answer as no-shows.
 		run_to_block(c.draw_at);
 		let c = OpenChallenges::<Test>::get(id).expect("appeal drawn");
 		run_to_block(c.expires_at + 8);
 		assert!(!OpenChallenges::<Test>::contains_key(id));
-		assert_eq!(verdict_of(0, 1, 1), Some(Verdict::Expired));
+		assert_eq!(verdict_of(0, 1, 1), Some(Verdict::Innocent));
 		assert_eq!(held_appeal_bond(1), 0);
 		assert!(challenges_events().iter().any(|e| matches!(e, Event::JurorNoShow { .. })));
 	});

@@ -6,7 +6,7 @@
 
 use super::challenge;
 use crate::mock::*;
-use frame_support::{assert_noop, assert_ok};
+use frame_support::{assert_noop, assert_ok, dispatch::GetDispatchInfo};
 use pallet_challenges::{OpenChallenges, Votes};
 use pallet_checkpoints::{Commits, Error};
 
@@ -49,6 +49,56 @@ fn an_outsiders_commit_after_the_deadline_is_refused() {
 		assert_noop!(check(OUTSIDER, 1), Error::<Test>::NotMember);
 		// A participant's still voids the expired round.
 		assert_ok!(check(1, 1));
+	});
+}
+
+/// Attack: a stuffed block's duty space filled with the commits of one-member pools of the
+/// attacker's own (a commit every block each, tipped). A commit booked, and was charged, the
+/// weight of a 32-member pool's void, so two of them took the whole space and an honest
+/// member's commit never landed: its rounds were voided and its members leaked. A commit that
+/// does not void is now charged for its own path at its pool's size, and the block takes the
+/// rest back (the runtime refunds the duty check's share too: `runtime/src/configs/duty.rs`,
+/// `own_pool_commits_must_be_many_to_starve_a_commit_in_a_stuffed_block`, which counts them).
+#[test]
+fn a_small_pools_commit_takes_the_block_space_of_its_own_path_not_of_a_void() {
+	run_test(|| {
+		let pool = training_pool(3, two_thirds(), &[100]);
+		run_to_block(Checkpoints::commits_from(pool).expect("round 1 open"));
+		let call = pallet_checkpoints::Call::<Test>::commit_checkpoint {
+			pool_id: pool,
+			round: 1,
+			checkpoint_hash: [1; 32],
+			included: included(&[0]),
+		};
+		let booked = call.get_dispatch_info().call_weight;
+		let commit = |round| {
+			Checkpoints::commit_checkpoint(
+				RuntimeOrigin::signed(1),
+				pool,
+				round,
+				[1; 32],
+				included(&[0]),
+			)
+		};
+		// Round 1 final by this commit, round 2 opened with a snapshot of one.
+		let post = commit(1).expect("the member's commit finalizes its round");
+		assert!(pallet_checkpoints::FinalCheckpoints::<Test>::contains_key(pool, 1));
+		let used = Checkpoints::commit_weight_at(1);
+		assert_eq!(post.actual_weight, Some(used));
+		assert!(
+			used.ref_time().saturating_mul(4) < booked.ref_time(),
+			"charged {used} of {booked} booked"
+		);
+		// A commit after the deadline voids the round: charged as booked.
+		let deadline = Checkpoints::open_round(pool).expect("round 2 open").deadline;
+		System::set_block_number(deadline);
+		let post = commit(2).expect("a participant's late commit voids the round");
+		assert!(pallet_checkpoints::Voided::<Test>::contains_key(pool, 2));
+		assert_eq!(post.actual_weight, None);
+		// The last round's commit ends the pool (every member's commitment released): charged
+		// as booked.
+		run_to_block(Checkpoints::commits_from(pool).expect("round 3 open"));
+		assert_eq!(commit(3).expect("the last round final").actual_weight, None);
 	});
 }
 

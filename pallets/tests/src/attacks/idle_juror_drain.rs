@@ -2,8 +2,8 @@
 //! round sits on that round's committees and loses `NoShowSlash` of its snapshot stake when it
 //! does not vote, once per round. A trainer that crashed contributed to every round up to its
 //! crash, and each of those rounds can be challenged for a challenge window: an adversary that
-//! opted its own accounts out of juries opens a sham challenge against each of them (its bond
-//! comes back when the challenge expires undecided), and the crashed juror, seated on every
+//! opted its own accounts out of juries opens a sham challenge against each of them (a bond
+//! each, which the undecided committee's acquittal slashes), and the crashed juror, seated on every
 //! one, lost its penalty once per round, about a hundred rounds taking its whole stake. A juror
 //! whose account has sent no transaction since its last no-show slash is not slashed again; a
 //! live one still is, once per round.
@@ -42,6 +42,7 @@ fn a_crashed_juror_loses_one_no_show_slash_to_sham_challenges_on_every_round() {
 		assert_ok!(Challenges::unregister_juror(RuntimeOrigin::signed(1)));
 		System::inc_account_nonce(1);
 		let crashed = staked(5);
+		let attacker_free = Balances::free_balance(1);
 		let mut shams = Vec::new();
 		for round in 1..=3u32 {
 			let (id, jury) = challenge(1, 0, round, 2);
@@ -67,7 +68,8 @@ fn a_crashed_juror_loses_one_no_show_slash_to_sham_challenges_on_every_round() {
 			run_to_block(expires_at);
 		}
 		assert!(shams.iter().all(|id| !OpenChallenges::<Test>::contains_key(id)));
-		// Every sham expired undecided: the attacker's bonds came back, it paid fees only.
+		// Every sham ended undecided, so acquitted: the attacker lost its three bonds.
+		assert_eq!(Balances::free_balance(1), attacker_free - 3 * BOND);
 		// The live juror answers once per round (10 % of 1 000 each); the crashed one once for
 		// rounds 1 and 2 (it sent nothing between them), then once more after its restart.
 		assert_eq!(no_show_losses(3), 300);

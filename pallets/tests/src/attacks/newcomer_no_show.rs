@@ -4,7 +4,7 @@
 //! carries in its residual of round `r − 1`, named by its round `r − 1` payload, which only
 //! round `r − 1`'s contributors are known to hold. Seated, such a member could only abstain
 //! and lose `NoShowSlash` of its stake. An adversary challenges every round in which honest
-//! members joined (the bond comes back when the challenge expires) to bleed them. Only
+//! members joined (a bond each, lost when the challenge ends undecided) to bleed them. Only
 //! contributors of round `r − 1` sit on round `r`'s committees.
 
 use super::challenge;
@@ -39,7 +39,7 @@ fn newcomers_are_not_seated_on_a_round_they_cannot_replay() {
 		let expires_at =
 			pallet_challenges::OpenChallenges::<Test>::get(id).expect("open").expires_at;
 		run_to_block(expires_at);
-		assert_eq!(verdict_of(0, 2, 2), Some(Verdict::Expired));
+		assert_eq!(verdict_of(0, 2, 2), Some(Verdict::Innocent), "absent seats acquit");
 		assert_eq!(staked(5), staked_5, "the newcomer lost nothing");
 		// The seated jurors that did not vote answer for it; the newcomer does not.
 		let no_shows: Vec<AccountId> = challenges_events()
