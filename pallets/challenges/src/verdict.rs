@@ -1,6 +1,7 @@
 //! What a verdict does: a conviction's slash and its shares (the challenger share to the
-//! contribution's first [`ShareCandidates`] entry), an acquittal's bond to the jurors, an
-//! expiry's release, the no-show penalty, and closing a challenge with everything it holds.
+//! contribution's first [`ShareCandidates`] entry), an acquittal's bond to the jurors (an
+//! undecided committee acquits), the release of a challenge without a committee, the no-show
+//! penalty, and closing a challenge with everything it holds.
 
 use crate::{pallet::*, Event};
 use alloc::vec::Vec;
@@ -220,7 +221,7 @@ impl<T: Config> Pallet<T> {
 		Self::decide(challenge_id, c, verdict, frame_system::Pallet::<T>::block_number());
 	}
 
-	/// Executes `verdict` on `c` at once: convicts, acquits, or (undecided) releases the bond.
+	/// Executes `verdict` on `c` at once: convicts, acquits, or (no committee) releases the bond.
 	pub(crate) fn execute(challenge_id: ChallengeId, c: Challenge<T>, verdict: protocol::Verdict) {
 		match verdict {
 			protocol::Verdict::Guilty => Self::convict(challenge_id, c),
@@ -288,8 +289,8 @@ impl<T: Config> Pallet<T> {
 			// Once per round: a flood of challenges does not multiply the penalty. And not
 			// again while the juror's account has sent nothing since its last no-show slash:
 			// a crashed trainer would otherwise lose `NoShowSlash` for every round it
-			// contributed to that an adversary challenges with shams (their bonds come back
-			// when they expire undecided), about a hundred rounds taking its whole stake.
+			// contributed to that an adversary challenges with shams (a bond each, lost when
+			// the undecided committee acquits), about a hundred rounds taking its whole stake.
 			let key = (c.pool_id, c.round, juror.clone());
 			let nonce = frame_system::Pallet::<T>::account_nonce(&juror);
 			let idle = NoShowNonce::<T>::get(&juror) == Some(nonce);

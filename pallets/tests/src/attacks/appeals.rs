@@ -434,7 +434,7 @@ fn an_accomplice_decided_first_in_a_pool_without_appeals_cannot_take_the_share()
 /// The cheater tries to pass the challenger share to an accomplice by getting the first guilty
 /// ruling closed without a conviction: honest challengers 2 and 300 get it ruled guilty, then
 /// its accomplice 301; it appeals 2's ruling, whose appeal committee acquits (captured; an
-/// appeal that gives no verdict closes it the same way), then appeals 300's so that the
+/// appeal committee that stays undecided acquits the same way), then appeals 300's so that the
 /// accomplice's executes first. The next challenge in opening order, 300's, takes the closed
 /// one's place, not the accomplice's (which would take it were it next: `docs/security.md`).
 #[test]

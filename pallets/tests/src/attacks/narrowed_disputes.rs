@@ -50,7 +50,7 @@ fn a_narrowed_challenge_records_its_dispute_until_it_closes() {
 		assert_eq!(Disputes::<Test>::get(1), None);
 		assert_ok!(open_narrowed(4, 1, 1, Dispute::Encoding));
 		assert_eq!(Disputes::<Test>::get(2), Some(Dispute::Encoding));
-		// Every challenge expires undecided: their records go with them.
+		// Every challenge ends undecided (acquitted): their records go with them.
 		let expires = OpenChallenges::<Test>::get(0).expect("open").expires_at;
 		run_to_block(expires + 1);
 		assert!(!OpenChallenges::<Test>::contains_key(0));

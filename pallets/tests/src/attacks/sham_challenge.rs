@@ -21,8 +21,8 @@ fn sham_challenge_does_not_shield_the_cheater() {
 		all_vote(real, &jury, true);
 		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
 		assert_eq!(staked(1), 500);
-		// The sham (opened at block 7, when late commits closed) expires undecided at 7 + 2 +
-		// 20: the guilty verdict stands.
+		// The sham (opened at block 7, when late commits closed) ends undecided, so acquitted,
+		// at 7 + 2 + 20: the guilty verdict stands.
 		run_to_block(29);
 		assert!(!pallet_challenges::OpenChallenges::<Test>::contains_key(0));
 		assert_eq!(Verdicts::<Test>::get((0, 1, 1)), Some(Verdict::Guilty));
