@@ -35,7 +35,7 @@ fn final_loss(
     adversary: Option<&Adversary>,
 ) -> Result<Option<f64>> {
     let mut quiet = |_: &synod_member::train::RoundRecord| Ok(());
-    match run_rounds(a, setup, theta0.clone(), None, &mut quiet, None, adversary) {
+    match run_rounds(a, setup, theta0.clone(), None, &mut quiet, adversary) {
         Ok(records) => Ok(records.last().map(|r| r.val_loss).filter(|l| l.is_finite())),
         Err(e) if diverged(&e) => Ok(None),
         Err(e) => Err(e),

@@ -228,7 +228,7 @@ pub fn claim_rewards(pool: u32) -> Call<(u32,)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::types::{DilocoSpec, Perbill, PoolKind, PoolTerms};
     use subxt::ext::frame_decode::extrinsics::encode_call_data;
@@ -236,7 +236,7 @@ mod tests {
     use subxt::transactions::Payload;
 
     /// The runtime's metadata at its latest version (what the node serves and subxt reads).
-    fn runtime_metadata() -> Metadata {
+    pub(crate) fn runtime_metadata() -> Metadata {
         let version = synod_runtime::Runtime::metadata_versions()
             .into_iter()
             .filter(|v| *v != u32::MAX)

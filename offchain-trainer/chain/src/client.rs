@@ -8,6 +8,24 @@ use subxt::{OnlineClient, PolkadotConfig};
 use tokio::sync::mpsc;
 
 use crate::events::{decode, SynodEvent};
+use crate::items::{self, Item, PresenceItem, ScaleItem};
+
+/// The keys of a storage item: a tuple of one value per key, encoded against the metadata.
+pub(crate) trait Keys:
+    subxt::ext::frame_decode::storage::IntoEncodableValues
+    + subxt::ext::frame_decode::storage::IntoDecodableValues
+    + Clone
+    + Send
+{
+}
+
+impl<K> Keys for K where
+    K: subxt::ext::frame_decode::storage::IntoEncodableValues
+        + subxt::ext::frame_decode::storage::IntoDecodableValues
+        + Clone
+        + Send
+{
+}
 use crate::ChainError;
 
 /// The client configuration: the runtime uses Polkadot's address, signature and header types
@@ -225,18 +243,14 @@ impl Chain {
     }
 
     /// Reads `pallet.entry(keys)` at the finalized head and decodes it with `decode`.
-    pub(crate) async fn fetch_with<K, V, T, E>(
+    async fn fetch_with<K, V, T, E>(
         &self,
-        pallet: &str,
-        entry: &str,
+        (pallet, entry): (&'static str, &'static str),
         keys: K,
         decode: impl Fn(&subxt::storage::StorageValue<'_, V>) -> Result<T, E>,
     ) -> Result<Option<T>, ChainError>
     where
-        K: subxt::ext::frame_decode::storage::IntoEncodableValues
-            + subxt::ext::frame_decode::storage::IntoDecodableValues
-            + Clone
-            + Send,
+        K: Keys,
         V: DecodeAsType,
         E: std::fmt::Display,
     {
@@ -263,61 +277,70 @@ impl Chain {
         .await
     }
 
-    /// A pallet record, decoded by field name against the metadata (see [`crate::types`]).
+    /// Storage item `item` at `keys`: a pallet record, decoded by field name against the
+    /// metadata (see [`crate::types`]); `None` if absent.
     pub(crate) async fn fetch<K, V>(
         &self,
-        pallet: &str,
-        entry: &str,
+        item: Item<K, V>,
         keys: K,
     ) -> Result<Option<V>, ChainError>
     where
-        K: subxt::ext::frame_decode::storage::IntoEncodableValues
-            + subxt::ext::frame_decode::storage::IntoDecodableValues
-            + Clone
-            + Send,
+        K: Keys,
         V: DecodeAsType,
     {
-        self.fetch_with::<K, V, V, _>(pallet, entry, keys, |v| v.decode_as::<V>())
+        self.fetch_with::<K, V, V, _>((item.pallet(), item.name()), keys, |v| v.decode_as::<V>())
             .await
     }
 
-    /// A value-query storage item: its value, or the type's default when absent (as the
-    /// runtime reads it).
+    /// Value-query storage item `item` at `keys`: its value, or the type's default when absent
+    /// (as the runtime reads it).
     pub(crate) async fn fetch_or_default<K, V>(
         &self,
-        pallet: &str,
-        entry: &str,
+        item: Item<K, V>,
         keys: K,
     ) -> Result<V, ChainError>
     where
-        K: subxt::ext::frame_decode::storage::IntoEncodableValues
-            + subxt::ext::frame_decode::storage::IntoDecodableValues
-            + Clone
-            + Send,
+        K: Keys,
         V: DecodeAsType + Default,
     {
-        Ok(self.fetch(pallet, entry, keys).await?.unwrap_or_default())
+        Ok(self.fetch(item, keys).await?.unwrap_or_default())
     }
 
-    /// A round-protocol type (`synod-protocol`): the value's SCALE bytes decoded with the
-    /// type's `Decode`, the one the runtime encodes with.
+    /// Storage item `item` at `keys` holding a round-protocol type (`synod-protocol`): the
+    /// value's SCALE bytes decoded with the type's `Decode`, the one the runtime encodes with;
+    /// `None` if absent.
     pub(crate) async fn fetch_scale<K, V>(
         &self,
-        pallet: &str,
-        entry: &str,
+        item: ScaleItem<K, V>,
         keys: K,
     ) -> Result<Option<V>, ChainError>
     where
-        K: subxt::ext::frame_decode::storage::IntoEncodableValues
-            + subxt::ext::frame_decode::storage::IntoDecodableValues
-            + Clone
-            + Send,
+        K: Keys,
         V: parity_scale_codec::Decode,
     {
-        self.fetch_with::<_, subxt::dynamic::Value, _, _>(pallet, entry, keys, |v| {
+        self.fetch_with::<_, subxt::dynamic::Value, _, _>((item.pallet(), item.name()), keys, |v| {
             V::decode(&mut v.bytes())
         })
         .await
+    }
+
+    /// Whether storage item `item` holds a value at `keys` (the value is not decoded).
+    pub(crate) async fn exists<K>(
+        &self,
+        item: PresenceItem<K, ()>,
+        keys: K,
+    ) -> Result<bool, ChainError>
+    where
+        K: Keys,
+    {
+        Ok(self
+            .fetch_with::<_, subxt::dynamic::Value, _, _>(
+                (item.pallet(), item.name()),
+                keys,
+                |_| Ok::<(), std::convert::Infallible>(()),
+            )
+            .await?
+            .is_some())
     }
 
     /// The node's chain type (`system_chainType`): `Development`, `Local`, `Live`, or
@@ -456,7 +479,7 @@ impl Chain {
         let Ok(number) = u32::try_from(number) else {
             return Ok(None);
         };
-        self.fetch("Randomness", "History", (number,)).await
+        self.fetch(items::RANDOMNESS_HISTORY, (number,)).await
     }
 
     /// Number of the last finalized block.

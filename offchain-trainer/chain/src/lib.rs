@@ -2,7 +2,9 @@
 //!
 //! The trainer's view of the Synod chain, on [`subxt`]'s dynamic API: every storage read, call
 //! and event is looked up by name in the metadata the node serves and type-checked against it
-//! when encoded or decoded (no generated code, no metadata file to keep in sync).
+//! when encoded or decoded (no generated code, no metadata file to keep in sync). The storage
+//! items it reads ([`items`]) and the calls it submits ([`calls`]) are each named once and
+//! checked against the runtime's own metadata by unit tests.
 //!
 //! * [`Chain::connect`] — a client at a node's RPC (`ws://…`), retried while the node starts;
 //! * reads at the **finalized** head ([`Chain::pool`], [`Chain::members`],
@@ -22,6 +24,7 @@ pub mod calls;
 pub mod client;
 pub mod error;
 pub mod events;
+pub mod items;
 pub mod storage;
 pub mod submit;
 pub mod types;

@@ -3,24 +3,11 @@
 //! (`Challenges`), balances and bonds (`System`, `TrainerStaking`). Each read retries and
 //! reconnects as [`Chain`] describes.
 
-use scale_decode::DecodeAsType;
-
 use crate::types::{
-    AccountId, AgreedSet, AppealInfo, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, Ledger,
-    MemberInfo, MemberRecord, OpenRound, Participant, PendingRound, PoolInfo, Verdict,
+    AccountId, AppealInfo, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, MemberInfo,
+    MemberRecord, OpenRound, Participant, PendingRound, PoolInfo, Verdict,
 };
-use crate::{Chain, ChainError};
-
-#[derive(DecodeAsType)]
-struct AccountInfo {
-    nonce: u32,
-    data: AccountData,
-}
-
-#[derive(DecodeAsType)]
-struct AccountData {
-    free: u128,
-}
+use crate::{items, Chain, ChainError};
 
 impl Chain {
     /// `TrainingPools.Pools(pool)`.
@@ -28,7 +15,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn pool(&self, pool: u32) -> Result<Option<PoolInfo>, ChainError> {
-        self.fetch("TrainingPools", "Pools", (pool,)).await
+        self.fetch(items::POOLS, (pool,)).await
     }
 
     /// `TrainingPools.NextPoolId`: the id the next `create_pool` gets.
@@ -36,8 +23,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn next_pool_id(&self) -> Result<u32, ChainError> {
-        self.fetch_or_default::<(), u32>("TrainingPools", "NextPoolId", ())
-            .await
+        self.fetch_or_default(items::NEXT_POOL_ID, ()).await
     }
 
     /// The pool's current members with their registrations, ascending index.
@@ -45,15 +31,10 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn members(&self, pool: u32) -> Result<Vec<MemberInfo>, ChainError> {
-        let list: Vec<AccountId> = self
-            .fetch_or_default("TrainingPools", "MemberList", (pool,))
-            .await?;
+        let list: Vec<AccountId> = self.fetch_or_default(items::MEMBER_LIST, (pool,)).await?;
         let mut out = Vec::with_capacity(list.len());
         for account in list {
-            if let Some(record) = self
-                .fetch::<_, MemberRecord>("TrainingPools", "Members", (pool, account))
-                .await?
-            {
+            if let Some(record) = self.fetch(items::MEMBERS, (pool, account)).await? {
                 out.push(MemberInfo { account, record });
             }
         }
@@ -70,7 +51,7 @@ impl Chain {
         pool: u32,
         who: &AccountId,
     ) -> Result<Option<MemberRecord>, ChainError> {
-        self.fetch("TrainingPools", "Members", (pool, *who)).await
+        self.fetch(items::MEMBERS, (pool, *who)).await
     }
 
     /// `TrainingPools.FormerMembers(pool, index)`: the registration of a member that left or
@@ -83,8 +64,7 @@ impl Chain {
         pool: u32,
         index: u32,
     ) -> Result<Option<FormerMemberRecord>, ChainError> {
-        self.fetch("TrainingPools", "FormerMembers", (pool, index))
-            .await
+        self.fetch(items::FORMER_MEMBERS, (pool, index)).await
     }
 
     /// `Checkpoints.Snapshots((pool, round))`: the participants of `round`, frozen when it
@@ -99,8 +79,7 @@ impl Chain {
         pool: u32,
         round: u32,
     ) -> Result<Option<Vec<Participant>>, ChainError> {
-        self.fetch_scale("Checkpoints", "Snapshots", ((pool, round),))
-            .await
+        self.fetch_scale(items::SNAPSHOTS, ((pool, round),)).await
     }
 
     /// `Checkpoints.FinalCheckpoints(pool, round)`.
@@ -112,8 +91,7 @@ impl Chain {
         pool: u32,
         round: u32,
     ) -> Result<Option<FinalCheckpoint>, ChainError> {
-        self.fetch("Checkpoints", "FinalCheckpoints", (pool, round))
-            .await
+        self.fetch(items::FINAL_CHECKPOINTS, (pool, round)).await
     }
 
     /// Whether `who` has a commit recorded for `round` of `pool` (`Checkpoints.Commits((pool,
@@ -127,10 +105,7 @@ impl Chain {
         round: u32,
         who: &AccountId,
     ) -> Result<bool, ChainError> {
-        Ok(self
-            .fetch_scale::<_, ()>("Checkpoints", "Commits", ((pool, round), *who))
-            .await?
-            .is_some())
+        self.exists(items::COMMITS, ((pool, round), *who)).await
     }
 
     /// `Checkpoints.AgreedSets((pool, round))`: the included set the chain fixed for open
@@ -141,7 +116,7 @@ impl Chain {
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn agreed_set(&self, pool: u32, round: u32) -> Result<Option<Vec<u32>>, ChainError> {
         Ok(self
-            .fetch::<_, AgreedSet>("Checkpoints", "AgreedSets", ((pool, round),))
+            .fetch(items::AGREED_SETS, ((pool, round),))
             .await?
             .map(|a| a.included))
     }
@@ -151,7 +126,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn open_round(&self, pool: u32) -> Result<Option<OpenRound>, ChainError> {
-        self.fetch("Checkpoints", "OpenRounds", (pool,)).await
+        self.fetch(items::OPEN_ROUNDS, (pool,)).await
     }
 
     /// `Checkpoints.LastFinal(pool)`: the last final round and its hash.
@@ -159,7 +134,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn last_final(&self, pool: u32) -> Result<Option<(u32, [u8; 32])>, ChainError> {
-        self.fetch("Checkpoints", "LastFinal", (pool,)).await
+        self.fetch(items::LAST_FINAL, (pool,)).await
     }
 
     /// Whether `round` of `pool` was voided (`Checkpoints.Voided`).
@@ -167,10 +142,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn voided(&self, pool: u32, round: u32) -> Result<bool, ChainError> {
-        Ok(self
-            .fetch::<_, u32>("Checkpoints", "Voided", (pool, round))
-            .await?
-            .is_some())
+        Ok(self.fetch(items::VOIDED, (pool, round)).await?.is_some())
     }
 
     /// Whether `round` of `pool` has undecided unmatched commits (voided) or silent included
@@ -184,7 +156,7 @@ impl Chain {
         round: u32,
     ) -> Result<bool, ChainError> {
         Ok(self
-            .fetch_scale::<_, Vec<Participant>>("Checkpoints", "UnmatchedCommits", ((pool, round),))
+            .fetch_scale(items::UNMATCHED_COMMITS, ((pool, round),))
             .await?
             .is_some())
     }
@@ -201,9 +173,10 @@ impl Chain {
     pub async fn unmatched_rounds(&self, pool: u32) -> Result<Vec<u32>, ChainError> {
         self.retrying("Checkpoints.UnmatchedCommits", |api| async move {
             let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+            let item = items::UNMATCHED_COMMITS;
             let addr = subxt::dynamic::storage::<((u32, u32),), subxt::dynamic::Value>(
-                "Checkpoints",
-                "UnmatchedCommits",
+                item.pallet(),
+                item.name(),
             );
             let mut it = at.storage().iter(addr, ()).await.map_err(ChainError::rpc)?;
             let mut rounds = Vec::new();
@@ -229,7 +202,7 @@ impl Chain {
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn kept_snapshots(&self, pool: u32) -> Result<Vec<(u32, u32)>, ChainError> {
         Ok(self
-            .fetch_scale("Checkpoints", "KeptSnapshots", (pool,))
+            .fetch_scale(items::KEPT_SNAPSHOTS, (pool,))
             .await?
             .unwrap_or_default())
     }
@@ -239,8 +212,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn claimable(&self, pool: u32, who: &AccountId) -> Result<u128, ChainError> {
-        self.fetch_or_default("Rewards", "Claimable", (pool, *who))
-            .await
+        self.fetch_or_default(items::CLAIMABLE, (pool, *who)).await
     }
 
     /// `Rewards.Unsettled(pool, round)`: `round`'s reward waiting for its settlement; `None` if
@@ -253,7 +225,7 @@ impl Chain {
         pool: u32,
         round: u32,
     ) -> Result<Option<PendingRound>, ChainError> {
-        self.fetch("Rewards", "Unsettled", (pool, round)).await
+        self.fetch(items::UNSETTLED, (pool, round)).await
     }
 
     /// Final rounds of `pool` whose rewards are not settled yet (`Rewards.Unsettled` keys),
@@ -265,9 +237,10 @@ impl Chain {
     pub async fn unsettled_rounds(&self, pool: u32) -> Result<Vec<u32>, ChainError> {
         self.retrying("Rewards.Unsettled", |api| async move {
             let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+            let item = items::UNSETTLED;
             let addr = subxt::dynamic::storage::<(u32, u32), subxt::dynamic::Value>(
-                "Rewards",
-                "Unsettled",
+                item.pallet(),
+                item.name(),
             );
             let mut it = at
                 .storage()
@@ -292,8 +265,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn next_challenge_id(&self) -> Result<u32, ChainError> {
-        self.fetch_or_default::<(), u32>("Challenges", "NextChallengeId", ())
-            .await
+        self.fetch_or_default(items::NEXT_CHALLENGE_ID, ()).await
     }
 
     /// `Challenges.OpenChallenges(id)`: `None` once resolved (or never opened).
@@ -301,7 +273,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn challenge(&self, id: u32) -> Result<Option<ChallengeInfo>, ChainError> {
-        self.fetch("Challenges", "OpenChallenges", (id,)).await
+        self.fetch(items::OPEN_CHALLENGES, (id,)).await
     }
 
     /// `Challenges.Appeals(id)`: the ruling and appeal of open challenge `id` (`None` in a pool
@@ -310,7 +282,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn appeal_of(&self, id: u32) -> Result<Option<AppealInfo>, ChainError> {
-        self.fetch("Challenges", "Appeals", (id,)).await
+        self.fetch(items::APPEALS, (id,)).await
     }
 
     /// `Challenges.Disputes(id)`: what open challenge `id` disputes ([`synod_protocol::Dispute::Phase`], the
@@ -320,7 +292,7 @@ impl Chain {
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn dispute_of(&self, id: u32) -> Result<synod_protocol::Dispute, ChainError> {
         Ok(self
-            .fetch_scale::<_, synod_protocol::Dispute>("Challenges", "Disputes", (id,))
+            .fetch_scale(items::DISPUTES, (id,))
             .await?
             .unwrap_or_default())
     }
@@ -330,7 +302,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn vote_of(&self, id: u32, who: &AccountId) -> Result<Option<bool>, ChainError> {
-        self.fetch("Challenges", "Votes", (id, *who)).await
+        self.fetch(items::VOTES, (id, *who)).await
     }
 
     /// `Challenges.OptedOut(who)`: whether `who` opted out of juries.
@@ -338,10 +310,7 @@ impl Chain {
     /// # Errors
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn opted_out_of_juries(&self, who: &AccountId) -> Result<bool, ChainError> {
-        Ok(self
-            .fetch_scale::<_, ()>("Challenges", "OptedOut", (*who,))
-            .await?
-            .is_some())
+        self.exists(items::OPTED_OUT, (*who,)).await
     }
 
     /// `Challenges.OpenAgainst((pool, round, who))`: challenges open against that contribution.
@@ -354,7 +323,7 @@ impl Chain {
         round: u32,
         who: &AccountId,
     ) -> Result<u32, ChainError> {
-        self.fetch_or_default::<_, u32>("Challenges", "OpenAgainst", ((pool, round, *who),))
+        self.fetch_or_default(items::OPEN_AGAINST, ((pool, round, *who),))
             .await
     }
 
@@ -369,8 +338,7 @@ impl Chain {
         round: u32,
         who: &AccountId,
     ) -> Result<Option<Verdict>, ChainError> {
-        self.fetch_scale("Challenges", "Verdicts", (pool, round, *who))
-            .await
+        self.fetch_scale(items::VERDICTS, (pool, round, *who)).await
     }
 
     /// `Challenges.Equivocations(pool, round, who)`: the two payload digests `who` was
@@ -384,7 +352,7 @@ impl Chain {
         round: u32,
         who: &AccountId,
     ) -> Result<Option<([u8; 32], [u8; 32])>, ChainError> {
-        self.fetch_scale("Challenges", "Equivocations", (pool, round, *who))
+        self.fetch_scale(items::EQUIVOCATIONS, (pool, round, *who))
             .await
     }
 
@@ -394,7 +362,7 @@ impl Chain {
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn free_balance(&self, who: &AccountId) -> Result<u128, ChainError> {
         Ok(self
-            .fetch::<_, AccountInfo>("System", "Account", (*who,))
+            .fetch(items::ACCOUNT, (*who,))
             .await?
             .map_or(0, |a| a.data.free))
     }
@@ -405,7 +373,7 @@ impl Chain {
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn nonce(&self, who: &AccountId) -> Result<u32, ChainError> {
         Ok(self
-            .fetch::<_, AccountInfo>("System", "Account", (*who,))
+            .fetch(items::ACCOUNT, (*who,))
             .await?
             .map_or(0, |a| a.nonce))
     }
@@ -416,7 +384,7 @@ impl Chain {
     /// [`ChainError::Rpc`], [`ChainError::Decode`].
     pub async fn active_stake(&self, who: &AccountId) -> Result<u128, ChainError> {
         Ok(self
-            .fetch::<_, Ledger>("TrainerStaking", "Ledger", (*who,))
+            .fetch(items::LEDGER, (*who,))
             .await?
             .map_or(0, |l| l.active))
     }

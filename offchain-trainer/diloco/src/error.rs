@@ -45,9 +45,6 @@ pub enum DilocoError {
     /// too large for f32); nothing was changed.
     #[error("the outer step would leave non-finite parameters")]
     NonFinite,
-    /// The exchange (transport) failed.
-    #[error("exchange failed: {0}")]
-    Exchange(String),
     /// A payload's Proof-of-Learning trace prefix is malformed.
     #[error("member {member}: payload rejected: {source}")]
     Trace {

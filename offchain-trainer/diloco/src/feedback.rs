@@ -102,29 +102,6 @@ impl ErrorFeedback {
         self.residual = Some(delta);
         Ok(payload)
     }
-
-    /// Takes back a payload [`ErrorFeedback::encode`] returned that the pool did not aggregate
-    /// (excluded, or the exchange failed): its content joins the residual again
-    /// (`e ← e + decode(payload)` = the whole `u`), so the mass is delayed, not lost.
-    ///
-    /// # Errors
-    /// [`DilocoError::Decode`] / [`DilocoError::Layout`] if `payload` is not a payload of this
-    /// model (the memory is then unchanged). Dense payloads are ignored.
-    pub fn undelivered(&mut self, like: &ParamSet, payload: &[u8]) -> Result<(), DilocoError> {
-        let Some(e) = self.residual.as_mut() else {
-            return Ok(());
-        };
-        let sent = decode_pseudo_gradient(like, u32::MAX, payload)?;
-        if sent.len() != e.len() {
-            return Err(DilocoError::LayoutMismatch);
-        }
-        for (r, s) in e.iter_mut().zip(&sent) {
-            for (x, y) in r.iter_mut().zip(s) {
-                *x += y;
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -168,19 +145,6 @@ mod tests {
         }
         // The memory rotates the selection: more coordinates than one round's 2 were sent.
         assert!(sent.iter().filter(|v| **v != 0.0).count() > 2);
-    }
-
-    #[test]
-    fn an_undelivered_payload_is_carried_whole_to_the_next_round() {
-        let set = like(8);
-        let opts = EncodeOptions::sparse(8, 1);
-        let delta = vec![vec![0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]];
-        let mut ef = ErrorFeedback::default();
-        let p = ef.encode(&set, delta.clone(), &opts).unwrap();
-        ef.undelivered(&set, &p).unwrap();
-        for (x, y) in ef.residual().unwrap()[0].iter().zip(&delta[0]) {
-            assert!((x - y).abs() < 1e-7, "{x} vs {y}");
-        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! + the inner phase's state hashes (PoL trace)             (trace, verify)
 //! + error-feedback residual hashes (sparse, in a pool)       (residual)
 //! = the payload a member signs and serves                    (payload)
-//! exchange payloads                                         (Exchange: local, or libp2p)
+//! exchange payloads                                         (synod-p2p; local mode: in memory)
 //! decode + robust aggregate in member-index order           (aggregate)
 //! outer Nesterov step θ_r = θ_{r-1} − η (g + μ m)           (outer)
 //! canonical checkpoint + blake3 hash                        (round, synod-checkpoint)
@@ -50,8 +50,8 @@ pub use pseudograd::{
     open_pseudo_gradient, pseudo_gradient, PseudoGradient,
 };
 pub use round::{
-    aggregate_payloads, max_checkpoint_bytes, Aggregated, Contribution, Exchange, OuterState,
-    RoundOutcome, RESIDUAL_INDEX,
+    aggregate_payloads, max_checkpoint_bytes, Aggregated, Contribution, OuterState, RoundOutcome,
+    RESIDUAL_INDEX,
 };
 
 /// Upper bound, in bytes, of a safetensors file holding `per_param` bytes for every parameter

@@ -21,21 +21,6 @@ pub struct Contribution {
     pub payload: Arc<Vec<u8>>,
 }
 
-/// The transport of the exchange phase (`docs/architecture.md`, step 3).
-pub trait Exchange {
-    /// Publishes member `me`'s `payload` for `round` and returns the included set: every
-    /// contribution (its own included) that arrived and verified by the round deadline.
-    ///
-    /// # Errors
-    /// [`DilocoError::Exchange`] if the transport fails as a whole.
-    fn exchange(
-        &mut self,
-        round: u32,
-        me: u32,
-        payload: Arc<Vec<u8>>,
-    ) -> Result<Vec<Contribution>, DilocoError>;
-}
-
 /// The result of one outer round.
 #[derive(Clone, Debug)]
 pub struct RoundOutcome {
@@ -407,37 +392,6 @@ impl OuterState {
             checkpoint,
             hash,
         })
-    }
-
-    /// One networked round for member `me`: contribute, exchange, apply. If our own payload
-    /// is not in the included set (or the exchange fails), `feedback` takes it back
-    /// ([`ErrorFeedback::undelivered`]).
-    ///
-    /// # Errors
-    /// As [`OuterState::contribute`], [`Exchange::exchange`] and [`OuterState::apply`].
-    pub fn run_round(
-        &mut self,
-        trainer: &mut dyn InnerTrainer,
-        exchange: &mut dyn Exchange,
-        me: u32,
-        agg: &dyn Aggregator,
-        opts: &EncodeOptions,
-        feedback: &mut ErrorFeedback,
-    ) -> Result<(RoundOutcome, InnerReport), DilocoError> {
-        let (mine, report) = self.contribute(trainer, me, opts, feedback)?;
-        // Only a sparse payload has a memory to give it back to.
-        let sent = feedback.residual().map(|_| mine.payload.clone());
-        let included = exchange.exchange(self.round + 1, me, mine.payload);
-        if let Some(p) = sent {
-            if !included
-                .as_ref()
-                .is_ok_and(|set| set.iter().any(|c| c.member == me))
-            {
-                feedback.undelivered(&self.params, &p)?;
-            }
-        }
-        let included = included?;
-        Ok((self.apply(&included, agg)?, report))
     }
 
     /// One round of N workers in this process (local mode): every trainer contributes as member

@@ -298,29 +298,6 @@ pub struct TrainArgs {
     /// Hide progress bars.
     #[arg(long)]
     pub quiet: bool,
-    #[command(flatten)]
-    pub net: NetArgs,
-}
-
-/// Networked mode: this process is one member and exchanges over libp2p.
-#[derive(Args, Clone, Debug, Default)]
-pub struct NetArgs {
-    /// Train as member I of a networked pool (one worker per process) instead of N local workers.
-    #[arg(long)]
-    pub member: Option<u32>,
-    /// Number of members to wait for.
-    #[arg(long, default_value_t = 1)]
-    pub members: u32,
-    /// Registration directory shared by the members: each writes its peer id, ML-DSA-65 public
-    /// key and addresses there (local mode's stand-in for the on-chain `join_pool`).
-    #[arg(long)]
-    pub pool_dir: Option<PathBuf>,
-    /// libp2p listen address.
-    #[arg(long, default_value = "/ip4/127.0.0.1/tcp/0")]
-    pub listen: String,
-    /// Seconds after which a round's exchange stops waiting.
-    #[arg(long, default_value_t = 300)]
-    pub round_deadline: u64,
 }
 
 /// `synod-trainer init`.

@@ -49,7 +49,7 @@ pub enum TrainerEvent {
         /// Seconds of encode, decode, aggregation, outer step and checkpoint (DiLoCo only).
         #[serde(deserialize_with = "f64_or_nan")]
         outer_secs: f64,
-        /// Seconds of the peer-to-peer exchange (networked DiLoCo only).
+        /// Seconds of the peer-to-peer exchange (pools only; 0 elsewhere).
         #[serde(deserialize_with = "f64_or_nan")]
         exchange_secs: f64,
         /// Wall-clock seconds of the round. Local runs: from the start of its inner phase to
@@ -67,7 +67,7 @@ pub enum TrainerEvent {
         /// reports) beside the round since the previous round's event (pools only; 0 elsewhere).
         #[serde(deserialize_with = "f64_or_nan")]
         duty_secs: f64,
-        /// Members left out of the round, each with the reason (networked DiLoCo only; absent
+        /// Members left out of the round, each with the reason (pools only; absent
         /// when empty).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         excluded: Vec<(u32, String)>,

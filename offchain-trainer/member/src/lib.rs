@@ -6,7 +6,7 @@
 //!   `verify`, `claim`, `status`); `run` is the pool member (`pool/member/`: join, the round
 //!   loop, exchange, commit, settle, and the duty worker that verifies, challenges, votes and
 //!   reports equivocations beside training), the recipe and the pool's terms.
-//! * [`train`]: local DiLoCo (`train`, optionally over libp2p with `--pool-dir`), the
+//! * [`train`]: local DiLoCo (`train`: N workers in one process, no chain, no network), the
 //!   data-parallel baseline and the shared setup (`init`).
 //! * [`event`]: the typed [`event::TrainerEvent`]s a trainer prints and writes to
 //!   `metrics.jsonl`; [`metrics`] writes them; [`prometheus`] exports them.

@@ -216,10 +216,11 @@ impl<T: Config> Pallet<T> {
 		});
 	}
 
-	/// Settles the appellant's bond of `a` under the appeal's `verdict`: slashed and paid to
-	/// the appeal jurors who voted with it (per seat of the appeal committee,
-	/// [`protocol::split_per_seat`]) when it confirms the ruling the appellant lost; released
-	/// when it reverses it or gives no verdict.
+	/// Settles the appellant's bond of `a` under the appeal's `verdict`: slashed when it
+	/// confirms the ruling the appellant lost, and paid to the appeal jurors who voted with it
+	/// (per seat of the appeal committee, [`protocol::split_per_seat`]) if their votes decided
+	/// it, else to `Slash` ([`Self::slash_hold_to_voters`]); released when it reverses the
+	/// ruling or gives no verdict.
 	fn settle_appellant(id: ChallengeId, c: &Challenge<T>, a: &Appeal<T>, verdict: Verdict) {
 		let Some((appellant, bond)) = a.appellant.clone() else {
 			return;

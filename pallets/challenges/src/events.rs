@@ -82,7 +82,8 @@ mod events_and_errors {
 		},
 		/// An appellant's bond was settled: released (`slashed` = 0) when the appeal reversed
 		/// the ruling or gave no verdict, else slashed and paid to the appeal jurors who voted
-		/// with the verdict (`jurors_paid` of it).
+		/// with the verdict if their votes decided it (`jurors_paid` of it; an appeal committee
+		/// left undecided pays nobody).
 		AppealBondSettled {
 			/// Challenge.
 			challenge_id: ChallengeId,
@@ -112,7 +113,8 @@ mod events_and_errors {
 			slashed: BalanceOf<T>,
 		},
 		/// The jury found the accused innocent; the challenger's bond was slashed and paid to
-		/// the jurors who voted innocent, per seat of the committee (the rest to `Slash`).
+		/// the jurors who voted innocent, per seat of the committee, if their votes decided it
+		/// (the rest, and the whole bond of a committee left undecided, to `Slash`).
 		AccusedFoundInnocent {
 			/// Challenge.
 			challenge_id: ChallengeId,

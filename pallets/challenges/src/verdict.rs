@@ -1,7 +1,8 @@
 //! What a verdict does: a conviction's slash and its shares (the challenger share to the
-//! contribution's first [`ShareCandidates`] entry), an acquittal's bond to the jurors (an
-//! undecided committee acquits), the release of a challenge without a committee, the no-show
-//! penalty, and closing a challenge with everything it holds.
+//! contribution's first [`ShareCandidates`] entry), an acquittal's bond to the jurors whose
+//! votes decided it (an undecided committee acquits, and its bond goes to `Slash`), the
+//! release of a challenge without a committee, the no-show penalty, and closing a challenge
+//! with everything it holds.
 
 use crate::{pallet::*, Event};
 use alloc::vec::Vec;
@@ -168,7 +169,10 @@ impl<T: Config> Pallet<T> {
 	/// Slashes `amount` planck of `who`'s hold for `reason` and pays it to the jurors of
 	/// challenge `challenge_id` (`c`) who voted `guilty`, per seat of the committee
 	/// ([`Self::juror_shares`]: the seats that did not vote so, dust and unpayable parts go to
-	/// `Slash`). Returns `(slashed, paid)`, planck.
+	/// `Slash`), if their votes decided the committee; a committee left undecided at the end
+	/// of its vote (its absent seats acquitting, [`protocol::JuryVotes::at_expiry`]) pays
+	/// nobody and all of it goes to `Slash`: jurors that vote innocent at once, without a
+	/// replay, are not paid for the honest jurors' absence. Returns `(slashed, paid)`, planck.
 	pub(crate) fn slash_hold_to_voters(
 		reason: &T::RuntimeHoldReason,
 		who: &T::AccountId,
@@ -178,7 +182,12 @@ impl<T: Config> Pallet<T> {
 		let (mut credit, _) =
 			<T::Currency as BalancedHold<T::AccountId>>::slash(reason, who, amount);
 		let slashed = credit.peek();
-		let shares = Self::juror_shares(challenge_id, c, guilty, slashed.saturated_into());
+		let verdict = if guilty { protocol::Verdict::Guilty } else { protocol::Verdict::Innocent };
+		let shares = if c.votes.decided() == Some(verdict) {
+			Self::juror_shares(challenge_id, c, guilty, slashed.saturated_into())
+		} else {
+			Vec::new()
+		};
 		let mut paid = BalanceOf::<T>::zero();
 		for (juror, share) in shares {
 			let (part, rest) = credit.split(share.saturated_into());
@@ -194,7 +203,8 @@ impl<T: Config> Pallet<T> {
 	}
 
 	pub(crate) fn acquit(challenge_id: ChallengeId, c: Challenge<T>) {
-		// Jurors who voted innocent are paid the bond per seat of the committee.
+		// Jurors who voted innocent are paid the bond per seat of the committee if their votes
+		// decided it; an undecided committee's bond goes to `Slash`.
 		let (bond_slashed, jurors_paid) = Self::slash_hold_to_voters(
 			&Self::bond_reason(),
 			&c.challenger,

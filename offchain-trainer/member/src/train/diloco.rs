@@ -9,7 +9,6 @@ use synod_diloco::byzantine::Adversary;
 use synod_diloco::{NesterovSgd, OuterState};
 use synod_model::{eval_loss, load_params};
 
-use super::net::NetExchange;
 use super::{progress, RoundRecord, Setup};
 use crate::args::TrainArgs;
 
@@ -21,37 +20,26 @@ pub fn run_diloco(
     out: Option<&Path>,
     emit: &mut dyn FnMut(&RoundRecord) -> Result<()>,
 ) -> Result<Vec<RoundRecord>> {
-    run_rounds(a, setup, theta0, out, emit, None, None)
+    run_rounds(a, setup, theta0, out, emit, None)
 }
 
-/// Runs `a.rounds` DiLoCo rounds from `theta0`, calling `emit` after the initial evaluation and
-/// after every round; writes `round-NNNNNN.safetensors` under `out` when given. With `net`, this
-/// process is the single member `net.me` and exchanges through it; otherwise it runs
-/// `a.workers` workers locally, of which `adversary` (if any) is Byzantine.
+/// Runs `a.rounds` DiLoCo rounds of `a.workers` workers in this process from `theta0`, of which
+/// `adversary` (if any) is Byzantine, calling `emit` after the initial evaluation and after
+/// every round; writes `round-NNNNNN.safetensors` under `out` when given. A pool's members run
+/// the same rounds over the network and the chain (`synod-trainer run`, [`crate::pool`]).
 pub fn run_rounds(
     a: &TrainArgs,
     setup: &Setup,
     theta0: ParamSet,
     out: Option<&Path>,
     emit: &mut dyn FnMut(&RoundRecord) -> Result<()>,
-    mut net: Option<&mut NetExchange>,
     adversary: Option<&Adversary>,
 ) -> Result<Vec<RoundRecord>> {
     let m = &a.model;
     let total = a.rounds.saturating_mul(a.inner_steps);
-    let members: Vec<u32> = match &net {
-        Some(ex) => vec![ex.me],
-        None => (0..a.workers).collect(),
-    };
-    let mut workers = members
-        .iter()
-        .map(|w| setup.replica(m, *w, a.inner_steps, total))
+    let mut workers = (0..a.workers)
+        .map(|w| setup.replica(m, w, a.inner_steps, total))
         .collect::<Result<Vec<_>>>()?;
-    let n_members = if net.is_some() {
-        a.net.members
-    } else {
-        a.workers
-    };
     let mut state = OuterState::new(
         theta0,
         NesterovSgd::new(a.outer.outer_lr(), a.outer.outer_momentum()),
@@ -59,17 +47,12 @@ pub fn run_rounds(
     if a.outer.overlap {
         state = state.overlapped();
     }
-    let tokens_per_round = u64::from(n_members)
+    let tokens_per_round = u64::from(a.workers)
         * u64::from(a.inner_steps)
         * (setup.plan.batch * setup.plan.seq_len) as u64;
     let codec = a.outer.encode_options();
     let mut feedback = vec![a.outer.feedback(); workers.len()];
-    // Networked: the trim counts every member of the pool (equal stakes), not only those whose
-    // payload arrived.
-    let stakes: Option<synod_diloco::Stakes> = net
-        .as_ref()
-        .map(|_| (0..a.net.members).map(|m| (m, 1u128)).collect());
-    let aggregation = a.outer.aggregation().rule().aggregator(stakes.as_ref());
+    let aggregation = a.outer.aggregation().rule().aggregator(None);
     let mut records = Vec::new();
     let mut bytes = 0u64;
 
@@ -92,40 +75,15 @@ pub fn run_rounds(
     let pb = progress(u64::from(a.rounds), "rounds", a.quiet);
     for _ in 0..a.rounds {
         let t0 = Instant::now();
-        let (outcome, reports, sizes, exchange_secs, excluded) = match net.as_deref_mut() {
-            None => {
-                let (o, r, s) = state.local_round(
-                    &mut workers,
-                    aggregation.as_ref(),
-                    &codec,
-                    &mut feedback,
-                    adversary,
-                )?;
-                (o, r, s, 0.0, Vec::new())
-            }
-            Some(ex) => {
-                let me = ex.me;
-                let w = workers
-                    .first_mut()
-                    .ok_or_else(|| anyhow::anyhow!("no worker"))?;
-                let f = feedback
-                    .first_mut()
-                    .ok_or_else(|| anyhow::anyhow!("no worker"))?;
-                let (o, r) = state.run_round(w, ex, me, aggregation.as_ref(), &codec, f)?;
-                (
-                    o,
-                    vec![r],
-                    vec![ex.last_payload_bytes],
-                    ex.last_secs,
-                    ex.last_excluded.clone(),
-                )
-            }
-        };
-        if let Some(ex) = net.as_deref_mut() {
-            ex.serve_checkpoint(outcome.checkpoint.clone());
-        }
+        let (outcome, reports, sizes) = state.local_round(
+            &mut workers,
+            aggregation.as_ref(),
+            &codec,
+            &mut feedback,
+            adversary,
+        )?;
         let compute: f64 = reports.iter().map(|r| r.secs).sum();
-        let outer_secs = t0.elapsed().as_secs_f64() - compute - exchange_secs;
+        let outer_secs = t0.elapsed().as_secs_f64() - compute;
         bytes += sizes.iter().sum::<usize>() as u64 / sizes.len().max(1) as u64;
         if let Some(dir) = out {
             std::fs::write(
@@ -142,8 +100,6 @@ pub fn run_rounds(
             included: outcome.included.clone(),
             compute_secs: compute,
             outer_secs,
-            exchange_secs,
-            excluded,
             ..blank(outcome.round)
         }
         .with_wall(t0.elapsed().as_secs_f64());

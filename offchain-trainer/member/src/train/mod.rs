@@ -2,7 +2,6 @@
 
 mod ddp;
 mod diloco;
-pub(crate) mod net;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -15,7 +14,6 @@ use synod_model::{parse_device, tch::Device, TchInnerTrainer};
 
 pub use ddp::run_ddp;
 pub use diloco::{run_diloco, run_rounds};
-pub use net::identity_seed;
 
 use crate::args::{InitArgs, Method, ModelArgs, TrainArgs};
 use crate::event::TrainerEvent;
@@ -47,7 +45,7 @@ pub struct RoundRecord {
     pub compute_secs: f64,
     /// Seconds of encode + decode + aggregate + outer step + checkpoint (DiLoCo only).
     pub outer_secs: f64,
-    /// Seconds of the peer-to-peer exchange (networked DiLoCo only).
+    /// Seconds of the peer-to-peer exchange (pools only; 0 elsewhere).
     pub exchange_secs: f64,
     /// Wall-clock seconds of the round. Local runs: from the start of its inner phase to its
     /// checkpoint. Pools: from the end of the previous round's record to the end of this
@@ -67,7 +65,7 @@ pub struct RoundRecord {
     /// sampled contributions, jury votes, challenges and equivocation reports, run on their own
     /// thread beside the rounds (not part of `wall_secs`' critical path).
     pub duty_secs: f64,
-    /// Members left out of the round, with the reason (networked DiLoCo only).
+    /// Members left out of the round, with the reason (pools only).
     pub excluded: Vec<(u32, String)>,
 }
 
@@ -227,20 +225,6 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     let theta0 = initial_params(&setup, &a.model, a.init.as_deref())?;
     let metrics = Metrics::with_file(&a.out.join("metrics.jsonl"))?;
     let records = match a.method {
-        Method::Diloco if a.net.member.is_some() => {
-            let mut ex = net::join(a, &theta0)?;
-            let r = diloco::run_rounds(
-                a,
-                &setup,
-                theta0,
-                Some(&a.out),
-                &mut |r: &RoundRecord| metrics.emit(&r.event()),
-                Some(&mut ex),
-                None,
-            )?;
-            ex.finish(r.last().map_or(0, |x| x.round));
-            r
-        }
         Method::Diloco => run_diloco(a, &setup, theta0, Some(&a.out), &mut |r: &RoundRecord| {
             metrics.emit(&r.event())
         })?,

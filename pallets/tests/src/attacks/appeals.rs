@@ -251,6 +251,37 @@ fn a_challenger_appeals_a_captured_acquittal() {
 	});
 }
 
+/// Attack: blind acquittals on appeal. An appeal committee left undecided acquits, and the
+/// appellant (a challenger whose first committee acquitted) lost its appeal bond to the appeal
+/// jurors who voted innocent, however few: a cheater's allies voting at once, without a
+/// replay, were paid for the honest jurors' absence. Only votes that decide are paid: the
+/// bond goes to `Slash`.
+#[test]
+fn an_undecided_appeal_committee_pays_nobody_the_appellants_bond() {
+	run_test(|| {
+		let (id, _, verdict, _) = ruled(false);
+		assert_eq!(verdict, Verdict::Innocent);
+		let appeal_jury = appeal(2, id);
+		// One appeal juror besides the parties votes innocent at once; the others stay away.
+		let (ally, _) =
+			*appeal_jury.iter().find(|(j, _)| ![1, 2].contains(j)).expect("a third juror");
+		assert_ok!(Challenges::vote(RuntimeOrigin::signed(ally), id, false));
+		let c = OpenChallenges::<Test>::get(id).expect("open");
+		assert_eq!(c.votes.decided(), None, "one juror's seats do not decide the committee");
+		let ally_free = free(ally);
+		run_to_block(c.expires_at);
+		assert_eq!(verdict_of(0, 1, 1), Some(Verdict::Innocent));
+		assert_eq!(free(ally), ally_free, "the blind vote is paid nothing");
+		assert_eq!(held_appeal_bond(2), 0);
+		assert!(challenges_events().contains(&Event::AppealBondSettled {
+			challenge_id: id,
+			appellant: 2,
+			slashed: APPEAL_BOND,
+			jurors_paid: 0
+		}));
+	});
+}
+
 #[test]
 fn an_appellant_that_cannot_hold_the_bond_is_refused() {
 	run_test(|| {

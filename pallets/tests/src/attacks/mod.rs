@@ -5,6 +5,7 @@
 
 mod appeals;
 mod below_quorum;
+mod blind_acquittal;
 mod bounds;
 mod candidate_flooding;
 mod commit_litter;

@@ -255,7 +255,7 @@ impl Trainer {
         })?;
         self.retain(r, &ex)?;
         let t_outer = Instant::now();
-        let included = crate::train::net::contributions(&ex.included);
+        let included = contributions(&ex.included);
         // The snapshot's weights: the round may have opened during the exchange.
         let stakes = self.round_stakes(r, stakes);
         let outcome = match state.apply(&included, ctx.rule.aggregator(Some(&stakes)).as_ref()) {
@@ -355,6 +355,17 @@ impl Trainer {
             rec,
         ))
     }
+}
+
+/// The exchange's included payloads as DiLoCo contributions (the bytes are shared, not copied).
+fn contributions(included: &[synod_p2p::Gathered]) -> Vec<Contribution> {
+    included
+        .iter()
+        .map(|g| Contribution {
+            member: g.member,
+            payload: g.payload.clone(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

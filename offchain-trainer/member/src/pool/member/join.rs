@@ -1,4 +1,6 @@
-//! Joining: registration in the pool.
+//! Joining: the member's identity and its registration in the pool.
+
+use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
 use synod_chain::submit::account_of;
@@ -8,6 +10,33 @@ use synod_p2p::MemberKey;
 
 use crate::chain_args::RunArgs;
 use crate::pool::{ensure_bonded, planck};
+
+/// Loads the 32-byte identity seed at `path` (64 hex digits), or creates it from the OS
+/// generator: the member's libp2p Ed25519 key and its ML-DSA-65 key both derive from it.
+///
+/// # Errors
+/// The file cannot be read or written, or does not hold 32 hex bytes.
+pub(crate) fn identity_seed(path: &Path) -> Result<[u8; 32]> {
+    match std::fs::read_to_string(path) {
+        Ok(s) => {
+            let s = s.trim();
+            let bytes = (0..s.len())
+                .step_by(2)
+                .map(|i| s.get(i..i + 2).and_then(|d| u8::from_str_radix(d, 16).ok()))
+                .collect::<Option<Vec<u8>>>();
+            bytes
+                .and_then(|v| <[u8; 32]>::try_from(v).ok())
+                .ok_or_else(|| anyhow!("{} must hold 32 hex bytes", path.display()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let seed = MemberKey::generate().seed();
+            let hex: String = seed.iter().map(|b| format!("{b:02x}")).collect();
+            std::fs::write(path, hex)?;
+            Ok(seed)
+        }
+        Err(e) => Err(anyhow!("reading {}: {e}", path.display())),
+    }
+}
 
 /// Registers in the pool (bonding first if needed) with the peer id of `identity`, which signs
 /// the proof that we hold its key ([`synod_protocol::peer`]), or finds our registration;

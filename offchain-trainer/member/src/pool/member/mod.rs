@@ -51,7 +51,7 @@ mod watch;
 
 use ctx::Ctx;
 use follow::{follow_chain, PoolRounds};
-use join::register;
+use join::{identity_seed, register};
 use program::{Joined, PoolProgram};
 
 use std::collections::BTreeMap;
@@ -74,7 +74,7 @@ use crate::chain_args::RunArgs;
 use crate::event::TrainerEvent;
 use crate::metrics::Metrics;
 use crate::prometheus::Exporter;
-use crate::train::{identity_seed, RoundRecord};
+use crate::train::RoundRecord;
 
 /// Where a member of `pool` keeps its evidence: `<base>/evidence/pool-<pool>/`.
 pub(crate) fn evidence_dir(base: &std::path::Path, pool: u32) -> std::path::PathBuf {
