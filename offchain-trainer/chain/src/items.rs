@@ -9,6 +9,7 @@
 use core::marker::PhantomData;
 
 use scale_decode::DecodeAsType;
+use subxt::storage::DynamicAddress;
 
 use crate::types::{
     AccountId, AgreedSet, AppealInfo, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, Ledger,
@@ -74,6 +75,25 @@ macro_rules! item_kind {
 item_kind!(Item);
 item_kind!(ScaleItem);
 item_kind!(PresenceItem);
+
+/// The dynamic address of an item whose keys the client iterates.
+macro_rules! iterable {
+    ($kind:ident) => {
+        impl<K, V> $kind<K, V> {
+            /// The item's dynamic address with its keys `K`, its values read as any
+            /// [`subxt::dynamic::Value`] (iterations over its keys).
+            pub(crate) fn any_value(&self) -> DynamicAddress<K, subxt::dynamic::Value>
+            where
+                K: subxt::ext::frame_decode::storage::IntoEncodableValues,
+            {
+                subxt::dynamic::storage(self.pallet, self.name)
+            }
+        }
+    };
+}
+
+iterable!(Item);
+iterable!(ScaleItem);
 
 /// `System.Account`'s value, the two fields the client reads.
 #[derive(DecodeAsType)]

@@ -1,13 +1,138 @@
 //! Typed reads of the Synod pallets' storage at the finalized head: pools and members
 //! (`TrainingPools`), rounds (`Checkpoints`), rewards (`Rewards`), challenges and juries
-//! (`Challenges`), balances and bonds (`System`, `TrainerStaking`). Each read retries and
-//! reconnects as [`Chain`] describes.
+//! (`Challenges`), balances and bonds (`System`, `TrainerStaking`), each of an item named in
+//! [`crate::items`]. Each read retries and reconnects as [`Chain`] describes.
 
+use scale_decode::DecodeAsType;
+
+use crate::items::{self, Item, PresenceItem, ScaleItem};
 use crate::types::{
     AccountId, AppealInfo, ChallengeInfo, FinalCheckpoint, FormerMemberRecord, MemberInfo,
     MemberRecord, OpenRound, Participant, PendingRound, PoolInfo, Verdict,
 };
-use crate::{items, Chain, ChainError};
+use crate::{Chain, ChainError};
+
+/// The keys of a storage item: a tuple of one value per key, encoded against the metadata.
+pub(crate) trait Keys:
+    subxt::ext::frame_decode::storage::IntoEncodableValues
+    + subxt::ext::frame_decode::storage::IntoDecodableValues
+    + Clone
+    + Send
+{
+}
+
+impl<K> Keys for K where
+    K: subxt::ext::frame_decode::storage::IntoEncodableValues
+        + subxt::ext::frame_decode::storage::IntoDecodableValues
+        + Clone
+        + Send
+{
+}
+
+/// The storage-read primitives every typed read below uses: one item at the finalized head,
+/// retried and reconnected as [`Chain`] describes.
+impl Chain {
+    /// Reads `pallet.entry(keys)` at the finalized head and decodes it with `decode`.
+    async fn fetch_with<K, V, T, E>(
+        &self,
+        (pallet, entry): (&'static str, &'static str),
+        keys: K,
+        decode: impl Fn(&subxt::storage::StorageValue<'_, V>) -> Result<T, E>,
+    ) -> Result<Option<T>, ChainError>
+    where
+        K: Keys,
+        V: DecodeAsType,
+        E: std::fmt::Display,
+    {
+        self.retrying(entry, |api| {
+            let (keys, decode) = (keys.clone(), &decode);
+            async move {
+                let at = api.at_current_block().await.map_err(ChainError::rpc)?;
+                let addr = subxt::dynamic::storage::<K, V>(pallet, entry);
+                match at
+                    .storage()
+                    .try_fetch(addr, keys)
+                    .await
+                    .map_err(ChainError::rpc)?
+                {
+                    Some(v) => {
+                        Ok(Some(decode(&v).map_err(|e| {
+                            ChainError::decode(&format!("{pallet}.{entry}"), e)
+                        })?))
+                    }
+                    None => Ok(None),
+                }
+            }
+        })
+        .await
+    }
+
+    /// Storage item `item` at `keys`: a pallet record, decoded by field name against the
+    /// metadata (see [`crate::types`]); `None` if absent.
+    pub(crate) async fn fetch<K, V>(
+        &self,
+        item: Item<K, V>,
+        keys: K,
+    ) -> Result<Option<V>, ChainError>
+    where
+        K: Keys,
+        V: DecodeAsType,
+    {
+        self.fetch_with::<K, V, V, _>((item.pallet(), item.name()), keys, |v| v.decode_as::<V>())
+            .await
+    }
+
+    /// Value-query storage item `item` at `keys`: its value, or the type's default when absent
+    /// (as the runtime reads it).
+    pub(crate) async fn fetch_or_default<K, V>(
+        &self,
+        item: Item<K, V>,
+        keys: K,
+    ) -> Result<V, ChainError>
+    where
+        K: Keys,
+        V: DecodeAsType + Default,
+    {
+        Ok(self.fetch(item, keys).await?.unwrap_or_default())
+    }
+
+    /// Storage item `item` at `keys` holding a round-protocol type (`synod-protocol`): the
+    /// value's SCALE bytes decoded with the type's `Decode`, the one the runtime encodes with;
+    /// `None` if absent.
+    pub(crate) async fn fetch_scale<K, V>(
+        &self,
+        item: ScaleItem<K, V>,
+        keys: K,
+    ) -> Result<Option<V>, ChainError>
+    where
+        K: Keys,
+        V: parity_scale_codec::Decode,
+    {
+        self.fetch_with::<_, subxt::dynamic::Value, _, _>((item.pallet(), item.name()), keys, |v| {
+            V::decode(&mut v.bytes())
+        })
+        .await
+    }
+
+    /// Whether storage item `item` holds a value at `keys` (the value is not decoded).
+    pub(crate) async fn exists<K>(
+        &self,
+        item: PresenceItem<K, ()>,
+        keys: K,
+    ) -> Result<bool, ChainError>
+    where
+        K: Keys,
+    {
+        Ok(self
+            .fetch_with::<_, subxt::dynamic::Value, _, _>(
+                (item.pallet(), item.name()),
+                keys,
+                |_| Ok::<(), std::convert::Infallible>(()),
+            )
+            .await?
+            .is_some())
+    }
+}
 
 impl Chain {
     /// `TrainingPools.Pools(pool)`.
@@ -173,11 +298,7 @@ impl Chain {
     pub async fn unmatched_rounds(&self, pool: u32) -> Result<Vec<u32>, ChainError> {
         self.retrying("Checkpoints.UnmatchedCommits", |api| async move {
             let at = api.at_current_block().await.map_err(ChainError::rpc)?;
-            let item = items::UNMATCHED_COMMITS;
-            let addr = subxt::dynamic::storage::<((u32, u32),), subxt::dynamic::Value>(
-                item.pallet(),
-                item.name(),
-            );
+            let addr = items::UNMATCHED_COMMITS.any_value();
             let mut it = at.storage().iter(addr, ()).await.map_err(ChainError::rpc)?;
             let mut rounds = Vec::new();
             while let Some(entry) = it.next().await {
@@ -237,11 +358,7 @@ impl Chain {
     pub async fn unsettled_rounds(&self, pool: u32) -> Result<Vec<u32>, ChainError> {
         self.retrying("Rewards.Unsettled", |api| async move {
             let at = api.at_current_block().await.map_err(ChainError::rpc)?;
-            let item = items::UNSETTLED;
-            let addr = subxt::dynamic::storage::<(u32, u32), subxt::dynamic::Value>(
-                item.pallet(),
-                item.name(),
-            );
+            let addr = items::UNSETTLED.any_value();
             let mut it = at
                 .storage()
                 .iter(addr, (pool,))
