@@ -161,7 +161,7 @@ fn a_recipes_coarser_trace_is_checked_by_its_own_segments() {
 }
 
 #[test]
-fn a_payload_that_is_not_its_traces_end_is_replayed_whole_and_caught() {
+fn a_payload_that_is_not_its_traces_end_is_caught_by_its_end_without_a_whole_replay() {
     let f = setup();
     let (payload, states) = honest(&f.0, &f.1, 1);
     let other = honest(&f.0, &f.1, 2).0;
@@ -192,10 +192,12 @@ fn a_payload_that_is_not_its_traces_end_is_replayed_whole_and_caught() {
             honest,
             "the attacker keeps its honest trace"
         );
-        // Segment 3 is honest work: the end check alone catches it.
+        // Segment 3 is honest work: the end check alone catches it, and decides (a whole
+        // replay could not make the payload its trace's end), naming the part a challenge
+        // disputes.
         let rep = check(&f, &set[0].payload, &[3], Some(&states));
         assert!(
-            !rep.honest && rep.whole == Some(WholeReplay::Mismatch),
+            !rep.honest && rep.whole.is_none() && rep.failed == Some(Dispute::Encoding),
             "{}: {rep:?}",
             attack.name()
         );

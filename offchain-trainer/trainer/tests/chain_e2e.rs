@@ -990,8 +990,12 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
         );
     }
     for e in of_cheater {
-        // "mismatch" unless its states came late or a jury replay was cached first.
-        assert!(e["honest"] == false && !e["whole_replay"].is_null(), "{e}");
+        // Caught by its trace's end (the payload does not encode it), which decides without a
+        // whole replay; replayed whole only if its states came late.
+        assert!(
+            e["honest"] == false && (e["failed"] == "encoding" || !e["whole_replay"].is_null()),
+            "{e}"
+        );
     }
     // A verifier whose trace check found the payload not its trace's end names that part: its
     // challenge disputes the encoding, which jurors check by the trace's last state alone,
@@ -1019,7 +1023,7 @@ fn scaling_trainer_is_challenged_convicted_and_slashed_without_derailing_trainin
                     "trainer {i}: {e} after {v}"
                 );
             }
-            if verified.iter().any(|v| v["whole_replay"] == "mismatch") {
+            if verified.iter().any(|v| v["failed"] == "encoding") {
                 assert_eq!(e["dispute"], "encoding", "trainer {i}: {e}");
                 narrowed = true;
             }

@@ -40,12 +40,14 @@ impl<T: SegmentReplay> Replayer<T> {
     /// [`synod_diloco::verify::sampled_segments`]) must replay from its start state to its end
     /// state within [`SEGMENT_TOLERANCE`], and their drift extrapolated to the whole phase
     /// ([`segment_drift`]) must be within [`REPLAY_TOLERANCE`]. States come from `fetch`.
-    /// Without a trace, with a state nobody serves, or when any check fails, it replays the
-    /// whole phase ([`Replayer::check`]) and returns that, naming in `failed` the part a failed
-    /// check found wrong when the whole replay confirms the contribution dishonest and that
-    /// part convicts on its own (the start or the end, or a segment past
-    /// [`SEGMENT_CONVICTION`]): a challenge then names that part ([`Replayer::check_dispute`]),
-    /// never a part of an honest contribution. A sparse payload's end state is encoded with
+    /// A failed check of the trace's ends (its start is not the phase's start, or the payload
+    /// does not encode its last state) decides at once, as it decides for jurors
+    /// ([`Replayer::check_dispute`], [`Dispute::Encoding`]): dishonest, `failed` naming it, no
+    /// whole replay (a whole replay could not make such a payload honest). Without a trace,
+    /// with a state nobody serves, or when a segment check fails, it replays the whole phase
+    /// ([`Replayer::check`]) and returns that, naming in `failed` a segment past
+    /// [`SEGMENT_CONVICTION`] when the whole replay confirms the contribution dishonest: a
+    /// challenge then names that part, never a part of an honest contribution. A sparse payload's end state is encoded with
     /// `c.residuals` as [`Replayer::check`] does.
     ///
     /// # Errors
@@ -72,6 +74,18 @@ impl<T: SegmentReplay> Replayer<T> {
                     segments: segments.len() as u32,
                     whole: None,
                     failed: None,
+                })
+            }
+            // The trace's ends decide on their own, here as for jurors: the challenge names
+            // them at once, a whole replay later.
+            Ok(TraceCheck::Failed(Dispute::Encoding, d)) => {
+                return Ok(Replay {
+                    distance: d,
+                    honest: false,
+                    secs: t0.elapsed().as_secs_f64(),
+                    segments: segments.len() as u32,
+                    whole: None,
+                    failed: Some(Dispute::Encoding),
                 })
             }
             // Named only where it decides for jurors too: a segment failing by no more than

@@ -26,8 +26,10 @@
 //! * **Verify** (on the duty worker's thread, beside the rounds, [`duty`]): keep the included
 //!   set's payloads and signed announcements (`<base>/evidence/pool-<id>/`); as soon as a
 //!   round is final, check a sample of the other members of its included set by their traces (start, end and
-//!   drawn segments, states fetched from the accused), replay whole any that fails or serves
-//!   nothing, and challenge on-chain at once any whose whole replay is outside the tolerance;
+//!   drawn segments, states fetched from the accused), challenge at once any whose start or
+//!   end fails (its payload is not its trace's end), replay whole any other that fails or
+//!   serves nothing, and challenge on-chain at once any whose whole replay is outside the
+//!   tolerance;
 //!   as a juror (unless `--no-jury`), replay disputed contributions whole and vote.
 //! * **End**: when the pool completes, keep verifying and judging until the last round can no
 //!   longer be challenged, write `<base>/loss.png` and keep serving until live peers have our
