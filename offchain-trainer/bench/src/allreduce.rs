@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, ensure, Result};
-use clap::Args;
 use serde_json::json;
 use synod_p2p::baseline::{all_gather_secs, Wire};
 use synod_p2p::libp2p_identity::Keypair;
@@ -15,20 +14,6 @@ use synod_p2p::{
     Security,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// Arguments of `bench allreduce`.
-#[derive(Args, Clone, Debug)]
-pub struct AllreduceArgs {
-    /// Peers (in-process swarms on 127.0.0.1).
-    #[arg(long, default_value_t = 4)]
-    pub peers: u32,
-    /// Parameters per pseudo-gradient (int8-encoded: ≈ params bytes on the wire).
-    #[arg(long, default_value_t = 25_000_000)]
-    pub params: usize,
-    /// Measurements of each transport; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
-}
 
 /// Bytes per second of one loopback TCP stream moving exactly `bytes` (the old single-stream
 /// ideal).
@@ -160,20 +145,22 @@ async fn libp2p_secs(
 /// "libp2p_quic_secs", "ratio" (best libp2p ÷ raw TCP), "ratio_vs_noise" (libp2p TCP + Noise ÷
 /// Noise alone), "ratio_vs_tls" (libp2p TCP + TLS ÷ TLS alone), "…_gbps" (GB/s = 10⁹ bytes/s
 /// received per peer), "faster_transport" (`tcp-noise`, `tcp-tls` or `quic`), ...}`: medians
-/// of `repeat` all-gathers of `peers` incompressible payloads of the int8 codec's size, every
-/// peer sending to every other at once. The libp2p figures include the signed announcements.
-pub fn run(a: &AllreduceArgs) -> Result<()> {
-    ensure!(
-        a.peers >= 2 && a.repeat >= 1,
-        "--peers ≥ 2 and --repeat ≥ 1"
-    );
+/// of `repeat` all-gathers of `peers` incompressible payloads of the int8 codec's size for
+/// `params` parameters (≈ `params` bytes each), every peer sending to every other at once, over
+/// in-process swarms on 127.0.0.1. The libp2p figures include the signed announcements.
+///
+/// # Errors
+/// Fewer than 2 peers or no repetition; a mesh that does not form within 30 s; socket and
+/// transport errors.
+pub fn run(peers: u32, params: usize, repeat: u32) -> Result<()> {
+    ensure!(peers >= 2 && repeat >= 1, "--peers ≥ 2 and --repeat ≥ 1");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let n = a.peers as usize;
+        let n = peers as usize;
         // ≈ 1 byte per parameter + one f32 scale per 1024 (int8 codec), incompressible.
-        let payload_len = a.params + a.params.div_ceil(1024) * 4;
+        let payload_len = params + params.div_ceil(1024) * 4;
         let payloads: Vec<Arc<Vec<u8>>> = (0..n)
             .map(|i| {
                 let mut v = vec![0u8; payload_len];
@@ -186,20 +173,19 @@ pub fn run(a: &AllreduceArgs) -> Result<()> {
             .collect();
         let single = single_stream(payload_len.max(1 << 20) * 4).await?;
         let (mut raw, mut noise, mut tls) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..a.repeat {
+        for _ in 0..repeat {
             raw.push(all_gather_secs(&payloads, Wire::Tcp).await?);
             noise.push(all_gather_secs(&payloads, Wire::Noise).await?);
             tls.push(all_gather_secs(&payloads, Wire::Tls).await?);
         }
         let tcp_addr = "/ip4/127.0.0.1/tcp/0";
-        let (tcp, tcp_ok) = libp2p_secs(tcp_addr, Security::Noise, &payloads, a.repeat).await?;
-        let (tcp_tls, tcp_tls_ok) =
-            libp2p_secs(tcp_addr, Security::Tls, &payloads, a.repeat).await?;
+        let (tcp, tcp_ok) = libp2p_secs(tcp_addr, Security::Noise, &payloads, repeat).await?;
+        let (tcp_tls, tcp_tls_ok) = libp2p_secs(tcp_addr, Security::Tls, &payloads, repeat).await?;
         let (quic, quic_ok) = libp2p_secs(
             "/ip4/127.0.0.1/udp/0/quic-v1",
             Security::default(),
             &payloads,
-            a.repeat,
+            repeat,
         )
         .await?;
         let (raw, noise, tls) = (median(raw), median(noise), median(tls));
@@ -215,10 +201,10 @@ pub fn run(a: &AllreduceArgs) -> Result<()> {
             json!({
                 "bench": "allreduce",
                 "peers": n,
-                "params": a.params,
+                "params": params,
                 "payload_bytes": payload_len,
                 "bytes_per_peer": per_peer,
-                "repeat": a.repeat,
+                "repeat": repeat,
                 "raw_tcp_secs": raw,
                 "noise_secs": noise,
                 "tls_secs": tls,

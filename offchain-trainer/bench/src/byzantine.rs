@@ -3,33 +3,19 @@
 //! mean, against the clean run of the same rule (the target: every ratio ≤ 1.05).
 
 use anyhow::Result;
-use clap::Args;
 use serde_json::{json, Map, Value};
 use synod_checkpoint::ParamSet;
 use synod_codec::EncodeError;
 use synod_diloco::byzantine::{Adversary, Attack};
-use synod_diloco::DilocoError;
+use synod_diloco::{AggregationRule, DilocoError};
 
-use synod_member::args::{Aggregation, TrainArgs};
+use synod_member::config::TrainConfig;
 use synod_member::train::{initial_params, run_rounds, Setup};
-
-/// Arguments of `bench byzantine`.
-#[derive(Args, Clone, Debug)]
-pub struct ByzantineArgs {
-    #[command(flatten)]
-    pub train: TrainArgs,
-    /// Member index of the attacker (default: the last worker).
-    #[arg(long)]
-    pub attacker: Option<u32>,
-    /// Also run every attack under the plain mean, to show what the rule prevents.
-    #[arg(long)]
-    pub compare_mean: bool,
-}
 
 /// Final validation loss of one local run of `a` with `adversary`; `None` if the run
 /// diverged (a non-finite loss or pseudo-gradient). Other errors are returned.
 fn final_loss(
-    a: &TrainArgs,
+    a: &TrainConfig,
     setup: &Setup,
     theta0: &ParamSet,
     adversary: Option<&Adversary>,
@@ -52,29 +38,35 @@ fn diverged(e: &anyhow::Error) -> bool {
     }
 }
 
-/// Runs the clean baseline and every attack; prints one JSON line per run and a summary
+/// Runs the clean baseline and every attack of member `attacker` (`None`: the last worker)
+/// among `c.workers` under the recipe's aggregation rule, and under the plain mean too if
+/// `compare_mean`; prints one JSON line per run and a summary
 /// `{"bench":"byzantine","clean_val_loss":…,"attacks":{"sign_flip":{"val_loss":…,"ratio":…},…}}`.
 /// A diverged run (NaN loss, or a pseudo-gradient the codec refuses) reports `null`.
-pub fn run(a: &ByzantineArgs) -> Result<()> {
-    let t = &a.train;
-    let setup = Setup::new(&t.model, &t.data)?;
-    let theta0 = initial_params(&setup, &t.model, t.init.as_deref())?;
-    let member = a.attacker.unwrap_or(t.workers.saturating_sub(1));
+///
+/// # Errors
+/// An attacker that is not one of the workers; a clean run that diverges; an unreadable
+/// corpus or initial checkpoint, libtorch errors.
+pub fn run(c: &TrainConfig, attacker: Option<u32>, compare_mean: bool) -> Result<()> {
+    let recipe = &c.recipe.recipe;
+    let setup = Setup::new(&c.recipe)?;
+    let theta0 = initial_params(&setup, recipe, c.init.as_deref())?;
+    let member = attacker.unwrap_or(c.workers.saturating_sub(1));
     anyhow::ensure!(
-        member < t.workers,
+        member < c.workers,
         "--attacker {member} is not one of the {} workers",
-        t.workers
+        c.workers
     );
-    let mut rules = vec![t.outer.aggregation()];
-    if a.compare_mean && t.outer.aggregation() != Aggregation::Mean {
-        rules.push(Aggregation::Mean);
+    let mut rules = vec![recipe.aggregation];
+    if compare_mean && recipe.aggregation != AggregationRule::Mean {
+        rules.push(AggregationRule::Mean);
     }
     let mut summary = Map::new();
     for rule in rules {
-        let mut args = t.clone();
-        args.outer.aggregation_flag = Some(rule);
-        let name = rule.rule().name();
-        let clean = final_loss(&args, &setup, &theta0, None)?
+        let mut config = c.clone();
+        config.recipe.recipe.aggregation = rule;
+        let name = rule.name();
+        let clean = final_loss(&config, &setup, &theta0, None)?
             .ok_or_else(|| anyhow::anyhow!("the clean run under {name} diverged"))?;
         println!(
             "{}",
@@ -85,9 +77,9 @@ pub fn run(a: &ByzantineArgs) -> Result<()> {
             let adversary = Adversary {
                 member,
                 attack,
-                seed: t.model.seed,
+                seed: recipe.seed,
             };
-            let loss = final_loss(&args, &setup, &theta0, Some(&adversary))?;
+            let loss = final_loss(&config, &setup, &theta0, Some(&adversary))?;
             let ratio = loss.map(|l| l / clean);
             println!(
                 "{}",
@@ -110,21 +102,21 @@ pub fn run(a: &ByzantineArgs) -> Result<()> {
         summary.insert(name.into(), block);
     }
     let main = summary
-        .remove(t.outer.aggregation().rule().name())
+        .remove(recipe.aggregation.name())
         .unwrap_or(Value::Null);
     let mut out = json!({
         "bench": "byzantine",
-        "rule": t.outer.aggregation().rule().name(),
-        "workers": t.workers,
+        "rule": recipe.aggregation.name(),
+        "workers": c.workers,
         "attacker": member,
-        "inner_steps": t.inner_steps,
-        "rounds": t.rounds,
-        "model": t.model.model,
+        "inner_steps": c.inner_steps,
+        "rounds": c.rounds,
+        "model": recipe.model,
         "clean_val_loss": main["clean_val_loss"],
         "attacks": main["attacks"],
         "worst_ratio": main["worst_ratio"],
     });
-    if let Some(mean) = summary.remove(Aggregation::Mean.rule().name()) {
+    if let Some(mean) = summary.remove(AggregationRule::Mean.name()) {
         out["mean_rule"] = mean;
     }
     println!("{out}");

@@ -3,30 +3,33 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use clap::Args;
 use serde_json::json;
-use synod_codec::{decode, encode, rel_l2_error, DecodeLimits, EncodeOptions, TensorRef};
+use synod_codec::{decode, encode, rel_l2_error, DecodeLimits, EncodeOptions, Mode, TensorRef};
 
-use synod_member::args::WireCodec;
-
-/// Arguments of `bench codec`.
-#[derive(Args, Clone, Debug)]
-pub struct CodecArgs {
+/// What `bench codec` measures.
+#[derive(Clone, Copy, Debug)]
+pub struct CodecConfig {
     /// Parameters in the synthetic pseudo-gradient.
-    #[arg(long, default_value_t = 25_000_000)]
     pub params: usize,
     /// Repetitions; the best time counts.
-    #[arg(long, default_value_t = 3)]
     pub reps: u32,
-    /// zstd level (default: the codec's default).
-    #[arg(long, default_value_t = EncodeOptions::default().zstd_level, allow_hyphen_values = true)]
+    /// zstd level of the measured codec (in place of `wire`'s) and of the fp32 + zstd
+    /// baseline.
     pub zstd_level: i32,
     /// Fraction of elements replaced by ±20σ outliers (robustness check; 0 = plain Gaussian).
-    #[arg(long, default_value_t = 0.0)]
     pub outliers: f64,
-    /// The codec measured (against fp32 + zstd).
-    #[command(flatten)]
-    pub wire: WireCodec,
+    /// The codec measured (against fp32 + zstd): its mode and, for the sparse codec, its
+    /// chunk and top-k.
+    pub wire: EncodeOptions,
+}
+
+/// The codec's name in the recipe JSON (`int8`, `fp32`, `sparse`).
+fn codec_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Int8Absmax => "int8",
+        Mode::Fp32 => "fp32",
+        Mode::SparseTopK => "sparse",
+    }
 }
 
 /// A pseudo-gradient-like vector: Gaussian, with per-4096-block magnitudes spread over 100×
@@ -68,12 +71,16 @@ fn best<T>(reps: u32, mut f: impl FnMut() -> Result<T>) -> Result<(f64, T)> {
     Ok((best, last.ok_or_else(|| anyhow::anyhow!("no repetition"))?))
 }
 
-/// Prints `{"bench":"codec",...}`: per-core (one thread) and all-thread GB/s of f32 input.
-pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
-    let x = synthetic(a.params, a.outliers);
+/// Prints `{"bench":"codec",...}`: per-core (one thread) and all-thread (`threads`, the
+/// global rayon pool's) GB/s of f32 input.
+///
+/// # Errors
+/// Encoding or decoding errors, a rayon pool that cannot be built.
+pub fn run(c: &CodecConfig, threads: usize) -> Result<()> {
+    let x = synthetic(c.params, c.outliers);
     // Shape it like a model: 4 Mi-element matrices and a remainder.
     let mut shapes = Vec::new();
-    let mut left = a.params;
+    let mut left = c.params;
     while left > 0 {
         let n = left.min(4 << 20);
         shapes.push([n / 1024, 1024].map(|d| d.max(1)));
@@ -98,42 +105,43 @@ pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
         .iter()
         .map(|(s, d)| TensorRef { shape: s, data: d })
         .collect();
-    let gb = (a.params * 4) as f64 / 1e9;
+    let gb = (c.params * 4) as f64 / 1e9;
     let opts = EncodeOptions {
-        zstd_level: a.zstd_level,
-        ..a.wire.options()
+        zstd_level: c.zstd_level,
+        ..c.wire
     };
-    let limits = DecodeLimits::for_model(a.params as u64, u32::try_from(refs.len())?);
+    let limits = DecodeLimits::for_model(c.params as u64, u32::try_from(refs.len())?);
 
-    let mut dst = vec![0f32; a.params];
-    let (memcpy, _) = best(a.reps + 2, || {
+    let mut dst = vec![0f32; c.params];
+    let (memcpy, _) = best(c.reps + 2, || {
         dst.copy_from_slice(&x);
-        Ok(std::hint::black_box(dst[a.params / 2]))
+        Ok(std::hint::black_box(dst[c.params / 2]))
     })?;
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
-    let (enc1, payload) = one.install(|| best(a.reps, || Ok(encode(&refs, &opts)?)))?;
-    let (dec1, decoded) = one.install(|| best(a.reps, || Ok(decode(&payload, &limits)?)))?;
-    let (enc_n, _) = best(a.reps, || Ok(encode(&refs, &opts)?))?;
-    let (dec_n, _) = best(a.reps, || Ok(decode(&payload, &limits)?))?;
+    let (enc1, payload) = one.install(|| best(c.reps, || Ok(encode(&refs, &opts)?)))?;
+    let (dec1, decoded) = one.install(|| best(c.reps, || Ok(decode(&payload, &limits)?)))?;
+    let (enc_n, _) = best(c.reps, || Ok(encode(&refs, &opts)?))?;
+    let (dec_n, _) = best(c.reps, || Ok(decode(&payload, &limits)?))?;
     let fp32 = encode(
         &refs,
         &EncodeOptions {
-            zstd_level: a.zstd_level,
+            zstd_level: c.zstd_level,
             ..EncodeOptions::fp32()
         },
     )?;
     let y: Vec<f32> = decoded.tensors.concat();
+    let sparse = c.wire.mode == Mode::SparseTopK;
     let memcpy_gbps = gb / memcpy;
     println!(
         "{}",
         json!({
             "bench": "codec",
-            "codec": a.wire.codec.name(),
-            "sparse_chunk": a.wire.sparse().then_some(a.wire.sparse_chunk),
-            "sparse_topk": a.wire.sparse().then_some(a.wire.sparse_topk),
-            "params": a.params,
-            "zstd_level": a.zstd_level,
-            "outliers": a.outliers,
+            "codec": codec_name(c.wire.mode),
+            "sparse_chunk": sparse.then_some(c.wire.chunk_size),
+            "sparse_topk": sparse.then_some(c.wire.topk),
+            "params": c.params,
+            "zstd_level": c.zstd_level,
+            "outliers": c.outliers,
             "memcpy_gbps": memcpy_gbps,
             "encode_gbps": gb / enc1,
             "decode_gbps": gb / dec1,
@@ -145,7 +153,7 @@ pub fn run(a: &CodecArgs, threads: usize) -> Result<()> {
             "rel_l2_error": rel_l2_error(&x, &y),
             "payload_bytes": payload.len(),
             "fp32_zstd_bytes": fp32.len(),
-            "bytes_ratio_vs_fp32": (a.params * 4) as f64 / payload.len() as f64,
+            "bytes_ratio_vs_fp32": (c.params * 4) as f64 / payload.len() as f64,
             "bytes_ratio_vs_fp32_zstd": fp32.len() as f64 / payload.len() as f64,
         })
     );

@@ -58,7 +58,7 @@ impl<F: FnMut(u32, &ParamSet, u32) -> Option<ParamSet>> InnerTrainer for Forger<
 /// A dishonest member's traced contribution to `round` from θ `start`, made on the pool's
 /// path ([`OuterState::contribute_traced`]) by a [`Forger`] with `forge`, its trace cut at
 /// `bounds` (the recipe's
-/// [`RecipeArgs::segment_boundaries`](synod_member::chain_args::RecipeArgs::segment_boundaries)),
+/// [`PoolRecipe::segment_boundaries`](synod_diloco::recipe::PoolRecipe::segment_boundaries)),
 /// encoded with `opts`.
 /// Returns the payload and its states by blake3. A `forge` that returns `None`: the honest
 /// contribution.

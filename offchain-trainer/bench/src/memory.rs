@@ -2,7 +2,6 @@
 //! baseline) against tensor by tensor ([`synod_diloco::aggregate_payloads`]).
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
 use serde_json::json;
 use synod_checkpoint::{NamedTensor, ParamSet};
 use synod_codec::EncodeOptions;
@@ -10,22 +9,6 @@ use synod_diloco::{
     aggregate_payloads, decode_pseudo_gradient, encode_pseudo_gradient, AggregationRule,
     Contribution,
 };
-
-use synod_member::args::Aggregation;
-
-/// Arguments of `bench memory`.
-#[derive(Args, Clone, Debug)]
-pub struct MemoryArgs {
-    /// Payloads aggregated (in-process peers).
-    #[arg(long, default_value_t = 4)]
-    pub peers: u32,
-    /// Parameters of the synthetic model (tensors of 2²⁰ elements and a remainder).
-    #[arg(long, default_value_t = 25_000_000)]
-    pub params: usize,
-    /// Aggregation rule.
-    #[arg(long, value_enum, default_value_t = Aggregation::ClippedTrimmedMean)]
-    pub aggregation: Aggregation,
-}
 
 /// A field of /proc/self/status in bytes (`VmRSS`, `VmHWM`).
 fn status(field: &str) -> Result<u64> {
@@ -51,10 +34,16 @@ fn peak<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, u64)> {
     Ok((v, status("VmHWM")?.saturating_sub(before)))
 }
 
-/// Prints `{"bench":"memory",...}`: peak MiB of both ways and their ratio.
-pub fn run(a: &MemoryArgs) -> Result<()> {
+/// Aggregates `peers` int8 payloads of a synthetic model of `params` parameters (tensors of
+/// 2²⁰ elements and a remainder) under `rule`, both ways, and prints `{"bench":"memory",...}`:
+/// peak MiB of both ways and their ratio.
+///
+/// # Errors
+/// Not on Linux (the peak is read from `/proc/self`); codec and aggregation errors; a streamed
+/// aggregate that differs from the decoded one.
+pub fn run(peers: u32, params: usize, rule: AggregationRule) -> Result<()> {
     let mut tensors = Vec::new();
-    let mut left = a.params;
+    let mut left = params;
     while left > 0 {
         let n = left.min(1 << 20);
         tensors.push(NamedTensor {
@@ -67,7 +56,7 @@ pub fn run(a: &MemoryArgs) -> Result<()> {
     let like = ParamSet::new(tensors)?;
     // One Δ, scaled in place for each peer and kept alive, so that no freed model-sized
     // buffer is left in the allocator for the measured runs to reuse unseen.
-    let x = super::codec::synthetic(a.params, 0.0);
+    let x = super::codec::synthetic(params, 0.0);
     let mut off = 0;
     let mut delta: Vec<Vec<f32>> = like
         .tensors()
@@ -80,7 +69,7 @@ pub fn run(a: &MemoryArgs) -> Result<()> {
         .collect();
     drop(x);
     let mut contributions = Vec::new();
-    for m in 0..a.peers {
+    for m in 0..peers {
         if m > 0 {
             for v in delta.iter_mut().flatten() {
                 *v *= 1.1;
@@ -96,7 +85,6 @@ pub fn run(a: &MemoryArgs) -> Result<()> {
         });
     }
     let payload_bytes: usize = contributions.iter().map(|c| c.payload.len()).sum();
-    let rule: AggregationRule = a.aggregation.rule();
     let agg = rule.aggregator(None);
     // Streaming first, its result kept: what it frees (N tensors) is all the baseline can
     // reuse unseen, so the baseline's peak is if anything understated.
@@ -123,11 +111,11 @@ pub fn run(a: &MemoryArgs) -> Result<()> {
         "{}",
         json!({
             "bench": "memory",
-            "peers": a.peers,
-            "params": a.params,
+            "peers": peers,
+            "params": params,
             "rule": rule.name(),
             "payload_mib": mib(payload_bytes as u64),
-            "aggregate_mib": mib(a.params as u64 * 4),
+            "aggregate_mib": mib(params as u64 * 4),
             "decode_all_peak_mib": mib(all_peak),
             "streaming_peak_mib": mib(stream_peak),
             "peak_ratio": all_peak as f64 / stream_peak.max(1) as f64,

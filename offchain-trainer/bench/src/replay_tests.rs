@@ -1,42 +1,82 @@
 //! Replays on the tiny model of contributions with Proof-of-Learning traces: the pool's
 //! replay ([`synod_verify::Replayer`]) against honest members and the dishonest ones of
-//! [`crate::forger`], with the trainer's recipe (`RecipeArgs` as parsed from flags,
-//! [`Recipe::load`]) and the corpus. The replay's unit tests are in
+//! [`crate::forger`], with the trainer's recipe ([`Recipe::load`] of a [`PoolRecipe`] on this
+//! machine) and the corpus. The replay's unit tests are in
 //! `offchain-trainer/verify/src/replay/tests.rs`.
 
 use std::sync::Arc;
 
-use clap::Parser;
 use synod_checkpoint::ParamSet;
 use synod_diloco::byzantine::{Adversary, Attack};
 use synod_diloco::payload::Payload;
-use synod_diloco::verify::{SEGMENT_CONVICTION, SEGMENT_TOLERANCE};
-use synod_diloco::{Contribution, ErrorFeedback, PseudoGradient};
+use synod_diloco::recipe::{
+    PoolRecipe, RecipeCodec, SparseRecipe, DENSE_OUTER_LR, DENSE_OUTER_MOMENTUM, SPARSE_EF_DECAY,
+    SPARSE_OUTER_LR,
+};
+use synod_diloco::verify::{DEFAULT_SEGMENTS, SEGMENT_CONVICTION, SEGMENT_TOLERANCE};
+use synod_diloco::{AggregationRule, Contribution, ErrorFeedback, PseudoGradient};
 use synod_model::FIRST_MOMENT_PREFIX;
 use synod_verify::replay::{
     Dispute, Replay, ReplayInput, Replayer, Residuals, TraceStates, WholeReplay,
 };
 
 use crate::forger::{bending, edited, forged_contribution, skipping};
-use synod_member::chain_args::RecipeArgs;
+use synod_member::config::RecipeConfig;
 use synod_member::pool::Recipe;
 
 const H: u32 = 8;
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    recipe: RecipeArgs,
-}
-
 type States = TraceStates;
 
-fn setup() -> (Recipe, RecipeArgs, ParamSet) {
-    setup_with(&[])
+/// A loaded recipe and its θ₀.
+type Fixture = (Recipe, ParamSet);
+
+/// The tiny model's recipe: the trainer's default recipe (dense int8 codec, its outer step
+/// and aggregation rule) with the tiny preset, batch 4 and a warm-up of 2 steps.
+fn tiny() -> PoolRecipe {
+    PoolRecipe {
+        model: "tiny".into(),
+        batch: 4,
+        seq_len: synod_model::GptConfig::preset("tiny").unwrap().ctx as usize,
+        lr: 1e-3,
+        min_lr: 1e-4,
+        warmup: 2,
+        round_warmup: 0,
+        keep_inner_state: false,
+        seed: 1337,
+        outer_lr: DENSE_OUTER_LR,
+        outer_momentum: DENSE_OUTER_MOMENTUM,
+        codec: RecipeCodec::Int8,
+        sparse: None,
+        aggregation: AggregationRule::ClippedTrimmedMean,
+        overlap: false,
+        trace_segments: DEFAULT_SEGMENTS,
+    }
 }
 
-/// The tiny model's recipe with `extra` flags.
-fn setup_with(extra: &[&str]) -> (Recipe, RecipeArgs, ParamSet) {
+/// [`tiny`] with the sparse codec and its defaults: 128 of every 4096 elements, the sparse
+/// outer step (no momentum), error feedback and the clipped mean.
+fn tiny_sparse() -> PoolRecipe {
+    PoolRecipe {
+        outer_lr: SPARSE_OUTER_LR,
+        outer_momentum: 0.0,
+        codec: RecipeCodec::Sparse,
+        sparse: Some(SparseRecipe {
+            chunk: 4096,
+            topk: 128,
+            ef_decay: SPARSE_EF_DECAY,
+        }),
+        aggregation: AggregationRule::ClippedMean,
+        ..tiny()
+    }
+}
+
+fn setup() -> Fixture {
+    setup_with(tiny())
+}
+
+/// `recipe` loaded on the CPU with the corpus (`$SYNOD_DATA`, else the shared one).
+fn setup_with(recipe: PoolRecipe) -> Fixture {
     let data = std::env::var("SYNOD_DATA").unwrap_or_else(|_| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -44,27 +84,29 @@ fn setup_with(extra: &[&str]) -> (Recipe, RecipeArgs, ParamSet) {
         )
         .into()
     });
-    let base = [
-        "t", "--model", "tiny", "--batch", "4", "--device", "cpu", "--warmup", "2", "--data", &data,
-    ];
-    let args = Cli::parse_from(base.iter().chain(extra)).recipe;
-    let recipe = Recipe::load(&args).unwrap();
+    let config = RecipeConfig {
+        recipe,
+        data: data.into(),
+        device: "cpu".into(),
+        eval_batches: 20,
+    };
+    let recipe = Recipe::load(&config).unwrap();
     let theta0 = synod_checkpoint::from_bytes(&recipe.theta0_bytes).unwrap();
-    (recipe, args, theta0)
+    (recipe, theta0)
 }
 
 /// Member `m`'s honest traced contribution to round 1: (payload, states by hash).
-fn honest(recipe: &Recipe, a: &RecipeArgs, m: u32) -> (Vec<u8>, States) {
-    let state = a.outer.restore(&recipe.theta0_bytes, 0).unwrap();
-    let mut w = recipe.setup.replica(&a.model, m, H, 4 * H).unwrap();
+fn honest(recipe: &Recipe, m: u32) -> (Vec<u8>, States) {
+    let state = recipe.restore(&recipe.theta0_bytes, 0).unwrap();
+    let mut w = recipe.setup.replica(&recipe.pool, m, H, 4 * H).unwrap();
     let mut states = States::new();
     let (c, _) = state
         .contribute_traced(
             &mut w,
             m,
-            &a.outer.encode_options(),
-            &mut a.outer.feedback(),
-            &a.segment_boundaries(H),
+            &recipe.pool.encode_options(),
+            &mut recipe.pool.feedback(),
+            &recipe.pool.segment_boundaries(H),
             &mut |_, bytes, hash| {
                 states.insert(hash, bytes);
                 Ok(())
@@ -76,27 +118,30 @@ fn honest(recipe: &Recipe, a: &RecipeArgs, m: u32) -> (Vec<u8>, States) {
 
 /// Member 1's forged contribution to round 1 (a `forger::Forger` with `forge`).
 fn forged(
-    (recipe, a, theta0): &(Recipe, RecipeArgs, ParamSet),
+    (recipe, theta0): &Fixture,
     forge: &mut dyn FnMut(u32, &ParamSet, u32) -> Option<ParamSet>,
 ) -> (Vec<u8>, States) {
-    let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
-    let bounds = a.segment_boundaries(H);
-    forged_contribution(&mut w, theta0, 1, forge, &bounds, &a.outer.encode_options()).unwrap()
+    let mut w = recipe.setup.replica(&recipe.pool, 1, H, 4 * H).unwrap();
+    let bounds = recipe.pool.segment_boundaries(H);
+    forged_contribution(
+        &mut w,
+        theta0,
+        1,
+        forge,
+        &bounds,
+        &recipe.pool.encode_options(),
+    )
+    .unwrap()
 }
 
 /// Member 1's round-1 payload checked by `segments`, states served from `states`.
-fn check(
-    f: &(Recipe, RecipeArgs, ParamSet),
-    payload: &[u8],
-    segments: &[u32],
-    states: Option<&States>,
-) -> Replay {
+fn check(f: &Fixture, payload: &[u8], segments: &[u32], states: Option<&States>) -> Replay {
     check_at(f, 1, payload, &Residuals::default(), segments, states)
 }
 
 /// Member 1's payload of `round` (started from θ₀) with its `residuals`.
 fn check_at(
-    (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
+    (recipe, _): &Fixture,
     round: u32,
     payload: &[u8],
     residuals: &Residuals,
@@ -104,7 +149,7 @@ fn check_at(
     states: Option<&States>,
 ) -> Replay {
     let input = ReplayInput {
-        recipe: &recipe.replay_view(a),
+        recipe: &recipe.replay_view(),
         parent: &recipe.theta0_bytes,
         round,
         member: 1,
@@ -121,7 +166,7 @@ fn check_at(
 #[test]
 fn an_honest_trace_passes_by_its_segments_and_withheld_states_mean_a_whole_replay() {
     let f = setup();
-    let (payload, states) = honest(&f.0, &f.1, 1);
+    let (payload, states) = honest(&f.0, 1);
     let all: Vec<u32> = (0..H).collect();
     let rep = check(&f, &payload, &all, Some(&states));
     assert!(rep.honest, "{rep:?}");
@@ -138,12 +183,15 @@ fn an_honest_trace_passes_by_its_segments_and_withheld_states_mean_a_whole_repla
 
 #[test]
 fn a_recipes_coarser_trace_is_checked_by_its_own_segments() {
-    // `--trace-segments 2`: two segments of 4 steps (the default cuts H = 8 into 8).
+    // Two trace segments of 4 steps (the default cuts H = 8 into 8).
     // Member and verifier cut the phase alike; a verifier on the default boundaries
     // would find a trace of the wrong length and replay every contribution whole.
-    let f = setup_with(&["--trace-segments", "2"]);
-    assert_eq!(f.1.segment_boundaries(H), [0, 4, 8]);
-    let (payload, states) = honest(&f.0, &f.1, 1);
+    let f = setup_with(PoolRecipe {
+        trace_segments: 2,
+        ..tiny()
+    });
+    assert_eq!(f.0.pool.segment_boundaries(H), [0, 4, 8]);
+    let (payload, states) = honest(&f.0, 1);
     let rep = check(&f, &payload, &[0, 1], Some(&states));
     assert!(
         rep.honest && rep.segments == 2 && rep.whole.is_none(),
@@ -163,8 +211,8 @@ fn a_recipes_coarser_trace_is_checked_by_its_own_segments() {
 #[test]
 fn a_payload_that_is_not_its_traces_end_is_caught_by_its_end_without_a_whole_replay() {
     let f = setup();
-    let (payload, states) = honest(&f.0, &f.1, 1);
-    let other = honest(&f.0, &f.1, 2).0;
+    let (payload, states) = honest(&f.0, 1);
+    let other = honest(&f.0, 2).0;
     let set = vec![
         Contribution {
             member: 1,
@@ -175,7 +223,7 @@ fn a_payload_that_is_not_its_traces_end_is_caught_by_its_end_without_a_whole_rep
             payload: Arc::new(other),
         },
     ];
-    let opts = f.1.outer.encode_options();
+    let opts = f.0.pool.encode_options();
     for attack in [Attack::ScaleX100, Attack::Copy, Attack::Zeros] {
         let mut set = set.clone();
         Adversary {
@@ -183,7 +231,7 @@ fn a_payload_that_is_not_its_traces_end_is_caught_by_its_end_without_a_whole_rep
             attack,
             seed: 3,
         }
-        .tamper(&f.2, 1, &mut set, &opts)
+        .tamper(&f.1, 1, &mut set, &opts)
         .unwrap();
         let honest = Payload::trace_of(&payload);
         assert!(honest.is_some(), "the honest payload is traced");
@@ -231,9 +279,9 @@ fn bending_every_segment_within_the_tolerance_is_replayed_whole_and_caught() {
     // they extrapolate to over the phase does not, so the verifier replays the phase whole,
     // as jurors do, and the bias the segments added up is caught there.
     let f = setup();
-    let (recipe, a, _) = &f;
-    let bounds = a.segment_boundaries(H);
-    let mut honest_segments = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+    let recipe = &f.0;
+    let bounds = recipe.pool.segment_boundaries(H);
+    let mut honest_segments = recipe.setup.replica(&recipe.pool, 1, H, 4 * H).unwrap();
     let share = 0.9 * SEGMENT_TOLERANCE;
     let (payload, states) = forged(&f, &mut bending(&mut honest_segments, &bounds, 1, share));
     let segments = (bounds.len() - 1) as u32;
@@ -272,7 +320,7 @@ fn a_poisoned_start_state_is_refused_and_its_member_replayed_whole() {
     // from it would move that coordinate so far that a 1 % tolerance on the update
     // hid the lazy rest. No AdamW state has |m| > C·√v: refused, replayed whole.
     let f = setup();
-    let m = format!("{FIRST_MOMENT_PREFIX}{}", f.2.tensors()[0].name);
+    let m = format!("{FIRST_MOMENT_PREFIX}{}", f.1.tensors()[0].name);
     let mut poison =
         |i: u32, s: &ParamSet, end: u32| (i == 0).then(|| edited(s, end, &[(m.as_str(), 0, 1e4)]));
     let (payload, states) = forged(&f, &mut poison);
@@ -285,21 +333,19 @@ fn a_poisoned_start_state_is_refused_and_its_member_replayed_whole() {
 
 /// Member 1's sparse pool payload of round 2 (from θ₀ again, numbered 2, with its
 /// round-1 residual carried in): (payload, its trace states, e_1 bytes, e_2 bytes).
-fn sparse_round_two(
-    (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
-) -> (Vec<u8>, States, Vec<u8>, Vec<u8>) {
-    let mut w = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+fn sparse_round_two((recipe, _): &Fixture) -> (Vec<u8>, States, Vec<u8>, Vec<u8>) {
+    let mut w = recipe.setup.replica(&recipe.pool, 1, H, 4 * H).unwrap();
     let mut run = |round: u32, e: Option<PseudoGradient>| {
-        let state = a.outer.restore(&recipe.theta0_bytes, round - 1).unwrap();
-        let mut ef = ErrorFeedback::committed(a.outer.ef_decay, e);
+        let state = recipe.restore(&recipe.theta0_bytes, round - 1).unwrap();
+        let mut ef = ErrorFeedback::committed(recipe.pool.ef_decay(), e);
         let mut states = States::new();
         let (c, _) = state
             .contribute_traced(
                 &mut w,
                 1,
-                &a.outer.encode_options(),
+                &recipe.pool.encode_options(),
                 &mut ef,
-                &a.segment_boundaries(H),
+                &recipe.pool.segment_boundaries(H),
                 &mut |_, bytes, hash| {
                     states.insert(hash, bytes);
                     Ok(())
@@ -320,11 +366,9 @@ fn sparse_round_two(
     (payload, states2, e1, e2)
 }
 
-const SPARSE: &[&str] = &["--codec", "sparse", "--aggregation", "clipped-mean"];
-
 #[test]
 fn a_sparse_payload_replays_with_its_served_residuals_whole_and_by_segments() {
-    let f = setup_with(SPARSE);
+    let f = setup_with(tiny_sparse());
     let (payload, states, e1, e2) = sparse_round_two(&f);
     let served = Residuals {
         carried_in: Some(e1),
@@ -348,9 +392,9 @@ fn a_sparse_payload_replays_with_its_served_residuals_whole_and_by_segments() {
 /// serves no `e_r`, or an `e_{r−1}` other than the one it encoded with.
 #[test]
 fn a_sparse_member_that_forges_its_residual_is_caught() {
-    let f = setup_with(SPARSE);
+    let f = setup_with(tiny_sparse());
     let (payload, states, e1, e2) = sparse_round_two(&f);
-    let like = &f.2;
+    let like = &f.1;
     let parsed = synod_diloco::residual::residual_from_bytes(like, &e2).unwrap();
     let scaled: PseudoGradient = parsed
         .iter()
@@ -379,13 +423,13 @@ fn a_sparse_member_that_forges_its_residual_is_caught() {
 
 /// Member 1's round-1 payload judged as a juror judges `dispute`, states served from `states`.
 fn judge(
-    (recipe, a, _): &(Recipe, RecipeArgs, ParamSet),
+    (recipe, _): &Fixture,
     payload: &[u8],
     dispute: Dispute,
     states: Option<&States>,
 ) -> Replay {
     let input = ReplayInput {
-        recipe: &recipe.replay_view(a),
+        recipe: &recipe.replay_view(),
         parent: &recipe.theta0_bytes,
         round: 1,
         member: 1,
@@ -427,7 +471,7 @@ fn a_dispute_naming_the_skipped_segment_convicts_without_a_whole_replay() {
 #[test]
 fn an_encoding_dispute_convicts_a_scaled_payload_without_a_replay() {
     let f = setup();
-    let (payload, states) = honest(&f.0, &f.1, 1);
+    let (payload, states) = honest(&f.0, 1);
     let mut set = vec![Contribution {
         member: 1,
         payload: Arc::new(payload.clone()),
@@ -437,7 +481,7 @@ fn an_encoding_dispute_convicts_a_scaled_payload_without_a_replay() {
         attack: Attack::ScaleX100,
         seed: 3,
     }
-    .tamper(&f.2, 1, &mut set, &f.1.outer.encode_options())
+    .tamper(&f.1, 1, &mut set, &f.0.pool.encode_options())
     .unwrap();
     let scaled = set[0].payload.to_vec();
     let found = check(&f, &scaled, &[3], Some(&states));
@@ -453,7 +497,7 @@ fn an_encoding_dispute_convicts_a_scaled_payload_without_a_replay() {
 #[test]
 fn an_honest_member_is_acquitted_on_every_part_a_challenger_may_name() {
     let f = setup();
-    let (payload, states) = honest(&f.0, &f.1, 1);
+    let (payload, states) = honest(&f.0, 1);
     for dispute in [
         Dispute::Encoding,
         Dispute::Segment(0),
@@ -487,9 +531,9 @@ fn a_segment_failing_by_little_is_judged_by_a_whole_replay() {
     // what a larger model's or another device's honest drift might reach, so the named
     // segment alone does not convict; the whole replay does (the bends add up).
     let f = setup();
-    let (recipe, a, _) = &f;
-    let bounds = a.segment_boundaries(H);
-    let mut honest_segments = recipe.setup.replica(&a.model, 1, H, 4 * H).unwrap();
+    let recipe = &f.0;
+    let bounds = recipe.pool.segment_boundaries(H);
+    let mut honest_segments = recipe.setup.replica(&recipe.pool, 1, H, 4 * H).unwrap();
     let share = 2.0 * SEGMENT_TOLERANCE;
     let (payload, states) = forged(&f, &mut bending(&mut honest_segments, &bounds, 1, share));
     let rep = judge(&f, &payload, Dispute::Segment(2), Some(&states));
@@ -516,8 +560,8 @@ fn the_noise_probe_measures_an_honest_segment_across_thread_counts() {
     // `pool create`'s probe on a CPU-only machine: the tiny recipe's honest segment drift
     // between this device and the reference device (the CPU) at two libtorch thread counts is
     // finite and far inside half the segment tolerance, so it is accepted.
-    let (recipe, a, _) = setup();
-    let n = synod_member::pool::terms::honest_noise(&recipe, &a, H, 4).unwrap();
+    let (recipe, _) = setup();
+    let n = synod_member::pool::terms::honest_noise(&recipe, H, 4).unwrap();
     eprintln!(
         "{{\"distance\":{},\"segment_distance\":{},\"runs\":[\"{}\",\"{}\"]}}",
         n.distance, n.segment_distance, n.runs.0, n.runs.1

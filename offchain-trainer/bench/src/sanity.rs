@@ -1,42 +1,38 @@
 //! `bench sanity`: nanoGPT's CPU "baby GPT" recipe on one worker.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
-use clap::Args;
 use serde_json::json;
 use synod_model::{eval_loss, load_params};
 
-use synod_member::args::ModelArgs;
+use synod_member::config::RecipeConfig;
 use synod_member::train::{initial_params, Setup};
 
-/// Arguments of `bench sanity`.
-#[derive(Args, Clone, Debug)]
-pub struct SanityArgs {
-    #[command(flatten)]
-    pub model: ModelArgs,
-    /// Text corpus.
-    #[arg(long, default_value = "../shared/data/tinyshakespeare.txt")]
-    pub data: PathBuf,
+/// What `bench sanity` runs.
+#[derive(Clone, Debug)]
+pub struct SanityConfig {
+    /// The recipe (model, batch, inner optimizer, seed), corpus and device.
+    pub recipe: RecipeConfig,
     /// Training iterations (nanoGPT: 2000).
-    #[arg(long, default_value_t = 2000)]
     pub iters: u32,
     /// Validation batches for the final loss.
-    #[arg(long, default_value_t = 100)]
     pub final_eval_batches: u32,
 }
 
 /// Trains one worker for `iters` steps (lr 1e-3 → 1e-4 cosine, warm-up 100, batch 12, context 64
 /// with the defaults) and prints `{"bench":"sanity","val_loss",...}`; nanoGPT reports ≈1.88.
-pub fn run(a: &SanityArgs) -> Result<()> {
-    let setup = Setup::new(&a.model, &a.data)?;
-    let theta0 = initial_params(&setup, &a.model, None)?;
+///
+/// # Errors
+/// An unreadable corpus, an unknown device or model preset, libtorch errors.
+pub fn run(c: &SanityConfig) -> Result<()> {
+    let recipe = &c.recipe.recipe;
+    let setup = Setup::new(&c.recipe)?;
+    let theta0 = initial_params(&setup, recipe, None)?;
     let start = std::time::Instant::now();
-    let mut replica = setup.replica(&a.model, 0, a.iters, a.iters)?;
+    let mut replica = setup.replica(recipe, 0, c.iters, c.iters)?;
     load_params(&replica.vs, &theta0)?;
-    let pb = synod_member::train::progress(u64::from(a.iters), "iters", false);
+    let pb = synod_member::train::progress(u64::from(c.iters), "iters", false);
     let mut last = 0.0;
-    for step in 0..a.iters {
+    for step in 0..c.iters {
         let b = replica.plan.train_batch(0, 1, step);
         last = replica.train_step(&[b], u64::from(step))?;
         pb.inc(1);
@@ -46,16 +42,16 @@ pub fn run(a: &SanityArgs) -> Result<()> {
     let val_loss = eval_loss(
         &replica.model,
         &replica.plan,
-        a.final_eval_batches,
+        c.final_eval_batches,
         setup.device,
     )?;
     println!(
         "{}",
         json!({
             "bench": "sanity",
-            "model": a.model.model,
-            "iters": a.iters,
-            "batch": a.model.batch,
+            "model": recipe.model,
+            "iters": c.iters,
+            "batch": recipe.batch,
             "val_loss": val_loss,
             "train_loss_last": last,
             "nanogpt_reference_val_loss": 1.88,

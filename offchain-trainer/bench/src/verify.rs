@@ -3,18 +3,18 @@
 //! [`Replayer::check_dispute`] and [`Replayer::check`]).
 //!
 //! Measured in one run: the inner phase with and without its trace (the trace's overhead),
-//! a whole replay, and a segment check (start, end and `--segments` sampled segments); a lazy
-//! member that skips `--fake-fraction` of its steps (whole segments, contiguous: the hardest
-//! to find) checked by `--trials` verifiers drawing their segments as in a pool, and judged
-//! by a juror of a challenge narrowed to one skipped segment. From those:
-//! each verifier's share of its own training compute at a member's sample rate for `--members`
-//! of equal stake (only the honest two thirds of the stake are counted on to verify,
-//! [`honest_verifiers_at_least`]), and the probability that a lazy member escapes a round.
+//! a whole replay, and a segment check (start, end and [`VerifyConfig::segments`] sampled
+//! segments); a lazy member that skips [`VerifyConfig::fake_fraction`] of its steps (whole
+//! segments, contiguous: the hardest to find) checked by [`VerifyConfig::trials`] verifiers
+//! drawing their segments as in a pool, and judged by a juror of a challenge narrowed to one
+//! skipped segment. From those: each verifier's share of its own training compute at a
+//! member's sample rate for [`VerifyConfig::members`] of equal stake (only the honest two
+//! thirds of the stake are counted on to verify, [`honest_verifiers_at_least`]), and the
+//! probability that a lazy member escapes a round.
 
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use clap::Args;
 use serde_json::json;
 use synod_diloco::verify::{
     honest_verifiers_at_least, sample_rate, sampled_segments, segment_escape_probability,
@@ -22,57 +22,55 @@ use synod_diloco::verify::{
 };
 
 use crate::forger::{forged_contribution, skipping};
-use synod_member::chain_args::RecipeArgs;
+use synod_member::config::RecipeConfig;
 use synod_member::pool::Recipe;
 use synod_verify::replay::{Dispute, Residuals, TraceStates};
 use synod_verify::{ReplayInput, Replayer};
 
-/// Arguments of `bench verify`.
-#[derive(Args, Clone, Debug)]
-pub struct VerifyArgs {
-    #[command(flatten)]
-    pub recipe: RecipeArgs,
+/// What `bench verify` runs.
+#[derive(Clone, Debug)]
+pub struct VerifyConfig {
+    /// The pool's recipe (its trace segments cut the phase), corpus and device.
+    pub recipe: RecipeConfig,
     /// Inner steps per round (H).
-    #[arg(long, default_value_t = 50)]
     pub inner_steps: u32,
     /// Members of the pool, of equal stake (each verifies the others at a member's rate).
-    #[arg(long, default_value_t = 4)]
     pub members: u32,
     /// Segments each verifier replays per sampled contribution (`run --verify-segments`).
-    #[arg(long, default_value_t = 2)]
     pub segments: u32,
     /// Share of the other members' contributions each verifier samples (`run
-    /// --verify-rate`; default: what a member samples at for `--members` of equal stake).
-    #[arg(long)]
+    /// --verify-rate`); `None`: what a member samples at for `members` of equal stake.
     pub rate: Option<f64>,
     /// Share of its inner steps the lazy member skips.
-    #[arg(long, default_value_t = 0.1)]
     pub fake_fraction: f64,
     /// Verifiers that check the lazy member (each draws its own segments).
-    #[arg(long, default_value_t = 100)]
     pub trials: u32,
     /// Timed inner phases of each kind (plain, traced), alternated; the fastest counts.
-    #[arg(long, default_value_t = 3)]
     pub reps: u32,
 }
 
 /// Prints `{"bench":"verify",...}`.
-pub fn run(a: &VerifyArgs) -> Result<()> {
+///
+/// # Errors
+/// Fewer than 2 members or no inner step, a rate outside 0..=1; an honest contribution that
+/// fails its check or a lazy one a check does not judge as its drawn segments say; an
+/// unreadable corpus, libtorch, codec and replay errors.
+pub fn run(a: &VerifyConfig) -> Result<()> {
     if a.members < 2 || a.inner_steps == 0 {
         bail!("--members must be ≥ 2 and --inner-steps ≥ 1");
     }
     let (h, round, accused) = (a.inner_steps, 1, 1);
     let recipe = Recipe::load(&a.recipe)?;
-    let args = &a.recipe;
-    let state = args.outer.restore(&recipe.theta0_bytes, 0)?;
-    let opts = args.outer.encode_options();
-    let mut worker = recipe.setup.replica(&args.model, accused, h, 4 * h)?;
-    let bounds = args.segment_boundaries(h);
+    let pool = &recipe.pool;
+    let state = recipe.restore(&recipe.theta0_bytes, 0)?;
+    let opts = pool.encode_options();
+    let mut worker = recipe.setup.replica(pool, accused, h, 4 * h)?;
+    let bounds = pool.segment_boundaries(h);
     let segments = bounds.len() as u32 - 1;
 
     // The accused's phase, plain and traced (states kept as a member keeps them, on disk),
-    // alternated `--reps` times after one untimed warm-up phase: the fastest of each.
-    state.contribute(&mut worker, accused, &opts, &mut args.outer.feedback())?;
+    // alternated `reps` times after one untimed warm-up phase: the fastest of each.
+    state.contribute(&mut worker, accused, &opts, &mut pool.feedback())?;
     let dir = std::env::temp_dir().join(format!("synod-bench-verify-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let mut states = TraceStates::new();
@@ -81,14 +79,14 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
     let mut honest = None;
     for _ in 0..a.reps.max(1) {
         let t = Instant::now();
-        state.contribute(&mut worker, accused, &opts, &mut args.outer.feedback())?;
+        state.contribute(&mut worker, accused, &opts, &mut pool.feedback())?;
         inner_secs = inner_secs.min(t.elapsed().as_secs_f64());
         let t = Instant::now();
         let (c, _) = state.contribute_traced(
             &mut worker,
             accused,
             &opts,
-            &mut args.outer.feedback(),
+            &mut pool.feedback(),
             &bounds,
             &mut |_, bytes, hash| {
                 std::fs::write(dir.join(synod_checkpoint::hex(&hash)), &bytes)
@@ -106,7 +104,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
 
     // A verifier: a whole replay, then the segment check of the same payload.
     let mut replayer = Replayer::new(h, 4);
-    let view = recipe.replay_view(args);
+    let view = recipe.replay_view();
     let no_residuals = Residuals::default();
     let base = ReplayInput {
         recipe: &view,
@@ -136,7 +134,7 @@ pub fn run(a: &VerifyArgs) -> Result<()> {
     }
 
     // The lazy member: contiguous whole segments, the fewest bad segments for its share.
-    let k = segment_len(h, args.trace_segments);
+    let k = segment_len(h, pool.trace_segments);
     let skipped_steps = (a.fake_fraction * f64::from(h)).ceil() as u32;
     let bad = skipped_steps.div_ceil(k).clamp(1, segments);
     let skip: Vec<u32> = (segments - bad..segments).collect();

@@ -7,7 +7,8 @@
 //! The page reads the chain itself, with `@polkadot/api` in the browser (the Polkadot.js
 //! bundles `scripts/setup.sh` installs, served under `/vendor/`), straight from the node's
 //! JSON-RPC WebSocket. Trainers' metrics endpoints are not readable from another origin, so
-//! this server scrapes them (`--metrics`) and keeps every round they report (`/api/trainers`).
+//! this server scrapes them ([`DashboardConfig::metrics`]) and keeps every round they report
+//! (`/api/trainers`).
 //!
 //! Routes: `/` (the page), `/app.js`, `/shim.js`, `/config.json` (`{"rpc", "metrics"}`),
 //! `/api/trainers` (JSON, [`scrape::Trainer`] per endpoint), `/vendor/{util,util-crypto,
@@ -23,7 +24,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::server::conn::http1;
@@ -37,7 +37,8 @@ use scrape::{Scraper, Trainer};
 const INDEX_HTML: &str = include_str!("page/index.html");
 const APP_JS: &str = include_str!("page/app.js");
 const SHIM_JS: &str = include_str!("page/shim.js");
-/// The Polkadot.js browser bundles, in load order: (route name, file under `--js-modules`).
+/// The Polkadot.js browser bundles, in load order: (route name, file under
+/// [`DashboardConfig::js_modules`]).
 const BUNDLES: [(&str, &str); 5] = [
     ("util", "@polkadot/util/bundle-polkadot-util.js"),
     (
@@ -49,24 +50,19 @@ const BUNDLES: [(&str, &str); 5] = [
     ("api", "@polkadot/api/bundle-polkadot-api.js"),
 ];
 
-/// `synod-trainer dashboard`.
-#[derive(Args, Clone, Debug)]
-pub struct DashboardArgs {
+/// What the dashboard serves and scrapes (`synod-trainer dashboard`).
+#[derive(Clone, Debug)]
+pub struct DashboardConfig {
     /// The node's JSON-RPC WebSocket address, as the browser reaches it.
-    #[arg(long, default_value = "ws://127.0.0.1:9944")]
     pub rpc: String,
     /// Address the page is served on.
-    #[arg(long, default_value = "127.0.0.1:8090")]
     pub listen: SocketAddr,
-    /// Trainers' Prometheus endpoints to chart (repeat or comma-separate), e.g.
-    /// `http://127.0.0.1:9616/metrics` (`synod-trainer run --prometheus-port`).
-    #[arg(long = "metrics", value_delimiter = ',')]
+    /// Trainers' Prometheus endpoints to chart, e.g. `http://127.0.0.1:9616/metrics`
+    /// (`synod-trainer run --prometheus-port`).
     pub metrics: Vec<String>,
-    /// Seconds between two scrapes of each metrics endpoint.
-    #[arg(long, default_value_t = 2)]
+    /// Seconds between two scrapes of each metrics endpoint (at least 1 is used).
     pub scrape_interval: u64,
     /// `node_modules` holding the Polkadot.js packages (`scripts/setup.sh` installs them).
-    #[arg(long, default_value = "scripts/polkadot-js/node_modules")]
     pub js_modules: PathBuf,
 }
 
@@ -85,33 +81,33 @@ struct Site {
 /// when the server is bound (the trainer prints it as a JSON line that scripts wait for).
 ///
 /// # Errors
-/// A missing Polkadot.js bundle (run `scripts/setup.sh`), a `--listen` address in use, an
+/// A missing Polkadot.js bundle (run `scripts/setup.sh`), a listen address in use, an
 /// error of `listening`.
-pub fn run(a: &DashboardArgs, listening: impl FnOnce(String) -> Result<()>) -> Result<()> {
-    let site = Arc::new(site(a)?);
+pub fn run(c: &DashboardConfig, listening: impl FnOnce(String) -> Result<()>) -> Result<()> {
+    let site = Arc::new(site(c)?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind(a.listen)
+        let listener = tokio::net::TcpListener::bind(c.listen)
             .await
-            .with_context(|| format!("listening on {}", a.listen))?;
+            .with_context(|| format!("listening on {}", c.listen))?;
         let addr = listener.local_addr()?;
         tokio::spawn(scrape_forever(
             site.clone(),
-            Duration::from_secs(a.scrape_interval.max(1)),
+            Duration::from_secs(c.scrape_interval.max(1)),
         ));
         listening(format!("http://{addr}/"))?;
-        tracing::info!("dashboard at http://{addr}/ (chain {})", a.rpc);
+        tracing::info!("dashboard at http://{addr}/ (chain {})", c.rpc);
         serve(listener, site).await
     })
 }
 
-fn site(a: &DashboardArgs) -> Result<Site> {
+fn site(c: &DashboardConfig) -> Result<Site> {
     let mut bundles = Vec::new();
     for (name, file) in BUNDLES {
-        let path = a.js_modules.join(file);
+        let path = c.js_modules.join(file);
         let Ok(bytes) = std::fs::read(&path) else {
             bail!(
                 "missing Polkadot.js bundle {} (run scripts/setup.sh, or pass --js-modules)",
@@ -120,26 +116,26 @@ fn site(a: &DashboardArgs) -> Result<Site> {
         };
         bundles.push((name, Bytes::from(bytes)));
     }
-    for url in &a.metrics {
+    for url in &c.metrics {
         url.parse::<hyper::Uri>()
             .with_context(|| format!("--metrics {url}"))?;
     }
     // A CSP source expression cannot hold spaces, quotes or semicolons.
-    if a.rpc
-        .contains(|c: char| c.is_whitespace() || matches!(c, ';' | ',' | '\'' | '"'))
+    if c.rpc
+        .contains(|ch: char| ch.is_whitespace() || matches!(ch, ';' | ',' | '\'' | '"'))
     {
-        bail!("--rpc {:?} is not a WebSocket URL", a.rpc);
+        bail!("--rpc {:?} is not a WebSocket URL", c.rpc);
     }
     Ok(Site {
-        config: json!({"rpc": a.rpc, "metrics": a.metrics}).to_string(),
+        config: json!({"rpc": c.rpc, "metrics": c.metrics}).to_string(),
         csp: format!(
             "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; \
              img-src 'self' data:; connect-src 'self' {}; base-uri 'none'; form-action 'none'; \
              frame-ancestors 'none'",
-            a.rpc
+            c.rpc
         ),
         bundles,
-        trainers: Mutex::new(a.metrics.iter().map(|u| Trainer::new(u)).collect()),
+        trainers: Mutex::new(c.metrics.iter().map(|u| Trainer::new(u)).collect()),
     })
 }
 
@@ -281,8 +277,8 @@ mod tests {
     use super::*;
     use http_body_util::BodyExt;
 
-    fn args(js: &std::path::Path) -> DashboardArgs {
-        DashboardArgs {
+    fn args(js: &std::path::Path) -> DashboardConfig {
+        DashboardConfig {
             rpc: "ws://127.0.0.1:1".into(),
             listen: "127.0.0.1:0".parse().unwrap(),
             metrics: vec!["http://127.0.0.1:1/metrics".into()],

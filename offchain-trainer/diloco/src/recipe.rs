@@ -13,12 +13,26 @@
 //! only.
 
 use serde::{Deserialize, Serialize};
+use synod_codec::EncodeOptions;
 
-use crate::AggregationRule;
+use crate::{AggregationRule, DilocoError, ErrorFeedback, OuterState};
 
 /// The recipe format version [`PoolRecipe::canonical_json`] writes and [`PoolRecipe::parse`]
 /// reads.
 pub const RECIPE_VERSION: u32 = 2;
+
+/// Dense codecs' (int8, fp32) outer learning rate: the best of the int8 sweep
+/// (`docs/benchmarks.md`, "Loss parity with DDP"; the DiLoCo paper uses 0.7).
+pub const DENSE_OUTER_LR: f32 = 0.8;
+/// Dense codecs' outer Nesterov momentum: the best of the int8 sweep (the DiLoCo paper uses
+/// 0.9).
+pub const DENSE_OUTER_MOMENTUM: f32 = 0.85;
+/// The sparse codec's outer learning rate (plain SGD on the mean of the sparse payloads, no
+/// outer momentum: the error-feedback memory carries what momentum would; SparseLoCo, Sarfi et
+/// al. 2025): the best of the sparse sweep (`docs/benchmarks.md`, "Outer recipe").
+pub const SPARSE_OUTER_LR: f32 = 6.0;
+/// The error-feedback decay β (SparseLoCo's; the best of the sparse sweep).
+pub const SPARSE_EF_DECAY: f32 = 0.95;
 
 /// Trace segments of a recipe that does not name them (`trace_segments` left out of its JSON):
 /// [`crate::verify::DEFAULT_SEGMENTS`].
@@ -147,6 +161,54 @@ fn float(name: &str, s: &str) -> Result<f32, RecipeError> {
 }
 
 impl PoolRecipe {
+    /// The encoder options of the recipe's codec (and its sparse settings).
+    pub fn encode_options(&self) -> EncodeOptions {
+        match (self.codec, self.sparse) {
+            (RecipeCodec::Sparse, Some(s)) => EncodeOptions::sparse(s.chunk, s.topk),
+            // A sparse codec without settings does not validate; its encoder is the default.
+            (RecipeCodec::Int8 | RecipeCodec::Sparse, _) => EncodeOptions::default(),
+            (RecipeCodec::Fp32, _) => EncodeOptions::fp32(),
+        }
+    }
+
+    /// Whether the codec is the sparse one (its payloads carry error-feedback residuals).
+    pub fn is_sparse(&self) -> bool {
+        self.codec == RecipeCodec::Sparse
+    }
+
+    /// The error-feedback decay β: the sparse settings', [`SPARSE_EF_DECAY`] for a dense codec
+    /// (whose memory stays empty).
+    pub fn ef_decay(&self) -> f32 {
+        self.sparse.map_or(SPARSE_EF_DECAY, |s| s.ef_decay)
+    }
+
+    /// A member's empty error-feedback memory with the recipe's decay (used by the sparse codec
+    /// only).
+    pub fn feedback(&self) -> ErrorFeedback {
+        ErrorFeedback::new(self.ef_decay())
+    }
+
+    /// Segment boundaries of the recipe's Proof-of-Learning trace for a phase of `inner_steps`
+    /// ([`crate::verify::segment_boundaries`] with `trace_segments`).
+    pub fn segment_boundaries(&self, inner_steps: u32) -> Vec<u32> {
+        crate::verify::segment_boundaries(inner_steps, self.trace_segments)
+    }
+
+    /// The outer state after `round` from `checkpoint` (canonical bytes of θ with its outer
+    /// momentum, or θ₀ without), with the recipe's outer learning rate and momentum.
+    ///
+    /// # Errors
+    /// [`DilocoError::Checkpoint`] for bytes that do not parse; a momentum that does not fit θ
+    /// ([`OuterState::from_checkpoint`]).
+    pub fn restore(&self, checkpoint: &[u8], round: u32) -> Result<OuterState, DilocoError> {
+        OuterState::from_checkpoint(
+            synod_checkpoint::from_bytes(checkpoint)?,
+            self.outer_lr,
+            self.outer_momentum,
+            round,
+        )
+    }
+
     /// Checks that the fields agree: sparse settings exactly with the sparse codec (chunk ≥
     /// topk ≥ 1, β in 0..=1), finite learning rates, trace segments in
     /// 1..=[`crate::verify::MAX_SEGMENTS`].
@@ -341,6 +403,37 @@ mod tests {
             "{json}"
         );
         assert!(json.ends_with(r#""version":2,"warmup":100}"#), "{json}");
+    }
+
+    #[test]
+    fn a_recipes_codec_settings_make_its_encoder_feedback_and_trace() {
+        let d = dense();
+        assert_eq!(d.encode_options().mode, EncodeOptions::default().mode);
+        assert!(!d.is_sparse());
+        let fp32 = PoolRecipe {
+            codec: RecipeCodec::Fp32,
+            ..dense()
+        };
+        assert_eq!(fp32.encode_options().mode, EncodeOptions::fp32().mode);
+        let s = PoolRecipe {
+            sparse: Some(SparseRecipe {
+                chunk: 2048,
+                topk: 64,
+                ef_decay: 0.9,
+            }),
+            ..sparse()
+        };
+        let opts = s.encode_options();
+        assert_eq!(opts.mode, EncodeOptions::sparse(2048, 64).mode);
+        assert_eq!((opts.chunk_size, opts.topk), (2048, 64));
+        assert!(s.is_sparse());
+        assert_eq!(s.feedback().decay, 0.9);
+        assert_eq!(d.feedback().decay, SPARSE_EF_DECAY);
+        let traced = PoolRecipe {
+            trace_segments: 5,
+            ..dense()
+        };
+        assert_eq!(traced.segment_boundaries(50), vec![0, 10, 20, 30, 40, 50]);
     }
 
     #[test]

@@ -10,12 +10,12 @@
 //!   data-parallel baseline and the shared setup (`init`).
 //! * [`event`]: the typed [`event::TrainerEvent`]s a trainer prints and writes to
 //!   `metrics.jsonl`; [`metrics`] writes them; [`prometheus`] exports them.
-//! * [`args`], [`chain_args`]: the subcommands' options (clap), which the binary parses.
+//! * [`config`]: the typed configuration every entry point takes (the `synod-trainer` binary
+//!   builds it from its command line; the recipe is [`synod_diloco::recipe::PoolRecipe`]).
 //!
 //! The round protocol both halves implement: `docs/architecture.md`.
 
-pub mod args;
-pub mod chain_args;
+pub mod config;
 pub mod event;
 pub mod metrics;
 pub mod plot;

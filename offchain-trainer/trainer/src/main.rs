@@ -11,9 +11,12 @@
 //! * `status` — a pool's members, stakes and rounds as tables.
 //! * `dashboard` — a web page of the chain's pools, rounds, stakes, challenges and losses.
 
-use synod_bench as bench;
-use synod_member::{args, chain_args, event, pool, train};
+mod args;
 
+use synod_member::{event, pool, train};
+
+use anyhow::Result;
+use args::chain::PoolCmd;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -34,34 +37,34 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Train on a text file: DiLoCo with N local workers, or the data-parallel baseline.
-    Train(args::TrainArgs),
+    Train(args::train::TrainArgs),
     /// Write the initial weights of a model as a canonical checkpoint and print its hash.
-    Init(args::InitArgs),
+    Init(args::train::InitArgs),
     /// Bond stake on-chain (TrainerStaking.bond).
-    Stake(chain_args::StakeArgs),
+    Stake(args::chain::StakeArgs),
     /// Create or inspect a training pool on-chain.
     Pool {
         #[command(subcommand)]
-        cmd: chain_args::PoolCmd,
+        cmd: PoolCmd,
     },
     /// Be a member of an on-chain pool: join, train every round over libp2p, commit checkpoints.
-    Run(chain_args::RunArgs),
+    Run(args::run::RunArgs),
     /// Replay one member's contribution to a final round and compare it with its signed payload.
-    Verify(chain_args::VerifyArgs),
+    Verify(args::run::VerifyArgs),
     /// Claim settled rewards of a pool (waits for the pool to end and settle).
-    Claim(chain_args::ClaimArgs),
+    Claim(args::chain::ClaimArgs),
     /// A pool's members, stakes and rounds as tables (`pool show` prints the same as JSON).
-    Status(chain_args::StatusArgs),
+    Status(args::chain::StatusArgs),
     /// Serve the web dashboard: pools, rounds, stakes, challenges and a live loss chart.
-    Dashboard(synod_dashboard::DashboardArgs),
+    Dashboard(args::dashboard::DashboardArgs),
     /// Run a benchmark (prints JSON lines).
     Bench {
         #[command(subcommand)]
-        which: bench::BenchCmd,
+        which: args::bench::BenchCmd,
     },
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -79,27 +82,27 @@ fn main() -> anyhow::Result<()> {
         .num_threads(threads)
         .build_global()?;
     match cli.cmd {
-        Cmd::Train(a) => train::run(&a),
-        Cmd::Init(a) => train::init(&a),
-        Cmd::Stake(a) => pool::stake(&a),
+        Cmd::Train(a) => train::run(&a.config()?),
+        Cmd::Init(a) => train::init(&a.model.recipe()?, &a.model.device, &a.out),
+        Cmd::Stake(a) => pool::stake(&a.chain.config(), a.amount),
         Cmd::Pool {
-            cmd: chain_args::PoolCmd::Create(a),
-        } => pool::create(&a),
+            cmd: PoolCmd::Create(a),
+        } => pool::create(&a.config()?),
         Cmd::Pool {
-            cmd: chain_args::PoolCmd::Show(a),
-        } => pool::show(&a),
+            cmd: PoolCmd::Show(a),
+        } => pool::show(&a.chain.config(), a.pool),
         Cmd::Pool {
-            cmd: chain_args::PoolCmd::Allow(a),
-        } => pool::allow(&a),
-        Cmd::Run(a) => pool::run(&a),
-        Cmd::Claim(a) => pool::claim(&a),
-        Cmd::Status(a) => pool::status(&a),
-        Cmd::Verify(a) => pool::verify(&a),
-        Cmd::Dashboard(a) => synod_dashboard::run(&a, |url| {
+            cmd: PoolCmd::Allow(a),
+        } => pool::allow(&a.chain.config(), a.pool, &a.allowed_trainers),
+        Cmd::Run(a) => pool::run(&a.config()?),
+        Cmd::Claim(a) => pool::claim(&a.chain.config(), a.pool, a.wait),
+        Cmd::Status(a) => pool::status(&a.chain.config(), a.pool, a.base_path.as_deref()),
+        Cmd::Verify(a) => pool::verify(&a.config()?),
+        Cmd::Dashboard(a) => synod_dashboard::run(&a.config(), |url| {
             // The line scripts wait for: the URL to open.
             println!("{}", event::TrainerEvent::Dashboard { url }.to_line()?);
             Ok(())
         }),
-        Cmd::Bench { which } => bench::run(which, threads),
+        Cmd::Bench { which } => args::bench::run(which, threads),
     }
 }

@@ -7,25 +7,23 @@ mod status;
 mod store;
 pub mod terms;
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use synod_chain::submit::{account_of, signer_from_suri};
 use synod_chain::types::{
-    DilocoSpec, PendingRound, Perbill, PoolKind, PoolSpec, PoolStatus, PoolTerms,
+    AccountId, DilocoSpec, PendingRound, Perbill, PoolKind, PoolSpec, PoolStatus, PoolTerms,
 };
 use synod_chain::{calls, Chain, Signer, SynodEvent, UNIT};
 
 pub use member::run;
-pub use recipe::{recipe_json, Recipe};
+pub use recipe::Recipe;
 // Verification (replays, segment checks, evidence, votes) is the `synod-verify` crate, kept
 // under its former path.
 pub(crate) use synod_verify as verify;
 
-use crate::chain_args::{
-    ChainArgs, ClaimArgs, PoolAllowArgs, PoolCreateArgs, PoolShowArgs, StakeArgs, StatusArgs,
-    VerifyArgs,
-};
+use crate::config::{ChainConfig, CreateConfig, VerifyConfig, DEFAULT_VERIFY_SEGMENTS};
 
 /// A tokio runtime for the chain client and the libp2p node (2 worker threads).
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -36,9 +34,9 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Connects and parses the signer.
-pub(crate) async fn connect(a: &ChainArgs) -> Result<(Chain, Signer)> {
+pub(crate) async fn connect(a: &ChainConfig) -> Result<(Chain, Signer)> {
     let signer = signer_from_suri(&a.suri)?;
-    let chain = Chain::connect_any(&a.rpc, Duration::from_secs(a.connect_timeout)).await?;
+    let chain = Chain::connect_any(&a.rpc, a.connect_timeout).await?;
     Ok((chain, signer))
 }
 
@@ -68,11 +66,15 @@ pub(crate) async fn ensure_bonded(
     Ok(chain.active_stake(&who).await?)
 }
 
-/// `synod-trainer stake`.
-pub fn stake(a: &StakeArgs) -> Result<()> {
+/// `synod-trainer stake`: bonds `amount` SYN more (`TrainerStaking.bond`) and prints the
+/// account's active stake (planck).
+///
+/// # Errors
+/// The chain refuses the bond, or RPC failures.
+pub fn stake(chain: &ChainConfig, amount: u64) -> Result<()> {
     runtime()?.block_on(async {
-        let (chain, signer) = connect(&a.chain).await?;
-        chain.submit(&calls::bond(planck(a.amount)), &signer).await?;
+        let (chain, signer) = connect(chain).await?;
+        chain.submit(&calls::bond(planck(amount)), &signer).await?;
         let who = account_of(&signer);
         println!("{}", serde_json::json!({"account": who.to_string(), "active_stake": chain.active_stake(&who).await?.to_string()}));
         Ok(())
@@ -85,7 +87,7 @@ const DEFAULT_MIN_ROUND_TIMEOUT: u32 = 60;
 
 /// `synod-trainer pool create`: measures the recipe here ([`terms`]), derives or checks the
 /// challenge window and round timeout, then submits `TrainingPools.create_pool`.
-pub fn create(a: &PoolCreateArgs) -> Result<()> {
+pub fn create(a: &CreateConfig) -> Result<()> {
     let recipe = Recipe::load(&a.recipe)?;
     let dataset_id = a.dataset_id.clone().unwrap_or_else(|| {
         a.recipe
@@ -97,25 +99,19 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
     let h = a.inner_steps;
     let (step_secs, measured) = match a.step_secs {
         Some(s) => (s, false),
-        None => (terms::step_secs(&recipe, &a.recipe, h)?, true),
+        None => (terms::step_secs(&recipe, h)?, true),
     };
     let rt = runtime()?;
     let (chain, signer) = rt.block_on(connect(&a.chain))?;
     let shape = terms::Shape {
         inner_steps: h,
         members: a.max_trainers,
-        verify_segments: crate::chain_args::DEFAULT_VERIFY_SEGMENTS,
+        verify_segments: DEFAULT_VERIFY_SEGMENTS,
         rate: None,
     };
     let block_secs = rt.block_on(chain.block_secs())?;
-    let costs = terms::Costs::for_recipe(
-        &recipe,
-        &a.recipe,
-        shape,
-        step_secs,
-        block_secs,
-        a.link.bytes_per_sec(),
-    )?;
+    let costs =
+        terms::Costs::for_recipe(&recipe, shape, step_secs, block_secs, a.link_bytes_per_sec)?;
     let margin = synod_diloco::budget::CREATOR_MARGIN;
     let challenge_window = a
         .challenge_window
@@ -147,7 +143,7 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
     let noise = if a.skip_noise_probe {
         None
     } else {
-        let n = terms::honest_noise(&recipe, &a.recipe, h, a.rounds)?;
+        let n = terms::honest_noise(&recipe, h, a.rounds)?;
         terms::check_noise(&n)?;
         Some(n)
     };
@@ -184,12 +180,12 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
             "{}",
             serde_json::json!({
                 "pool_id": id, "creator": pool.creator.to_string(), "dataset_id": dataset_id,
-                "model_config_hash": hex(&job.model_config_hash), "recipe": recipe_json(&a.recipe)?,
+                "model_config_hash": hex(&job.model_config_hash), "recipe": recipe.pool.canonical_json()?,
                 "initial_weights_hash": hex(&job.initial_weights_hash), "dataset_hash": hex(&job.dataset_hash),
                 "inner_steps": job.inner_steps, "rounds": spec.terms.rounds, "min_trainers": spec.terms.min_trainers,
                 "reward_per_round": spec.terms.reward_per_round.to_string(), "quorum_ppb": a.quorum_ppb,
                 // What each member keeps on disk per round until its challenge window closes.
-                "trace_bytes_per_round": a.recipe.segment_boundaries(job.inner_steps).len() as u64
+                "trace_bytes_per_round": recipe.pool.segment_boundaries(job.inner_steps).len() as u64
                     * recipe.max_state_bytes,
                 "round_timeout": round_timeout, "challenge_window": challenge_window,
                 "min_round_length": min_round_length, "settle_blocks": settle_blocks,
@@ -197,7 +193,7 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
                 // What the terms were checked against (`synod_diloco::budget`).
                 "terms": {
                     "step_secs": step_secs, "step_secs_measured": measured,
-                    "block_secs": costs.block_secs, "bandwidth_mbit": a.link.bandwidth_mbit,
+                    "block_secs": costs.block_secs, "bandwidth_mbit": a.link_bytes_per_sec * 8.0 / 1e6,
                     "verify_secs": costs.verify_secs(margin), "margin": margin,
                     "min_challenge_window": costs.min_window(margin),
                     "min_round_timeout": costs.min_timeout(margin),
@@ -213,8 +209,11 @@ pub fn create(a: &PoolCreateArgs) -> Result<()> {
 }
 
 /// `synod-trainer pool show`: pool, members and every final round with its contributors.
-pub fn show(a: &PoolShowArgs) -> Result<()> {
-    let state = runtime()?.block_on(pool_state(&a.chain, a.pool))?;
+///
+/// # Errors
+/// The pool does not exist, or RPC failures.
+pub fn show(chain: &ChainConfig, pool: u32) -> Result<()> {
+    let state = runtime()?.block_on(pool_state(chain, pool))?;
     println!("{state}");
     Ok(())
 }
@@ -225,15 +224,15 @@ pub fn show(a: &PoolShowArgs) -> Result<()> {
 /// # Errors
 /// The chain refuses the call (`NotCreator`, `PoolEnded`, `InvalidAllowedTrainers`), or RPC
 /// failures.
-pub fn allow(a: &PoolAllowArgs) -> Result<()> {
+pub fn allow(chain: &ChainConfig, pool_id: u32, allowed: &[AccountId]) -> Result<()> {
     runtime()?.block_on(async {
-        let (chain, signer) = connect(&a.chain).await?;
-        let call = calls::set_allowed_trainers(a.pool, a.allowed_trainers.clone());
+        let (chain, signer) = connect(chain).await?;
+        let call = calls::set_allowed_trainers(pool_id, allowed.to_vec());
         chain.submit(&call, &signer).await?;
         let pool = chain
-            .pool(a.pool)
+            .pool(pool_id)
             .await?
-            .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
+            .ok_or_else(|| anyhow!("pool {pool_id} does not exist"))?;
         let allowed: Vec<String> = pool
             .spec
             .terms
@@ -243,19 +242,20 @@ pub fn allow(a: &PoolAllowArgs) -> Result<()> {
             .collect();
         println!(
             "{}",
-            serde_json::json!({"pool": a.pool, "allowed_trainers": allowed})
+            serde_json::json!({"pool": pool_id, "allowed_trainers": allowed})
         );
         Ok(())
     })
 }
 
-/// `synod-trainer status`: [`show`]'s state as tables, with validation losses from a member's
-/// `--base-path` when given.
-pub fn status(a: &StatusArgs) -> Result<()> {
-    let state = runtime()?.block_on(pool_state(&a.chain, a.pool))?;
-    let losses = a
-        .base_path
-        .as_ref()
+/// `synod-trainer status`: [`show`]'s state as tables, with validation losses from the
+/// `metrics.jsonl` of a member's `base_path` when given.
+///
+/// # Errors
+/// As [`show`].
+pub fn status(chain: &ChainConfig, pool: u32, base_path: Option<&Path>) -> Result<()> {
+    let state = runtime()?.block_on(pool_state(chain, pool))?;
+    let losses = base_path
         .map(|p| status::losses(&p.join("metrics.jsonl")))
         .unwrap_or_default();
     print!("{}", status::render(&state, &losses));
@@ -263,12 +263,8 @@ pub fn status(a: &StatusArgs) -> Result<()> {
 }
 
 /// The pool's spec, members (bonded and active stake) and every closed round, as JSON.
-async fn pool_state(chain_args: &ChainArgs, pool_id: u32) -> Result<serde_json::Value> {
-    let chain = Chain::connect_any(
-        &chain_args.rpc,
-        Duration::from_secs(chain_args.connect_timeout),
-    )
-    .await?;
+async fn pool_state(config: &ChainConfig, pool_id: u32) -> Result<serde_json::Value> {
+    let chain = Chain::connect_any(&config.rpc, config.connect_timeout).await?;
     let pool = chain
         .pool(pool_id)
         .await?
@@ -344,10 +340,10 @@ pub async fn inner_start(
     )
 }
 
-/// `synod-trainer verify`: replays `--member`'s contribution to final `--round` from the
-/// checkpoint and payload a member of the pool kept under `--base-path`, prints the distance
-/// (JSON), and with `--challenge` opens a challenge when it is outside the tolerance.
-pub fn verify(a: &VerifyArgs) -> Result<()> {
+/// `synod-trainer verify`: replays member `a.member`'s contribution to final round `a.round`
+/// from the checkpoint and payload a member of the pool kept under `a.base_path`, prints the
+/// distance (JSON), and with `a.challenge` opens a challenge when it is outside the tolerance.
+pub fn verify(a: &VerifyConfig) -> Result<()> {
     let recipe = Recipe::load(&a.recipe)?;
     let rt = runtime()?;
     let (chain, signer) = rt.block_on(connect(&a.chain))?;
@@ -355,7 +351,7 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
         .block_on(chain.pool(a.pool))?
         .ok_or_else(|| anyhow!("pool {} does not exist", a.pool))?;
     let job = info.spec.diloco()?;
-    recipe.check(job, &a.recipe)?;
+    recipe.check(job)?;
     let f = rt
         .block_on(chain.final_checkpoint(a.pool, a.round))?
         .ok_or_else(|| anyhow!("round {} of pool {} is not final", a.round, a.pool))?;
@@ -363,7 +359,7 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
         &a.base_path.join("checkpoints"),
         recipe.max_checkpoint_bytes,
     )?;
-    let overlap = a.recipe.outer.overlap;
+    let overlap = recipe.pool.overlap;
     let start = rt.block_on(inner_start(&chain, a.pool, overlap, a.round, f.parent))?;
     let parent = store.get(&start).ok_or_else(|| {
         anyhow!(
@@ -386,7 +382,7 @@ pub fn verify(a: &VerifyArgs) -> Result<()> {
     // A sparse payload's residuals: only its author keeps them (`--base-path` of the accused).
     let residuals = verify::replay::Residuals::from_evidence(&kept, a.round, a.member, &claimed)?;
     let rep = replayer.check(&verify::ReplayInput {
-        recipe: &recipe.replay_view(&a.recipe),
+        recipe: &recipe.replay_view(),
         parent: &parent,
         round: a.round,
         member: a.member,
@@ -473,19 +469,21 @@ async fn settle_lazy_rounds(
     Ok(())
 }
 
-/// `synod-trainer claim`: waits (up to `--wait`) until the pool is over and every final round
+/// `synod-trainer claim`: waits (up to `wait` seconds) until the pool is over and every final round
 /// is settled (settling itself those the chain leaves to a call: [`lazy_due`]), then claims;
 /// prints the amount paid and the account's active stake (planck).
-pub fn claim(a: &ClaimArgs) -> Result<()> {
+///
+/// # Errors
+/// The wait runs out, the chain refuses the claim, or RPC failures.
+pub fn claim(chain: &ChainConfig, pool: u32, wait: u64) -> Result<()> {
     runtime()?.block_on(async {
-        let (chain, signer) = connect(&a.chain).await?;
+        let (chain, signer) = connect(chain).await?;
         let who = account_of(&signer);
-        let pool = a.pool;
-        if a.wait > 0 {
+        if wait > 0 {
             chain
                 .wait_for(
                     "the pool to end and its rounds to settle",
-                    Duration::from_secs(a.wait),
+                    Duration::from_secs(wait),
                     || async {
                         let p = chain.pool(pool).await?;
                         let over = p.is_none_or(|p| {

@@ -20,7 +20,6 @@ use synod_model::segment::state_distance;
 use synod_model::tch;
 use synod_p2p::Limits;
 
-use crate::chain_args::RecipeArgs;
 use crate::pool::Recipe;
 
 /// Inner steps timed per run of [`step_secs`].
@@ -35,10 +34,10 @@ const PROBE_RUNS: u32 = 3;
 ///
 /// # Errors
 /// libtorch errors.
-pub fn step_secs(recipe: &Recipe, args: &RecipeArgs, inner_steps: u32) -> Result<f64> {
+pub fn step_secs(recipe: &Recipe, inner_steps: u32) -> Result<f64> {
     let n = inner_steps.clamp(1, PROBE_STEPS);
-    let mut replica = recipe.setup.replica(&args.model, 0, n, n)?;
-    let state = args.outer.restore(&recipe.theta0_bytes, 0)?;
+    let mut replica = recipe.setup.replica(&recipe.pool, 0, n, n)?;
+    let state = recipe.restore(&recipe.theta0_bytes, 0)?;
     load_params(&replica.vs, &state.params)?;
     replica.reset_optimizer();
     let start = replica.phase_state()?;
@@ -108,21 +107,16 @@ pub struct Noise {
 ///
 /// # Errors
 /// libtorch, codec or checkpoint errors.
-pub fn honest_noise(
-    recipe: &Recipe,
-    args: &RecipeArgs,
-    inner_steps: u32,
-    rounds: u32,
-) -> Result<Noise> {
+pub fn honest_noise(recipe: &Recipe, inner_steps: u32, rounds: u32) -> Result<Noise> {
     let h = inner_steps.max(1);
-    let round = args
-        .model
+    let round = recipe
+        .pool
         .warmup
         .div_ceil(h)
         .saturating_add(1)
         .min(rounds.max(1));
-    let state = args.outer.restore(&recipe.theta0_bytes, round - 1)?;
-    let opts = args.outer.encode_options();
+    let state = recipe.restore(&recipe.theta0_bytes, round - 1)?;
+    let opts = recipe.pool.encode_options();
     let here = tch::get_num_threads().max(1);
     let runs = (
         Run {
@@ -139,11 +133,11 @@ pub fn honest_noise(
         tch::set_num_threads(run.threads);
         recipe
             .setup
-            .replica_on(run.device, &args.model, 0, h, total)
+            .replica_on(run.device, &recipe.pool, 0, h, total)
     };
     let phase = |run: Run| -> Result<std::sync::Arc<Vec<u8>>> {
         let mut replica = replica(run)?;
-        let (c, _) = state.contribute(&mut replica, 0, &opts, &mut args.outer.feedback())?;
+        let (c, _) = state.contribute(&mut replica, 0, &opts, &mut recipe.pool.feedback())?;
         Ok(c.payload)
     };
     let a = phase(runs.0);
@@ -153,7 +147,7 @@ pub fn honest_noise(
         Ok(Default::default())
     };
     // The trace's first segment, replayed from the phase's start state in each run.
-    let bounds = args.segment_boundaries(h);
+    let bounds = recipe.pool.segment_boundaries(h);
     let (from, to) = (
         bounds.first().copied().unwrap_or(0),
         bounds.get(1).copied().unwrap_or(h),
@@ -226,8 +220,8 @@ pub fn state_bytes(recipe: &Recipe) -> Result<u64> {
 
 /// Residual bytes one check fetches: two error-feedback residuals
 /// ([`synod_diloco::residual::max_residual_bytes`]) in a sparse pool, none in a dense one.
-pub fn residual_bytes(recipe: &Recipe, args: &RecipeArgs) -> u64 {
-    if args.outer.wire.sparse() {
+pub fn residual_bytes(recipe: &Recipe) -> u64 {
+    if recipe.pool.is_sparse() {
         2 * recipe.max_residual_bytes
     } else {
         0
@@ -278,14 +272,13 @@ pub struct Shape {
 }
 
 impl Costs {
-    /// The costs of `recipe` (built from `args`) in a pool shaped `shape`, at `step_secs` per
+    /// The costs of `recipe` in a pool shaped `shape`, at `step_secs` per
     /// inner step, `block_secs` per block and `bytes_per_sec` of link.
     ///
     /// # Errors
     /// As [`state_bytes`].
     pub fn for_recipe(
         recipe: &Recipe,
-        args: &RecipeArgs,
         shape: Shape,
         step_secs: f64,
         block_secs: f64,
@@ -296,12 +289,12 @@ impl Costs {
             block_secs,
             bytes_per_sec,
             inner_steps: shape.inner_steps,
-            trace_segments: args.trace_segments,
+            trace_segments: recipe.pool.trace_segments,
             verify_segments: shape.verify_segments,
             members: shape.members,
             rate: shape.rate,
             state_bytes: state_bytes(recipe)?,
-            residual_bytes: residual_bytes(recipe, args),
+            residual_bytes: residual_bytes(recipe),
             payload_bytes: recipe.max_payload_bytes,
             min_round_length: 0,
         })

@@ -14,7 +14,7 @@ mod registry;
 #[cfg(test)]
 mod tests;
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 
 use substrate_prometheus_endpoint::{
     init_prometheus, Counter, CounterVec, Gauge, Registry, F64, U64,
@@ -52,15 +52,9 @@ pub struct Exporter {
 }
 
 impl Exporter {
-    /// Serves `/metrics` on `127.0.0.1:port` (`0.0.0.0:port` if `external`) from a task of
-    /// `rt`. A port in use is logged, not fatal: training goes on without the exporter.
-    pub fn serve(&self, rt: &tokio::runtime::Runtime, port: u16, external: bool) {
-        let ip = if external {
-            Ipv4Addr::UNSPECIFIED
-        } else {
-            Ipv4Addr::LOCALHOST
-        };
-        let addr = SocketAddr::from((ip, port));
+    /// Serves `/metrics` on `addr` from a task of `rt`. A port in use is logged, not fatal:
+    /// training goes on without the exporter.
+    pub fn serve(&self, rt: &tokio::runtime::Runtime, addr: SocketAddr) {
         let registry = self.registry.clone();
         rt.spawn(async move {
             tracing::info!(%addr, "serving Prometheus metrics at /metrics");

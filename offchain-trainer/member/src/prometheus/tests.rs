@@ -260,7 +260,7 @@ fn the_dashboards_scraper_charts_what_the_exporter_serves() {
         }
         .event(),
     );
-    e.serve(&rt, port, false);
+    e.serve(&rt, std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     let url = format!("http://127.0.0.1:{port}/metrics");
     let scraper = Scraper::new(Duration::from_secs(2));
     let page = rt.block_on(async {

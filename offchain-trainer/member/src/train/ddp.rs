@@ -7,17 +7,17 @@ use synod_checkpoint::ParamSet;
 use synod_model::{eval_loss, load_params, DataParallel};
 
 use super::{progress, RoundRecord, Setup};
-use crate::args::TrainArgs;
+use crate::config::TrainConfig;
 
 /// Runs `a.rounds · a.inner_steps` synchronous steps from `theta0` on the same tokens DiLoCo
 /// would see, evaluating every `a.inner_steps` steps (the same token counts as DiLoCo's rounds).
 pub fn run_ddp(
-    a: &TrainArgs,
+    a: &TrainConfig,
     setup: &Setup,
     theta0: ParamSet,
     emit: &mut dyn FnMut(&RoundRecord) -> Result<()>,
 ) -> Result<Vec<RoundRecord>> {
-    let m = &a.model;
+    let m = &a.recipe.recipe;
     let total = a.rounds.saturating_mul(a.inner_steps);
     let replica = setup.replica(m, 0, a.inner_steps, total)?;
     load_params(&replica.vs, &theta0)?;
@@ -36,7 +36,7 @@ pub fn run_ddp(
             let val_loss = eval_loss(
                 &ddp.replica.model,
                 &ddp.replica.plan,
-                m.eval_batches,
+                a.recipe.eval_batches,
                 setup.device,
             )?;
             let r = RoundRecord {

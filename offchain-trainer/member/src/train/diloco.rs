@@ -10,11 +10,11 @@ use synod_diloco::{NesterovSgd, OuterState};
 use synod_model::{eval_loss, load_params};
 
 use super::{progress, RoundRecord, Setup};
-use crate::args::TrainArgs;
+use crate::config::TrainConfig;
 
 /// Runs `a.rounds` DiLoCo rounds with `a.workers` workers in this process (local mode).
 pub fn run_diloco(
-    a: &TrainArgs,
+    a: &TrainConfig,
     setup: &Setup,
     theta0: ParamSet,
     out: Option<&Path>,
@@ -28,31 +28,28 @@ pub fn run_diloco(
 /// every round; writes `round-NNNNNN.safetensors` under `out` when given. A pool's members run
 /// the same rounds over the network and the chain (`synod-trainer run`, [`crate::pool`]).
 pub fn run_rounds(
-    a: &TrainArgs,
+    a: &TrainConfig,
     setup: &Setup,
     theta0: ParamSet,
     out: Option<&Path>,
     emit: &mut dyn FnMut(&RoundRecord) -> Result<()>,
     adversary: Option<&Adversary>,
 ) -> Result<Vec<RoundRecord>> {
-    let m = &a.model;
+    let m = &a.recipe.recipe;
     let total = a.rounds.saturating_mul(a.inner_steps);
     let mut workers = (0..a.workers)
         .map(|w| setup.replica(m, w, a.inner_steps, total))
         .collect::<Result<Vec<_>>>()?;
-    let mut state = OuterState::new(
-        theta0,
-        NesterovSgd::new(a.outer.outer_lr(), a.outer.outer_momentum()),
-    );
-    if a.outer.overlap {
+    let mut state = OuterState::new(theta0, NesterovSgd::new(m.outer_lr, m.outer_momentum));
+    if m.overlap {
         state = state.overlapped();
     }
     let tokens_per_round = u64::from(a.workers)
         * u64::from(a.inner_steps)
         * (setup.plan.batch * setup.plan.seq_len) as u64;
-    let codec = a.outer.encode_options();
-    let mut feedback = vec![a.outer.feedback(); workers.len()];
-    let aggregation = a.outer.aggregation().rule().aggregator(None);
+    let codec = m.encode_options();
+    let mut feedback = vec![m.feedback(); workers.len()];
+    let aggregation = m.aggregation.aggregator(None);
     let mut records = Vec::new();
     let mut bytes = 0u64;
 
@@ -64,7 +61,7 @@ pub fn run_rounds(
             .first_mut()
             .ok_or_else(|| anyhow::anyhow!("no workers"))?;
         load_params(&eval.vs, &state.params)?;
-        let val_loss = eval_loss(&eval.model, &eval.plan, m.eval_batches, setup.device)?;
+        let val_loss = eval_loss(&eval.model, &eval.plan, a.recipe.eval_batches, setup.device)?;
         let r = RoundRecord { val_loss, ..r };
         emit(&r)?;
         Ok(r)

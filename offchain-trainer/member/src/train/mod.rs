@@ -10,12 +10,13 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use synod_checkpoint::{ParamSet, OUTER_MOMENTUM_PREFIX};
 use synod_data::{BatchPlan, Corpus};
-use synod_model::{parse_device, tch::Device, TchInnerTrainer};
+use synod_diloco::recipe::PoolRecipe;
+use synod_model::{parse_device, tch::Device, GptConfig, InnerConfig, TchInnerTrainer};
 
 pub use ddp::run_ddp;
 pub use diloco::{run_diloco, run_rounds};
 
-use crate::args::{InitArgs, Method, ModelArgs, TrainArgs};
+use crate::config::{Method, RecipeConfig, TrainConfig};
 use crate::event::TrainerEvent;
 use crate::metrics::Metrics;
 use crate::plot::{loss_vs_tokens, Curve};
@@ -145,28 +146,32 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Loads the corpus and plans batches.
-    pub fn new(m: &ModelArgs, data: &Path) -> Result<Self> {
+    /// Loads the corpus `c.data` and plans the recipe's batches on `c.device`.
+    ///
+    /// # Errors
+    /// An unreadable corpus, one too short for a batch, an unknown device.
+    pub fn new(c: &RecipeConfig) -> Result<Self> {
         let corpus = Arc::new(
-            Corpus::from_file(data)
-                .with_context(|| format!("loading corpus {}", data.display()))?,
+            Corpus::from_file(&c.data)
+                .with_context(|| format!("loading corpus {}", c.data.display()))?,
         );
-        let plan = BatchPlan::new(corpus, m.seed, m.batch, m.seq_len()?)?;
+        let r = &c.recipe;
+        let plan = BatchPlan::new(corpus, r.seed, r.batch, r.seq_len)?;
         Ok(Self {
             plan,
-            device: parse_device(&m.device)?,
+            device: parse_device(&c.device)?,
         })
     }
 
     /// A replica for `worker` (fresh weights from the pool seed) on this setup's device.
     pub fn replica(
         &self,
-        m: &ModelArgs,
+        r: &PoolRecipe,
         worker: u32,
         inner_steps: u32,
         total_steps: u32,
     ) -> Result<TchInnerTrainer> {
-        self.replica_on(self.device, m, worker, inner_steps, total_steps)
+        self.replica_on(self.device, r, worker, inner_steps, total_steps)
     }
 
     /// A replica for `worker` (fresh weights from the pool seed) on `device`, whatever this
@@ -174,24 +179,45 @@ impl Setup {
     pub fn replica_on(
         &self,
         device: Device,
-        m: &ModelArgs,
+        r: &PoolRecipe,
         worker: u32,
         inner_steps: u32,
         total_steps: u32,
     ) -> Result<TchInnerTrainer> {
         Ok(TchInnerTrainer::new(
-            m.gpt()?,
-            m.inner(inner_steps, total_steps),
+            model_config(r)?,
+            inner_config(r, inner_steps, total_steps),
             self.plan.clone(),
             worker,
             device,
-            m.seed as i64,
+            r.seed as i64,
         )?)
     }
 }
 
+/// The model of the recipe's preset.
+///
+/// # Errors
+/// An unknown preset.
+pub fn model_config(r: &PoolRecipe) -> Result<GptConfig> {
+    Ok(GptConfig::preset(&r.model)?)
+}
+
+/// The recipe's inner optimizer (AdamW, cosine decay to `min_lr` after a linear warm-up;
+/// nanoGPT's settings otherwise) for phases of `inner_steps` out of `total_steps` inner steps.
+pub fn inner_config(r: &PoolRecipe, inner_steps: u32, total_steps: u32) -> InnerConfig {
+    InnerConfig {
+        lr: r.lr,
+        min_lr: r.min_lr,
+        warmup_steps: r.warmup,
+        round_warmup_steps: r.round_warmup,
+        keep_state: r.keep_inner_state,
+        ..InnerConfig::nanogpt(r.batch, inner_steps, total_steps)
+    }
+}
+
 /// θ₀: the checkpoint at `init` (outer state ignored) or fresh weights from the seed.
-pub fn initial_params(setup: &Setup, m: &ModelArgs, init: Option<&Path>) -> Result<ParamSet> {
+pub fn initial_params(setup: &Setup, r: &PoolRecipe, init: Option<&Path>) -> Result<ParamSet> {
     match init {
         Some(path) => {
             let (mut set, hash) = synod_checkpoint::read(path, None)?;
@@ -199,7 +225,7 @@ pub fn initial_params(setup: &Setup, m: &ModelArgs, init: Option<&Path>) -> Resu
             tracing::info!(hash = %synod_checkpoint::hex(&hash), "initial weights from {}", path.display());
             Ok(set)
         }
-        None => Ok(setup.replica(m, 0, 1, 1)?.params()?),
+        None => Ok(setup.replica(r, 0, 1, 1)?.params()?),
     }
 }
 
@@ -218,11 +244,15 @@ pub fn progress(len: u64, what: &str, quiet: bool) -> ProgressBar {
     pb
 }
 
-/// `synod-trainer train`.
-pub fn run(a: &TrainArgs) -> Result<()> {
+/// `synod-trainer train`: `a.rounds` rounds of `a.workers` local workers; writes the round
+/// checkpoints, `metrics.jsonl` and `loss.png` under `a.out`.
+///
+/// # Errors
+/// An unreadable corpus or initial checkpoint, libtorch errors, an unwritable `a.out`.
+pub fn run(a: &TrainConfig) -> Result<()> {
     std::fs::create_dir_all(&a.out)?;
-    let setup = Setup::new(&a.model, &a.data)?;
-    let theta0 = initial_params(&setup, &a.model, a.init.as_deref())?;
+    let setup = Setup::new(&a.recipe)?;
+    let theta0 = initial_params(&setup, &a.recipe.recipe, a.init.as_deref())?;
     let metrics = Metrics::with_file(&a.out.join("metrics.jsonl"))?;
     let records = match a.method {
         Method::Diloco => run_diloco(a, &setup, theta0, Some(&a.out), &mut |r: &RoundRecord| {
@@ -253,31 +283,35 @@ pub fn run(a: &TrainArgs) -> Result<()> {
     Ok(())
 }
 
-/// `synod-trainer init`: writes θ₀ for the pool seed and prints `{"checkpoint_hash", "path", "params"}`.
-pub fn init(a: &InitArgs) -> Result<()> {
-    let device = parse_device(&a.model.device)?;
+/// `synod-trainer init`: writes θ₀ of recipe `r` (its model and seed) to `out` as a canonical
+/// checkpoint, built on `device`, and prints `{"checkpoint_hash", "path", "params"}`.
+///
+/// # Errors
+/// An unknown model preset or device, libtorch errors, an unwritable `out`.
+pub fn init(r: &PoolRecipe, device: &str, out: &Path) -> Result<()> {
+    let device = parse_device(device)?;
     let plan = BatchPlan::new(
         Arc::new(Corpus::from_bytes(vec![b' '; 4 * 1024])),
-        a.model.seed,
+        r.seed,
         1,
         1,
     )?;
     let replica = TchInnerTrainer::new(
-        a.model.gpt()?,
-        a.model.inner(1, 1),
+        model_config(r)?,
+        inner_config(r, 1, 1),
         plan,
         0,
         device,
-        a.model.seed as i64,
+        r.seed as i64,
     )?;
-    if let Some(dir) = a.out.parent() {
+    if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let set = replica.params()?;
-    let hash = synod_checkpoint::write(&a.out, &set)?;
+    let hash = synod_checkpoint::write(out, &set)?;
     println!(
         "{}",
-        serde_json::json!({"checkpoint_hash": synod_checkpoint::hex(&hash), "path": a.out, "params": set.numel()})
+        serde_json::json!({"checkpoint_hash": synod_checkpoint::hex(&hash), "path": out, "params": set.numel()})
     );
     Ok(())
 }

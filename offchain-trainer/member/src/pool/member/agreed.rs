@@ -184,8 +184,8 @@ impl Trainer {
             .store
             .get(&p.parent)
             .ok_or_else(|| anyhow!("θ of round {} is not kept", round - 1))?;
-        let mut state = self.ctx.a.recipe.outer.restore(&parent, round - 1)?;
-        let rule = self.ctx.a.recipe.outer.aggregation().rule();
+        let mut state = self.ctx.recipe.restore(&parent, round - 1)?;
+        let rule = self.ctx.recipe.pool.aggregation;
         // The snapshot's weights, read again: `p.stakes` are the stakes read before the round
         // opened when its snapshot could not be read at the exchange.
         let stakes = match self.ctx.block_on(self.ctx.snapshot_stakes(round)) {

@@ -16,7 +16,7 @@ use super::ctx::until_margin;
 use super::rounds::RoundCtx;
 use super::settle::{Pending, NOT_COMMITTED};
 use super::Trainer;
-use crate::chain_args::Fault;
+use crate::config::Fault;
 use crate::event::TrainerEvent;
 use crate::train::RoundRecord;
 

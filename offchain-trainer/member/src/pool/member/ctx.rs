@@ -14,7 +14,7 @@ use synod_protocol::{RoundState, Timeline};
 use tokio::runtime::Handle;
 
 use super::appeal::{Appealer, OnChain};
-use crate::chain_args::RunArgs;
+use crate::config::MemberConfig;
 use crate::pool::recipe::Recipe;
 use crate::pool::store::Store;
 use crate::pool::verify::Retained;
@@ -65,7 +65,7 @@ fn trace_of(payload: &[u8]) -> Vec<[u8; 32]> {
 #[derive(Clone)]
 pub(super) struct Ctx {
     /// `synod-trainer run`'s arguments.
-    pub a: Arc<RunArgs>,
+    pub a: Arc<MemberConfig>,
     /// The member's tokio runtime (owned by the training thread, which drops it last).
     pub rt: Handle,
     /// The chain client.
@@ -154,7 +154,7 @@ impl Ctx {
     /// # Errors
     /// As [`crate::pool::inner_start`].
     pub fn inner_start(&self, round: u32, parent: CheckpointHash) -> Result<CheckpointHash> {
-        let overlap = self.a.recipe.outer.overlap;
+        let overlap = self.recipe.pool.overlap;
         self.block_on(crate::pool::inner_start(
             &self.chain,
             self.pool,

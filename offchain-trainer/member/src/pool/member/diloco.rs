@@ -14,7 +14,7 @@ use tokio::runtime::Runtime;
 use super::ctx::Ctx;
 use super::program::{Joined, PoolProgram};
 use super::{duty, evidence_dir, Trainer};
-use crate::chain_args::RunArgs;
+use crate::config::MemberConfig;
 use crate::pool::recipe::Recipe;
 use crate::pool::terms;
 use crate::pool::verify::Retained;
@@ -32,12 +32,12 @@ impl PoolProgram for Diloco {
         rt: &Runtime,
         chain: &Chain,
         signer: &Signer,
-        a: &RunArgs,
+        a: &MemberConfig,
         spec: &PoolSpec,
     ) -> Result<Self> {
         let recipe = Recipe::load(&a.recipe)?;
         let job = spec.diloco()?.clone();
-        recipe.check(&job, &a.recipe)?;
+        recipe.check(&job)?;
         let costs = keep_terms(rt, chain, signer, a, &recipe, spec, &job)?;
         Ok(Self { recipe, job, costs })
     }
@@ -50,12 +50,12 @@ impl PoolProgram for Diloco {
         &self.recipe.theta0_bytes
     }
 
-    fn run(self, a: &RunArgs, j: Joined) -> Result<()> {
+    fn run(self, a: &MemberConfig, j: Joined) -> Result<()> {
         let Self { recipe, job, costs } = self;
         let total_steps = j.started.spec.terms.rounds.saturating_mul(job.inner_steps);
         let worker = recipe
             .setup
-            .replica(&a.recipe.model, j.me, job.inner_steps, total_steps)?
+            .replica(&recipe.pool, j.me, job.inner_steps, total_steps)?
             .with_step_hook(inner_progress(a.quiet));
         let ctx = Ctx {
             a: Arc::new(a.clone()),
@@ -107,7 +107,7 @@ fn keep_terms(
     rt: &Runtime,
     chain: &synod_chain::Chain,
     signer: &synod_chain::Signer,
-    a: &RunArgs,
+    a: &MemberConfig,
     recipe: &Recipe,
     spec: &PoolSpec,
     job: &DilocoSpec,
@@ -121,11 +121,10 @@ fn keep_terms(
     };
     let costs = terms::Costs::for_recipe(
         recipe,
-        &a.recipe,
         shape,
-        terms::step_secs(recipe, &a.recipe, inner_steps)?,
+        terms::step_secs(recipe, inner_steps)?,
         rt.block_on(chain.block_secs())?,
-        a.link.bytes_per_sec(),
+        a.link_bytes_per_sec,
     )?
     .with_min_round_length(spec.terms.min_round_length);
     let checked = costs.check(
@@ -140,7 +139,7 @@ fn keep_terms(
     // Two inner phases and two segments: after the cheap checks, before anything is bonded.
     if checked.is_ok() {
         let probed = terms::device_check(recipe.setup.device, joined, || {
-            terms::honest_noise(recipe, &a.recipe, inner_steps, spec.terms.rounds)
+            terms::honest_noise(recipe, inner_steps, spec.terms.rounds)
         })?;
         if let Some(n) = probed {
             tracing::info!(

@@ -11,7 +11,7 @@ use synod_diloco::{Contribution, OuterState};
 use synod_p2p::message::PayloadRef;
 
 use super::Trainer;
-use crate::chain_args::{Fault, LATE_SECS};
+use crate::config::{Fault, LATE_SECS};
 
 /// Largest payload a copier fetches, in bytes.
 const MAX_COPY_BYTES: u64 = 1 << 30;
@@ -34,7 +34,7 @@ impl Trainer {
             let adversary = Adversary {
                 member: self.ctx.me,
                 attack,
-                seed: self.ctx.a.recipe.model.seed,
+                seed: self.ctx.recipe.pool.seed,
             };
             adversary.tamper(&state.params, r, std::slice::from_mut(mine), codec)?;
             return Ok(());
@@ -109,7 +109,7 @@ impl Trainer {
     /// Waits for another member's announcement of round `r` and fetches that payload.
     fn copy_a_payload(&self, r: u32) -> Result<Option<Vec<u8>>> {
         let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(self.ctx.a.round_deadline) {
+        while start.elapsed() < self.ctx.a.round_deadline {
             let snap = self.ctx.client.snapshot();
             let others = snap
                 .announced

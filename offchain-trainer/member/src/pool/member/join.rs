@@ -8,7 +8,7 @@ use synod_chain::{calls, Chain, Signer};
 use synod_p2p::libp2p_identity::Keypair;
 use synod_p2p::MemberKey;
 
-use crate::chain_args::RunArgs;
+use crate::config::MemberConfig;
 use crate::pool::{ensure_bonded, planck};
 
 /// Loads the 32-byte identity seed at `path` (64 hex digits), or creates it from the OS
@@ -45,7 +45,7 @@ pub(crate) fn identity_seed(path: &Path) -> Result<[u8; 32]> {
 pub(super) async fn register(
     chain: &Chain,
     signer: &Signer,
-    a: &RunArgs,
+    a: &MemberConfig,
     identity: &Keypair,
     key: &MemberKey,
 ) -> Result<(u32, u32, bool, u128)> {

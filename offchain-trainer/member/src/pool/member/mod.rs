@@ -72,7 +72,7 @@ use tokio::runtime::Runtime;
 
 use super::store::Store;
 use super::{connect, runtime, terms};
-use crate::chain_args::RunArgs;
+use crate::config::MemberConfig;
 use crate::event::TrainerEvent;
 use crate::metrics::Metrics;
 use crate::prometheus::Exporter;
@@ -111,7 +111,7 @@ struct Trainer {
 /// The chain cannot be reached; the pool does not exist, or is of a kind this trainer does not
 /// run ([`UnsupportedKind`]); a fault injected on a chain that is not a development or local
 /// one; what joining or the program returns.
-pub fn run(a: &RunArgs) -> Result<()> {
+pub fn run(a: &MemberConfig) -> Result<()> {
     let rt = runtime()?;
     let (chain, signer) = rt.block_on(connect(&a.chain))?;
     if let Some(fault) = a.fault {
@@ -133,18 +133,19 @@ pub fn run(a: &RunArgs) -> Result<()> {
 /// Joins pool `info` (of program `P`'s kind) as a member and hands it to `P` once the pool
 /// trains: what every kind does.
 fn member<P: PoolProgram>(
-    a: &RunArgs,
+    a: &MemberConfig,
     rt: Runtime,
     chain: synod_chain::Chain,
     signer: synod_chain::Signer,
     info: synod_chain::types::PoolInfo,
 ) -> Result<()> {
-    let exporter = if a.no_prometheus {
-        None
-    } else {
-        let e = Exporter::new()?;
-        e.serve(&rt, a.prometheus_port, a.prometheus_external);
-        Some(e)
+    let exporter = match a.prometheus {
+        Some(addr) => {
+            let e = Exporter::new()?;
+            e.serve(&rt, addr);
+            Some(e)
+        }
+        None => None,
     };
     let events = rt.block_on(chain.follow())?;
     // What that one subscription sees drives the waits for the chain (`watch.rs`).
@@ -197,10 +198,10 @@ fn member<P: PoolProgram>(
         me,
         MemberSet::new(u64::from(a.pool), vec![own]),
     );
-    cfg.listen = vec![a.listen.parse().context("--listen")?];
+    cfg.listen = vec![a.listen.clone()];
     cfg.public_addrs = a.public_addr.clone();
     cfg.limits = synod_p2p::Limits {
-        stall: Duration::from_secs(a.transfer_stall),
+        stall: a.transfer_stall,
         min_rate: a.min_transfer_rate,
     };
     cfg.bootnodes = a.bootnode.clone();
@@ -208,7 +209,7 @@ fn member<P: PoolProgram>(
     cfg.distrust_file = Some(a.base_path.join("distrusted-relays"));
     let cap = a.max_upload_mbit.map(|m| m * 1e6 / 8.0);
     cfg.max_upload = cap.map(|bytes_per_sec| bytes_per_sec as u64);
-    let upload = cap.map_or(a.link.bytes_per_sec(), |c| c.min(a.link.bytes_per_sec()));
+    let upload = cap.map_or(a.link_bytes_per_sec, |c| c.min(a.link_bytes_per_sec));
     let needed = terms::evidence_capacity(info.spec.terms.max_trainers, &cfg.limits);
     if upload < needed {
         tracing::warn!(
@@ -236,14 +237,7 @@ fn member<P: PoolProgram>(
         member: me,
         peer_id: peer_id.to_string(),
         pool: a.pool,
-        prometheus: (!a.no_prometheus).then(|| {
-            let host = if a.prometheus_external {
-                "0.0.0.0"
-            } else {
-                "127.0.0.1"
-            };
-            format!("http://{host}:{}/metrics", a.prometheus_port)
-        }),
+        prometheus: a.prometheus.map(|addr| format!("http://{addr}/metrics")),
         resumed,
         stake: stake.to_string(),
     })?;
@@ -408,7 +402,7 @@ impl Trainer {
         }
         let bytes = bytes?;
         self.keep_serving_final(hash, Some(&bytes))?;
-        let state = self.ctx.a.recipe.outer.restore(&bytes, round)?;
+        let state = self.ctx.recipe.restore(&bytes, round)?;
         self.metrics.emit(&TrainerEvent::Synced {
             round,
             hash: synod_checkpoint::hex(&hash),
@@ -436,7 +430,7 @@ impl Trainer {
         let val_loss = eval_loss(
             &worker.model,
             &worker.plan,
-            self.ctx.a.recipe.model.eval_batches,
+            self.ctx.a.recipe.eval_batches,
             self.ctx.recipe.setup.device,
         )?;
         self.curve.push((r.tokens as f64, val_loss));

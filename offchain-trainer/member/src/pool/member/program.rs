@@ -13,7 +13,7 @@ use tokio::runtime::Runtime;
 use super::appeal::{Appealer, OnChain};
 use super::duty::DutyMsg;
 use super::watch::ChainWatch;
-use crate::chain_args::RunArgs;
+use crate::config::MemberConfig;
 use crate::metrics::Metrics;
 use crate::pool::store::Store;
 
@@ -32,7 +32,7 @@ pub(super) trait PoolProgram: Sized {
         rt: &Runtime,
         chain: &Chain,
         signer: &Signer,
-        a: &RunArgs,
+        a: &MemberConfig,
         spec: &PoolSpec,
     ) -> Result<Self>;
 
@@ -48,7 +48,7 @@ pub(super) trait PoolProgram: Sized {
     ///
     /// # Errors
     /// What ends the member: the chain or the network lost, a local store that fails.
-    fn run(self, a: &RunArgs, joined: Joined) -> Result<()>;
+    fn run(self, a: &MemberConfig, joined: Joined) -> Result<()>;
 }
 
 /// A member that has joined its pool and whose pool trains: the handles every kind's program

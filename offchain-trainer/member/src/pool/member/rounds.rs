@@ -120,9 +120,9 @@ impl Trainer {
         included_prev: Option<&[u32]>,
         like: &synod_checkpoint::ParamSet,
     ) -> Result<(synod_diloco::ErrorFeedback, Option<[u8; 32]>)> {
-        let outer = &self.ctx.a.recipe.outer;
-        if !outer.wire.sparse() {
-            return Ok((outer.feedback(), None));
+        let recipe = &self.ctx.recipe.pool;
+        if !recipe.is_sparse() {
+            return Ok((recipe.feedback(), None));
         }
         let chain_set;
         let included_prev = match included_prev {
@@ -150,7 +150,7 @@ impl Trainer {
                 }
             };
         Ok((
-            synod_diloco::ErrorFeedback::committed(outer.ef_decay, residual),
+            synod_diloco::ErrorFeedback::committed(recipe.ef_decay(), residual),
             copied,
         ))
     }
@@ -205,24 +205,27 @@ impl Trainer {
                 None,
             )?;
         }
-        let codec = self.ctx.a.recipe.outer.encode_options();
-        let rule = self.ctx.a.recipe.outer.aggregation().rule();
+        let codec = self.ctx.recipe.pool.encode_options();
+        let rule = self.ctx.recipe.pool.aggregation;
         let xcfg = ExchangeConfig {
-            deadline: Duration::from_secs(self.ctx.a.round_deadline),
+            deadline: self.ctx.a.round_deadline,
             announce_grace: super::commit::announce_grace(self.ctx.step_secs, self.ctx.inner_steps),
             max_payload_bytes: self.ctx.recipe.max_payload_bytes,
             ..ExchangeConfig::default()
         };
         let batch_tokens =
             (self.ctx.recipe.setup.plan.batch * self.ctx.recipe.setup.plan.seq_len) as u64;
-        let boundaries = if self.ctx.a.recipe.model.keep_inner_state {
+        let boundaries = if self.ctx.recipe.pool.keep_inner_state {
             Vec::new() // not replayable from θ alone: no trace either
         } else {
-            self.ctx.a.recipe.segment_boundaries(self.ctx.inner_steps)
+            self.ctx
+                .recipe
+                .pool
+                .segment_boundaries(self.ctx.inner_steps)
         };
         let ctx = RoundCtx {
             codec,
-            feedback: self.ctx.a.recipe.outer.feedback(),
+            feedback: self.ctx.recipe.pool.feedback(),
             rule,
             xcfg,
             batch_tokens,
@@ -259,7 +262,7 @@ impl Trainer {
         mut parent: CheckpointHash,
         ctx: &RoundCtx,
     ) -> Result<u32> {
-        let overlap = self.ctx.a.recipe.outer.overlap;
+        let overlap = self.ctx.recipe.pool.overlap;
         let mut ahead: Option<Computed> = None;
         // Round r's start, when round r − 1's end already read it (to check the phase ahead).
         let mut next_start: Option<CheckpointHash> = None;
@@ -467,7 +470,7 @@ impl Trainer {
                 start,
                 Duration::from_secs(300),
             ))?;
-            self.ctx.a.recipe.outer.restore(&bytes, r - 1)?
+            self.ctx.recipe.restore(&bytes, r - 1)?
         };
         let (mut feedback, copied) = self.round_feedback(r, None, &from.params)?;
         let worker = self

@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use super::agreed::late_window_closing;
 use super::commit::{submit_commit, CommitOutcome, NOT_RECORDED};
 use super::Trainer;
-use crate::chain_args::Fault;
+use crate::config::Fault;
 use crate::event::TrainerEvent;
 use crate::plot::{loss_vs_tokens, Curve};
 

@@ -14,7 +14,7 @@ use synod_protocol::RoundPhase;
 
 use super::super::commit::{submit_commit, CommitOutcome, NOT_RECORDED};
 use super::DutyWorker;
-use crate::chain_args::Fault;
+use crate::config::Fault;
 use crate::event::TrainerEvent;
 
 /// What becomes of one unsettled final round at a pass ([`attestation`]).

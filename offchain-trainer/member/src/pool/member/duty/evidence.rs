@@ -57,7 +57,7 @@ impl DutyWorker {
         claimed: &[u8],
         fetched: &FetchedStates,
     ) -> Result<std::result::Result<Residuals, Unusable>> {
-        if !self.ctx.a.recipe.outer.wire.sparse() {
+        if !self.ctx.recipe.pool.is_sparse() {
             return Ok(Ok(Residuals::default()));
         }
         let Ok(Some(c)) = commitments_of(member, claimed) else {
@@ -134,10 +134,10 @@ impl DutyWorker {
         let h = self.ctx.inner_steps;
         let load = synod_diloco::budget::VerifyLoad {
             inner_steps: h,
-            segment_len: synod_diloco::verify::segment_len(h, self.ctx.a.recipe.trace_segments),
+            segment_len: synod_diloco::verify::segment_len(h, self.ctx.recipe.pool.trace_segments),
             verify_segments: self.ctx.a.verify_segments,
             contributions: u32::try_from(checks).unwrap_or(u32::MAX),
-            trace_segments: self.ctx.a.recipe.trace_segments,
+            trace_segments: self.ctx.recipe.pool.trace_segments,
             state_bytes: 0,
             residual_bytes: 0,
         };
@@ -165,8 +165,8 @@ impl DutyWorker {
     ) -> FetchedStates {
         let boundaries = self
             .ctx
-            .a
             .recipe
+            .pool
             .segment_boundaries(self.ctx.inner_steps)
             .len();
         let mut asked = Vec::new();
@@ -180,7 +180,7 @@ impl DutyWorker {
             };
             asked.push(((peer, *round), claimed, segments.clone()));
         }
-        let sparse = self.ctx.a.recipe.outer.wire.sparse();
+        let sparse = self.ctx.recipe.pool.is_sparse();
         let wanted = wanted_states(asked, boundaries, sparse);
         let fetches: u64 = wanted.iter().map(|(_, h)| h.len() as u64).sum();
         if wanted.is_empty() {
@@ -207,7 +207,7 @@ impl DutyWorker {
         states: &mut FetchedStates,
         by: Checker,
     ) {
-        if !self.ctx.a.recipe.outer.wire.sparse() {
+        if !self.ctx.recipe.pool.is_sparse() {
             return;
         }
         let asked = checks

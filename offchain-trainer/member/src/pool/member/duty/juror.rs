@@ -311,7 +311,7 @@ impl DutyWorker {
             None => return Err(anyhow!("round {} is not final", c.round)),
         };
         let (round, digest, expires) = (c.round, c.payload_digest, u64::from(c.expires_at));
-        if self.ctx.a.recipe.outer.wire.sparse() {
+        if self.ctx.recipe.pool.is_sparse() {
             let included_prev = self.ctx.final_included(round.saturating_sub(1))?;
             if expected_carried_in(&self.ctx.retained, round, member, &included_prev).is_none() {
                 return Ok(Err(

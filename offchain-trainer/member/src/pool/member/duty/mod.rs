@@ -328,7 +328,7 @@ impl DutyWorker {
         // The worker reads no more messages: the chain is read for every round.
         self.unfollowed();
         // A sparse pool's members serve their residuals until nobody can challenge them.
-        if !self.verifies() && !self.ctx.a.recipe.outer.wire.sparse() {
+        if !self.verifies() && !self.ctx.recipe.pool.is_sparse() {
             if let Err(e) = self.report_equivocations() {
                 tracing::warn!("equivocation reports: {e:#}");
             }

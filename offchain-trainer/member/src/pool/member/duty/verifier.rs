@@ -100,7 +100,7 @@ impl DutyWorker {
         // cancelled), when that round will never open.
         let info = self.ctx.pool_info()?;
         let over = matches!(info.status, PoolStatus::Completed | PoolStatus::Cancelled);
-        let sparse = self.ctx.a.recipe.outer.wire.sparse();
+        let sparse = self.ctx.recipe.pool.is_sparse();
         let rounds = self.ctx.retained.rounds();
         // Rounds whose evidence nothing needs any more, by round.
         let mut done = BTreeMap::new();
@@ -183,8 +183,8 @@ impl DutyWorker {
         });
         let segment_count = self
             .ctx
-            .a
             .recipe
+            .pool
             .segment_boundaries(self.ctx.inner_steps)
             .len() as u32
             - 1;
@@ -452,7 +452,7 @@ impl DutyWorker {
                 bytes
             }
         };
-        let view = self.ctx.recipe.replay_view(&self.ctx.a.recipe);
+        let view = self.ctx.recipe.replay_view();
         let read = |states: &FetchedStates, h: &[u8; 32]| {
             states.get(h).and_then(|p| std::fs::read(p).ok())
         };
