@@ -203,7 +203,7 @@ pub fn unregister_juror() -> Call<()> {
 
 /// `Checkpoints.void_expired_round(pool_id)`: voids the pool's open round once its deadline
 /// has passed (a round whose deadline found no room in the chain's per-block queue stays open
-/// until a commit or this call voids it).
+/// until this call voids it; commits are refused from the deadline on).
 pub fn void_expired_round(pool: u32) -> Call<(u32,)> {
     subxt::dynamic::tx("Checkpoints", "void_expired_round", (pool,))
 }

@@ -26,8 +26,7 @@ pub enum SynodEvent {
         hash: [u8; 32],
     },
     /// `Checkpoints.CheckpointCommitted`: the chain recorded `who`'s commit of `hash` for
-    /// `round` (a commit that voids a round past its deadline is not recorded, and emits
-    /// none).
+    /// `round` (a commit from the round's deadline on is refused: `DeadlinePassed`).
     CheckpointCommitted {
         /// Pool.
         pool: u32,

@@ -237,7 +237,7 @@ pub struct OpenRound {
     /// Block at which it is voided unless final.
     pub deadline: u32,
     /// Block whose `on_initialize` voids it; `None` if the chain's per-block queue was full
-    /// (it is then voided by the first commit or `void_expired_round` from its deadline on).
+    /// (it is then voided by the deadline queue or by `void_expired_round` from its deadline on).
     pub scheduled_at: Option<u32>,
 }
 

@@ -5,7 +5,7 @@ use frame_support::pallet_prelude::*;
 use sp_runtime::traits::{CheckedAdd, SaturatedConversion, Saturating};
 use synod_primitives::{
 	protocol::{self, RoundPhase},
-	Hash32, PoolId, PoolStatus, PoolsInterface, RoundIndex,
+	Hash32, OnRoundFinalized, PoolId, PoolStatus, PoolsInterface, RoundIndex,
 };
 
 impl<T: Config> Pallet<T> {
@@ -26,38 +26,65 @@ impl<T: Config> Pallet<T> {
 		synod_primitives::dry_run(|| Self::do_commit(who, pool_id, round, hash, included))
 	}
 
-	/// The weight charged for a commit that did not void the round, in a pool whose round
-	/// snapshots hold at most `m` participants: the benchmarked worst path
+	/// The weight charged for a commit in a pool whose round snapshots hold at most `m`
+	/// participants, the pool's end aside: the benchmarked worst path
 	/// ([`WeightInfo::commit_checkpoint`]) at `m` (at least 2, the benchmark's range; at
-	/// most `MaxMembers`), plus the reads of [`Self::commit_used_weight`] and of the call's
-	/// void check.
+	/// most `MaxMembers`), plus the reads of [`Self::commit_used_weight`] and the lists a
+	/// finalization probes beyond the benchmark's ([`Self::finality_probe_weight`]).
 	pub fn commit_weight_at(m: u32) -> Weight {
 		let m = m.clamp(2, T::MaxMembers::get().max(2));
-		T::WeightInfo::commit_checkpoint(m).saturating_add(T::DbWeight::get().reads(6))
+		T::WeightInfo::commit_checkpoint(m)
+			.saturating_add(T::DbWeight::get().reads(6))
+			.saturating_add(Self::finality_probe_weight())
 	}
 
-	/// The weight a successful commit of `round` of `pool_id` used, `None` for the weight it
-	/// booked: a commit that voided the round (it was not voided before: `voided_before`) or
-	/// after which the pool no longer trains (its last round final: the pool's end releases
-	/// every member's commitment) is charged as booked; any other is charged
-	/// [`Self::commit_weight_at`] the larger of the round's snapshot and the next round's
-	/// (opened by a finalizing commit).
-	pub fn commit_used_weight(
-		pool_id: PoolId,
-		round: RoundIndex,
-		voided_before: bool,
-	) -> Option<Weight> {
-		let voided = !voided_before && Voided::<T>::contains_key(pool_id, round);
-		let training =
-			T::Pools::round_params(pool_id).is_some_and(|p| p.status == PoolStatus::Training);
-		if voided || !training {
-			return None;
-		}
+	/// What a finalizing commit may read beyond its benchmark, which found room in the first
+	/// deadline and settlement lists it tried: the later lists the next round's deadline
+	/// (`MaxDeadlinesPerBlock − 1`) and the round's settlement
+	/// (`OnRoundFinalized::probe_weight`) probe when the first ones are full.
+	pub fn finality_probe_weight() -> Weight {
+		let lists = T::MaxDeadlinesPerBlock::get().saturating_sub(1);
+		let max_len =
+			BoundedVec::<(PoolId, RoundIndex), T::MaxDeadlinesPerBlock>::max_encoded_len();
+		synod_primitives::list_probe_weight::<T::DbWeight>(lists, max_len)
+			.saturating_add(<T::OnRoundFinalized as OnRoundFinalized<_>>::probe_weight())
+	}
+
+	/// The weight charged for a commit that ends its pool (it finalized the pool's last
+	/// round): [`Self::commit_weight_at`] `m` followed by the end of a pool of `members`
+	/// members (`PoolsInterface::end_weight`) and the read of their count.
+	pub fn ending_commit_weight_at(m: u32, members: u32) -> Weight {
+		Self::commit_weight_at(m)
+			.saturating_add(T::Pools::end_weight(members))
+			.saturating_add(T::DbWeight::get().reads(1))
+	}
+
+	/// The weight a commit books: the worst path, a `MaxMembers` pool's finalizing commit
+	/// ending the pool ([`Self::ending_commit_weight_at`]); a finalizing commit that opens the
+	/// next round instead does less.
+	pub fn commit_booked_weight() -> Weight {
+		let max = T::MaxMembers::get();
+		Self::ending_commit_weight_at(max, max)
+	}
+
+	/// The weight a successful commit of `round` of `pool_id` used, at `m` the larger of the
+	/// round's snapshot and the next round's (opened by a finalizing commit):
+	/// [`Self::commit_weight_at`] `m`, or [`Self::ending_commit_weight_at`] `m` and the pool's
+	/// member count when the pool no longer trains after it (its last round final: the pool's
+	/// end released every member's commitment). A commit never voids a round
+	/// ([`Error::DeadlinePassed`]).
+	pub fn commit_used_weight(pool_id: PoolId, round: RoundIndex) -> Weight {
 		let participants = |r: RoundIndex| {
 			Snapshots::<T>::decode_len((pool_id, r)).map_or(0, |n| n.saturated_into::<u32>())
 		};
 		let m = participants(round).max(participants(round.saturating_add(1)));
-		Some(Self::commit_weight_at(m))
+		let training =
+			T::Pools::round_params(pool_id).is_some_and(|p| p.status == PoolStatus::Training);
+		if training {
+			Self::commit_weight_at(m)
+		} else {
+			Self::ending_commit_weight_at(m, T::Pools::member_count(pool_id))
+		}
 	}
 
 	pub(crate) fn do_commit(
@@ -162,10 +189,7 @@ impl<T: Config> Pallet<T> {
 			return Ok(());
 		}
 
-		// Only the round's participants commit, also after its deadline: an outsider's commit
-		// would otherwise pass the transaction pool's dry run of the void (`CheckDutyCall`,
-		// which runs without the block's hooks) at the block before the deadline, as an
-		// `Operational` call that the hooks' own void then refuses unpaid at inclusion.
+		// Only the round's participants commit.
 		let snapshot = Snapshots::<T>::get((pool_id, round)).unwrap_or_default();
 		let Some(participant) = protocol::snapshot::find(&snapshot, &who).cloned() else {
 			return Err(match T::Pools::member(pool_id, &who) {
@@ -177,13 +201,12 @@ impl<T: Config> Pallet<T> {
 		};
 		let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::RoundClosed)?;
 		let state = Self::round_state(&open, &params, now);
-		if state.status().is_voided() {
-			// The deadline passed and no queue voided the round yet: void it now. This commit
-			// comes after the deadline: it is not recorded (a withholder could otherwise copy
-			// the majority's commit from the chain and escape the leak); the extrinsic succeeds
-			// so that the void is kept.
-			return Self::void_if_open(pool_id, round, now);
-		}
+		// The deadline passed and no queue voided the round yet: the commit would not count
+		// (a withholder could otherwise copy the majority's commit from the chain and escape
+		// the leak), and a commit does not void the round either: a void is the deadline
+		// queue's or `void_expired_round`'s (an ordinary call), so that no commit takes the
+		// block space of a void.
+		ensure!(!state.status().is_voided(), Error::<T>::DeadlinePassed);
 		// No commit within the round's first `min_round_length` blocks: a party holding the
 		// quorum alone cannot finalize rounds faster than their inner phase can run.
 		ensure!(

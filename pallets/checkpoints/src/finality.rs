@@ -9,7 +9,7 @@ use sp_runtime::traits::{One, SaturatedConversion, Saturating};
 use synod_primitives::{
 	protocol::{self, Action, Fact, RoundState, Timeline},
 	CheckpointsInspect, FinalView, MemberIndex, OnMemberLeft, OnRoundFinalized, OnTrainingStarted,
-	Participant, PoolId, PoolsInterface, RoundIndex, RoundParams, TrainerStake,
+	Participant, PoolId, PoolStatus, PoolsInterface, RoundIndex, RoundParams, TrainerStake,
 };
 
 /// A block number as the protocol crate's `u64`.
@@ -224,6 +224,36 @@ impl<T: Config> Pallet<T> {
 			Some(next) if next > round => Self::start_round(pool_id, next),
 			_ => Ok(()),
 		}
+	}
+
+	/// [`Self::void_if_open`], with the weight it takes beyond the void benchmark
+	/// (`on_initialize_void`, whose pools go on to their next round): the reads of the pool's
+	/// status around it and, when the void closed the pool's last round, the pool's end at its
+	/// member count (`PoolsInterface::end_weight`) and the read of that count.
+	pub(crate) fn void_and_end(
+		pool_id: PoolId,
+		round: RoundIndex,
+		now: BlockNumberFor<T>,
+	) -> (DispatchResult, Weight) {
+		let training =
+			|| T::Pools::round_params(pool_id).is_some_and(|p| p.status == PoolStatus::Training);
+		let before = training();
+		let result = Self::void_if_open(pool_id, round, now);
+		let reads = T::DbWeight::get().reads(2);
+		if before && !training() {
+			let members = T::Pools::member_count(pool_id);
+			let end = T::Pools::end_weight(members).saturating_add(T::DbWeight::get().reads(1));
+			(result, reads.saturating_add(end))
+		} else {
+			(result, reads)
+		}
+	}
+
+	/// The most [`Self::void_and_end`] adds to a void: the end of a `MaxMembers` pool.
+	pub fn max_void_end_weight() -> Weight {
+		T::DbWeight::get()
+			.reads(3)
+			.saturating_add(T::Pools::end_weight(T::MaxMembers::get()))
 	}
 
 	/// Voids `round` if it is still the open, non-final round of `pool_id`, applies the

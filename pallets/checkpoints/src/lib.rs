@@ -388,6 +388,9 @@ pub mod pallet {
 		/// `Timeline::slashable_until` of its deadline, a final round's until it is settled):
 		/// its unmatched commits are decided after.
 		EquivocationReportsOpen,
+		/// The open round's deadline has passed: a commit now would not count, and the round
+		/// is voided by the deadline queue or by anyone's `void_expired_round`.
+		DeadlinePassed,
 	}
 
 	#[pallet::call]
@@ -400,7 +403,9 @@ pub mod pallet {
 		/// opens), and from participants of a final round for `challenge_window` blocks after
 		/// finality (after that, until the round is settled, from a participant without a
 		/// commit: recorded, not paid, so that it is not leaked as a silent included member). A
-		/// commit at or after the open round's deadline voids the round instead.
+		/// commit at or after the open round's deadline is refused ([`Error::DeadlinePassed`]):
+		/// the round is voided by the deadline queue or by `void_expired_round`, never by a
+		/// commit, so that no commit takes the block space of a void.
 		/// If the open round's included sets split ([`AgreedSets`], event
 		/// [`Event::IncludedSetAgreed`]), a participant that committed another set may commit
 		/// once more, over the agreed set; its stake moves to that commit; a participant that
@@ -412,13 +417,13 @@ pub mod pallet {
 		/// over one set) may commit the final `(hash, included)` once (a late contributor if
 		/// it is in the set).
 		///
-		/// Weight: booked for the worst path, a second commit over the agreed set that
-		/// finalizes the round, schedules its settlement and opens the next round (snapshot of
-		/// `MaxMembers`, early commits counted), or a commit after the deadline that voids the
-		/// round (as `void_expired_round`); a commit that does not void is charged for that
-		/// path at its pool's size ([`Pallet::commit_used_weight`]) and the rest is refunded,
-		/// so that the commits of small pools (an attacker's own, say) take the block space of
-		/// their own path, not of a 32-member void.
+		/// Weight: booked for the worst path ([`Pallet::commit_booked_weight`]), a second
+		/// commit over the agreed set that finalizes the round and schedules its settlement, then
+		/// either opens the next round (snapshot of `MaxMembers`, early commits counted) or ends
+		/// the pool (every member's commitment ended). The call reports the weight of the path
+		/// it took at its pool's size ([`Pallet::commit_used_weight`]) and the rest is refunded,
+		/// so that the commits of small pools (an attacker's own, say), also those that end
+		/// their pools, take the block space of their own path, not of a 32-member pool's.
 		///
 		/// Class: `Operational`, so that block space reserved for it cannot be taken by
 		/// ordinary transactions (block stuffing); the runtime admits a commit to the
@@ -426,14 +431,11 @@ pub mod pallet {
 		///
 		/// Errors: [`Error::PoolNotFound`], [`Error::PoolNotTraining`], [`Error::NotMember`],
 		/// [`Error::NotYetMember`], [`Error::NotInSnapshot`], [`Error::RoundNotOpen`],
-		/// [`Error::RoundClosed`], [`Error::AlreadyCommitted`], [`Error::NotTheAgreedSet`],
-		/// [`Error::InnerPhaseNotOver`], [`Error::InvalidIncludedSet`], [`Error::Overflow`].
+		/// [`Error::RoundClosed`], [`Error::DeadlinePassed`], [`Error::AlreadyCommitted`],
+		/// [`Error::NotTheAgreedSet`], [`Error::InnerPhaseNotOver`],
+		/// [`Error::InvalidIncludedSet`], [`Error::Overflow`].
 		#[pallet::call_index(0)]
-		#[pallet::weight((
-			T::WeightInfo::commit_checkpoint(T::MaxMembers::get())
-				.max(T::WeightInfo::on_initialize_void(1)),
-			DispatchClass::Operational
-		))]
+		#[pallet::weight((Pallet::<T>::commit_booked_weight(), DispatchClass::Operational))]
 		pub fn commit_checkpoint(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
@@ -442,26 +444,36 @@ pub mod pallet {
 			included: IncludedSet<T>,
 		) -> DispatchResultWithPostInfo {
 			let who = ensure_signed(origin)?;
-			let voided_before = Voided::<T>::contains_key(pool_id, round);
 			Self::do_commit(who, pool_id, round, checkpoint_hash, included)?;
-			Ok(Self::commit_used_weight(pool_id, round, voided_before).into())
+			Ok(Some(Self::commit_used_weight(pool_id, round)).into())
 		}
 
 		/// Voids the open round of `pool_id` if its deadline has passed (any signed account):
 		/// the fallback when the per-block deadline queue was full, so no pool depends on
 		/// another's queue.
 		///
+		/// Weight: one void (`on_initialize_void`) and the end of a `MaxMembers` pool
+		/// ([`Pallet::max_void_end_weight`]); a void that does not end its pool is refunded the
+		/// end.
+		///
 		/// Errors: [`Error::NoOpenRound`], [`Error::DeadlineNotReached`].
 		#[pallet::call_index(1)]
-		#[pallet::weight(T::WeightInfo::on_initialize_void(1))]
-		pub fn void_expired_round(origin: OriginFor<T>, pool_id: PoolId) -> DispatchResult {
+		#[pallet::weight(
+			T::WeightInfo::on_initialize_void(1).saturating_add(Pallet::<T>::max_void_end_weight())
+		)]
+		pub fn void_expired_round(
+			origin: OriginFor<T>,
+			pool_id: PoolId,
+		) -> DispatchResultWithPostInfo {
 			ensure_signed(origin)?;
 			let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::NoOpenRound)?;
 			let now = frame_system::Pallet::<T>::block_number();
 			let voided = T::Pools::round_params(pool_id)
 				.is_none_or(|p| Self::round_state(&open, &p, now).status().is_voided());
 			ensure!(voided, Error::<T>::DeadlineNotReached);
-			Self::void_if_open(pool_id, open.round, now)
+			let (result, end) = Self::void_and_end(pool_id, open.round, now);
+			result?;
+			Ok(Some(T::WeightInfo::on_initialize_void(1).saturating_add(end)).into())
 		}
 
 		/// Decides the unmatched commits of voided `round` of `pool_id`, or the silent included
@@ -527,6 +539,7 @@ pub mod pallet {
 		fn on_initialize(n: BlockNumberFor<T>) -> Weight {
 			let due = Deadlines::<T>::take(n);
 			let count = due.len() as u32;
+			let mut ends = Weight::zero();
 			for (pool_id, round) in due {
 				if Voided::<T>::contains_key(pool_id, round)
 					|| FinalCheckpoints::<T>::contains_key(pool_id, round)
@@ -536,12 +549,12 @@ pub mod pallet {
 					Self::leak_unmatched(pool_id, round, n);
 				} else {
 					// In its own storage layer: a void that fails half-way leaves nothing
-					// behind, and the round is voided by the next commit or
-					// `void_expired_round`.
-					let _ = Self::void_if_open(pool_id, round, n);
+					// behind, and the round is voided by `void_expired_round`.
+					let (_, end) = Self::void_and_end(pool_id, round, n);
+					ends = ends.saturating_add(end);
 				}
 			}
-			T::WeightInfo::on_initialize_void(count)
+			T::WeightInfo::on_initialize_void(count).saturating_add(ends)
 		}
 
 		#[cfg(feature = "try-runtime")]

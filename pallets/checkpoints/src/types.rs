@@ -23,7 +23,7 @@ pub struct OpenRound<Balance, BlockNumber> {
 	/// Stake of the snapshot participants, in planck (quorum denominator).
 	pub round_stake: Balance,
 	/// Block whose `on_initialize` voids it, if the per-block queue had room (otherwise it
-	/// is voided by the first commit or `void_expired_round` at or after `deadline`).
+	/// is voided by the deadline queue or by `void_expired_round` at or after `deadline`).
 	pub scheduled_at: Option<BlockNumber>,
 }
 

@@ -145,6 +145,11 @@ pub trait PoolsInterface<AccountId, Balance, BlockNumber> {
 	/// cancels it (a cancellation its creator asked for, or no member left). Returns the new
 	/// current round, or `None` when the pool ended.
 	fn close_round(pool: PoolId, round: RoundIndex) -> Option<RoundIndex>;
+	/// The weight `close_round` adds when it ends a pool of `members` members (each member's
+	/// commitment ended, the unreserved budget released).
+	fn end_weight(members: u32) -> Weight;
+	/// How many members `pool` has (its member list's length; 0 for no pool).
+	fn member_count(pool: PoolId) -> u32;
 	/// Sets aside up to one round's reward from the pool's unreserved budget for a final round;
 	/// returns the amount reserved (less than `reward_per_round` only if the budget ran short).
 	fn reserve_reward(pool: PoolId) -> Balance;
@@ -222,10 +227,33 @@ pub trait CheckpointsInspect<AccountId, BlockNumber> {
 pub trait OnRoundFinalized<BlockNumber> {
 	/// `(pool, round)` became final at block `at`.
 	fn round_finalized(pool: PoolId, round: RoundIndex, at: BlockNumber);
+	/// What `round_finalized` may read beyond a run that finds room at once: the later
+	/// per-block lists it probes when the first ones are full. A caller whose benchmark
+	/// found room at once adds it.
+	fn probe_weight() -> Weight;
 }
 
 impl<BlockNumber> OnRoundFinalized<BlockNumber> for () {
 	fn round_finalized(_: PoolId, _: RoundIndex, _: BlockNumber) {}
+	fn probe_weight() -> Weight {
+		Weight::zero()
+	}
+}
+
+/// The weight of reading `lists` more values of a per-block list storage map (a
+/// `Twox64Concat` key) whose value's largest encoding is `max_len` bytes: a database read and
+/// the proof of the value and its key each.
+pub fn list_probe_weight<
+	DbWeight: frame_support::traits::Get<frame_support::weights::RuntimeDbWeight>,
+>(
+	lists: u32,
+	max_len: usize,
+) -> Weight {
+	// Twox64Concat of a u32/u64 block number: a 32-byte prefix, 8 bytes of hash, ≤ 8 of key.
+	let proof = (max_len as u64).saturating_add(48);
+	DbWeight::get()
+		.reads(lists.into())
+		.saturating_add(Weight::from_parts(0, proof.saturating_mul(lists.into())))
 }
 
 /// Called when a final round is settled: nothing can challenge it any more, so its per-member

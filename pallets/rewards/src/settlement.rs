@@ -33,6 +33,15 @@ impl<T: Config> OnRoundFinalized<BlockNumberFor<T>> for Pallet<T> {
 		Unsettled::<T>::insert(pool_id, round, PendingRound { reserved, settle_at, scheduled });
 		Self::deposit_event(Event::RewardReserved { pool_id, round, reserved, settle_at });
 	}
+
+	/// The settlement lists after the first that the search for a slot reads when they are
+	/// full (`MaxSettlementsPerBlock − 1` of them, at their largest).
+	fn probe_weight() -> Weight {
+		let lists = T::MaxSettlementsPerBlock::get().saturating_sub(1);
+		let max_len =
+			BoundedVec::<(PoolId, RoundIndex), T::MaxSettlementsPerBlock>::max_encoded_len();
+		synod_primitives::list_probe_weight::<T::DbWeight>(lists, max_len)
+	}
 }
 
 /// A pool's records here: unsettled rounds (the pool is in use while any is left: anyone can

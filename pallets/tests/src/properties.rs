@@ -233,7 +233,9 @@ fn apply(op: &Op) {
 			.map(|_| ())
 			.map_err(|e| e.error)
 		},
-		Op::VoidExpired(w, p) => Checkpoints::void_expired_round(o(w), p),
+		Op::VoidExpired(w, p) => {
+			Checkpoints::void_expired_round(o(w), p).map(|_| ()).map_err(|e| e.error)
+		},
 		Op::SetAllowed(w, p, a) => TrainingPools::set_allowed_trainers(o(w), p, allow_list(a)),
 		Op::Decide(w, p, r) => Checkpoints::decide_unmatched_commits(o(w), p, r)
 			.map(|_| ())

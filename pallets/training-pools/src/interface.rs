@@ -1,6 +1,6 @@
 //! [`PoolsInterface`] and [`StakeCommitments`] for the other pallets.
 
-use crate::{pallet::*, Event};
+use crate::{pallet::*, types::MemberInfo, Event, WeightInfo};
 use alloc::vec::Vec;
 use frame_support::{
 	pallet_prelude::*,
@@ -41,6 +41,10 @@ impl<T: Config> StakeCommitments<T::AccountId, BalanceOf<T>> for Pallet<T> {
 		T::DbWeight::get().reads(n.saturating_mul(3).saturating_add(1))
 	}
 }
+
+/// Proof bytes of a double map's key beside its value, at most: the 32-byte prefix and two
+/// hashed keys of at most 16 bytes of hash and 32 of key each.
+const MAP_KEY_PROOF: usize = 32 + 2 * (16 + 32);
 
 impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> for Pallet<T> {
 	fn round_params(pool: PoolId) -> Option<RoundParams<T::AccountId, BalanceOf<T>>> {
@@ -107,6 +111,24 @@ impl<T: Config> PoolsInterface<T::AccountId, BalanceOf<T>, BlockNumberFor<T>> fo
 				peer_id: f.peer_id.into_inner(),
 				ml_dsa_key: f.ml_dsa_key.to_vec(),
 			})
+	}
+
+	/// Measured by the `cancel_pool` benchmark, which ends an Open pool: each member's
+	/// `LeftCommitments` entry read and its `TrainerPools` list read and written, and the budget
+	/// released as a training pool's end releases it. A training pool's end also reads each
+	/// member's `Members` record first (a member in the last round's snapshot then has its
+	/// `LeftCommitments` entry read and written; one that joined during that round, the same
+	/// accesses as in the benchmark): one read and its proof per member are added.
+	fn end_weight(members: u32) -> Weight {
+		let members = members.clamp(1, T::MaxMembers::get().max(1));
+		let record = MemberInfo::<T>::max_encoded_len().saturating_add(MAP_KEY_PROOF) as u64;
+		T::WeightInfo::cancel_pool(members)
+			.saturating_add(T::DbWeight::get().reads(members.into()))
+			.saturating_add(Weight::from_parts(0, record.saturating_mul(members.into())))
+	}
+
+	fn member_count(pool: PoolId) -> u32 {
+		MemberList::<T>::decode_len(pool).map_or(0, |n| n.saturated_into())
 	}
 
 	fn close_round(pool_id: PoolId, round: RoundIndex) -> Option<RoundIndex> {

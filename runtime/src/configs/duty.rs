@@ -315,11 +315,13 @@ mod tests {
     /// attacker's own, tipped so that they go first, so that an honest member's commit (booked
     /// at the worst path of a 32-member pool) no longer fits. Each attacker commit is booked
     /// at that worst path too, then dispatched in its one-member pool: the pallet reports the
-    /// weight of its own path (`Checkpoints::commit_weight_at`), the duty check refunds what
-    /// its dry run did not use, and the block takes the rest back (`WeightReclaim`). Printed:
-    /// how many such commits one block needs before an honest commit no longer fits (2 when
-    /// every commit was charged as booked), and how many commits of a 32-member pool that does
-    /// not end with them a stuffed block takes.
+    /// weight of its own path (`Checkpoints::commit_weight_at`, or
+    /// `Checkpoints::ending_commit_weight_at` for a commit that ends its one-round pool), the
+    /// duty check refunds what its dry run did not use, and the block takes the rest back
+    /// (`WeightReclaim`). Printed: how many such commits one block needs before an honest
+    /// commit no longer fits (2 when every commit was charged as booked, and when commits
+    /// ending a pool were), and how many commits of a 32-member pool that does not end with
+    /// them a stuffed block takes.
     #[test]
     fn own_pool_commits_must_be_many_to_starve_a_commit_in_a_stuffed_block() {
         use frame_support::dispatch::{Pays, PostDispatchInfo};
@@ -337,13 +339,13 @@ mod tests {
             })
             .unwrap_or(false)
         };
-        // One commit of a pool of `members` applied: booked, dispatched, refunded, reclaimed.
-        let apply = |members: u32| {
+        // One commit applied that reports `used`: booked, dispatched, refunded, reclaimed.
+        let apply = |used: Weight| {
             let (_, next_len) =
                 frame_system::CheckWeight::<Runtime>::do_validate(&booked, 200).expect("fits");
             frame_system::CheckWeight::<Runtime>::do_prepare(&booked, 200, next_len).expect("fits");
             let mut post = PostDispatchInfo {
-                actual_weight: Some(Checkpoints::commit_weight_at(members)),
+                actual_weight: Some(used),
                 pays_fee: Pays::Yes,
             };
             post.set_extension_weight(&booked);
@@ -359,8 +361,8 @@ mod tests {
             frame_system::Pallet::<Runtime>::reclaim_weight(&booked, &post).expect("reclaim");
             frame_system::ExtrinsicWeightReclaimed::<Runtime>::kill();
         };
-        // Commits of a pool of `members` one stuffed block takes.
-        let per_stuffed_block = |members: u32| {
+        // Commits reporting `used` one stuffed block takes.
+        let per_stuffed_block = |used: Weight| {
             ext().execute_with(|| {
                 let normal = RuntimeBlockWeights::get()
                     .get(DispatchClass::Normal)
@@ -371,22 +373,25 @@ mod tests {
                 });
                 let mut n = 0u32;
                 while fits() {
-                    apply(members);
+                    apply(used);
                     n += 1;
                     assert!(n < 10_000, "a commit must take some space");
                 }
                 n
             })
         };
-        let attacker = per_stuffed_block(1);
-        let honest = per_stuffed_block(32);
+        let attacker = per_stuffed_block(Checkpoints::commit_weight_at(1));
+        let ending = per_stuffed_block(Checkpoints::ending_commit_weight_at(1, 1));
+        let honest = per_stuffed_block(Checkpoints::commit_weight_at(32));
         println!(
-            "{{\"own_pool_commits_to_starve_a_commit\":{attacker},\"commits_of_a_32_member_pool_per_stuffed_block\":{honest}}}"
+            "{{\"own_pool_commits_to_starve_a_commit\":{attacker},\"own_pool_ending_commits_to_starve_a_commit\":{ending},\"commits_of_a_32_member_pool_per_stuffed_block\":{honest}}}"
         );
-        assert!(
-            attacker >= 16,
-            "{attacker} one-member pools' commits per block keep an honest commit out"
-        );
+        for (n, what) in [(attacker, "commits"), (ending, "pool-ending commits")] {
+            assert!(
+                n >= 16,
+                "{n} one-member pools' {what} per block keep an honest commit out"
+            );
+        }
         assert!(
             honest > 2,
             "a 32-member pool's commits are charged their own path"

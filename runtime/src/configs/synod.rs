@@ -165,7 +165,7 @@ impl pallet_checkpoints::Config for Runtime {
     // A void costs up to ~24 ms (leak and drop of every participant, two expired kept
     // snapshots deleted, next snapshot; `on_initialize_void` on the dev-profile benchmark
     // node); 8 per block ≈ 190 ms of the 500 ms block. Rounds beyond it are voided lazily
-    // (`void_expired_round`, a late commit).
+    // (`void_expired_round`).
     type MaxDeadlinesPerBlock = ConstU32<8>;
     // 80 s: a trainer sees the agreed set one or two blocks after it is fixed (GRANDPA's lag),
     // fetches the payloads it lacks in the 60 s or so this leaves (it keeps fetching until 3

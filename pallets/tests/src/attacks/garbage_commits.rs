@@ -197,9 +197,9 @@ fn a_member_denied_a_payload_commits_a_smaller_set_and_is_not_leaked() {
 fn a_withholder_copying_the_majority_after_the_deadline_is_leaked() {
 	run_test(|| {
 		// Member 3 (40 %) withholds. The deadline's queue entry is gone (as when the block's
-		// list is full), so the round is still open at block 11: member 3 then commits the
-		// majority's pair, read from the chain, which voids the round. A commit after the
-		// deadline is not recorded: it is silent.
+		// list is full), so the round is still open at block 11: member 3 then tries to commit
+		// the majority's pair, read from the chain. A commit after the deadline is refused: it
+		// is silent when anyone voids the round.
 		training_pool(1, two_thirds(), &[1_500, 1_500, 2_000]);
 		for who in [1, 2] {
 			assert_ok!(commit(who, 1, 7, &[0, 1, 2]));
@@ -207,7 +207,11 @@ fn a_withholder_copying_the_majority_after_the_deadline_is_leaked() {
 		pallet_checkpoints::Deadlines::<Test>::remove(11);
 		run_to_block(11);
 		assert!(Voided::<Test>::get(0, 1).is_none());
-		assert_ok!(commit(3, 1, 7, &[0, 1, 2]));
+		assert_noop!(
+			commit(3, 1, 7, &[0, 1, 2]),
+			pallet_checkpoints::Error::<Test>::DeadlinePassed
+		);
+		assert_ok!(Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), 0));
 		assert!(Voided::<Test>::get(0, 1).is_some());
 		assert_eq!(staked(3), 2_000 - 20);
 		assert_eq!((staked(1), staked(2)), (1_500, 1_500));

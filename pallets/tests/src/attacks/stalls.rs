@@ -45,18 +45,23 @@ fn one_pool_cannot_stall_another() {
 }
 
 #[test]
-fn late_commit_voids_an_unscheduled_round_instead_of_counting() {
+fn late_commit_is_refused_and_an_unscheduled_round_is_voided_by_anyone() {
 	run_test(|| {
 		for attacker in 4..=7 {
 			single_member_pool(attacker);
 		}
 		let honest = training_pool(3, two_thirds(), &[1_000, 1_000, 1_000]);
 		run_to_block(11);
-		assert_ok!(commit_to(honest, 1, 1, 7, &[0, 1, 2]));
+		// A commit at the deadline is late, as it is when the queue voids the round first: not
+		// recorded, so it cannot copy the majority's pair to escape the leak; and it does not
+		// void the round either (a void is not a commit's block space).
+		assert_noop!(
+			commit_to(honest, 1, 1, 7, &[0, 1, 2]),
+			pallet_checkpoints::Error::<Test>::DeadlinePassed
+		);
+		assert_ok!(Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), honest));
 		assert_eq!(Voided::<Test>::get(honest, 1), Some(11));
 		assert!(FinalCheckpoints::<Test>::get(honest, 1).is_none(), "not counted");
-		// A commit at the deadline is late, as it is when the queue voids the round first: not
-		// recorded, so it cannot copy the majority's pair to escape the leak.
 		assert_eq!((staked(1), staked(2), staked(3)), (990, 990, 990));
 	});
 }
@@ -191,5 +196,62 @@ fn a_pool_with_a_member_left_runs_on() {
 		assert_ok!(TrainingPools::leave_pool(RuntimeOrigin::signed(2), 0));
 		run_to_block(open.deadline + 1);
 		assert_eq!(OpenRounds::<Test>::get(0).expect("round 2 open").round, 2);
+	});
+}
+
+/// Attack: one-round pools of the attacker's own, each with its full member list, whose only
+/// round nobody commits: their voids, in `on_initialize` or by `void_expired_round`, end the
+/// pools (every member's commitment ended) beyond what the void benchmark measured (its pools
+/// go on to their next round), so the hook reported less weight than it used, block after
+/// block. A void that ends its pool now adds the pool's end at its member count.
+#[test]
+fn voids_that_end_their_pools_are_charged_the_pools_end() {
+	use frame_support::traits::Hooks;
+	use pallet_checkpoints::WeightInfo;
+	use synod_primitives::PoolsInterface;
+	run_test(|| {
+		let hooked = training_pool(1, two_thirds(), &[1_000, 1_000, 1_000]);
+		let lazy = single_member_pool(4);
+		let deadline = Checkpoints::open_round(hooked).expect("open").deadline;
+		assert_eq!(Checkpoints::open_round(lazy).map(|o| o.deadline), Some(deadline));
+		// The lazy pool's round is left out of the deadline list.
+		pallet_checkpoints::Deadlines::<Test>::mutate(deadline, |d| d.retain(|(p, _)| *p != lazy));
+		run_to_block(deadline - 1);
+		// The hook's report at the deadline, measured once (rolled back), then run for real.
+		System::set_block_number(deadline);
+		let hook = frame_support::storage::with_transaction(|| {
+			let reported = Checkpoints::on_initialize(deadline);
+			sp_runtime::TransactionOutcome::Rollback(Ok::<_, sp_runtime::DispatchError>(reported))
+		})
+		.expect("measured");
+		System::set_block_number(deadline - 1);
+		run_to_block(deadline);
+		let void = <() as WeightInfo>::on_initialize_void(1);
+		let end = TrainingPools::end_weight(3);
+		assert!(Voided::<Test>::contains_key(hooked, 1));
+		assert_eq!(
+			TrainingPools::pool(hooked).map(|p| p.status),
+			Some(synod_primitives::PoolStatus::Completed)
+		);
+		assert!(hook.all_gte(void.saturating_add(end)), "the hook reported {hook}");
+		let post = Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), lazy)
+			.expect("the lazy void");
+		let used = post.actual_weight.expect("reported");
+		let one = TrainingPools::end_weight(1);
+		assert!(used.all_gte(void.saturating_add(one)), "the call reported {used}");
+		// A void whose pool goes on is refunded the end.
+		let going_on = pallet_training_pools::NextPoolId::<Test>::get();
+		assert_ok!(TrainingPools::create_pool(
+			RuntimeOrigin::signed(CREATOR),
+			spec(2, 1, two_thirds())
+		));
+		bond_and_join(5, going_on, 100);
+		let deadline = Checkpoints::open_round(going_on).expect("open").deadline;
+		pallet_checkpoints::Deadlines::<Test>::remove(deadline);
+		run_to_block(deadline);
+		let post = Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), going_on)
+			.expect("the lazy void");
+		let used = post.actual_weight.expect("reported");
+		assert!(used.ref_time() < void.saturating_add(one).ref_time(), "charged {used}");
 	});
 }

@@ -21,16 +21,16 @@ use crate::event::TrainerEvent;
 use crate::train::RoundRecord;
 
 /// Why a commit that landed counts for nothing ([`CommitOutcome::NotRecorded`]).
-pub(super) const NOT_RECORDED: &str =
-    "included after the round's deadline: not recorded, the round voided";
+pub(super) const NOT_RECORDED: &str = "included, but the chain recorded no commit of ours";
 
 /// What the chain made of one submission of our commit of a round ([`submit_commit`]).
 #[derive(Debug)]
 pub(super) enum CommitOutcome {
     /// In a finalized block, and the chain recorded it (`Checkpoints.CheckpointCommitted`).
     Recorded,
-    /// In a finalized block, but the chain recorded no commit of ours: it came after the
-    /// round's deadline, and voided the round instead.
+    /// In a finalized block, but the chain recorded no commit of ours (no
+    /// `Checkpoints.CheckpointCommitted` of ours among its events). A commit after the round's
+    /// deadline is refused instead (`Checkpoints::DeadlinePassed`, [`Self::Refused`]).
     NotRecorded,
     /// Refused as `Checkpoints::AlreadyCommitted`: the chain already holds a commit of ours
     /// for the round.
@@ -436,7 +436,7 @@ mod tests {
             of(landed(vec![committed(1, 4, 2)])),
             CommitOutcome::Recorded
         ));
-        // Past the deadline the commit voids the round and is not recorded: it lands anyway.
+        // A landed extrinsic without our record (another event only) counts for nothing.
         let voided = SynodEvent::RoundVoided { pool: 1, round: 4 };
         assert!(matches!(
             of(landed(vec![voided])),
@@ -463,6 +463,12 @@ mod tests {
         ));
         assert!(matches!(
             of(Err(module("RoundNotOpen"))),
+            CommitOutcome::Refused(_)
+        ));
+        // Past the deadline the chain refuses a commit: sending it again does not help (the
+        // round is voided by the chain's queue or by `void_expired_round`).
+        assert!(matches!(
+            of(Err(module("DeadlinePassed"))),
             CommitOutcome::Refused(_)
         ));
         assert!(matches!(

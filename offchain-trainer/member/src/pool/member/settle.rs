@@ -304,7 +304,7 @@ impl Trainer {
                         return Ok(Some(Step::Closed(Closed::Voided)));
                     }
                     // Past its deadline and not voided: the chain's queue had no room for it.
-                    // Nobody else may commit again, so we void it ourselves, once; members
+                    // The chain refuses commits now, so we void it ourselves, once; members
                     // wait `index mod 4` blocks more each, so that few calls race (the losers'
                     // fail and pay their fee).
                     if !void_asked.get() {
@@ -314,7 +314,7 @@ impl Trainer {
                         if open.is_some_and(|o| o.needs_void(round, finalized, slack)) {
                             match chain.submit(&calls::void_expired_round(pool), signer).await {
                                 Ok(_) => void_asked.set(true),
-                                // Closed by another member's call or commit meanwhile.
+                                // Closed by another member's call meanwhile.
                                 Err(e @ synod_chain::ChainError::Module { .. }) => {
                                     void_asked.set(true);
                                     tracing::debug!(round, "not voiding the expired round: {e}");
