@@ -11,11 +11,11 @@ cd "$(dirname "$0")/.."
 source "${SYNOD_CACHE:-$HOME/.cache/synod}/env.sh"
 STEPS=${1:-20}
 REPEAT=${2:-10}
-# The runtime wasm is always built in release; the dev-profile node hosts it, with its host side
-# (state machine, host functions, executor) optimised (Cargo.toml) but most dependencies not:
-# weights measured here are ≈ 3× those of an all-optimised node (safe upper bounds).
-cargo build --locked -p synod-node --features runtime-benchmarks
-NODE="$CARGO_TARGET_DIR/debug/synod-node"
+# The node that measures is an operator's release build (every crate optimised, as validators
+# run it), so all seven pallets' weights come from one basis; the runtime wasm is always built
+# in release. Its own target profile keeps the dev build of the tests and the demo untouched.
+cargo build --locked --release -p synod-node --features runtime-benchmarks
+NODE="$CARGO_TARGET_DIR/release/synod-node"
 for dir in ${PALLETS:-trainer-staking training-pools checkpoints challenges rewards validator-set randomness}; do
   pallet="pallet_${dir//-/_}"
   "$NODE" benchmark pallet --chain dev --pallet "$pallet" --extrinsic '*' \

@@ -100,7 +100,7 @@ fn rpc_error_data(e: &subxt::error::ExtrinsicError) -> Option<String> {
 }
 
 /// The pallet error a duty refused by the transaction pool would have failed with: the
-/// runtime's `CheckDutyCall` refuses a commit or vote that would fail with
+/// runtime's `CheckDutyCall` refuses a commit, void, vote or appeal that would fail with
 /// `InvalidTransaction::Custom(index of the pallet error)`, here named through the metadata
 /// (`pallet` is the call's). `None` if `msg` carries no such code.
 async fn refused_duty(api: &OnlineClient<Config>, pallet: &str, msg: &str) -> Option<ChainError> {

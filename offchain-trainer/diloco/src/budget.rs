@@ -30,7 +30,7 @@ pub struct VerifyLoad {
     pub inner_steps: u32,
     /// Inner steps per Proof-of-Learning segment, `⌈H / S⌉` ([`crate::verify::segment_len`]).
     pub segment_len: u32,
-    /// Segments replayed per checked contribution (`run --verify-segments`).
+    /// Segments replayed per checked contribution (the member's `verify_segments`).
     pub verify_segments: u32,
     /// Contributions the verifier checks per round (other included members it samples).
     pub contributions: u32,
@@ -74,7 +74,7 @@ impl VerifyLoad {
 }
 
 /// Contributions one verifier checks per round, at worst, in a pool of at most `members`:
-/// for an explicit `rate` (`run --verify-rate`, each other member sampled independently) the
+/// for an explicit `rate` (the member's `verify_rate`, each other member sampled independently) the
 /// mean plus three standard deviations of Binomial(members − 1, rate), rounded up and at most
 /// every other member; every other member without one (the adversary can push the
 /// stake-derived rate to 1 by concentrating stake).

@@ -175,7 +175,7 @@ fn draw(
 }
 
 /// Segments an inner phase is cut into for Proof-of-Learning checks (Jia et al. 2021, §4.2)
-/// unless the recipe says otherwise (`--trace-segments`): a member records its full state
+/// unless the recipe says otherwise (`PoolRecipe::trace_segments`): a member records its full state
 /// (θ, AdamW moments, step) at every segment boundary.
 pub const DEFAULT_SEGMENTS: u32 = 16;
 

@@ -200,7 +200,8 @@ pub enum Fault {
     Zeros,
     /// Announce Gaussian noise, 10× the RMS of Δ.
     Gaussian,
-    /// Free-riding: announce another member's payload of the round as our own.
+    /// Free-riding: announce another member's payload of the round as our own (our own
+    /// payload when no other member's arrives in time).
     Copy,
     /// Serve our payload only to the lowest-indexed other member: the rest must get it
     /// relayed.
@@ -212,7 +213,8 @@ pub enum Fault {
     /// nothing: members whose exchange deadline passes before it arrives leave it out, the
     /// others include it, and their checkpoints split (`synod_protocol::agreement`).
     Late,
-    /// Heartbeat and never announce a payload (nor commit) until the pool ends.
+    /// Heartbeat and never announce a payload (nor commit) until the pool ends; the run then
+    /// ends with an error (a muted member has nothing to finish).
     Mute,
 }
 

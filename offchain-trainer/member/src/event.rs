@@ -149,7 +149,7 @@ pub enum TrainerEvent {
         peer_id: String,
         /// The pool's id.
         pool: u32,
-        /// URL of our Prometheus metrics; `None` (null) with `--no-prometheus`.
+        /// URL of our Prometheus metrics; `None` (null) without an exporter (`MemberConfig::prometheus`).
         prometheus: Option<String>,
         /// Whether we were a member already (a restart).
         resumed: bool,

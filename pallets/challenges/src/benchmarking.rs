@@ -265,6 +265,28 @@ mod benchmarks {
 		Ok(())
 	}
 
+	// Worst case of a vote that decides nothing: the first vote of an appeal committee drawn
+	// from a full pool's contributors (the largest committee to read and write back), by the
+	// juror with the fewest seats.
+	#[benchmark]
+	fn vote_undecided() -> Result<(), BenchmarkError> {
+		appealed_challenge::<T>(true)?;
+		let jury = OpenChallenges::<T>::get(0).ok_or(BenchmarkError::Weightless)?.jury;
+		let juror = jury
+			.iter()
+			.min_by_key(|s| s.seats)
+			.ok_or(BenchmarkError::Weightless)?
+			.who
+			.clone();
+		#[extrinsic_call]
+		vote(RawOrigin::Signed(juror), 0, true);
+		assert!(
+			OpenChallenges::<T>::get(0).is_some_and(|c| c.votes.decided().is_none()),
+			"the vote decides nothing"
+		);
+		Ok(())
+	}
+
 	// Worst case: `e` jury draws due in one block, each over a full pool's contributors (every
 	// one eligible) and each on a round of a different pool (so every draw reads its own
 	// snapshot and final checkpoint: nothing is cached for the next one).

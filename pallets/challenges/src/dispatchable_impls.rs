@@ -270,14 +270,17 @@ impl<T: Config> Pallet<T> {
 		challenge_id: ChallengeId,
 		guilty: bool,
 	) -> DispatchResult {
-		synod_primitives::dry_run(|| Self::do_vote(juror, challenge_id, guilty))
+		synod_primitives::dry_run(|| Self::do_vote(juror, challenge_id, guilty).map(|_| ()))
 	}
 
+	/// Records `juror`'s vote and, once the committee is decided, its verdict. Returns whether
+	/// the vote decided the challenge (`false`: only the vote was recorded, the path
+	/// `WeightInfo::vote_undecided` measures).
 	pub(crate) fn do_vote(
 		juror: T::AccountId,
 		challenge_id: ChallengeId,
 		guilty: bool,
-	) -> DispatchResult {
+	) -> Result<bool, DispatchError> {
 		let mut c = OpenChallenges::<T>::get(challenge_id).ok_or(Error::<T>::ChallengeNotFound)?;
 		ensure!(!c.jury.is_empty(), Error::<T>::JuryNotDrawn);
 		let now = frame_system::Pallet::<T>::block_number();
@@ -305,10 +308,15 @@ impl<T: Config> Pallet<T> {
 		}
 		Self::deposit_event(Event::Voted { challenge_id, juror, guilty });
 		match c.votes.decided() {
-			Some(verdict) => Self::decide(challenge_id, c, verdict, now),
-			None => OpenChallenges::<T>::insert(challenge_id, c),
+			Some(verdict) => {
+				Self::decide(challenge_id, c, verdict, now);
+				Ok(true)
+			},
+			None => {
+				OpenChallenges::<T>::insert(challenge_id, c);
+				Ok(false)
+			},
 		}
-		Ok(())
 	}
 }
 

@@ -383,6 +383,10 @@ pub mod pallet {
 		/// the tolerance of an honest replay), counted once per seat the juror holds. Resolves
 		/// the challenge once the verdict is certain (a majority of all seats either way).
 		///
+		/// Weight: booked for the deciding vote (`vote` + closing the challenge); a vote that
+		/// decides nothing is charged `vote_undecided` (the rest is refunded), so a committee's
+		/// votes take little block space until the one that decides.
+		///
 		/// Class: `Operational` (block space ordinary transactions cannot take); the runtime
 		/// admits a vote to the transaction pool only if it would succeed
 		/// ([`Pallet::check_vote`]).
@@ -400,9 +404,10 @@ pub mod pallet {
 			origin: OriginFor<T>,
 			challenge_id: ChallengeId,
 			guilty: bool,
-		) -> DispatchResult {
+		) -> DispatchResultWithPostInfo {
 			let juror = ensure_signed(origin)?;
-			Self::do_vote(juror, challenge_id, guilty)
+			let decided = Self::do_vote(juror, challenge_id, guilty)?;
+			Ok((!decided).then(T::WeightInfo::vote_undecided).into())
 		}
 
 		/// Opts the caller back in to juries: challenges opened from now on seat it when it

@@ -26,6 +26,43 @@ impl<T: Config> Pallet<T> {
 		synod_primitives::dry_run(|| Self::do_commit(who, pool_id, round, hash, included))
 	}
 
+	/// Whether `void_expired_round(pool_id)` would succeed at the current state: the void is
+	/// run in a storage layer that is then discarded. The runtime's transaction extension
+	/// admits a void (an `Operational` call) only if it passes, so that nobody takes that
+	/// block space with voids that fail.
+	///
+	/// Errors: those of [`Pallet::void_expired_round`].
+	pub fn check_void(pool_id: PoolId) -> DispatchResult {
+		synod_primitives::dry_run(|| Self::do_void_expired_round(pool_id).map(|_| ()))
+	}
+
+	/// Voids `pool_id`'s open round if its deadline has passed. Returns the weight used: the
+	/// void at the larger of the round's participants and the pool's members
+	/// ([`Self::void_weight_at`]) and, when the void ends the pool, the pool's end.
+	///
+	/// Errors: [`Error::NoOpenRound`], [`Error::DeadlineNotReached`], or the void's own.
+	pub(crate) fn do_void_expired_round(pool_id: PoolId) -> Result<Weight, DispatchError> {
+		let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::NoOpenRound)?;
+		let now = frame_system::Pallet::<T>::block_number();
+		let voided = T::Pools::round_params(pool_id)
+			.is_none_or(|p| Self::round_state(&open, &p, now).status().is_voided());
+		ensure!(voided, Error::<T>::DeadlineNotReached);
+		let participants = Snapshots::<T>::decode_len((pool_id, open.round))
+			.map_or(0, |n| n.saturated_into::<u32>());
+		let m = participants.max(T::Pools::member_count(pool_id));
+		let (result, end) = Self::void_and_end(pool_id, open.round, now);
+		result?;
+		Ok(Self::void_weight_at(m).saturating_add(end))
+	}
+
+	/// The weight charged for one void by `void_expired_round` of a round whose snapshot, and
+	/// whose pool's next one, hold at most `m` participants: the benchmarked void
+	/// ([`WeightInfo::void_expired_round`], the pool's end apart) at `m` (at least 1, at most
+	/// `MaxMembers`; the reads of its size are measured with it).
+	pub fn void_weight_at(m: u32) -> Weight {
+		T::WeightInfo::void_expired_round(m.clamp(1, T::MaxMembers::get().max(1)))
+	}
+
 	/// The weight charged for a commit in a pool whose round snapshots hold at most `m`
 	/// participants, the pool's end aside: the benchmarked worst path
 	/// ([`WeightInfo::commit_checkpoint`]) at `m` (at least 2, the benchmark's range; at
@@ -204,8 +241,8 @@ impl<T: Config> Pallet<T> {
 		// The deadline passed and no queue voided the round yet: the commit would not count
 		// (a withholder could otherwise copy the majority's commit from the chain and escape
 		// the leak), and a commit does not void the round either: a void is the deadline
-		// queue's or `void_expired_round`'s (an ordinary call), so that no commit takes the
-		// block space of a void.
+		// queue's or `void_expired_round`'s, so that no commit takes the block space of a
+		// void.
 		ensure!(!state.status().is_voided(), Error::<T>::DeadlinePassed);
 		// No commit within the round's first `min_round_length` blocks: a party holding the
 		// quorum alone cannot finalize rounds faster than their inner phase can run.

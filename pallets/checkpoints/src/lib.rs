@@ -452,28 +452,27 @@ pub mod pallet {
 		/// the fallback when the per-block deadline queue was full, so no pool depends on
 		/// another's queue.
 		///
-		/// Weight: one void (`on_initialize_void`) and the end of a `MaxMembers` pool
-		/// ([`Pallet::max_void_end_weight`]); a void that does not end its pool is refunded the
-		/// end.
+		/// Class: `Operational` (block space ordinary transactions cannot take, so stuffing
+		/// the normal class cannot keep a round from its void); the runtime admits it to the
+		/// transaction pool only if it would succeed ([`Pallet::check_void`]).
+		///
+		/// Weight: booked for a void of a `MaxMembers` round that ends its pool; charged the
+		/// void at the round's size ([`Pallet::void_weight_at`]) and, when the void ends the
+		/// pool, the pool's end at its member count.
 		///
 		/// Errors: [`Error::NoOpenRound`], [`Error::DeadlineNotReached`].
 		#[pallet::call_index(1)]
-		#[pallet::weight(
-			T::WeightInfo::on_initialize_void(1).saturating_add(Pallet::<T>::max_void_end_weight())
-		)]
+		#[pallet::weight((
+			Pallet::<T>::void_weight_at(T::MaxMembers::get())
+				.saturating_add(Pallet::<T>::max_void_end_weight()),
+			DispatchClass::Operational
+		))]
 		pub fn void_expired_round(
 			origin: OriginFor<T>,
 			pool_id: PoolId,
 		) -> DispatchResultWithPostInfo {
 			ensure_signed(origin)?;
-			let open = OpenRounds::<T>::get(pool_id).ok_or(Error::<T>::NoOpenRound)?;
-			let now = frame_system::Pallet::<T>::block_number();
-			let voided = T::Pools::round_params(pool_id)
-				.is_none_or(|p| Self::round_state(&open, &p, now).status().is_voided());
-			ensure!(voided, Error::<T>::DeadlineNotReached);
-			let (result, end) = Self::void_and_end(pool_id, open.round, now);
-			result?;
-			Ok(Some(T::WeightInfo::on_initialize_void(1).saturating_add(end)).into())
+			Ok(Some(Self::do_void_expired_round(pool_id)?).into())
 		}
 
 		/// Decides the unmatched commits of voided `round` of `pool_id`, or the silent included

@@ -281,7 +281,7 @@ fn apply(op: &Op) {
 			}
 			Ok(())
 		},
-		Op::Vote(w, c, g) => Challenges::vote(o(w), c, g),
+		Op::Vote(w, c, g) => Challenges::vote(o(w), c, g).map(|_| ()).map_err(|e| e.error),
 		Op::RegisterJuror(w) => Challenges::register_juror(o(w)),
 		Op::UnregisterJuror(w) => Challenges::unregister_juror(o(w)),
 		Op::Advance(w, c) => Challenges::advance_challenge(o(w), c),

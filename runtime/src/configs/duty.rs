@@ -1,15 +1,16 @@
 //! Block space that block stuffing cannot take from the protocol's duties.
 //!
-//! `Checkpoints::commit_checkpoint`, `Challenges::vote` and `Challenges::appeal` are
-//! `Operational` calls: besides the normal class's 75 % of every block they may use the 25 %
+//! `Checkpoints::commit_checkpoint`, `Checkpoints::void_expired_round`, `Challenges::vote` and
+//! `Challenges::appeal` are `Operational` calls: besides the normal class's 75 % of every block they may use the 25 %
 //! that ordinary transactions never can, however high their tip, and the transaction pool ranks
 //! them above ordinary ones of the same tip (`OperationalFeeMultiplier`). So that this space
 //! serves only the duties it is for, [`CheckDutyCall`] admits such a call only if it would
-//! succeed now (the pallets' `check_commit` / `check_vote` / `check_appeal` run it and discard
-//! its effects): an outsider's commit, a vote by a juror who is not seated, an appeal by anyone
-//! but a ruling's loser and a member repeating a failing commit are refused by the pool and
-//! never take block space. An admitted duty provides a tag naming what it does (a member's
-//! commit of one round, a juror's vote on one challenge, one challenge's appeal, [`duty_tag`]),
+//! succeed now (the pallets' `check_commit` / `check_void` / `check_vote` / `check_appeal` run
+//! it and discard its effects): an outsider's commit, a void of a round whose deadline has not
+//! passed, a vote by a juror who is not seated, an appeal by anyone but a ruling's loser and a
+//! member repeating a failing commit are refused by the pool and never take block space. An
+//! admitted duty provides a tag naming what it does (a member's commit of one round, one pool's
+//! void, a juror's vote on one challenge, one challenge's appeal, [`duty_tag`]),
 //! so that the pool holds at most one of each: a member's copies of its own commit, sent with
 //! other nonces (each passes the check against the state without the others), would otherwise
 //! all be kept, gossiped and ranked as `Operational` calls, though only the first can succeed.
@@ -39,8 +40,8 @@ use sp_runtime::{
     DispatchError, DispatchResult,
 };
 
-/// Admits `commit_checkpoint`, `vote` and `appeal` only if they would succeed (see the module docs);
-/// every other call passes unchanged. Encodes to nothing (no explicit or implicit data).
+/// Admits `commit_checkpoint`, `void_expired_round`, `vote` and `appeal` only if they would
+/// succeed (see the module docs); every other call passes unchanged. Encodes to nothing (no explicit or implicit data).
 #[derive(
     Encode, Decode, DecodeWithMemTracking, Clone, Copy, Eq, PartialEq, Default, TypeInfo, Debug,
 )]
@@ -55,6 +56,8 @@ enum Duty<'a> {
         checkpoint_hash: [u8; 32],
         included: &'a pallet_checkpoints::IncludedSet<Runtime>,
     },
+    /// `Checkpoints::void_expired_round`.
+    Void { pool_id: u32 },
     /// `Challenges::vote`.
     Vote { challenge_id: u32, guilty: bool },
     /// `Challenges::appeal`.
@@ -76,6 +79,9 @@ impl<'a> Duty<'a> {
                 checkpoint_hash: *checkpoint_hash,
                 included,
             }),
+            RuntimeCall::Checkpoints(pallet_checkpoints::Call::void_expired_round { pool_id }) => {
+                Some(Duty::Void { pool_id: *pool_id })
+            }
             RuntimeCall::Challenges(pallet_challenges::Call::vote {
                 challenge_id,
                 guilty,
@@ -107,6 +113,7 @@ impl<'a> Duty<'a> {
                 checkpoint_hash,
                 included.clone(),
             ),
+            Duty::Void { pool_id } => Checkpoints::check_void(pool_id),
             Duty::Vote {
                 challenge_id,
                 guilty,
@@ -121,6 +128,7 @@ impl<'a> Duty<'a> {
             Duty::Commit { pool_id, round, .. } => {
                 (b"synod/duty/commit", pool_id, round, who).encode()
             }
+            Duty::Void { pool_id } => (b"synod/duty/void", pool_id).encode(),
             Duty::Vote { challenge_id, .. } => (b"synod/duty/vote", challenge_id, who).encode(),
             Duty::Appeal { challenge_id } => (b"synod/duty/appeal", challenge_id).encode(),
         }
@@ -128,8 +136,8 @@ impl<'a> Duty<'a> {
 }
 
 /// The transaction-pool tag an admitted duty `call` of `who` provides, `None` for any other
-/// call: `("synod/duty/commit", pool, round, who)`, `("synod/duty/vote", challenge, who)`,
-/// `("synod/duty/appeal", challenge)`, SCALE-encoded. Two transactions providing one tag
+/// call: `("synod/duty/commit", pool, round, who)`, `("synod/duty/void", pool)`,
+/// `("synod/duty/vote", challenge, who)`, `("synod/duty/appeal", challenge)`, SCALE-encoded. Two transactions providing one tag
 /// cannot both be in the pool's ready set (the second is refused unless its priority is
 /// higher, then it replaces the first) nor in one block; each duty succeeds once anyway, so an
 /// honest sender never needs two at once.
@@ -241,8 +249,9 @@ mod tests {
             .into()
     }
 
-    /// A commit of a 32-member pool's round (the largest included set) and a juror's vote.
-    fn duties() -> [RuntimeCall; 2] {
+    /// A commit of a 32-member pool's round (the largest included set), a void of a pool's
+    /// expired round and a juror's vote.
+    fn duties() -> [RuntimeCall; 3] {
         [
             RuntimeCall::Checkpoints(pallet_checkpoints::Call::commit_checkpoint {
                 pool_id: 0,
@@ -250,6 +259,7 @@ mod tests {
                 checkpoint_hash: [0; 32],
                 included: frame_support::BoundedVec::truncate_from((0..32).collect()),
             }),
+            RuntimeCall::Checkpoints(pallet_checkpoints::Call::void_expired_round { pool_id: 0 }),
             RuntimeCall::Challenges(pallet_challenges::Call::vote {
                 challenge_id: 0,
                 guilty: true,
@@ -264,8 +274,13 @@ mod tests {
         info
     }
 
+    /// Attack: stuffing the normal class of every block (any tip) from a round's opening on, so
+    /// that no member's commit, no juror's vote, and no void of a round whose deadline no
+    /// deadline queue holds (`void_expired_round`, an ordinary call before) is included: the
+    /// round would stall. Each duty is `Operational` and still fits a stuffed block. Printed:
+    /// how many of each alone one stuffed block takes at their bookings.
     #[test]
-    fn block_stuffing_cannot_starve_commits_and_votes() {
+    fn block_stuffing_cannot_starve_commits_voids_and_votes() {
         ext().execute_with(|| {
             let weights = RuntimeBlockWeights::get();
             let normal = weights.get(DispatchClass::Normal);
@@ -301,12 +316,12 @@ mod tests {
                 while check(&call).is_ok() {
                     n += 1;
                 }
-                assert!(n >= 1, "a commit or vote still fits in a stuffed block");
+                assert!(n >= 1, "a commit, void or vote still fits in a stuffed block");
                 fit.push(n);
             }
             println!(
-                "{{\"commits_per_stuffed_block\":{},\"votes_per_stuffed_block\":{}}}",
-                fit[0], fit[1]
+                "{{\"commits_per_stuffed_block\":{},\"voids_per_stuffed_block\":{},\"votes_per_stuffed_block\":{}}}",
+                fit[0], fit[1], fit[2]
             );
         });
     }
@@ -322,13 +337,14 @@ mod tests {
     /// commit no longer fits (2 when every commit was charged as booked, and when commits
     /// ending a pool were), and how many commits of a 32-member pool that does not end with
     /// them a stuffed block takes.
-    #[test]
-    fn own_pool_commits_must_be_many_to_starve_a_commit_in_a_stuffed_block() {
+    /// How many applications of `call` one block whose normal class is full takes, each booked
+    /// as the runtime books it, dispatched reporting `used`, refunded by the duty check for what
+    /// its dry run did not use and reclaimed by the block (`WeightReclaim`).
+    fn per_stuffed_block(call: &RuntimeCall, used: Weight) -> u32 {
         use frame_support::dispatch::{Pays, PostDispatchInfo};
         use sp_runtime::traits::{ExtensionPostDispatchWeightHandler, RefundWeight};
-        let [commit, _] = duties();
-        let booked = info(&commit);
-        // Whether the block takes one more commit's booking (checked, then rolled back).
+        let booked = info(call);
+        // Whether the block takes one more booking (checked, then rolled back).
         let fits = || {
             frame_support::storage::with_transaction(|| {
                 let taken = frame_system::CheckWeight::<Runtime>::do_validate(&booked, 200)
@@ -339,8 +355,8 @@ mod tests {
             })
             .unwrap_or(false)
         };
-        // One commit applied that reports `used`: booked, dispatched, refunded, reclaimed.
-        let apply = |used: Weight| {
+        // One application: booked, dispatched, refunded, reclaimed.
+        let apply = || {
             let (_, next_len) =
                 frame_system::CheckWeight::<Runtime>::do_validate(&booked, 200).expect("fits");
             frame_system::CheckWeight::<Runtime>::do_prepare(&booked, 200, next_len).expect("fits");
@@ -350,7 +366,7 @@ mod tests {
             };
             post.set_extension_weight(&booked);
             let unspent = CheckDutyCall::post_dispatch_details(
-                CheckDutyCall.weight(&commit),
+                CheckDutyCall.weight(call),
                 &booked,
                 &post,
                 200,
@@ -361,25 +377,37 @@ mod tests {
             frame_system::Pallet::<Runtime>::reclaim_weight(&booked, &post).expect("reclaim");
             frame_system::ExtrinsicWeightReclaimed::<Runtime>::kill();
         };
-        // Commits reporting `used` one stuffed block takes.
-        let per_stuffed_block = |used: Weight| {
-            ext().execute_with(|| {
-                let normal = RuntimeBlockWeights::get()
-                    .get(DispatchClass::Normal)
-                    .max_total
-                    .expect("normal class bounded");
-                frame_system::BlockWeight::<Runtime>::mutate(|w| {
-                    w.set(normal, DispatchClass::Normal)
-                });
-                let mut n = 0u32;
-                while fits() {
-                    apply(used);
-                    n += 1;
-                    assert!(n < 10_000, "a commit must take some space");
-                }
-                n
-            })
-        };
+        ext().execute_with(|| {
+            let normal = RuntimeBlockWeights::get()
+                .get(DispatchClass::Normal)
+                .max_total
+                .expect("normal class bounded");
+            frame_system::BlockWeight::<Runtime>::mutate(|w| w.set(normal, DispatchClass::Normal));
+            let mut n = 0u32;
+            while fits() {
+                apply();
+                n += 1;
+                assert!(n < 10_000, "a call must take some space");
+            }
+            n
+        })
+    }
+
+    /// Attack: a stuffed block's duty space taken by the commits of one-member pools of the
+    /// attacker's own, tipped so that they go first, so that an honest member's commit (booked
+    /// at the worst path of a 32-member pool) no longer fits. Each attacker commit is booked
+    /// at that worst path too, then dispatched in its one-member pool: the pallet reports the
+    /// weight of its own path (`Checkpoints::commit_weight_at`, or
+    /// `Checkpoints::ending_commit_weight_at` for a commit that ends its one-round pool), the
+    /// duty check refunds what its dry run did not use, and the block takes the rest back
+    /// (`WeightReclaim`). Printed: how many such commits one block needs before an honest
+    /// commit no longer fits (2 when every commit was charged as booked, and when commits
+    /// ending a pool were), and how many commits of a 32-member pool that does not end with
+    /// them a stuffed block takes.
+    #[test]
+    fn own_pool_commits_must_be_many_to_starve_a_commit_in_a_stuffed_block() {
+        let [commit, _, _] = duties();
+        let per_stuffed_block = |used| per_stuffed_block(&commit, used);
         let attacker = per_stuffed_block(Checkpoints::commit_weight_at(1));
         let ending = per_stuffed_block(Checkpoints::ending_commit_weight_at(1, 1));
         let honest = per_stuffed_block(Checkpoints::commit_weight_at(32));
@@ -398,11 +426,32 @@ mod tests {
         );
     }
 
+    /// Attack: a stuffed block against a committee's votes. Every vote is booked as the one
+    /// that decides (`vote`, closing the challenge and its ruling's record); a vote that
+    /// decides nothing is charged `vote_undecided` and the block takes the rest back, so one
+    /// stuffed block takes every juror's vote of a committee drawn from the largest pool
+    /// (`MAX_POOL_MEMBERS` jurors). Printed: undecided votes per stuffed block (3 when every
+    /// vote was charged as booked).
+    #[test]
+    fn a_stuffed_block_takes_a_whole_committees_votes() {
+        use pallet_challenges::WeightInfo;
+        let [_, _, vote] = duties();
+        let undecided = per_stuffed_block(
+            &vote,
+            pallet_challenges::weights::SubstrateWeight::<Runtime>::vote_undecided(),
+        );
+        println!("{{\"undecided_votes_per_stuffed_block\":{undecided}}}");
+        assert!(
+            undecided >= crate::configs::synod::MAX_POOL_MEMBERS,
+            "{undecided} undecided votes per stuffed block: a committee needs several blocks"
+        );
+    }
+
     #[test]
     fn duties_that_would_fail_are_refused_by_the_pool() {
         ext().execute_with(|| {
             let outsider: crate::AccountId = [7u8; 32].into();
-            let [commit, vote] = duties();
+            let [commit, void, vote] = duties();
             let validate = |call: &RuntimeCall| {
                 CheckDutyCall
                     .validate_only(
@@ -428,6 +477,13 @@ mod tests {
                 validate(&vote),
                 Err(InvalidTransaction::Custom(challenge_not_found).into())
             );
+            // No open round of pool 0 to void: refused, it takes no duty space.
+            let no_open_round =
+                refusal_code(pallet_checkpoints::Error::<Runtime>::NoOpenRound.into());
+            assert_eq!(
+                validate(&void),
+                Err(InvalidTransaction::Custom(no_open_round).into())
+            );
             // Any other ordinary call passes unchecked.
             let remark = RuntimeCall::System(frame_system::Call::remark { remark: vec![] });
             assert_eq!(validate(&remark), Ok(()));
@@ -435,9 +491,9 @@ mod tests {
         });
     }
 
-    /// A member's copies of its own commit (other nonces, other hashes or sets) and a juror's
-    /// votes on one challenge share one tag, so that the pool keeps one of each; another
-    /// member, round, pool or challenge has its own. Every call but a duty provides none.
+    /// A member's copies of its own commit (other nonces, other hashes or sets), a juror's
+    /// votes on one challenge and anyone's voids of one pool share one tag, so that the pool
+    /// keeps one of each; another member, round, pool or challenge has its own. Every call but a duty provides none.
     #[test]
     fn copies_of_a_duty_share_one_pool_tag() {
         let (member, other): (crate::AccountId, crate::AccountId) =
@@ -480,6 +536,15 @@ mod tests {
         assert_ne!(seat, tag(&member, &vote(6, true)));
         assert_eq!(tag(&member, &appeal(5)), tag(&other, &appeal(5)));
         assert_ne!(tag(&member, &appeal(5)), tag(&member, &appeal(6)));
+        let void = |pool_id| {
+            RuntimeCall::Checkpoints(pallet_checkpoints::Call::void_expired_round { pool_id })
+        };
+        assert_eq!(
+            tag(&member, &void(2)),
+            tag(&other, &void(2)),
+            "one void per pool"
+        );
+        assert_ne!(tag(&member, &void(2)), tag(&member, &void(3)));
         let remark = RuntimeCall::System(frame_system::Call::remark { remark: vec![] });
         assert_eq!(duty_tag(&member, &remark), None);
     }
@@ -553,7 +618,7 @@ mod tests {
             let key: crate::AccountId = [1u8; 32].into();
             let outsider: crate::AccountId = [7u8; 32].into();
             pallet_sudo::Key::<Runtime>::put(&key);
-            let [commit, _] = duties();
+            let [commit, _, _] = duties();
             let wrapped = RuntimeCall::Sudo(pallet_sudo::Call::sudo_unchecked_weight {
                 call: Box::new(commit),
                 weight: Weight::from_parts(u64::MAX / 2, 0),

@@ -49,8 +49,8 @@ impl Recipe {
     /// Loads the corpus and builds θ₀.
     ///
     /// # Errors
-    /// Unreadable corpus, unknown model preset, or libtorch errors; `--codec sparse` with
-    /// `--overlap` (not verifiable yet).
+    /// Unreadable corpus, unknown model preset, or libtorch errors; a sparse codec with
+    /// `PoolRecipe::overlap` (not verifiable).
     pub fn load(c: &RecipeConfig) -> Result<Self> {
         let r = &c.recipe;
         if r.is_sparse() && r.overlap {

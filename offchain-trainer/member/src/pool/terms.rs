@@ -2,9 +2,9 @@
 //! measures the recipe here and derives, or refuses, a challenge window and a round timeout
 //! its members cannot meet, and a recipe whose honest replays drift past half the replay
 //! tolerance from the reference device; `run` measures again on the member's machine and
-//! refuses to join a pool whose window or timeout it cannot keep with its own `--verify-rate`
-//! and `--verify-segments`, or on a device that drifts from the reference past half the
-//! tolerance ([`device_check`]).
+//! refuses to join a pool whose window or timeout it cannot keep with its own
+//! `MemberConfig::verify_rate` and `verify_segments`, or on a device that drifts from the
+//! reference past half the tolerance ([`device_check`]).
 
 use std::time::Instant;
 

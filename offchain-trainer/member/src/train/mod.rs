@@ -59,7 +59,7 @@ pub struct RoundRecord {
     /// after a lost vote, waits for the trace writer) is time the accelerator does not
     /// train for the pool.
     pub compute_utilisation: f64,
-    /// Seconds evaluating this round's checkpoint (`--eval-batches` batches; pools only, 0
+    /// Seconds evaluating this round's checkpoint (`RecipeConfig::eval_batches` batches; pools only, 0
     /// elsewhere).
     pub eval_secs: f64,
     /// Seconds the member's duty worker spent since the previous record (pools only): replaying

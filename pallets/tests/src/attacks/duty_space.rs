@@ -52,6 +52,19 @@ fn an_outsiders_commit_after_the_deadline_is_refused() {
 	});
 }
 
+/// `post` reports `used`, strictly less time than `booked` and nothing beyond it.
+fn assert_charged(
+	post: &frame_support::dispatch::PostDispatchInfo,
+	used: frame_support::weights::Weight,
+	booked: frame_support::weights::Weight,
+) {
+	assert_eq!(post.actual_weight, Some(used));
+	assert!(
+		used.all_lte(booked) && used.ref_time() < booked.ref_time(),
+		"charged {used} of {booked} booked"
+	);
+}
+
 /// Attack: a stuffed block's duty space filled with the commits of one-member pools of the
 /// attacker's own (a commit every block each, tipped). A commit booked, and was charged, the
 /// weight of a 32-member pool's void, so two of them took the whole space and an honest
@@ -68,12 +81,7 @@ fn a_small_pools_commit_takes_the_block_space_of_its_own_path_not_of_a_void() {
 		// Round 1 final by this commit, round 2 opened with a snapshot of one.
 		let post = own_commit(pool, 1).expect("the member's commit finalizes its round");
 		assert!(pallet_checkpoints::FinalCheckpoints::<Test>::contains_key(pool, 1));
-		let used = Checkpoints::commit_weight_at(1);
-		assert_eq!(post.actual_weight, Some(used));
-		assert!(
-			used.all_lte(booked) && used.ref_time() < booked.ref_time(),
-			"charged {used} of {booked} booked"
-		);
+		assert_charged(&post, Checkpoints::commit_weight_at(1), booked);
 	});
 }
 
@@ -82,8 +90,8 @@ fn a_small_pools_commit_takes_the_block_space_of_its_own_path_not_of_a_void() {
 /// attacker fills them first) voided the round and paid a 32-member void, and the commit
 /// finalizing the last round of a one-round pool of the attacker's own ended the pool and paid
 /// the same. Two of either per block kept every honest commit out. A commit after the deadline
-/// is now refused (the round is voided by the queue or by `void_expired_round`, an ordinary
-/// call), and a commit that ends its pool is charged its path and the end of a pool of its
+/// is now refused (the round is voided by the queue or by `void_expired_round`, a duty of its
+/// own), and a commit that ends its pool is charged its path and the end of a pool of its
 /// size.
 #[test]
 fn late_and_pool_ending_commits_cannot_take_the_block_space_of_a_large_pool() {
@@ -100,7 +108,7 @@ fn late_and_pool_ending_commits_cannot_take_the_block_space_of_a_large_pool() {
 			Checkpoints::check_commit(1, pool, 1, [1; 32], included(&[0])),
 			Error::<Test>::DeadlinePassed
 		);
-		// Anyone voids it with the ordinary call.
+		// Anyone voids it.
 		assert_ok!(Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), pool));
 		assert!(pallet_checkpoints::Voided::<Test>::contains_key(pool, 1));
 		// The last round's commit ends the pool: charged for a one-member pool's end.
@@ -110,12 +118,7 @@ fn late_and_pool_ending_commits_cannot_take_the_block_space_of_a_large_pool() {
 			TrainingPools::pool(pool).map(|p| p.status),
 			Some(synod_primitives::PoolStatus::Completed)
 		);
-		let used = Checkpoints::ending_commit_weight_at(1, 1);
-		assert_eq!(post.actual_weight, Some(used));
-		assert!(
-			used.all_lte(booked) && used.ref_time() < booked.ref_time(),
-			"charged {used} of {booked} booked"
-		);
+		assert_charged(&post, Checkpoints::ending_commit_weight_at(1, 1), booked);
 	});
 }
 
@@ -197,5 +200,43 @@ fn only_a_seated_jurors_first_vote_is_admitted() {
 			Challenges::check_vote(seated, id + 1, true),
 			pallet_challenges::Error::<Test>::ChallengeNotFound
 		);
+	});
+}
+
+/// Attack: a stuffed block against a committee's votes. Every vote was charged as the one that
+/// decides (an appeal committee's deciding vote, paying every voter twice), so a stuffed block
+/// took 3 votes and a committee of 32 jurors needed 11 blocks to vote, while an attacker seated
+/// on sham challenges of its own filled the duty space with few calls. A vote that decides
+/// nothing is charged its own path (`vote_undecided`); only the deciding vote is charged as
+/// booked (the runtime counts the votes a stuffed block takes:
+/// `a_stuffed_block_takes_a_whole_committees_votes`, `runtime/src/configs/duty.rs`).
+#[test]
+fn a_vote_that_decides_nothing_is_charged_its_own_path() {
+	use pallet_challenges::WeightInfo;
+	run_test(|| {
+		final_round();
+		jurors(&[6, 7], 1_000);
+		let (id, _) = challenge(2, 0, 1, 1);
+		let booked = pallet_challenges::Call::<Test>::vote { challenge_id: id, guilty: true }
+			.get_dispatch_info()
+			.call_weight;
+		let undecided = <() as WeightInfo>::vote_undecided();
+		assert!(undecided.all_lte(booked) && undecided.ref_time() < booked.ref_time());
+		// The jurors with the fewest seats first: the most votes before the one that decides.
+		let mut jury = OpenChallenges::<Test>::get(id).expect("drawn").jury.into_inner();
+		jury.sort_by_key(|s| s.seats);
+		let mut charged = Vec::new();
+		for s in jury {
+			if OpenChallenges::<Test>::get(id).is_none_or(|c| c.votes.decided().is_some()) {
+				break;
+			}
+			let post = Challenges::vote(RuntimeOrigin::signed(s.who), id, true)
+				.expect("a seated juror votes");
+			charged.push(post.actual_weight);
+		}
+		let (deciding, before) = charged.split_last().expect("votes were cast");
+		assert!(!before.is_empty(), "the committee needs several votes: {charged:?}");
+		assert!(before.iter().all(|w| *w == Some(undecided)), "{charged:?}");
+		assert_eq!(*deciding, None, "the deciding vote is charged as booked");
 	});
 }

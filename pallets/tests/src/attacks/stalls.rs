@@ -44,6 +44,43 @@ fn one_pool_cannot_stall_another() {
 	});
 }
 
+/// Attack: the attacker's pools fill a victim round's deadline slots, so that no deadline
+/// queue holds the round, then the attacker stuffs the normal class of every block (any tip)
+/// so that nobody's `void_expired_round` is included: the round stalls and its silent members
+/// are never leaked. The void is an `Operational` duty, taking the space ordinary calls cannot,
+/// that the runtime admits exactly when it would succeed (`check_void`, a dry run that keeps
+/// nothing): before its deadline it is refused and takes no block space.
+#[test]
+fn stuffing_cannot_keep_an_unscheduled_round_from_its_void() {
+	use frame_support::dispatch::{DispatchClass, GetDispatchInfo};
+	run_test(|| {
+		for attacker in 4..=7 {
+			single_member_pool(attacker);
+		}
+		let honest = training_pool(3, two_thirds(), &[1_000, 1_000, 1_000]);
+		assert_eq!(OpenRounds::<Test>::get(honest).expect("open").scheduled_at, None);
+		let void = pallet_checkpoints::Call::<Test>::void_expired_round { pool_id: honest };
+		assert_eq!(void.get_dispatch_info().class, DispatchClass::Operational);
+		run_to_block(10);
+		assert_noop!(Checkpoints::check_void(honest), Error::<Test>::DeadlineNotReached);
+		run_to_block(11);
+		assert_ok!(Checkpoints::check_void(honest));
+		assert_eq!(OpenRounds::<Test>::get(honest).expect("the check keeps nothing").round, 1);
+		assert_eq!(Voided::<Test>::get(honest, 1), None);
+		// Booked as the void of a full pool that ends it; charged the void of 3 participants,
+		// so that the attacker's voids of its own small pools take little of the duty space.
+		let booked = void.get_dispatch_info().call_weight;
+		let post = Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), honest)
+			.expect("the void");
+		let used = post.actual_weight.expect("reported");
+		assert!(used.all_gte(Checkpoints::void_weight_at(3)), "charged {used}");
+		assert!(used.ref_time() < booked.ref_time(), "charged {used} of {booked} booked");
+		assert_eq!(Voided::<Test>::get(honest, 1), Some(11));
+		// Round 2 is open with its own deadline ahead: a second void is refused.
+		assert_noop!(Checkpoints::check_void(honest), Error::<Test>::DeadlineNotReached);
+	});
+}
+
 #[test]
 fn late_commit_is_refused_and_an_unscheduled_round_is_voided_by_anyone() {
 	run_test(|| {
@@ -238,7 +275,8 @@ fn voids_that_end_their_pools_are_charged_the_pools_end() {
 			.expect("the lazy void");
 		let used = post.actual_weight.expect("reported");
 		let one = TrainingPools::end_weight(1);
-		assert!(used.all_gte(void.saturating_add(one)), "the call reported {used}");
+		let lazy_void = Checkpoints::void_weight_at(1);
+		assert!(used.all_gte(lazy_void.saturating_add(one)), "the call reported {used}");
 		// A void whose pool goes on is refunded the end.
 		let going_on = pallet_training_pools::NextPoolId::<Test>::get();
 		assert_ok!(TrainingPools::create_pool(
@@ -252,6 +290,6 @@ fn voids_that_end_their_pools_are_charged_the_pools_end() {
 		let post = Checkpoints::void_expired_round(RuntimeOrigin::signed(OUTSIDER), going_on)
 			.expect("the lazy void");
 		let used = post.actual_weight.expect("reported");
-		assert!(used.ref_time() < void.saturating_add(one).ref_time(), "charged {used}");
+		assert!(used.ref_time() < lazy_void.saturating_add(one).ref_time(), "charged {used}");
 	});
 }

@@ -67,7 +67,7 @@ pub(super) struct Appealer<C> {
     account: AccountId,
     /// Our pool: rulings of other pools are left to the processes that train in them.
     pool: u32,
-    /// A member playing a fault (`--fault`) never appeals.
+    /// A member playing a fault (`MemberConfig::fault`) never appeals.
     plays_fault: bool,
     /// Challenges appealed, being appealed, or given up (too late, refused): not submitted
     /// again.

@@ -94,7 +94,7 @@ pub(super) async fn submit_commit(
 /// many blocks before it.
 const EXCHANGE_MARGIN_BLOCKS: u64 = 5;
 
-/// How long an exchange may wait for payloads: `wait` (`--round-deadline`), but no longer than
+/// How long an exchange may wait for payloads: `wait` (`MemberConfig::round_deadline`), but no longer than
 /// until [`EXCHANGE_MARGIN_BLOCKS`] before the round's `deadline` block, read at finalized
 /// block `finalized` with blocks of `block_secs` seconds (zero when that is past). A member
 /// that announces and then serves its payload slowly holds the exchange open until then (one
@@ -180,7 +180,7 @@ impl Trainer {
         Ok(())
     }
 
-    /// How long round `r`'s exchange may wait for payloads: `wait` (`--round-deadline`), cut
+    /// How long round `r`'s exchange may wait for payloads: `wait` (`MemberConfig::round_deadline`), cut
     /// to [`exchange_wait`] of the chain's deadline when `r` is the open round. If the chain
     /// cannot be read (the node restarting), `wait`: the round goes on, uncut.
     fn exchange_wait(&self, r: u32, wait: Duration) -> Duration {

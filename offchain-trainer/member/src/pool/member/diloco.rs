@@ -96,7 +96,7 @@ impl PoolProgram for Diloco {
 }
 
 /// Refuses to join a pool whose challenge window or round timeout this machine cannot keep
-/// with its own `--verify-rate` and `--verify-segments` ([`terms::Costs::check`], measured
+/// with its own `MemberConfig::verify_rate` and `verify_segments` ([`terms::Costs::check`], measured
 /// here without the creator's margin), or on a device whose honest runs drift from the
 /// reference device's past half a tolerance ([`terms::device_check`]), before anything is
 /// bonded or submitted. A member

@@ -1,4 +1,4 @@
-//! Fault injection for tests (`run --fault`, refused on Live chains): a real trainer process
+//! Fault injection for tests (`MemberConfig::fault`, refused on Live chains): a real trainer process
 //! that misbehaves the way an attacker would, signed with its own key as usual.
 
 use std::collections::BTreeSet;
@@ -17,7 +17,7 @@ use crate::config::{Fault, LATE_SECS};
 const MAX_COPY_BYTES: u64 = 1 << 30;
 
 impl Trainer {
-    /// Rewrites our contribution to round `r` (computed from `state`) as `--fault` asks, right
+    /// Rewrites our contribution to round `r` (computed from `state`) as our fault asks, right
     /// before the exchange: a crafted pseudo-gradient, another member's payload, ours served
     /// to a single peer, or ours announced late.
     pub(super) fn inject_fault(

@@ -30,7 +30,7 @@
 //!   end fails (its payload is not its trace's end), replay whole any other that fails or
 //!   serves nothing, and challenge on-chain at once any whose whole replay is outside the
 //!   tolerance;
-//!   as a juror (unless `--no-jury`), replay disputed contributions whole and vote.
+//!   as a juror (unless `MemberConfig::juror` is off), replay disputed contributions whole and vote.
 //! * **End**: when the pool completes, keep verifying and judging until the last round can no
 //!   longer be challenged, write `<base>/loss.png` and keep serving until live peers have our
 //!   last payload.

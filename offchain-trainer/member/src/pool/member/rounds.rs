@@ -246,7 +246,7 @@ impl Trainer {
     ///   if another checkpoint wins or round r is voided, that phase is discarded and round
     ///   r + 1 is trained again from the final checkpoint (a wrong payload is never
     ///   announced);
-    /// - **overlapped rounds** ([`synod_diloco::OuterState::overlapped`], `--overlap`, a
+    /// - **overlapped rounds** ([`synod_diloco::OuterState::overlapped`], `PoolRecipe::overlap`, a
     ///   one-step-delayed outer update) train from θ_{r−1}, the last final checkpoint, which
     ///   no outcome of round r can change ([`crate::pool::inner_start`]): nothing is
     ///   discarded but after a restart.

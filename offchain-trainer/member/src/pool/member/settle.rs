@@ -305,8 +305,8 @@ impl Trainer {
                     }
                     // Past its deadline and not voided: the chain's queue had no room for it.
                     // The chain refuses commits now, so we void it ourselves, once; members
-                    // wait `index mod 4` blocks more each, so that few calls race (the losers'
-                    // fail and pay their fee).
+                    // wait `index mod 4` blocks more each, so that few calls race (the pool
+                    // holds one void per pool and refuses one that would fail, unpaid).
                     if !void_asked.get() {
                         let open = chain.open_round(pool).await?;
                         let finalized = chain.finalized_number().await?;

@@ -4,7 +4,7 @@
 //! payload we had announced for it. The chain leaks a silent included member when the round is settled
 //! (`docs/architecture.md`, step 8), so we record the final checkpoint, unpaid, once the
 //! late-commit window has closed: before it, the round loop's own commit may still land.
-//! `--fault late`, which commits nothing on purpose, attests nothing either.
+//! [`crate::config::Fault::Late`], which commits nothing on purpose, attests nothing either.
 
 use std::time::{Duration, Instant};
 

@@ -1,4 +1,4 @@
-//! Jury duty: as a juror (every member unless `--no-jury`), checks the disputed contributions
+//! Jury duty: as a juror (every member unless `MemberConfig::juror` is off), checks the disputed contributions
 //! of the challenges it is drawn for and votes: the part of the accused's trace a narrowed
 //! challenge names (its states fetched from the accused), or the whole inner phase.
 
@@ -118,7 +118,7 @@ impl DutyWorker {
 
     /// Reads our pool's challenges ([`read_open_challenges`]; another pool's are read once and
     /// left to the account's process in that pool): keeps in `seats` every drawn committee
-    /// seat of ours in our pool not voted yet, first or appeal (with `--no-jury` too: an account seated anyway, because another
+    /// seat of ours in our pool not voted yet, first or appeal (with `MemberConfig::juror` off too: an account seated anyway, because another
     /// process of it opted in, votes rather than be slashed as a no-show), for
     /// [`DutyWorker::judge_seats`]; appeals the rulings we lose as a party that no `Ruled`
     /// event made us appeal already ([`super::super::appeal`]);

@@ -1,7 +1,7 @@
 //! A member's verification duties (`docs/architecture.md`, step 7), run by the **duty worker**,
 //! a thread of their own beside the rounds and after the last one: replay a sample of the
 //! other members of every final round's included set and challenge the ones outside the tolerance; as a
-//! juror (unless `--no-jury`), replay disputed contributions and vote.
+//! juror (unless `MemberConfig::juror` is off), replay disputed contributions and vote.
 //!
 //! The worker ([`DutyWorker`], driven through its [`DutyHandle`]) runs one pass of every duty
 //! when the chain has finalized blocks (one pass for those finalized during the previous one)
