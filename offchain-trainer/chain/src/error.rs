@@ -55,6 +55,17 @@ pub enum ChainError {
 }
 
 impl ChainError {
+    /// Whether the transaction pool refused the extrinsic because it already holds one that
+    /// provides the same tag at a priority at least as high (substrate's `TooLowPriority`:
+    /// "Priority is too low"). For a duty that the runtime's `CheckDutyCall` tags by what it
+    /// does (e.g. the void of one pool), another account's call of the same duty is queued.
+    pub fn is_same_tag_queued(&self) -> bool {
+        matches!(self, ChainError::Rejected(m) if {
+            let m = m.to_ascii_lowercase();
+            m.contains("priority") && m.contains("too low")
+        })
+    }
+
     /// Whether this is pallet error `pallet::error`.
     pub fn is_module(&self, pallet: &str, error: &str) -> bool {
         matches!(self, ChainError::Module { pallet: p, error: e, .. } if p == pallet && e == error)

@@ -12,23 +12,64 @@ use frame_support::{
 };
 use frame_system::{pallet_prelude::BlockNumberFor, RawOrigin};
 use sp_runtime::traits::Saturating;
-use synod_primitives::{MemberIndex, PoolId, PoolSetup, PoolsInterface};
+use synod_primitives::{MemberIndex, PoolId, PoolSetup, PoolsInterface, RoundIndex};
 
 fn all_included<T: Config>(m: u32) -> IncludedSet<T> {
 	BoundedVec::truncate_from((0..m).collect::<Vec<MemberIndex>>())
 }
 
-/// Readies `pool`'s open round for the worst void: every participant has missed
-/// `DropAfterMissed − 1` rounds (the void leaks and drops each), and the pool keeps as many
-/// voided rounds' snapshots as it may, each as large as this round's, with unmatched commits
-/// never scheduled (the void deletes two). Returns the open round.
+/// What a benchmarked void does to its round's silent participants.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AtVoid {
+	/// Each is leaked and stays (`DropAfterMissed − 2` rounds missed before): the pool goes
+	/// on to its next round, whose snapshot holds them all and whose deadline finds room only
+	/// in the last list it may probe.
+	Stay,
+	/// Each is leaked and dropped (`DropAfterMissed − 1` rounds missed before): the pool, left
+	/// without members, ends with the void.
+	Drop,
+}
+
+/// Fills every deadline list a deadline at `at` may probe but the last, which keeps one free
+/// slot (`MaxDeadlinesPerBlock` lists read, one written). Returns the last list's block.
+fn fill_deadline_lists<T: Config>(mut at: BlockNumberFor<T>) -> BlockNumberFor<T> {
+	let lists = T::MaxDeadlinesPerBlock::get().max(1);
+	for i in 1..=lists {
+		Deadlines::<T>::mutate(at, |d| {
+			while d.try_push((PoolId::MAX, 0)).is_ok() {}
+			if i == lists {
+				d.pop();
+			}
+		});
+		if i < lists {
+			at = at.saturating_add(1u32.into());
+		}
+	}
+	at
+}
+
+/// Readies `pool`'s open round for the worst void of its kind (`at_void`): every participant
+/// is silent, and the pool keeps as many voided rounds' snapshots as it may, each as large as
+/// this round's, with unmatched commits never scheduled (the void deletes two). Returns the
+/// open round; the void is due at its deadline.
 fn silent_round_after_voids<T: Config>(
 	pool: PoolId,
+	at_void: AtVoid,
 ) -> Result<OpenRound<T::Balance, BlockNumberFor<T>>, BenchmarkError> {
 	let open = crate::pallet::OpenRounds::<T>::get(pool).ok_or(BenchmarkError::Weightless)?;
 	let snapshot = Snapshots::<T>::get((pool, open.round)).unwrap_or_default();
+	let missed = match at_void {
+		AtVoid::Stay => T::DropAfterMissed::get().saturating_sub(2),
+		AtVoid::Drop => T::DropAfterMissed::get().saturating_sub(1),
+	};
 	for p in snapshot.iter() {
-		MissedRounds::<T>::insert(pool, &p.who, T::DropAfterMissed::get().saturating_sub(1));
+		MissedRounds::<T>::insert(pool, &p.who, missed);
+	}
+	if at_void == AtVoid::Stay {
+		// The next round opens in the void's block: its deadline probes every list.
+		let params = T::Pools::round_params(pool).ok_or(BenchmarkError::Weightless)?;
+		let next = params.timeline.deadline(crate::finality::block::<T>(open.deadline));
+		fill_deadline_lists::<T>(crate::finality::runtime_block::<T>(next));
 	}
 	let old = 1_000..1_000 + crate::KEPT_VOIDED_SNAPSHOTS;
 	for round in old.clone() {
@@ -41,6 +82,67 @@ fn silent_round_after_voids<T: Config>(
 		BoundedVec::truncate_from(old.map(|r| (r, 1u32.into())).collect::<Vec<_>>()),
 	);
 	Ok(open)
+}
+
+/// `v` pools of `MaxMembers` members whose round 1 opens in this block, readied by
+/// [`silent_round_after_voids`] (`at_void`), so that their voids share one deadline list.
+/// Returns the block of that list (the hook runs there: the next rounds open in it, their
+/// deadlines later) and the pools.
+fn due_voids<T: Config>(
+	v: u32,
+	at_void: AtVoid,
+) -> Result<(BlockNumberFor<T>, Vec<PoolId>), BenchmarkError> {
+	let mut due = None;
+	let mut pools = Vec::new();
+	for _ in 0..v {
+		let (pool, _) = T::BenchmarkHelper::training_pool(T::MaxMembers::get());
+		let open = silent_round_after_voids::<T>(pool, at_void)?;
+		due = Some(open.deadline);
+		pools.push(pool);
+	}
+	let at: BlockNumberFor<T> = due.unwrap_or_else(|| 100u32.into());
+	assert_eq!(Deadlines::<T>::get(at).len() as u32, v, "every pool's void is measured");
+	frame_system::Pallet::<T>::set_block_number(at);
+	Ok((at, pools))
+}
+
+/// After the deadline queue's voids at `at` of `pools` readied by [`due_voids`]: each did what
+/// `at_void` says, and each pool deleted two of its kept snapshots (their unmatched commits
+/// stay for a decision).
+fn assert_hook_voided<T: Config>(at: BlockNumberFor<T>, pools: &[PoolId], at_void: AtVoid) {
+	assert!(Deadlines::<T>::get(at).is_empty());
+	for &pool in pools {
+		assert_voided::<T>(pool, 1, T::MaxMembers::get(), at_void);
+		assert_eq!(
+			KeptSnapshots::<T>::get(pool).len() as u32,
+			crate::KEPT_VOIDED_SNAPSHOTS - 1,
+			"two kept snapshots deleted, the void's kept"
+		);
+	}
+	assert_eq!(
+		UnmatchedCommits::<T>::iter().count() as u32,
+		pools.len() as u32 * crate::KEPT_VOIDED_SNAPSHOTS,
+		"undecided unmatched commits outlive their round's snapshot"
+	);
+}
+
+/// After a void of `pool`'s round `round` readied by [`silent_round_after_voids`]: asserts
+/// that it did what `at_void` says (the pool's next round open with every member, or the pool
+/// ended without members).
+fn assert_voided<T: Config>(pool: PoolId, round: RoundIndex, m: u32, at_void: AtVoid) {
+	assert!(Voided::<T>::contains_key(pool, round));
+	let next = crate::pallet::OpenRounds::<T>::get(pool);
+	match at_void {
+		AtVoid::Stay => {
+			assert_eq!(next.map(|o| o.round), Some(round + 1), "the pool goes on");
+			let participants = Snapshots::<T>::decode_len((pool, round + 1)).unwrap_or(0);
+			assert_eq!(participants as u32, m, "every member stays");
+		},
+		AtVoid::Drop => {
+			assert!(next.is_none(), "the pool ends");
+			assert_eq!(T::Pools::member_count(pool), 0, "every member is dropped");
+		},
+	}
 }
 
 #[benchmarks]
@@ -123,61 +225,71 @@ mod benchmarks {
 		Ok(())
 	}
 
-	// Worst case of one void by `void_expired_round` at a round of `m` participants, all
-	// silent, each having missed `DropAfterMissed − 1` rounds (leaked and dropped), the pool
-	// keeping as many voided rounds' snapshots of `m` as it may (two deleted) and its `m`
-	// members going on to the next round (its snapshot written). The end of a pool the void
-	// closes is charged apart (`void_and_end`).
+	// Worst case of one void by `void_expired_round` whose pool goes on: a round of `m`
+	// participants, all silent, each leaked and staying, the pool keeping as many voided
+	// rounds' snapshots of `m` as it may (two deleted), its next round opened with all `m`
+	// (snapshot, `m` slashable horizons, `m` early commits read) and its deadline probing
+	// every list. `void_expired_round_dropping` measures the other path; the call is charged
+	// the larger ([`Pallet::void_weight_at`]).
 	#[benchmark]
 	fn void_expired_round(m: Linear<1, { T::MaxMembers::get() }>) -> Result<(), BenchmarkError> {
 		let (pool, _) = T::BenchmarkHelper::training_pool(m);
-		let open = silent_round_after_voids::<T>(pool)?;
-		let participants = Snapshots::<T>::decode_len((pool, open.round)).unwrap_or(0);
-		assert_eq!(participants as u32, m, "every member participates");
+		let open = silent_round_after_voids::<T>(pool, AtVoid::Stay)?;
 		frame_system::Pallet::<T>::set_block_number(open.deadline);
 		let caller: T::AccountId = whitelisted_caller();
 		#[extrinsic_call]
-		_(RawOrigin::Signed(caller), pool);
-		assert!(Voided::<T>::contains_key(pool, open.round));
+		void_expired_round(RawOrigin::Signed(caller), pool);
+		assert_voided::<T>(pool, open.round, m, AtVoid::Stay);
 		Ok(())
 	}
 
+	// Worst case of one void by `void_expired_round` that drops its round's `m` participants:
+	// all silent, each leaked and dropped, the pool keeping as many voided rounds' snapshots
+	// of `m` as it may (two deleted). The pool, left without members, ends: its end is
+	// measured here and charged again apart (`void_and_end`).
+	#[benchmark]
+	fn void_expired_round_dropping(
+		m: Linear<1, { T::MaxMembers::get() }>,
+	) -> Result<(), BenchmarkError> {
+		let (pool, _) = T::BenchmarkHelper::training_pool(m);
+		let open = silent_round_after_voids::<T>(pool, AtVoid::Drop)?;
+		frame_system::Pallet::<T>::set_block_number(open.deadline);
+		let caller: T::AccountId = whitelisted_caller();
+		#[extrinsic_call]
+		void_expired_round(RawOrigin::Signed(caller), pool);
+		assert_voided::<T>(pool, open.round, m, AtVoid::Drop);
+		Ok(())
+	}
+
+	// Worst case of the deadline queue's `v` voids in one block, each of a `MaxMembers` round
+	// whose pool goes on (as `void_expired_round`); `on_initialize_void_dropping` measures
+	// voids that drop every participant. The hook is charged the larger
+	// ([`Pallet::on_initialize_void_weight`]).
 	#[benchmark]
 	fn on_initialize_void(
 		v: Linear<0, { T::MaxDeadlinesPerBlock::get() }>,
 	) -> Result<(), BenchmarkError> {
-		// Each pool keeps as many voided rounds' snapshots as it may, all expired, each with
-		// unmatched commits never scheduled; every participant has missed
-		// `DropAfterMissed − 1` rounds. The void leaks and drops every participant of its own
-		// round (silent), then deletes two kept snapshots (their unmatched commits stay for a
-		// decision) before keeping its own. A scheduled leak decision (an entry of the same list) slashes and
-		// drops at most the same participants, without the next round's snapshot.
-		let mut due = None;
-		// Every pool's round 1 opens in this block, so their deadlines share one.
-		for _ in 0..v {
-			let (pool, _) = T::BenchmarkHelper::training_pool(T::MaxMembers::get());
-			let open = silent_round_after_voids::<T>(pool)?;
-			due = Some(open.deadline);
-		}
-		let at: BlockNumberFor<T> = due.unwrap_or_else(|| 100u32.into());
-		assert_eq!(Deadlines::<T>::get(at).len() as u32, v, "every pool's void is measured");
-		// The hook runs in its own block: the next rounds open there, their deadlines later.
-		frame_system::Pallet::<T>::set_block_number(at);
+		let (at, pools) = due_voids::<T>(v, AtVoid::Stay)?;
 		#[block]
 		{
 			Pallet::<T>::on_initialize(at);
 		}
-		assert!(Deadlines::<T>::get(at).is_empty());
-		if v > 0 {
-			assert!(Voided::<T>::iter().count() > 0);
-			assert!(KeptSnapshots::<T>::iter()
-				.all(|(_, k)| k.len() as u32 == crate::KEPT_VOIDED_SNAPSHOTS - 1));
-			assert_eq!(
-				UnmatchedCommits::<T>::iter().count() as u32,
-				v * crate::KEPT_VOIDED_SNAPSHOTS,
-				"undecided unmatched commits outlive their round's snapshot"
-			);
+		assert_hook_voided::<T>(at, &pools, AtVoid::Stay);
+		Ok(())
+	}
+
+	// Worst case of the deadline queue's `v` voids in one block, each of a `MaxMembers` round
+	// whose participants are all dropped (as `void_expired_round_dropping`): the pools end.
+	#[benchmark]
+	fn on_initialize_void_dropping(
+		v: Linear<0, { T::MaxDeadlinesPerBlock::get() }>,
+	) -> Result<(), BenchmarkError> {
+		let (at, pools) = due_voids::<T>(v, AtVoid::Drop)?;
+		#[block]
+		{
+			Pallet::<T>::on_initialize(at);
 		}
+		assert_hook_voided::<T>(at, &pools, AtVoid::Drop);
 		Ok(())
 	}
 
@@ -227,19 +339,9 @@ mod benchmarks {
 			crate::pallet::Commits::<T>::remove((pool, 1), who);
 		}
 		// Every list the decision may take is full but the last, which has one free slot.
-		let mut at = frame_system::Pallet::<T>::block_number().saturating_add(1u32.into());
-		let lists = T::MaxDeadlinesPerBlock::get().max(1);
-		for i in 1..=lists {
-			Deadlines::<T>::mutate(at, |d| {
-				while d.try_push((PoolId::MAX, 0)).is_ok() {}
-				if i == lists {
-					d.pop();
-				}
-			});
-			if i < lists {
-				at = at.saturating_add(1u32.into());
-			}
-		}
+		let at = fill_deadline_lists::<T>(
+			frame_system::Pallet::<T>::block_number().saturating_add(1u32.into()),
+		);
 		#[block]
 		{
 			<Pallet<T> as synod_primitives::OnRoundSettled>::round_settled(pool, 1);

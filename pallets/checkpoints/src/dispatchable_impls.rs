@@ -26,14 +26,24 @@ impl<T: Config> Pallet<T> {
 		synod_primitives::dry_run(|| Self::do_commit(who, pool_id, round, hash, included))
 	}
 
-	/// Whether `void_expired_round(pool_id)` would succeed at the current state: the void is
-	/// run in a storage layer that is then discarded. The runtime's transaction extension
-	/// admits a void (an `Operational` call) only if it passes, so that nobody takes that
-	/// block space with voids that fail.
+	/// Whether `void_expired_round(pool_id)` would succeed at the current state and is needed:
+	/// the void is run in a storage layer that is then discarded, and the round is in no
+	/// deadline queue of this block or a later one. The runtime's transaction extension admits
+	/// a void (an `Operational` call) only if it passes, so that nobody takes that block space
+	/// with voids that fail or that the queue does for free. (The transaction pool checks a
+	/// call at the next block's number without running its `on_initialize`: at block
+	/// `scheduled_at − 1` a void would pass the dry run, then find the round voided by the
+	/// queue and fail unpaid.)
 	///
-	/// Errors: those of [`Pallet::void_expired_round`].
+	/// Errors: those of [`Pallet::void_expired_round`]; [`Error::VoidScheduled`].
 	pub fn check_void(pool_id: PoolId) -> DispatchResult {
-		synod_primitives::dry_run(|| Self::do_void_expired_round(pool_id).map(|_| ()))
+		synod_primitives::dry_run(|| Self::do_void_expired_round(pool_id).map(|_| ()))?;
+		let now = frame_system::Pallet::<T>::block_number();
+		let queued = OpenRounds::<T>::get(pool_id)
+			.and_then(|open| open.scheduled_at)
+			.is_some_and(|at| at >= now);
+		ensure!(!queued, Error::<T>::VoidScheduled);
+		Ok(())
 	}
 
 	/// Voids `pool_id`'s open round if its deadline has passed. Returns the weight used: the
@@ -56,11 +66,23 @@ impl<T: Config> Pallet<T> {
 	}
 
 	/// The weight charged for one void by `void_expired_round` of a round whose snapshot, and
-	/// whose pool's next one, hold at most `m` participants: the benchmarked void
-	/// ([`WeightInfo::void_expired_round`], the pool's end apart) at `m` (at least 1, at most
-	/// `MaxMembers`; the reads of its size are measured with it).
+	/// whose pool's next one, hold at most `m` participants: the larger of the two benchmarked
+	/// voids at `m` (at least 1, at most `MaxMembers`; the reads of its size are measured with
+	/// it), one whose pool goes on to its next round ([`WeightInfo::void_expired_round`]) and
+	/// one that drops every participant ([`WeightInfo::void_expired_round_dropping`], the
+	/// pool's end charged apart). A void that drops some participants and keeps the others
+	/// does, per participant, one of the two, so it costs no more than the larger.
 	pub fn void_weight_at(m: u32) -> Weight {
-		T::WeightInfo::void_expired_round(m.clamp(1, T::MaxMembers::get().max(1)))
+		let m = m.clamp(1, T::MaxMembers::get().max(1));
+		T::WeightInfo::void_expired_round(m).max(T::WeightInfo::void_expired_round_dropping(m))
+	}
+
+	/// The weight charged for the deadline queue's `v` voids in one block's `on_initialize`,
+	/// the ends of the pools they close apart: the larger of the two benchmarked hooks, voids
+	/// whose pools go on ([`WeightInfo::on_initialize_void`]) and voids that drop every
+	/// participant ([`WeightInfo::on_initialize_void_dropping`]).
+	pub fn on_initialize_void_weight(v: u32) -> Weight {
+		T::WeightInfo::on_initialize_void(v).max(T::WeightInfo::on_initialize_void_dropping(v))
 	}
 
 	/// The weight charged for a commit in a pool whose round snapshots hold at most `m`

@@ -226,9 +226,10 @@ impl<T: Config> Pallet<T> {
 		}
 	}
 
-	/// [`Self::void_if_open`], with the weight it takes beyond the void benchmark
-	/// (`on_initialize_void`, whose pools go on to their next round): the reads of the pool's
-	/// status around it and, when the void closed the pool's last round, the pool's end at its
+	/// [`Self::void_if_open`], with the weight it takes beyond the void benchmarks
+	/// (`on_initialize_void` and `void_expired_round`, whose pools go on to their next round,
+	/// and their `_dropping` kinds, whose pools end: the end measured there is charged again
+	/// here): the reads of the pool's status around it and, when the void closed the pool's last round, the pool's end at its
 	/// member count (`PoolsInterface::end_weight`) and the read of that count.
 	pub(crate) fn void_and_end(
 		pool_id: PoolId,

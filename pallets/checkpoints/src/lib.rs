@@ -391,6 +391,11 @@ pub mod pallet {
 		/// The open round's deadline has passed: a commit now would not count, and the round
 		/// is voided by the deadline queue or by anyone's `void_expired_round`.
 		DeadlinePassed,
+		/// The open round's void is scheduled in a deadline queue at this block or a later one
+		/// ([`OpenRound::scheduled_at`]): the queue voids it in that block's `on_initialize`,
+		/// so the transaction pool does not admit a `void_expired_round` of it
+		/// ([`Pallet::check_void`]).
+		VoidScheduled,
 	}
 
 	#[pallet::call]
@@ -460,7 +465,8 @@ pub mod pallet {
 		/// void at the round's size ([`Pallet::void_weight_at`]) and, when the void ends the
 		/// pool, the pool's end at its member count.
 		///
-		/// Errors: [`Error::NoOpenRound`], [`Error::DeadlineNotReached`].
+		/// Errors: [`Error::NoOpenRound`], [`Error::DeadlineNotReached`]; the transaction
+		/// pool also refuses [`Error::VoidScheduled`] ([`Pallet::check_void`]).
 		#[pallet::call_index(1)]
 		#[pallet::weight((
 			Pallet::<T>::void_weight_at(T::MaxMembers::get())
@@ -553,7 +559,7 @@ pub mod pallet {
 					ends = ends.saturating_add(end);
 				}
 			}
-			T::WeightInfo::on_initialize_void(count).saturating_add(ends)
+			Self::on_initialize_void_weight(count).saturating_add(ends)
 		}
 
 		#[cfg(feature = "try-runtime")]

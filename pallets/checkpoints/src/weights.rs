@@ -18,7 +18,9 @@ use frame_support::{
 pub trait WeightInfo {
 	fn commit_checkpoint(m: u32) -> Weight;
 	fn void_expired_round(m: u32) -> Weight;
+	fn void_expired_round_dropping(m: u32) -> Weight;
 	fn on_initialize_void(v: u32) -> Weight;
+	fn on_initialize_void_dropping(v: u32) -> Weight;
 	fn decide_unmatched_commits() -> Weight;
 	fn round_settled() -> Weight;
 }
@@ -65,13 +67,64 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// The range of component `m` is `[2, 32]`.
 	fn commit_checkpoint(m: u32) -> Weight {
 		// Proof size: measured `1044`, estimated `13274` bytes.
-		Weight::from_parts(225_913_279, 13274)
-			.saturating_add(Weight::from_parts(26_283_082, 0).saturating_mul(m.into()))
+		Weight::from_parts(189_674_742, 13274)
+			.saturating_add(Weight::from_parts(31_949_068, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(15_u64))
 			.saturating_add(T::DbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(14_u64))
 			.saturating_add(T::DbWeight::get().writes((2_u64).saturating_mul(m.into())))
 			.saturating_add(Weight::from_parts(0, 4597).saturating_mul(m.into()))
+	}
+	/// Storage: `Checkpoints::OpenRounds` (r:1 w:1)
+	/// Proof: `Checkpoints::OpenRounds` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Pools` (r:1 w:1)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Snapshots` (r:1 w:3)
+	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::MemberList` (r:1 w:0)
+	/// Proof: `TrainingPools::MemberList` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::FinalCheckpoints` (r:1 w:0)
+	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Candidates` (r:1 w:2)
+	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::AgreedSets` (r:2 w:0)
+	/// Proof: `Checkpoints::AgreedSets` (`max_values`: None, `max_size`: Some(149), added: 2624, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Commits` (r:64 w:0)
+	/// Proof: `Checkpoints::Commits` (`max_values`: None, `max_size`: Some(225), added: 2700, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::MissedRounds` (r:32 w:32)
+	/// Proof: `Checkpoints::MissedRounds` (`max_values`: None, `max_size`: Some(64), added: 2539, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::Ledger` (r:32 w:32)
+	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
+	/// Storage: `Balances::Holds` (r:32 w:32)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
+	/// Storage: `System::Account` (r:33 w:33)
+	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
+	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::KeptSnapshots` (r:1 w:1)
+	/// Proof: `Checkpoints::KeptSnapshots` (`max_values`: None, `max_size`: Some(141), added: 2616, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::UnmatchedCommits` (r:1 w:0)
+	/// Proof: `Checkpoints::UnmatchedCommits` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Members` (r:32 w:0)
+	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::SlashableUntil` (r:32 w:32)
+	/// Proof: `TrainerStaking::SlashableUntil` (`max_values`: None, `max_size`: Some(52), added: 2527, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Deadlines` (r:8 w:1)
+	/// Proof: `Checkpoints::Deadlines` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Divergent` (r:0 w:1)
+	/// Proof: `Checkpoints::Divergent` (`max_values`: None, `max_size`: Some(2065), added: 4540, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Voided` (r:0 w:1)
+	/// Proof: `Checkpoints::Voided` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
+	/// The range of component `m` is `[1, 32]`.
+	fn void_expired_round(m: u32) -> Weight {
+		// Proof size: measured `2347`, estimated `21406` bytes.
+		Weight::from_parts(572_274_994, 21406)
+			.saturating_add(Weight::from_parts(99_506_756, 0).saturating_mul(m.into()))
+			.saturating_add(T::DbWeight::get().reads(20_u64))
+			.saturating_add(T::DbWeight::get().reads((8_u64).saturating_mul(m.into())))
+			.saturating_add(T::DbWeight::get().writes(13_u64))
+			.saturating_add(T::DbWeight::get().writes((5_u64).saturating_mul(m.into())))
+			.saturating_add(Weight::from_parts(0, 5400).saturating_mul(m.into()))
 	}
 	/// Storage: `Checkpoints::OpenRounds` (r:1 w:1)
 	/// Proof: `Checkpoints::OpenRounds` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
@@ -118,15 +171,66 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainingPools::Dropped` (r:0 w:32)
 	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// The range of component `m` is `[1, 32]`.
-	fn void_expired_round(m: u32) -> Weight {
+	fn void_expired_round_dropping(m: u32) -> Weight {
 		// Proof size: measured `1988`, estimated `13274` bytes.
-		Weight::from_parts(272_152_593, 13274)
-			.saturating_add(Weight::from_parts(107_206_868, 0).saturating_mul(m.into()))
+		Weight::from_parts(665_343_010, 13274)
+			.saturating_add(Weight::from_parts(121_395_971, 0).saturating_mul(m.into()))
 			.saturating_add(T::DbWeight::get().reads(13_u64))
 			.saturating_add(T::DbWeight::get().reads((8_u64).saturating_mul(m.into())))
 			.saturating_add(T::DbWeight::get().writes(13_u64))
 			.saturating_add(T::DbWeight::get().writes((10_u64).saturating_mul(m.into())))
 			.saturating_add(Weight::from_parts(0, 4597).saturating_mul(m.into()))
+	}
+	/// Storage: `Checkpoints::Deadlines` (r:9 w:2)
+	/// Proof: `Checkpoints::Deadlines` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Voided` (r:8 w:8)
+	/// Proof: `Checkpoints::Voided` (`max_values`: None, `max_size`: Some(28), added: 2503, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::FinalCheckpoints` (r:8 w:0)
+	/// Proof: `Checkpoints::FinalCheckpoints` (`max_values`: None, `max_size`: Some(1278), added: 3753, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Pools` (r:8 w:8)
+	/// Proof: `TrainingPools::Pools` (`max_values`: None, `max_size`: Some(1387), added: 3862, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::OpenRounds` (r:8 w:8)
+	/// Proof: `Checkpoints::OpenRounds` (`max_values`: None, `max_size`: Some(45), added: 2520, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Candidates` (r:8 w:16)
+	/// Proof: `Checkpoints::Candidates` (`max_values`: None, `max_size`: Some(9809), added: 12284, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::AgreedSets` (r:16 w:0)
+	/// Proof: `Checkpoints::AgreedSets` (`max_values`: None, `max_size`: Some(149), added: 2624, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Snapshots` (r:8 w:24)
+	/// Proof: `Checkpoints::Snapshots` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Commits` (r:512 w:0)
+	/// Proof: `Checkpoints::Commits` (`max_values`: None, `max_size`: Some(225), added: 2700, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::MissedRounds` (r:256 w:256)
+	/// Proof: `Checkpoints::MissedRounds` (`max_values`: None, `max_size`: Some(64), added: 2539, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::Ledger` (r:256 w:256)
+	/// Proof: `TrainerStaking::Ledger` (`max_values`: None, `max_size`: Some(705), added: 3180, mode: `MaxEncodedLen`)
+	/// Storage: `Balances::Holds` (r:256 w:256)
+	/// Proof: `Balances::Holds` (`max_values`: None, `max_size`: Some(175), added: 2650, mode: `MaxEncodedLen`)
+	/// Storage: `System::Account` (r:257 w:257)
+	/// Proof: `System::Account` (`max_values`: None, `max_size`: Some(128), added: 2603, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::TotalStake` (r:1 w:1)
+	/// Proof: `TrainerStaking::TotalStake` (`max_values`: Some(1), `max_size`: Some(16), added: 511, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::KeptSnapshots` (r:8 w:8)
+	/// Proof: `Checkpoints::KeptSnapshots` (`max_values`: None, `max_size`: Some(141), added: 2616, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::UnmatchedCommits` (r:8 w:0)
+	/// Proof: `Checkpoints::UnmatchedCommits` (`max_values`: None, `max_size`: Some(1681), added: 4156, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::MemberList` (r:8 w:0)
+	/// Proof: `TrainingPools::MemberList` (`max_values`: None, `max_size`: Some(1037), added: 3512, mode: `MaxEncodedLen`)
+	/// Storage: `TrainingPools::Members` (r:256 w:0)
+	/// Proof: `TrainingPools::Members` (`max_values`: None, `max_size`: Some(2122), added: 4597, mode: `MaxEncodedLen`)
+	/// Storage: `TrainerStaking::SlashableUntil` (r:256 w:256)
+	/// Proof: `TrainerStaking::SlashableUntil` (`max_values`: None, `max_size`: Some(52), added: 2527, mode: `MaxEncodedLen`)
+	/// Storage: `Checkpoints::Divergent` (r:0 w:8)
+	/// Proof: `Checkpoints::Divergent` (`max_values`: None, `max_size`: Some(2065), added: 4540, mode: `MaxEncodedLen`)
+	/// The range of component `v` is `[0, 8]`.
+	fn on_initialize_void(v: u32) -> Weight {
+		// Proof size: measured `906`, estimated `14514` bytes.
+		Weight::from_parts(598_398_702, 14514)
+			.saturating_add(Weight::from_parts(3_192_184_670, 0).saturating_mul(v.into()))
+			.saturating_add(T::DbWeight::get().reads(6_u64))
+			.saturating_add(T::DbWeight::get().reads((268_u64).saturating_mul(v.into())))
+			.saturating_add(T::DbWeight::get().writes(2_u64))
+			.saturating_add(T::DbWeight::get().writes((170_u64).saturating_mul(v.into())))
+			.saturating_add(Weight::from_parts(0, 172800).saturating_mul(v.into()))
 	}
 	/// Storage: `Checkpoints::Deadlines` (r:1 w:1)
 	/// Proof: `Checkpoints::Deadlines` (`max_values`: None, `max_size`: Some(77), added: 2552, mode: `MaxEncodedLen`)
@@ -175,10 +279,10 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Storage: `TrainingPools::Dropped` (r:0 w:256)
 	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	/// The range of component `v` is `[0, 8]`.
-	fn on_initialize_void(v: u32) -> Weight {
+	fn on_initialize_void_dropping(v: u32) -> Weight {
 		// Proof size: measured `493`, estimated `3593` bytes.
-		Weight::from_parts(137_224_790, 3593)
-			.saturating_add(Weight::from_parts(3_870_700_588, 0).saturating_mul(v.into()))
+		Weight::from_parts(2_955_000, 3593)
+			.saturating_add(Weight::from_parts(4_485_505_327, 0).saturating_mul(v.into()))
 			.saturating_add(T::DbWeight::get().reads(2_u64))
 			.saturating_add(T::DbWeight::get().reads((268_u64).saturating_mul(v.into())))
 			.saturating_add(T::DbWeight::get().writes(2_u64))
@@ -221,7 +325,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `TrainingPools::Dropped` (`max_values`: None, `max_size`: Some(60), added: 2535, mode: `MaxEncodedLen`)
 	fn decide_unmatched_commits() -> Weight {
 		// Proof size: measured `83280`, estimated `148094` bytes.
-		Weight::from_parts(3_297_591_000, 148094)
+		Weight::from_parts(3_483_817_000, 148094)
 			.saturating_add(T::DbWeight::get().reads(232_u64))
 			.saturating_add(T::DbWeight::get().writes(325_u64))
 	}
@@ -245,7 +349,7 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 	/// Proof: `Checkpoints::Divergent` (`max_values`: None, `max_size`: Some(2065), added: 4540, mode: `MaxEncodedLen`)
 	fn round_settled() -> Weight {
 		// Proof size: measured `8189`, estimated `99570` bytes.
-		Weight::from_parts(457_090_000, 99570)
+		Weight::from_parts(467_996_000, 99570)
 			.saturating_add(T::DbWeight::get().reads(105_u64))
 			.saturating_add(T::DbWeight::get().writes(36_u64))
 	}
@@ -254,36 +358,52 @@ impl<T: frame_system::Config> WeightInfo for SubstrateWeight<T> {
 // For tests.
 impl WeightInfo for () {
 	fn commit_checkpoint(m: u32) -> Weight {
-		Weight::from_parts(225_913_279, 13274)
-			.saturating_add(Weight::from_parts(26_283_082, 0).saturating_mul(m.into()))
+		Weight::from_parts(189_674_742, 13274)
+			.saturating_add(Weight::from_parts(31_949_068, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(15_u64))
 			.saturating_add(RocksDbWeight::get().reads((4_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(14_u64))
 			.saturating_add(RocksDbWeight::get().writes((2_u64).saturating_mul(m.into())))
 	}
 	fn void_expired_round(m: u32) -> Weight {
-		Weight::from_parts(272_152_593, 13274)
-			.saturating_add(Weight::from_parts(107_206_868, 0).saturating_mul(m.into()))
+		Weight::from_parts(572_274_994, 21406)
+			.saturating_add(Weight::from_parts(99_506_756, 0).saturating_mul(m.into()))
+			.saturating_add(RocksDbWeight::get().reads(20_u64))
+			.saturating_add(RocksDbWeight::get().reads((8_u64).saturating_mul(m.into())))
+			.saturating_add(RocksDbWeight::get().writes(13_u64))
+			.saturating_add(RocksDbWeight::get().writes((5_u64).saturating_mul(m.into())))
+	}
+	fn void_expired_round_dropping(m: u32) -> Weight {
+		Weight::from_parts(665_343_010, 13274)
+			.saturating_add(Weight::from_parts(121_395_971, 0).saturating_mul(m.into()))
 			.saturating_add(RocksDbWeight::get().reads(13_u64))
 			.saturating_add(RocksDbWeight::get().reads((8_u64).saturating_mul(m.into())))
 			.saturating_add(RocksDbWeight::get().writes(13_u64))
 			.saturating_add(RocksDbWeight::get().writes((10_u64).saturating_mul(m.into())))
 	}
 	fn on_initialize_void(v: u32) -> Weight {
-		Weight::from_parts(137_224_790, 3593)
-			.saturating_add(Weight::from_parts(3_870_700_588, 0).saturating_mul(v.into()))
+		Weight::from_parts(598_398_702, 14514)
+			.saturating_add(Weight::from_parts(3_192_184_670, 0).saturating_mul(v.into()))
+			.saturating_add(RocksDbWeight::get().reads(6_u64))
+			.saturating_add(RocksDbWeight::get().reads((268_u64).saturating_mul(v.into())))
+			.saturating_add(RocksDbWeight::get().writes(2_u64))
+			.saturating_add(RocksDbWeight::get().writes((170_u64).saturating_mul(v.into())))
+	}
+	fn on_initialize_void_dropping(v: u32) -> Weight {
+		Weight::from_parts(2_955_000, 3593)
+			.saturating_add(Weight::from_parts(4_485_505_327, 0).saturating_mul(v.into()))
 			.saturating_add(RocksDbWeight::get().reads(2_u64))
 			.saturating_add(RocksDbWeight::get().reads((268_u64).saturating_mul(v.into())))
 			.saturating_add(RocksDbWeight::get().writes(2_u64))
 			.saturating_add(RocksDbWeight::get().writes((331_u64).saturating_mul(v.into())))
 	}
 	fn decide_unmatched_commits() -> Weight {
-		Weight::from_parts(3_297_591_000, 148094)
+		Weight::from_parts(3_483_817_000, 148094)
 			.saturating_add(RocksDbWeight::get().reads(232_u64))
 			.saturating_add(RocksDbWeight::get().writes(325_u64))
 	}
 	fn round_settled() -> Weight {
-		Weight::from_parts(457_090_000, 99570)
+		Weight::from_parts(467_996_000, 99570)
 			.saturating_add(RocksDbWeight::get().reads(105_u64))
 			.saturating_add(RocksDbWeight::get().writes(36_u64))
 	}

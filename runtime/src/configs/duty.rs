@@ -326,17 +326,6 @@ mod tests {
         });
     }
 
-    /// Attack: a stuffed block's duty space taken by the commits of one-member pools of the
-    /// attacker's own, tipped so that they go first, so that an honest member's commit (booked
-    /// at the worst path of a 32-member pool) no longer fits. Each attacker commit is booked
-    /// at that worst path too, then dispatched in its one-member pool: the pallet reports the
-    /// weight of its own path (`Checkpoints::commit_weight_at`, or
-    /// `Checkpoints::ending_commit_weight_at` for a commit that ends its one-round pool), the
-    /// duty check refunds what its dry run did not use, and the block takes the rest back
-    /// (`WeightReclaim`). Printed: how many such commits one block needs before an honest
-    /// commit no longer fits (2 when every commit was charged as booked, and when commits
-    /// ending a pool were), and how many commits of a 32-member pool that does not end with
-    /// them a stuffed block takes.
     /// How many applications of `call` one block whose normal class is full takes, each booked
     /// as the runtime books it, dispatched reporting `used`, refunded by the duty check for what
     /// its dry run did not use and reclaimed by the block (`WeightReclaim`).

@@ -162,10 +162,11 @@ impl pallet_checkpoints::Config for Runtime {
     type InactivityLeak = InactivityLeak;
     type DropAfterMissed = ConstU32<3>;
     type MaxMembers = ConstU32<MAX_POOL_MEMBERS>;
-    // A void costs up to ~24 ms (leak and drop of every participant, two expired kept
-    // snapshots deleted, next snapshot; `on_initialize_void` on the dev-profile benchmark
-    // node); 8 per block ≈ 190 ms of the 500 ms block. Rounds beyond it are voided lazily
-    // (`void_expired_round`).
+    // A void of a 32-member round costs up to ~23 ms with ParityDB's reads and writes (leak
+    // and drop of every participant, two expired kept snapshots deleted:
+    // `on_initialize_void_dropping`; ~14 ms when the pool goes on to its next round:
+    // `on_initialize_void`, release-node weights); 8 per block ≈ 186 ms of the 500 ms block.
+    // Rounds beyond it are voided lazily (`void_expired_round`).
     type MaxDeadlinesPerBlock = ConstU32<8>;
     // 80 s: a trainer sees the agreed set one or two blocks after it is fixed (GRANDPA's lag),
     // fetches the payloads it lacks in the 60 s or so this leaves (it keeps fetching until 3

@@ -1,7 +1,9 @@
-//! Duty space. Commits and votes are `Operational` calls: they may use block space that
-//! ordinary transactions (block stuffing) cannot. The runtime admits one only if it would
-//! succeed (`check_commit`, `check_vote`: the call run and its effects discarded), so that an
-//! outsider, an unseated juror, or a member repeating a failing commit cannot take that space.
+//! Duty space. Commits, voids of expired rounds, votes and appeals are `Operational` calls:
+//! they may use block space that ordinary transactions (block stuffing) cannot. The runtime
+//! admits one only if it would succeed (`check_commit`, `check_void`, `check_vote`,
+//! `check_appeal`: the call run and its effects discarded), so that an outsider, an unseated
+//! juror, a member repeating a failing commit or anyone's void of a round the deadline queue
+//! voids cannot take that space.
 //! `runtime/src/configs/duty.rs` tests the transaction extension and the stuffed block.
 
 use super::challenge;

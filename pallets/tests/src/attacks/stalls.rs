@@ -81,6 +81,43 @@ fn stuffing_cannot_keep_an_unscheduled_round_from_its_void() {
 	});
 }
 
+/// Attack: in the block before a round's scheduled void, send `void_expired_round` for it (one
+/// per pool, tipped): the transaction pool checks it at the next block's number without that
+/// block's `on_initialize`, so the dry run passes, the call is kept and gossiped as an
+/// `Operational` duty, and it fails unpaid once the queue has voided the round. A void is
+/// admitted only for a round that no deadline queue holds at or after the checked block.
+#[test]
+fn voids_the_deadline_queue_will_do_take_no_duty_space() {
+	run_test(|| {
+		let honest = training_pool(3, two_thirds(), &[1_000, 1_000, 1_000]);
+		let open = OpenRounds::<Test>::get(honest).expect("open");
+		assert_eq!(open.scheduled_at, Some(open.deadline));
+		run_to_block(open.deadline - 1);
+		// The pool's view of the next block: its number, not its hooks.
+		System::set_block_number(open.deadline);
+		assert_noop!(Checkpoints::check_void(honest), Error::<Test>::VoidScheduled);
+		// The queue voids it in that block's `on_initialize`.
+		System::set_block_number(open.deadline - 1);
+		run_to_block(open.deadline);
+		assert_eq!(Voided::<Test>::get(honest, 1), Some(open.deadline));
+		// A round whose queue entry is at a later block than its deadline (the lists before it
+		// were full) waits for that entry too.
+		let next = OpenRounds::<Test>::get(honest).expect("round 2");
+		let late = next.deadline + 1;
+		let entry = pallet_checkpoints::Deadlines::<Test>::take(next.deadline);
+		pallet_checkpoints::Deadlines::<Test>::insert(late, entry);
+		OpenRounds::<Test>::mutate(honest, |o| {
+			if let Some(o) = o {
+				o.scheduled_at = Some(late);
+			}
+		});
+		run_to_block(next.deadline);
+		assert_noop!(Checkpoints::check_void(honest), Error::<Test>::VoidScheduled);
+		run_to_block(late);
+		assert_eq!(Voided::<Test>::get(honest, 2), Some(late));
+	});
+}
+
 #[test]
 fn late_commit_is_refused_and_an_unscheduled_round_is_voided_by_anyone() {
 	run_test(|| {
@@ -244,7 +281,6 @@ fn a_pool_with_a_member_left_runs_on() {
 #[test]
 fn voids_that_end_their_pools_are_charged_the_pools_end() {
 	use frame_support::traits::Hooks;
-	use pallet_checkpoints::WeightInfo;
 	use synod_primitives::PoolsInterface;
 	run_test(|| {
 		let hooked = training_pool(1, two_thirds(), &[1_000, 1_000, 1_000]);
@@ -263,7 +299,7 @@ fn voids_that_end_their_pools_are_charged_the_pools_end() {
 		.expect("measured");
 		System::set_block_number(deadline - 1);
 		run_to_block(deadline);
-		let void = <() as WeightInfo>::on_initialize_void(1);
+		let void = Checkpoints::on_initialize_void_weight(1);
 		let end = TrainingPools::end_weight(3);
 		assert!(Voided::<Test>::contains_key(hooked, 1));
 		assert_eq!(

@@ -314,8 +314,9 @@ impl Trainer {
                         if open.is_some_and(|o| o.needs_void(round, finalized, slack)) {
                             match chain.submit(&calls::void_expired_round(pool), signer).await {
                                 Ok(_) => void_asked.set(true),
-                                // Closed by another member's call meanwhile.
-                                Err(e @ synod_chain::ChainError::Module { .. }) => {
+                                // Closed by another member's call meanwhile, or another
+                                // member's void of the pool is queued (one per pool).
+                                Err(e) if void_taken_over(&e) => {
                                     void_asked.set(true);
                                     tracing::debug!(round, "not voiding the expired round: {e}");
                                 }
@@ -501,11 +502,45 @@ impl Trainer {
     }
 }
 
+/// Whether a refused `void_expired_round` leaves nothing for this member to do: the chain
+/// refused it with a pallet error (another member's void closed the round meanwhile), or the
+/// transaction pool already holds another member's void of the pool (`CheckDutyCall` keeps one
+/// per pool, [`ChainError::is_same_tag_queued`]). Any other failure is retried.
+fn void_taken_over(e: &synod_chain::ChainError) -> bool {
+    matches!(e, synod_chain::ChainError::Module { .. }) || e.is_same_tag_queued()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{final_pair, retry_commit, FinalPair, Look, Ours};
+    use super::{final_pair, retry_commit, void_taken_over, FinalPair, Look, Ours};
     use synod_chain::types::{AccountId, FinalCheckpoint, OpenRound};
+    use synod_chain::ChainError;
     use synod_protocol::{RoundState, Timeline};
+
+    /// A member's void refused because another member's void of the pool is queued (the
+    /// pool's "Priority is too low", one void per pool) or closed the round is not asked
+    /// again; a lost connection or a dropped transaction is.
+    #[test]
+    fn a_void_queued_by_another_member_is_not_asked_again() {
+        let module = ChainError::Module {
+            pallet: "Checkpoints".into(),
+            error: "NoOpenRound".into(),
+            docs: String::new(),
+        };
+        assert!(void_taken_over(&module));
+        assert!(void_taken_over(&ChainError::Rejected(
+            "Priority is too low: (1 vs 1)".into()
+        )));
+        assert!(void_taken_over(&ChainError::Rejected(
+            "The priority of the transaction is too low (pool 1 > current 1)".into()
+        )));
+        assert!(!void_taken_over(&ChainError::Rejected(
+            "Inability to pay some fees".into()
+        )));
+        assert!(!void_taken_over(&ChainError::Rpc(
+            "connection reset".into()
+        )));
+    }
 
     /// A member whose commit failed (a lost connection, a dropped transaction) or is not
     /// recorded commits again while the commit may still make the round final or be paid:
