@@ -60,10 +60,7 @@ impl ChainError {
     /// "Priority is too low"). For a duty that the runtime's `CheckDutyCall` tags by what it
     /// does (e.g. the void of one pool), another account's call of the same duty is queued.
     pub fn is_same_tag_queued(&self) -> bool {
-        matches!(self, ChainError::Rejected(m) if {
-            let m = m.to_ascii_lowercase();
-            m.contains("priority") && m.contains("too low")
-        })
+        matches!(self, ChainError::Rejected(m) if too_low_priority(m))
     }
 
     /// Whether this is pallet error `pallet::error`.
@@ -81,4 +78,13 @@ impl ChainError {
             reason: e.to_string(),
         }
     }
+}
+
+/// Whether a transaction pool's refusal `msg` is substrate's `TooLowPriority` (error code
+/// 1014, "Priority is too low: (old vs new)"): the pool holds a transaction providing one of
+/// the same tags (an earlier extrinsic under the same nonce, or another account's duty of the
+/// same tag) at a priority at least as high.
+pub(crate) fn too_low_priority(msg: &str) -> bool {
+    let m = msg.to_ascii_lowercase();
+    m.contains("priority") && m.contains("too low")
 }

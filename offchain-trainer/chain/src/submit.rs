@@ -266,7 +266,12 @@ impl Chain {
                     Some(data) => format!("{e}: {data}"),
                     None => e.to_string(),
                 };
-                if resend && (nonce_used(&msg) || msg.to_ascii_lowercase().contains("invalid")) {
+                // A first send refused for a transaction of the same tag in the pool (our
+                // nonce's, or another account's duty) is not a lost connection: `landed` finds
+                // out which.
+                if crate::error::too_low_priority(&msg)
+                    || resend && (nonce_used(&msg) || msg.to_ascii_lowercase().contains("invalid"))
+                {
                     return Attempt::ResendRefused(msg);
                 }
                 if msg.to_ascii_lowercase().contains("invalid") {

@@ -554,8 +554,16 @@ pub mod pallet {
 					Self::leak_unmatched(pool_id, round, n);
 				} else {
 					// In its own storage layer: a void that fails half-way leaves nothing
-					// behind, and the round is voided by `void_expired_round`.
-					let (_, end) = Self::void_and_end(pool_id, round, n);
+					// behind, and the round, no longer in any queue, is voided by
+					// `void_expired_round` (which `check_void` then admits).
+					let (result, end) = Self::void_and_end(pool_id, round, n);
+					if result.is_err() {
+						OpenRounds::<T>::mutate(pool_id, |open| {
+							if let Some(open) = open.as_mut().filter(|o| o.round == round) {
+								open.scheduled_at = None;
+							}
+						});
+					}
 					ends = ends.saturating_add(end);
 				}
 			}

@@ -165,7 +165,8 @@ impl pallet_checkpoints::Config for Runtime {
     // A void of a 32-member round costs up to ~23 ms with ParityDB's reads and writes (leak
     // and drop of every participant, two expired kept snapshots deleted:
     // `on_initialize_void_dropping`; ~14 ms when the pool goes on to its next round:
-    // `on_initialize_void`, release-node weights); 8 per block ≈ 186 ms of the 500 ms block.
+    // `on_initialize_void`, release-node weights); 8 per block ≈ 186 ms of the 500 ms block,
+    // ≈ 209 ms with the ends of the pools they close (charged apart).
     // Rounds beyond it are voided lazily (`void_expired_round`).
     type MaxDeadlinesPerBlock = ConstU32<8>;
     // 80 s: a trainer sees the agreed set one or two blocks after it is fixed (GRANDPA's lag),

@@ -178,3 +178,31 @@ fn unbond_is_weighed_for_a_trainer_in_max_pools() {
         "unbond declares {declared:?}, under {benchmarked:?} + the commitments' {check:?}"
     );
 }
+
+/// Attack: let a large round expire with some participants silent at their last missed round
+/// (dropped by the void) and the others not (they stay, and the pool opens its next round
+/// with them): the void does each participant's part of one of the two benchmarked paths
+/// (`void_expired_round`, the pool going on, and `void_expired_round_dropping`), plus the
+/// fixed part of the staying one. With `k` staying of `m` it costs, the benchmarks being
+/// linear, at most `void_expired_round(k)` plus `void_expired_round_dropping(m)` less
+/// `void_expired_round_dropping(k)`: the charge (`void_weight_at(m)`, the larger of the two
+/// paths) covers every `k`, in time and in proof size. (The dropping path alone, which was
+/// the charge before, is below the staying path's proof size.)
+#[test]
+fn a_void_of_dropped_and_staying_participants_is_charged_enough() {
+    use pallet_checkpoints::WeightInfo;
+    type W = <Runtime as pallet_checkpoints::Config>::WeightInfo;
+    let max = <Runtime as pallet_checkpoints::Config>::MaxMembers::get();
+    for m in 1..=max {
+        let charged = pallet_checkpoints::Pallet::<Runtime>::void_weight_at(m);
+        for k in 0..=m {
+            let dropped =
+                W::void_expired_round_dropping(m).saturating_sub(W::void_expired_round_dropping(k));
+            let mixed = W::void_expired_round(k).saturating_add(dropped);
+            assert!(
+                mixed.all_lte(charged),
+                "{m} participants, {k} staying: {mixed:?} over {charged:?}"
+            );
+        }
+    }
+}

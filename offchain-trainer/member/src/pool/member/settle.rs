@@ -236,8 +236,9 @@ impl Trainer {
         // Our later commits' checkpoints and included sets (over the agreed set, then the final
         // pair), in order, once the chain took each.
         let mut recommits: Vec<(CheckpointHash, Vec<u32>)> = Vec::new();
-        // Whether we asked the chain to void the round (once per round).
-        let void_asked = std::cell::Cell::new(false);
+        // The finalized block from which we may ask the chain to void the round (again):
+        // `u64::MAX` once our void landed or the chain refused it (`void_asked_until`).
+        let void_from = std::cell::Cell::new(0u64);
         // Whether we recomputed the final checkpoint over our own included set (once).
         let mut same_set_tried = false;
         let closed = loop {
@@ -304,24 +305,30 @@ impl Trainer {
                         return Ok(Some(Step::Closed(Closed::Voided)));
                     }
                     // Past its deadline and not voided: the chain's queue had no room for it.
-                    // The chain refuses commits now, so we void it ourselves, once; members
-                    // wait `index mod 4` blocks more each, so that few calls race (the pool
-                    // holds one void per pool and refuses one that would fail, unpaid).
-                    if !void_asked.get() {
-                        let open = chain.open_round(pool).await?;
+                    // The chain refuses commits now, so we void it ourselves; members wait
+                    // `index mod 4` blocks more each, so that few calls race (the pool holds
+                    // one void per pool and refuses one that would fail, unpaid).
+                    if void_from.get() != u64::MAX {
                         let finalized = chain.finalized_number().await?;
+                        let open = chain.open_round(pool).await?;
                         let slack = u64::from(me % 4);
-                        if open.is_some_and(|o| o.needs_void(round, finalized, slack)) {
-                            match chain.submit(&calls::void_expired_round(pool), signer).await {
-                                Ok(_) => void_asked.set(true),
-                                // Closed by another member's call meanwhile, or another
-                                // member's void of the pool is queued (one per pool).
-                                Err(e) if void_taken_over(&e) => {
-                                    void_asked.set(true);
-                                    tracing::debug!(round, "not voiding the expired round: {e}");
-                                }
-                                Err(e) => {
-                                    tracing::warn!(round, "cannot void the expired round: {e}")
+                        if finalized >= void_from.get()
+                            && open.is_some_and(|o| o.needs_void(round, finalized, slack))
+                        {
+                            let sent = chain.submit(&calls::void_expired_round(pool), signer).await;
+                            if let Some(from) =
+                                void_asked_until(sent.as_ref().map(|_| ()), finalized)
+                            {
+                                void_from.set(from);
+                            }
+                            if let Err(e) = sent {
+                                if void_asked_until(Err(&e), finalized).is_some() {
+                                    tracing::debug!(
+                                        round,
+                                        "not voiding the expired round now: {e}"
+                                    );
+                                } else {
+                                    tracing::warn!(round, "cannot void the expired round: {e}");
                                 }
                             }
                         }
@@ -502,44 +509,52 @@ impl Trainer {
     }
 }
 
-/// Whether a refused `void_expired_round` leaves nothing for this member to do: the chain
-/// refused it with a pallet error (another member's void closed the round meanwhile), or the
-/// transaction pool already holds another member's void of the pool (`CheckDutyCall` keeps one
-/// per pool, [`ChainError::is_same_tag_queued`]). Any other failure is retried.
-fn void_taken_over(e: &synod_chain::ChainError) -> bool {
-    matches!(e, synod_chain::ChainError::Module { .. }) || e.is_same_tag_queued()
+/// Finalized blocks a member waits before asking again for the void of a round whose void by
+/// another account the transaction pool held: that void may never land (its sender can
+/// replace it, or lack the fee when it is included).
+const VOID_REASK_BLOCKS: u64 = 8;
+
+/// After our `void_expired_round` returned `sent` at finalized block `finalized`: the
+/// finalized block from which we may ask again. `u64::MAX` (never) once it landed or the chain
+/// refused it with a pallet error (another void closed the round meanwhile);
+/// `finalized + VOID_REASK_BLOCKS` when the transaction pool already holds another account's
+/// void of the pool (`CheckDutyCall` keeps one per pool, [`ChainError::is_same_tag_queued`]);
+/// `None` (at the next pass) after any other failure.
+fn void_asked_until(sent: Result<(), &synod_chain::ChainError>, finalized: u64) -> Option<u64> {
+    match sent {
+        Ok(()) | Err(synod_chain::ChainError::Module { .. }) => Some(u64::MAX),
+        Err(e) if e.is_same_tag_queued() => Some(finalized.saturating_add(VOID_REASK_BLOCKS)),
+        Err(_) => None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{final_pair, retry_commit, void_taken_over, FinalPair, Look, Ours};
+    use super::{final_pair, retry_commit, void_asked_until, FinalPair, Look, Ours};
     use synod_chain::types::{AccountId, FinalCheckpoint, OpenRound};
     use synod_chain::ChainError;
     use synod_protocol::{RoundState, Timeline};
 
-    /// A member's void refused because another member's void of the pool is queued (the
-    /// pool's "Priority is too low", one void per pool) or closed the round is not asked
-    /// again; a lost connection or a dropped transaction is.
+    /// Attack: an outsider keeps its own void of a pool in the transaction pool (one void per
+    /// pool: the members' voids are refused with "Priority is too low") and never lets it
+    /// land (it replaces it, or empties its account). A member refused so asks again 8
+    /// finalized blocks later; one whose void landed, or that the chain refused (another void
+    /// closed the round), does not; a lost connection is retried at the next pass.
     #[test]
-    fn a_void_queued_by_another_member_is_not_asked_again() {
+    fn a_void_held_in_the_pool_by_another_account_is_asked_again() {
         let module = ChainError::Module {
             pallet: "Checkpoints".into(),
             error: "NoOpenRound".into(),
             docs: String::new(),
         };
-        assert!(void_taken_over(&module));
-        assert!(void_taken_over(&ChainError::Rejected(
-            "Priority is too low: (1 vs 1)".into()
-        )));
-        assert!(void_taken_over(&ChainError::Rejected(
-            "The priority of the transaction is too low (pool 1 > current 1)".into()
-        )));
-        assert!(!void_taken_over(&ChainError::Rejected(
-            "Inability to pay some fees".into()
-        )));
-        assert!(!void_taken_over(&ChainError::Rpc(
-            "connection reset".into()
-        )));
+        assert_eq!(void_asked_until(Ok(()), 100), Some(u64::MAX));
+        assert_eq!(void_asked_until(Err(&module), 100), Some(u64::MAX));
+        let queued = ChainError::Rejected("Priority is too low: (1 vs 1)".into());
+        assert_eq!(void_asked_until(Err(&queued), 100), Some(108));
+        let fees = ChainError::Rejected("Inability to pay some fees".into());
+        assert_eq!(void_asked_until(Err(&fees), 100), None);
+        let lost = ChainError::Rpc("connection reset".into());
+        assert_eq!(void_asked_until(Err(&lost), 100), None);
     }
 
     /// A member whose commit failed (a lost connection, a dropped transaction) or is not
