@@ -326,6 +326,74 @@ mod tests {
         });
     }
 
+    /// Attack: aim every per-block list at one block (the challenges' `MaxExpiriesPerBlock`
+    /// items, `MaxDeadlinesPerBlock` voids of 32-member rounds that drop every participant and
+    /// end their pools, `MaxSettlementsPerBlock` settlements of `MaxContributors` each), so
+    /// that the hooks' mandatory weight takes the whole block: ordinary calls get nothing in
+    /// it, and duties would be starved if they shared the normal class. The operational
+    /// reserve still takes them. Printed: the hooks' share of the block and how many of each
+    /// duty such a block takes at their bookings.
+    #[test]
+    fn duties_fit_a_block_whose_hooks_are_all_at_their_worst() {
+        use frame_support::traits::Get;
+        use pallet_rewards::WeightInfo as _;
+        use synod_primitives::OnRoundSettled as _;
+        ext().execute_with(|| {
+            let max = RuntimeBlockWeights::get().max_block;
+            let expiries = <Runtime as pallet_challenges::Config>::MaxExpiriesPerBlock::get();
+            let challenges = pallet_challenges::Pallet::<Runtime>::due_weight(expiries);
+            let deadlines = <Runtime as pallet_checkpoints::Config>::MaxDeadlinesPerBlock::get();
+            let voids = pallet_checkpoints::Pallet::<Runtime>::on_initialize_void_weight(deadlines)
+                .saturating_add(
+                    pallet_checkpoints::Pallet::<Runtime>::max_void_end_weight()
+                        .saturating_mul(deadlines.into()),
+                );
+            let settlements = <Runtime as pallet_rewards::Config>::MaxSettlementsPerBlock::get();
+            let contributors = <Runtime as pallet_rewards::Config>::MaxContributors::get();
+            let settle = <Runtime as pallet_rewards::Config>::WeightInfo::on_initialize_settle(
+                settlements,
+                contributors,
+            )
+            .saturating_add(
+                <<Runtime as pallet_rewards::Config>::OnRoundSettled>::weight()
+                    .saturating_mul(settlements.into()),
+            );
+            let hooks = challenges.saturating_add(voids).saturating_add(settle);
+            frame_system::BlockWeight::<Runtime>::mutate(|w| {
+                w.accrue(hooks, DispatchClass::Mandatory)
+            });
+            let check = |call: &RuntimeCall| -> Result<(), TransactionValidityError> {
+                let (_, next_len) =
+                    frame_system::CheckWeight::<Runtime>::do_validate(&info(call), 200)?;
+                frame_system::CheckWeight::<Runtime>::do_prepare(&info(call), 200, next_len)
+            };
+            let remark = RuntimeCall::System(frame_system::Call::remark { remark: vec![] });
+            assert!(
+                hooks.ref_time() < max.ref_time() || check(&remark).is_err(),
+                "hooks past the block leave ordinary calls nothing"
+            );
+            let taken = frame_system::BlockWeight::<Runtime>::get();
+            let mut fit = Vec::new();
+            for call in duties() {
+                frame_system::BlockWeight::<Runtime>::put(taken.clone());
+                let mut n = 0u32;
+                while check(&call).is_ok() {
+                    n += 1;
+                }
+                assert!(
+                    n >= 1,
+                    "a commit, void or vote still fits beside the worst hooks"
+                );
+                fit.push(n);
+            }
+            let share = hooks.ref_time() as f64 / max.ref_time() as f64;
+            println!(
+                "{{\"worst_hooks_share\":{share:.3},\"commits\":{},\"voids\":{},\"votes\":{}}}",
+                fit[0], fit[1], fit[2]
+            );
+        });
+    }
+
     /// How many applications of `call` one block whose normal class is full takes, each booked
     /// as the runtime books it, dispatched reporting `used`, refunded by the duty check for what
     /// its dry run did not use and reclaimed by the block (`WeightReclaim`).
