@@ -266,12 +266,13 @@ impl Chain {
                     Some(data) => format!("{e}: {data}"),
                     None => e.to_string(),
                 };
-                // A first send refused for a transaction of the same tag in the pool (our
-                // nonce's, or another account's duty) is not a lost connection: `landed` finds
-                // out which.
-                if crate::error::too_low_priority(&msg)
-                    || resend && (nonce_used(&msg) || msg.to_ascii_lowercase().contains("invalid"))
-                {
+                // A first send refused for a transaction of the same tag in the pool (another
+                // account's duty) is a refusal, as the watch stream reports it, not a lost
+                // connection.
+                if !resend && crate::error::too_low_priority(&msg) {
+                    return Attempt::Done(Err(ChainError::Rejected(msg)));
+                }
+                if resend && (nonce_used(&msg) || msg.to_ascii_lowercase().contains("invalid")) {
                     return Attempt::ResendRefused(msg);
                 }
                 if msg.to_ascii_lowercase().contains("invalid") {

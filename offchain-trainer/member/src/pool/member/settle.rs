@@ -511,9 +511,9 @@ impl Trainer {
 
 /// Finalized blocks a member waits before asking again for the void of a round whose void by
 /// another account the transaction pool held: that void may never land (its sender can
-/// replace it, or lack the fee when it is included), and a refusal by the pool costs nothing,
-/// so the member asks at the next finalized block.
-const VOID_REASK_BLOCKS: u64 = 1;
+/// replace it, or lack the fee when it is included). Not every block: the node runs the
+/// whole void (`check_void`) before it finds the tag taken.
+const VOID_REASK_BLOCKS: u64 = 3;
 
 /// After our `void_expired_round` returned `sent` at finalized block `finalized`: the
 /// finalized block from which we may ask again. `u64::MAX` (never) once it landed or the chain
@@ -538,8 +538,8 @@ mod tests {
 
     /// Attack: an outsider keeps its own void of a pool in the transaction pool (one void per
     /// pool: the members' voids are refused with "Priority is too low") and never lets it
-    /// land (it replaces it, or empties its account). A member refused so asks again at the
-    /// next finalized block; one whose void landed, or that the chain refused (another void
+    /// land (it replaces it, or empties its account). A member refused so asks again 3
+    /// finalized blocks later; one whose void landed, or that the chain refused (another void
     /// closed the round), does not; a lost connection is retried at the next pass.
     #[test]
     fn a_void_held_in_the_pool_by_another_account_is_asked_again() {
@@ -551,7 +551,7 @@ mod tests {
         assert_eq!(void_asked_until(Ok(()), 100), Some(u64::MAX));
         assert_eq!(void_asked_until(Err(&module), 100), Some(u64::MAX));
         let queued = ChainError::Rejected("Priority is too low: (1 vs 1)".into());
-        assert_eq!(void_asked_until(Err(&queued), 100), Some(101));
+        assert_eq!(void_asked_until(Err(&queued), 100), Some(103));
         let fees = ChainError::Rejected("Inability to pay some fees".into());
         assert_eq!(void_asked_until(Err(&fees), 100), None);
         let lost = ChainError::Rpc("connection reset".into());
