@@ -91,8 +91,8 @@ pub struct MemberConfig {
     /// Addresses at which other members reach this trainer that it does not listen on itself
     /// (a NAT's public address): announced with the listen address.
     pub public_addr: Vec<synod_p2p::Multiaddr>,
-    /// Peers to dial at start; others are found through Kademlia and the on-chain
-    /// registrations.
+    /// Peers to dial at start, and again while not connected to them; others are found through
+    /// Kademlia and the on-chain registrations.
     pub bootnode: Vec<synod_p2p::Multiaddr>,
     /// How long a round's exchange waits at most.
     pub round_deadline: Duration,

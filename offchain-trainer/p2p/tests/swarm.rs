@@ -283,6 +283,41 @@ async fn four_peers_gather_the_same_set_and_compute_the_same_checkpoint() {
     }
 }
 
+/// A member whose first dial of its bootnode failed (started before the bootnode listened)
+/// knows no other address and nobody knows its: it dials the bootnode again on its heartbeat
+/// and joins the round once the bootnode is up, instead of staying alone for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_started_before_its_bootnode_joins_once_the_bootnode_is_up() {
+    let ids = ids(3);
+    let set = member_set(&ids);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let boot: Multiaddr = format!("/ip4/127.0.0.1/tcp/{port}").parse().unwrap();
+    let early = start(&ids, &set, 2, ids[2].1.clone(), Some(boot.clone())).await;
+    // Its first dial is refused: nothing listens there yet.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
+    cfg.heartbeat = Duration::from_millis(500);
+    cfg.listen = vec![boot.clone()];
+    let first = spawn(cfg).unwrap();
+    let second = start(&ids, &set, 1, ids[1].1.clone(), Some(boot)).await;
+    let clients = vec![first, second, early];
+    let outcomes = gather(&clients, 1, 0).await;
+    for out in outcomes {
+        assert_eq!(
+            out.included.iter().map(|c| c.member).collect::<Vec<_>>(),
+            vec![0, 1, 2],
+            "{:?}",
+            out.excluded
+        );
+    }
+    for c in &clients {
+        c.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_peer_killed_mid_round_is_excluded_and_the_survivors_agree() {
     let (_, _, clients) = network(4).await;

@@ -39,6 +39,8 @@ pub(super) struct EventLoop {
     pub(super) meters: super::gossip::Meters,
     /// Peers outside the pool blocked for a bad message.
     pub(super) blocked_outsiders: BlockedOutsiders,
+    /// The bootnodes, dialled again on the heartbeat while we are not connected to them.
+    pub(super) bootnodes: super::bootnodes::Bootnodes,
     /// Dropped with the loop: tells the serving tasks to stop.
     pub(super) _stop: tokio::sync::watch::Sender<()>,
 }
@@ -85,7 +87,7 @@ impl EventLoop {
                 },
                 _ = tick.tick() => {
                     self.publish_alive();
-                    self.dial_missing_members();
+                    self.dial_missing_peers();
                     ticks += 1;
                     if ticks % 10 < 2 {
                         let _ = self.swarm.behaviour_mut().kad.bootstrap();
@@ -95,8 +97,19 @@ impl EventLoop {
         }
     }
 
-    fn dial_missing_members(&mut self) {
+    /// Dials every member we are not connected to (by peer id: the addresses Kademlia and
+    /// identify learned) and every bootnode we are not connected to ([`super::bootnodes`]).
+    fn dial_missing_peers(&mut self) {
         let snap = lock(&self.shared).clone();
+        let banned = |p: &PeerId| snap.banned.contains_key(p);
+        if let Err(e) = super::bootnodes::dial_due(
+            &mut self.bootnodes,
+            &mut self.swarm,
+            &snap.connected,
+            banned,
+        ) {
+            tracing::debug!(%e, "a bootnode dial failed");
+        }
         for m in self.members.iter() {
             if m.index != self.me
                 && !snap.connected.contains(&m.peer_id)
@@ -205,13 +218,23 @@ impl EventLoop {
 
     fn on_swarm(&mut self, ev: SwarmEvent<BehaviourEvent>) {
         match ev {
-            SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => {
+            SwarmEvent::OutgoingConnectionError {
+                connection_id,
+                peer_id,
+                error,
+            } => {
+                self.bootnodes.failed(connection_id);
                 tracing::debug!(?peer_id, %error, "outgoing connection failed");
             }
             SwarmEvent::NewListenAddr { address, .. } => {
                 lock(&self.shared).listen_addrs.push(address)
             }
-            SwarmEvent::ConnectionEstablished { peer_id, .. } => {
+            SwarmEvent::ConnectionEstablished {
+                peer_id,
+                connection_id,
+                ..
+            } => {
+                self.bootnodes.established(connection_id, peer_id);
                 lock(&self.shared).connected.insert(peer_id);
             }
             SwarmEvent::ConnectionClosed {

@@ -5,10 +5,12 @@
 //! in a store ([`serve`]) that the serving tasks read directly.
 //!
 //! Files: `mod.rs` (configuration, the public types, [`spawn`]), `client.rs` (the handle and its
-//! commands), `event_loop.rs` (commands, swarm events, dialling), `gossip.rs` (signed heartbeats:
+//! commands), `event_loop.rs` (commands, swarm events, dialling), `bootnodes.rs` (dialling the
+//! bootnodes until connected), `gossip.rs` (signed heartbeats:
 //! publishing, verifying, equivocation), `serve.rs` (what is served, admission, serving tasks),
 //! `pending.rs` (admission of inbound handshakes by address).
 
+mod bootnodes;
 mod client;
 mod event_loop;
 mod gossip;
@@ -54,7 +56,8 @@ pub struct NetConfig {
     pub members: MemberSet,
     /// Addresses to listen on (e.g. `/ip4/127.0.0.1/tcp/0`, `/ip4/127.0.0.1/udp/0/quic-v1`).
     pub listen: Vec<Multiaddr>,
-    /// Peers to dial at start (Kademlia bootstraps from them).
+    /// Peers to dial at start and again on each heartbeat while we are not connected to them,
+    /// one dial of each at a time (Kademlia bootstraps from them).
     pub bootnodes: Vec<Multiaddr>,
     /// Addresses at which others reach this node that it does not listen on itself (a port
     /// forward, a NAT's public address): announced to peers with the listen addresses, and
@@ -340,11 +343,8 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     for a in &cfg.public_addrs {
         swarm.add_external_address(a.clone());
     }
-    for a in &cfg.bootnodes {
-        swarm
-            .dial(a.clone())
-            .map_err(|e| config_error(&format!("dialling {a}"), &e))?;
-    }
+    let mut bootnodes = bootnodes::Bootnodes::new(cfg.bootnodes.clone());
+    bootnodes::dial_due(&mut bootnodes, &mut swarm, &HashSet::new(), |_| false)?;
     let (tx, rx) = mpsc::channel(256);
     let shared = Arc::new(Mutex::new(Snapshot::default()));
     if let Some(path) = &cfg.distrust_file {
@@ -392,6 +392,7 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
         passive: false,
         meters: gossip::Meters::default(),
         blocked_outsiders: event_loop::BlockedOutsiders::default(),
+        bootnodes,
         _stop: stop,
     };
     tokio::spawn(ev.run());

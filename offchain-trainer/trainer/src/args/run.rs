@@ -37,8 +37,8 @@ pub struct RunArgs {
     /// the listen address, and the proof that a member connecting to one reached this trainer.
     #[arg(long)]
     pub public_addr: Vec<synod_p2p::Multiaddr>,
-    /// Peers to dial at start (multiaddrs); others are found through Kademlia and the
-    /// on-chain registrations (peer ids).
+    /// Peers to dial at start (multiaddrs), and again while not connected to them; others are
+    /// found through Kademlia and the on-chain registrations (peer ids).
     #[arg(long)]
     pub bootnode: Vec<synod_p2p::Multiaddr>,
     /// Seconds after which a round's exchange stops waiting.
