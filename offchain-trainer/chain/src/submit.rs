@@ -36,7 +36,7 @@ const ATTEMPTS: u32 = 6;
 
 /// Blocks a signed extrinsic stays valid for after the finalized block it was signed at: the
 /// longest a used nonce's block can lie after it.
-const MORTALITY: u64 = 32;
+pub const MORTALITY: u64 = 32;
 
 /// The longest [`Chain::submit`] waits for a re-sent extrinsic whose nonce is used in the pool
 /// to be final or to leave it at the end of its era ([`MORTALITY`] blocks after the finalized

@@ -288,16 +288,44 @@ async fn four_peers_gather_the_same_set_and_compute_the_same_checkpoint() {
 /// and joins the round once the bootnode is up, instead of staying alone for good.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_member_started_before_its_bootnode_joins_once_the_bootnode_is_up() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let ids = ids(3);
     let set = member_set(&ids);
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
+    // The bootnode's port, held by a gate that takes each connection and closes it at once
+    // (a refused dial), until the bootnode itself listens there.
+    let gate = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    gate.set_nonblocking(true).unwrap();
+    let port = gate.local_addr().unwrap().port();
+    let (refused, open) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let gatekeeper = {
+        let (refused, open) = (refused.clone(), open.clone());
+        std::thread::spawn(move || {
+            while !open.load(Ordering::SeqCst) {
+                if let Ok((stream, _)) = gate.accept() {
+                    drop(stream);
+                    refused.fetch_add(1, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
     };
     let boot: Multiaddr = format!("/ip4/127.0.0.1/tcp/{port}").parse().unwrap();
     let early = start(&ids, &set, 2, ids[2].1.clone(), Some(boot.clone())).await;
-    // Its first dial is refused: nothing listens there yet.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    for _ in 0..200 {
+        if refused.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        refused.load(Ordering::SeqCst) > 0,
+        "the early member's first dial was refused"
+    );
+    open.store(true, Ordering::SeqCst);
+    gatekeeper.join().unwrap();
     let mut cfg = NetConfig::new(ids[0].0.clone(), ids[0].1.clone(), 0, set.clone());
     cfg.heartbeat = Duration::from_millis(500);
     cfg.listen = vec![boot.clone()];

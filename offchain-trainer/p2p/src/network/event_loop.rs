@@ -55,6 +55,11 @@ pub(super) const MAX_BLOCKED_OUTSIDERS: usize = 1024;
 pub(super) struct BlockedOutsiders(std::collections::VecDeque<PeerId>);
 
 impl BlockedOutsiders {
+    /// Whether `peer` is blocked.
+    pub(super) fn contains(&self, peer: &PeerId) -> bool {
+        self.0.contains(peer)
+    }
+
     /// Takes `peer` off the list (it is a member now: its ban is kept for good).
     pub(super) fn forget(&mut self, peer: &PeerId) {
         self.0.retain(|p| p != peer);
@@ -101,10 +106,12 @@ impl EventLoop {
     /// identify learned) and every bootnode we are not connected to ([`super::bootnodes`]).
     fn dial_missing_peers(&mut self) {
         let snap = lock(&self.shared).clone();
-        let banned = |p: &PeerId| snap.banned.contains_key(p);
+        let outsiders = &self.blocked_outsiders;
+        let banned = |p: &PeerId| snap.banned.contains_key(p) || outsiders.contains(p);
         if let Err(e) = super::bootnodes::dial_due(
             &mut self.bootnodes,
             &mut self.swarm,
+            Instant::now(),
             &snap.connected,
             banned,
         ) {
@@ -223,8 +230,13 @@ impl EventLoop {
                 peer_id,
                 error,
             } => {
-                self.bootnodes.failed(connection_id);
-                tracing::debug!(?peer_id, %error, "outgoing connection failed");
+                match self
+                    .bootnodes
+                    .failed(connection_id, peer_id, Instant::now())
+                {
+                    Some(addr) => tracing::info!(%addr, %error, "bootnode not reached"),
+                    None => tracing::debug!(?peer_id, %error, "outgoing connection failed"),
+                }
             }
             SwarmEvent::NewListenAddr { address, .. } => {
                 lock(&self.shared).listen_addrs.push(address)

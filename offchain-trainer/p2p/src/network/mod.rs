@@ -56,8 +56,9 @@ pub struct NetConfig {
     pub members: MemberSet,
     /// Addresses to listen on (e.g. `/ip4/127.0.0.1/tcp/0`, `/ip4/127.0.0.1/udp/0/quic-v1`).
     pub listen: Vec<Multiaddr>,
-    /// Peers to dial at start and again on each heartbeat while we are not connected to them,
-    /// one dial of each at a time (Kademlia bootstraps from them).
+    /// Peers to dial at start and again while we are not connected to them, one dial of each
+    /// at a time, backing off after failures (Kademlia bootstraps from them). An address ending
+    /// in `/p2p/<peer id>` is checked to be that peer's (see `network/bootnodes.rs`).
     pub bootnodes: Vec<Multiaddr>,
     /// Addresses at which others reach this node that it does not listen on itself (a port
     /// forward, a NAT's public address): announced to peers with the listen addresses, and
@@ -343,8 +344,14 @@ pub fn spawn(cfg: NetConfig) -> Result<Client, NetError> {
     for a in &cfg.public_addrs {
         swarm.add_external_address(a.clone());
     }
-    let mut bootnodes = bootnodes::Bootnodes::new(cfg.bootnodes.clone());
-    bootnodes::dial_due(&mut bootnodes, &mut swarm, &HashSet::new(), |_| false)?;
+    let now = Instant::now();
+    let mut bootnodes = bootnodes::Bootnodes::new(
+        cfg.bootnodes.clone(),
+        *swarm.local_peer_id(),
+        cfg.heartbeat,
+        now,
+    );
+    bootnodes::dial_due(&mut bootnodes, &mut swarm, now, &HashSet::new(), |_| false)?;
     let (tx, rx) = mpsc::channel(256);
     let shared = Arc::new(Mutex::new(Snapshot::default()));
     if let Some(path) = &cfg.distrust_file {

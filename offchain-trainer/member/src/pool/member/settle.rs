@@ -520,11 +520,20 @@ const VOID_REASK_BLOCKS: u64 = 3;
 /// refused it with a pallet error (another void closed the round meanwhile);
 /// `finalized + VOID_REASK_BLOCKS` when the transaction pool already holds another account's
 /// void of the pool (`CheckDutyCall` keeps one per pool, [`ChainError::is_same_tag_queued`]);
-/// `None` (at the next pass) after any other failure.
+/// `finalized + MORTALITY` when the send's fate is unknown (a lost connection, a re-send that
+/// neither landed nor left the pool in time): our void may still be in the pool, and another
+/// of ours, with the next nonce, would take its place there (the pool keeps one void per pool,
+/// the later one priced at the fee multiplier of a later block) and then wait behind the nonce
+/// it replaced; past its era (`synod_chain::submit::MORTALITY` blocks) it is gone; the other
+/// members void the round meanwhile. `None` (at the next pass) after any other failure.
 fn void_asked_until(sent: Result<(), &synod_chain::ChainError>, finalized: u64) -> Option<u64> {
+    use synod_chain::ChainError;
     match sent {
-        Ok(()) | Err(synod_chain::ChainError::Module { .. }) => Some(u64::MAX),
+        Ok(()) | Err(ChainError::Module { .. }) => Some(u64::MAX),
         Err(e) if e.is_same_tag_queued() => Some(finalized.saturating_add(VOID_REASK_BLOCKS)),
+        Err(ChainError::Rpc(_) | ChainError::Timeout { .. }) => {
+            Some(finalized.saturating_add(synod_chain::submit::MORTALITY))
+        }
         Err(_) => None,
     }
 }
@@ -540,7 +549,9 @@ mod tests {
     /// pool: the members' voids are refused with "Priority is too low") and never lets it
     /// land (it replaces it, or empties its account). A member refused so asks again 3
     /// finalized blocks later; one whose void landed, or that the chain refused (another void
-    /// closed the round), does not; a lost connection is retried at the next pass.
+    /// closed the round), does not; one whose void's fate is unknown (a lost connection) waits
+    /// out the void's era rather than send a second void of its own that would replace the
+    /// first in the pool; one whose send failed before the pool took it asks at the next pass.
     #[test]
     fn a_void_held_in_the_pool_by_another_account_is_asked_again() {
         let module = ChainError::Module {
@@ -555,7 +566,17 @@ mod tests {
         let fees = ChainError::Rejected("Inability to pay some fees".into());
         assert_eq!(void_asked_until(Err(&fees), 100), None);
         let lost = ChainError::Rpc("connection reset".into());
-        assert_eq!(void_asked_until(Err(&lost), 100), None);
+        assert_eq!(void_asked_until(Err(&lost), 100), Some(132));
+        let stuck = ChainError::Timeout {
+            secs: 600,
+            what: "nonce to advance".into(),
+        };
+        assert_eq!(void_asked_until(Err(&stuck), 100), Some(132));
+        let unreachable = ChainError::Connect {
+            url: "ws://127.0.0.1:9944".into(),
+            reason: "refused".into(),
+        };
+        assert_eq!(void_asked_until(Err(&unreachable), 100), None);
     }
 
     /// A member whose commit failed (a lost connection, a dropped transaction) or is not
