@@ -192,16 +192,30 @@ fn unbond_is_weighed_for_a_trainer_in_max_pools() {
 fn a_void_of_dropped_and_staying_participants_is_charged_enough() {
     use pallet_checkpoints::WeightInfo;
     type W = <Runtime as pallet_checkpoints::Config>::WeightInfo;
-    let max = <Runtime as pallet_checkpoints::Config>::MaxMembers::get();
-    for m in 1..=max {
-        let charged = pallet_checkpoints::Pallet::<Runtime>::void_weight_at(m);
-        for k in 0..=m {
-            let dropped =
-                W::void_expired_round_dropping(m).saturating_sub(W::void_expired_round_dropping(k));
-            let mixed = W::void_expired_round(k).saturating_add(dropped);
+    assert_every_mix_is_covered(
+        <Runtime as pallet_checkpoints::Config>::MaxMembers::get(),
+        W::void_expired_round,
+        W::void_expired_round_dropping,
+        pallet_checkpoints::Pallet::<Runtime>::void_weight_at,
+    );
+}
+
+/// Asserts that `charged(n)`, for every `n` in `1..=max`, covers `k` items of the linear
+/// benchmark `stay` (with its fixed part) and the other `n − k` of `drop` (`drop(n)` less
+/// `drop(k)`), for every `k` in `0..=n`, in time and in proof size.
+fn assert_every_mix_is_covered(
+    max: u32,
+    stay: impl Fn(u32) -> frame_support::weights::Weight,
+    drop: impl Fn(u32) -> frame_support::weights::Weight,
+    charged: impl Fn(u32) -> frame_support::weights::Weight,
+) {
+    for n in 1..=max {
+        let charged = charged(n);
+        for k in 0..=n {
+            let mixed = stay(k).saturating_add(drop(n).saturating_sub(drop(k)));
             assert!(
                 mixed.all_lte(charged),
-                "{m} participants, {k} staying: {mixed:?} over {charged:?}"
+                "{n} items, {k} staying: {mixed:?} over {charged:?}"
             );
         }
     }
@@ -212,24 +226,18 @@ fn a_void_of_dropped_and_staying_participants_is_charged_enough() {
 /// staying voids of `v` cost, the benchmarks being linear, at most `on_initialize_void(k)`
 /// plus the dropping hook's part for the other `v − k` (`on_initialize_void_dropping(v)`
 /// less `on_initialize_void_dropping(k)`).
-/// The larger of the two hooks at `v` was under that whenever one hook's fit had the larger
-/// fixed part and the other the larger part per void (the staying hook's fixed part is
-/// 0.6 ms, the dropping hook's part per void 4.5 ms): the charge covers every `k` now.
+/// The larger of the two hooks at `v` is under that whenever one hook's fit has the larger
+/// fixed part and the other the larger part per void (as the staying hook's fixed part,
+/// 0.6 ms, and the dropping hook's part per void, 4.5 ms, do): the charge (`mix_weight`)
+/// covers every `k`.
 #[test]
 fn a_block_of_staying_and_dropping_voids_is_charged_enough() {
     use pallet_checkpoints::WeightInfo;
     type W = <Runtime as pallet_checkpoints::Config>::WeightInfo;
-    let max = <Runtime as pallet_checkpoints::Config>::MaxDeadlinesPerBlock::get();
-    for v in 1..=max {
-        let charged = pallet_checkpoints::Pallet::<Runtime>::on_initialize_void_weight(v);
-        for k in 0..=v {
-            let dropping =
-                W::on_initialize_void_dropping(v).saturating_sub(W::on_initialize_void_dropping(k));
-            let mixed = W::on_initialize_void(k).saturating_add(dropping);
-            assert!(
-                mixed.all_lte(charged),
-                "{v} voids, {k} staying: {mixed:?} over {charged:?}"
-            );
-        }
-    }
+    assert_every_mix_is_covered(
+        <Runtime as pallet_checkpoints::Config>::MaxDeadlinesPerBlock::get(),
+        W::on_initialize_void,
+        W::on_initialize_void_dropping,
+        pallet_checkpoints::Pallet::<Runtime>::on_initialize_void_weight,
+    );
 }
