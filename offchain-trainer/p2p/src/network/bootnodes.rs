@@ -16,7 +16,7 @@
 //! answered our dial: anyone holding the address then (on the bootnode's host, or on the path)
 //! is taken for it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use libp2p::multiaddr::Protocol;
@@ -39,14 +39,14 @@ struct Bootnode {
     next: Instant,
     /// The wait after the next failure.
     backoff: Duration,
+    /// The dial of it in flight, if any.
+    dialling: Option<ConnectionId>,
 }
 
-/// The configured bootnodes and the dials of them in flight.
+/// The configured bootnodes.
 #[derive(Debug)]
 pub(super) struct Bootnodes {
     nodes: Vec<Bootnode>,
-    /// Dials in flight: the connection and the index of its bootnode.
-    in_flight: HashMap<ConnectionId, usize>,
     /// Our own peer id (an address of ours among the bootnodes is never dialled again).
     me: PeerId,
     /// The first wait after a failure (the heartbeat).
@@ -72,11 +72,11 @@ impl Bootnodes {
                 addr,
                 next: now,
                 backoff: heartbeat,
+                dialling: None,
             })
             .collect();
         Self {
             nodes,
-            in_flight: HashMap::new(),
             me,
             first_backoff: heartbeat,
         }
@@ -92,15 +92,15 @@ impl Bootnodes {
         banned: impl Fn(&PeerId) -> bool,
     ) -> Vec<(Multiaddr, DialOpts)> {
         let mut dials = Vec::new();
-        for (i, b) in self.nodes.iter().enumerate() {
+        for b in &mut self.nodes {
             let reached = b
                 .peer
                 .is_some_and(|p| p == self.me || connected.contains(&p) || banned(&p));
-            if reached || now < b.next || self.in_flight.values().any(|j| *j == i) {
+            if reached || now < b.next || b.dialling.is_some() {
                 continue;
             }
             let opts = DialOpts::from(b.addr.clone());
-            self.in_flight.insert(opts.connection_id(), i);
+            b.dialling = Some(opts.connection_id());
             dials.push((b.addr.clone(), opts));
         }
         dials
@@ -109,10 +109,10 @@ impl Bootnodes {
     /// Connection `id` is established with `peer`: if it was a bootnode dial, `peer` is that
     /// bootnode (when its address named none) and its backoff starts again.
     pub(super) fn established(&mut self, id: ConnectionId, peer: PeerId) {
-        if let Some(i) = self.in_flight.remove(&id) {
-            let b = &mut self.nodes[i];
+        let first = self.first_backoff;
+        if let Some(b) = self.dial_ended(id) {
             b.peer.get_or_insert(peer);
-            b.backoff = self.first_backoff;
+            b.backoff = first;
         }
     }
 
@@ -126,14 +126,20 @@ impl Bootnodes {
         peer: Option<PeerId>,
         now: Instant,
     ) -> Option<Multiaddr> {
-        let i = self.in_flight.remove(&id)?;
-        let b = &mut self.nodes[i];
+        let b = self.dial_ended(id)?;
         if let Some(p) = peer {
             b.peer.get_or_insert(p);
         }
         b.next = now + b.backoff;
         b.backoff = (b.backoff * 2).min(MAX_BACKOFF);
         Some(b.addr.clone())
+    }
+
+    /// The bootnode whose dial is `id`, that dial no longer in flight.
+    fn dial_ended(&mut self, id: ConnectionId) -> Option<&mut Bootnode> {
+        let b = self.nodes.iter_mut().find(|b| b.dialling == Some(id))?;
+        b.dialling = None;
+        Some(b)
     }
 }
 
